@@ -1,0 +1,111 @@
+/* kernels.h - the CPU compute kernels of the Qwen3 step.
+ *
+ * Every kernel takes (ith, nth): it is called once by each of nth threads and
+ * does the ith share of the work, so the thread pool never needs to know what
+ * it runs. Layouts are row-major, outermost dimension first.
+ *
+ * Batch invariance (DESIGN principle 5): the value computed for one token
+ * never depends on nth, on how many other tokens or sequences are in the
+ * call, or on whether the call is a prefill or a decode step. Every reduction
+ * (dot products, norms, softmax) runs in one fixed order that depends only on
+ * the reduced length (and the CPU's instruction set, chosen once per process).
+ *
+ * SIMD: cpu_kernels_init() picks AVX-512, AVX2+FMA+F16C or portable C at run
+ * time (ENCORE_CPU_ISA=avx512|avx2|scalar forces one, for tests). */
+#ifndef ENC_CPU_KERNELS_H
+#define ENC_CPU_KERNELS_H
+
+#include <stdint.h>
+
+#include "base/dtype.h"
+
+typedef enum cpu_isa {
+    CPU_ISA_SCALAR = 0,
+    CPU_ISA_AVX2,   /* AVX2 + FMA + F16C */
+    CPU_ISA_AVX512, /* AVX-512 F/BW/VL */
+} cpu_isa;
+
+/* Detect (or read ENCORE_CPU_ISA) once; later calls return the same. */
+cpu_isa cpu_kernels_init(void);
+const char *cpu_isa_name(cpu_isa isa);
+
+/* y[t, n] = sum_k x[t, k] * w[n, k]  (y = x W^T, as torch.nn.Linear).
+ * x [n_tokens, k] f32; w [n_out, k] of w_dtype (F32, BF16 or F16);
+ * y [n_tokens, n_out] f32. Threads split the output columns. */
+void cpu_matmul(const float *x, int64_t n_tokens, int64_t k, const void *w,
+                enc_dtype w_dtype, int64_t n_out, float *y, int ith, int nth);
+
+/* out[i, :] = table[ids[i], :] converted to f32.
+ * table [n_rows, dim] of dtype (F32, BF16, F16); out [n, dim]. An id outside
+ * [0, n_rows) yields a zero row (ids are checked before a step runs). */
+void cpu_get_rows(const void *table, enc_dtype dtype, int64_t n_rows,
+                  int64_t dim, const int32_t *ids, int64_t n, float *out,
+                  int ith, int nth);
+
+/* y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w[:]   (Qwen3RMSNorm).
+ * x, y [rows, dim] f32 (y may equal x); w [dim] f32. Used per token (dim =
+ * hidden size) and per head (rows = tokens * heads, dim = head_dim). */
+void cpu_rms_norm(const float *x, const float *w, int64_t rows, int64_t dim,
+                  float eps, float *y, int ith, int nth);
+
+/* NeoX rotary embedding in place: x [n_tokens, n_heads, head_dim]; for each
+ * token t and i < head_dim/2, with a = positions[t] * theta^(-2i/head_dim)
+ * (computed in double):
+ *   x1 = x[i], x2 = x[i + head_dim/2]
+ *   x[i] = x1 cos a - x2 sin a;  x[i + head_dim/2] = x2 cos a + x1 sin a */
+void cpu_rope_neox(float *x, int64_t n_tokens, int64_t n_heads,
+                   int64_t head_dim, const int32_t *positions, double theta,
+                   int ith, int nth);
+
+/* out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)); n elements. */
+void cpu_swiglu(const float *gate, const float *up, float *out, int64_t n,
+                int ith, int nth);
+
+/* out[i] = a[i] + b[i]; out may alias a or b. */
+void cpu_add(const float *a, const float *b, float *out, int64_t n, int ith,
+             int nth);
+
+/* Write the new keys and values into the paged cache:
+ * k, v [n_tokens, kv_dim]; k_cache, v_cache [n_slots, kv_dim], where slot =
+ * block * block_size + offset. slot_mapping[t] < 0 means "write nothing"
+ * (padding rows). */
+void cpu_reshape_and_cache(const float *k, const float *v, int64_t n_tokens,
+                           int64_t kv_dim, const int32_t *slot_mapping,
+                           float *k_cache, float *v_cache, int ith, int nth);
+
+/* Causal paged attention for a batch of sequences, prefill and decode alike.
+ * Sequence s owns query rows [query_start_loc[s], query_start_loc[s+1]) of q;
+ * it has seq_lens[s] tokens in the cache (including the new ones), the new
+ * ones being the last n_q = query_start_loc[s+1] - query_start_loc[s]. Query
+ * row j (0-based within the sequence) attends to cache positions
+ * [0, seq_lens[s] - n_q + j]. Position p of sequence s lives at slot
+ * block_tables[s * max_blocks + p / block_size] * block_size + p % block_size.
+ * q, out [n_tokens, n_heads, head_dim]; k_cache, v_cache [n_slots, n_kv_heads,
+ * head_dim]; query head h reads kv head h / (n_heads / n_kv_heads).
+ * softmax(q.k * scale) v, accumulated over positions in increasing order with
+ * a fixed order inside each dot product, whatever the batch. Sequences with
+ * seq_lens[s] == 0 (padding) produce zero rows. */
+typedef struct cpu_attention_args {
+    const float *q;
+    const float *k_cache;
+    const float *v_cache;
+    float *out;
+    const int32_t *block_tables; /* [n_seqs, max_blocks] */
+    const int32_t *seq_lens;     /* [n_seqs] */
+    const int32_t *query_start_loc; /* [n_seqs + 1] */
+    int64_t n_seqs;
+    int64_t max_blocks;
+    int64_t block_size;
+    int64_t n_heads;
+    int64_t n_kv_heads;
+    int64_t head_dim;
+    float scale;
+} cpu_attention_args;
+
+void cpu_paged_attention(const cpu_attention_args *a, int ith, int nth);
+
+/* out[s] = argmax_j x[s, j] over [n_rows, n_cols] (first index on ties). */
+void cpu_argmax(const float *x, int64_t n_rows, int64_t n_cols, int32_t *out,
+                int ith, int nth);
+
+#endif

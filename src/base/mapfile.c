@@ -1,0 +1,81 @@
+/* mapfile.c - read-only memory mapping of a whole file; small-file reads. */
+#define _POSIX_C_SOURCE 200809L
+#include "base/mapfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enc_status mapfile_open(const char *path, enc_mapfile *out)
+{
+    out->data = NULL;
+    out->size = 0;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return enc_fail(ENC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return enc_fail(ENC_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return enc_fail(ENC_ERR_IO, "%s: not a regular file", path);
+    }
+    if (st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            return enc_fail(ENC_ERR_IO, "%s: cannot map: %s", path, strerror(e));
+        }
+        out->data = p;
+        out->size = (size_t)st.st_size;
+    }
+    close(fd);
+    return ENC_OK;
+}
+
+void mapfile_close(enc_mapfile *m)
+{
+    if (m->data) munmap((void *)m->data, m->size);
+    m->data = NULL;
+    m->size = 0;
+}
+
+enc_status file_read_all(const char *path, char **out, size_t *size)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return enc_fail(ENC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        char *bigger = realloc(buf, cap * 2 + 1);
+        if (!bigger) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!buf) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "%s: file too large to read", path);
+    if (err) {
+        free(buf);
+        return enc_fail(ENC_ERR_IO, "%s: read error", path);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    if (size) *size = n;
+    return ENC_OK;
+}

@@ -1,0 +1,23 @@
+/* mapfile.h - read-only memory mapping of a whole file. */
+#ifndef ENC_BASE_MAPFILE_H
+#define ENC_BASE_MAPFILE_H
+
+#include <stddef.h>
+
+#include "base/status.h"
+
+typedef struct enc_mapfile {
+    const unsigned char *data; /* NULL for an empty file */
+    size_t size;
+} enc_mapfile;
+
+/* Map path read-only. On failure nothing is left open and the last error
+ * names the file. */
+enc_status mapfile_open(const char *path, enc_mapfile *out);
+void mapfile_close(enc_mapfile *m);
+
+/* Read a whole (small) file into a NUL-terminated malloc'd buffer; the caller
+ * frees it. */
+enc_status file_read_all(const char *path, char **out, size_t *size);
+
+#endif

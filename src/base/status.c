@@ -1,0 +1,50 @@
+/* status.c - status names and the thread-local last-error message. */
+#include "base/status.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+enum { ENC__ERROR_MAX = 1024 };
+static _Thread_local char enc__last_error[ENC__ERROR_MAX];
+
+const char *enc_status_to_string(enc_status s)
+{
+    switch (s) {
+    case ENC_OK: return "ok";
+    case ENC_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case ENC_ERR_IO: return "i/o error";
+    case ENC_ERR_FORMAT: return "malformed input";
+    case ENC_ERR_UNSUPPORTED: return "unsupported";
+    case ENC_ERR_OUT_OF_MEMORY: return "out of memory";
+    case ENC_ERR_CAPTURE: return "capture contract violated";
+    case ENC_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+enc_status enc_fail(enc_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(enc__last_error, sizeof enc__last_error, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+enc_status enc_fail_context(enc_status s, const char *fmt, ...)
+{
+    char old[ENC__ERROR_MAX];
+    memcpy(old, enc__last_error, sizeof old);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(enc__last_error, sizeof enc__last_error, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof enc__last_error)
+        snprintf(enc__last_error + n, sizeof enc__last_error - (size_t)n,
+                 ": %s", old);
+    return s;
+}
+
+const char *enc_last_error(void) { return enc__last_error; }
+
+void enc_clear_error(void) { enc__last_error[0] = '\0'; }
