@@ -1,0 +1,60 @@
+/* backend.h - the device interface: buffers, explicit host<->device copies,
+ * and running a step graph.
+ *
+ * Tensors live in backend buffers that are opaque to the model and the
+ * engine (DESIGN principle 4); the host reaches them only through
+ * backend_buffer_write / backend_buffer_read. A backend is a vtable
+ * (struct backend_i) filled by cpu/ (and later vulkan/); the model never
+ * sees which one runs. */
+#ifndef ENC_BACKEND_BACKEND_H
+#define ENC_BACKEND_BACKEND_H
+
+#include <stddef.h>
+
+#include "base/status.h"
+#include "graph/graph.h"
+
+typedef struct backend backend;
+typedef struct backend_buffer backend_buffer; /* defined by each backend */
+
+struct backend_i {
+    /* Short name for logs and errors ("cpu"). */
+    const char *name;
+    /* Allocate size bytes of device memory, zeroed; `what` names it in errors. */
+    enc_status (*buffer_alloc)(backend *be, size_t size, const char *what, backend_buffer **out);
+    /* (optional) Use host memory that outlives the buffer (a mapped weight
+     * file) without copying. NULL: the caller allocates and writes instead. */
+    enc_status (*buffer_from_host)(backend *be, const void *data, size_t size, const char *what,
+                                   backend_buffer **out);
+    /* Release a buffer; NULL is a no-op. */
+    void (*buffer_free)(backend *be, backend_buffer *buf);
+    /* Copy size bytes from host memory into the buffer at offset. */
+    enc_status (*buffer_write)(backend *be, backend_buffer *buf, size_t offset, const void *src,
+                               size_t size);
+    /* Copy size bytes from the buffer at offset into host memory. */
+    enc_status (*buffer_read)(backend *be, backend_buffer *buf, size_t offset, void *dst,
+                              size_t size);
+    /* Run every node of a planned graph, in order, now (eager). */
+    enc_status (*graph_compute)(backend *be, const graph *g);
+    /* Release the backend and everything it owns. */
+    void (*destroy)(backend *be);
+};
+
+struct backend {
+    const struct backend_i *iface;
+    void *ctx; /* the implementation's state */
+};
+
+enc_status backend_buffer_alloc(backend *be, size_t size, const char *what, backend_buffer **out);
+/* Zero-copy where the backend can, else allocate and copy. */
+enc_status backend_buffer_from_host(backend *be, const void *data, size_t size, const char *what,
+                                    backend_buffer **out);
+void backend_buffer_free(backend *be, backend_buffer *buf);
+enc_status backend_buffer_write(backend *be, backend_buffer *buf, size_t offset, const void *src,
+                                size_t size);
+enc_status backend_buffer_read(backend *be, backend_buffer *buf, size_t offset, void *dst,
+                               size_t size);
+enc_status backend_graph_compute(backend *be, const graph *g);
+void backend_destroy(backend *be); /* NULL is a no-op */
+
+#endif

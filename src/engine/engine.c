@@ -1,0 +1,406 @@
+/* engine.c - requests, the KV cache and the step loop: schedule, write the
+ * step inputs, build and run the step graph, read the logits, sample. */
+#include "engine/engine_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_backend.h"
+#include "base/log.h"
+
+const char *engine_finish_name(engine_finish f)
+{
+    switch (f) {
+    case ENGINE_FINISH_LENGTH: return "length";
+    case ENGINE_FINISH_STOP: return "stop";
+    default: return "none";
+    }
+}
+
+/* --- creation ------------------------------------------------------------ */
+
+static enc_status engine__resolve_config(engine *e, const qwen3_config *mc)
+{
+    engine_config *c = &e->cfg;
+    if (c->block_size == 0) c->block_size = 16;
+    if (c->max_num_seqs == 0) c->max_num_seqs = 64;
+    if (c->max_num_batched_tokens == 0) c->max_num_batched_tokens = 2048;
+    if (c->max_model_len == 0)
+        c->max_model_len = mc->max_position_embeddings < 8192 ? mc->max_position_embeddings : 8192;
+    if (c->max_num_seqs < 1 || c->max_num_seqs > 4096)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "max_num_seqs %d out of range [1, 4096]", c->max_num_seqs);
+    if (c->max_num_batched_tokens < 1 || c->max_num_batched_tokens > (1 << 20))
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "max_num_batched_tokens %lld out of range [1, 1048576]",
+                        (long long)c->max_num_batched_tokens);
+    if (c->max_model_len < 2 || c->max_model_len > mc->max_position_embeddings)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "max_model_len %lld out of range [2, %lld] (max_position_embeddings)",
+                        (long long)c->max_model_len, (long long)mc->max_position_embeddings);
+    e->max_blocks_per_seq = (c->max_model_len + c->block_size - 1) / c->block_size;
+    if (c->n_kv_blocks == 0) {
+        int64_t per_block = kv_cache_bytes_per_token(mc->n_layers, mc->n_kv_heads * mc->head_dim) * c->block_size;
+        int64_t budget = c->kv_cache_bytes ? c->kv_cache_bytes : (int64_t)2 << 30;
+        int64_t want = e->max_blocks_per_seq * c->max_num_seqs;
+        c->n_kv_blocks = budget / per_block < want ? budget / per_block : want;
+    }
+    if (c->n_kv_blocks < 1 || c->n_kv_blocks > INT32_MAX / 64)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "KV cache of %lld blocks is out of range",
+                        (long long)c->n_kv_blocks);
+    e->logits_rows_max = c->max_num_seqs + 64;
+    return ENC_OK;
+}
+
+static enc_status engine__alloc_inputs(engine *e)
+{
+    int64_t T = e->cfg.max_num_batched_tokens, S = e->cfg.max_num_seqs, L = e->logits_rows_max;
+    struct {
+        int32_t **host;
+        backend_buffer **dev;
+        int64_t n;
+        const char *name;
+    } in[] = {
+        {&e->input_ids, &e->in_ids, T, "input_ids"},
+        {&e->positions, &e->in_positions, T, "positions"},
+        {&e->slot_mapping, &e->in_slots, T, "slot_mapping"},
+        {&e->block_tables, &e->in_tables, S * e->max_blocks_per_seq, "block_tables"},
+        {&e->seq_lens, &e->in_lens, S, "seq_lens"},
+        {&e->query_start_loc, &e->in_qsl, S + 1, "query_start_loc"},
+        {&e->logits_indices, &e->in_logit_idx, L, "logits_indices"},
+    };
+    for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
+        *in[i].host = calloc((size_t)in[i].n, sizeof(int32_t));
+        if (!*in[i].host) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "step input %s", in[i].name);
+        ENC_TRY(backend_buffer_alloc(e->be, (size_t)in[i].n * sizeof(int32_t), in[i].name, in[i].dev));
+    }
+    int64_t V = e->model->cfg.vocab_size;
+    e->logits = malloc((size_t)(L * V) * sizeof *e->logits);
+    e->probs = malloc((size_t)V * sizeof *e->probs);
+    e->batch.entries = calloc((size_t)S, sizeof *e->batch.entries);
+    if (!e->logits || !e->probs || !e->batch.entries)
+        return enc_fail(ENC_ERR_OUT_OF_MEMORY, "logits buffer of %lld x %lld", (long long)L, (long long)V);
+    return ENC_OK;
+}
+
+/* Plan the largest step once; its arena holds every smaller step's too. */
+static enc_status engine__alloc_arena(engine *e)
+{
+    ENC_TRY(arena_init(&e->graph_arena, (size_t)(qwen3_graph_tensors_max(e->model) * 512 +
+                                                 qwen3_graph_nodes_max(e->model) * 256) + (1 << 16)));
+    graph g;
+    qwen3_step_io io;
+    qwen3_step_shape shape = {e->cfg.max_num_batched_tokens, e->cfg.max_num_seqs,
+                              e->logits_rows_max, e->max_blocks_per_seq};
+    ENC_TRY(graph_init(&g, &e->graph_arena, qwen3_graph_nodes_max(e->model), qwen3_graph_tensors_max(e->model)));
+    ENC_TRY(qwen3_build_step(e->model, &e->kv, &g, &shape, &io));
+    ENC_TRY(graph_plan(&g, NULL));
+    e->arena_size = g.arena_size + g.arena_size / 8; /* headroom: first fit is not monotone */
+    arena_reset(&e->graph_arena);
+    return backend_buffer_alloc(e->be, e->arena_size, "step arena", &e->arena_buf);
+}
+
+enc_status engine_create(const engine_config *cfg, engine **out)
+{
+    *out = NULL;
+    engine *e = calloc(1, sizeof *e);
+    if (!e) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "engine");
+    e->cfg = *cfg;
+    enc_status s = cpu_backend_create(cfg->n_threads, &e->be);
+    if (s == ENC_OK) s = qwen3_model_load(cfg->model_dir, e->be, &e->model);
+    if (s == ENC_OK) s = engine__resolve_config(e, &e->model->cfg);
+    if (s == ENC_OK) {
+        const qwen3_config *mc = &e->model->cfg;
+        s = kv_cache_init(&e->kv, e->be, mc->n_layers, mc->n_kv_heads * mc->head_dim,
+                          (int32_t)e->cfg.n_kv_blocks, e->cfg.block_size);
+    }
+    if (s == ENC_OK) s = engine__alloc_inputs(e);
+    if (s == ENC_OK) s = engine__alloc_arena(e);
+    if (s != ENC_OK) {
+        engine_destroy(e);
+        return s;
+    }
+    enc_log_info("engine: %lld KV blocks of %d tokens, max_model_len %lld, max_num_seqs %d, arena %.1f MiB",
+                 (long long)e->cfg.n_kv_blocks, e->cfg.block_size, (long long)e->cfg.max_model_len,
+                 e->cfg.max_num_seqs, (double)e->arena_size / (1 << 20));
+    *out = e;
+    return ENC_OK;
+}
+
+static void engine__seq_free(engine_seq *s)
+{
+    kv_block_table_free(&s->table);
+    free(s->tokens);
+    free(s);
+}
+
+void engine_destroy(engine *e)
+{
+    if (!e) return;
+    for (int64_t i = 0; i < e->n_seqs; i++) {
+        kv_block_table_release(&e->kv.pool, &e->seqs[i]->table);
+        engine__seq_free(e->seqs[i]);
+    }
+    free(e->seqs);
+    backend_buffer *bufs[] = {e->in_ids, e->in_positions, e->in_slots, e->in_tables,
+                              e->in_lens, e->in_qsl, e->in_logit_idx, e->arena_buf};
+    for (size_t i = 0; e->be && i < sizeof bufs / sizeof bufs[0]; i++) backend_buffer_free(e->be, bufs[i]);
+    int32_t *host[] = {e->input_ids, e->positions, e->slot_mapping, e->block_tables,
+                       e->seq_lens, e->query_start_loc, e->logits_indices};
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
+    free(e->logits);
+    free(e->probs);
+    free(e->batch.entries);
+    arena_free(&e->graph_arena);
+    if (e->kv.k) kv_cache_free(&e->kv);
+    qwen3_model_free(e->model);
+    backend_destroy(e->be);
+    free(e);
+}
+
+/* --- requests ------------------------------------------------------------ */
+
+static enc_status engine__check_request(const engine *e, const engine_request_params *p)
+{
+    const qwen3_config *mc = &e->model->cfg;
+    if (!p->prompt_ids || p->n_prompt < 1)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: the prompt is empty");
+    if (p->max_tokens < 1)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: max_tokens must be >= 1 (got %lld)",
+                        (long long)p->max_tokens);
+    if (!(p->temperature >= 0.0) || p->temperature > 1e6)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: temperature must be >= 0 (got %g)", p->temperature);
+    for (int64_t i = 0; i < p->n_prompt; i++)
+        if (p->prompt_ids[i] < 0 || p->prompt_ids[i] >= mc->vocab_size)
+            return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: prompt token %lld is %d, outside the vocabulary [0, %lld)",
+                            (long long)i, p->prompt_ids[i], (long long)mc->vocab_size);
+    if (p->n_prompt + p->max_tokens > e->cfg.max_model_len)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                        "request: prompt (%lld tokens) + max_tokens (%lld) exceeds max_model_len %lld",
+                        (long long)p->n_prompt, (long long)p->max_tokens, (long long)e->cfg.max_model_len);
+    int64_t blocks = (p->n_prompt + p->max_tokens + e->cfg.block_size - 1) / e->cfg.block_size;
+    if (blocks > e->kv.pool.n_blocks)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                        "request: needs %lld KV blocks but the pool has only %d",
+                        (long long)blocks, e->kv.pool.n_blocks);
+    return ENC_OK;
+}
+
+enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t *request_id)
+{
+    ENC_TRY(engine__check_request(e, p));
+    if (e->n_seqs == e->cap_seqs) {
+        int64_t cap = e->cap_seqs ? e->cap_seqs * 2 : 16;
+        engine_seq **seqs = realloc(e->seqs, (size_t)cap * sizeof *seqs);
+        if (!seqs) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "request table");
+        e->seqs = seqs;
+        e->cap_seqs = cap;
+    }
+    engine_seq *s = calloc(1, sizeof *s);
+    if (!s) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "request");
+    s->tokens = malloc((size_t)(p->n_prompt + p->max_tokens) * sizeof *s->tokens);
+    if (!s->tokens || kv_block_table_init(&s->table, (int32_t)e->max_blocks_per_seq) != ENC_OK) {
+        engine__seq_free(s);
+        return enc_fail(ENC_ERR_OUT_OF_MEMORY, "request of %lld tokens", (long long)p->n_prompt);
+    }
+    memcpy(s->tokens, p->prompt_ids, (size_t)p->n_prompt * sizeof *s->tokens);
+    s->n_tokens = s->n_prompt = p->n_prompt;
+    s->max_tokens = p->max_tokens;
+    s->temperature = p->temperature;
+    s->ignore_eos = p->ignore_eos;
+    s->prompt_logits = p->prompt_logits;
+    sampler_rng_seed(&s->rng, p->seed);
+    s->id = e->next_id++;
+    e->seqs[e->n_seqs++] = s;
+    *request_id = s->id;
+    return ENC_OK;
+}
+
+static engine_seq *engine__find(const engine *e, int64_t id)
+{
+    int64_t lo = 0, hi = e->n_seqs; /* ids grow with arrival: binary search */
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (e->seqs[mid]->id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < e->n_seqs && e->seqs[lo]->id == id ? e->seqs[lo] : NULL;
+}
+
+enc_status engine_request_output(const engine *e, int64_t id, const int32_t **ids, int64_t *n_ids,
+                                 engine_finish *finish)
+{
+    const engine_seq *s = engine__find(e, id);
+    if (!s) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "no request with id %lld", (long long)id);
+    *ids = s->tokens + s->n_prompt;
+    *n_ids = s->n_tokens - s->n_prompt;
+    *finish = s->finish;
+    return ENC_OK;
+}
+
+void engine_release_request(engine *e, int64_t id)
+{
+    engine_seq *s = engine__find(e, id);
+    if (!s) return;
+    kv_block_table_release(&e->kv.pool, &s->table);
+    int64_t i = 0;
+    while (e->seqs[i] != s) i++;
+    memmove(&e->seqs[i], &e->seqs[i + 1], (size_t)(e->n_seqs - i - 1) * sizeof *e->seqs);
+    e->n_seqs--;
+    engine__seq_free(s);
+}
+
+bool engine_has_unfinished(const engine *e)
+{
+    for (int64_t i = 0; i < e->n_seqs; i++)
+        if (e->seqs[i]->state != SEQ_FINISHED) return true;
+    return false;
+}
+
+/* --- one step ------------------------------------------------------------ */
+
+/* Lay the batch out as the step inputs (host side). */
+static void engine__fill_inputs(engine *e, const sched_batch *b)
+{
+    int64_t t = 0, W = e->max_blocks_per_seq;
+    e->query_start_loc[0] = 0;
+    for (int i = 0; i < b->n_entries; i++) {
+        const sched_entry *en = &b->entries[i];
+        const engine_seq *s = en->seq;
+        for (int64_t j = 0; j < en->n_new; j++, t++) {
+            int64_t pos = s->n_computed + j;
+            e->input_ids[t] = s->tokens[pos];
+            e->positions[t] = (int32_t)pos;
+            e->slot_mapping[t] = kv_slot(&e->kv.pool, &s->table, pos);
+        }
+        int32_t *row = &e->block_tables[i * W];
+        memcpy(row, s->table.blocks, (size_t)s->table.n_blocks * sizeof *row);
+        memset(row + s->table.n_blocks, 0, (size_t)(W - s->table.n_blocks) * sizeof *row);
+        e->seq_lens[i] = (int32_t)(s->n_computed + en->n_new);
+        e->query_start_loc[i + 1] = (int32_t)t;
+        for (int64_t r = 0; r < en->n_logits; r++) /* the entry's last n_logits tokens */
+            e->logits_indices[en->logits_row + r] = (int32_t)(t - en->n_logits + r);
+    }
+}
+
+static enc_status engine__write_inputs(engine *e, const sched_batch *b)
+{
+    size_t T = (size_t)b->n_tokens * 4, S = (size_t)b->n_entries * 4;
+    ENC_TRY(backend_buffer_write(e->be, e->in_ids, 0, e->input_ids, T));
+    ENC_TRY(backend_buffer_write(e->be, e->in_positions, 0, e->positions, T));
+    ENC_TRY(backend_buffer_write(e->be, e->in_slots, 0, e->slot_mapping, T));
+    ENC_TRY(backend_buffer_write(e->be, e->in_tables, 0, e->block_tables, S * (size_t)e->max_blocks_per_seq));
+    ENC_TRY(backend_buffer_write(e->be, e->in_lens, 0, e->seq_lens, S));
+    ENC_TRY(backend_buffer_write(e->be, e->in_qsl, 0, e->query_start_loc, S + 4));
+    return backend_buffer_write(e->be, e->in_logit_idx, 0, e->logits_indices, (size_t)b->n_logits * 4);
+}
+
+/* Build, plan and run the step graph; leave the logits in e->logits. */
+static enc_status engine__run_graph(engine *e, const sched_batch *b)
+{
+    arena_reset(&e->graph_arena);
+    graph g;
+    qwen3_step_io io;
+    qwen3_step_shape shape = {b->n_tokens, b->n_entries, b->n_logits, e->max_blocks_per_seq};
+    ENC_TRY(graph_init(&g, &e->graph_arena, qwen3_graph_nodes_max(e->model), qwen3_graph_tensors_max(e->model)));
+    ENC_TRY(qwen3_build_step(e->model, &e->kv, &g, &shape, &io));
+    graph_bind(io.input_ids, e->in_ids, 0);
+    graph_bind(io.positions, e->in_positions, 0);
+    graph_bind(io.slot_mapping, e->in_slots, 0);
+    graph_bind(io.block_tables, e->in_tables, 0);
+    graph_bind(io.seq_lens, e->in_lens, 0);
+    graph_bind(io.query_start_loc, e->in_qsl, 0);
+    graph_bind(io.logits_indices, e->in_logit_idx, 0);
+    ENC_TRY(graph_plan(&g, e->arena_buf));
+    if (g.arena_size > e->arena_size)
+        return enc_fail(ENC_ERR_INTERNAL, "step of %lld tokens needs a %zu-byte arena; %zu planned",
+                        (long long)b->n_tokens, g.arena_size, e->arena_size);
+    ENC_TRY(backend_graph_compute(e->be, &g));
+    if (b->n_logits == 0) return ENC_OK;
+    size_t bytes = (size_t)(b->n_logits * e->model->cfg.vocab_size) * sizeof(float);
+    return backend_buffer_read(e->be, io.logits->buffer, io.logits->offset, e->logits, bytes);
+}
+
+static bool engine__is_eos(const engine *e, int32_t id)
+{
+    const qwen3_config *mc = &e->model->cfg;
+    for (int i = 0; i < mc->n_eos; i++)
+        if (mc->eos_token_ids[i] == id) return true;
+    return false;
+}
+
+static void engine__finish(engine *e, engine_seq *s, engine_finish why)
+{
+    s->finish = why;
+    s->state = SEQ_FINISHED;
+    kv_block_table_release(&e->kv.pool, &s->table);
+}
+
+/* Deliver prompt logits, sample, and retire finished sequences. */
+static int64_t engine__consume(engine *e, const sched_batch *b)
+{
+    int64_t V = e->model->cfg.vocab_size, n_finished = 0;
+    for (int i = 0; i < b->n_entries; i++) {
+        const sched_entry *en = &b->entries[i];
+        engine_seq *s = en->seq;
+        int64_t first_pos = s->n_computed + en->n_new - en->n_logits;
+        s->n_computed += en->n_new;
+        for (int64_t r = 0; s->prompt_logits && r < en->n_logits; r++) {
+            int64_t pos = first_pos + r;
+            if (pos < s->n_logits_sent || pos >= s->n_prompt) continue;
+            if (e->logits_fn) e->logits_fn(e->logits_user, s->id, pos, &e->logits[(en->logits_row + r) * V], V);
+            s->n_logits_sent = pos + 1;
+        }
+        if (!en->sample) continue;
+        const float *row = &e->logits[(en->logits_row + en->n_logits - 1) * V];
+        int32_t next = s->temperature == 0.0 ? sampler_argmax(row, V)
+                                             : sampler_sample(row, V, s->temperature, &s->rng, e->probs);
+        s->tokens[s->n_tokens++] = next;
+        engine_finish why = ENGINE_NOT_FINISHED;
+        if (!s->ignore_eos && engine__is_eos(e, next)) why = ENGINE_FINISH_STOP;
+        else if (s->n_tokens - s->n_prompt == s->max_tokens || s->n_tokens >= e->cfg.max_model_len)
+            why = ENGINE_FINISH_LENGTH;
+        if (why != ENGINE_NOT_FINISHED) {
+            engine__finish(e, s, why);
+            n_finished++;
+        }
+    }
+    return n_finished;
+}
+
+enc_status engine_step(engine *e, engine_step_stats *stats)
+{
+    sched_batch *b = &e->batch;
+    sched_plan_step(e, b);
+    engine_step_stats st = {.n_seqs = b->n_entries, .n_preempted = b->n_preempted};
+    if (b->n_entries > 0) {
+        engine__fill_inputs(e, b);
+        ENC_TRY(engine__write_inputs(e, b));
+        ENC_TRY(engine__run_graph(e, b));
+        for (int i = 0; i < b->n_entries; i++) {
+            const sched_entry *en = &b->entries[i];
+            if (en->n_new == 1 && en->seq->n_computed >= en->seq->n_prompt)
+                st.n_decode_tokens++;
+            else
+                st.n_prefill_tokens += en->n_new;
+        }
+        st.n_finished = engine__consume(e, b);
+        e->stats.n_steps++;
+        e->stats.n_prefill_tokens += st.n_prefill_tokens;
+        e->stats.n_decode_tokens += st.n_decode_tokens;
+    }
+    if (stats) *stats = st;
+    return ENC_OK;
+}
+
+/* --- accessors ----------------------------------------------------------- */
+
+void engine_set_logits_callback(engine *e, engine_logits_fn fn, void *user)
+{
+    e->logits_fn = fn;
+    e->logits_user = user;
+}
+
+const qwen3_config *engine_model_config(const engine *e) { return &e->model->cfg; }
+const engine_config *engine_get_config(const engine *e) { return &e->cfg; }
+engine_stats engine_get_stats(const engine *e) { return e->stats; }
+int64_t engine_model_weight_bytes(const engine *e) { return e->model->weight_bytes; }
+int64_t engine_kv_free_blocks(const engine *e) { return e->kv.pool.n_free; }
+int64_t engine_kv_total_blocks(const engine *e) { return e->kv.pool.n_blocks; }

@@ -1,0 +1,100 @@
+/* engine.h - the engine: requests in, tokens out, one scheduler step at a
+ * time over a paged KV cache.
+ *
+ * A request is a prompt (token ids) and its sampling parameters. The engine
+ * runs many at once: each step the scheduler picks every running sequence's
+ * next token (decode) and fills the rest of the token budget with prompt
+ * chunks of waiting sequences (prefill), in arrival order; a finished
+ * sequence frees its blocks at once. When the pool cannot hold a new prompt,
+ * the request waits; when a running sequence cannot grow, the newest running
+ * sequence is preempted and later recomputed, so nothing is ever truncated.
+ *
+ * The engine is single-threaded: one caller drives engine_step. */
+#ifndef ENC_ENGINE_ENGINE_H
+#define ENC_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "model/config.h"
+
+typedef struct engine engine;
+
+typedef struct engine_config {
+    const char *model_dir;
+    int n_threads;                  /* <= 0: one per CPU */
+    int block_size;                 /* 16 (default) or 32 */
+    int64_t n_kv_blocks;            /* 0: sized from kv_cache_bytes */
+    int64_t kv_cache_bytes;         /* 0: 2 GiB, capped at what max_num_seqs x max_model_len needs */
+    int max_num_seqs;               /* 0: 64 */
+    int64_t max_num_batched_tokens; /* 0: 2048 */
+    int64_t max_model_len;          /* 0: min(max_position_embeddings, 8192) */
+} engine_config;
+
+typedef struct engine_request_params {
+    const int32_t *prompt_ids; /* copied */
+    int64_t n_prompt;
+    int64_t max_tokens;   /* tokens to generate, >= 1 */
+    double temperature;   /* 0: greedy */
+    uint64_t seed;
+    bool ignore_eos;
+    bool prompt_logits;   /* deliver the logits of every prompt position */
+} engine_request_params;
+
+typedef enum engine_finish {
+    ENGINE_NOT_FINISHED = 0,
+    ENGINE_FINISH_LENGTH, /* max_tokens or max_model_len reached */
+    ENGINE_FINISH_STOP,   /* an EOS / stop token was sampled */
+} engine_finish;
+
+const char *engine_finish_name(engine_finish f);
+
+/* Called for a prompt_logits request with the logits of each prompt
+ * position, in order; `logits` is valid during the call only. */
+typedef void (*engine_logits_fn)(void *user, int64_t request_id, int64_t pos,
+                                 const float *logits, int64_t vocab);
+
+typedef struct engine_step_stats {
+    int64_t n_prefill_tokens; /* prompt tokens computed this step */
+    int64_t n_decode_tokens;  /* sequences that decoded one token */
+    int64_t n_seqs;           /* sequences in the step */
+    int64_t n_finished;       /* requests that finished this step */
+    int64_t n_preempted;      /* sequences preempted this step */
+} engine_step_stats;
+
+typedef struct engine_stats {
+    int64_t n_steps;
+    int64_t n_prefill_tokens;
+    int64_t n_decode_tokens;
+    int64_t n_preemptions;
+} engine_stats;
+
+enc_status engine_create(const engine_config *cfg, engine **out);
+void engine_destroy(engine *e); /* NULL is a no-op */
+
+/* Validate and queue a request. Bad input (empty prompt, ids outside the
+ * vocabulary, prompt + max_tokens beyond max_model_len, a prompt that could
+ * never fit the KV pool) is refused with ENC_ERR_INVALID_ARGUMENT and a
+ * message; nothing is queued then. */
+enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t *request_id);
+/* Run one scheduler step. With nothing to run it does nothing. */
+enc_status engine_step(engine *e, engine_step_stats *stats);
+bool engine_has_unfinished(const engine *e);
+
+/* The tokens a request has generated so far (valid until the next step or
+ * release) and whether it finished. */
+enc_status engine_request_output(const engine *e, int64_t request_id, const int32_t **ids,
+                                 int64_t *n_ids, engine_finish *finish);
+/* Forget a request: a running one is aborted and its blocks freed. */
+void engine_release_request(engine *e, int64_t request_id);
+
+void engine_set_logits_callback(engine *e, engine_logits_fn fn, void *user);
+const qwen3_config *engine_model_config(const engine *e);
+const engine_config *engine_get_config(const engine *e); /* with defaults resolved */
+engine_stats engine_get_stats(const engine *e);
+int64_t engine_model_weight_bytes(const engine *e);
+int64_t engine_kv_free_blocks(const engine *e);
+int64_t engine_kv_total_blocks(const engine *e);
+
+#endif

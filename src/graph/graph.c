@@ -1,0 +1,329 @@
+/* graph.c - building a step graph and planning its intermediates. */
+#include "graph/graph.h"
+
+#include <string.h>
+
+const char *graph_op_name(graph_op op)
+{
+    static const char *names[GRAPH_OP_COUNT] = {
+        "get_rows", "rms_norm", "matmul", "rope_neox", "swiglu",
+        "add",      "store_kv", "attention", "argmax",
+    };
+    return (unsigned)op < GRAPH_OP_COUNT ? names[op] : "?";
+}
+
+enc_status graph_init(graph *g, enc_arena *arena, int n_nodes_max, int n_tensors_max)
+{
+    memset(g, 0, sizeof *g);
+    g->arena = arena;
+    g->nodes = arena_alloc(arena, sizeof *g->nodes * (size_t)n_nodes_max);
+    g->tensors = arena_alloc(arena, sizeof *g->tensors * (size_t)n_tensors_max);
+    if (!g->nodes || !g->tensors)
+        return g->status = enc_fail(ENC_ERR_OUT_OF_MEMORY, "graph: host arena too small for %d nodes",
+                                    n_nodes_max);
+    g->n_nodes_max = n_nodes_max;
+    g->n_tensors_max = n_tensors_max;
+    return ENC_OK;
+}
+
+/* --- tensors ------------------------------------------------------------- */
+
+static graph_tensor *graph__fail(graph *g, enc_status s, const char *what, const char *name)
+{
+    if (g->status == ENC_OK)
+        g->status = enc_fail(s, "graph: %s (tensor '%s')", what, name ? name : "?");
+    return NULL;
+}
+
+graph_tensor *graph_new_tensor(graph *g, graph_tensor_kind kind, enc_dtype dtype, int n_dims,
+                               const int64_t *shape, const char *name)
+{
+    if (g->status != ENC_OK) return NULL;
+    if (g->n_tensors == g->n_tensors_max) return graph__fail(g, ENC_ERR_OUT_OF_MEMORY, "too many tensors", name);
+    if (n_dims < 1 || n_dims > GRAPH_MAX_DIMS) return graph__fail(g, ENC_ERR_INTERNAL, "bad rank", name);
+    graph_tensor *t = arena_alloc(g->arena, sizeof *t);
+    if (!t) return graph__fail(g, ENC_ERR_OUT_OF_MEMORY, "host arena full", name);
+    t->id = g->n_tensors;
+    t->kind = kind;
+    t->dtype = dtype;
+    t->n_dims = n_dims;
+    for (int d = 0; d < n_dims; d++) t->shape[d] = shape[d];
+    t->name = name;
+    t->first_use = t->last_use = -1;
+    g->tensors[g->n_tensors++] = t;
+    return t;
+}
+
+graph_tensor *graph_tensor_1d(graph *g, graph_tensor_kind kind, enc_dtype dtype, int64_t n0,
+                              const char *name)
+{
+    return graph_new_tensor(g, kind, dtype, 1, &n0, name);
+}
+
+graph_tensor *graph_tensor_2d(graph *g, graph_tensor_kind kind, enc_dtype dtype, int64_t n0,
+                              int64_t n1, const char *name)
+{
+    int64_t shape[2] = {n0, n1};
+    return graph_new_tensor(g, kind, dtype, 2, shape, name);
+}
+
+void graph_bind(graph_tensor *t, void *buffer, size_t offset)
+{
+    t->buffer = buffer;
+    t->offset = offset;
+}
+
+int64_t graph_tensor_nelements(const graph_tensor *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->n_dims; d++) n *= t->shape[d];
+    return n;
+}
+
+size_t graph_tensor_nbytes(const graph_tensor *t)
+{
+    return (size_t)graph_tensor_nelements(t) * enc_dtype_size(t->dtype);
+}
+
+/* --- ops ------------------------------------------------------------------ */
+
+static void graph__touch(graph_tensor *t, int node)
+{
+    if (t->first_use < 0) t->first_use = node;
+    t->last_use = node;
+}
+
+/* Append a node; dst may be NULL (no output) or one of the sources. */
+static graph_node *graph__node(graph *g, graph_op op, graph_tensor *dst, graph_tensor *s0,
+                               graph_tensor *s1, graph_tensor *s2)
+{
+    if (g->status != ENC_OK) return NULL;
+    if (g->n_nodes == g->n_nodes_max) {
+        graph__fail(g, ENC_ERR_OUT_OF_MEMORY, "too many nodes", graph_op_name(op));
+        return NULL;
+    }
+    int idx = g->n_nodes++;
+    graph_node *n = &g->nodes[idx];
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->dst = dst;
+    n->src[0] = s0;
+    n->src[1] = s1;
+    n->src[2] = s2;
+    return n;
+}
+
+/* Record the uses of a node's tensors once all its sources are set. */
+static void graph__commit(graph *g, graph_node *n)
+{
+    int idx = (int)(n - g->nodes);
+    for (int i = 0; i < GRAPH_MAX_SRC; i++)
+        if (n->src[i]) graph__touch(n->src[i], idx);
+    if (n->dst) graph__touch(n->dst, idx);
+}
+
+static int graph__ok(graph *g, int cond, const char *what, const graph_tensor *t)
+{
+    if (g->status != ENC_OK) return 0;
+    if (!cond) graph__fail(g, ENC_ERR_INTERNAL, what, t ? t->name : NULL);
+    return cond;
+}
+
+static int graph__is_f32_2d(const graph_tensor *t)
+{
+    return t && t->dtype == ENC_F32 && t->n_dims == 2;
+}
+
+graph_tensor *graph_get_rows(graph *g, graph_tensor *table, graph_tensor *ids)
+{
+    if (!graph__ok(g, table && ids && table->n_dims == 2 && ids->dtype == ENC_I32 && ids->n_dims == 1,
+                   "get_rows: needs table [R, D] and i32 ids [n]", table))
+        return NULL;
+    graph_tensor *dst = graph_tensor_2d(g, GRAPH_INTERMEDIATE, ENC_F32, ids->shape[0],
+                                        table->shape[1], "get_rows");
+    graph_node *n = graph__node(g, GRAPH_OP_GET_ROWS, dst, table, ids, NULL);
+    if (!n) return NULL;
+    graph__commit(g, n);
+    return dst;
+}
+
+graph_tensor *graph_rms_norm(graph *g, graph_tensor *x, graph_tensor *w, double eps)
+{
+    if (!graph__ok(g, x && w && x->dtype == ENC_F32 && w->dtype == ENC_F32 && w->n_dims == 1 &&
+                          graph_tensor_nelements(x) % w->shape[0] == 0,
+                   "rms_norm: x must be f32 with a multiple of len(w) elements", x))
+        return NULL;
+    graph_tensor *dst = graph_new_tensor(g, GRAPH_INTERMEDIATE, ENC_F32, x->n_dims, x->shape,
+                                         "rms_norm");
+    graph_node *n = graph__node(g, GRAPH_OP_RMS_NORM, dst, x, w, NULL);
+    if (!n) return NULL;
+    n->f[0] = eps;
+    graph__commit(g, n);
+    return dst;
+}
+
+graph_tensor *graph_matmul(graph *g, graph_tensor *x, graph_tensor *w)
+{
+    if (!graph__ok(g, graph__is_f32_2d(x) && w && w->n_dims == 2 && x->shape[1] == w->shape[1],
+                   "matmul: needs x [T, K] f32 and w [N, K]", w))
+        return NULL;
+    graph_tensor *dst = graph_tensor_2d(g, GRAPH_INTERMEDIATE, ENC_F32, x->shape[0], w->shape[0],
+                                        w->name);
+    graph_node *n = graph__node(g, GRAPH_OP_MATMUL, dst, x, w, NULL);
+    if (!n) return NULL;
+    graph__commit(g, n);
+    return dst;
+}
+
+graph_tensor *graph_rope_neox(graph *g, graph_tensor *x, graph_tensor *positions, int64_t n_heads,
+                              int64_t head_dim, double theta)
+{
+    if (!graph__ok(g, graph__is_f32_2d(x) && positions && positions->dtype == ENC_I32 &&
+                          positions->shape[0] == x->shape[0] && x->shape[1] == n_heads * head_dim &&
+                          head_dim % 2 == 0,
+                   "rope: needs x [T, H*hd] f32 and i32 positions [T]", x))
+        return NULL;
+    graph_node *n = graph__node(g, GRAPH_OP_ROPE_NEOX, x, x, positions, NULL);
+    if (!n) return NULL;
+    n->i[0] = n_heads;
+    n->i[1] = head_dim;
+    n->f[0] = theta;
+    graph__commit(g, n);
+    return x;
+}
+
+static graph_tensor *graph__elementwise(graph *g, graph_op op, graph_tensor *a, graph_tensor *b)
+{
+    if (!graph__ok(g, a && b && a->dtype == ENC_F32 && b->dtype == ENC_F32 &&
+                          graph_tensor_nelements(a) == graph_tensor_nelements(b),
+                   "elementwise op: operands must be f32 of one size", a))
+        return NULL;
+    graph_tensor *dst = graph_new_tensor(g, GRAPH_INTERMEDIATE, ENC_F32, a->n_dims, a->shape,
+                                         graph_op_name(op));
+    graph_node *n = graph__node(g, op, dst, a, b, NULL);
+    if (!n) return NULL;
+    graph__commit(g, n);
+    return dst;
+}
+
+graph_tensor *graph_swiglu(graph *g, graph_tensor *gate, graph_tensor *up)
+{
+    return graph__elementwise(g, GRAPH_OP_SWIGLU, gate, up);
+}
+
+graph_tensor *graph_add(graph *g, graph_tensor *a, graph_tensor *b)
+{
+    return graph__elementwise(g, GRAPH_OP_ADD, a, b);
+}
+
+void graph_store_kv(graph *g, graph_tensor *k, graph_tensor *v, graph_tensor *slot_mapping,
+                    graph_tensor *k_cache, graph_tensor *v_cache)
+{
+    if (!graph__ok(g, graph__is_f32_2d(k) && graph__is_f32_2d(v) && graph__is_f32_2d(k_cache) &&
+                          graph__is_f32_2d(v_cache) && slot_mapping &&
+                          slot_mapping->dtype == ENC_I32 && slot_mapping->shape[0] == k->shape[0] &&
+                          k_cache->shape[1] == k->shape[1] && v_cache->shape[1] == v->shape[1],
+                   "store_kv: shapes do not match", k))
+        return;
+    graph_node *n = graph__node(g, GRAPH_OP_STORE_KV, NULL, k, v, slot_mapping);
+    if (!n) return;
+    n->src[3] = k_cache;
+    n->src[4] = v_cache;
+    graph__commit(g, n);
+}
+
+graph_tensor *graph_attention(graph *g, graph_tensor *q, graph_tensor *k_cache,
+                              graph_tensor *v_cache, graph_tensor *block_tables,
+                              graph_tensor *seq_lens, graph_tensor *query_start_loc,
+                              const graph_attention_params *p)
+{
+    if (!graph__ok(g, graph__is_f32_2d(q) && q->shape[1] == p->n_heads * p->head_dim &&
+                          p->n_kv_heads > 0 && p->n_heads % p->n_kv_heads == 0 && block_tables &&
+                          block_tables->n_dims == 2 && seq_lens &&
+                          seq_lens->shape[0] == block_tables->shape[0] && query_start_loc &&
+                          query_start_loc->shape[0] == seq_lens->shape[0] + 1,
+                   "attention: shapes do not match", q))
+        return NULL;
+    graph_tensor *dst = graph_new_tensor(g, GRAPH_INTERMEDIATE, ENC_F32, 2, q->shape, "attention");
+    graph_node *n = graph__node(g, GRAPH_OP_ATTENTION, dst, q, k_cache, v_cache);
+    if (!n) return NULL;
+    n->src[3] = block_tables;
+    n->src[4] = seq_lens;
+    n->src[5] = query_start_loc;
+    n->i[0] = p->n_heads;
+    n->i[1] = p->n_kv_heads;
+    n->i[2] = p->head_dim;
+    n->i[3] = p->block_size;
+    n->f[0] = p->scale;
+    graph__commit(g, n);
+    return dst;
+}
+
+graph_tensor *graph_argmax(graph *g, graph_tensor *x)
+{
+    if (!graph__ok(g, graph__is_f32_2d(x), "argmax: needs x [S, V] f32", x)) return NULL;
+    graph_tensor *dst = graph_tensor_1d(g, GRAPH_INTERMEDIATE, ENC_I32, x->shape[0], "argmax");
+    graph_node *n = graph__node(g, GRAPH_OP_ARGMAX, dst, x, NULL, NULL);
+    if (!n) return NULL;
+    graph__commit(g, n);
+    return dst;
+}
+
+/* --- planning ------------------------------------------------------------ */
+
+/* A live interval of the arena: [offset, offset + size) owned by a tensor
+ * until node `last_use`. Kept sorted by offset. */
+typedef struct graph__live {
+    size_t offset, size;
+    int last_use;
+} graph__live;
+
+static size_t graph__align(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* First fit: the lowest offset where `size` bytes fit between live blocks. */
+static size_t graph__first_fit(const graph__live *live, int n_live, size_t size)
+{
+    size_t at = 0;
+    for (int i = 0; i < n_live; i++) {
+        if (live[i].offset >= at + size) break;
+        if (live[i].offset + live[i].size > at) at = live[i].offset + live[i].size;
+    }
+    return at;
+}
+
+static void graph__insert_live(graph__live *live, int *n_live, graph__live block)
+{
+    int i = *n_live;
+    while (i > 0 && live[i - 1].offset > block.offset) {
+        live[i] = live[i - 1];
+        i--;
+    }
+    live[i] = block;
+    (*n_live)++;
+}
+
+enc_status graph_plan(graph *g, void *arena_buffer)
+{
+    if (g->status != ENC_OK) return g->status;
+    graph__live *live = arena_alloc(g->arena, sizeof *live * (size_t)(g->n_tensors + 1));
+    if (!live) return g->status = enc_fail(ENC_ERR_OUT_OF_MEMORY, "graph_plan: host arena full");
+    int n_live = 0;
+    size_t peak = 0;
+    /* Walk the nodes in order; a node's output is placed when the node is
+     * reached, after freeing what died before it (inputs of this node stay). */
+    for (int node = 0; node < g->n_nodes; node++) {
+        int keep = 0;
+        for (int i = 0; i < n_live; i++)
+            if (live[i].last_use >= node) live[keep++] = live[i];
+        n_live = keep;
+        graph_tensor *t = g->nodes[node].dst;
+        if (!t || t->kind != GRAPH_INTERMEDIATE || t->first_use != node) continue;
+        size_t size = graph__align(graph_tensor_nbytes(t));
+        size_t at = graph__first_fit(live, n_live, size);
+        graph__insert_live(live, &n_live, (graph__live){at, size, t->last_use});
+        graph_bind(t, arena_buffer, at);
+        if (at + size > peak) peak = at + size;
+    }
+    g->arena_size = peak;
+    return ENC_OK;
+}

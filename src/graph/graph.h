@@ -1,0 +1,127 @@
+/* graph.h - the step graph: tensors, ops, inputs and outputs of one forward
+ * step, and the plan that places every intermediate in one arena.
+ *
+ * A model builder adds ops for one batch shape; the graph then knows every
+ * tensor's first and last use, and graph_plan() packs the intermediates into
+ * one arena with reuse (first fit, 64-byte aligned). The graph never touches
+ * memory itself: each tensor carries a binding (an opaque buffer handle of
+ * the backend plus a byte offset) that the backend resolves when it runs.
+ *
+ *   tensor kinds:  INPUT   (persistent step inputs, written by the engine)
+ *                  WEIGHT  (model parameters, bound at load)
+ *                  CACHE   (the paged KV pools; mutated by STORE_KV)
+ *                  INTERMEDIATE (planned into the arena)
+ *
+ * Shapes are row-major, outermost first: shape[n_dims - 1] is contiguous.
+ * Host memory for nodes and tensors comes from a caller-owned arena, so
+ * building a graph does no malloc. */
+#ifndef ENC_GRAPH_GRAPH_H
+#define ENC_GRAPH_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/dtype.h"
+#include "base/status.h"
+
+enum { GRAPH_MAX_DIMS = 4, GRAPH_MAX_SRC = 6 };
+
+typedef enum graph_tensor_kind {
+    GRAPH_INPUT = 0,
+    GRAPH_WEIGHT,
+    GRAPH_CACHE,
+    GRAPH_INTERMEDIATE,
+} graph_tensor_kind;
+
+typedef enum graph_op {
+    GRAPH_OP_GET_ROWS = 0, /* dst[n, D] f32 = src0[R, D][src1[n]]           */
+    GRAPH_OP_RMS_NORM,     /* dst = rmsnorm over rows of length len(src1); eps = f[0] */
+    GRAPH_OP_MATMUL,       /* dst[T, N] = src0[T, K] @ src1[N, K]^T           */
+    GRAPH_OP_ROPE_NEOX,    /* src0[T, H*hd] in place; src1 positions[T]; i[0] = H, i[1] = hd, f[0] = theta */
+    GRAPH_OP_SWIGLU,       /* dst = silu(src0) * src1                         */
+    GRAPH_OP_ADD,          /* dst = src0 + src1                               */
+    GRAPH_OP_STORE_KV,     /* k src0, v src1 -> caches src3, src4 at slots src2; no dst */
+    GRAPH_OP_ATTENTION,    /* dst = paged attention(q src0, caches src1 src2,
+                            *   block_tables src3, seq_lens src4, query_start_loc src5);
+                            * i[0] = n_heads, i[1] = n_kv_heads, i[2] = head_dim,
+                            * i[3] = block_size, f[0] = scale */
+    GRAPH_OP_ARGMAX,       /* dst[S] i32 = argmax over rows of src0[S, V]     */
+    GRAPH_OP_COUNT
+} graph_op;
+
+const char *graph_op_name(graph_op op);
+
+typedef struct graph_tensor {
+    int id;
+    graph_tensor_kind kind;
+    enc_dtype dtype;
+    int n_dims;
+    int64_t shape[GRAPH_MAX_DIMS];
+    const char *name;   /* for error messages; not owned */
+    void *buffer;       /* opaque backend buffer (NULL until bound/planned) */
+    size_t offset;      /* byte offset in buffer */
+    int first_use;      /* node index of the first node that touches it */
+    int last_use;       /* node index of the last node that touches it */
+} graph_tensor;
+
+typedef struct graph_node {
+    graph_op op;
+    graph_tensor *src[GRAPH_MAX_SRC];
+    graph_tensor *dst; /* NULL for STORE_KV; == src[0] for in-place ROPE */
+    int64_t i[4];
+    double f[2];
+} graph_node;
+
+typedef struct graph {
+    enc_arena *arena; /* host memory for nodes and tensors (not owned) */
+    graph_node *nodes;
+    int n_nodes, n_nodes_max;
+    graph_tensor **tensors;
+    int n_tensors, n_tensors_max;
+    size_t arena_size; /* bytes the planned intermediates need (graph_plan) */
+    enc_status status; /* first failure while building (out of arena, shape mismatch) */
+} graph;
+
+/* Start an empty graph whose bookkeeping lives in `arena` (reset by the
+ * caller between steps). */
+enc_status graph_init(graph *g, enc_arena *arena, int n_nodes_max, int n_tensors_max);
+
+/* --- tensors ------------------------------------------------------------- */
+graph_tensor *graph_new_tensor(graph *g, graph_tensor_kind kind, enc_dtype dtype,
+                               int n_dims, const int64_t *shape, const char *name);
+/* Shorthands for 1-D and 2-D tensors. */
+graph_tensor *graph_tensor_1d(graph *g, graph_tensor_kind kind, enc_dtype dtype, int64_t n0,
+                              const char *name);
+graph_tensor *graph_tensor_2d(graph *g, graph_tensor_kind kind, enc_dtype dtype, int64_t n0,
+                              int64_t n1, const char *name);
+/* Bind a tensor to a backend buffer at a byte offset. */
+void graph_bind(graph_tensor *t, void *buffer, size_t offset);
+int64_t graph_tensor_nelements(const graph_tensor *t);
+size_t graph_tensor_nbytes(const graph_tensor *t);
+
+/* --- ops (each returns its output, or NULL and sets g->status) ----------- */
+graph_tensor *graph_get_rows(graph *g, graph_tensor *table, graph_tensor *ids);
+graph_tensor *graph_rms_norm(graph *g, graph_tensor *x, graph_tensor *w, double eps);
+graph_tensor *graph_matmul(graph *g, graph_tensor *x, graph_tensor *w);
+graph_tensor *graph_rope_neox(graph *g, graph_tensor *x, graph_tensor *positions,
+                              int64_t n_heads, int64_t head_dim, double theta);
+graph_tensor *graph_swiglu(graph *g, graph_tensor *gate, graph_tensor *up);
+graph_tensor *graph_add(graph *g, graph_tensor *a, graph_tensor *b);
+void graph_store_kv(graph *g, graph_tensor *k, graph_tensor *v, graph_tensor *slot_mapping,
+                    graph_tensor *k_cache, graph_tensor *v_cache);
+typedef struct graph_attention_params {
+    int64_t n_heads, n_kv_heads, head_dim, block_size;
+    double scale;
+} graph_attention_params;
+graph_tensor *graph_attention(graph *g, graph_tensor *q, graph_tensor *k_cache,
+                              graph_tensor *v_cache, graph_tensor *block_tables,
+                              graph_tensor *seq_lens, graph_tensor *query_start_loc,
+                              const graph_attention_params *p);
+graph_tensor *graph_argmax(graph *g, graph_tensor *x);
+
+/* Place every intermediate in one arena of g->arena_size bytes with reuse,
+ * binding each to (arena_buffer, offset). Returns g->status. */
+enc_status graph_plan(graph *g, void *arena_buffer);
+
+#endif

@@ -1,0 +1,213 @@
+/* qwen3.c - loading Qwen3 weights onto a backend and building its step graph. */
+#include "model/qwen3.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "model/qwen3_tensors.h"
+
+/* --- loading ------------------------------------------------------------- */
+
+/* Matrices and the embedding stay in their stored dtype (zero-copy where the
+ * backend can); norm weights become f32, the kernels' format for them. */
+static enc_status qwen3__put_matrix(backend *be, const st_tensor *t, qwen3_weight *w)
+{
+    w->dtype = t->dtype;
+    w->n_dims = t->n_dims;
+    w->shape[0] = t->shape[0];
+    w->shape[1] = t->n_dims > 1 ? t->shape[1] : 1;
+    w->name = t->name;
+    enc_status s = backend_buffer_from_host(be, t->data, t->n_bytes, t->name, &w->buf);
+    return s == ENC_OK ? s : enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
+}
+
+static void qwen3__to_f32(const st_tensor *t, float *out)
+{
+    int64_t n = t->shape[0];
+    for (int64_t i = 0; i < n; i++) {
+        if (t->dtype == ENC_F32)
+            memcpy(&out[i], (const char *)t->data + 4 * i, 4);
+        else {
+            uint16_t h;
+            memcpy(&h, (const char *)t->data + 2 * i, 2);
+            out[i] = t->dtype == ENC_BF16 ? enc_bf16_to_f32(h) : enc_f16_to_f32(h);
+        }
+    }
+}
+
+static enc_status qwen3__put_norm(backend *be, const st_tensor *t, qwen3_weight *w)
+{
+    w->dtype = ENC_F32;
+    w->n_dims = 1;
+    w->shape[0] = t->shape[0];
+    w->shape[1] = 1;
+    w->name = t->name;
+    float *tmp = malloc((size_t)t->shape[0] * sizeof *tmp);
+    if (!tmp) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "tensor '%s'", t->name);
+    qwen3__to_f32(t, tmp);
+    size_t bytes = (size_t)t->shape[0] * sizeof *tmp;
+    enc_status s = backend_buffer_alloc(be, bytes, t->name, &w->buf);
+    if (s == ENC_OK) s = backend_buffer_write(be, w->buf, 0, tmp, bytes);
+    free(tmp);
+    return s;
+}
+
+static enc_status qwen3__put_layer(backend *be, const qwen3_layer_tensors *t, qwen3_layer *l)
+{
+    ENC_TRY(qwen3__put_norm(be, t->input_norm, &l->input_norm));
+    ENC_TRY(qwen3__put_norm(be, t->q_norm, &l->q_norm));
+    ENC_TRY(qwen3__put_norm(be, t->k_norm, &l->k_norm));
+    ENC_TRY(qwen3__put_norm(be, t->post_norm, &l->post_norm));
+    ENC_TRY(qwen3__put_matrix(be, t->q, &l->q));
+    ENC_TRY(qwen3__put_matrix(be, t->k, &l->k));
+    ENC_TRY(qwen3__put_matrix(be, t->v, &l->v));
+    ENC_TRY(qwen3__put_matrix(be, t->o, &l->o));
+    ENC_TRY(qwen3__put_matrix(be, t->gate, &l->gate));
+    ENC_TRY(qwen3__put_matrix(be, t->up, &l->up));
+    ENC_TRY(qwen3__put_matrix(be, t->down, &l->down));
+    return ENC_OK;
+}
+
+static enc_status qwen3__put_weights(qwen3_model *m, const qwen3_tensors *t)
+{
+    ENC_TRY(qwen3__put_matrix(m->be, t->embed, &m->embed));
+    ENC_TRY(qwen3__put_norm(m->be, t->final_norm, &m->final_norm));
+    if (t->lm_head == t->embed)
+        m->lm_head = m->embed, m->lm_head.buf = NULL; /* tied: shares embed's buffer */
+    else
+        ENC_TRY(qwen3__put_matrix(m->be, t->lm_head, &m->lm_head));
+    for (int64_t l = 0; l < m->cfg.n_layers; l++)
+        ENC_TRY(qwen3__put_layer(m->be, &t->layers[l], &m->layers[l]));
+    m->weight_bytes = 0;
+    for (size_t i = 0; i < st_count(m->archive); i++) m->weight_bytes += (int64_t)st_get(m->archive, i)->n_bytes;
+    return ENC_OK;
+}
+
+enc_status qwen3_model_load(const char *model_dir, backend *be, qwen3_model **out)
+{
+    *out = NULL;
+    qwen3_model *m = calloc(1, sizeof *m);
+    if (!m) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "model");
+    m->be = be;
+    qwen3_tensors tensors = {0};
+    enc_status s = qwen3_config_load(model_dir, &m->cfg);
+    if (s == ENC_OK) s = st_open_dir(model_dir, &m->archive);
+    if (s == ENC_OK) s = qwen3_tensors_find(&m->cfg, m->archive, &tensors);
+    if (s == ENC_OK) {
+        m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
+        s = m->layers ? qwen3__put_weights(m, &tensors)
+                      : enc_fail(ENC_ERR_OUT_OF_MEMORY, "model layers");
+    }
+    qwen3_tensors_free(&tensors);
+    if (s != ENC_OK) {
+        qwen3_model_free(m);
+        return s;
+    }
+    *out = m;
+    return ENC_OK;
+}
+
+static void qwen3__free_layer(backend *be, qwen3_layer *l)
+{
+    qwen3_weight *w[] = {&l->input_norm, &l->q, &l->k, &l->v, &l->o, &l->q_norm,
+                         &l->k_norm, &l->post_norm, &l->gate, &l->up, &l->down};
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) backend_buffer_free(be, w[i]->buf);
+}
+
+void qwen3_model_free(qwen3_model *m)
+{
+    if (!m) return;
+    for (int64_t l = 0; m->layers && l < m->cfg.n_layers; l++) qwen3__free_layer(m->be, &m->layers[l]);
+    free(m->layers);
+    backend_buffer_free(m->be, m->embed.buf);
+    backend_buffer_free(m->be, m->final_norm.buf);
+    backend_buffer_free(m->be, m->lm_head.buf);
+    st_close(m->archive);
+    free(m);
+}
+
+/* --- the step graph ------------------------------------------------------ */
+
+int qwen3_graph_nodes_max(const qwen3_model *m) { return 24 * (int)m->cfg.n_layers + 16; }
+
+int qwen3_graph_tensors_max(const qwen3_model *m) { return 48 * (int)m->cfg.n_layers + 32; }
+
+static graph_tensor *qwen3__weight(graph *g, const qwen3_weight *w)
+{
+    graph_tensor *t = graph_new_tensor(g, GRAPH_WEIGHT, w->dtype, w->n_dims, w->shape, w->name);
+    if (t) graph_bind(t, w->buf, 0);
+    return t;
+}
+
+static graph_tensor *qwen3__input(graph *g, int64_t n, const char *name)
+{
+    return graph_tensor_1d(g, GRAPH_INPUT, ENC_I32, n, name);
+}
+
+static void qwen3__make_inputs(graph *g, const qwen3_step_shape *sh, qwen3_step_io *io)
+{
+    io->input_ids = qwen3__input(g, sh->n_tokens, "input_ids");
+    io->positions = qwen3__input(g, sh->n_tokens, "positions");
+    io->slot_mapping = qwen3__input(g, sh->n_tokens, "slot_mapping");
+    io->block_tables = graph_tensor_2d(g, GRAPH_INPUT, ENC_I32, sh->n_seqs, sh->max_blocks, "block_tables");
+    io->seq_lens = qwen3__input(g, sh->n_seqs, "seq_lens");
+    io->query_start_loc = qwen3__input(g, sh->n_seqs + 1, "query_start_loc");
+    io->logits_indices = qwen3__input(g, sh->n_logits, "logits_indices");
+}
+
+/* One decoder layer: x [T, D] in, the new residual stream out. */
+static graph_tensor *qwen3__layer(const qwen3_model *m, const kv_cache *kv, graph *g, int64_t l,
+                                  graph_tensor *x, const qwen3_step_io *io)
+{
+    const qwen3_config *c = &m->cfg;
+    const qwen3_layer *w = &m->layers[l];
+    graph_tensor *h = graph_rms_norm(g, x, qwen3__weight(g, &w->input_norm), c->rms_norm_eps);
+    graph_tensor *q = graph_matmul(g, h, qwen3__weight(g, &w->q));
+    graph_tensor *k = graph_matmul(g, h, qwen3__weight(g, &w->k));
+    graph_tensor *v = graph_matmul(g, h, qwen3__weight(g, &w->v));
+    q = graph_rms_norm(g, q, qwen3__weight(g, &w->q_norm), c->rms_norm_eps);
+    k = graph_rms_norm(g, k, qwen3__weight(g, &w->k_norm), c->rms_norm_eps);
+    graph_rope_neox(g, q, io->positions, c->n_heads, c->head_dim, c->rope_theta);
+    graph_rope_neox(g, k, io->positions, c->n_kv_heads, c->head_dim, c->rope_theta);
+
+    int64_t n_slots = (int64_t)kv->pool.n_blocks * kv->pool.block_size;
+    graph_tensor *kc = graph_tensor_2d(g, GRAPH_CACHE, ENC_F32, n_slots, kv->kv_dim, "k_cache");
+    graph_tensor *vc = graph_tensor_2d(g, GRAPH_CACHE, ENC_F32, n_slots, kv->kv_dim, "v_cache");
+    if (kc) graph_bind(kc, kv->k[l], 0);
+    if (vc) graph_bind(vc, kv->v[l], 0);
+    graph_store_kv(g, k, v, io->slot_mapping, kc, vc);
+    graph_attention_params ap = {
+        .n_heads = c->n_heads,
+        .n_kv_heads = c->n_kv_heads,
+        .head_dim = c->head_dim,
+        .block_size = kv->pool.block_size,
+        .scale = 1.0 / sqrt((double)c->head_dim),
+    };
+    graph_tensor *a = graph_attention(g, q, kc, vc, io->block_tables, io->seq_lens,
+                                      io->query_start_loc, &ap);
+    x = graph_add(g, x, graph_matmul(g, a, qwen3__weight(g, &w->o)));
+
+    h = graph_rms_norm(g, x, qwen3__weight(g, &w->post_norm), c->rms_norm_eps);
+    graph_tensor *gate = graph_matmul(g, h, qwen3__weight(g, &w->gate));
+    graph_tensor *up = graph_matmul(g, h, qwen3__weight(g, &w->up));
+    graph_tensor *down = graph_matmul(g, graph_swiglu(g, gate, up), qwen3__weight(g, &w->down));
+    return graph_add(g, x, down);
+}
+
+enc_status qwen3_build_step(const qwen3_model *m, const kv_cache *kv, graph *g,
+                            const qwen3_step_shape *shape, qwen3_step_io *io)
+{
+    memset(io, 0, sizeof *io);
+    qwen3__make_inputs(g, shape, io);
+    graph_tensor *x = graph_get_rows(g, qwen3__weight(g, &m->embed), io->input_ids);
+    for (int64_t l = 0; l < m->cfg.n_layers; l++) x = qwen3__layer(m, kv, g, l, x, io);
+    graph_tensor *last = graph_get_rows(g, x, io->logits_indices);
+    last = graph_rms_norm(g, last, qwen3__weight(g, &m->final_norm), m->cfg.rms_norm_eps);
+    qwen3_weight head = m->lm_head;
+    if (!head.buf) head.buf = m->embed.buf; /* tied */
+    io->logits = graph_matmul(g, last, qwen3__weight(g, &head));
+    return g->status;
+}

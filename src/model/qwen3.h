@@ -1,0 +1,79 @@
+/* qwen3.h - a Qwen3 model on a backend: its weights, loaded from a Hugging
+ * Face checkpoint, and the builder of its step graph.
+ *
+ * The builder describes one forward step for a batch shape. It reads no
+ * device data and is cheap; the engine calls it per step (or once per
+ * captured slot). Per layer:
+ *
+ *   h = rms_norm(x, input_norm)
+ *   q = rms_norm_heads(h Wq^T, q_norm); k = rms_norm_heads(h Wk^T, k_norm)
+ *   v = h Wv^T;  rope(q, positions); rope(k, positions)
+ *   store_kv(k, v -> cache at slot_mapping)
+ *   x = x + attention(q, cache, block_tables, seq_lens) Wo^T
+ *   x = x + (silu(h' Wgate^T) * h' Wup^T) Wdown^T,  h' = rms_norm(x, post_norm)
+ *
+ * then logits = rms_norm(x[logits_indices], final_norm) lm_head^T. */
+#ifndef ENC_MODEL_QWEN3_H
+#define ENC_MODEL_QWEN3_H
+
+#include "backend/backend.h"
+#include "graph/graph.h"
+#include "kv/kv_cache.h"
+#include "model/config.h"
+#include "model/safetensors.h"
+
+typedef struct qwen3_weight {
+    backend_buffer *buf;
+    enc_dtype dtype;
+    int n_dims;
+    int64_t shape[2];
+    const char *name; /* the checkpoint's tensor name (owned by the archive) */
+} qwen3_weight;
+
+typedef struct qwen3_layer {
+    qwen3_weight input_norm, q, k, v, o, q_norm, k_norm, post_norm, gate, up, down;
+} qwen3_layer;
+
+typedef struct qwen3_model {
+    qwen3_config cfg;
+    backend *be;          /* not owned */
+    st_archive *archive;  /* keeps the mapped weights alive */
+    qwen3_weight embed, final_norm, lm_head;
+    qwen3_layer *layers;  /* [n_layers] */
+    int64_t weight_bytes; /* bytes of all weights as stored */
+} qwen3_model;
+
+/* Read DIR/config.json and the safetensors checkpoint, check every tensor
+ * against the config, and put the weights on the backend. */
+enc_status qwen3_model_load(const char *model_dir, backend *be, qwen3_model **out);
+void qwen3_model_free(qwen3_model *m); /* NULL is a no-op */
+
+/* The shape of one step. */
+typedef struct qwen3_step_shape {
+    int64_t n_tokens;   /* T: new tokens in the step, over all sequences */
+    int64_t n_seqs;     /* S */
+    int64_t n_logits;   /* L: token rows whose logits are wanted */
+    int64_t max_blocks; /* width of the block table */
+} qwen3_step_shape;
+
+/* The input tensors of a step, created by the builder and bound by the
+ * caller to its buffers. */
+typedef struct qwen3_step_io {
+    graph_tensor *input_ids;       /* [T] i32 */
+    graph_tensor *positions;       /* [T] i32 */
+    graph_tensor *slot_mapping;    /* [T] i32, -1 = write no KV */
+    graph_tensor *block_tables;    /* [S, max_blocks] i32 */
+    graph_tensor *seq_lens;        /* [S] i32, tokens in cache after the step */
+    graph_tensor *query_start_loc; /* [S + 1] i32 */
+    graph_tensor *logits_indices;  /* [L] i32, rows of the step's tokens */
+    graph_tensor *logits;          /* [L, vocab] f32 (output) */
+} qwen3_step_io;
+
+/* Add one forward step to g (which must be empty). */
+enc_status qwen3_build_step(const qwen3_model *m, const kv_cache *kv, graph *g,
+                            const qwen3_step_shape *shape, qwen3_step_io *io);
+/* Upper bounds of nodes and tensors of a step graph, for graph_init. */
+int qwen3_graph_nodes_max(const qwen3_model *m);
+int qwen3_graph_tensors_max(const qwen3_model *m);
+
+#endif
