@@ -104,6 +104,7 @@ enc_status engine_create(const engine_config *cfg, engine **out)
     if (!e) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "engine");
     e->cfg = *cfg;
     enc_status s = cpu_backend_create(cfg->n_threads, &e->be);
+    if (s == ENC_OK) e->cfg.n_threads = cpu_backend_n_threads(e->be);
     if (s == ENC_OK) s = qwen3_model_load(cfg->model_dir, e->be, &e->model);
     if (s == ENC_OK) s = engine__resolve_config(e, &e->model->cfg);
     if (s == ENC_OK) {
@@ -401,6 +402,6 @@ void engine_set_logits_callback(engine *e, engine_logits_fn fn, void *user)
 const qwen3_config *engine_model_config(const engine *e) { return &e->model->cfg; }
 const engine_config *engine_get_config(const engine *e) { return &e->cfg; }
 engine_stats engine_get_stats(const engine *e) { return e->stats; }
-int64_t engine_model_weight_bytes(const engine *e) { return e->model->weight_bytes; }
+int64_t engine_decode_weight_bytes(const engine *e) { return e->model->decode_weight_bytes; }
 int64_t engine_kv_free_blocks(const engine *e) { return e->kv.pool.n_free; }
 int64_t engine_kv_total_blocks(const engine *e) { return e->kv.pool.n_blocks; }

@@ -93,7 +93,8 @@ void engine_set_logits_callback(engine *e, engine_logits_fn fn, void *user);
 const qwen3_config *engine_model_config(const engine *e);
 const engine_config *engine_get_config(const engine *e); /* with defaults resolved */
 engine_stats engine_get_stats(const engine *e);
-int64_t engine_model_weight_bytes(const engine *e);
+/* Weight bytes one decode step reads (all matrices, the lm_head, norms). */
+int64_t engine_decode_weight_bytes(const engine *e);
 int64_t engine_kv_free_blocks(const engine *e);
 int64_t engine_kv_total_blocks(const engine *e);
 

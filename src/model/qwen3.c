@@ -81,8 +81,10 @@ static enc_status qwen3__put_weights(qwen3_model *m, const qwen3_tensors *t)
         ENC_TRY(qwen3__put_matrix(m->be, t->lm_head, &m->lm_head));
     for (int64_t l = 0; l < m->cfg.n_layers; l++)
         ENC_TRY(qwen3__put_layer(m->be, &t->layers[l], &m->layers[l]));
-    m->weight_bytes = 0;
-    for (size_t i = 0; i < st_count(m->archive); i++) m->weight_bytes += (int64_t)st_get(m->archive, i)->n_bytes;
+    m->decode_weight_bytes = 0;
+    for (size_t i = 0; i < st_count(m->archive); i++)
+        m->decode_weight_bytes += (int64_t)st_get(m->archive, i)->n_bytes;
+    if (t->lm_head != t->embed) m->decode_weight_bytes -= (int64_t)t->embed->n_bytes;
     return ENC_OK;
 }
 

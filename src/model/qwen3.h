@@ -40,7 +40,8 @@ typedef struct qwen3_model {
     st_archive *archive;  /* keeps the mapped weights alive */
     qwen3_weight embed, final_norm, lm_head;
     qwen3_layer *layers;  /* [n_layers] */
-    int64_t weight_bytes; /* bytes of all weights as stored */
+    int64_t decode_weight_bytes; /* weight bytes a decode step reads: all but an
+                                  * untied embedding, of which it gathers rows */
 } qwen3_model;
 
 /* Read DIR/config.json and the safetensors checkpoint, check every tensor

@@ -4,10 +4,12 @@
  * Each node is resolved to raw pointers (buffer base + offset, bounds
  * checked against the buffer) and handed to its kernel, which every pool
  * thread calls with its (ith, nth) share. */
+#define _DEFAULT_SOURCE
 #include "backend/cpu/cpu_backend.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "backend/cpu/kernels.h"
 #include "base/threadpool.h"
@@ -24,19 +26,21 @@ typedef struct cpu__ctx {
 
 /* --- buffers ------------------------------------------------------------- */
 
+/* Buffers come from mmap: page-aligned, and zero pages the kernel fills
+ * lazily, so a large KV pool costs nothing until it is used. */
 static enc_status cpu__buffer_alloc(backend *be, size_t size, const char *what,
                                     backend_buffer **out)
 {
+    *out = NULL;
     backend_buffer *b = calloc(1, sizeof *b);
-    size_t rounded = (size + 63) & ~(size_t)63;
-    if (b) b->data = aligned_alloc(64, rounded ? rounded : 64);
-    if (!b || !b->data) {
+    void *p = MAP_FAILED;
+    if (b) p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!b || p == MAP_FAILED) {
         free(b);
-        *out = NULL;
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "cpu: cannot allocate %zu bytes for %s", size,
                         what ? what : "a buffer");
     }
-    memset(b->data, 0, rounded ? rounded : 64);
+    b->data = p;
     b->size = size;
     b->owned = 1;
     *out = b;
@@ -57,7 +61,7 @@ static enc_status cpu__buffer_from_host(backend *be, const void *data, size_t si
 static void cpu__buffer_free(backend *be, backend_buffer *b)
 {
     if (!b) return;
-    if (b->owned) free(b->data);
+    if (b->owned) munmap(b->data, b->size ? b->size : 1);
     free(b);
 }
 

@@ -1,0 +1,45 @@
+# encore - the two set-up commands of the README, and friends.
+#   make run   [MODEL=DIR] [PROMPT="..."]  build and generate text (demo model by default)
+#   make test                             build and run the whole suite: release,
+#                                         sanitizers (ASan+UBSan), fuzzers
+BUILD ?= build
+BUILD_ASAN ?= build-asan
+BUILD_FUZZ ?= build-fuzz
+JOBS ?= $(shell nproc)
+MODEL ?= $(BUILD)/models/demo
+PROMPT ?= The capital of France is
+TOKENS ?= 48
+
+.PHONY: deps build run test test-release test-asan test-fuzz bench-model clean
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	./$(BUILD)/encore generate -m $(MODEL) -p "$(PROMPT)" -n $(TOKENS) --temperature 0
+
+test: test-release test-asan test-fuzz
+
+test-release: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+test-asan: deps
+	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENCORE_SANITIZE=ON
+	cmake --build $(BUILD_ASAN) -j $(JOBS)
+	ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS) -LE nosan
+
+test-fuzz: deps
+	CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENCORE_FUZZ=ON
+	cmake --build $(BUILD_FUZZ) -j $(JOBS)
+	ctest --test-dir $(BUILD_FUZZ) --output-on-failure -L fuzz
+
+# The Qwen3-0.6B-geometry checkpoint for benchmarks (1.2 GB, random weights).
+bench-model: build
+	/usr/bin/python3 scripts/gen_checkpoint.py --preset qwen3-0.6b-geometry --out $(BUILD)/models/qwen3-0.6b-geometry --tokenizer-dir $(BUILD)/tokenizer/qwen3
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)

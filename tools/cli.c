@@ -1,0 +1,182 @@
+/* cli.c - option parsing and helpers shared by the subcommands. */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/mapfile.h"
+
+const char cli_engine_options_help[] =
+    "engine options:\n"
+    "  -m, --model DIR              Hugging Face Qwen3 checkpoint directory (required)\n"
+    "  -t, --threads N              compute threads (default: ENCORE_THREADS, else one per CPU)\n"
+    "  --block-size N               KV cache block size, 16 or 32 (default 16)\n"
+    "  --kv-blocks N                KV cache blocks (default: enough for max-num-seqs full\n"
+    "                               sequences, at most 2 GiB)\n"
+    "  --max-num-seqs N             sequences in one step (default 64)\n"
+    "  --max-num-batched-tokens N   tokens in one step (default 2048)\n"
+    "  --max-model-len N            longest sequence (default min(max_position_embeddings, 8192))\n";
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "encore %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void cli_engine_defaults(engine_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    const char *t = getenv("ENCORE_THREADS");
+    if (t && *t) cfg->n_threads = atoi(t);
+}
+
+const char *cli_value(const char *cmd, int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) {
+        cli_error(cmd, "option %s needs a value", argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+bool cli_parse_i64(const char *cmd, const char *opt, const char *s, int64_t min, int64_t max,
+                   int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > max) {
+        cli_error(cmd, "%s: expected an integer in [%lld, %lld], got '%s'", opt, (long long)min,
+                  (long long)max, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_parse_f64(const char *cmd, const char *opt, const char *s, double min, double max,
+                   double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < min || v > max) {
+        cli_error(cmd, "%s: expected a number in [%g, %g], got '%s'", opt, min, max, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_parse_ids(const char *cmd, const char *s, int32_t **ids, int64_t *n)
+{
+    size_t cap = strlen(s) / 2 + 1, count = 0;
+    int32_t *v = malloc(cap * sizeof *v);
+    if (!v) return false;
+    const char *p = s;
+    for (;;) {
+        while (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n') p++;
+        if (!*p) break;
+        char *end;
+        errno = 0;
+        long long x = strtoll(p, &end, 10);
+        if (errno || end == p || x < 0 || x > INT32_MAX || (*end && !strchr(" ,\t\n", *end))) {
+            cli_error(cmd, "--prompt-ids: token %zu is not a non-negative integer (near '%.20s')", count, p);
+            free(v);
+            return false;
+        }
+        v[count++] = (int32_t)x;
+        p = end;
+    }
+    if (count == 0) {
+        cli_error(cmd, "--prompt-ids: no token ids given");
+        free(v);
+        return false;
+    }
+    *ids = v;
+    *n = (int64_t)count;
+    return true;
+}
+
+static int cli__i64_option(const char *cmd, int argc, char **argv, int *i, int64_t min,
+                           int64_t max, int64_t *out)
+{
+    const char *opt = argv[*i];
+    const char *v = cli_value(cmd, argc, argv, i);
+    return v && cli_parse_i64(cmd, opt, v, min, max, out) ? 1 : -1;
+}
+
+int cli_engine_option(const char *cmd, int argc, char **argv, int *i, engine_config *cfg)
+{
+    const char *a = argv[*i];
+    int64_t v = 0;
+    int r;
+    if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+        cfg->model_dir = cli_value(cmd, argc, argv, i);
+        return cfg->model_dir ? 1 : -1;
+    }
+    if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+        r = cli__i64_option(cmd, argc, argv, i, 1, 1024, &v);
+        cfg->n_threads = (int)v;
+        return r;
+    }
+    if (!strcmp(a, "--block-size")) {
+        r = cli__i64_option(cmd, argc, argv, i, 16, 32, &v);
+        if (r == 1 && v != 16 && v != 32) {
+            cli_error(cmd, "--block-size: must be 16 or 32, got %lld", (long long)v);
+            return -1;
+        }
+        cfg->block_size = (int)v;
+        return r;
+    }
+    if (!strcmp(a, "--kv-blocks")) return cli__i64_option(cmd, argc, argv, i, 1, 1 << 24, &cfg->n_kv_blocks);
+    if (!strcmp(a, "--max-num-seqs")) {
+        r = cli__i64_option(cmd, argc, argv, i, 1, 4096, &v);
+        cfg->max_num_seqs = (int)v;
+        return r;
+    }
+    if (!strcmp(a, "--max-num-batched-tokens"))
+        return cli__i64_option(cmd, argc, argv, i, 1, 1 << 20, &cfg->max_num_batched_tokens);
+    if (!strcmp(a, "--max-model-len"))
+        return cli__i64_option(cmd, argc, argv, i, 2, 1 << 24, &cfg->max_model_len);
+    return 0;
+}
+
+engine *cli_engine_create(const char *cmd, const engine_config *cfg)
+{
+    engine *e = NULL;
+    enc_status s = engine_create(cfg, &e);
+    if (s != ENC_OK) {
+        cli_error(cmd, "cannot load model from %s: %s (%s)", cfg->model_dir, enc_last_error(),
+                  enc_status_to_string(s));
+        return NULL;
+    }
+    return e;
+}
+
+bool cli_is_demo_model(const char *model_dir)
+{
+    char path[4096], *text = NULL;
+    snprintf(path, sizeof path, "%s/config.json", model_dir);
+    if (file_read_all(path, &text, NULL) != ENC_OK) return false;
+    bool demo = strstr(text, "\"encore_demo\": true") || strstr(text, "\"encore_demo\":true");
+    free(text);
+    return demo;
+}
+
+double cli_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -1,0 +1,247 @@
+/* cmd_batch.c - `encore batch`: many requests through the engine at once.
+ *
+ * Input: JSON lines {"prompt_ids":[...] | "prompt":"text", "max_tokens":N,
+ * "temperature":T, "seed":S, "arrive_step":K}; a request is submitted just
+ * before engine step K. Output, in input order, one line per request:
+ * {"index":I,"ids":[...],"finish_reason":"length"|"stop"}. */
+#define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "tokenizer/tokenizer.h"
+
+static const char batch_help[] =
+    "usage: encore batch -m DIR --requests FILE\n\n"
+    "Run every request of FILE (JSON lines) through the engine at once and print\n"
+    "one line per request, in input order:\n"
+    "  {\"index\":I,\"ids\":[...],\"finish_reason\":\"length\"|\"stop\"}\n"
+    "Request fields: prompt_ids (array) or prompt (text), max_tokens (default 16),\n"
+    "temperature (default 0), seed (default 0), ignore_eos (default false),\n"
+    "arrive_step (the engine step before which it is submitted, default 0).\n\n"
+    "options:\n"
+    "  --requests FILE          the requests ('-' for stdin)\n"
+    "  -h, --help               show this help\n\n";
+
+typedef struct batch_request {
+    int32_t *ids;
+    int64_t n_ids;
+    engine_request_params params;
+    int64_t arrive_step;
+    int64_t engine_id; /* -1 until submitted */
+} batch_request;
+
+typedef struct batch_set {
+    batch_request *reqs;
+    int64_t n, cap;
+} batch_set;
+
+static void batch_set_free(batch_set *b)
+{
+    for (int64_t i = 0; i < b->n; i++) free(b->reqs[i].ids);
+    free(b->reqs);
+}
+
+static bool batch__number(const cJSON *o, const char *field, double min, double max, double *out,
+                          int64_t line)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, field);
+    if (!v) return true;
+    if (!cJSON_IsNumber(v) || v->valuedouble < min || v->valuedouble > max) {
+        cli_error("batch", "line %lld: \"%s\" must be a number in [%g, %g]", (long long)line, field, min, max);
+        return false;
+    }
+    *out = v->valuedouble;
+    return true;
+}
+
+static bool batch__prompt_ids(const cJSON *arr, batch_request *r, int64_t line)
+{
+    int n = cJSON_GetArraySize(arr);
+    r->ids = malloc((size_t)(n ? n : 1) * sizeof *r->ids);
+    if (!r->ids) return false;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr)
+    {
+        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > INT32_MAX ||
+            it->valuedouble != (double)(int32_t)it->valuedouble) {
+            cli_error("batch", "line %lld: prompt_ids[%lld] is not a token id", (long long)line, (long long)r->n_ids);
+            return false;
+        }
+        r->ids[r->n_ids++] = (int32_t)it->valuedouble;
+    }
+    return true;
+}
+
+static bool batch__prompt_text(const char *text, tokenizer *tok, batch_request *r, int64_t line)
+{
+    size_t n = 0;
+    if (!tok) {
+        cli_error("batch", "line %lld: \"prompt\" needs the model's tokenizer.json", (long long)line);
+        return false;
+    }
+    if (tokenizer_encode(tok, text, strlen(text), &r->ids, &n) != ENC_OK) {
+        cli_error("batch", "line %lld: cannot encode the prompt: %s", (long long)line, enc_last_error());
+        return false;
+    }
+    r->n_ids = (int64_t)n;
+    return true;
+}
+
+static bool batch__parse_line(const char *text, tokenizer *tok, batch_request *r, int64_t line)
+{
+    cJSON *o = cJSON_Parse(text);
+    bool ok = false;
+    double max_tokens = 16, temperature = 0, seed = 0, arrive = 0;
+    memset(r, 0, sizeof *r);
+    r->engine_id = -1;
+    if (!cJSON_IsObject(o)) {
+        cli_error("batch", "line %lld: not a JSON object", (long long)line);
+        goto done;
+    }
+    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(o, "prompt_ids");
+    const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(o, "prompt");
+    if (cJSON_IsArray(ids)) {
+        if (!batch__prompt_ids(ids, r, line)) goto done;
+    } else if (cJSON_IsString(prompt)) {
+        if (!batch__prompt_text(prompt->valuestring, tok, r, line)) goto done;
+    } else {
+        cli_error("batch", "line %lld: needs \"prompt_ids\" (array) or \"prompt\" (string)", (long long)line);
+        goto done;
+    }
+    if (!batch__number(o, "max_tokens", 1, 1 << 24, &max_tokens, line) ||
+        !batch__number(o, "temperature", 0, 100, &temperature, line) ||
+        !batch__number(o, "seed", 0, 9007199254740992.0, &seed, line) ||
+        !batch__number(o, "arrive_step", 0, 1e9, &arrive, line))
+        goto done;
+    r->params = (engine_request_params){
+        .prompt_ids = r->ids,
+        .n_prompt = r->n_ids,
+        .max_tokens = (int64_t)max_tokens,
+        .temperature = temperature,
+        .seed = (uint64_t)seed,
+        .ignore_eos = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ignore_eos")),
+    };
+    r->arrive_step = (int64_t)arrive;
+    ok = true;
+done:
+    cJSON_Delete(o);
+    return ok;
+}
+
+static bool batch_read(const char *path, tokenizer *tok, batch_set *b)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+    if (!f) {
+        cli_error("batch", "cannot open %s", path);
+        return false;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    int64_t lineno = 0;
+    bool ok = true;
+    while (ok && getline(&line, &cap, f) >= 0) {
+        lineno++;
+        if (strspn(line, " \t\r\n") == strlen(line)) continue;
+        if (b->n == b->cap) {
+            b->cap = b->cap ? b->cap * 2 : 16;
+            batch_request *bigger = realloc(b->reqs, (size_t)b->cap * sizeof *bigger);
+            if (!bigger) {
+                ok = false;
+                break;
+            }
+            b->reqs = bigger;
+        }
+        ok = batch__parse_line(line, tok, &b->reqs[b->n], lineno);
+        b->n++; /* counted even on failure, so its ids are freed */
+    }
+    free(line);
+    if (f != stdin) fclose(f);
+    if (ok && b->n == 0) {
+        cli_error("batch", "%s holds no requests", path);
+        ok = false;
+    }
+    return ok;
+}
+
+/* Submit what arrives now; false (and a message naming the line) on refusal. */
+static bool batch_submit(engine *e, batch_set *b, int64_t step)
+{
+    for (int64_t i = 0; i < b->n; i++) {
+        batch_request *r = &b->reqs[i];
+        if (r->engine_id >= 0 || r->arrive_step > step) continue;
+        if (engine_add_request(e, &r->params, &r->engine_id) != ENC_OK) {
+            cli_error("batch", "request %lld: %s", (long long)i, enc_last_error());
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool batch_pending(const batch_set *b)
+{
+    for (int64_t i = 0; i < b->n; i++)
+        if (b->reqs[i].engine_id < 0) return true;
+    return false;
+}
+
+static int batch_run(engine *e, batch_set *b)
+{
+    for (int64_t step = 0; batch_pending(b) || engine_has_unfinished(e); step++) {
+        if (!batch_submit(e, b, step)) return CLI_FAILED;
+        if (engine_step(e, NULL) != ENC_OK) {
+            cli_error("batch", "step %lld failed: %s", (long long)step, enc_last_error());
+            return CLI_FAILED;
+        }
+    }
+    for (int64_t i = 0; i < b->n; i++) {
+        const int32_t *ids;
+        int64_t n;
+        engine_finish finish;
+        engine_request_output(e, b->reqs[i].engine_id, &ids, &n, &finish);
+        printf("{\"index\":%lld,\"ids\":[", (long long)i);
+        for (int64_t j = 0; j < n; j++) printf(j ? ",%d" : "%d", ids[j]);
+        printf("],\"finish_reason\":\"%s\"}\n", engine_finish_name(finish));
+    }
+    return CLI_OK;
+}
+
+int cmd_batch(int argc, char **argv)
+{
+    const char *cmd = "batch", *path = NULL;
+    engine_config cfg;
+    cli_engine_defaults(&cfg);
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        int r = cli_engine_option(cmd, argc, argv, &i, &cfg);
+        if (r < 0) return CLI_BAD_ARGS;
+        if (r > 0) continue;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            printf("%s%s", batch_help, cli_engine_options_help);
+            return CLI_OK;
+        } else if (!strcmp(o, "--requests")) {
+            if (!(path = cli_value(cmd, argc, argv, &i))) return CLI_BAD_ARGS;
+        } else {
+            cli_error(cmd, "unknown option '%s' (try --help)", o);
+            return CLI_BAD_ARGS;
+        }
+    }
+    if (!cfg.model_dir || !path) {
+        cli_error(cmd, "needs -m DIR and --requests FILE");
+        return CLI_BAD_ARGS;
+    }
+    tokenizer *tok = NULL;
+    if (tokenizer_load(cfg.model_dir, &tok) != ENC_OK) tok = NULL; /* only "prompt" needs it */
+    batch_set b = {0};
+    int rc = batch_read(path, tok, &b) ? CLI_OK : CLI_FAILED;
+    engine *e = rc ? NULL : cli_engine_create(cmd, &cfg);
+    if (!rc && !e) rc = CLI_FAILED;
+    if (!rc) rc = batch_run(e, &b);
+    engine_destroy(e);
+    batch_set_free(&b);
+    tokenizer_free(tok);
+    return rc;
+}

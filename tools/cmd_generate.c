@@ -1,0 +1,196 @@
+/* cmd_generate.c - `encore generate`: one prompt in, generated text or ids
+ * out, streamed as the tokens come. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "tokenizer/tokenizer.h"
+
+static const char generate_help[] =
+    "usage: encore generate -m DIR (-p TEXT | --prompt-ids \"I I ...\") [options]\n\n"
+    "Generate a continuation of a prompt with a Qwen3 checkpoint.\n\n"
+    "options:\n"
+    "  -p, --prompt TEXT        prompt text (needs DIR/tokenizer.json)\n"
+    "  --prompt-ids \"I I ...\"   prompt as token ids, space- or comma-separated\n"
+    "  -n, --max-tokens N       tokens to generate (default 64)\n"
+    "  --temperature T          sampling temperature; 0 is greedy (default 0.8)\n"
+    "  --seed S                 random seed for sampling (default: from the clock)\n"
+    "  --ignore-eos             keep generating past end-of-sequence tokens\n"
+    "  --print-ids              print the generated ids, space-separated, on one line\n"
+    "  --stats                  print timing and throughput to stderr\n"
+    "  -h, --help               show this help\n\n";
+
+typedef struct generate_args {
+    engine_config cfg;
+    const char *prompt;
+    const char *prompt_ids;
+    int64_t max_tokens;
+    double temperature;
+    int64_t seed;
+    bool seed_given, ignore_eos, print_ids, stats;
+} generate_args;
+
+/* 0 on success, else the exit status. */
+static int generate_parse(int argc, char **argv, generate_args *a)
+{
+    const char *cmd = "generate";
+    cli_engine_defaults(&a->cfg);
+    a->max_tokens = 64;
+    a->temperature = 0.8;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v;
+        int r = cli_engine_option(cmd, argc, argv, &i, &a->cfg);
+        if (r < 0) return CLI_BAD_ARGS;
+        if (r > 0) continue;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            printf("%s%s", generate_help, cli_engine_options_help);
+            exit(CLI_OK);
+        } else if (!strcmp(o, "-p") || !strcmp(o, "--prompt")) {
+            if (!(a->prompt = cli_value(cmd, argc, argv, &i))) return CLI_BAD_ARGS;
+        } else if (!strcmp(o, "--prompt-ids")) {
+            if (!(a->prompt_ids = cli_value(cmd, argc, argv, &i))) return CLI_BAD_ARGS;
+        } else if (!strcmp(o, "-n") || !strcmp(o, "--max-tokens")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_i64(cmd, o, v, 1, 1 << 24, &a->max_tokens))
+                return CLI_BAD_ARGS;
+        } else if (!strcmp(o, "--temperature")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_f64(cmd, o, v, 0, 100, &a->temperature))
+                return CLI_BAD_ARGS;
+        } else if (!strcmp(o, "--seed")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_i64(cmd, o, v, 0, INT64_MAX, &a->seed))
+                return CLI_BAD_ARGS;
+            a->seed_given = true;
+        } else if (!strcmp(o, "--ignore-eos")) {
+            a->ignore_eos = true;
+        } else if (!strcmp(o, "--print-ids")) {
+            a->print_ids = true;
+        } else if (!strcmp(o, "--stats")) {
+            a->stats = true;
+        } else {
+            cli_error(cmd, "unknown option '%s' (try --help)", o);
+            return CLI_BAD_ARGS;
+        }
+    }
+    if (!a->cfg.model_dir) {
+        cli_error(cmd, "no model given (-m DIR)");
+        return CLI_BAD_ARGS;
+    }
+    if (!a->prompt == !a->prompt_ids) {
+        cli_error(cmd, "give exactly one of -p TEXT and --prompt-ids");
+        return CLI_BAD_ARGS;
+    }
+    return 0;
+}
+
+/* The prompt as ids: parsed, or encoded with the model's tokenizer. */
+static int generate_prompt(const generate_args *a, tokenizer *tok, int32_t **ids, int64_t *n)
+{
+    if (a->prompt_ids) return cli_parse_ids("generate", a->prompt_ids, ids, n) ? 0 : CLI_BAD_ARGS;
+    size_t count = 0;
+    enc_status s = tokenizer_encode(tok, a->prompt, strlen(a->prompt), ids, &count);
+    if (s != ENC_OK) {
+        cli_error("generate", "cannot encode the prompt: %s", enc_last_error());
+        return CLI_FAILED;
+    }
+    *n = (int64_t)count;
+    if (count == 0) {
+        cli_error("generate", "the prompt encodes to no tokens");
+        return CLI_BAD_ARGS;
+    }
+    return 0;
+}
+
+/* Print what the new ids complete, as text or as ids. */
+static void generate_emit(const generate_args *a, tokenizer_stream *stream, const int32_t *ids,
+                          int64_t from, int64_t to)
+{
+    for (int64_t i = from; i < to; i++) {
+        if (a->print_ids || !stream) {
+            printf(i ? " %d" : "%d", ids[i]);
+            continue;
+        }
+        const char *text;
+        size_t len;
+        if (tokenizer_stream_put(stream, ids[i], &text, &len) == ENC_OK) fwrite(text, 1, len, stdout);
+    }
+    fflush(stdout);
+}
+
+static int generate_run(const generate_args *a, engine *e, tokenizer *tok, const int32_t *prompt,
+                        int64_t n_prompt)
+{
+    engine_request_params p = {
+        .prompt_ids = prompt,
+        .n_prompt = n_prompt,
+        .max_tokens = a->max_tokens,
+        .temperature = a->temperature,
+        .seed = a->seed_given ? (uint64_t)a->seed : (uint64_t)time(NULL),
+        .ignore_eos = a->ignore_eos,
+    };
+    int64_t id;
+    if (engine_add_request(e, &p, &id) != ENC_OK) {
+        cli_error("generate", "%s", enc_last_error());
+        return CLI_BAD_ARGS;
+    }
+    tokenizer_stream *stream = NULL;
+    if (tok && !a->print_ids) tokenizer_stream_create(tok, 1, &stream);
+    double t0 = cli_now_seconds(), t_first = 0;
+    int64_t shown = 0;
+    const int32_t *ids;
+    int64_t n_ids = 0;
+    engine_finish finish = ENGINE_NOT_FINISHED;
+    while (finish == ENGINE_NOT_FINISHED) {
+        if (engine_step(e, NULL) != ENC_OK) {
+            cli_error("generate", "step failed: %s", enc_last_error());
+            tokenizer_stream_destroy(stream);
+            return CLI_FAILED;
+        }
+        engine_request_output(e, id, &ids, &n_ids, &finish);
+        if (n_ids > 0 && t_first == 0) t_first = cli_now_seconds();
+        generate_emit(a, stream, ids, shown, n_ids);
+        shown = n_ids;
+    }
+    double t1 = cli_now_seconds();
+    if (stream) {
+        const char *text;
+        size_t len;
+        if (tokenizer_stream_flush(stream, &text, &len) == ENC_OK) fwrite(text, 1, len, stdout);
+        tokenizer_stream_destroy(stream);
+    }
+    printf("\n");
+    if (a->stats)
+        fprintf(stderr, "prompt: %lld tokens in %.3f s (%.1f tokens/s); generated: %lld tokens in %.3f s (%.1f tokens/s); finish: %s\n",
+                (long long)n_prompt, t_first - t0, (double)n_prompt / (t_first - t0), (long long)n_ids,
+                t1 - t_first, n_ids > 1 ? (double)(n_ids - 1) / (t1 - t_first) : 0.0,
+                engine_finish_name(finish));
+    return CLI_OK;
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    generate_args a = {0};
+    int rc = generate_parse(argc, argv, &a);
+    if (rc) return rc;
+    tokenizer *tok = NULL;
+    if (!a.print_ids || a.prompt) {
+        enc_status s = tokenizer_load(a.cfg.model_dir, &tok);
+        if (s != ENC_OK && a.prompt) {
+            cli_error("generate", "cannot load the tokenizer: %s", enc_last_error());
+            return CLI_FAILED;
+        }
+    }
+    int32_t *prompt = NULL;
+    int64_t n_prompt = 0;
+    rc = generate_prompt(&a, tok, &prompt, &n_prompt);
+    engine *e = rc ? NULL : cli_engine_create("generate", &a.cfg);
+    if (!rc && !e) rc = CLI_FAILED;
+    if (!rc && cli_is_demo_model(a.cfg.model_dir))
+        fprintf(stderr, "encore: this is the built-in DEMO model (random weights): its text is meaningless.\n");
+    if (!rc) rc = generate_run(&a, e, tok, prompt, n_prompt);
+    engine_destroy(e);
+    tokenizer_free(tok);
+    free(prompt);
+    return rc;
+}

@@ -1,0 +1,46 @@
+/* encore.c - the `encore` command-line program: dispatch to a subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+
+typedef struct encore_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} encore_command;
+
+static const encore_command encore_commands[] = {
+    {"generate", cmd_generate, "generate text or token ids from a prompt"},
+    {"logits", cmd_logits, "print the top logits of every prompt position (teacher-forced)"},
+    {"batch", cmd_batch, "run many requests at once from a JSON-lines file"},
+    {"bench", cmd_bench, "measure prefill and decode speed"},
+    {"tokenize", cmd_tokenize, "encode JSON strings (one per line) into token ids"},
+    {"detokenize", cmd_detokenize, "decode JSON arrays of token ids into strings"},
+};
+
+static void encore_usage(FILE *f)
+{
+    fprintf(f, "usage: encore COMMAND [OPTIONS]\n\n"
+               "encore is an LLM inference engine for Qwen3 checkpoints.\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof encore_commands / sizeof encore_commands[0]; i++)
+        fprintf(f, "  %-11s %s\n", encore_commands[i].name, encore_commands[i].summary);
+    fprintf(f, "\nRun 'encore COMMAND --help' for the options of a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        encore_usage(stderr);
+        return CLI_BAD_ARGS;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        encore_usage(stdout);
+        return CLI_OK;
+    }
+    for (size_t i = 0; i < sizeof encore_commands / sizeof encore_commands[0]; i++)
+        if (!strcmp(argv[1], encore_commands[i].name)) return encore_commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "encore: unknown command '%s' (try 'encore --help')\n", argv[1]);
+    return CLI_BAD_ARGS;
+}
