@@ -24,6 +24,7 @@ static const char batch_help[] =
     "arrive_step (the engine step before which it is submitted, default 0).\n\n"
     "options:\n"
     "  --requests FILE          the requests ('-' for stdin)\n"
+    "  --stats                  print the engine's counters as JSON to stderr\n"
     "  -h, --help               show this help\n\n";
 
 typedef struct batch_request {
@@ -188,6 +189,14 @@ static bool batch_pending(const batch_set *b)
     return false;
 }
 
+static void batch_print_stats(const engine *e)
+{
+    engine_stats st = engine_get_stats(e);
+    fprintf(stderr, "{\"steps\":%lld,\"prefill_tokens\":%lld,\"decode_tokens\":%lld,\"preemptions\":%lld}\n",
+            (long long)st.n_steps, (long long)st.n_prefill_tokens, (long long)st.n_decode_tokens,
+            (long long)st.n_preemptions);
+}
+
 static int batch_run(engine *e, batch_set *b)
 {
     for (int64_t step = 0; batch_pending(b) || engine_has_unfinished(e); step++) {
@@ -212,6 +221,7 @@ static int batch_run(engine *e, batch_set *b)
 int cmd_batch(int argc, char **argv)
 {
     const char *cmd = "batch", *path = NULL;
+    bool stats = false;
     engine_config cfg;
     cli_engine_defaults(&cfg);
     for (int i = 1; i < argc; i++) {
@@ -224,6 +234,8 @@ int cmd_batch(int argc, char **argv)
             return CLI_OK;
         } else if (!strcmp(o, "--requests")) {
             if (!(path = cli_value(cmd, argc, argv, &i))) return CLI_BAD_ARGS;
+        } else if (!strcmp(o, "--stats")) {
+            stats = true;
         } else {
             cli_error(cmd, "unknown option '%s' (try --help)", o);
             return CLI_BAD_ARGS;
@@ -240,6 +252,7 @@ int cmd_batch(int argc, char **argv)
     engine *e = rc ? NULL : cli_engine_create(cmd, &cfg);
     if (!rc && !e) rc = CLI_FAILED;
     if (!rc) rc = batch_run(e, &b);
+    if (!rc && stats) batch_print_stats(e);
     engine_destroy(e);
     batch_set_free(&b);
     tokenizer_free(tok);

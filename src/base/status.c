@@ -39,9 +39,14 @@ enc_status enc_fail_context(enc_status s, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(enc__last_error, sizeof enc__last_error, fmt, ap);
     va_end(ap);
-    if (n >= 0 && (size_t)n < sizeof enc__last_error)
-        snprintf(enc__last_error + n, sizeof enc__last_error - (size_t)n,
-                 ": %s", old);
+    /* Append ": old", cut to the buffer (a long message may lose its tail). */
+    size_t at = n < 0 ? 0 : (size_t)n;
+    if (at > sizeof enc__last_error - 1) at = sizeof enc__last_error - 1;
+    const char *parts[2] = {": ", old};
+    for (int p = 0; p < 2; p++)
+        for (const char *c = parts[p]; *c && at + 1 < sizeof enc__last_error; c++)
+            enc__last_error[at++] = *c;
+    if (at < sizeof enc__last_error) enc__last_error[at] = '\0';
     return s;
 }
 

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""engine_cli.py - end-to-end checks of the engine through the `encore` CLI.
+
+Each check is one ctest test: `engine_cli.py --encore BIN --models DIR CHECK`.
+The engine is compared with itself, bit for bit (logits are printed with 9
+significant digits, which round-trips an f32 exactly):
+
+  prefill_vs_decode  a prompt's logits prefilled at once == fed one token per step
+  threads            logits with 1 thread == with 2 threads
+  preemption         a KV pool too small for the batch (requests wait, sequences
+                     are preempted and recomputed) gives the same tokens as an
+                     ample pool, and preemption really happened
+  bad_args           bad arguments exit 2 with a one-line reason
+  bad_checkpoints    broken checkpoints exit 1 naming the file and the tensor/field
+  bad_requests       impossible requests are refused with exit 2 and a reason
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+PRESETS = ["tiny-gqa1-hd64-f32", "tiny-gqa2-hd64-bf16", "tiny-gqa4-hd128-bf16",
+           "tiny-gqa2-hd128-f16-sharded", "tiny-qwen3vocab"]
+
+
+def run(args, check=True):
+    p = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    if check and p.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(args)} exited {p.returncode}: {p.stderr.strip()}")
+    return p
+
+
+def ids(n, start=3, step=7, mod=500):
+    return " ".join(str((start + i * step) % mod) for i in range(n))
+
+
+def check_prefill_vs_decode(a):
+    for preset in PRESETS:
+        m = os.path.join(a.models, preset)
+        base = [a.encore, "logits", "-m", m, "--prompt-ids", ids(70), "--top", "8"]
+        whole = run(base).stdout
+        one_by_one = run(base + ["--max-num-batched-tokens", "1"]).stdout
+        chunks = run(base + ["--max-num-batched-tokens", "13", "--block-size", "32"]).stdout
+        if len(whole.splitlines()) != 70:
+            sys.exit(f"FAIL: {preset}: expected 70 positions, got {len(whole.splitlines())}")
+        if whole != one_by_one or whole != chunks:
+            sys.exit(f"FAIL: {preset}: logits differ between prefill and token-by-token")
+        print(f"ok {preset}: 70 positions bit-identical (prefill, 1-token steps, 13-token chunks)")
+
+
+def check_threads(a):
+    for preset in PRESETS:
+        m = os.path.join(a.models, preset)
+        base = [a.encore, "logits", "-m", m, "--prompt-ids", ids(40, 11), "--top", "8"]
+        one, two = run(base + ["-t", "1"]).stdout, run(base + ["-t", "2"]).stdout
+        if one != two:
+            sys.exit(f"FAIL: {preset}: logits differ between 1 and 2 threads")
+        print(f"ok {preset}: 1 thread == 2 threads")
+
+
+def batch(a, model, requests, extra):
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        for r in requests:
+            f.write(json.dumps(r) + "\n")
+    try:
+        p = run([a.encore, "batch", "-m", model, "--requests", f.name, "--stats"] + extra)
+    finally:
+        os.unlink(f.name)
+    stats = json.loads(p.stderr.strip().splitlines()[-1])
+    return [json.loads(line) for line in p.stdout.splitlines()], stats
+
+
+def check_preemption(a):
+    m = os.path.join(a.models, "tiny-gqa2-hd64-bf16")
+    reqs = [{"prompt_ids": [int(x) for x in ids(10 + 9 * i, 5 + i).split()], "max_tokens": 40,
+             "ignore_eos": True, "arrive_step": 2 * i,
+             **({"temperature": 0.8, "seed": i} if i % 3 == 2 else {})} for i in range(6)]
+    ample, st_ample = batch(a, m, reqs, [])
+    tight, st_tight = batch(a, m, reqs, ["--kv-blocks", "8", "--max-num-batched-tokens", "24"])
+    if st_ample["preemptions"] != 0 or st_tight["preemptions"] == 0:
+        sys.exit(f"FAIL: expected preemption only with the tight pool: {st_ample} {st_tight}")
+    if ample != tight:
+        for x, y in zip(ample, tight):
+            if x != y:
+                sys.exit(f"FAIL: request {x['index']} differs under preemption:\n{x}\n{y}")
+    if any(len(r["ids"]) != 40 for r in tight):
+        sys.exit("FAIL: a request was truncated")
+    print(f"ok: 6 requests identical with {st_tight['preemptions']} preemptions in an 8-block pool")
+
+
+def expect_fail(args, code, *needles):
+    p = run(args, check=False)
+    if p.returncode != code:
+        sys.exit(f"FAIL: {' '.join(args)}: exit {p.returncode}, expected {code}; stderr: {p.stderr}")
+    err = p.stderr.strip()
+    for n in needles:
+        if n not in err:
+            sys.exit(f"FAIL: {' '.join(args)}: message lacks '{n}': {err}")
+    print(f"ok exit {code}: {err.splitlines()[-1][:150]}")
+
+
+def check_bad_args(a):
+    m = os.path.join(a.models, "tiny-gqa2-hd64-bf16")
+    e = a.encore
+    expect_fail([e], 2, "usage")
+    expect_fail([e, "frobnicate"], 2, "unknown command")
+    expect_fail([e, "generate", "--prompt-ids", "1 2"], 2, "-m DIR")
+    expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2", "--bogus"], 2, "--bogus")
+    expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2", "-n", "zero"], 2, "-n")
+    expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2", "-n", "0"], 2, "-n")
+    expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 x 2"], 2, "--prompt-ids")
+    expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2", "--temperature", "-1"], 2, "--temperature")
+    expect_fail([e, "generate", "-m", m, "--prompt-ids"], 2, "needs a value")
+    expect_fail([e, "logits", "-m", m, "--prompt-ids", "1", "--top", "0"], 2, "--top")
+    expect_fail([e, "batch", "-m", m], 2, "--requests")
+    expect_fail([e, "bench", "-m", m, "--runs", "0"], 2, "--runs")
+    expect_fail([e, "generate", "-m", m, "--prompt-ids", "1", "--block-size", "24"], 2, "16 or 32")
+    for cmd in ["generate", "logits", "batch", "bench"]:
+        p = run([e, cmd, "--help"])
+        if "usage: encore " + cmd not in p.stdout:
+            sys.exit(f"FAIL: {cmd} --help")
+    print("ok: --help for every command")
+
+
+def check_bad_checkpoints(a):
+    with tempfile.TemporaryDirectory() as d:
+        run([a.python, a.generator, "--bad", "all", "--out", d])
+        expect_fail([a.encore, "generate", "-m", os.path.join(d, "nonexistent"), "--prompt-ids", "1"], 1,
+                    "nonexistent")
+        needles = {
+            "truncated": ["model.safetensors"],
+            "header-too-long": ["model.safetensors", "header"],
+            "bad-json": ["model.safetensors"],
+            "wrong-shape": ["q_proj"],
+            "missing-tensor": ["k_norm"],
+            "bad-dtype": ["model.safetensors"],
+            "overlap": ["model.safetensors"],
+            "offset-out-of-range": ["model.safetensors"],
+            # HF defaults num_key_value_heads to num_attention_heads; the k_proj
+            # shape then disagrees with the config.
+            "config-missing-field": ["config.json", "k_proj"],
+            "config-rope-scaling": ["config.json", "yarn"],
+            "shard-missing": ["safetensors"],
+        }
+        for kind, words in needles.items():
+            model = os.path.join(d, "bad-" + kind)
+            if not os.path.isdir(model):
+                sys.exit(f"FAIL: generator made no {model}")
+            expect_fail([a.encore, "generate", "-m", model, "--prompt-ids", "1 2 3", "-n", "2"], 1, *words)
+
+
+def check_bad_requests(a):
+    m = os.path.join(a.models, "tiny-gqa2-hd64-bf16")
+    e = a.encore
+    expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2 3", "-n", "100", "--max-model-len", "64"], 2,
+                "max_model_len")
+    expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 99999"], 2, "vocabulary")
+    expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2", "-n", "200", "--kv-blocks", "4"], 2,
+                "KV blocks")
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
+        f.write('{"prompt_ids":[1,2],"max_tokens":3}\n{"prompt_ids":"oops"}\n')
+        f.flush()
+        expect_fail([e, "batch", "-m", m, "--requests", f.name], 1, "line 2")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--encore", required=True)
+    ap.add_argument("--models", required=True)
+    ap.add_argument("--generator", default=os.path.join(os.path.dirname(__file__), "..", "scripts",
+                                                        "gen_checkpoint.py"))
+    ap.add_argument("--python", default="/usr/bin/python3")
+    ap.add_argument("check", choices=[n[len("check_"):] for n in globals() if n.startswith("check_")])
+    a = ap.parse_args()
+    globals()["check_" + a.check](a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+/* test_kv.c - the paged KV cache's block pool and block tables.
+ *
+ * Checks: a fresh pool hands out distinct blocks; reserve is all or nothing;
+ * kv_slot follows the table; and a seeded random walk of thousands of
+ * reserve / release events against a shadow model never leaks, double-frees
+ * or shares a block between two tables. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv/kv_cache.h"
+
+static int failures;
+#define CHECK(cond)                                                                    \
+    do {                                                                               \
+        if (!(cond)) {                                                                 \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+            failures++;                                                                \
+        }                                                                              \
+    } while (0)
+
+static void test_reserve_all_or_nothing(void)
+{
+    kv_pool p;
+    kv_block_table a, b;
+    CHECK(kv_pool_init(&p, 5, 16) == ENC_OK);
+    CHECK(kv_block_table_init(&a, 8) == ENC_OK);
+    CHECK(kv_block_table_init(&b, 8) == ENC_OK);
+    CHECK(kv_block_table_reserve(&p, &a, 33) == ENC_OK); /* 3 blocks */
+    CHECK(a.n_blocks == 3 && p.n_free == 2);
+    CHECK(kv_block_table_reserve(&p, &a, 48) == ENC_OK); /* still 3 */
+    CHECK(a.n_blocks == 3);
+    CHECK(kv_block_table_reserve(&p, &b, 49) == ENC_ERR_OUT_OF_MEMORY); /* needs 4, 2 free */
+    CHECK(b.n_blocks == 0 && p.n_free == 2);                          /* nothing taken */
+    CHECK(kv_block_table_reserve(&p, &b, 32) == ENC_OK);
+    CHECK(p.n_free == 0);
+    /* slot = block * B + offset, through the table */
+    CHECK(kv_slot(&p, &a, 0) == a.blocks[0] * 16);
+    CHECK(kv_slot(&p, &a, 37) == a.blocks[2] * 16 + 5);
+    kv_block_table_release(&p, &a);
+    kv_block_table_release(&p, &b);
+    CHECK(p.n_free == 5);
+    CHECK(kv_block_table_reserve(&p, &a, 9 * 16) == ENC_ERR_INVALID_ARGUMENT); /* wider than the table */
+    kv_block_table_free(&a);
+    kv_block_table_free(&b);
+    kv_pool_free(&p);
+}
+
+static void test_bad_pool(void)
+{
+    kv_pool p;
+    CHECK(kv_pool_init(&p, 0, 16) == ENC_ERR_INVALID_ARGUMENT);
+    CHECK(kv_pool_init(&p, 4, 8) == ENC_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(enc_last_error(), "16 or 32") != NULL);
+}
+
+enum { N_TABLES = 12, N_BLOCKS = 40, WIDTH = 16 };
+
+/* Every block is owned by at most one table and free iff owned by none. */
+static void check_ownership(const kv_pool *p, kv_block_table *t)
+{
+    int owner[N_BLOCKS];
+    for (int i = 0; i < N_BLOCKS; i++) owner[i] = -1;
+    int used = 0;
+    for (int s = 0; s < N_TABLES; s++)
+        for (int i = 0; i < t[s].n_blocks; i++) {
+            int b = t[s].blocks[i];
+            CHECK(b >= 0 && b < N_BLOCKS && owner[b] == -1);
+            if (b >= 0 && b < N_BLOCKS) owner[b] = s;
+            used++;
+        }
+    CHECK(used + p->n_free == N_BLOCKS);
+    for (int i = 0; i < N_BLOCKS; i++) CHECK((owner[i] >= 0) == (p->refcount[i] == 1));
+}
+
+static void test_random_walk(void)
+{
+    kv_pool p;
+    kv_block_table t[N_TABLES];
+    int64_t len[N_TABLES] = {0};
+    CHECK(kv_pool_init(&p, N_BLOCKS, 16) == ENC_OK);
+    for (int s = 0; s < N_TABLES; s++) CHECK(kv_block_table_init(&t[s], WIDTH) == ENC_OK);
+    uint64_t x = 12345;
+    for (int step = 0; step < 20000; step++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        int s = (int)((x >> 33) % N_TABLES);
+        if ((x >> 20) % 7 == 0) {
+            kv_block_table_release(&p, &t[s]);
+            len[s] = 0;
+        } else {
+            int64_t want = len[s] + 1 + (int64_t)((x >> 40) % 40);
+            if (want > WIDTH * 16) want = WIDTH * 16;
+            int32_t before_free = p.n_free, before_blocks = t[s].n_blocks;
+            enc_status st = kv_block_table_reserve(&p, &t[s], want);
+            if (st == ENC_OK) {
+                len[s] = want;
+                CHECK(t[s].n_blocks == (want + 15) / 16);
+            } else {
+                CHECK(st == ENC_ERR_OUT_OF_MEMORY);
+                CHECK(p.n_free == before_free && t[s].n_blocks == before_blocks);
+            }
+        }
+        if (step % 97 == 0) check_ownership(&p, t);
+    }
+    for (int s = 0; s < N_TABLES; s++) {
+        kv_block_table_release(&p, &t[s]);
+        kv_block_table_free(&t[s]);
+    }
+    CHECK(p.n_free == N_BLOCKS);
+    kv_pool_free(&p);
+}
+
+int main(void)
+{
+    test_reserve_all_or_nothing();
+    test_bad_pool();
+    test_random_walk();
+    if (failures) fprintf(stderr, "test_kv: %d check(s) failed\n", failures);
+    return failures != 0;
+}
