@@ -1,0 +1,48 @@
+# reference.cmake - the engine against the independent NumPy reference
+# (tests/test_reference.py, tests/reference/qwen3_ref.py), one ctest test per
+# check and tiny model, plus two self-tests of the harness that need no engine:
+#
+#   ref_logits_<preset>        teacher-forced top-K logits within tolerance
+#   ref_greedy_<preset>        40 greedy ids identical to the reference
+#   ref_batch_<preset>         5 concurrent requests (encore batch), ids identical
+#   invariance_batch_<preset>  bit-exact: a request alone vs among 7 others
+#   invariance_threads_<preset> bit-exact: generate --threads 1 vs --threads 2
+#   reference_detects_breakage the harness catches a deliberately broken forward
+#   reference_selfcheck        bf16 rounding, safetensors round trip, incremental
+#                              vs full forward, the tolerance's headroom, bad
+#                              checkpoints refused
+#
+# The models come from the tiny_models fixture (tests/00-common.cmake).
+
+set(ENCORE_REF_SCRIPT ${ENCORE_TESTS_DIR}/test_reference.py)
+set(ENCORE_REF_PRESETS
+    tiny-gqa1-hd64-f32
+    tiny-gqa2-hd64-bf16
+    tiny-gqa4-hd128-bf16
+    tiny-gqa2-hd128-f16-sharded
+    tiny-qwen3vocab)
+
+foreach(preset ${ENCORE_REF_PRESETS})
+  foreach(check logits greedy batch invariance-batch invariance-threads)
+    string(REPLACE "-" "_" cname "${check}")
+    if(check MATCHES "^invariance-")
+      set(name "${cname}_${preset}")
+    else()
+      set(name "ref_${cname}_${preset}")
+    endif()
+    add_test(NAME ${name}
+      COMMAND ${ENCORE_PYTHON} ${ENCORE_REF_SCRIPT} ${check}
+              --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/${preset})
+    set_tests_properties(${name} PROPERTIES
+      FIXTURES_REQUIRED tiny_models LABELS reference TIMEOUT 300)
+  endforeach()
+endforeach()
+
+add_test(NAME reference_detects_breakage
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_REF_SCRIPT} breakage
+          -m ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16)
+add_test(NAME reference_selfcheck
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_REF_SCRIPT} selfcheck
+          -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
+set_tests_properties(reference_detects_breakage reference_selfcheck PROPERTIES
+  FIXTURES_REQUIRED tiny_models LABELS reference TIMEOUT 300)

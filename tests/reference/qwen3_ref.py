@@ -1,0 +1,425 @@
+#!/usr/bin/python3
+"""qwen3_ref.py - the independent reference forward of Qwen3, in NumPy float64.
+
+The oracle the engine's logits and greedy tokens are compared with. Written from
+the Qwen3 definition (Hugging Face's modeling_qwen3), sharing no code with the C
+engine: it reads config.json and the safetensors file(s) itself, keeps a plain
+contiguous KV cache (no paging, no graph) and computes in double precision.
+
+One decoder layer, for hidden states x [T, D] at positions p:
+
+    h = rmsnorm(x) * w_in                    rmsnorm(x) = x / sqrt(mean(x^2) + eps)
+    q = h Wq^T -> [T, H, hd]    k = h Wk^T, v = h Wv^T -> [T, KVH, hd]
+    q = rmsnorm(q) * q_norm     k = rmsnorm(k) * k_norm   (per head, BEFORE RoPE)
+    q, k = rope(q, p), rope(k, p)            NeoX rotate_half, inv_freq = theta^(-2i/hd)
+    a = softmax(q k^T / sqrt(hd) + causal) v  query head h reads kv head h // (H/KVH)
+    x = x + a Wo^T
+    h = rmsnorm(x) * w_post
+    x = x + (silu(h Wg^T) * (h Wu^T)) Wd^T
+then logits = (rmsnorm(x) * w_final) W_head^T, W_head = embed_tokens when tied.
+
+As a module: load_model(dir), forward_logits(model, ids) -> [T, V] float64,
+greedy(model, ids, n) -> list of n ids. As a program:
+
+    qwen3_ref.py logits -m DIR --prompt-ids "1 2 3" [--top K]
+        one JSON line per position: {"pos":P,"top":[[ID,LOGIT],...]} (best first)
+    qwen3_ref.py greedy -m DIR --prompt-ids "1 2 3" -n N
+        the N greedy ids, space-separated
+
+A hidden option `--break KIND` computes a deliberately wrong forward (see BREAKS)
+so the test harness can show that it catches such mistakes.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+# Deliberate mistakes for the harness self-test (mutation check).
+BREAKS = {
+    "qnorm": "skip q_norm",
+    "knorm": "skip k_norm",
+    "norm-after-rope": "apply q_norm/k_norm after RoPE instead of before",
+    "rope-interleaved": "rotate adjacent pairs (GPT-J style) instead of NeoX halves",
+    "gqa-modulo": "query head h reads kv head h % KVH instead of h // (H/KVH)",
+    "no-final-norm-weight": "ignore the weight of the final norm",
+}
+
+REQUIRED_CONFIG = [
+    "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "rms_norm_eps", "rope_theta", "vocab_size",
+]
+
+ST_DTYPES = {"F32": (np.dtype("<f4"), 4), "F16": (np.dtype("<f2"), 2), "BF16": (np.dtype("<u2"), 2)}
+
+
+class CheckpointError(Exception):
+    """A checkpoint the reference refuses to read; the message says where."""
+
+
+# --- reading config.json and safetensors ------------------------------------
+
+def load_config(model_dir):
+    path = os.path.join(model_dir, "config.json")
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            cfg = json.load(f)
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{path}: {e}") from None
+    for key in REQUIRED_CONFIG:
+        if key not in cfg or cfg[key] is None:
+            raise CheckpointError(f"{path}: missing field '{key}'")
+    if cfg.get("rope_scaling") is not None:
+        raise CheckpointError(f"{path}: rope_scaling {cfg['rope_scaling']!r} is not supported")
+    if cfg.get("attention_bias"):
+        raise CheckpointError(f"{path}: attention_bias true is not supported")
+    if cfg.get("use_sliding_window"):
+        raise CheckpointError(f"{path}: use_sliding_window true is not supported")
+    if cfg.get("head_dim") is None:
+        cfg["head_dim"] = cfg["hidden_size"] // cfg["num_attention_heads"]
+    if cfg["num_attention_heads"] % cfg["num_key_value_heads"] != 0:
+        raise CheckpointError(f"{path}: num_key_value_heads does not divide num_attention_heads")
+    cfg.setdefault("tie_word_embeddings", False)
+    return cfg
+
+
+def _to_float(raw, st_dtype, dt):
+    """Little-endian bytes of one tensor -> numpy array of `dt` (exact for all three dtypes)."""
+    if st_dtype == "BF16":
+        u = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+        return u.view(np.float32).astype(dt)
+    return np.frombuffer(raw, dtype=ST_DTYPES[st_dtype][0]).astype(dt)
+
+
+def read_safetensors(path, dt=np.float64):
+    """Read one .safetensors file: {name: array}. Validates header and offsets."""
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError as e:
+        raise CheckpointError(f"{path}: {e}") from None
+    if len(blob) < 8:
+        raise CheckpointError(f"{path}: file of {len(blob)} bytes has no header length")
+    n_header = int.from_bytes(blob[:8], "little")
+    if n_header > len(blob) - 8:
+        raise CheckpointError(f"{path}: header length {n_header} exceeds file size {len(blob)}")
+    try:
+        header = json.loads(blob[8:8 + n_header].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise CheckpointError(f"{path}: header is not JSON ({e})") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{path}: header is not a JSON object")
+    data = memoryview(blob)[8 + n_header:]
+    spans = []
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        st_dtype = info.get("dtype")
+        if st_dtype not in ST_DTYPES:
+            raise CheckpointError(f"{path}: tensor {name}: unsupported dtype {st_dtype!r}")
+        shape = [int(s) for s in info["shape"]]
+        begin, end = (int(o) for o in info["data_offsets"])
+        n_bytes = int(np.prod(shape, dtype=np.int64)) * ST_DTYPES[st_dtype][1]
+        if not 0 <= begin <= end <= len(data):
+            raise CheckpointError(f"{path}: tensor {name}: data_offsets [{begin}, {end}] "
+                                  f"outside the data area of {len(data)} bytes")
+        if end - begin != n_bytes:
+            raise CheckpointError(f"{path}: tensor {name}: {end - begin} bytes for shape {shape} {st_dtype}")
+        spans.append((begin, end, name))
+        out[name] = _to_float(data[begin:end], st_dtype, dt).reshape(shape)
+    spans.sort()
+    for (b0, e0, n0), (b1, e1, n1) in zip(spans, spans[1:]):
+        if b1 < e0:
+            raise CheckpointError(f"{path}: tensors {n0} and {n1} overlap at byte {b1}")
+    return out
+
+
+def read_checkpoint(model_dir, dt=np.float64):
+    """All tensors of a single-file or sharded checkpoint directory."""
+    single = os.path.join(model_dir, "model.safetensors")
+    index = os.path.join(model_dir, "model.safetensors.index.json")
+    if os.path.exists(single):
+        return read_safetensors(single, dt)
+    if not os.path.exists(index):
+        raise CheckpointError(f"{model_dir}: neither model.safetensors nor model.safetensors.index.json")
+    try:
+        with open(index, "r", encoding="utf-8") as f:
+            weight_map = json.load(f)["weight_map"]
+    except (OSError, ValueError, KeyError) as e:
+        raise CheckpointError(f"{index}: {e}") from None
+    tensors = {}
+    for shard in sorted(set(weight_map.values())):
+        part = read_safetensors(os.path.join(model_dir, shard), dt)
+        for name, arr in part.items():
+            if weight_map.get(name) != shard:
+                raise CheckpointError(f"{index}: tensor {name} found in {shard}, index says {weight_map.get(name)}")
+            tensors[name] = arr
+    missing = [n for n in weight_map if n not in tensors]
+    if missing:
+        raise CheckpointError(f"{index}: tensor {missing[0]} not found in {weight_map[missing[0]]}")
+    return tensors
+
+
+# --- the model ---------------------------------------------------------------
+
+class Model:
+    """Config plus weights, matrices stored transposed ([in, out]) for x @ W."""
+
+
+def load_model(model_dir, dt=np.float64):
+    cfg = load_config(model_dir)
+    t = read_checkpoint(model_dir, dt)
+    D, F, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    H, KVH, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+
+    def take(name, shape):
+        if name not in t:
+            raise CheckpointError(f"{model_dir}: missing tensor {name}")
+        a = t.pop(name)
+        if list(a.shape) != list(shape):
+            raise CheckpointError(f"{model_dir}: tensor {name} has shape {list(a.shape)}, expected {list(shape)}")
+        return a
+
+    m = Model()
+    m.cfg, m.dtype = cfg, dt
+    m.embed = take("model.embed_tokens.weight", [V, D])
+    m.layers = []
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        L = {
+            "in_norm": take(p + "input_layernorm.weight", [D]),
+            "wq": np.ascontiguousarray(take(p + "self_attn.q_proj.weight", [H * hd, D]).T),
+            "wk": np.ascontiguousarray(take(p + "self_attn.k_proj.weight", [KVH * hd, D]).T),
+            "wv": np.ascontiguousarray(take(p + "self_attn.v_proj.weight", [KVH * hd, D]).T),
+            "wo": np.ascontiguousarray(take(p + "self_attn.o_proj.weight", [D, H * hd]).T),
+            "q_norm": take(p + "self_attn.q_norm.weight", [hd]),
+            "k_norm": take(p + "self_attn.k_norm.weight", [hd]),
+            "post_norm": take(p + "post_attention_layernorm.weight", [D]),
+            "wg": np.ascontiguousarray(take(p + "mlp.gate_proj.weight", [F, D]).T),
+            "wu": np.ascontiguousarray(take(p + "mlp.up_proj.weight", [F, D]).T),
+            "wd": np.ascontiguousarray(take(p + "mlp.down_proj.weight", [D, F]).T),
+        }
+        m.layers.append(L)
+    m.final_norm = take("model.norm.weight", [D])
+    head = m.embed if cfg["tie_word_embeddings"] else take("lm_head.weight", [V, D])
+    m.head_t = np.ascontiguousarray(head.T)  # [D, V]
+    if t:
+        raise CheckpointError(f"{model_dir}: unused tensor {sorted(t)[0]}")
+    m.inv_freq = 1.0 / (float(cfg["rope_theta"]) ** (np.arange(0, hd, 2, dtype=np.float64) / hd))
+    m.breaks = set()
+    return m
+
+
+def stop_ids(model):
+    """The token ids that end generation: eos_token_id (int or list)."""
+    eos = model.cfg.get("eos_token_id")
+    if eos is None:
+        return set()
+    return set(eos) if isinstance(eos, list) else {int(eos)}
+
+
+# --- the forward pass --------------------------------------------------------
+
+def _rmsnorm(x, w, eps):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def _rope(x, cos, sin, interleaved=False):
+    """x [T, nh, hd]; cos/sin [T, hd/2]. NeoX: pairs (i, i + hd/2)."""
+    c, s = cos[:, None, :], sin[:, None, :]
+    if interleaved:  # deliberately wrong variant (break "rope-interleaved")
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        out = np.empty_like(x)
+        out[..., 0::2] = x1 * c - x2 * s
+        out[..., 1::2] = x2 * c + x1 * s
+        return out
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
+
+
+class KVCache:
+    """Contiguous per-layer K and V: [n_layers][max_len, KVH, hd]; n = tokens stored."""
+
+    def __init__(self, model, max_len):
+        c = model.cfg
+        shape = (max_len, c["num_key_value_heads"], c["head_dim"])
+        self.k = [np.zeros(shape, dtype=model.dtype) for _ in range(c["num_hidden_layers"])]
+        self.v = [np.zeros(shape, dtype=model.dtype) for _ in range(c["num_hidden_layers"])]
+        self.n = 0
+
+
+def forward_step(model, cache, ids, last_only=False):
+    """Run tokens `ids` at positions cache.n .. cache.n+T-1, appending their K/V.
+    Returns logits [T, V] (or [1, V] for the last token when last_only)."""
+    c, br = model.cfg, model.breaks
+    eps = float(c["rms_norm_eps"])
+    H, KVH, hd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+    rep = H // KVH
+    ids = np.asarray(ids, dtype=np.int64)
+    T, start = len(ids), cache.n
+    if T == 0:
+        raise ValueError("empty token list")
+    if ids.min() < 0 or ids.max() >= c["vocab_size"]:
+        raise ValueError(f"token id out of range [0, {c['vocab_size']})")
+    if start + T > cache.k[0].shape[0]:
+        raise ValueError("KV cache too small")
+    S = start + T
+    dt = model.dtype
+    ang = np.arange(start, S, dtype=np.float64)[:, None] * model.inv_freq[None, :]
+    cos, sin = np.cos(ang).astype(dt), np.sin(ang).astype(dt)
+    # causal mask: query t (absolute start+t) sees keys 0..start+t
+    mask = np.arange(S)[None, :] > (start + np.arange(T))[:, None]  # [T, S]
+    scale = 1.0 / math.sqrt(hd)
+    interleaved = "rope-interleaved" in br
+
+    x = model.embed[ids]  # [T, D]
+    for li, L in enumerate(model.layers):
+        h = _rmsnorm(x, L["in_norm"], eps)
+        q = (h @ L["wq"]).reshape(T, H, hd)
+        k = (h @ L["wk"]).reshape(T, KVH, hd)
+        v = (h @ L["wv"]).reshape(T, KVH, hd)
+        if "norm-after-rope" in br:
+            q, k = _rope(q, cos, sin, interleaved), _rope(k, cos, sin, interleaved)
+        if "qnorm" not in br:
+            q = _rmsnorm(q, L["q_norm"], eps)
+        if "knorm" not in br:
+            k = _rmsnorm(k, L["k_norm"], eps)
+        if "norm-after-rope" not in br:
+            q, k = _rope(q, cos, sin, interleaved), _rope(k, cos, sin, interleaved)
+        cache.k[li][start:S] = k
+        cache.v[li][start:S] = v
+        K, Vv = cache.k[li][:S], cache.v[li][:S]  # [S, KVH, hd]
+        if "gqa-modulo" in br:
+            kv_of_head = np.arange(H) % KVH
+        else:
+            kv_of_head = np.arange(H) // rep
+        Kh = K.transpose(1, 2, 0)[kv_of_head]  # [H, hd, S]
+        Vh = Vv.transpose(1, 0, 2)[kv_of_head]  # [H, S, hd]
+        scores = (q.transpose(1, 0, 2) @ Kh) * scale  # [H, T, S]
+        scores = np.where(mask[None], -np.inf, scores)
+        scores -= scores.max(axis=-1, keepdims=True)
+        p = np.exp(scores)
+        p /= p.sum(axis=-1, keepdims=True)
+        a = (p @ Vh).transpose(1, 0, 2).reshape(T, H * hd)  # [T, H*hd]
+        x = x + a @ L["wo"]
+        h = _rmsnorm(x, L["post_norm"], eps)
+        g = h @ L["wg"]
+        x = x + ((g / (1.0 + np.exp(-g))) * (h @ L["wu"])) @ L["wd"]
+    cache.n = S
+    if last_only:
+        x = x[-1:]
+    fw = np.ones_like(model.final_norm) if "no-final-norm-weight" in br else model.final_norm
+    return _rmsnorm(x, fw, eps) @ model.head_t
+
+
+def forward_logits(model, ids):
+    """Teacher-forced logits of every position: [T, V] (one full prefill)."""
+    cache = KVCache(model, len(ids))
+    return forward_step(model, cache, ids)
+
+
+def greedy(model, ids, n, stop_at_eos=False):
+    """n greedy continuation ids (incremental decoding, contiguous KV cache).
+    With stop_at_eos, stops after the first eos id (which is included)."""
+    cache = KVCache(model, len(ids) + n)
+    logits = forward_step(model, cache, ids, last_only=True)
+    out, stops = [], stop_ids(model)
+    for _ in range(n):
+        tok = int(np.argmax(logits[-1]))
+        out.append(tok)
+        if stop_at_eos and tok in stops:
+            break
+        if len(out) == n:
+            break
+        logits = forward_step(model, cache, [tok], last_only=True)
+    return out
+
+
+def greedy_with_margins(model, ids, n):
+    """Like greedy (no eos stop), and also, per step, how close the choice was to a
+    tie: margins[i] = best - second-best logit, scales[i] = max |logit| of that row."""
+    cache = KVCache(model, len(ids) + n)
+    logits = forward_step(model, cache, ids, last_only=True)
+    out, margins, scales = [], [], []
+    for i in range(n):
+        row = logits[-1]
+        top2 = np.partition(row, -2)[-2:]
+        tok = int(np.argmax(row))
+        out.append(tok)
+        margins.append(float(top2[1] - top2[0]))
+        scales.append(float(np.abs(row).max()))
+        if i + 1 < n:
+            logits = forward_step(model, cache, [tok], last_only=True)
+    return out, margins, scales
+
+
+def top_k(row, k):
+    """[(id, logit)] of the k largest entries of row, best first (ties: lower id first)."""
+    k = min(k, row.shape[0])
+    idx = np.argpartition(-row, k - 1)[:k]
+    idx = idx[np.lexsort((idx, -row[idx]))]
+    return [(int(i), float(row[i])) for i in idx]
+
+
+def format_top_line(pos, top):
+    return json.dumps({"pos": pos, "top": [[i, l] for i, l in top]}, separators=(",", ":"))
+
+
+# --- command line ------------------------------------------------------------
+
+def parse_ids(text):
+    try:
+        return [int(t) for t in text.replace(",", " ").split()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad --prompt-ids {text!r}: expected integers") from None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Independent NumPy float64 reference forward for Qwen3 checkpoints.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name, hlp in (("logits", "teacher-forced top-K logits per prompt position (JSON lines)"),
+                      ("greedy", "greedy continuation ids")):
+        p = sub.add_parser(name, help=hlp)
+        p.add_argument("-m", "--model", required=True, help="checkpoint directory (config.json + safetensors)")
+        p.add_argument("--prompt-ids", required=True, type=parse_ids, help='token ids, e.g. "1 2 3"')
+        p.add_argument("--break", dest="brk", action="append", default=[], choices=sorted(BREAKS),
+                       help=argparse.SUPPRESS)
+        p.add_argument("--compute-dtype", choices=["float64", "float32"], default="float64",
+                       help=argparse.SUPPRESS)
+        if name == "logits":
+            p.add_argument("--top", type=int, default=10, help="how many best logits per position (default 10)")
+        else:
+            p.add_argument("-n", type=int, required=True, help="number of tokens to generate")
+            p.add_argument("--stop-at-eos", action="store_true", help="stop after an eos id")
+    args = ap.parse_args(argv)
+    if not args.prompt_ids:
+        ap.error("--prompt-ids is empty")
+    try:
+        model = load_model(args.model, np.dtype(args.compute_dtype).type)
+    except CheckpointError as e:
+        print(f"qwen3_ref: {e}", file=sys.stderr)
+        return 1
+    model.breaks = set(args.brk)
+    try:
+        if args.cmd == "logits":
+            logits = forward_logits(model, args.prompt_ids)
+            lines = [format_top_line(p, top_k(logits[p], args.top)) for p in range(logits.shape[0])]
+            print("\n".join(lines))
+        else:
+            if args.n < 0:
+                ap.error("-n must be >= 0")
+            ids = greedy(model, args.prompt_ids, args.n, args.stop_at_eos) if args.n else []
+            print(" ".join(str(i) for i in ids))
+    except ValueError as e:
+        print(f"qwen3_ref: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
