@@ -16,7 +16,19 @@
 #define tp__pause() ((void)0)
 #endif
 
-enum { TP__SPIN_ROUNDS = 1 << 16 }; /* ~100 us of pause before sleeping */
+/* Waiting is spin, then yield, then (workers only) sleep. Pure spinning is
+ * fastest on an idle machine, but when the machine is oversubscribed the
+ * thread being waited for may not be running: yielding hands it the core. */
+enum {
+    TP__SPIN_ROUNDS = 1 << 10,  /* pause-only rounds before yielding */
+    TP__YIELD_ROUNDS = 1 << 12, /* yielding rounds before a worker sleeps */
+};
+
+static void tp__backoff(int round)
+{
+    if (round < TP__SPIN_ROUNDS) tp__pause();
+    else sched_yield();
+}
 
 typedef struct tp__worker {
     enc_threadpool *pool;
@@ -42,12 +54,10 @@ static void *tp__worker_main(void *arg)
     enc_threadpool *pool = w->pool;
     unsigned seen = 0;
     for (;;) {
-        int spins = 0;
-        while (atomic_load_explicit(&pool->generation, memory_order_acquire) == seen &&
-               !atomic_load(&pool->stop) && spins < TP__SPIN_ROUNDS) {
-            tp__pause();
-            spins++;
-        }
+        for (int round = 0; atomic_load_explicit(&pool->generation, memory_order_acquire) == seen &&
+                            !atomic_load(&pool->stop) && round < TP__SPIN_ROUNDS + TP__YIELD_ROUNDS;
+             round++)
+            tp__backoff(round);
         if (atomic_load_explicit(&pool->generation, memory_order_acquire) == seen) {
             pthread_mutex_lock(&pool->mutex);
             while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->stop))
@@ -139,6 +149,7 @@ void threadpool_run(enc_threadpool *pool, threadpool_task_fn fn, void *ctx)
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mutex);
     fn(ctx, 0, pool->n_threads);
-    while (atomic_load_explicit(&pool->n_done, memory_order_acquire) != pool->n_threads - 1)
-        tp__pause();
+    for (int round = 0; atomic_load_explicit(&pool->n_done, memory_order_acquire) != pool->n_threads - 1;
+         round++)
+        tp__backoff(round);
 }
