@@ -1,0 +1,247 @@
+/* qwen3_tensors.c - match a checkpoint's tensors to a Qwen3 config.
+ *
+ * Two passes over the archive: first every tensor the config calls for is
+ * looked up and its dtype and shape checked (the table below gives each
+ * per-layer tensor's shape in terms of the config); then every tensor present
+ * must be one of those names, so a bias, an extra layer or a typo is an error
+ * instead of a silently ignored weight. rotary_emb.inv_freq buffers, which
+ * old exports carry, are ignored. With tied embeddings lm_head is the
+ * embedding, and an lm_head.weight shipped anyway is ignored (as
+ * transformers does). Tensors may mix F32, BF16 and F16. */
+#include "model/qwen3_tensors.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+
+/* A dimension named by the config. */
+typedef enum qwen3__dim {
+    QWEN3__NONE = 0, /* no second dimension */
+    QWEN3__D,        /* hidden_size */
+    QWEN3__F,        /* intermediate_size */
+    QWEN3__Q,        /* n_heads * head_dim */
+    QWEN3__KV,       /* n_kv_heads * head_dim */
+    QWEN3__HD,       /* head_dim */
+} qwen3__dim;
+
+typedef struct qwen3__layer_entry {
+    const char *suffix; /* after "model.layers.L." */
+    size_t field;       /* offsetof(qwen3_layer_tensors, ...) */
+    qwen3__dim rows, cols;
+} qwen3__layer_entry;
+
+static const qwen3__layer_entry qwen3__layer_table[] = {
+    {"input_layernorm.weight", offsetof(qwen3_layer_tensors, input_norm), QWEN3__D, QWEN3__NONE},
+    {"self_attn.q_proj.weight", offsetof(qwen3_layer_tensors, q), QWEN3__Q, QWEN3__D},
+    {"self_attn.k_proj.weight", offsetof(qwen3_layer_tensors, k), QWEN3__KV, QWEN3__D},
+    {"self_attn.v_proj.weight", offsetof(qwen3_layer_tensors, v), QWEN3__KV, QWEN3__D},
+    {"self_attn.o_proj.weight", offsetof(qwen3_layer_tensors, o), QWEN3__D, QWEN3__Q},
+    {"self_attn.q_norm.weight", offsetof(qwen3_layer_tensors, q_norm), QWEN3__HD, QWEN3__NONE},
+    {"self_attn.k_norm.weight", offsetof(qwen3_layer_tensors, k_norm), QWEN3__HD, QWEN3__NONE},
+    {"post_attention_layernorm.weight", offsetof(qwen3_layer_tensors, post_norm), QWEN3__D,
+     QWEN3__NONE},
+    {"mlp.gate_proj.weight", offsetof(qwen3_layer_tensors, gate), QWEN3__F, QWEN3__D},
+    {"mlp.up_proj.weight", offsetof(qwen3_layer_tensors, up), QWEN3__F, QWEN3__D},
+    {"mlp.down_proj.weight", offsetof(qwen3_layer_tensors, down), QWEN3__D, QWEN3__F},
+};
+enum { QWEN3__N_LAYER_TENSORS = sizeof qwen3__layer_table / sizeof qwen3__layer_table[0] };
+
+static int64_t qwen3__dim_size(const qwen3_config *c, qwen3__dim d)
+{
+    switch (d) {
+    case QWEN3__D:
+        return c->hidden_size;
+    case QWEN3__F:
+        return c->intermediate_size;
+    case QWEN3__Q:
+        return c->n_heads * c->head_dim;
+    case QWEN3__KV:
+        return c->n_kv_heads * c->head_dim;
+    case QWEN3__HD:
+        return c->head_dim;
+    case QWEN3__NONE:
+        break;
+    }
+    return 0;
+}
+
+/* The directory of the checkpoint's files, for messages: *n bytes of the
+ * returned string. */
+static const char *qwen3__dir(const st_archive *a, int *n)
+{
+    const st_tensor *t = st_get(a, 0);
+    if (!t) {
+        *n = 1;
+        return "?";
+    }
+    const char *slash = strrchr(t->file, '/');
+    *n = slash ? (int)(slash - t->file) : 1;
+    return slash ? t->file : ".";
+}
+
+static void qwen3__format_shape(const int64_t *shape, int n, char *buf, size_t size)
+{
+    size_t k = 0;
+    k += (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < n && k < size; i++)
+        k += (size_t)snprintf(buf + k, size - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (k < size) snprintf(buf + k, size - k, "]");
+}
+
+/* Find `name` and check it is [rows] or [rows, cols] (cols <= 0: 1-d). */
+static enc_status qwen3__expect(const st_archive *a, const char *name, int64_t rows, int64_t cols,
+                                const st_tensor **out)
+{
+    const st_tensor *t = st_find(a, name);
+    if (!t) {
+        int n = 0;
+        const char *dir = qwen3__dir(a, &n);
+        return enc_fail(ENC_ERR_FORMAT, "tensor '%s' is missing from the checkpoint in %.*s", name,
+                        n, dir);
+    }
+    int64_t want[2] = {rows, cols};
+    int n_want = cols > 0 ? 2 : 1;
+    int ok = t->n_dims == n_want;
+    for (int i = 0; ok && i < n_want; i++)
+        ok = t->shape[i] == want[i];
+    if (!ok) {
+        char got_s[96], want_s[64];
+        qwen3__format_shape(t->shape, t->n_dims, got_s, sizeof got_s);
+        qwen3__format_shape(want, n_want, want_s, sizeof want_s);
+        return enc_fail(ENC_ERR_FORMAT, "%s: tensor '%s' has shape %s, config.json implies %s",
+                        t->file, name, got_s, want_s);
+    }
+    if (t->dtype != ENC_F32 && t->dtype != ENC_BF16 && t->dtype != ENC_F16)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (F32, BF16 or F16)",
+                        t->file, name, enc_dtype_name(t->dtype));
+    *out = t;
+    return ENC_OK;
+}
+
+static enc_status qwen3__find_layer(const qwen3_config *c, const st_archive *a, int64_t l,
+                                    qwen3_layer_tensors *lt)
+{
+    char name[128];
+    for (int i = 0; i < QWEN3__N_LAYER_TENSORS; i++) {
+        const qwen3__layer_entry *e = &qwen3__layer_table[i];
+        snprintf(name, sizeof name, "model.layers.%lld.%s", (long long)l, e->suffix);
+        const st_tensor **slot = (const st_tensor **)((char *)lt + e->field);
+        ENC_TRY(
+            qwen3__expect(a, name, qwen3__dim_size(c, e->rows), qwen3__dim_size(c, e->cols), slot));
+    }
+    return ENC_OK;
+}
+
+/* --- tensors the model does not use ------------------------------------ */
+
+static int qwen3__ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* "model.layers.L.<suffix>": 1 if L < n_layers and the suffix is known;
+ * *layer gets L (or -1 when the name does not have that form). */
+static int qwen3__is_layer_tensor(const char *name, int64_t n_layers, int64_t *layer)
+{
+    static const char prefix[] = "model.layers.";
+    *layer = -1;
+    if (strncmp(name, prefix, sizeof prefix - 1)) return 0;
+    const char *p = name + sizeof prefix - 1;
+    if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9')) return 0;
+    int64_t l = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (l > (INT64_MAX - 9) / 10) return 0; /* absurd index; reported as unexpected */
+        l = l * 10 + (*p - '0');
+    }
+    if (*p != '.') return 0;
+    *layer = l;
+    for (int i = 0; i < QWEN3__N_LAYER_TENSORS; i++)
+        if (!strcmp(p + 1, qwen3__layer_table[i].suffix)) return l < n_layers;
+    return 0;
+}
+
+static enc_status qwen3__check_unused(const qwen3_config *c, const st_archive *a)
+{
+    for (size_t i = 0; i < st_count(a); i++) {
+        const st_tensor *t = st_get(a, i);
+        int64_t l = -1;
+        if (!strcmp(t->name, "model.embed_tokens.weight") ||
+            !strcmp(t->name, "model.norm.weight") || !strcmp(t->name, "lm_head.weight") ||
+            qwen3__ends_with(t->name, "rotary_emb.inv_freq") ||
+            qwen3__is_layer_tensor(t->name, c->n_layers, &l))
+            continue;
+        if (l >= c->n_layers)
+            return enc_fail(ENC_ERR_FORMAT,
+                            "%s: tensor '%s' is for layer %lld, but config.json has "
+                            "num_hidden_layers = %lld",
+                            t->file, t->name, (long long)l, (long long)c->n_layers);
+        return enc_fail(ENC_ERR_FORMAT,
+                        "%s: tensor '%s' is not used by a Qwen3 model (unexpected tensor)", t->file,
+                        t->name);
+    }
+    return ENC_OK;
+}
+
+static void qwen3__log_dtypes(const st_archive *a)
+{
+    size_t n[ENC_DTYPE_COUNT] = {0};
+    for (size_t i = 0; i < st_count(a); i++) {
+        const st_tensor *t = st_get(a, i);
+        if ((unsigned)t->dtype < ENC_DTYPE_COUNT) n[t->dtype]++;
+    }
+    enc_log_debug("qwen3 tensors: %zu F32, %zu BF16, %zu F16", n[ENC_F32], n[ENC_BF16], n[ENC_F16]);
+}
+
+/* --- public API -------------------------------------------------------- */
+
+enc_status qwen3_tensors_find(const qwen3_config *cfg, const st_archive *a, qwen3_tensors *out)
+{
+    qwen3_tensors t;
+    memset(&t, 0, sizeof t);
+    memset(out, 0, sizeof *out);
+    if (cfg->n_layers <= 0)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "qwen3 config has %lld layers",
+                        (long long)cfg->n_layers);
+    int64_t V = cfg->vocab_size, D = cfg->hidden_size;
+    ENC_TRY(qwen3__expect(a, "model.embed_tokens.weight", V, D, &t.embed));
+    ENC_TRY(qwen3__expect(a, "model.norm.weight", D, 0, &t.final_norm));
+    if (cfg->tie_word_embeddings)
+        t.lm_head = t.embed;
+    else
+        ENC_TRY(qwen3__expect(a, "lm_head.weight", V, D, &t.lm_head));
+
+    if ((uint64_t)cfg->n_layers > st_count(a) / QWEN3__N_LAYER_TENSORS) {
+        /* Too few tensors for that many layers: report the first missing one
+         * without allocating a table sized by an untrusted count. */
+        qwen3_layer_tensors tmp;
+        for (int64_t l = 0; l < cfg->n_layers; l++)
+            ENC_TRY(qwen3__find_layer(cfg, a, l, &tmp));
+        return enc_fail(ENC_ERR_INTERNAL, "qwen3 tensors: counted too few, found all");
+    }
+    t.layers = calloc((size_t)cfg->n_layers, sizeof *t.layers); /* freed by qwen3_tensors_free */
+    if (!t.layers)
+        return enc_fail(ENC_ERR_OUT_OF_MEMORY, "out of memory for %lld layers",
+                        (long long)cfg->n_layers);
+    enc_status s = ENC_OK;
+    for (int64_t l = 0; l < cfg->n_layers && s == ENC_OK; l++)
+        s = qwen3__find_layer(cfg, a, l, &t.layers[l]);
+    if (s == ENC_OK) s = qwen3__check_unused(cfg, a);
+    if (s != ENC_OK) {
+        qwen3_tensors_free(&t);
+        return s;
+    }
+    qwen3__log_dtypes(a);
+    *out = t;
+    return ENC_OK;
+}
+
+void qwen3_tensors_free(qwen3_tensors *t)
+{
+    if (!t) return;
+    free(t->layers);
+    memset(t, 0, sizeof *t);
+}
