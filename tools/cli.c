@@ -21,7 +21,10 @@ const char cli_engine_options_help[] =
     "                               sequences, at most 2 GiB)\n"
     "  --max-num-seqs N             sequences in one step (default 64)\n"
     "  --max-num-batched-tokens N   tokens in one step (default 2048)\n"
-    "  --max-model-len N            longest sequence (default min(max_position_embeddings, 8192))\n";
+    "  --max-model-len N            longest sequence (default min(max_position_embeddings, 8192))\n"
+    "  --eager                      run every step eagerly: no captured decode (ENCORE_EAGER=1)\n"
+    "  --verify-capture             run each replayed decode step eagerly too and stop at the\n"
+    "                               first difference (ENCORE_VERIFY_CAPTURE=1)\n";
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {
@@ -33,11 +36,19 @@ void cli_error(const char *cmd, const char *fmt, ...)
     va_end(ap);
 }
 
+static bool cli__env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 void cli_engine_defaults(engine_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     const char *t = getenv("ENCORE_THREADS");
     if (t && *t) cfg->n_threads = atoi(t);
+    cfg->eager = cli__env_flag("ENCORE_EAGER");
+    cfg->verify_capture = cli__env_flag("ENCORE_VERIFY_CAPTURE");
 }
 
 const char *cli_value(const char *cmd, int argc, char **argv, int *i)
@@ -138,6 +149,14 @@ int cli_engine_option(const char *cmd, int argc, char **argv, int *i, engine_con
         }
         cfg->block_size = (int)v;
         return r;
+    }
+    if (!strcmp(a, "--eager")) {
+        cfg->eager = true;
+        return 1;
+    }
+    if (!strcmp(a, "--verify-capture")) {
+        cfg->verify_capture = true;
+        return 1;
     }
     if (!strcmp(a, "--kv-blocks")) return cli__i64_option(cmd, argc, argv, i, 1, 1 << 24, &cfg->n_kv_blocks);
     if (!strcmp(a, "--max-num-seqs")) {

@@ -192,9 +192,12 @@ static bool batch_pending(const batch_set *b)
 static void batch_print_stats(const engine *e)
 {
     engine_stats st = engine_get_stats(e);
-    fprintf(stderr, "{\"steps\":%lld,\"prefill_tokens\":%lld,\"decode_tokens\":%lld,\"preemptions\":%lld}\n",
+    fprintf(stderr,
+            "{\"steps\":%lld,\"prefill_tokens\":%lld,\"decode_tokens\":%lld,\"preemptions\":%lld,"
+            "\"eager_steps\":%lld,\"captures\":%lld,\"replays\":%lld,\"verified_steps\":%lld}\n",
             (long long)st.n_steps, (long long)st.n_prefill_tokens, (long long)st.n_decode_tokens,
-            (long long)st.n_preemptions);
+            (long long)st.n_preemptions, (long long)st.n_eager_steps, (long long)st.n_captures,
+            (long long)st.n_replays, (long long)st.n_verified_steps);
 }
 
 static int batch_run(engine *e, batch_set *b)

@@ -19,9 +19,9 @@ enc_status backend_buffer_from_host(backend *be, const void *data, size_t size, 
     return s;
 }
 
-void backend_buffer_free(backend *be, backend_buffer *buf)
+enc_status backend_buffer_free(backend *be, backend_buffer *buf)
 {
-    if (buf) be->iface->buffer_free(be, buf);
+    return buf ? be->iface->buffer_free(be, buf) : ENC_OK;
 }
 
 enc_status backend_buffer_write(backend *be, backend_buffer *buf, size_t offset, const void *src,
@@ -44,4 +44,32 @@ enc_status backend_graph_compute(backend *be, const graph *g)
 void backend_destroy(backend *be)
 {
     if (be) be->iface->destroy(be);
+}
+
+bool backend_supports_capture(const backend *be)
+{
+    return be->iface->capture_begin && be->iface->capture_end && be->iface->replay;
+}
+
+enc_status backend_capture_begin(backend *be)
+{
+    if (!backend_supports_capture(be))
+        return enc_fail(ENC_ERR_UNSUPPORTED, "%s backend: capture is not supported", be->iface->name);
+    return be->iface->capture_begin(be);
+}
+
+enc_status backend_capture_end(backend *be, backend_recording **out)
+{
+    return be->iface->capture_end(be, out);
+}
+
+enc_status backend_replay(backend *be, const backend_recording *rec)
+{
+    if (!rec) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "%s backend: replay of no recording", be->iface->name);
+    return be->iface->replay(be, rec);
+}
+
+void backend_recording_free(backend *be, backend_recording *rec)
+{
+    if (rec) be->iface->recording_free(be, rec);
 }

@@ -9,13 +9,15 @@
 #ifndef ENC_BACKEND_BACKEND_H
 #define ENC_BACKEND_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/status.h"
 #include "graph/graph.h"
 
 typedef struct backend backend;
-typedef struct backend_buffer backend_buffer; /* defined by each backend */
+typedef struct backend_buffer backend_buffer;       /* defined by each backend */
+typedef struct backend_recording backend_recording; /* defined by each backend */
 
 struct backend_i {
     /* Short name for logs and errors ("cpu"). */
@@ -26,8 +28,8 @@ struct backend_i {
      * file) without copying. NULL: the caller allocates and writes instead. */
     enc_status (*buffer_from_host)(backend *be, const void *data, size_t size, const char *what,
                                    backend_buffer **out);
-    /* Release a buffer; NULL is a no-op. */
-    void (*buffer_free)(backend *be, backend_buffer *buf);
+    /* Release a buffer; NULL is a no-op. Refused (buffer kept) while capturing. */
+    enc_status (*buffer_free)(backend *be, backend_buffer *buf);
     /* Copy size bytes from host memory into the buffer at offset. */
     enc_status (*buffer_write)(backend *be, backend_buffer *buf, size_t offset, const void *src,
                                size_t size);
@@ -36,6 +38,19 @@ struct backend_i {
                               size_t size);
     /* Run every node of a planned graph, in order, now (eager). */
     enc_status (*graph_compute)(backend *be, const graph *g);
+    /* (optional) Begin a capture: until capture_end, graph_compute records
+     * its work instead of running it, with every tensor at the address it is
+     * bound to now, and every buffer alloc, free, write and read on this
+     * backend is refused with ENC_ERR_CAPTURE and a message naming the call
+     * and the buffer (the capture contract). */
+    enc_status (*capture_begin)(backend *be);
+    /* (optional) End the capture; the recording is the caller's to free. */
+    enc_status (*capture_end)(backend *be, backend_recording **out);
+    /* (optional) Run a recording: all its work, in order, on the buffers it
+     * was bound to; their contents (the inputs) are read as they are now. */
+    enc_status (*replay)(backend *be, const backend_recording *rec);
+    /* (optional) Free a recording; NULL is a no-op. */
+    void (*recording_free)(backend *be, backend_recording *rec);
     /* Release the backend and everything it owns. */
     void (*destroy)(backend *be);
 };
@@ -49,12 +64,19 @@ enc_status backend_buffer_alloc(backend *be, size_t size, const char *what, back
 /* Zero-copy where the backend can, else allocate and copy. */
 enc_status backend_buffer_from_host(backend *be, const void *data, size_t size, const char *what,
                                     backend_buffer **out);
-void backend_buffer_free(backend *be, backend_buffer *buf);
+enc_status backend_buffer_free(backend *be, backend_buffer *buf); /* NULL is a no-op */
 enc_status backend_buffer_write(backend *be, backend_buffer *buf, size_t offset, const void *src,
                                 size_t size);
 enc_status backend_buffer_read(backend *be, backend_buffer *buf, size_t offset, void *dst,
                                size_t size);
 enc_status backend_graph_compute(backend *be, const graph *g);
 void backend_destroy(backend *be); /* NULL is a no-op */
+
+/* --- capture and replay (DESIGN principles 1-3) ----------------------------- */
+bool backend_supports_capture(const backend *be);
+enc_status backend_capture_begin(backend *be);
+enc_status backend_capture_end(backend *be, backend_recording **out);
+enc_status backend_replay(backend *be, const backend_recording *rec);
+void backend_recording_free(backend *be, backend_recording *rec); /* NULL is a no-op */
 
 #endif

@@ -44,6 +44,8 @@ struct enc_threadpool {
     atomic_uint generation; /* bumped once per run */
     atomic_int n_done;      /* workers finished with the current run */
     atomic_bool stop;
+    atomic_int barrier_count;    /* threads arrived at the current barrier */
+    atomic_uint barrier_phase;   /* bumped when the last one arrives */
     pthread_mutex_t mutex;
     pthread_cond_t wake;
 };
@@ -96,6 +98,8 @@ enc_status threadpool_create(int n_threads, enc_threadpool **out)
     atomic_init(&pool->generation, 0);
     atomic_init(&pool->n_done, 0);
     atomic_init(&pool->stop, false);
+    atomic_init(&pool->barrier_count, 0);
+    atomic_init(&pool->barrier_phase, 0);
     pthread_mutex_init(&pool->mutex, NULL);
     pthread_cond_init(&pool->wake, NULL);
     if (n_threads > 1) {
@@ -151,5 +155,18 @@ void threadpool_run(enc_threadpool *pool, threadpool_task_fn fn, void *ctx)
     fn(ctx, 0, pool->n_threads);
     for (int round = 0; atomic_load_explicit(&pool->n_done, memory_order_acquire) != pool->n_threads - 1;
          round++)
+        tp__backoff(round);
+}
+
+void threadpool_barrier(enc_threadpool *pool)
+{
+    if (pool->n_threads == 1) return;
+    unsigned phase = atomic_load_explicit(&pool->barrier_phase, memory_order_acquire);
+    if (atomic_fetch_add_explicit(&pool->barrier_count, 1, memory_order_acq_rel) == pool->n_threads - 1) {
+        atomic_store_explicit(&pool->barrier_count, 0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&pool->barrier_phase, 1, memory_order_release);
+        return;
+    }
+    for (int round = 0; atomic_load_explicit(&pool->barrier_phase, memory_order_acquire) == phase; round++)
         tp__backoff(round);
 }

@@ -17,6 +17,9 @@ enc_status threadpool_create(int n_threads, enc_threadpool **out);
 void threadpool_destroy(enc_threadpool *pool); /* NULL is a no-op */
 int threadpool_size(const enc_threadpool *pool);
 void threadpool_run(enc_threadpool *pool, threadpool_task_fn fn, void *ctx);
+/* Inside a run: wait until all nth threads of the run have reached it. Every
+ * thread of the run must call it the same number of times. */
+void threadpool_barrier(enc_threadpool *pool);
 
 /* The number of CPUs this process may run on (at least 1). */
 int enc_cpu_count(void);

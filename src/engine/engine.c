@@ -49,51 +49,34 @@ static enc_status engine__resolve_config(engine *e, const qwen3_config *mc)
     return ENC_OK;
 }
 
+/* Host input arrays sized for any step (an eager one or the largest
+ * decode slot), the eager inputs, and the logits buffers. */
 static enc_status engine__alloc_inputs(engine *e)
 {
-    int64_t T = e->cfg.max_num_batched_tokens, S = e->cfg.max_num_seqs, L = e->logits_rows_max;
-    struct {
-        int32_t **host;
-        backend_buffer **dev;
-        int64_t n;
-        const char *name;
-    } in[] = {
-        {&e->input_ids, &e->in_ids, T, "input_ids"},
-        {&e->positions, &e->in_positions, T, "positions"},
-        {&e->slot_mapping, &e->in_slots, T, "slot_mapping"},
-        {&e->block_tables, &e->in_tables, S * e->max_blocks_per_seq, "block_tables"},
-        {&e->seq_lens, &e->in_lens, S, "seq_lens"},
-        {&e->query_start_loc, &e->in_qsl, S + 1, "query_start_loc"},
-        {&e->logits_indices, &e->in_logit_idx, L, "logits_indices"},
-    };
-    for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
-        *in[i].host = calloc((size_t)in[i].n, sizeof(int32_t));
-        if (!*in[i].host) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "step input %s", in[i].name);
-        ENC_TRY(backend_buffer_alloc(e->be, (size_t)in[i].n * sizeof(int32_t), in[i].name, in[i].dev));
+    int64_t S = e->cfg.max_num_seqs, L = e->logits_rows_max;
+    int64_t T = e->cfg.max_num_batched_tokens > S ? e->cfg.max_num_batched_tokens : S;
+    int64_t elems[IN_COUNT] = {T, T, T, S * e->max_blocks_per_seq, S, S + 1, L};
+    for (int i = 0; i < IN_COUNT; i++) {
+        e->host[i] = calloc((size_t)elems[i], sizeof(int32_t));
+        if (!e->host[i]) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "step inputs for %lld tokens", (long long)T);
     }
+    ENC_TRY(step_inputs_alloc(e, &e->eager_in, e->cfg.max_num_batched_tokens, S, L));
     int64_t V = e->model->cfg.vocab_size;
     e->logits = malloc((size_t)(L * V) * sizeof *e->logits);
     e->probs = malloc((size_t)V * sizeof *e->probs);
     e->batch.entries = calloc((size_t)S, sizeof *e->batch.entries);
-    if (!e->logits || !e->probs || !e->batch.entries)
+    if (e->cfg.verify_capture) e->verify_logits = malloc((size_t)(S * V) * sizeof *e->verify_logits);
+    if (!e->logits || !e->probs || !e->batch.entries || (e->cfg.verify_capture && !e->verify_logits))
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "logits buffer of %lld x %lld", (long long)L, (long long)V);
     return ENC_OK;
 }
 
-/* Plan the largest step once; its arena holds every smaller step's too. */
+/* Plan the largest steps once; their arena holds every smaller step's too. */
 static enc_status engine__alloc_arena(engine *e)
 {
     ENC_TRY(arena_init(&e->graph_arena, (size_t)(qwen3_graph_tensors_max(e->model) * 512 +
                                                  qwen3_graph_nodes_max(e->model) * 256) + (1 << 16)));
-    graph g;
-    qwen3_step_io io;
-    qwen3_step_shape shape = {e->cfg.max_num_batched_tokens, e->cfg.max_num_seqs,
-                              e->logits_rows_max, e->max_blocks_per_seq};
-    ENC_TRY(graph_init(&g, &e->graph_arena, qwen3_graph_nodes_max(e->model), qwen3_graph_tensors_max(e->model)));
-    ENC_TRY(qwen3_build_step(e->model, &e->kv, &g, &shape, &io));
-    ENC_TRY(graph_plan(&g, NULL));
-    e->arena_size = g.arena_size + g.arena_size / 8; /* headroom: first fit is not monotone */
-    arena_reset(&e->graph_arena);
+    ENC_TRY(step_plan_arena(e, &e->arena_size));
     return backend_buffer_alloc(e->be, e->arena_size, "step arena", &e->arena_buf);
 }
 
@@ -114,6 +97,7 @@ enc_status engine_create(const engine_config *cfg, engine **out)
     }
     if (s == ENC_OK) s = engine__alloc_inputs(e);
     if (s == ENC_OK) s = engine__alloc_arena(e);
+    if (s == ENC_OK) s = decode_slots_init(e);
     if (s != ENC_OK) {
         engine_destroy(e);
         return s;
@@ -140,13 +124,14 @@ void engine_destroy(engine *e)
         engine__seq_free(e->seqs[i]);
     }
     free(e->seqs);
-    backend_buffer *bufs[] = {e->in_ids, e->in_positions, e->in_slots, e->in_tables,
-                              e->in_lens, e->in_qsl, e->in_logit_idx, e->arena_buf};
-    for (size_t i = 0; e->be && i < sizeof bufs / sizeof bufs[0]; i++) backend_buffer_free(e->be, bufs[i]);
-    int32_t *host[] = {e->input_ids, e->positions, e->slot_mapping, e->block_tables,
-                       e->seq_lens, e->query_start_loc, e->logits_indices};
-    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
+    if (e->be) {
+        decode_slots_free(e);
+        step_inputs_free(e, &e->eager_in);
+        backend_buffer_free(e->be, e->arena_buf);
+    }
+    for (int i = 0; i < IN_COUNT; i++) free(e->host[i]);
     free(e->logits);
+    free(e->verify_logits);
     free(e->probs);
     free(e->batch.entries);
     arena_free(&e->graph_arena);
@@ -257,68 +242,6 @@ bool engine_has_unfinished(const engine *e)
 
 /* --- one step ------------------------------------------------------------ */
 
-/* Lay the batch out as the step inputs (host side). */
-static void engine__fill_inputs(engine *e, const sched_batch *b)
-{
-    int64_t t = 0, W = e->max_blocks_per_seq;
-    e->query_start_loc[0] = 0;
-    for (int i = 0; i < b->n_entries; i++) {
-        const sched_entry *en = &b->entries[i];
-        const engine_seq *s = en->seq;
-        for (int64_t j = 0; j < en->n_new; j++, t++) {
-            int64_t pos = s->n_computed + j;
-            e->input_ids[t] = s->tokens[pos];
-            e->positions[t] = (int32_t)pos;
-            e->slot_mapping[t] = kv_slot(&e->kv.pool, &s->table, pos);
-        }
-        int32_t *row = &e->block_tables[i * W];
-        memcpy(row, s->table.blocks, (size_t)s->table.n_blocks * sizeof *row);
-        memset(row + s->table.n_blocks, 0, (size_t)(W - s->table.n_blocks) * sizeof *row);
-        e->seq_lens[i] = (int32_t)(s->n_computed + en->n_new);
-        e->query_start_loc[i + 1] = (int32_t)t;
-        for (int64_t r = 0; r < en->n_logits; r++) /* the entry's last n_logits tokens */
-            e->logits_indices[en->logits_row + r] = (int32_t)(t - en->n_logits + r);
-    }
-}
-
-static enc_status engine__write_inputs(engine *e, const sched_batch *b)
-{
-    size_t T = (size_t)b->n_tokens * 4, S = (size_t)b->n_entries * 4;
-    ENC_TRY(backend_buffer_write(e->be, e->in_ids, 0, e->input_ids, T));
-    ENC_TRY(backend_buffer_write(e->be, e->in_positions, 0, e->positions, T));
-    ENC_TRY(backend_buffer_write(e->be, e->in_slots, 0, e->slot_mapping, T));
-    ENC_TRY(backend_buffer_write(e->be, e->in_tables, 0, e->block_tables, S * (size_t)e->max_blocks_per_seq));
-    ENC_TRY(backend_buffer_write(e->be, e->in_lens, 0, e->seq_lens, S));
-    ENC_TRY(backend_buffer_write(e->be, e->in_qsl, 0, e->query_start_loc, S + 4));
-    return backend_buffer_write(e->be, e->in_logit_idx, 0, e->logits_indices, (size_t)b->n_logits * 4);
-}
-
-/* Build, plan and run the step graph; leave the logits in e->logits. */
-static enc_status engine__run_graph(engine *e, const sched_batch *b)
-{
-    arena_reset(&e->graph_arena);
-    graph g;
-    qwen3_step_io io;
-    qwen3_step_shape shape = {b->n_tokens, b->n_entries, b->n_logits, e->max_blocks_per_seq};
-    ENC_TRY(graph_init(&g, &e->graph_arena, qwen3_graph_nodes_max(e->model), qwen3_graph_tensors_max(e->model)));
-    ENC_TRY(qwen3_build_step(e->model, &e->kv, &g, &shape, &io));
-    graph_bind(io.input_ids, e->in_ids, 0);
-    graph_bind(io.positions, e->in_positions, 0);
-    graph_bind(io.slot_mapping, e->in_slots, 0);
-    graph_bind(io.block_tables, e->in_tables, 0);
-    graph_bind(io.seq_lens, e->in_lens, 0);
-    graph_bind(io.query_start_loc, e->in_qsl, 0);
-    graph_bind(io.logits_indices, e->in_logit_idx, 0);
-    ENC_TRY(graph_plan(&g, e->arena_buf));
-    if (g.arena_size > e->arena_size)
-        return enc_fail(ENC_ERR_INTERNAL, "step of %lld tokens needs a %zu-byte arena; %zu planned",
-                        (long long)b->n_tokens, g.arena_size, e->arena_size);
-    ENC_TRY(backend_graph_compute(e->be, &g));
-    if (b->n_logits == 0) return ENC_OK;
-    size_t bytes = (size_t)(b->n_logits * e->model->cfg.vocab_size) * sizeof(float);
-    return backend_buffer_read(e->be, io.logits->buffer, io.logits->offset, e->logits, bytes);
-}
-
 static bool engine__is_eos(const engine *e, int32_t id)
 {
     const qwen3_config *mc = &e->model->cfg;
@@ -372,9 +295,9 @@ enc_status engine_step(engine *e, engine_step_stats *stats)
     sched_plan_step(e, b);
     engine_step_stats st = {.n_seqs = b->n_entries, .n_preempted = b->n_preempted};
     if (b->n_entries > 0) {
-        engine__fill_inputs(e, b);
-        ENC_TRY(engine__write_inputs(e, b));
-        ENC_TRY(engine__run_graph(e, b));
+        step_fill_inputs(e, b);
+        if (!e->cfg.eager && decode_batch(b)) ENC_TRY(decode_slots_run(e, b));
+        else ENC_TRY(step_run_eager(e, b));
         for (int i = 0; i < b->n_entries; i++) {
             const sched_entry *en = &b->entries[i];
             if (en->n_new == 1 && en->seq->n_computed >= en->seq->n_prompt)

@@ -9,6 +9,10 @@
  * the request waits; when a running sequence cannot grow, the newest running
  * sequence is preempted and later recomputed, so nothing is ever truncated.
  *
+ * Decode steps are captured: recorded once per padded batch size and then
+ * replayed with rewritten inputs (decode_slots.c); prefill and mixed steps
+ * run eagerly. Both give bit-identical results.
+ *
  * The engine is single-threaded: one caller drives engine_step. */
 #ifndef ENC_ENGINE_ENGINE_H
 #define ENC_ENGINE_ENGINE_H
@@ -30,6 +34,8 @@ typedef struct engine_config {
     int max_num_seqs;               /* 0: 64 */
     int64_t max_num_batched_tokens; /* 0: 2048 */
     int64_t max_model_len;          /* 0: min(max_position_embeddings, 8192) */
+    bool eager;                     /* run every step eagerly (no capture) */
+    bool verify_capture;            /* run each replayed step eagerly too; stop at a difference */
 } engine_config;
 
 typedef struct engine_request_params {
@@ -68,6 +74,10 @@ typedef struct engine_stats {
     int64_t n_prefill_tokens;
     int64_t n_decode_tokens;
     int64_t n_preemptions;
+    int64_t n_eager_steps;    /* steps run eagerly (prefill, mixed, cold decode) */
+    int64_t n_captures;       /* decode steps recorded */
+    int64_t n_replays;        /* decode steps replayed */
+    int64_t n_verified_steps; /* replays checked against eager (verify mode) */
 } engine_stats;
 
 enc_status engine_create(const engine_config *cfg, engine **out);

@@ -50,6 +50,40 @@ typedef struct sched_batch {
     int64_t n_preempted;
 } sched_batch;
 
+/* The step inputs, in the order of qwen3_step_io. */
+enum {
+    IN_IDS = 0,
+    IN_POSITIONS,
+    IN_SLOTS,
+    IN_TABLES,
+    IN_LENS,
+    IN_QSL,
+    IN_LOGIT_IDX,
+    IN_COUNT
+};
+
+/* Device buffers for a step's inputs, sized for (n_tokens, n_seqs, n_logits). */
+typedef struct step_inputs {
+    backend_buffer *buf[IN_COUNT];
+    int64_t n_tokens, n_seqs, n_logits;
+} step_inputs;
+
+typedef enum slot_state {
+    SLOT_COLD = 0, /* never run: the next decode of this size runs eagerly */
+    SLOT_WARM,     /* persistent inputs allocated: the next decode records */
+    SLOT_CAPTURED, /* recording made: every later decode of this size replays */
+} slot_state;
+
+/* A decode slot: the captured decode step of one padded batch size. */
+typedef struct decode_slot {
+    int64_t size; /* padded batch size P: tokens = sequences = logits rows = P */
+    slot_state state;
+    uint64_t generation; /* e->generation when recorded; a mismatch re-records */
+    step_inputs in;      /* persistent, rewritten in full before every replay */
+    backend_recording *rec;
+    size_t logits_offset; /* where the recording leaves its logits in the arena */
+} decode_slot;
+
 struct engine {
     engine_config cfg; /* defaults resolved */
     backend *be;
@@ -63,16 +97,18 @@ struct engine {
     int64_t next_id;
 
     sched_batch batch;
-    /* host copies of the step inputs, sized for the maximum step */
-    int32_t *input_ids, *positions, *slot_mapping, *block_tables, *seq_lens, *query_start_loc,
-        *logits_indices;
-    /* the same on the device, written before every step */
-    backend_buffer *in_ids, *in_positions, *in_slots, *in_tables, *in_lens, *in_qsl, *in_logit_idx;
-    backend_buffer *arena_buf; /* the planned intermediates */
+    int32_t *host[IN_COUNT]; /* host copies of the inputs, sized for any step */
+    step_inputs eager_in;    /* inputs of eager steps */
+    backend_buffer *arena_buf; /* the planned intermediates of any step */
     size_t arena_size;
     enc_arena graph_arena; /* host bookkeeping of the step graph */
     float *logits;         /* [logits_rows_max, vocab] */
+    float *verify_logits;  /* [max_num_seqs, vocab], verify mode only */
     double *probs;         /* [vocab] sampling scratch */
+
+    decode_slot *slots; /* capture sizes 1, 2, 4, 8, 16, 24, ... max_num_seqs */
+    int n_slots;
+    uint64_t generation; /* bumped whenever a buffer a recording binds changes */
 
     engine_logits_fn logits_fn;
     void *logits_user;
@@ -83,5 +119,30 @@ struct engine {
 void sched_plan_step(engine *e, sched_batch *b);
 /* Give a sequence's blocks back; it will be recomputed from scratch. */
 void sched_preempt(engine *e, engine_seq *s);
+
+/* --- step.c: inputs, graph, eager run ----------------------------------- */
+enc_status step_inputs_alloc(engine *e, step_inputs *in, int64_t n_tokens, int64_t n_seqs,
+                             int64_t n_logits);
+void step_inputs_free(engine *e, step_inputs *in);
+/* Lay the batch out in the host input arrays. */
+void step_fill_inputs(engine *e, const sched_batch *b);
+/* Copy the first (T, S, L) host input rows to the device buffers. */
+enc_status step_write_inputs(engine *e, step_inputs *in, int64_t T, int64_t S, int64_t L);
+/* Build and plan the step graph for shape (T, S, L) bound to `in`. */
+enc_status step_build(engine *e, graph *g, const step_inputs *in, int64_t T, int64_t S,
+                      int64_t L, qwen3_step_io *io);
+/* Run the batch eagerly; its logits land in e->logits. */
+enc_status step_run_eager(engine *e, const sched_batch *b);
+/* The arena bytes the largest steps need. */
+enc_status step_plan_arena(engine *e, size_t *size);
+
+/* --- decode_slots.c: capture and replay of decode steps ------------------ */
+enc_status decode_slots_init(engine *e);
+void decode_slots_free(engine *e);
+/* True when every sequence of the batch computes one token and samples. */
+bool decode_batch(const sched_batch *b);
+/* Run a decode batch through its slot (eager while cold, record when warm,
+ * replay when captured); its logits land in e->logits. */
+enc_status decode_slots_run(engine *e, const sched_batch *b);
 
 #endif

@@ -7,6 +7,7 @@
 #define _DEFAULT_SOURCE
 #include "backend/cpu/cpu_backend.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,12 +18,32 @@
 struct backend_buffer {
     unsigned char *data;
     size_t size;
-    int owned; /* 1: allocated here and freed here; 0: borrowed host memory */
+    int owned;     /* 1: allocated here and freed here; 0: borrowed host memory */
+    char what[64]; /* what it holds, for error messages */
 };
+
+static void cpu__name(backend_buffer *b, const char *what)
+{
+    snprintf(b->what, sizeof b->what, "%s", what ? what : "buffer");
+}
+
+typedef struct backend_recording backend_recording;
 
 typedef struct cpu__ctx {
     enc_threadpool *pool;
+    backend_recording *capturing; /* the recording being made, NULL when not capturing */
 } cpu__ctx;
+
+/* The capture contract: no host<->device traffic and no allocation while
+ * capturing. */
+static enc_status cpu__refuse_in_capture(backend *be, const char *call, const char *what)
+{
+    const cpu__ctx *ctx = be->ctx;
+    if (!ctx->capturing) return ENC_OK;
+    return enc_fail(ENC_ERR_CAPTURE, "cpu: %s of buffer '%s' refused: the backend is capturing "
+                    "(no host read, write, allocation or free inside a captured region)",
+                    call, what ? what : "?");
+}
 
 /* --- buffers ------------------------------------------------------------- */
 
@@ -32,6 +53,7 @@ static enc_status cpu__buffer_alloc(backend *be, size_t size, const char *what,
                                     backend_buffer **out)
 {
     *out = NULL;
+    ENC_TRY(cpu__refuse_in_capture(be, "alloc", what));
     backend_buffer *b = calloc(1, sizeof *b);
     void *p = MAP_FAILED;
     if (b) p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -43,6 +65,7 @@ static enc_status cpu__buffer_alloc(backend *be, size_t size, const char *what,
     b->data = p;
     b->size = size;
     b->owned = 1;
+    cpu__name(b, what);
     *out = b;
     return ENC_OK;
 }
@@ -50,19 +73,23 @@ static enc_status cpu__buffer_alloc(backend *be, size_t size, const char *what,
 static enc_status cpu__buffer_from_host(backend *be, const void *data, size_t size,
                                         const char *what, backend_buffer **out)
 {
+    ENC_TRY(cpu__refuse_in_capture(be, "alloc", what));
     backend_buffer *b = calloc(1, sizeof *b);
     if (!b) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "cpu: buffer for %s", what ? what : "?");
     b->data = (unsigned char *)data; /* borrowed: the caller keeps the mapping alive */
     b->size = size;
+    cpu__name(b, what);
     *out = b;
     return ENC_OK;
 }
 
-static void cpu__buffer_free(backend *be, backend_buffer *b)
+static enc_status cpu__buffer_free(backend *be, backend_buffer *b)
 {
-    if (!b) return;
+    if (!b) return ENC_OK;
+    ENC_TRY(cpu__refuse_in_capture(be, "free", b->what));
     if (b->owned) munmap(b->data, b->size ? b->size : 1);
     free(b);
+    return ENC_OK;
 }
 
 static enc_status cpu__check_range(const backend_buffer *b, size_t offset, size_t size,
@@ -77,6 +104,7 @@ static enc_status cpu__check_range(const backend_buffer *b, size_t offset, size_
 static enc_status cpu__buffer_write(backend *be, backend_buffer *b, size_t offset,
                                     const void *src, size_t size)
 {
+    ENC_TRY(cpu__refuse_in_capture(be, "write", b->what));
     ENC_TRY(cpu__check_range(b, offset, size, "write"));
     if (!b->owned) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "cpu: write to a read-only host buffer");
     memcpy(b->data + offset, src, size);
@@ -86,26 +114,25 @@ static enc_status cpu__buffer_write(backend *be, backend_buffer *b, size_t offse
 static enc_status cpu__buffer_read(backend *be, backend_buffer *b, size_t offset, void *dst,
                                    size_t size)
 {
+    ENC_TRY(cpu__refuse_in_capture(be, "read", b->what));
     ENC_TRY(cpu__check_range(b, offset, size, "read"));
     memcpy(dst, b->data + offset, size);
     return ENC_OK;
 }
 
-/* --- running a graph ----------------------------------------------------- */
+/* --- prepared kernel calls ------------------------------------------------- */
 
-/* A node resolved to pointers, shared by the pool threads of one run. */
-typedef struct cpu__task {
-    const graph_node *node;
+/* One node resolved to raw pointers and sizes: everything its kernel needs,
+ * so that a recording does not depend on the graph it was made from. */
+typedef struct cpu__call {
+    graph_op op;
     void *dst;
     void *src[GRAPH_MAX_SRC];
+    enc_dtype dtype; /* of the table (get_rows) or the weights (matmul) */
+    int64_t n[3];    /* op-specific sizes, see cpu__prepare */
+    double f;
     cpu_attention_args attn;
-} cpu__task;
-
-static void *cpu__ptr(const graph_tensor *t)
-{
-    backend_buffer *b = t->buffer;
-    return b->data + t->offset;
-}
+} cpu__call;
 
 static enc_status cpu__resolve(const graph_tensor *t, const graph_node *n, void **out)
 {
@@ -116,65 +143,20 @@ static enc_status cpu__resolve(const graph_tensor *t, const graph_node *n, void 
         return enc_fail(ENC_ERR_INTERNAL, "cpu: %s: tensor '%s' is bound to no buffer",
                         graph_op_name(n->op), t->name ? t->name : "?");
     ENC_TRY(cpu__check_range(b, t->offset, graph_tensor_nbytes(t), t->name ? t->name : "tensor"));
-    *out = cpu__ptr(t);
+    *out = b->data + t->offset;
     return ENC_OK;
 }
 
-static void cpu__run(void *arg, int ith, int nth)
+static void cpu__prepare_attention(const graph_node *n, cpu__call *c)
 {
-    const cpu__task *k = arg;
-    const graph_node *n = k->node;
-    const graph_tensor *s0 = n->src[0], *s1 = n->src[1];
-    switch (n->op) {
-    case GRAPH_OP_GET_ROWS:
-        cpu_get_rows(k->src[0], s0->dtype, s0->shape[0], s0->shape[1], k->src[1], s1->shape[0],
-                     k->dst, ith, nth);
-        break;
-    case GRAPH_OP_RMS_NORM: {
-        int64_t dim = s1->shape[0];
-        cpu_rms_norm(k->src[0], k->src[1], graph_tensor_nelements(s0) / dim, dim, (float)n->f[0],
-                     k->dst, ith, nth);
-        break;
-    }
-    case GRAPH_OP_MATMUL:
-        cpu_matmul(k->src[0], s0->shape[0], s0->shape[1], k->src[1], s1->dtype, s1->shape[0],
-                   k->dst, ith, nth);
-        break;
-    case GRAPH_OP_ROPE_NEOX:
-        cpu_rope_neox(k->src[0], s0->shape[0], n->i[0], n->i[1], k->src[1], n->f[0], ith, nth);
-        break;
-    case GRAPH_OP_SWIGLU:
-        cpu_swiglu(k->src[0], k->src[1], k->dst, graph_tensor_nelements(s0), ith, nth);
-        break;
-    case GRAPH_OP_ADD:
-        cpu_add(k->src[0], k->src[1], k->dst, graph_tensor_nelements(s0), ith, nth);
-        break;
-    case GRAPH_OP_STORE_KV:
-        cpu_reshape_and_cache(k->src[0], k->src[1], s0->shape[0], s0->shape[1], k->src[2],
-                              k->src[3], k->src[4], ith, nth);
-        break;
-    case GRAPH_OP_ATTENTION:
-        cpu_paged_attention(&k->attn, ith, nth);
-        break;
-    case GRAPH_OP_ARGMAX:
-        cpu_argmax(k->src[0], s0->shape[0], s0->shape[1], k->dst, ith, nth);
-        break;
-    case GRAPH_OP_COUNT:
-        break;
-    }
-}
-
-static void cpu__prepare_attention(cpu__task *k)
-{
-    const graph_node *n = k->node;
-    cpu_attention_args *a = &k->attn;
-    a->q = k->src[0];
-    a->k_cache = k->src[1];
-    a->v_cache = k->src[2];
-    a->block_tables = k->src[3];
-    a->seq_lens = k->src[4];
-    a->query_start_loc = k->src[5];
-    a->out = k->dst;
+    cpu_attention_args *a = &c->attn;
+    a->q = c->src[0];
+    a->k_cache = c->src[1];
+    a->v_cache = c->src[2];
+    a->block_tables = c->src[3];
+    a->seq_lens = c->src[4];
+    a->query_start_loc = c->src[5];
+    a->out = c->dst;
     a->n_seqs = n->src[4]->shape[0];
     a->max_blocks = n->src[3]->shape[1];
     a->n_heads = n->i[0];
@@ -184,17 +166,169 @@ static void cpu__prepare_attention(cpu__task *k)
     a->scale = (float)n->f[0];
 }
 
+static enc_status cpu__prepare(const graph_node *n, cpu__call *c)
+{
+    memset(c, 0, sizeof *c);
+    c->op = n->op;
+    ENC_TRY(cpu__resolve(n->dst, n, &c->dst));
+    for (int s = 0; s < GRAPH_MAX_SRC; s++) ENC_TRY(cpu__resolve(n->src[s], n, &c->src[s]));
+    const graph_tensor *s0 = n->src[0], *s1 = n->src[1];
+    switch (n->op) {
+    case GRAPH_OP_GET_ROWS: /* table rows, dim, ids */
+        c->dtype = s0->dtype;
+        c->n[0] = s0->shape[0], c->n[1] = s0->shape[1], c->n[2] = s1->shape[0];
+        break;
+    case GRAPH_OP_RMS_NORM: /* rows, dim */
+        c->n[1] = s1->shape[0];
+        c->n[0] = graph_tensor_nelements(s0) / c->n[1];
+        c->f = n->f[0];
+        break;
+    case GRAPH_OP_MATMUL: /* tokens, k, n_out */
+        c->dtype = s1->dtype;
+        c->n[0] = s0->shape[0], c->n[1] = s0->shape[1], c->n[2] = s1->shape[0];
+        break;
+    case GRAPH_OP_ROPE_NEOX: /* tokens, heads, head_dim */
+        c->n[0] = s0->shape[0], c->n[1] = n->i[0], c->n[2] = n->i[1];
+        c->f = n->f[0];
+        break;
+    case GRAPH_OP_SWIGLU:
+    case GRAPH_OP_ADD: /* elements */
+        c->n[0] = graph_tensor_nelements(s0);
+        break;
+    case GRAPH_OP_STORE_KV: /* tokens, kv_dim */
+        c->n[0] = s0->shape[0], c->n[1] = s0->shape[1];
+        break;
+    case GRAPH_OP_ATTENTION:
+        cpu__prepare_attention(n, c);
+        break;
+    case GRAPH_OP_ARGMAX: /* rows, cols */
+        c->n[0] = s0->shape[0], c->n[1] = s0->shape[1];
+        break;
+    case GRAPH_OP_COUNT:
+        return enc_fail(ENC_ERR_INTERNAL, "cpu: unknown op");
+    }
+    return ENC_OK;
+}
+
+static void cpu__run(const cpu__call *c, int ith, int nth)
+{
+    switch (c->op) {
+    case GRAPH_OP_GET_ROWS:
+        cpu_get_rows(c->src[0], c->dtype, c->n[0], c->n[1], c->src[1], c->n[2], c->dst, ith, nth);
+        break;
+    case GRAPH_OP_RMS_NORM:
+        cpu_rms_norm(c->src[0], c->src[1], c->n[0], c->n[1], (float)c->f, c->dst, ith, nth);
+        break;
+    case GRAPH_OP_MATMUL:
+        cpu_matmul(c->src[0], c->n[0], c->n[1], c->src[1], c->dtype, c->n[2], c->dst, ith, nth);
+        break;
+    case GRAPH_OP_ROPE_NEOX:
+        cpu_rope_neox(c->src[0], c->n[0], c->n[1], c->n[2], c->src[1], c->f, ith, nth);
+        break;
+    case GRAPH_OP_SWIGLU:
+        cpu_swiglu(c->src[0], c->src[1], c->dst, c->n[0], ith, nth);
+        break;
+    case GRAPH_OP_ADD:
+        cpu_add(c->src[0], c->src[1], c->dst, c->n[0], ith, nth);
+        break;
+    case GRAPH_OP_STORE_KV:
+        cpu_reshape_and_cache(c->src[0], c->src[1], c->n[0], c->n[1], c->src[2], c->src[3],
+                              c->src[4], ith, nth);
+        break;
+    case GRAPH_OP_ATTENTION:
+        cpu_paged_attention(&c->attn, ith, nth);
+        break;
+    case GRAPH_OP_ARGMAX:
+        cpu_argmax(c->src[0], c->n[0], c->n[1], c->dst, ith, nth);
+        break;
+    case GRAPH_OP_COUNT:
+        break;
+    }
+}
+
+static void cpu__run_one(void *arg, int ith, int nth) { cpu__run(arg, ith, nth); }
+
+/* --- eager execution, capture and replay ------------------------------------ */
+
+/* A recording: the prepared calls of every graph computed while capturing. */
+struct backend_recording {
+    cpu__call *calls;
+    int n_calls, cap_calls;
+};
+
+static enc_status cpu__record(backend_recording *rec, const cpu__call *c)
+{
+    if (rec->n_calls == rec->cap_calls) {
+        int cap = rec->cap_calls ? 2 * rec->cap_calls : 256;
+        cpu__call *calls = realloc(rec->calls, (size_t)cap * sizeof *calls);
+        if (!calls) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "cpu: recording of %d calls", cap);
+        rec->calls = calls;
+        rec->cap_calls = cap;
+    }
+    rec->calls[rec->n_calls++] = *c;
+    return ENC_OK;
+}
+
 static enc_status cpu__graph_compute(backend *be, const graph *g)
 {
     cpu__ctx *ctx = be->ctx;
     for (int i = 0; i < g->n_nodes; i++) {
-        cpu__task k = {.node = &g->nodes[i]};
-        ENC_TRY(cpu__resolve(k.node->dst, k.node, &k.dst));
-        for (int s = 0; s < GRAPH_MAX_SRC; s++) ENC_TRY(cpu__resolve(k.node->src[s], k.node, &k.src[s]));
-        if (k.node->op == GRAPH_OP_ATTENTION) cpu__prepare_attention(&k);
-        threadpool_run(ctx->pool, cpu__run, &k);
+        cpu__call c;
+        ENC_TRY(cpu__prepare(&g->nodes[i], &c));
+        if (ctx->capturing) ENC_TRY(cpu__record(ctx->capturing, &c));
+        else threadpool_run(ctx->pool, cpu__run_one, &c);
     }
     return ENC_OK;
+}
+
+static enc_status cpu__capture_begin(backend *be)
+{
+    cpu__ctx *ctx = be->ctx;
+    if (ctx->capturing) return enc_fail(ENC_ERR_CAPTURE, "cpu: capture_begin while already capturing");
+    ctx->capturing = calloc(1, sizeof *ctx->capturing);
+    return ctx->capturing ? ENC_OK : enc_fail(ENC_ERR_OUT_OF_MEMORY, "cpu: recording");
+}
+
+static enc_status cpu__capture_end(backend *be, backend_recording **out)
+{
+    cpu__ctx *ctx = be->ctx;
+    *out = NULL;
+    if (!ctx->capturing) return enc_fail(ENC_ERR_CAPTURE, "cpu: capture_end without capture_begin");
+    *out = ctx->capturing;
+    ctx->capturing = NULL;
+    return ENC_OK;
+}
+
+typedef struct cpu__replay_ctx {
+    const backend_recording *rec;
+    enc_threadpool *pool;
+} cpu__replay_ctx;
+
+/* The whole recording in one pool run: each thread does its share of a call,
+ * then waits at a barrier for the others before the next. */
+static void cpu__replay_all(void *arg, int ith, int nth)
+{
+    const cpu__replay_ctx *r = arg;
+    for (int i = 0; i < r->rec->n_calls; i++) {
+        cpu__run(&r->rec->calls[i], ith, nth);
+        threadpool_barrier(r->pool);
+    }
+}
+
+static enc_status cpu__replay(backend *be, const backend_recording *rec)
+{
+    cpu__ctx *ctx = be->ctx;
+    if (ctx->capturing) return enc_fail(ENC_ERR_CAPTURE, "cpu: replay refused during capture");
+    cpu__replay_ctx r = {rec, ctx->pool};
+    threadpool_run(ctx->pool, cpu__replay_all, &r);
+    return ENC_OK;
+}
+
+static void cpu__recording_free(backend *be, backend_recording *rec)
+{
+    if (!rec) return;
+    free(rec->calls);
+    free(rec);
 }
 
 /* --- lifetime ------------------------------------------------------------ */
@@ -202,6 +336,7 @@ static enc_status cpu__graph_compute(backend *be, const graph *g)
 static void cpu__destroy(backend *be)
 {
     cpu__ctx *ctx = be->ctx;
+    cpu__recording_free(be, ctx->capturing);
     threadpool_destroy(ctx->pool);
     free(ctx);
     free(be);
@@ -215,6 +350,10 @@ static const struct backend_i cpu__iface = {
     .buffer_write = cpu__buffer_write,
     .buffer_read = cpu__buffer_read,
     .graph_compute = cpu__graph_compute,
+    .capture_begin = cpu__capture_begin,
+    .capture_end = cpu__capture_end,
+    .replay = cpu__replay,
+    .recording_free = cpu__recording_free,
     .destroy = cpu__destroy,
 };
 

@@ -1,0 +1,347 @@
+/* kernels.c - the CPU kernels: ISA choice, portable C, and the entry points.
+ *
+ * cpu_kernels_init() picks the widest instruction set this CPU runs (or the
+ * one ENCORE_CPU_ISA names); matmul and paged attention then go through that
+ * ISA's table (kernels_impl.h), everything else is portable C here. The
+ * portable matmul and attention are the shared bodies of kernels_impl.h
+ * instantiated with a "vector" of one float.
+ *
+ * Work splits: matmul splits weight rows into contiguous tile-aligned chunks,
+ * attention deals (sequence, query rows, kv head) items round-robin, the
+ * other kernels split rows, tokens or elements into contiguous chunks. No
+ * split changes a value (kernels.h, batch invariance). */
+#include "backend/cpu/kernels.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+
+#if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
+#include <cpuid.h>
+#endif
+
+/* Each scalar expression below rounds once per operation: a contraction to
+ * fma in one place and not another would break batch invariance. (GCC does
+ * not contract in ISO C mode, -std=c11, which the build uses.) */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+/* --- the portable instantiation of the shared bodies --------------------- */
+
+static inline float cpu__f16(const uint16_t *p) { return enc_f16_to_f32(*p); }
+
+#define V float
+#define VW 1
+#define CPU__V_TM 4
+#define CPU__V_RM 4
+#define CPU__V_RD 4
+#define CPU__V_PV 8
+#define V_ZERO() 0.0f
+#define V_SET1(s) (s)
+#define V_LOAD(p) (*(p))
+#define V_LOAD_BF16(p) enc_bf16_to_f32(*(p))
+#define V_LOAD_F16(p) cpu__f16(p)
+#define V_LOAD_PART(p, n) ((void)(p), (void)(n), 0.0f) /* unused: no tail when VW == 1 */
+#define V_LOAD_BF16_PART(p, n) ((void)(p), (void)(n), 0.0f)
+#define V_LOAD_F16_PART(p, n) ((void)(p), (void)(n), 0.0f)
+#define V_STORE(p, v) (*(p) = (v))
+#define V_STORE_PART(p, v, n) ((void)(n), *(p) = (v))
+#define V_FMA(a, b, c) ((a) * (b) + (c))
+#define V_MUL(a, b) ((a) * (b))
+#define V_HSUM(v) (v)
+#define CPU__V_TABLE cpu__kernels_scalar
+#define CPU__V_ISA CPU_ISA_SCALAR
+#include "backend/cpu/kernels_impl.h"
+
+/* --- ISA choice ---------------------------------------------------------- */
+
+static const cpu__kernel_table *cpu__kt = &cpu__kernels_scalar;
+static pthread_once_t cpu__once = PTHREAD_ONCE_INIT;
+
+const char *cpu_isa_name(cpu_isa isa)
+{
+    switch (isa) {
+    case CPU_ISA_SCALAR: return "scalar";
+    case CPU_ISA_AVX2: return "avx2";
+    case CPU_ISA_AVX512: return "avx512";
+    }
+    return "?";
+}
+
+#ifdef CPU__HAVE_X86
+/* F16C (CPUID.1:ECX bit 29); __builtin_cpu_supports has no name for it in clang 14. */
+static int cpu__has_f16c(void)
+{
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
+    return (ecx & (1u << 29)) != 0;
+}
+#endif
+
+int cpu_isa_supported(cpu_isa isa)
+{
+    switch (isa) {
+    case CPU_ISA_SCALAR: return 1;
+#ifdef CPU__HAVE_X86
+    case CPU_ISA_AVX2:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               cpu__has_f16c();
+    case CPU_ISA_AVX512:
+        __builtin_cpu_init();
+        return cpu_isa_supported(CPU_ISA_AVX2) && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+#endif
+    default: return 0;
+    }
+}
+
+static const cpu__kernel_table *cpu__table_of(cpu_isa isa)
+{
+#ifdef CPU__HAVE_X86
+    if (isa == CPU_ISA_AVX512) return &cpu__kernels_avx512;
+    if (isa == CPU_ISA_AVX2) return &cpu__kernels_avx2;
+#endif
+    (void)isa;
+    return &cpu__kernels_scalar;
+}
+
+static void cpu__choose(void)
+{
+    cpu_isa best = cpu_isa_supported(CPU_ISA_AVX512) ? CPU_ISA_AVX512
+                   : cpu_isa_supported(CPU_ISA_AVX2) ? CPU_ISA_AVX2
+                                                     : CPU_ISA_SCALAR;
+    cpu_isa isa = best;
+    const char *env = getenv("ENCORE_CPU_ISA");
+    if (env && *env) {
+        cpu_isa want = CPU_ISA_SCALAR;
+        int known = 1;
+        if (strcmp(env, "avx512") == 0)
+            want = CPU_ISA_AVX512;
+        else if (strcmp(env, "avx2") == 0)
+            want = CPU_ISA_AVX2;
+        else if (strcmp(env, "scalar") != 0)
+            known = 0;
+        if (!known)
+            enc_log_warn("ENCORE_CPU_ISA=%s: expected avx512, avx2 or scalar; using %s", env,
+                         cpu_isa_name(best));
+        else if (!cpu_isa_supported(want))
+            enc_log_warn("ENCORE_CPU_ISA=%s: this CPU cannot run it; using %s", env,
+                         cpu_isa_name(best));
+        else
+            isa = want;
+    }
+    cpu__kt = cpu__table_of(isa);
+    enc_log_debug("cpu kernels: %s", cpu_isa_name(isa));
+}
+
+static const cpu__kernel_table *cpu__table(void)
+{
+    pthread_once(&cpu__once, cpu__choose);
+    return cpu__kt;
+}
+
+cpu_isa cpu_kernels_init(void) { return cpu__table()->isa; }
+
+int cpu_kernels_force_isa(cpu_isa isa)
+{
+    cpu__table();
+    if (!cpu_isa_supported(isa)) return 0;
+    cpu__kt = cpu__table_of(isa);
+    return 1;
+}
+
+/* --- work splits ---------------------------------------------------------- */
+
+/* [*i0, *i1): the ith of nth contiguous chunks of [0, n), chunk starts
+ * multiples of align. */
+static void cpu__split(int64_t n, int64_t align, int ith, int nth, int64_t *i0, int64_t *i1)
+{
+    int64_t per = (n + nth - 1) / nth;
+    per = (per + align - 1) / align * align;
+    int64_t a = per * ith, b = a + per;
+    *i0 = a < n ? a : n;
+    *i1 = b < n ? b : n;
+}
+
+static int64_t cpu__gcd(int64_t a, int64_t b) { return b ? cpu__gcd(b, a % b) : a; }
+
+/* --- matmul -------------------------------------------------------------- */
+
+void cpu_matmul(const float *x, int64_t n_tokens, int64_t k, const void *w, enc_dtype w_dtype,
+                int64_t n_out, float *y, int ith, int nth)
+{
+    const cpu__kernel_table *kt = cpu__table();
+    int64_t rp = kt->rows_prefill, rd = kt->rows_decode;
+    int64_t align = rp / cpu__gcd(rp, rd) * rd; /* whole tiles of either shape */
+    int64_t n0, n1;
+    cpu__split(n_out, align, ith, nth, &n0, &n1);
+    if (n0 < n1 && n_tokens > 0) kt->matmul_rows(x, n_tokens, k, w, w_dtype, n_out, n0, n1, y);
+}
+
+/* --- get_rows ------------------------------------------------------------ */
+
+void cpu_get_rows(const void *table, enc_dtype dtype, int64_t n_rows, int64_t dim,
+                  const int32_t *ids, int64_t n, float *out, int ith, int nth)
+{
+    int64_t i0, i1;
+    cpu__split(n, 1, ith, nth, &i0, &i1);
+    size_t es = enc_dtype_size(dtype);
+    for (int64_t i = i0; i < i1; i++) {
+        float *o = out + i * dim;
+        if (ids[i] < 0 || ids[i] >= n_rows) {
+            memset(o, 0, (size_t)dim * sizeof *o);
+            continue;
+        }
+        const void *src = (const char *)table + (size_t)ids[i] * (size_t)dim * es;
+        if (dtype == ENC_F32) {
+            memcpy(o, src, (size_t)dim * sizeof *o);
+        } else if (dtype == ENC_BF16) {
+            const uint16_t *h = src;
+            for (int64_t d = 0; d < dim; d++) o[d] = enc_bf16_to_f32(h[d]);
+        } else if (dtype == ENC_F16) {
+            const uint16_t *h = src;
+            for (int64_t d = 0; d < dim; d++) o[d] = enc_f16_to_f32(h[d]);
+        } else {
+            memset(o, 0, (size_t)dim * sizeof *o);
+        }
+    }
+}
+
+/* --- rms_norm ------------------------------------------------------------ */
+
+/* sum of x[i]^2 in double, four lanes (i mod 4) added as (l0 + l1) + (l2 + l3). */
+static double cpu__sum_squares(const float *x, int64_t dim)
+{
+    double l[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 4 <= dim; i += 4)
+        for (int j = 0; j < 4; j++) l[j] += (double)x[i + j] * (double)x[i + j];
+    for (int j = 0; i < dim; i++, j++) l[j] += (double)x[i] * (double)x[i];
+    return (l[0] + l[1]) + (l[2] + l[3]);
+}
+
+void cpu_rms_norm(const float *x, const float *w, int64_t rows, int64_t dim, float eps, float *y,
+                  int ith, int nth)
+{
+    int64_t r0, r1;
+    cpu__split(rows, 1, ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = x + r * dim;
+        float *yr = y + r * dim;
+        float inv = (float)(1.0 / sqrt(cpu__sum_squares(xr, dim) / (double)dim + (double)eps));
+        for (int64_t i = 0; i < dim; i++) yr[i] = xr[i] * inv * w[i];
+    }
+}
+
+/* --- rope ---------------------------------------------------------------- */
+
+enum { CPU__ROPE_CHUNK = 64 }; /* frequencies whose cos/sin are cached at once */
+
+/* cs[2 * j], cs[2 * j + 1] = cos, sin of pos * theta^(-2i/head_dim), i = i0 + j. */
+static void cpu__rope_angles(int32_t pos, double theta, int64_t head_dim, int64_t i0, int64_t n,
+                             double *cs)
+{
+    for (int64_t j = 0; j < n; j++) {
+        double a = (double)pos * pow(theta, -(double)(2 * (i0 + j)) / (double)head_dim);
+        cs[2 * j] = cos(a);
+        cs[2 * j + 1] = sin(a);
+    }
+}
+
+/* x [n_tokens, n_heads, head_dim]; threads split tokens, or heads when there
+ * are fewer tokens than threads (decode). */
+void cpu_rope_neox(float *x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
+                   const int32_t *positions, double theta, int ith, int nth)
+{
+    int64_t half = head_dim / 2;
+    int64_t e0, e1; /* items = (token, head), contiguous */
+    cpu__split(n_tokens * n_heads, 1, ith, nth, &e0, &e1);
+    double cs[2 * CPU__ROPE_CHUNK];
+    for (int64_t c0 = 0; c0 < half; c0 += CPU__ROPE_CHUNK) {
+        int64_t cn = half - c0 < CPU__ROPE_CHUNK ? half - c0 : CPU__ROPE_CHUNK;
+        int64_t t_cached = -1;
+        for (int64_t e = e0; e < e1; e++) {
+            int64_t t = e / n_heads;
+            if (t != t_cached) {
+                cpu__rope_angles(positions[t], theta, head_dim, c0, cn, cs);
+                t_cached = t;
+            }
+            float *v = x + e * head_dim;
+            for (int64_t j = 0; j < cn; j++) {
+                double x1 = v[c0 + j], x2 = v[c0 + j + half];
+                double c = cs[2 * j], s = cs[2 * j + 1];
+                v[c0 + j] = (float)(x1 * c - x2 * s);
+                v[c0 + j + half] = (float)(x2 * c + x1 * s);
+            }
+        }
+    }
+}
+
+/* --- element-wise -------------------------------------------------------- */
+
+void cpu_swiglu(const float *gate, const float *up, float *out, int64_t n, int ith, int nth)
+{
+    int64_t i0, i1;
+    cpu__split(n, 16, ith, nth, &i0, &i1);
+    for (int64_t i = i0; i < i1; i++) {
+        float g = gate[i];
+        out[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+void cpu_add(const float *a, const float *b, float *out, int64_t n, int ith, int nth)
+{
+    int64_t i0, i1;
+    cpu__split(n, 16, ith, nth, &i0, &i1);
+    for (int64_t i = i0; i < i1; i++) out[i] = a[i] + b[i];
+}
+
+/* --- KV cache ------------------------------------------------------------ */
+
+void cpu_reshape_and_cache(const float *k, const float *v, int64_t n_tokens, int64_t kv_dim,
+                           const int32_t *slot_mapping, float *k_cache, float *v_cache, int ith,
+                           int nth)
+{
+    int64_t t0, t1;
+    cpu__split(n_tokens, 1, ith, nth, &t0, &t1);
+    size_t bytes = (size_t)kv_dim * sizeof(float);
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t slot = slot_mapping[t];
+        if (slot < 0) continue;
+        memcpy(k_cache + slot * kv_dim, k + t * kv_dim, bytes);
+        memcpy(v_cache + slot * kv_dim, v + t * kv_dim, bytes);
+    }
+}
+
+/* --- paged attention ----------------------------------------------------- */
+
+void cpu_paged_attention(const cpu_attention_args *a, int ith, int nth)
+{
+    if (a->n_seqs <= 0 || a->n_kv_heads <= 0 || a->n_heads % a->n_kv_heads != 0) return;
+    cpu__table()->attention(a, ith, nth);
+}
+
+/* --- argmax -------------------------------------------------------------- */
+
+void cpu_argmax(const float *x, int64_t n_rows, int64_t n_cols, int32_t *out, int ith, int nth)
+{
+    int64_t r0, r1;
+    cpu__split(n_rows, 1, ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = x + r * n_cols;
+        int64_t best = 0;
+        float m = -INFINITY;
+        for (int64_t j = 0; j < n_cols; j++) {
+            if (xr[j] > m) {
+                m = xr[j];
+                best = j;
+            }
+        }
+        out[r] = (int32_t)best;
+    }
+}

@@ -1,0 +1,67 @@
+/* kernels_avx512.c - the matmul and attention kernels for AVX-512 F/BW/VL.
+ *
+ * Defines the 16-lane vector vocabulary of kernels_impl.h and instantiates
+ * the shared bodies as cpu__kernels_avx512. kernels.c calls it only after a
+ * run-time check of the CPU. Tails use masked loads (AVX-512 BW for 16-bit
+ * lanes). bf16 -> f32 is a zero-extend and a shift; f16 -> f32 is vcvtph2ps.
+ * No vdpbf16ps: it would round the activations to bf16.
+ *
+ * Register tile for prefill: 4 tokens x 6 weight rows = 24 accumulators of
+ * the 32 zmm registers (the best of 6x4, 3x8, 4x4, 4x5, 8x3 measured); for
+ * decode, 1 token x 4 rows. */
+#if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
+
+#if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512VL__) || !defined(__FMA__)
+#error "kernels_avx512.c needs -mavx512f -mavx512bw -mavx512vl -mfma (CMake adds them)"
+#endif
+
+#include <immintrin.h>
+
+#include "backend/cpu/kernels_impl.h"
+
+static inline __mmask16 cpu__avx512_mask(int n) { return (__mmask16)((1u << n) - 1u); }
+
+static inline __m512 cpu__avx512_bf16(__m256i h)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* Halves first (lane i + lane i+8), then the 8-lane tree of kernels_avx2.c:
+ * a fixed order for every dot. */
+static inline float cpu__avx512_hsum(__m512 v)
+{
+    __m256 lo = _mm512_castps512_ps256(v);
+    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    __m256 h = _mm256_add_ps(lo, hi);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+#define V __m512
+#define VW 16
+#define CPU__V_TM 4
+#define CPU__V_RM 6
+#define CPU__V_RD 4
+#define CPU__V_PV 16
+#define V_ZERO() _mm512_setzero_ps()
+#define V_SET1(s) _mm512_set1_ps(s)
+#define V_LOAD(p) _mm512_loadu_ps(p)
+#define V_LOAD_BF16(p) cpu__avx512_bf16(_mm256_loadu_si256((const __m256i *)(p)))
+#define V_LOAD_F16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+#define V_LOAD_PART(p, n) _mm512_maskz_loadu_ps(cpu__avx512_mask(n), p)
+#define V_LOAD_BF16_PART(p, n) cpu__avx512_bf16(_mm256_maskz_loadu_epi16(cpu__avx512_mask(n), p))
+#define V_LOAD_F16_PART(p, n) _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(cpu__avx512_mask(n), p))
+#define V_STORE(p, v) _mm512_storeu_ps(p, v)
+#define V_STORE_PART(p, v, n) _mm512_mask_storeu_ps(p, cpu__avx512_mask(n), v)
+#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define V_MUL(a, b) _mm512_mul_ps(a, b)
+#define V_HSUM(v) cpu__avx512_hsum(v)
+#define CPU__V_TABLE cpu__kernels_avx512
+#define CPU__V_ISA CPU_ISA_AVX512
+#include "backend/cpu/kernels_impl.h"
+
+#else
+typedef int cpu__avx512_unavailable; /* not x86-64: nothing to build */
+#endif

@@ -1,0 +1,531 @@
+/* kernels_impl.h - internals of the CPU kernels: the per-ISA function table,
+ * and the kernel bodies that every ISA shares.
+ *
+ * Part 1 (always): the table that kernels.c dispatches through, one per ISA
+ * (kernels.c: portable C; kernels_avx2.c; kernels_avx512.c), and
+ * cpu_kernels_force_isa() for tests and benchmarks.
+ *
+ * Part 2 (only where CPU__V_TABLE is defined): the matmul and attention
+ * bodies, written once over a small vector vocabulary (V_LOAD, V_FMA, ...)
+ * that each ISA file defines before including this header. The same source
+ * thus yields the portable version (a "vector" of one float), the AVX2 one
+ * (8 lanes) and the AVX-512 one (16 lanes).
+ *
+ * The fixed order of every dot product (the heart of batch invariance):
+ *
+ *     k:    [ VW lanes ][ VW lanes ] ... [ VW lanes ][ tail, zero-padded ]
+ *     acc:  one VW-lane accumulator, acc = fma(x_blk, w_blk, acc), block by block
+ *     y   = V_HSUM(acc)   (a fixed tree; see each ISA file)
+ *
+ * Register tiles of T tokens x R weight rows only share loads: each of the
+ * T*R outputs has its own accumulator run through exactly the steps above,
+ * so y[t, n] is the same bits whatever T, R, n_tokens, nth or the tile's
+ * position. */
+#ifndef ENC_CPU_KERNELS_IMPL_H
+#define ENC_CPU_KERNELS_IMPL_H
+
+#include <stdint.h>
+
+#include "backend/cpu/kernels.h"
+#include "base/dtype.h"
+
+/* y[t, n] for every t < n_tokens and n in [n0, n1) of y = x W^T (shapes as
+ * cpu_matmul). The split into ranges changes no value, only speed. */
+typedef void (*cpu__matmul_rows_fn)(const float *x, int64_t n_tokens, int64_t k, const void *w,
+                                    enc_dtype w_dtype, int64_t n_out, int64_t n0, int64_t n1,
+                                    float *y);
+
+/* The (ith, nth) share of cpu_paged_attention. */
+typedef void (*cpu__attention_fn)(const cpu_attention_args *a, int ith, int nth);
+
+typedef struct cpu__kernel_table {
+    cpu_isa isa;
+    int rows_prefill;                /* weight rows per register tile, several tokens */
+    int rows_decode;                 /* weight rows per register tile, one token */
+    cpu__matmul_rows_fn matmul_rows; /* matmul over a range of weight rows */
+    cpu__attention_fn attention;     /* paged attention */
+} cpu__kernel_table;
+
+extern const cpu__kernel_table cpu__kernels_scalar; /* kernels.c */
+#if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
+#define CPU__HAVE_X86 1
+extern const cpu__kernel_table cpu__kernels_avx2;   /* kernels_avx2.c */
+extern const cpu__kernel_table cpu__kernels_avx512; /* kernels_avx512.c */
+#endif
+
+/* 1 if this CPU (and OS) can run isa. */
+int cpu_isa_supported(cpu_isa isa);
+
+/* Tests and benchmarks only: make every kernel use isa from now on. Call it
+ * while no kernel runs. Returns 1, or 0 (and changes nothing) if this CPU
+ * cannot run isa. */
+int cpu_kernels_force_isa(cpu_isa isa);
+
+#endif /* ENC_CPU_KERNELS_IMPL_H */
+
+/* ------------------------------------------------------------------------ */
+/* Part 2: shared kernel bodies. The including file defines:
+ *
+ *   CPU__V_TABLE          name of the cpu__kernel_table to define
+ *   CPU__V_ISA            its cpu_isa
+ *   V, VW                 vector type and its number of float lanes
+ *   CPU__V_TM, CPU__V_RM  register tile: tokens x weight rows (prefill)
+ *   CPU__V_RD             weight rows per tile when a call has one token
+ *   CPU__V_PV             vector accumulators of attention's weights . V step
+ *                         (a multiple of 4)
+ *   V_ZERO()              all lanes 0
+ *   V_SET1(s)             all lanes s
+ *   V_LOAD(p)             VW floats from p (unaligned)
+ *   V_LOAD_BF16(p)        VW bf16 from p, as f32
+ *   V_LOAD_F16(p)         VW f16 from p, as f32
+ *   V_LOAD_PART(p, n)     first n < VW floats, other lanes 0 (reads only n)
+ *   V_LOAD_BF16_PART(p, n), V_LOAD_F16_PART(p, n)  likewise
+ *   V_STORE(p, v), V_STORE_PART(p, v, n)
+ *   V_FMA(a, b, c)        a * b + c (one rounding where the ISA has FMA)
+ *   V_MUL(a, b)
+ *   V_HSUM(v)             the sum of the lanes, by a fixed tree
+ */
+#ifdef CPU__V_TABLE
+
+#include <math.h>
+#include <string.h>
+
+/* The tile loops below have constant trip counts and must unroll fully, so
+ * that the accumulator arrays become registers. */
+#if defined(__clang__)
+#define CPU__INLINE static inline __attribute__((always_inline))
+#define CPU__UNROLL _Pragma("clang loop unroll(full)")
+#elif defined(__GNUC__)
+#define CPU__INLINE static inline __attribute__((always_inline))
+#define CPU__UNROLL _Pragma("GCC unroll 16")
+#else
+#define CPU__INLINE static inline
+#define CPU__UNROLL
+#endif
+
+#define CPU__V_RMAX (CPU__V_RD > CPU__V_RM ? CPU__V_RD : CPU__V_RM) /* rows of any tile */
+
+/* --- dot-product tiles ------------------------------------------------- */
+
+CPU__INLINE V cpu__v_load_w(enc_dtype dt, const void *w, int64_t i)
+{
+    if (dt == ENC_BF16) return V_LOAD_BF16((const uint16_t *)w + i);
+    if (dt == ENC_F16) return V_LOAD_F16((const uint16_t *)w + i);
+    return V_LOAD((const float *)w + i);
+}
+
+CPU__INLINE V cpu__v_load_w_part(enc_dtype dt, const void *w, int64_t i, int n)
+{
+    if (dt == ENC_BF16) return V_LOAD_BF16_PART((const uint16_t *)w + i, n);
+    if (dt == ENC_F16) return V_LOAD_F16_PART((const uint16_t *)w + i, n);
+    return V_LOAD_PART((const float *)w + i, n);
+}
+
+/* y[t * ldy + r] = dot(x[t * ldx .. + k], wrow[r][0 .. k]) for t < T, r < R,
+ * each in the fixed order of the header comment. T, R and dt are constants
+ * at every call site, so acc[][] lives in registers. */
+CPU__INLINE void cpu__tile(int T, int R, enc_dtype dt, const float *x, int64_t ldx,
+                           const void *const *wrow, int64_t k, float *y, int64_t ldy)
+{
+    V acc[CPU__V_TM][CPU__V_RMAX];
+    CPU__UNROLL for (int t = 0; t < T; t++) {
+        CPU__UNROLL for (int r = 0; r < R; r++) acc[t][r] = V_ZERO();
+    }
+    int64_t i = 0;
+    for (; i + VW <= k; i += VW) {
+        V wv[CPU__V_RMAX];
+        CPU__UNROLL for (int r = 0; r < R; r++) wv[r] = cpu__v_load_w(dt, wrow[r], i);
+        CPU__UNROLL for (int t = 0; t < T; t++) {
+            V xv = V_LOAD(x + t * ldx + i);
+            CPU__UNROLL for (int r = 0; r < R; r++) acc[t][r] = V_FMA(xv, wv[r], acc[t][r]);
+        }
+    }
+#if VW > 1
+    if (i < k) { /* the zero-padded tail block: one more step of the same accumulator */
+        int n = (int)(k - i);
+        V wv[CPU__V_RMAX];
+        CPU__UNROLL for (int r = 0; r < R; r++) wv[r] = cpu__v_load_w_part(dt, wrow[r], i, n);
+        CPU__UNROLL for (int t = 0; t < T; t++) {
+            V xv = V_LOAD_PART(x + t * ldx + i, n);
+            CPU__UNROLL for (int r = 0; r < R; r++) acc[t][r] = V_FMA(xv, wv[r], acc[t][r]);
+        }
+    }
+#endif
+    CPU__UNROLL for (int t = 0; t < T; t++) {
+        CPU__UNROLL for (int r = 0; r < R; r++) y[t * ldy + r] = V_HSUM(acc[t][r]);
+    }
+}
+
+/* The tile shapes a call may need: T in [1, TM] with R = RM or 1, and
+ * 1 x RD for single-token calls; any other shape goes one output at a time.
+ * dt is a constant at each call site (the three wrappers below). */
+#define CPU__TILE_CASE(T_, R_)                                                                     \
+    case (T_) * 64 + (R_): cpu__tile(T_, R_, dt, x, ldx, wrow, k, y, ldy); return
+
+CPU__INLINE void cpu__tiles(enc_dtype dt, int T, int R, const float *x, int64_t ldx,
+                            const void *const *wrow, int64_t k, float *y, int64_t ldy)
+{
+    switch (T * 64 + R) {
+#if CPU__V_RD != CPU__V_RM
+        CPU__TILE_CASE(1, CPU__V_RD);
+#endif
+        CPU__TILE_CASE(1, CPU__V_RM);
+        CPU__TILE_CASE(1, 1);
+#if CPU__V_TM >= 2
+        CPU__TILE_CASE(2, CPU__V_RM);
+        CPU__TILE_CASE(2, 1);
+#endif
+#if CPU__V_TM >= 3
+        CPU__TILE_CASE(3, CPU__V_RM);
+        CPU__TILE_CASE(3, 1);
+#endif
+#if CPU__V_TM >= 4
+        CPU__TILE_CASE(4, CPU__V_RM);
+        CPU__TILE_CASE(4, 1);
+#endif
+#if CPU__V_TM >= 5
+        CPU__TILE_CASE(5, CPU__V_RM);
+        CPU__TILE_CASE(5, 1);
+#endif
+#if CPU__V_TM >= 6
+        CPU__TILE_CASE(6, CPU__V_RM);
+        CPU__TILE_CASE(6, 1);
+#endif
+#if CPU__V_TM >= 7
+        CPU__TILE_CASE(7, CPU__V_RM);
+        CPU__TILE_CASE(7, 1);
+#endif
+#if CPU__V_TM >= 8
+        CPU__TILE_CASE(8, CPU__V_RM);
+        CPU__TILE_CASE(8, 1);
+#endif
+#if CPU__V_TM > 8
+#error "CPU__V_TM must be at most 8"
+#endif
+    default: break;
+    }
+    for (int t = 0; t < T; t++)
+        for (int r = 0; r < R; r++)
+            cpu__tile(1, 1, dt, x + t * ldx, ldx, wrow + r, k, y + t * ldy + r, ldy);
+}
+
+typedef void (*cpu__tile_fn)(int T, int R, const float *x, int64_t ldx, const void *const *wrow,
+                             int64_t k, float *y, int64_t ldy);
+
+#define CPU__TILES_DTYPE(NAME, DT)                                                                 \
+    static void NAME(int T, int R, const float *x, int64_t ldx, const void *const *wrow,           \
+                     int64_t k, float *y, int64_t ldy)                                             \
+    {                                                                                              \
+        cpu__tiles(DT, T, R, x, ldx, wrow, k, y, ldy);                                             \
+    }
+CPU__TILES_DTYPE(cpu__tiles_f32, ENC_F32)
+CPU__TILES_DTYPE(cpu__tiles_bf16, ENC_BF16)
+CPU__TILES_DTYPE(cpu__tiles_f16, ENC_F16)
+
+/* --- matmul ------------------------------------------------------------- */
+
+/* Tokens per cache block: x[t0 .. t0 + n, :] stays in L2 (128 KiB, or more to
+ * keep n >= 32) while this thread's weight rows stream past it once per
+ * block, so weights cost at most 1/32 byte from memory per flop. */
+static int64_t cpu__token_block(int64_t k)
+{
+    int64_t n = ((int64_t)128 * 1024 / 4) / (k > 0 ? k : 1);
+    n = n < 32 ? 32 : n;
+    return (n + CPU__V_TM - 1) / CPU__V_TM * CPU__V_TM;
+}
+
+/* x [n_tokens, k]; w [n_out, k] of dt; y [n_tokens, n_out]; rows [n0, n1). */
+static void cpu__v_matmul_rows(const float *x, int64_t n_tokens, int64_t k, const void *w,
+                               enc_dtype dt, int64_t n_out, int64_t n0, int64_t n1, float *y)
+{
+    cpu__tile_fn tiles = dt == ENC_BF16 ? cpu__tiles_bf16
+                         : dt == ENC_F16 ? cpu__tiles_f16
+                                         : cpu__tiles_f32;
+    size_t row_bytes = (size_t)k * enc_dtype_size(dt);
+    const char *wb = w;
+    const void *wrow[CPU__V_RMAX];
+    if (n_tokens == 1) { /* decode: one token against many rows at once */
+        for (int64_t r0 = n0; r0 < n1; r0 += CPU__V_RD) {
+            int R = n1 - r0 >= CPU__V_RD ? CPU__V_RD : (int)(n1 - r0);
+            for (int r = 0; r < R; r++) wrow[r] = wb + (size_t)(r0 + r) * row_bytes;
+            tiles(1, R, x, k, wrow, k, y + r0, n_out);
+        }
+        return;
+    }
+    int64_t tb = cpu__token_block(k);
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += tb) {
+        int64_t t1 = t0 + tb < n_tokens ? t0 + tb : n_tokens;
+        for (int64_t r0 = n0; r0 < n1; r0 += CPU__V_RM) {
+            int R = n1 - r0 >= CPU__V_RM ? CPU__V_RM : (int)(n1 - r0);
+            for (int r = 0; r < R; r++) wrow[r] = wb + (size_t)(r0 + r) * row_bytes;
+            for (int64_t t = t0; t < t1; t += CPU__V_TM) {
+                int T = t1 - t >= CPU__V_TM ? CPU__V_TM : (int)(t1 - t);
+                tiles(T, R, x + t * k, k, wrow, k, y + t * n_out + r0, n_out);
+            }
+        }
+    }
+}
+
+/* --- paged attention ---------------------------------------------------- *
+ *
+ * Work item: (sequence, tile of up to QT consecutive query rows, kv head),
+ * dealt round-robin to the threads. The item walks the keys in blocks of PB
+ * positions starting at 0, 32, 64, ...; each key and value row of a block is
+ * loaded once for all rows and query heads of the item. Per (query row,
+ * head), the online softmax state (m, l, o) then goes through exactly the
+ * same steps whatever the item holds: the scores of the block (each dot in
+ * the fixed order of cpu__tile), its max, a rescale when the max grew,
+ * weights exp(s - m) summed in position order, o += weights . v in position
+ * order. So a row gives the same bits in a prefill, a decode or a batch. */
+
+enum {
+    CPU__ATT_PB = 32, /* keys per softmax block; blocks start at multiples of 32 */
+    CPU__ATT_HG = 8,  /* query heads of one kv head done together (at most) */
+    CPU__ATT_QT = 8,  /* query rows of one sequence done together (at most) */
+    CPU__ATT_COPY_HD = 256, /* up to this head_dim, a block's keys and values are
+                               copied together first (rows 4 KiB apart thrash L1) */
+};
+
+/* The state of the online softmax of one query row and head. */
+typedef struct cpu__att_head {
+    float m;  /* running max of the scores */
+    float l;  /* running sum of exp(score - m) */
+    float *o; /* [head_dim] running sum of exp(score - m) * v: the out row */
+} cpu__att_head;
+
+/* The rows of one work item: query rows row0 .. row0 + nr - 1 of sequence s,
+ * row r seeing ctx0 + r keys; query heads h0 .. h0 + hg - 1 of kv head kvh. */
+typedef struct cpu__att_item {
+    int64_t s, row0, ctx0, kvh, h0;
+    int nr, hg;
+} cpu__att_item;
+
+/* The key and value rows of kv head kvh at positions [p0, p0 + pn) of
+ * sequence s, found through its block table. */
+static void cpu__att_rows(const cpu_attention_args *a, const cpu__att_item *it, int64_t p0, int pn,
+                          const void **krow, const float **vrow)
+{
+    int64_t hd = a->head_dim, kv_dim = a->n_kv_heads * hd;
+    const int32_t *bt = a->block_tables + it->s * a->max_blocks;
+    for (int i = 0; i < pn; i++) {
+        int64_t p = p0 + i;
+        int64_t slot = (int64_t)bt[p / a->block_size] * a->block_size + p % a->block_size;
+        krow[i] = a->k_cache + slot * kv_dim + it->kvh * hd;
+        vrow[i] = a->v_cache + slot * kv_dim + it->kvh * hd;
+    }
+}
+
+/* Copy pn key and value rows into kbuf, vbuf [pn, hd] and point the rows
+ * there: every later pass over the block reads L1. Copies change no value. */
+static void cpu__att_pack(int64_t hd, int pn, const void **krow, const float **vrow, float *kbuf,
+                          float *vbuf)
+{
+    for (int i = 0; i < pn; i++) {
+        memcpy(kbuf + i * hd, krow[i], (size_t)hd * sizeof(float));
+        memcpy(vbuf + i * hd, vrow[i], (size_t)hd * sizeof(float));
+        krow[i] = kbuf + i * hd;
+        vrow[i] = vbuf + i * hd;
+    }
+}
+
+/* S[r][g][i] = q(row0 + r, h0 + g) . k_i * scale for i < pn, every row and
+ * head of the item (rows whose context ends earlier ignore the extra keys).
+ * Tiles run over rows (stride n_heads * head_dim) x keys. */
+static void cpu__att_scores(const cpu_attention_args *a, const cpu__att_item *it,
+                            const void *const *krow, int pn, float *S)
+{
+    int64_t hd = a->head_dim;
+    const int64_t lds = CPU__ATT_HG * CPU__ATT_PB; /* S: [QT][HG][PB] */
+    for (int g = 0; g < it->hg; g++) {
+        const float *q = a->q + (it->row0 * a->n_heads + it->h0 + g) * hd;
+        for (int i = 0; i < pn; i += CPU__V_RM) {
+            int R = pn - i >= CPU__V_RM ? CPU__V_RM : pn - i;
+            for (int r = 0; r < it->nr; r += CPU__V_TM) {
+                int T = it->nr - r >= CPU__V_TM ? CPU__V_TM : it->nr - r;
+                cpu__tiles_f32(T, R, q + r * a->n_heads * hd, a->n_heads * hd, krow + i, hd,
+                               S + r * lds + g * CPU__ATT_PB + i, lds);
+            }
+        }
+    }
+    for (int r = 0; r < it->nr; r++)
+        for (int g = 0; g < it->hg; g++)
+            for (int i = 0; i < pn; i++) S[r * lds + g * CPU__ATT_PB + i] *= a->scale;
+}
+
+/* o[g][d0 .. d0 + C VW) += sum_i P[g][i] v_i[d0 ..] for g < GH, i = 0, 1, ...
+ * in order: each lane of o is one chain of FMAs over the positions, whatever
+ * GH and C; the GH x C accumulators only let heads share the loads of v and
+ * keep enough independent chains in flight. */
+CPU__INLINE void cpu__att_pv_tile(int GH, int C, float *const *o, const float *P,
+                                  const float *const *vrow, int pn, int64_t d0)
+{
+    V acc[4][CPU__V_PV];
+    CPU__UNROLL for (int g = 0; g < GH; g++) {
+        CPU__UNROLL for (int c = 0; c < C; c++) acc[g][c] = V_LOAD(o[g] + d0 + c * VW);
+    }
+    for (int i = 0; i < pn; i++) {
+        V v[CPU__V_PV];
+        CPU__UNROLL for (int c = 0; c < C; c++) v[c] = V_LOAD(vrow[i] + d0 + c * VW);
+        CPU__UNROLL for (int g = 0; g < GH; g++) {
+            V p = V_SET1(P[g * CPU__ATT_PB + i]);
+            CPU__UNROLL for (int c = 0; c < C; c++) acc[g][c] = V_FMA(p, v[c], acc[g][c]);
+        }
+    }
+    CPU__UNROLL for (int g = 0; g < GH; g++) {
+        CPU__UNROLL for (int c = 0; c < C; c++) V_STORE(o[g] + d0 + c * VW, acc[g][c]);
+    }
+}
+
+#if VW > 1
+/* The same for one head and the last d < VW lanes (a partial vector). */
+static void cpu__att_pv_part(float *o, const float *P, const float *const *vrow, int pn,
+                             int64_t d0, int n)
+{
+    V acc = V_LOAD_PART(o + d0, n);
+    for (int i = 0; i < pn; i++) acc = V_FMA(V_SET1(P[i]), V_LOAD_PART(vrow[i] + d0, n), acc);
+    V_STORE_PART(o + d0, acc, n);
+}
+#endif
+
+#define CPU__PV_CASE(GH_, C_)                                                                      \
+    case (GH_) * 64 + (C_): cpu__att_pv_tile(GH_, C_, o, P, vrow, pn, d); break
+
+/* o[g] += P[g] . V over all head_dim lanes, for hg heads: tiles of GH heads
+ * x C vectors with GH * C = CPU__V_PV accumulators where head_dim allows. */
+static void cpu__att_pv(float *const *o_all, const float *P_all, int hg, const float *const *vrow,
+                        int pn, int64_t hd)
+{
+    for (int g0 = 0; g0 < hg;) {
+        int GH = hg - g0 >= 4 ? 4 : hg - g0 >= 2 ? 2 : 1;
+        int C = CPU__V_PV / GH;
+        while (C > 1 && C * VW > hd) C /= 2;
+        float *const *o = o_all + g0;
+        const float *P = P_all + g0 * CPU__ATT_PB;
+        int64_t d = 0;
+        for (; d + C * VW <= hd; d += C * VW) {
+            switch (GH * 64 + C) {
+                CPU__PV_CASE(1, CPU__V_PV);
+                CPU__PV_CASE(1, CPU__V_PV / 2);
+                CPU__PV_CASE(1, CPU__V_PV / 4);
+                CPU__PV_CASE(2, CPU__V_PV / 2);
+                CPU__PV_CASE(2, CPU__V_PV / 4);
+                CPU__PV_CASE(4, CPU__V_PV / 4);
+            default: /* a smaller head_dim: one vector at a time */
+                for (int c = 0; c < C; c++)
+                    for (int g = 0; g < GH; g++)
+                        cpu__att_pv_tile(1, 1, o + g, P + g * CPU__ATT_PB, vrow, pn, d + c * VW);
+            }
+        }
+        for (; d + VW <= hd; d += VW)
+            for (int g = 0; g < GH; g++)
+                cpu__att_pv_tile(1, 1, o + g, P + g * CPU__ATT_PB, vrow, pn, d);
+#if VW > 1
+        if (d < hd)
+            for (int g = 0; g < GH; g++)
+                cpu__att_pv_part(o[g], P + g * CPU__ATT_PB, vrow, pn, d, (int)(hd - d));
+#endif
+        g0 += GH;
+    }
+}
+
+/* Fold one block of pn keys into the state of hg heads of one query row:
+ * S[g][i] holds the scores and is overwritten by the weights. */
+static void cpu__att_fold(const cpu_attention_args *a, cpu__att_head *hs, int hg,
+                          const float *const *vrow, int pn, float *S)
+{
+    int64_t hd = a->head_dim;
+    float *o[CPU__ATT_HG];
+    for (int g = 0; g < hg; g++) {
+        float *s = S + g * CPU__ATT_PB;
+        float m = hs[g].m, l = hs[g].l;
+        for (int i = 0; i < pn; i++) m = s[i] > m ? s[i] : m;
+        if (m > hs[g].m && hs[g].m != -INFINITY) { /* a new max: rescale what we have */
+            float c = expf(hs[g].m - m);
+            l *= c;
+            V cv = V_SET1(c);
+            int64_t d = 0;
+            for (; d + VW <= hd; d += VW) V_STORE(hs[g].o + d, V_MUL(V_LOAD(hs[g].o + d), cv));
+            for (; d < hd; d++) hs[g].o[d] *= c;
+        }
+        for (int i = 0; i < pn; i++) {
+            s[i] = expf(s[i] - m);
+            l += s[i];
+        }
+        hs[g].m = m;
+        hs[g].l = l;
+        o[g] = hs[g].o;
+    }
+    cpu__att_pv(o, S, hg, vrow, pn, hd);
+}
+
+/* One work item, start to finish: out rows start at 0 and end as o / l. */
+static void cpu__att_item_run(const cpu_attention_args *a, const cpu__att_item *it)
+{
+    int64_t hd = a->head_dim;
+    cpu__att_head hs[CPU__ATT_QT][CPU__ATT_HG];
+    for (int r = 0; r < it->nr; r++)
+        for (int g = 0; g < it->hg; g++) {
+            hs[r][g].m = -INFINITY;
+            hs[r][g].l = 0.0f;
+            hs[r][g].o = a->out + ((it->row0 + r) * a->n_heads + it->h0 + g) * hd;
+            memset(hs[r][g].o, 0, (size_t)hd * sizeof(float));
+        }
+    int64_t end = it->ctx0 + it->nr - 1; /* the keys the last row sees */
+    float S[CPU__ATT_QT * CPU__ATT_HG * CPU__ATT_PB];
+    const void *krow[CPU__ATT_PB];
+    const float *vrow[CPU__ATT_PB];
+    float kbuf[CPU__ATT_PB * CPU__ATT_COPY_HD], vbuf[CPU__ATT_PB * CPU__ATT_COPY_HD];
+    for (int64_t p0 = 0; p0 < end; p0 += CPU__ATT_PB) {
+        int pn = end - p0 >= CPU__ATT_PB ? CPU__ATT_PB : (int)(end - p0);
+        cpu__att_rows(a, it, p0, pn, krow, vrow);
+        if (hd <= CPU__ATT_COPY_HD) cpu__att_pack(hd, pn, krow, vrow, kbuf, vbuf);
+        cpu__att_scores(a, it, krow, pn, S);
+        for (int r = 0; r < it->nr; r++) {
+            int64_t left = it->ctx0 + r - p0; /* keys of this block row r sees */
+            if (left > 0)
+                cpu__att_fold(a, hs[r], it->hg, vrow, left < pn ? (int)left : pn,
+                              S + r * CPU__ATT_HG * CPU__ATT_PB);
+        }
+    }
+    for (int r = 0; r < it->nr; r++) {
+        if (it->ctx0 + r <= 0) continue; /* padding: the zero row stays */
+        for (int g = 0; g < it->hg; g++) {
+            float inv = 1.0f / hs[r][g].l;
+            for (int64_t d = 0; d < hd; d++) hs[r][g].o[d] *= inv;
+        }
+    }
+}
+
+/* Deal the work items round-robin: item i goes to thread i % nth. */
+static void cpu__v_attention(const cpu_attention_args *a, int ith, int nth)
+{
+    int64_t group = a->n_heads / a->n_kv_heads, item = 0;
+    for (int64_t s = 0; s < a->n_seqs; s++) {
+        int64_t q0 = a->query_start_loc[s], n_q = a->query_start_loc[s + 1] - q0;
+        for (int64_t j = 0; j < n_q; j += CPU__ATT_QT)
+            for (int64_t kvh = 0; kvh < a->n_kv_heads; kvh++)
+                for (int64_t g = 0; g < group; g += CPU__ATT_HG, item++) {
+                    if (item % nth != ith) continue;
+                    cpu__att_item it = {
+                        .s = s,
+                        .row0 = q0 + j,
+                        .ctx0 = (int64_t)a->seq_lens[s] - n_q + j + 1,
+                        .kvh = kvh,
+                        .h0 = kvh * group + g,
+                        .nr = n_q - j >= CPU__ATT_QT ? CPU__ATT_QT : (int)(n_q - j),
+                        .hg = group - g >= CPU__ATT_HG ? CPU__ATT_HG : (int)(group - g),
+                    };
+                    cpu__att_item_run(a, &it);
+                }
+    }
+}
+
+const cpu__kernel_table CPU__V_TABLE = {
+    .isa = CPU__V_ISA,
+    .rows_prefill = CPU__V_RM,
+    .rows_decode = CPU__V_RD,
+    .matmul_rows = cpu__v_matmul_rows,
+    .attention = cpu__v_attention,
+};
+
+#endif /* CPU__V_TABLE */

@@ -1,0 +1,144 @@
+/* decode_slots.c - the captured decode step: one slot per padded batch size,
+ * recorded once and replayed every later step of that size.
+ *
+ * A decode batch (every sequence computes one token and samples) of n
+ * sequences runs in the slot of the smallest capture size P >= n (1, 2, 4, 8,
+ * then multiples of 8 up to max_num_seqs). Rows n..P-1 are padding: token 0
+ * at position 0, slot_mapping -1 (no KV written), seq_len 0 (attention
+ * yields zeros), and their logits are ignored. Slot states:
+ *
+ *   cold ──(first decode of this size: run eagerly)──► warm
+ *   warm ──(allocate done; record the step with the slot's inputs bound)──► captured
+ *   captured ──(every later decode: rewrite all inputs, replay)──► captured
+ *
+ * Before every replay every input of the slot is rewritten from the batch
+ * (DESIGN principle 3). A slot records the engine generation it was built
+ * for; when a buffer it binds has changed since, it records again. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_impl.h"
+
+static int64_t decode__next_size(int64_t size) { return size < 8 ? size * 2 : size + 8; }
+
+enc_status decode_slots_init(engine *e)
+{
+    int n = 0;
+    for (int64_t p = 1; p < e->cfg.max_num_seqs; p = decode__next_size(p)) n++;
+    n++; /* max_num_seqs itself */
+    e->slots = calloc((size_t)n, sizeof *e->slots);
+    if (!e->slots) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "decode slots");
+    int64_t p = 1;
+    for (int i = 0; i < n; i++, p = decode__next_size(p))
+        e->slots[i].size = p < e->cfg.max_num_seqs ? p : e->cfg.max_num_seqs;
+    e->n_slots = n;
+    return ENC_OK;
+}
+
+void decode_slots_free(engine *e)
+{
+    for (int i = 0; i < e->n_slots; i++) {
+        backend_recording_free(e->be, e->slots[i].rec);
+        step_inputs_free(e, &e->slots[i].in);
+    }
+    free(e->slots);
+    e->slots = NULL;
+    e->n_slots = 0;
+}
+
+bool decode_batch(const sched_batch *b)
+{
+    if (b->n_entries == 0 || b->n_tokens != b->n_entries || b->n_logits != b->n_entries) return false;
+    for (int i = 0; i < b->n_entries; i++)
+        if (b->entries[i].n_new != 1 || !b->entries[i].sample) return false;
+    return true;
+}
+
+static decode_slot *decode__slot_for(engine *e, int64_t n)
+{
+    for (int i = 0; i < e->n_slots; i++)
+        if (e->slots[i].size >= n) return &e->slots[i];
+    return NULL;
+}
+
+/* Fill host rows n..P-1 as padding. */
+static void decode__pad(engine *e, int64_t n, int64_t P)
+{
+    int32_t **h = e->host;
+    for (int64_t i = n; i < P; i++) {
+        h[IN_IDS][i] = 0;
+        h[IN_POSITIONS][i] = 0;
+        h[IN_SLOTS][i] = -1;
+        memset(&h[IN_TABLES][i * e->max_blocks_per_seq], 0, (size_t)e->max_blocks_per_seq * sizeof(int32_t));
+        h[IN_LENS][i] = 0;
+        h[IN_QSL][i + 1] = (int32_t)(i + 1);
+        h[IN_LOGIT_IDX][i] = (int32_t)i;
+    }
+}
+
+static enc_status decode__record(engine *e, decode_slot *slot)
+{
+    graph g;
+    qwen3_step_io io;
+    int64_t P = slot->size;
+    ENC_TRY(step_build(e, &g, &slot->in, P, P, P, &io));
+    ENC_TRY(backend_capture_begin(e->be));
+    enc_status s = backend_graph_compute(e->be, &g);
+    backend_recording *rec = NULL;
+    enc_status end = backend_capture_end(e->be, &rec);
+    if (s != ENC_OK || end != ENC_OK) {
+        backend_recording_free(e->be, rec);
+        return s != ENC_OK ? s : end;
+    }
+    slot->rec = rec;
+    slot->logits_offset = io.logits->offset;
+    slot->generation = e->generation;
+    slot->state = SLOT_CAPTURED;
+    e->stats.n_captures++;
+    return ENC_OK;
+}
+
+/* Compare the replayed logits with an eager run of the same batch, bit for bit. */
+static enc_status decode__verify(engine *e, const sched_batch *b)
+{
+    int64_t V = e->model->cfg.vocab_size, n = b->n_entries;
+    memcpy(e->verify_logits, e->logits, (size_t)(n * V) * sizeof(float));
+    ENC_TRY(step_run_eager(e, b));
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < V; j++)
+            if (memcmp(&e->verify_logits[i * V + j], &e->logits[i * V + j], sizeof(float)))
+                return enc_fail(ENC_ERR_INTERNAL,
+                                "verify-capture: step %lld, request %lld (position %lld): logit %lld "
+                                "is %.9g replayed but %.9g eager",
+                                (long long)e->stats.n_steps, (long long)b->entries[i].seq->id,
+                                (long long)b->entries[i].seq->n_computed, (long long)j,
+                                (double)e->verify_logits[i * V + j], (double)e->logits[i * V + j]);
+    e->stats.n_verified_steps++;
+    return ENC_OK;
+}
+
+enc_status decode_slots_run(engine *e, const sched_batch *b)
+{
+    int64_t n = b->n_entries;
+    decode_slot *slot = decode__slot_for(e, n);
+    if (!slot) return enc_fail(ENC_ERR_INTERNAL, "no decode slot for %lld sequences", (long long)n);
+    if (slot->state == SLOT_CAPTURED && slot->generation != e->generation) {
+        backend_recording_free(e->be, slot->rec); /* stale: it binds buffers that changed */
+        slot->rec = NULL;
+        slot->state = SLOT_WARM;
+    }
+    if (slot->state == SLOT_COLD) {
+        ENC_TRY(step_run_eager(e, b));
+        ENC_TRY(step_inputs_alloc(e, &slot->in, slot->size, slot->size, slot->size));
+        slot->state = SLOT_WARM;
+        return ENC_OK;
+    }
+    if (slot->state == SLOT_WARM) ENC_TRY(decode__record(e, slot));
+    decode__pad(e, n, slot->size);
+    ENC_TRY(step_write_inputs(e, &slot->in, slot->size, slot->size, slot->size));
+    ENC_TRY(backend_replay(e->be, slot->rec));
+    e->stats.n_replays++;
+    size_t bytes = (size_t)(n * e->model->cfg.vocab_size) * sizeof(float);
+    ENC_TRY(backend_buffer_read(e->be, e->arena_buf, slot->logits_offset, e->logits, bytes));
+    return e->cfg.verify_capture ? decode__verify(e, b) : ENC_OK;
+}

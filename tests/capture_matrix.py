@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""capture_matrix.py - the replay-vs-eager matrix of the captured decode step.
+
+Each scenario runs one `encore batch` three ways: --eager (no capture),
+captured (the default), and captured with --verify-capture, which runs every
+replayed decode step eagerly as well and fails at the first logit that is not
+bit-identical (naming the step, the request and the logit). A scenario passes
+when all three give the same tokens, the verify run found no difference, and
+the captured run really replayed (captures > 0, replays > 0).
+
+Mutation check (done by hand when this test was written, and worth redoing
+after any change to decode_slots.c): make decode__pad() or the slot's input
+write skip the positions input after the first replay (e.g. write
+IN_POSITIONS only when slot->state was SLOT_WARM); the scenarios go red with
+"verify-capture: step ..., logit ... is ... replayed but ... eager".
+
+usage: capture_matrix.py --encore BIN --models DIR SCENARIO
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+MODEL = "tiny-gqa4-hd128-bf16"
+
+
+def prompt(n, seed):
+    return [(seed * 31 + i * 17) % 997 + 1 for i in range(n)]
+
+
+def req(n_prompt, max_tokens, arrive=0, seed=1, **kw):
+    r = {"prompt_ids": prompt(n_prompt, seed), "max_tokens": max_tokens, "arrive_step": arrive,
+         "ignore_eos": True}
+    r.update(kw)
+    return r
+
+
+SCENARIOS = {
+    # one request, 220 tokens: crosses 14 KV blocks on replayed steps
+    "long": ([req(5, 220)], []),
+    # a request joins after the batch-1 slot was captured and replayed many times
+    "join_after_capture": ([req(8, 60), req(3, 30, arrive=25, seed=2)], []),
+    # the batch grows 1 -> 3 -> 8 and shrinks back as requests finish
+    "grow_shrink": ([req(4, 50)] + [req(6, 20 + 5 * i, arrive=5, seed=3 + i) for i in range(2)]
+                    + [req(2 + i, 10 + 4 * i, arrive=12, seed=10 + i) for i in range(5)], []),
+    # block boundaries crossed on replayed steps with 32-token blocks
+    "block_crossing_32": ([req(30, 70), req(31, 70, seed=5), req(33, 40, seed=6)], ["--block-size", "32"]),
+    # identical prompts (same positions), and very different lengths
+    "same_and_different": ([req(12, 40, seed=7), req(12, 40, seed=7), req(1, 40, seed=8),
+                            req(150, 20, seed=9)], []),
+    # the KV pool runs out: requests wait and sequences are preempted
+    "pool_exhaustion": ([req(20, 60, seed=11 + i, arrive=i) for i in range(5)],
+                        ["--kv-blocks", "10", "--max-num-batched-tokens", "32"]),
+    # sampled requests replay the same as eager too
+    "sampling": ([req(6, 40, seed=20, temperature=0.9), req(9, 30, seed=21, temperature=1.3),
+                  req(4, 35, seed=22)], []),
+}
+
+
+def run_batch(a, requests, extra):
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        for r in requests:
+            f.write(json.dumps(r) + "\n")
+    try:
+        p = subprocess.run([a.encore, "batch", "-m", os.path.join(a.models, MODEL), "--requests", f.name,
+                            "--stats"] + extra, capture_output=True, text=True, timeout=600)
+    finally:
+        os.unlink(f.name)
+    if p.returncode != 0:
+        sys.exit(f"FAIL: encore batch {' '.join(extra)} exited {p.returncode}: {p.stderr.strip()}")
+    return p.stdout, json.loads(p.stderr.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--encore", required=True)
+    ap.add_argument("--models", required=True)
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    a = ap.parse_args()
+    requests, extra = SCENARIOS[a.scenario]
+    eager, st_eager = run_batch(a, requests, extra + ["--eager"])
+    captured, st_cap = run_batch(a, requests, extra)
+    verified, st_ver = run_batch(a, requests, extra + ["--verify-capture"])
+    if st_eager["captures"] or st_eager["replays"]:
+        sys.exit(f"FAIL: --eager still captured: {st_eager}")
+    if st_cap["captures"] == 0 or st_cap["replays"] == 0:
+        sys.exit(f"FAIL: the captured run never replayed: {st_cap}")
+    if st_ver["verified_steps"] != st_ver["replays"] or st_ver["replays"] == 0:
+        sys.exit(f"FAIL: verify mode checked {st_ver['verified_steps']} of {st_ver['replays']} replays")
+    if eager != captured or eager != verified:
+        sys.exit(f"FAIL: tokens differ\neager:\n{eager}\ncaptured:\n{captured}")
+    print(f"ok {a.scenario}: {len(requests)} requests identical; captured run: {st_cap}")
+
+
+if __name__ == "__main__":
+    main()
