@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """capture_matrix.py - the replay-vs-eager matrix of the captured decode step.
 
-Each scenario runs one `encore batch` three ways: --eager (no capture),
-captured (the default), and captured with --verify-capture, which runs every
-replayed decode step eagerly as well and fails at the first logit that is not
-bit-identical (naming the step, the request and the logit). A scenario passes
-when all three give the same tokens, the verify run found no difference, and
-the captured run really replayed (captures > 0, replays > 0).
+Each scenario runs one `encore batch` five ways: --eager (no capture),
+captured single-step (--decode-steps 1), captured with --verify-capture, which
+runs every replayed decode step eagerly as well and fails at the first logit
+that is not bit-identical (naming the step, the request and the logit), and
+captured multi-step decode with K = 4 (the default) and K = 16 greedy steps
+per replay. A scenario passes when all five give the same tokens, the verify
+run found no difference, the single-step run really replayed (captures > 0,
+replays > 0), and, where every request is greedy, the multi-step runs really
+ran several steps per replay. Stop conditions inside a multi-step round trip
+(EOS, max_tokens) are honoured: the "eos_stops" scenario stops requests at
+EOS after 15, 29 and 32 tokens.
 
 Mutation check (done by hand when this test was written, and worth redoing
 after any change to decode_slots.c): make decode__pad() or the slot's input
@@ -53,6 +58,10 @@ SCENARIOS = {
     # the KV pool runs out: requests wait and sequences are preempted
     "pool_exhaustion": ([req(20, 60, seed=11 + i, arrive=i) for i in range(5)],
                         ["--kv-blocks", "10", "--max-num-batched-tokens", "32"]),
+    # EOS stops mid-round-trip (greedy continuations that end on EOS after 15,
+    # 29 and 32 tokens), beside a request that runs on
+    "eos_stops": ([req(6, 60, seed=26, ignore_eos=False), req(6, 60, seed=39, ignore_eos=False),
+                   req(6, 60, seed=47, ignore_eos=False), req(10, 70, seed=3)], []),
     # sampled requests replay the same as eager too
     "sampling": ([req(6, 40, seed=20, temperature=0.9), req(9, 30, seed=21, temperature=1.3),
                   req(4, 35, seed=22)], []),
@@ -81,17 +90,25 @@ def main():
     a = ap.parse_args()
     requests, extra = SCENARIOS[a.scenario]
     eager, st_eager = run_batch(a, requests, extra + ["--eager"])
-    captured, st_cap = run_batch(a, requests, extra)
+    captured, st_cap = run_batch(a, requests, extra + ["--decode-steps", "1"])
     verified, st_ver = run_batch(a, requests, extra + ["--verify-capture"])
+    multi = {k: run_batch(a, requests, extra + ["--decode-steps", str(k)]) for k in (4, 16)}
     if st_eager["captures"] or st_eager["replays"]:
         sys.exit(f"FAIL: --eager still captured: {st_eager}")
     if st_cap["captures"] == 0 or st_cap["replays"] == 0:
         sys.exit(f"FAIL: the captured run never replayed: {st_cap}")
     if st_ver["verified_steps"] != st_ver["replays"] or st_ver["replays"] == 0:
         sys.exit(f"FAIL: verify mode checked {st_ver['verified_steps']} of {st_ver['replays']} replays")
+    greedy = all(r.get("temperature", 0) == 0 for r in requests)
+    for k, (out, st) in multi.items():
+        if greedy and st["multi_step_round_trips"] == 0:
+            sys.exit(f"FAIL: --decode-steps {k} never ran a multi-step replay: {st}")
+        if out != eager:
+            sys.exit(f"FAIL: tokens differ with --decode-steps {k}\neager:\n{eager}\nmulti:\n{out}")
     if eager != captured or eager != verified:
         sys.exit(f"FAIL: tokens differ\neager:\n{eager}\ncaptured:\n{captured}")
-    print(f"ok {a.scenario}: {len(requests)} requests identical; captured run: {st_cap}")
+    print(f"ok {a.scenario}: {len(requests)} requests identical; single-step: {st_cap}; "
+          f"K=16: {multi[16][1]}")
 
 
 if __name__ == "__main__":

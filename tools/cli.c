@@ -24,7 +24,8 @@ const char cli_engine_options_help[] =
     "  --max-model-len N            longest sequence (default min(max_position_embeddings, 8192))\n"
     "  --eager                      run every step eagerly: no captured decode (ENCORE_EAGER=1)\n"
     "  --verify-capture             run each replayed decode step eagerly too and stop at the\n"
-    "                               first difference (ENCORE_VERIFY_CAPTURE=1)\n";
+    "                               first difference (ENCORE_VERIFY_CAPTURE=1)\n"
+    "  --decode-steps K             greedy decode steps per replay, 1..64 (default 4)\n";
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {
@@ -158,6 +159,7 @@ int cli_engine_option(const char *cmd, int argc, char **argv, int *i, engine_con
         cfg->verify_capture = true;
         return 1;
     }
+    if (!strcmp(a, "--decode-steps")) return cli__i64_option(cmd, argc, argv, i, 1, 64, &cfg->decode_steps);
     if (!strcmp(a, "--kv-blocks")) return cli__i64_option(cmd, argc, argv, i, 1, 1 << 24, &cfg->n_kv_blocks);
     if (!strcmp(a, "--max-num-seqs")) {
         r = cli__i64_option(cmd, argc, argv, i, 1, 4096, &v);

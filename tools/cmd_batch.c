@@ -194,10 +194,11 @@ static void batch_print_stats(const engine *e)
     engine_stats st = engine_get_stats(e);
     fprintf(stderr,
             "{\"steps\":%lld,\"prefill_tokens\":%lld,\"decode_tokens\":%lld,\"preemptions\":%lld,"
-            "\"eager_steps\":%lld,\"captures\":%lld,\"replays\":%lld,\"verified_steps\":%lld}\n",
+            "\"eager_steps\":%lld,\"captures\":%lld,\"replays\":%lld,\"verified_steps\":%lld,"
+            "\"multi_step_round_trips\":%lld}\n",
             (long long)st.n_steps, (long long)st.n_prefill_tokens, (long long)st.n_decode_tokens,
             (long long)st.n_preemptions, (long long)st.n_eager_steps, (long long)st.n_captures,
-            (long long)st.n_replays, (long long)st.n_verified_steps);
+            (long long)st.n_replays, (long long)st.n_verified_steps, (long long)st.n_multi_round_trips);
 }
 
 static int batch_run(engine *e, batch_set *b)

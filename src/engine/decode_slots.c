@@ -13,7 +13,13 @@
  *
  * Before every replay every input of the slot is rewritten from the batch
  * (DESIGN principle 3). A slot records the engine generation it was built
- * for; when a buffer it binds has changed since, it records again. */
+ * for; when a buffer it binds has changed since, it records again.
+ *
+ * Multi-step decode: for greedy batches a slot also records K forward passes
+ * in one recording; after each, argmax picks the tokens and decode_advance
+ * moves every row to its next token (input id, position, sequence length,
+ * and the slot mapping from the block table, whose blocks the engine
+ * reserved beforehand). One replay yields K tokens per sequence. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +45,8 @@ void decode_slots_free(engine *e)
 {
     for (int i = 0; i < e->n_slots; i++) {
         backend_recording_free(e->be, e->slots[i].rec);
+        backend_recording_free(e->be, e->slots[i].rec_multi);
+        backend_buffer_free(e->be, e->slots[i].out_ids);
         step_inputs_free(e, &e->slots[i].in);
     }
     free(e->slots);
@@ -141,4 +149,96 @@ enc_status decode_slots_run(engine *e, const sched_batch *b)
     size_t bytes = (size_t)(n * e->model->cfg.vocab_size) * sizeof(float);
     ENC_TRY(backend_buffer_read(e->be, e->arena_buf, slot->logits_offset, e->logits, bytes));
     return e->cfg.verify_capture ? decode__verify(e, b) : ENC_OK;
+}
+
+/* --- multi-step decode ----------------------------------------------------- */
+
+bool decode_multi_ready(engine *e, const sched_batch *b)
+{
+    int64_t K = e->cfg.decode_steps;
+    if (e->cfg.eager || e->cfg.verify_capture || K < 2 || !decode_batch(b)) return false;
+    decode_slot *slot = decode__slot_for(e, b->n_entries);
+    if (!slot || slot->state == SLOT_COLD) return false; /* the first decode of a size runs eagerly */
+    for (int i = 0; i < b->n_entries; i++) {
+        const engine_seq *s = b->entries[i].seq;
+        if (s->temperature != 0.0 || s->prompt_logits || s->n_tokens + K - 1 > e->cfg.max_model_len)
+            return false;
+    }
+    int32_t need = 0;
+    for (int i = 0; i < b->n_entries; i++) {
+        const engine_seq *s = b->entries[i].seq;
+        need += kv_blocks_needed(&e->kv.pool, &s->table, s->n_tokens + K - 1);
+    }
+    if (need > e->kv.pool.n_free) return false;
+    for (int i = 0; i < b->n_entries; i++) {
+        engine_seq *s = b->entries[i].seq;
+        ENC_ASSERT(kv_block_table_reserve(&e->kv.pool, &s->table, s->n_tokens + K - 1) == ENC_OK);
+    }
+    return true;
+}
+
+enc_status decode_build_multi(engine *e, graph *g, const step_inputs *in, backend_buffer *out_ids,
+                              int64_t P)
+{
+    int64_t K = e->cfg.decode_steps;
+    qwen3_step_io io;
+    qwen3_step_shape shape = {P, P, P, e->max_blocks_per_seq};
+    arena_reset(&e->graph_arena);
+    ENC_TRY(graph_init(g, &e->graph_arena, (int)K * (qwen3_graph_nodes_max(e->model) + 2),
+                       (int)K * (qwen3_graph_tensors_max(e->model) + 3) + 8));
+    qwen3_step_inputs(g, &shape, &io);
+    graph_tensor *t[IN_COUNT] = {io.input_ids, io.positions, io.slot_mapping, io.block_tables,
+                                 io.seq_lens, io.query_start_loc, io.logits_indices};
+    for (int i = 0; i < IN_COUNT; i++) graph_bind(t[i], in ? in->buf[i] : NULL, 0);
+    for (int64_t k = 0; k < K; k++) {
+        ENC_TRY(qwen3_build_forward(e->model, &e->kv, g, &io));
+        graph_tensor *out = graph_tensor_1d(g, GRAPH_INPUT, ENC_I32, P, "multi-step ids");
+        if (out) graph_bind(out, out_ids, (size_t)(k * P) * sizeof(int32_t));
+        graph_decode_advance(g, graph_argmax(g, io.logits), io.input_ids, io.positions, io.seq_lens,
+                             io.slot_mapping, io.block_tables, e->cfg.block_size, out);
+    }
+    ENC_TRY(graph_plan(g, e->arena_buf));
+    if (e->arena_buf && g->arena_size > e->arena_size)
+        return enc_fail(ENC_ERR_INTERNAL, "a %lld-step decode needs a %zu-byte arena; %zu planned",
+                        (long long)K, g->arena_size, e->arena_size);
+    return ENC_OK;
+}
+
+static enc_status decode__record_multi(engine *e, decode_slot *slot)
+{
+    int64_t P = slot->size, K = e->cfg.decode_steps;
+    graph g;
+    if (!slot->out_ids)
+        ENC_TRY(backend_buffer_alloc(e->be, (size_t)(K * P) * sizeof(int32_t), "multi-step ids", &slot->out_ids));
+    ENC_TRY(decode_build_multi(e, &g, &slot->in, slot->out_ids, P));
+    ENC_TRY(backend_capture_begin(e->be));
+    enc_status s = backend_graph_compute(e->be, &g);
+    backend_recording *rec = NULL;
+    enc_status end = backend_capture_end(e->be, &rec);
+    if (s != ENC_OK || end != ENC_OK) {
+        backend_recording_free(e->be, rec);
+        return s != ENC_OK ? s : end;
+    }
+    slot->rec_multi = rec;
+    slot->multi_generation = e->generation;
+    e->stats.n_captures++;
+    return ENC_OK;
+}
+
+enc_status decode_slots_run_multi(engine *e, const sched_batch *b)
+{
+    int64_t n = b->n_entries, K = e->cfg.decode_steps;
+    decode_slot *slot = decode__slot_for(e, n);
+    if (slot->rec_multi && slot->multi_generation != e->generation) {
+        backend_recording_free(e->be, slot->rec_multi);
+        slot->rec_multi = NULL;
+    }
+    if (!slot->rec_multi) ENC_TRY(decode__record_multi(e, slot));
+    decode__pad(e, n, slot->size);
+    ENC_TRY(step_write_inputs(e, &slot->in, slot->size, slot->size, slot->size));
+    ENC_TRY(backend_replay(e->be, slot->rec_multi));
+    e->stats.n_multi_round_trips++;
+    e->multi_rows = slot->size;
+    return backend_buffer_read(e->be, slot->out_ids, 0, e->multi_ids,
+                               (size_t)(K * slot->size) * sizeof(int32_t));
 }

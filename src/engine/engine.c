@@ -24,6 +24,9 @@ static enc_status engine__resolve_config(engine *e, const qwen3_config *mc)
     engine_config *c = &e->cfg;
     if (c->block_size == 0) c->block_size = 16;
     if (c->max_num_seqs == 0) c->max_num_seqs = 64;
+    if (c->decode_steps == 0) c->decode_steps = 4;
+    if (c->decode_steps < 1 || c->decode_steps > 64)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "decode_steps %lld out of range [1, 64]", (long long)c->decode_steps);
     if (c->max_num_batched_tokens == 0) c->max_num_batched_tokens = 2048;
     if (c->max_model_len == 0)
         c->max_model_len = mc->max_position_embeddings < 8192 ? mc->max_position_embeddings : 8192;
@@ -65,6 +68,8 @@ static enc_status engine__alloc_inputs(engine *e)
     e->logits = malloc((size_t)(L * V) * sizeof *e->logits);
     e->probs = malloc((size_t)V * sizeof *e->probs);
     e->batch.entries = calloc((size_t)S, sizeof *e->batch.entries);
+    e->multi_ids = malloc((size_t)(e->cfg.decode_steps * S) * sizeof *e->multi_ids);
+    if (!e->multi_ids) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "multi-step ids");
     if (e->cfg.verify_capture) e->verify_logits = malloc((size_t)(S * V) * sizeof *e->verify_logits);
     if (!e->logits || !e->probs || !e->batch.entries || (e->cfg.verify_capture && !e->verify_logits))
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "logits buffer of %lld x %lld", (long long)L, (long long)V);
@@ -74,8 +79,8 @@ static enc_status engine__alloc_inputs(engine *e)
 /* Plan the largest steps once; their arena holds every smaller step's too. */
 static enc_status engine__alloc_arena(engine *e)
 {
-    ENC_TRY(arena_init(&e->graph_arena, (size_t)(qwen3_graph_tensors_max(e->model) * 512 +
-                                                 qwen3_graph_nodes_max(e->model) * 256) + (1 << 16)));
+    size_t per_pass = (size_t)(qwen3_graph_tensors_max(e->model) * 512 + qwen3_graph_nodes_max(e->model) * 256);
+    ENC_TRY(arena_init(&e->graph_arena, per_pass * (size_t)(e->cfg.decode_steps + 1) + (1 << 16)));
     ENC_TRY(step_plan_arena(e, &e->arena_size));
     return backend_buffer_alloc(e->be, e->arena_size, "step arena", &e->arena_buf);
 }
@@ -132,6 +137,7 @@ void engine_destroy(engine *e)
     for (int i = 0; i < IN_COUNT; i++) free(e->host[i]);
     free(e->logits);
     free(e->verify_logits);
+    free(e->multi_ids);
     free(e->probs);
     free(e->batch.entries);
     arena_free(&e->graph_arena);
@@ -257,6 +263,20 @@ static void engine__finish(engine *e, engine_seq *s, engine_finish why)
     kv_block_table_release(&e->kv.pool, &s->table);
 }
 
+/* Append a generated token; finish the sequence on a stop condition.
+ * Returns whether it finished. */
+static bool engine__append(engine *e, engine_seq *s, int32_t next)
+{
+    s->tokens[s->n_tokens++] = next;
+    engine_finish why = ENGINE_NOT_FINISHED;
+    if (!s->ignore_eos && engine__is_eos(e, next)) why = ENGINE_FINISH_STOP;
+    else if (s->n_tokens - s->n_prompt == s->max_tokens || s->n_tokens >= e->cfg.max_model_len)
+        why = ENGINE_FINISH_LENGTH;
+    if (why == ENGINE_NOT_FINISHED) return false;
+    engine__finish(e, s, why);
+    return true;
+}
+
 /* Deliver prompt logits, sample, and retire finished sequences. */
 static int64_t engine__consume(engine *e, const sched_batch *b)
 {
@@ -276,14 +296,23 @@ static int64_t engine__consume(engine *e, const sched_batch *b)
         const float *row = &e->logits[(en->logits_row + en->n_logits - 1) * V];
         int32_t next = s->temperature == 0.0 ? sampler_argmax(row, V)
                                              : sampler_sample(row, V, s->temperature, &s->rng, e->probs);
-        s->tokens[s->n_tokens++] = next;
-        engine_finish why = ENGINE_NOT_FINISHED;
-        if (!s->ignore_eos && engine__is_eos(e, next)) why = ENGINE_FINISH_STOP;
-        else if (s->n_tokens - s->n_prompt == s->max_tokens || s->n_tokens >= e->cfg.max_model_len)
-            why = ENGINE_FINISH_LENGTH;
-        if (why != ENGINE_NOT_FINISHED) {
-            engine__finish(e, s, why);
-            n_finished++;
+        if (engine__append(e, s, next)) n_finished++;
+    }
+    return n_finished;
+}
+
+/* Take the K tokens per sequence of a multi-step replay, stopping each
+ * sequence at its first stop condition (later tokens are discarded). */
+static int64_t engine__consume_multi(engine *e, const sched_batch *b, int64_t *n_tokens)
+{
+    int64_t n_finished = 0, P = e->multi_rows;
+    *n_tokens = 0;
+    for (int i = 0; i < b->n_entries; i++) {
+        engine_seq *s = b->entries[i].seq;
+        for (int64_t k = 0; k < e->cfg.decode_steps && s->state == SEQ_RUNNING; k++) {
+            s->n_computed++; /* step k wrote the K/V of the token it read */
+            (*n_tokens)++;
+            if (engine__append(e, s, e->multi_ids[k * P + i])) n_finished++;
         }
     }
     return n_finished;
@@ -295,17 +324,23 @@ enc_status engine_step(engine *e, engine_step_stats *stats)
     sched_plan_step(e, b);
     engine_step_stats st = {.n_seqs = b->n_entries, .n_preempted = b->n_preempted};
     if (b->n_entries > 0) {
+        bool multi = decode_multi_ready(e, b); /* reserves blocks: before the inputs are laid out */
         step_fill_inputs(e, b);
-        if (!e->cfg.eager && decode_batch(b)) ENC_TRY(decode_slots_run(e, b));
-        else ENC_TRY(step_run_eager(e, b));
-        for (int i = 0; i < b->n_entries; i++) {
-            const sched_entry *en = &b->entries[i];
-            if (en->n_new == 1 && en->seq->n_computed >= en->seq->n_prompt)
-                st.n_decode_tokens++;
-            else
-                st.n_prefill_tokens += en->n_new;
+        if (multi) {
+            ENC_TRY(decode_slots_run_multi(e, b));
+            st.n_finished = engine__consume_multi(e, b, &st.n_decode_tokens);
+        } else {
+            if (!e->cfg.eager && decode_batch(b)) ENC_TRY(decode_slots_run(e, b));
+            else ENC_TRY(step_run_eager(e, b));
+            for (int i = 0; i < b->n_entries; i++) {
+                const sched_entry *en = &b->entries[i];
+                if (en->n_new == 1 && en->seq->n_computed >= en->seq->n_prompt)
+                    st.n_decode_tokens++;
+                else
+                    st.n_prefill_tokens += en->n_new;
+            }
+            st.n_finished = engine__consume(e, b);
         }
-        st.n_finished = engine__consume(e, b);
         e->stats.n_steps++;
         e->stats.n_prefill_tokens += st.n_prefill_tokens;
         e->stats.n_decode_tokens += st.n_decode_tokens;

@@ -36,6 +36,8 @@ typedef struct engine_config {
     int64_t max_model_len;          /* 0: min(max_position_embeddings, 8192) */
     bool eager;                     /* run every step eagerly (no capture) */
     bool verify_capture;            /* run each replayed step eagerly too; stop at a difference */
+    int64_t decode_steps;           /* greedy decode steps per replay (0: the default, 4;
+                                     * 1: one step per round trip) */
 } engine_config;
 
 typedef struct engine_request_params {
@@ -78,6 +80,7 @@ typedef struct engine_stats {
     int64_t n_captures;       /* decode steps recorded */
     int64_t n_replays;        /* decode steps replayed */
     int64_t n_verified_steps; /* replays checked against eager (verify mode) */
+    int64_t n_multi_round_trips; /* replays that ran decode_steps steps at once */
 } engine_stats;
 
 enc_status engine_create(const engine_config *cfg, engine **out);

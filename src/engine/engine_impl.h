@@ -82,6 +82,10 @@ typedef struct decode_slot {
     step_inputs in;      /* persistent, rewritten in full before every replay */
     backend_recording *rec;
     size_t logits_offset; /* where the recording leaves its logits in the arena */
+    /* multi-step decode: K greedy steps per replay (recorded on first use) */
+    backend_recording *rec_multi;
+    uint64_t multi_generation;
+    backend_buffer *out_ids; /* [K, P] i32: the ids each step chose */
 } decode_slot;
 
 struct engine {
@@ -98,6 +102,8 @@ struct engine {
 
     sched_batch batch;
     int32_t *host[IN_COUNT]; /* host copies of the inputs, sized for any step */
+    int32_t *multi_ids;      /* [decode_steps, multi_rows]: ids of a multi-step replay */
+    int64_t multi_rows;      /* the padded batch size of the last multi-step replay */
     step_inputs eager_in;    /* inputs of eager steps */
     backend_buffer *arena_buf; /* the planned intermediates of any step */
     size_t arena_size;
@@ -144,5 +150,13 @@ bool decode_batch(const sched_batch *b);
 /* Run a decode batch through its slot (eager while cold, record when warm,
  * replay when captured); its logits land in e->logits. */
 enc_status decode_slots_run(engine *e, const sched_batch *b);
+/* Can this batch run cfg.decode_steps greedy steps in one replay? Reserves
+ * the KV blocks those steps need when it can. */
+bool decode_multi_ready(engine *e, const sched_batch *b);
+/* Run it: K steps, the chosen ids in e->multi_ids[k * e->multi_rows + i]. */
+enc_status decode_slots_run_multi(engine *e, const sched_batch *b);
+/* Build and plan the K-step decode graph of P rows bound to `in` (NULL: plan only). */
+enc_status decode_build_multi(engine *e, graph *g, const step_inputs *in, backend_buffer *out_ids,
+                              int64_t P);
 
 #endif

@@ -115,6 +115,10 @@ enc_status step_plan_arena(engine *e, size_t *size)
         ENC_TRY(step_build(e, &g, NULL, shapes[i][0], shapes[i][1], shapes[i][2], &io));
         if (g.arena_size > *size) *size = g.arena_size;
     }
+    if (e->cfg.decode_steps > 1) {
+        ENC_TRY(decode_build_multi(e, &g, NULL, NULL, e->cfg.max_num_seqs));
+        if (g.arena_size > *size) *size = g.arena_size;
+    }
     *size += *size / 8; /* headroom: first fit is not monotone in the shape */
     return ENC_OK;
 }

@@ -7,7 +7,7 @@ const char *graph_op_name(graph_op op)
 {
     static const char *names[GRAPH_OP_COUNT] = {
         "get_rows", "rms_norm", "matmul", "rope_neox", "swiglu",
-        "add",      "store_kv", "attention", "argmax",
+        "add",      "store_kv", "attention", "argmax",    "decode_advance",
     };
     return (unsigned)op < GRAPH_OP_COUNT ? names[op] : "?";
 }
@@ -267,6 +267,28 @@ graph_tensor *graph_argmax(graph *g, graph_tensor *x)
     if (!n) return NULL;
     graph__commit(g, n);
     return dst;
+}
+
+void graph_decode_advance(graph *g, graph_tensor *next, graph_tensor *input_ids,
+                          graph_tensor *positions, graph_tensor *seq_lens,
+                          graph_tensor *slot_mapping, graph_tensor *block_tables, int64_t block_size,
+                          graph_tensor *out)
+{
+    graph_tensor *rows[] = {next, input_ids, positions, seq_lens, slot_mapping, out};
+    int ok = block_tables && block_tables->dtype == ENC_I32 && block_size > 0;
+    for (size_t i = 0; ok && i < sizeof rows / sizeof rows[0]; i++)
+        ok = rows[i] && rows[i]->dtype == ENC_I32 && rows[i]->n_dims == 1 &&
+             rows[i]->shape[0] == next->shape[0];
+    if (!graph__ok(g, ok && block_tables->shape[0] == next->shape[0],
+                   "decode_advance: needs [P] i32 rows and [P, W] block tables", next))
+        return;
+    graph_node *n = graph__node(g, GRAPH_OP_DECODE_ADVANCE, out, next, input_ids, positions);
+    if (!n) return;
+    n->src[3] = seq_lens;
+    n->src[4] = slot_mapping;
+    n->src[5] = block_tables;
+    n->i[0] = block_size;
+    graph__commit(g, n);
 }
 
 /* --- planning ------------------------------------------------------------ */

@@ -47,6 +47,11 @@ typedef enum graph_op {
                             * i[0] = n_heads, i[1] = n_kv_heads, i[2] = head_dim,
                             * i[3] = block_size, f[0] = scale */
     GRAPH_OP_ARGMAX,       /* dst[S] i32 = argmax over rows of src0[S, V]     */
+    GRAPH_OP_DECODE_ADVANCE, /* advance the decode inputs to the tokens src0 chose:
+                              * input_ids src1, positions src2, seq_lens src3,
+                              * slot_mapping src4 (all updated in place),
+                              * block_tables src5; dst = the chosen ids;
+                              * i[0] = block_size */
     GRAPH_OP_COUNT
 } graph_op;
 
@@ -119,6 +124,12 @@ graph_tensor *graph_attention(graph *g, graph_tensor *q, graph_tensor *k_cache,
                               graph_tensor *seq_lens, graph_tensor *query_start_loc,
                               const graph_attention_params *p);
 graph_tensor *graph_argmax(graph *g, graph_tensor *x);
+/* Multi-step decode: move each row of a one-token-per-sequence step to the
+ * token in `next`, writing the ids to `out` (a bound [P] i32 tensor). */
+void graph_decode_advance(graph *g, graph_tensor *next, graph_tensor *input_ids,
+                          graph_tensor *positions, graph_tensor *seq_lens,
+                          graph_tensor *slot_mapping, graph_tensor *block_tables, int64_t block_size,
+                          graph_tensor *out);
 
 /* Place every intermediate in one arena of g->arena_size bytes with reuse,
  * binding each to (arena_buffer, offset). Returns g->status. */

@@ -135,6 +135,7 @@ void qwen3_model_free(qwen3_model *m)
 
 int qwen3_graph_nodes_max(const qwen3_model *m) { return 24 * (int)m->cfg.n_layers + 16; }
 
+
 int qwen3_graph_tensors_max(const qwen3_model *m) { return 48 * (int)m->cfg.n_layers + 32; }
 
 static graph_tensor *qwen3__weight(graph *g, const qwen3_weight *w)
@@ -199,11 +200,14 @@ static graph_tensor *qwen3__layer(const qwen3_model *m, const kv_cache *kv, grap
     return graph_add(g, x, down);
 }
 
-enc_status qwen3_build_step(const qwen3_model *m, const kv_cache *kv, graph *g,
-                            const qwen3_step_shape *shape, qwen3_step_io *io)
+void qwen3_step_inputs(graph *g, const qwen3_step_shape *shape, qwen3_step_io *io)
 {
     memset(io, 0, sizeof *io);
     qwen3__make_inputs(g, shape, io);
+}
+
+enc_status qwen3_build_forward(const qwen3_model *m, const kv_cache *kv, graph *g, qwen3_step_io *io)
+{
     graph_tensor *x = graph_get_rows(g, qwen3__weight(g, &m->embed), io->input_ids);
     for (int64_t l = 0; l < m->cfg.n_layers; l++) x = qwen3__layer(m, kv, g, l, x, io);
     graph_tensor *last = graph_get_rows(g, x, io->logits_indices);
@@ -212,4 +216,11 @@ enc_status qwen3_build_step(const qwen3_model *m, const kv_cache *kv, graph *g,
     if (!head.buf) head.buf = m->embed.buf; /* tied */
     io->logits = graph_matmul(g, last, qwen3__weight(g, &head));
     return g->status;
+}
+
+enc_status qwen3_build_step(const qwen3_model *m, const kv_cache *kv, graph *g,
+                            const qwen3_step_shape *shape, qwen3_step_io *io)
+{
+    qwen3_step_inputs(g, shape, io);
+    return qwen3_build_forward(m, kv, g, io);
 }

@@ -70,10 +70,16 @@ typedef struct qwen3_step_io {
     graph_tensor *logits;          /* [L, vocab] f32 (output) */
 } qwen3_step_io;
 
-/* Add one forward step to g (which must be empty). */
+/* Add one forward step to g (which must be empty): the inputs, then the
+ * forward pass. */
 enc_status qwen3_build_step(const qwen3_model *m, const kv_cache *kv, graph *g,
                             const qwen3_step_shape *shape, qwen3_step_io *io);
-/* Upper bounds of nodes and tensors of a step graph, for graph_init. */
+/* The two halves, for graphs that run several forward passes over one set
+ * of inputs (multi-step decode): add the (unbound) input tensors of a
+ * shape; add one forward pass over io's inputs, setting io->logits. */
+void qwen3_step_inputs(graph *g, const qwen3_step_shape *shape, qwen3_step_io *io);
+enc_status qwen3_build_forward(const qwen3_model *m, const kv_cache *kv, graph *g, qwen3_step_io *io);
+/* Upper bounds of nodes and tensors of one forward pass, for graph_init. */
 int qwen3_graph_nodes_max(const qwen3_model *m);
 int qwen3_graph_tensors_max(const qwen3_model *m);
 

@@ -132,6 +132,7 @@ typedef struct cpu__call {
     int64_t n[3];    /* op-specific sizes, see cpu__prepare */
     double f;
     cpu_attention_args attn;
+    cpu_advance_args advance;
 } cpu__call;
 
 static enc_status cpu__resolve(const graph_tensor *t, const graph_node *n, void **out)
@@ -204,6 +205,20 @@ static enc_status cpu__prepare(const graph_node *n, cpu__call *c)
     case GRAPH_OP_ARGMAX: /* rows, cols */
         c->n[0] = s0->shape[0], c->n[1] = s0->shape[1];
         break;
+    case GRAPH_OP_DECODE_ADVANCE:
+        c->advance = (cpu_advance_args){
+            .next = c->src[0],
+            .input_ids = c->src[1],
+            .positions = c->src[2],
+            .seq_lens = c->src[3],
+            .slot_mapping = c->src[4],
+            .block_tables = c->src[5],
+            .out = c->dst,
+            .n_rows = s0->shape[0],
+            .max_blocks = n->src[5]->shape[1],
+            .block_size = n->i[0],
+        };
+        break;
     case GRAPH_OP_COUNT:
         return enc_fail(ENC_ERR_INTERNAL, "cpu: unknown op");
     }
@@ -240,6 +255,9 @@ static void cpu__run(const cpu__call *c, int ith, int nth)
         break;
     case GRAPH_OP_ARGMAX:
         cpu_argmax(c->src[0], c->n[0], c->n[1], c->dst, ith, nth);
+        break;
+    case GRAPH_OP_DECODE_ADVANCE:
+        cpu_decode_advance(&c->advance, ith, nth);
         break;
     case GRAPH_OP_COUNT:
         break;

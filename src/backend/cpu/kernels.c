@@ -32,7 +32,10 @@
 
 /* --- the portable instantiation of the shared bodies --------------------- */
 
-static inline float cpu__f16(const uint16_t *p) { return enc_f16_to_f32(*p); }
+static inline float cpu__f16(const uint16_t *p)
+{
+    return enc_f16_to_f32(*p);
+}
 
 #define V float
 #define VW 1
@@ -65,9 +68,12 @@ static pthread_once_t cpu__once = PTHREAD_ONCE_INIT;
 const char *cpu_isa_name(cpu_isa isa)
 {
     switch (isa) {
-    case CPU_ISA_SCALAR: return "scalar";
-    case CPU_ISA_AVX2: return "avx2";
-    case CPU_ISA_AVX512: return "avx512";
+    case CPU_ISA_SCALAR:
+        return "scalar";
+    case CPU_ISA_AVX2:
+        return "avx2";
+    case CPU_ISA_AVX512:
+        return "avx512";
     }
     return "?";
 }
@@ -85,18 +91,19 @@ static int cpu__has_f16c(void)
 int cpu_isa_supported(cpu_isa isa)
 {
     switch (isa) {
-    case CPU_ISA_SCALAR: return 1;
+    case CPU_ISA_SCALAR:
+        return 1;
 #ifdef CPU__HAVE_X86
     case CPU_ISA_AVX2:
         __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               cpu__has_f16c();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu__has_f16c();
     case CPU_ISA_AVX512:
         __builtin_cpu_init();
         return cpu_isa_supported(CPU_ISA_AVX2) && __builtin_cpu_supports("avx512f") &&
                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
 #endif
-    default: return 0;
+    default:
+        return 0;
     }
 }
 
@@ -145,7 +152,10 @@ static const cpu__kernel_table *cpu__table(void)
     return cpu__kt;
 }
 
-cpu_isa cpu_kernels_init(void) { return cpu__table()->isa; }
+cpu_isa cpu_kernels_init(void)
+{
+    return cpu__table()->isa;
+}
 
 int cpu_kernels_force_isa(cpu_isa isa)
 {
@@ -168,7 +178,10 @@ static void cpu__split(int64_t n, int64_t align, int ith, int nth, int64_t *i0, 
     *i1 = b < n ? b : n;
 }
 
-static int64_t cpu__gcd(int64_t a, int64_t b) { return b ? cpu__gcd(b, a % b) : a; }
+static int64_t cpu__gcd(int64_t a, int64_t b)
+{
+    return b ? cpu__gcd(b, a % b) : a;
+}
 
 /* --- matmul -------------------------------------------------------------- */
 
@@ -202,10 +215,12 @@ void cpu_get_rows(const void *table, enc_dtype dtype, int64_t n_rows, int64_t di
             memcpy(o, src, (size_t)dim * sizeof *o);
         } else if (dtype == ENC_BF16) {
             const uint16_t *h = src;
-            for (int64_t d = 0; d < dim; d++) o[d] = enc_bf16_to_f32(h[d]);
+            for (int64_t d = 0; d < dim; d++)
+                o[d] = enc_bf16_to_f32(h[d]);
         } else if (dtype == ENC_F16) {
             const uint16_t *h = src;
-            for (int64_t d = 0; d < dim; d++) o[d] = enc_f16_to_f32(h[d]);
+            for (int64_t d = 0; d < dim; d++)
+                o[d] = enc_f16_to_f32(h[d]);
         } else {
             memset(o, 0, (size_t)dim * sizeof *o);
         }
@@ -220,8 +235,10 @@ static double cpu__sum_squares(const float *x, int64_t dim)
     double l[4] = {0, 0, 0, 0};
     int64_t i = 0;
     for (; i + 4 <= dim; i += 4)
-        for (int j = 0; j < 4; j++) l[j] += (double)x[i + j] * (double)x[i + j];
-    for (int j = 0; i < dim; i++, j++) l[j] += (double)x[i] * (double)x[i];
+        for (int j = 0; j < 4; j++)
+            l[j] += (double)x[i + j] * (double)x[i + j];
+    for (int j = 0; i < dim; i++, j++)
+        l[j] += (double)x[i] * (double)x[i];
     return (l[0] + l[1]) + (l[2] + l[3]);
 }
 
@@ -234,7 +251,8 @@ void cpu_rms_norm(const float *x, const float *w, int64_t rows, int64_t dim, flo
         const float *xr = x + r * dim;
         float *yr = y + r * dim;
         float inv = (float)(1.0 / sqrt(cpu__sum_squares(xr, dim) / (double)dim + (double)eps));
-        for (int64_t i = 0; i < dim; i++) yr[i] = xr[i] * inv * w[i];
+        for (int64_t i = 0; i < dim; i++)
+            yr[i] = xr[i] * inv * w[i];
     }
 }
 
@@ -298,7 +316,8 @@ void cpu_add(const float *a, const float *b, float *out, int64_t n, int ith, int
 {
     int64_t i0, i1;
     cpu__split(n, 16, ith, nth, &i0, &i1);
-    for (int64_t i = i0; i < i1; i++) out[i] = a[i] + b[i];
+    for (int64_t i = i0; i < i1; i++)
+        out[i] = a[i] + b[i];
 }
 
 /* --- KV cache ------------------------------------------------------------ */

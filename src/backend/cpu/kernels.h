@@ -108,4 +108,22 @@ void cpu_paged_attention(const cpu_attention_args *a, int ith, int nth);
 void cpu_argmax(const float *x, int64_t n_rows, int64_t n_cols, int32_t *out,
                 int ith, int nth);
 
+/* One step of multi-step decode bookkeeping, on the device (kernels_decode.c).
+ * For the P one-token rows of a decode batch, with next[i] the token just
+ * chosen for row i: a real row (seq_lens[i] > 0) moves to its next token:
+ *   input_ids[i] = next[i]; positions[i] += 1; seq_lens[i] += 1;
+ *   slot_mapping[i] = block_tables[i, p / block_size] * block_size + p % block_size,
+ *     p = the new positions[i] (-1 when p is past the table: nothing written);
+ *   out[i] = next[i].
+ * Padding rows (seq_lens[i] == 0) stay as they are and get out[i] = -1. */
+typedef struct cpu_advance_args {
+    const int32_t *next;
+    int32_t *input_ids, *positions, *seq_lens, *slot_mapping;
+    const int32_t *block_tables; /* [n_rows, max_blocks] */
+    int32_t *out;                /* [n_rows] */
+    int64_t n_rows, max_blocks, block_size;
+} cpu_advance_args;
+
+void cpu_decode_advance(const cpu_advance_args *a, int ith, int nth);
+
 #endif

@@ -19,7 +19,10 @@
 
 #include "backend/cpu/kernels_impl.h"
 
-static inline __mmask16 cpu__avx512_mask(int n) { return (__mmask16)((1u << n) - 1u); }
+static inline __mmask16 cpu__avx512_mask(int n)
+{
+    return (__mmask16)((1u << n) - 1u);
+}
 
 static inline __m512 cpu__avx512_bf16(__m256i h)
 {

@@ -160,7 +160,9 @@ CPU__INLINE void cpu__tile(int T, int R, enc_dtype dt, const float *x, int64_t l
  * 1 x RD for single-token calls; any other shape goes one output at a time.
  * dt is a constant at each call site (the three wrappers below). */
 #define CPU__TILE_CASE(T_, R_)                                                                     \
-    case (T_) * 64 + (R_): cpu__tile(T_, R_, dt, x, ldx, wrow, k, y, ldy); return
+    case (T_) * 64 + (R_):                                                                           \
+        cpu__tile(T_, R_, dt, x, ldx, wrow, k, y, ldy);                                            \
+        return
 
 CPU__INLINE void cpu__tiles(enc_dtype dt, int T, int R, const float *x, int64_t ldx,
                             const void *const *wrow, int64_t k, float *y, int64_t ldy)
@@ -202,7 +204,8 @@ CPU__INLINE void cpu__tiles(enc_dtype dt, int T, int R, const float *x, int64_t 
 #if CPU__V_TM > 8
 #error "CPU__V_TM must be at most 8"
 #endif
-    default: break;
+    default:
+        break;
     }
     for (int t = 0; t < T; t++)
         for (int r = 0; r < R; r++)
@@ -238,7 +241,7 @@ static int64_t cpu__token_block(int64_t k)
 static void cpu__v_matmul_rows(const float *x, int64_t n_tokens, int64_t k, const void *w,
                                enc_dtype dt, int64_t n_out, int64_t n0, int64_t n1, float *y)
 {
-    cpu__tile_fn tiles = dt == ENC_BF16 ? cpu__tiles_bf16
+    cpu__tile_fn tiles = dt == ENC_BF16  ? cpu__tiles_bf16
                          : dt == ENC_F16 ? cpu__tiles_f16
                                          : cpu__tiles_f32;
     size_t row_bytes = (size_t)k * enc_dtype_size(dt);
@@ -247,7 +250,8 @@ static void cpu__v_matmul_rows(const float *x, int64_t n_tokens, int64_t k, cons
     if (n_tokens == 1) { /* decode: one token against many rows at once */
         for (int64_t r0 = n0; r0 < n1; r0 += CPU__V_RD) {
             int R = n1 - r0 >= CPU__V_RD ? CPU__V_RD : (int)(n1 - r0);
-            for (int r = 0; r < R; r++) wrow[r] = wb + (size_t)(r0 + r) * row_bytes;
+            for (int r = 0; r < R; r++)
+                wrow[r] = wb + (size_t)(r0 + r) * row_bytes;
             tiles(1, R, x, k, wrow, k, y + r0, n_out);
         }
         return;
@@ -257,7 +261,8 @@ static void cpu__v_matmul_rows(const float *x, int64_t n_tokens, int64_t k, cons
         int64_t t1 = t0 + tb < n_tokens ? t0 + tb : n_tokens;
         for (int64_t r0 = n0; r0 < n1; r0 += CPU__V_RM) {
             int R = n1 - r0 >= CPU__V_RM ? CPU__V_RM : (int)(n1 - r0);
-            for (int r = 0; r < R; r++) wrow[r] = wb + (size_t)(r0 + r) * row_bytes;
+            for (int r = 0; r < R; r++)
+                wrow[r] = wb + (size_t)(r0 + r) * row_bytes;
             for (int64_t t = t0; t < t1; t += CPU__V_TM) {
                 int T = t1 - t >= CPU__V_TM ? CPU__V_TM : (int)(t1 - t);
                 tiles(T, R, x + t * k, k, wrow, k, y + t * n_out + r0, n_out);
@@ -279,9 +284,9 @@ static void cpu__v_matmul_rows(const float *x, int64_t n_tokens, int64_t k, cons
  * order. So a row gives the same bits in a prefill, a decode or a batch. */
 
 enum {
-    CPU__ATT_PB = 32, /* keys per softmax block; blocks start at multiples of 32 */
-    CPU__ATT_HG = 8,  /* query heads of one kv head done together (at most) */
-    CPU__ATT_QT = 8,  /* query rows of one sequence done together (at most) */
+    CPU__ATT_PB = 32,       /* keys per softmax block; blocks start at multiples of 32 */
+    CPU__ATT_HG = 8,        /* query heads of one kv head done together (at most) */
+    CPU__ATT_QT = 8,        /* query rows of one sequence done together (at most) */
     CPU__ATT_COPY_HD = 256, /* up to this head_dim, a block's keys and values are
                                copied together first (rows 4 KiB apart thrash L1) */
 };
@@ -349,7 +354,8 @@ static void cpu__att_scores(const cpu_attention_args *a, const cpu__att_item *it
     }
     for (int r = 0; r < it->nr; r++)
         for (int g = 0; g < it->hg; g++)
-            for (int i = 0; i < pn; i++) S[r * lds + g * CPU__ATT_PB + i] *= a->scale;
+            for (int i = 0; i < pn; i++)
+                S[r * lds + g * CPU__ATT_PB + i] *= a->scale;
 }
 
 /* o[g][d0 .. d0 + C VW) += sum_i P[g][i] v_i[d0 ..] for g < GH, i = 0, 1, ...
@@ -378,17 +384,20 @@ CPU__INLINE void cpu__att_pv_tile(int GH, int C, float *const *o, const float *P
 
 #if VW > 1
 /* The same for one head and the last d < VW lanes (a partial vector). */
-static void cpu__att_pv_part(float *o, const float *P, const float *const *vrow, int pn,
-                             int64_t d0, int n)
+static void cpu__att_pv_part(float *o, const float *P, const float *const *vrow, int pn, int64_t d0,
+                             int n)
 {
     V acc = V_LOAD_PART(o + d0, n);
-    for (int i = 0; i < pn; i++) acc = V_FMA(V_SET1(P[i]), V_LOAD_PART(vrow[i] + d0, n), acc);
+    for (int i = 0; i < pn; i++)
+        acc = V_FMA(V_SET1(P[i]), V_LOAD_PART(vrow[i] + d0, n), acc);
     V_STORE_PART(o + d0, acc, n);
 }
 #endif
 
 #define CPU__PV_CASE(GH_, C_)                                                                      \
-    case (GH_) * 64 + (C_): cpu__att_pv_tile(GH_, C_, o, P, vrow, pn, d); break
+    case (GH_) * 64 + (C_):                                                                          \
+        cpu__att_pv_tile(GH_, C_, o, P, vrow, pn, d);                                              \
+        break
 
 /* o[g] += P[g] . V over all head_dim lanes, for hg heads: tiles of GH heads
  * x C vectors with GH * C = CPU__V_PV accumulators where head_dim allows. */
@@ -398,7 +407,8 @@ static void cpu__att_pv(float *const *o_all, const float *P_all, int hg, const f
     for (int g0 = 0; g0 < hg;) {
         int GH = hg - g0 >= 4 ? 4 : hg - g0 >= 2 ? 2 : 1;
         int C = CPU__V_PV / GH;
-        while (C > 1 && C * VW > hd) C /= 2;
+        while (C > 1 && C * VW > hd)
+            C /= 2;
         float *const *o = o_all + g0;
         const float *P = P_all + g0 * CPU__ATT_PB;
         int64_t d = 0;
@@ -438,14 +448,17 @@ static void cpu__att_fold(const cpu_attention_args *a, cpu__att_head *hs, int hg
     for (int g = 0; g < hg; g++) {
         float *s = S + g * CPU__ATT_PB;
         float m = hs[g].m, l = hs[g].l;
-        for (int i = 0; i < pn; i++) m = s[i] > m ? s[i] : m;
+        for (int i = 0; i < pn; i++)
+            m = s[i] > m ? s[i] : m;
         if (m > hs[g].m && hs[g].m != -INFINITY) { /* a new max: rescale what we have */
             float c = expf(hs[g].m - m);
             l *= c;
             V cv = V_SET1(c);
             int64_t d = 0;
-            for (; d + VW <= hd; d += VW) V_STORE(hs[g].o + d, V_MUL(V_LOAD(hs[g].o + d), cv));
-            for (; d < hd; d++) hs[g].o[d] *= c;
+            for (; d + VW <= hd; d += VW)
+                V_STORE(hs[g].o + d, V_MUL(V_LOAD(hs[g].o + d), cv));
+            for (; d < hd; d++)
+                hs[g].o[d] *= c;
         }
         for (int i = 0; i < pn; i++) {
             s[i] = expf(s[i] - m);
@@ -491,7 +504,8 @@ static void cpu__att_item_run(const cpu_attention_args *a, const cpu__att_item *
         if (it->ctx0 + r <= 0) continue; /* padding: the zero row stays */
         for (int g = 0; g < it->hg; g++) {
             float inv = 1.0f / hs[r][g].l;
-            for (int64_t d = 0; d < hd; d++) hs[r][g].o[d] *= inv;
+            for (int64_t d = 0; d < hd; d++)
+                hs[r][g].o[d] *= inv;
         }
     }
 }
