@@ -4,7 +4,10 @@
  *
  *   prefill   one prompt of --prompt-len tokens, time to its first token
  *   decode    B sequences (B = 1, 4, 16 by default) generating --gen-len
- *             tokens each, timed from the step after their prefill
+ *             greedy tokens each, timed from the step after their prefill,
+ *             in four modes side by side (one engine each, runs interleaved):
+ *             eager, captured (one step per replay), and captured with 4 and
+ *             16 decode steps per replay
  *   roofline  STREAM-triad bandwidth / weight bytes read per decode step */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,16 +26,34 @@ static const char bench_help[] =
     "  --gen-len N              tokens generated per sequence in decode runs (default 128)\n"
     "  --batches LIST           concurrent sequences for decode, comma-separated (default 1,4,16)\n"
     "  --runs N                 runs per figure, median reported (default 3)\n"
+    "  --modes LIST             decode modes, comma-separated, of eager, captured, k4, k16\n"
+    "                           (default all four; the first is also the headline figure)\n"
     "  --json                   print one JSON object instead of text\n"
     "  -h, --help               show this help\n\n";
 
-enum { BENCH_MAX_BATCHES = 8, BENCH_MAX_RUNS = 32 };
+enum { BENCH_MAX_BATCHES = 8, BENCH_MAX_RUNS = 32, BENCH_N_MODES = 4 };
+
+/* A decode mode: how the engine runs decode steps. */
+typedef struct bench_mode {
+    const char *name;
+    bool eager;
+    int64_t decode_steps;
+} bench_mode;
+
+static const bench_mode bench_modes[BENCH_N_MODES] = {
+    {"eager", true, 1},
+    {"captured", false, 1},
+    {"k4", false, 4},
+    {"k16", false, 16},
+};
 
 typedef struct bench_args {
     engine_config cfg;
     int64_t prompt_len, gen_len, runs;
     int64_t batches[BENCH_MAX_BATCHES];
     int n_batches;
+    int modes[BENCH_N_MODES]; /* indices into bench_modes */
+    int n_modes;
     bool json;
 } bench_args;
 
@@ -101,7 +122,7 @@ static void bench__release_all(engine *e, int64_t from_id, int64_t n)
 
 typedef struct bench_result {
     double prefill_tps;
-    double decode_tps[BENCH_MAX_BATCHES];
+    double decode_tps[BENCH_N_MODES][BENCH_MAX_BATCHES]; /* [mode][batch] medians */
     double bandwidth_gbps;
     double bytes_per_token;
 } bench_result;
@@ -120,20 +141,57 @@ static bool bench__run_prefill(engine *e, const bench_args *a, int64_t *next_id,
     return true;
 }
 
-static bool bench__run_decode(engine *e, const bench_args *a, int64_t batch, int64_t *next_id, double *tps)
+/* One decode run of `batch` sequences; tokens/s of the decode-only steps. */
+static bool bench__decode_once(engine *e, const bench_args *a, int64_t batch, int64_t *next_id,
+                               uint64_t seed, double *tps)
 {
-    double v[BENCH_MAX_RUNS];
-    for (int64_t r = 0; r < a->runs; r++) {
-        int64_t dtok;
-        double ds, total;
-        if (!bench__submit(e, batch, 16, a->gen_len, 100 + (uint64_t)r) || !bench__drain(e, &dtok, &ds, &total))
-            return false;
-        bench__release_all(e, *next_id, batch);
-        *next_id += batch;
-        v[r] = ds > 0 ? (double)dtok / ds : 0;
-    }
-    *tps = bench__median(v, a->runs);
+    int64_t dtok;
+    double ds, total;
+    if (!bench__submit(e, batch, 16, a->gen_len, seed) || !bench__drain(e, &dtok, &ds, &total)) return false;
+    bench__release_all(e, *next_id, batch);
+    *next_id += batch;
+    *tps = ds > 0 ? (double)dtok / ds : 0;
     return true;
+}
+
+/* Every mode and batch size, runs interleaved so that drift in the
+ * machine's speed hits all modes alike; a warm-up run first (it also
+ * records the decode slots). */
+static bool bench__run_decode(engine **engines, int64_t *next_ids, const bench_args *a, bench_result *r)
+{
+    static double v[BENCH_N_MODES][BENCH_MAX_BATCHES][BENCH_MAX_RUNS];
+    for (int64_t run = -1; run < a->runs; run++)
+        for (int m = 0; m < a->n_modes; m++)
+            for (int b = 0; b < a->n_batches; b++) {
+                double tps;
+                if (!bench__decode_once(engines[m], a, a->batches[b], &next_ids[m], 100 + (uint64_t)run, &tps))
+                    return false;
+                if (run >= 0) v[m][b][run] = tps;
+            }
+    for (int m = 0; m < a->n_modes; m++)
+        for (int b = 0; b < a->n_batches; b++) r->decode_tps[m][b] = bench__median(v[m][b], a->runs);
+    return true;
+}
+
+static void bench__print_json(const bench_args *a, const engine *e, const bench_result *r, double roofline)
+{
+    const engine_config *c = engine_get_config(e);
+    printf("{\"model\":\"%s\",\"threads\":%d,\"runs\":%lld,\"prompt_len\":%lld,\"gen_len\":%lld,"
+           "\"prefill_tokens_per_s\":%.2f,\"decode_mode\":\"%s\",\"decode_tokens_per_s\":%.2f",
+           c->model_dir, c->n_threads, (long long)a->runs, (long long)a->prompt_len,
+           (long long)a->gen_len, r->prefill_tps, bench_modes[a->modes[0]].name, r->decode_tps[0][0]);
+    for (int b = 0; b < a->n_batches; b++)
+        printf(",\"decode_tokens_per_s_batch%lld\":%.2f", (long long)a->batches[b], r->decode_tps[0][b]);
+    printf(",\"modes\":{");
+    for (int m = 0; m < a->n_modes; m++) {
+        printf("%s\"%s\":{", m ? "," : "", bench_modes[a->modes[m]].name);
+        for (int b = 0; b < a->n_batches; b++)
+            printf("%s\"%lld\":%.2f", b ? "," : "", (long long)a->batches[b], r->decode_tps[m][b]);
+        printf("}");
+    }
+    printf("},\"memory_bandwidth_gb_per_s\":%.2f,\"decode_bytes_per_token\":%.0f,"
+           "\"decode_roofline_tokens_per_s\":%.2f,\"decode_fraction_of_roofline\":%.3f}\n",
+           r->bandwidth_gbps, r->bytes_per_token, roofline, r->decode_tps[0][0] / roofline);
 }
 
 static void bench__print(const bench_args *a, const engine *e, const bench_result *r)
@@ -141,25 +199,45 @@ static void bench__print(const bench_args *a, const engine *e, const bench_resul
     double roofline = r->bandwidth_gbps * 1e9 / r->bytes_per_token;
     const engine_config *c = engine_get_config(e);
     if (a->json) {
-        printf("{\"model\":\"%s\",\"threads\":%d,\"runs\":%lld,\"prompt_len\":%lld,\"gen_len\":%lld,"
-               "\"prefill_tokens_per_s\":%.2f,\"decode_tokens_per_s\":%.2f",
-               c->model_dir, c->n_threads, (long long)a->runs, (long long)a->prompt_len,
-               (long long)a->gen_len, r->prefill_tps, r->decode_tps[0]);
-        for (int i = 0; i < a->n_batches; i++)
-            printf(",\"decode_tokens_per_s_batch%lld\":%.2f", (long long)a->batches[i], r->decode_tps[i]);
-        printf(",\"memory_bandwidth_gb_per_s\":%.2f,\"decode_bytes_per_token\":%.0f,"
-               "\"decode_roofline_tokens_per_s\":%.2f,\"decode_fraction_of_roofline\":%.3f}\n",
-               r->bandwidth_gbps, r->bytes_per_token, roofline, r->decode_tps[0] / roofline);
+        bench__print_json(a, e, r, roofline);
         return;
     }
     printf("model: %s (%d threads, median of %lld runs)\n", c->model_dir, c->n_threads, (long long)a->runs);
     printf("prefill (%lld-token prompt): %.1f tokens/s\n", (long long)a->prompt_len, r->prefill_tps);
-    for (int i = 0; i < a->n_batches; i++)
-        printf("decode, %lld concurrent sequence(s): %.1f tokens/s\n", (long long)a->batches[i], r->decode_tps[i]);
+    printf("decode tokens/s (%lld tokens per sequence):\n  %-10s", (long long)a->gen_len, "mode");
+    for (int b = 0; b < a->n_batches; b++) printf(" %9lld seq", (long long)a->batches[b]);
+    printf("\n");
+    for (int m = 0; m < a->n_modes; m++) {
+        printf("  %-10s", bench_modes[a->modes[m]].name);
+        for (int b = 0; b < a->n_batches; b++) {
+            double ratio = r->decode_tps[m][b] / r->decode_tps[0][b];
+            printf(" %7.1f", r->decode_tps[m][b]);
+            printf(m ? " %3.2fx" : "      ", ratio);
+        }
+        printf("\n");
+    }
+    printf("  (ratios against %s, measured side by side)\n", bench_modes[a->modes[0]].name);
     printf("memory bandwidth (STREAM triad): %.1f GB/s; weights read per decode step: %.1f MB\n",
            r->bandwidth_gbps, r->bytes_per_token / 1e6);
-    printf("decode roofline: %.1f tokens/s; batch-%lld decode reaches %.0f%% of it\n", roofline,
-           (long long)a->batches[0], 100.0 * r->decode_tps[0] / roofline);
+    printf("decode roofline: %.1f tokens/s; %s batch-%lld decode reaches %.0f%% of it\n", roofline,
+           bench_modes[a->modes[0]].name, (long long)a->batches[0], 100.0 * r->decode_tps[0][0] / roofline);
+}
+
+static bool bench__parse_modes(const char *list, bench_args *a)
+{
+    a->n_modes = 0;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        int m = 0;
+        while (m < BENCH_N_MODES && strcmp(bench_modes[m].name, tok)) m++;
+        if (m == BENCH_N_MODES || a->n_modes == BENCH_N_MODES) {
+            cli_error("bench", "--modes: unknown or repeated mode '%s' (eager, captured, k4, k16)", tok);
+            return false;
+        }
+        a->modes[a->n_modes++] = m;
+    }
+    return a->n_modes > 0;
 }
 
 static int bench__parse(int argc, char **argv, bench_args *a)
@@ -171,6 +249,8 @@ static int bench__parse(int argc, char **argv, bench_args *a)
     a->runs = 3;
     a->n_batches = 3;
     a->batches[0] = 1, a->batches[1] = 4, a->batches[2] = 16;
+    a->n_modes = BENCH_N_MODES;
+    for (int m = 0; m < BENCH_N_MODES; m++) a->modes[m] = m;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v;
         int r = cli_engine_option(cmd, argc, argv, &i, &a->cfg);
@@ -197,6 +277,8 @@ static int bench__parse(int argc, char **argv, bench_args *a)
             a->n_batches = (int)n;
             for (int64_t j = 0; j < n; j++) a->batches[j] = ids[j] > 0 ? ids[j] : 1;
             free(ids);
+        } else if (!strcmp(o, "--modes")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !bench__parse_modes(v, a)) return CLI_BAD_ARGS;
         } else if (!strcmp(o, "--json")) {
             a->json = true;
         } else {
@@ -221,21 +303,26 @@ int cmd_bench(int argc, char **argv)
     memset(&a, 0, sizeof a);
     int rc = bench__parse(argc, argv, &a);
     if (rc) return rc;
-    engine *e = cli_engine_create("bench", &a.cfg);
-    if (!e) return CLI_FAILED;
-    if (!a.json) fprintf(stderr, "encore bench: measuring (%lld runs per figure)...\n", (long long)a.runs);
-    bench_result r = {0};
-    int64_t next_id = 0;
-    bool ok = bench__run_prefill(e, &a, &next_id, &r.prefill_tps);
-    for (int i = 0; ok && i < a.n_batches; i++) ok = bench__run_decode(e, &a, a.batches[i], &next_id, &r.decode_tps[i]);
-    if (!ok) {
-        cli_error("bench", "%s", enc_last_error());
-        engine_destroy(e);
-        return CLI_FAILED;
+    engine *engines[BENCH_N_MODES] = {0};
+    int64_t next_ids[BENCH_N_MODES] = {0};
+    for (int m = 0; m < a.n_modes && rc == 0; m++) {
+        engine_config cfg = a.cfg;
+        cfg.eager = bench_modes[a.modes[m]].eager;
+        cfg.decode_steps = bench_modes[a.modes[m]].decode_steps;
+        if (!(engines[m] = cli_engine_create("bench", &cfg))) rc = CLI_FAILED;
     }
-    r.bandwidth_gbps = membw_triad_gbps(engine_get_config(e)->n_threads, 5);
-    r.bytes_per_token = (double)engine_decode_weight_bytes(e);
-    bench__print(&a, e, &r);
-    engine_destroy(e);
-    return CLI_OK;
+    if (!rc && !a.json) fprintf(stderr, "encore bench: measuring (%lld runs per figure)...\n", (long long)a.runs);
+    bench_result r = {0};
+    if (!rc && (!bench__run_prefill(engines[0], &a, &next_ids[0], &r.prefill_tps) ||
+                !bench__run_decode(engines, next_ids, &a, &r))) {
+        cli_error("bench", "%s", enc_last_error());
+        rc = CLI_FAILED;
+    }
+    if (!rc) {
+        r.bandwidth_gbps = membw_triad_gbps(engine_get_config(engines[0])->n_threads, 5);
+        r.bytes_per_token = (double)engine_decode_weight_bytes(engines[0]);
+        bench__print(&a, engines[0], &r);
+    }
+    for (int m = 0; m < a.n_modes; m++) engine_destroy(engines[m]);
+    return rc;
 }

@@ -133,7 +133,14 @@ typedef struct cpu__call {
     double f;
     cpu_attention_args attn;
     cpu_advance_args advance;
+    bool serial; /* too small to be worth waking the other threads */
 } cpu__call;
+
+/* Below this many arithmetic operations a call runs on one thread: waking and
+ * joining the pool costs more (a few microseconds on an idle machine, far
+ * more on a busy one). Results do not depend on it: kernels are invariant
+ * to the thread count. */
+enum { CPU__SERIAL_OPS = 1 << 16 };
 
 static enc_status cpu__resolve(const graph_tensor *t, const graph_node *n, void **out)
 {
@@ -165,6 +172,27 @@ static void cpu__prepare_attention(const graph_node *n, cpu__call *c)
     a->head_dim = n->i[2];
     a->block_size = n->i[3];
     a->scale = (float)n->f[0];
+}
+
+/* A rough count of a call's arithmetic, to choose serial or parallel. The
+ * context length of attention is unknown until the step runs: take 256. */
+static int64_t cpu__ops(const cpu__call *c)
+{
+    switch (c->op) {
+    case GRAPH_OP_MATMUL: return 2 * c->n[0] * c->n[1] * c->n[2];
+    case GRAPH_OP_ATTENTION: {
+        const cpu_attention_args *a = &c->attn;
+        int64_t tokens = a->n_seqs ? a->n_seqs : 1; /* at least one query per sequence */
+        return 4 * tokens * a->n_heads * a->head_dim * 256;
+    }
+    case GRAPH_OP_GET_ROWS: return c->n[1] * c->n[2];
+    case GRAPH_OP_RMS_NORM: return 4 * c->n[0] * c->n[1];
+    case GRAPH_OP_ROPE_NEOX: return 8 * c->n[0] * c->n[1] * c->n[2];
+    case GRAPH_OP_STORE_KV: return 2 * c->n[0] * c->n[1];
+    case GRAPH_OP_ARGMAX: return c->n[0] * c->n[1];
+    case GRAPH_OP_DECODE_ADVANCE: return 0;
+    default: return 4 * c->n[0]; /* element-wise */
+    }
 }
 
 static enc_status cpu__prepare(const graph_node *n, cpu__call *c)
@@ -222,6 +250,7 @@ static enc_status cpu__prepare(const graph_node *n, cpu__call *c)
     case GRAPH_OP_COUNT:
         return enc_fail(ENC_ERR_INTERNAL, "cpu: unknown op");
     }
+    c->serial = cpu__ops(c) < CPU__SERIAL_OPS;
     return ENC_OK;
 }
 
@@ -294,6 +323,7 @@ static enc_status cpu__graph_compute(backend *be, const graph *g)
         cpu__call c;
         ENC_TRY(cpu__prepare(&g->nodes[i], &c));
         if (ctx->capturing) ENC_TRY(cpu__record(ctx->capturing, &c));
+        else if (c.serial) cpu__run(&c, 0, 1);
         else threadpool_run(ctx->pool, cpu__run_one, &c);
     }
     return ENC_OK;
@@ -322,14 +352,25 @@ typedef struct cpu__replay_ctx {
     enc_threadpool *pool;
 } cpu__replay_ctx;
 
-/* The whole recording in one pool run: each thread does its share of a call,
- * then waits at a barrier for the others before the next. */
+/* The whole recording in one pool run. A parallel call is shared by all
+ * threads and followed by a barrier; a run of serial calls is done by thread
+ * 0 alone, and the others wait at a barrier only before the next parallel
+ * call (which may read what thread 0 wrote). */
 static void cpu__replay_all(void *arg, int ith, int nth)
 {
     const cpu__replay_ctx *r = arg;
+    bool after_serial = false;
     for (int i = 0; i < r->rec->n_calls; i++) {
-        cpu__run(&r->rec->calls[i], ith, nth);
+        const cpu__call *c = &r->rec->calls[i];
+        if (c->serial) {
+            if (ith == 0) cpu__run(c, 0, 1);
+            after_serial = true;
+            continue;
+        }
+        if (after_serial) threadpool_barrier(r->pool);
+        cpu__run(c, ith, nth);
         threadpool_barrier(r->pool);
+        after_serial = false;
     }
 }
 
