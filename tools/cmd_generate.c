@@ -160,11 +160,16 @@ static int generate_run(const generate_args *a, engine *e, tokenizer *tok, const
         tokenizer_stream_destroy(stream);
     }
     printf("\n");
-    if (a->stats)
+    if (a->stats) {
+        engine_stats st = engine_get_stats(e);
         fprintf(stderr, "prompt: %lld tokens in %.3f s (%.1f tokens/s); generated: %lld tokens in %.3f s (%.1f tokens/s); finish: %s\n",
                 (long long)n_prompt, t_first - t0, (double)n_prompt / (t_first - t0), (long long)n_ids,
                 t1 - t_first, n_ids > 1 ? (double)(n_ids - 1) / (t1 - t_first) : 0.0,
                 engine_finish_name(finish));
+        fprintf(stderr, "steps: %lld (%lld eager); captures: %lld; replays: %lld; multi-step round trips: %lld\n",
+                (long long)st.n_steps, (long long)st.n_eager_steps, (long long)st.n_captures,
+                (long long)st.n_replays, (long long)st.n_multi_round_trips);
+    }
     return CLI_OK;
 }
 
