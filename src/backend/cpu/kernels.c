@@ -258,35 +258,30 @@ void cpu_rms_norm(const float *x, const float *w, int64_t rows, int64_t dim, flo
 
 /* --- rope ---------------------------------------------------------------- */
 
-enum { CPU__ROPE_CHUNK = 64 }; /* frequencies whose cos/sin are cached at once */
+enum { CPU__ROPE_CHUNK = 64 }; /* frequencies handled at once (cos/sin cached) */
 
-/* cs[2 * j], cs[2 * j + 1] = cos, sin of pos * theta^(-2i/head_dim), i = i0 + j. */
-static void cpu__rope_angles(int32_t pos, double theta, int64_t head_dim, int64_t i0, int64_t n,
-                             double *cs)
-{
-    for (int64_t j = 0; j < n; j++) {
-        double a = (double)pos * pow(theta, -(double)(2 * (i0 + j)) / (double)head_dim);
-        cs[2 * j] = cos(a);
-        cs[2 * j + 1] = sin(a);
-    }
-}
-
-/* x [n_tokens, n_heads, head_dim]; threads split tokens, or heads when there
- * are fewer tokens than threads (decode). */
+/* x [n_tokens, n_heads, head_dim]; threads split the (token, head) pairs into
+ * contiguous runs, so cos and sin are computed once per token and chunk. */
 void cpu_rope_neox(float *x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
                    const int32_t *positions, double theta, int ith, int nth)
 {
     int64_t half = head_dim / 2;
-    int64_t e0, e1; /* items = (token, head), contiguous */
+    int64_t e0, e1;
     cpu__split(n_tokens * n_heads, 1, ith, nth, &e0, &e1);
-    double cs[2 * CPU__ROPE_CHUNK];
-    for (int64_t c0 = 0; c0 < half; c0 += CPU__ROPE_CHUNK) {
+    double inv_freq[CPU__ROPE_CHUNK], cs[2 * CPU__ROPE_CHUNK];
+    for (int64_t c0 = 0; c0 < half && e0 < e1; c0 += CPU__ROPE_CHUNK) {
         int64_t cn = half - c0 < CPU__ROPE_CHUNK ? half - c0 : CPU__ROPE_CHUNK;
+        for (int64_t j = 0; j < cn; j++) /* theta^(-2i/head_dim), i = c0 + j */
+            inv_freq[j] = pow(theta, -(double)(2 * (c0 + j)) / (double)head_dim);
         int64_t t_cached = -1;
         for (int64_t e = e0; e < e1; e++) {
             int64_t t = e / n_heads;
             if (t != t_cached) {
-                cpu__rope_angles(positions[t], theta, head_dim, c0, cn, cs);
+                for (int64_t j = 0; j < cn; j++) {
+                    double a = (double)positions[t] * inv_freq[j];
+                    cs[2 * j] = cos(a);
+                    cs[2 * j + 1] = sin(a);
+                }
                 t_cached = t;
             }
             float *v = x + e * head_dim;

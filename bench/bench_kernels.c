@@ -1,0 +1,252 @@
+/* bench_kernels.c - speed of the CPU matmul, per ISA, with 1 and 2 threads.
+ *
+ *   decode:  y[1, 3072] = x[1, 1024] W^T, W [3072, 1024] bf16: GB/s of weights
+ *            read. "hot": one W, which stays in cache; "cold": a new W every
+ *            call from a pool of 1 GiB, so W comes from DRAM, next to the
+ *            read bandwidth of that same pool (the roofline) in the same run.
+ *   prefill: y[512, 3072] = x[512, 1024] W^T, bf16: GFLOP/s (2 flop per
+ *            multiply-add).
+ *   attention (Qwen3-0.6B shape: 16 query heads, 8 kv heads, head_dim 128,
+ *            block 16): a decode row over 4096 cached tokens (GB/s of K and V
+ *            read; 32 MiB, so from L3 where L3 is that large) and a 512-token
+ *            prefill (GFLOP/s of q.k and p.v).
+ *
+ * Every figure is the median of RUNS timed runs after one warm-up.
+ * Usage: bench_kernels [runs]   (default 5; at least 3) */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_impl.h"
+#include "base/dtype.h"
+#include "base/threadpool.h"
+
+enum {
+    K = 1024,
+    N_OUT = 3072,
+    N_PREFILL = 512,
+    DECODE_CALLS = 200, /* matmuls per timed decode run */
+};
+static const size_t POOL_BYTES = (size_t)1 << 30;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* --- the timed tasks ------------------------------------------------------ */
+
+typedef struct mm_job {
+    const float *x;
+    int64_t n_tokens;
+    const uint16_t *pool; /* n_w matrices [N_OUT, K] bf16, back to back */
+    int64_t n_w, w_next;  /* call i uses matrix (w_next + i) % n_w */
+    int calls;
+    float *y;
+} mm_job;
+
+static void mm_task(void *p, int ith, int nth)
+{
+    mm_job *j = p;
+    const uint16_t *w = j->pool + (size_t)(j->w_next % j->n_w) * N_OUT * K;
+    cpu_matmul(j->x, j->n_tokens, K, w, ENC_BF16, N_OUT, j->y, ith, nth);
+}
+
+/* Seconds per matmul call: `calls` calls in a row, one pool run each. */
+static double time_calls(enc_threadpool *tp, mm_job *j, int calls)
+{
+    double t0 = now_s();
+    for (int i = 0; i < calls; i++) {
+        threadpool_run(tp, mm_task, j);
+        j->w_next++;
+    }
+    return (now_s() - t0) / calls;
+}
+
+typedef struct read_job {
+    const uint64_t *p;
+    size_t n;
+    uint64_t sink[64];
+} read_job;
+
+/* Sum the ith share of the pool with 8 independent lanes: a plain streaming read. */
+static void read_task(void *p, int ith, int nth)
+{
+    read_job *j = p;
+    size_t per = (j->n / (size_t)nth) & ~(size_t)7, i0 = per * (size_t)ith;
+    uint64_t l[8] = {0};
+    for (size_t i = i0; i < i0 + per; i += 8)
+        for (int k = 0; k < 8; k++)
+            l[k] += j->p[i + k];
+    j->sink[ith] = l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7];
+}
+
+/* --- attention --------------------------------------------------------------- */
+
+enum { ATT_HEADS = 16, ATT_KV_HEADS = 8, ATT_HD = 128, ATT_BS = 16, ATT_CTX = 4096 };
+
+typedef struct att_bench {
+    float *k_cache, *v_cache, *q, *out; /* cache [ATT_CTX, kv heads, hd]; q, out [512, heads, hd] */
+    int32_t bt[ATT_CTX / ATT_BS];
+} att_bench;
+
+static void att_task(void *p, int ith, int nth)
+{
+    cpu_paged_attention(p, ith, nth);
+}
+
+/* Seconds of one call: one sequence, n_q new rows, seq_len tokens cached. */
+static double time_attention(enc_threadpool *tp, att_bench *b, int n_q, int seq_len)
+{
+    int32_t sl = seq_len, qsl[2] = {0, n_q};
+    cpu_attention_args a = {
+        .q = b->q,
+        .k_cache = b->k_cache,
+        .v_cache = b->v_cache,
+        .out = b->out,
+        .block_tables = b->bt,
+        .seq_lens = &sl,
+        .query_start_loc = qsl,
+        .n_seqs = 1,
+        .max_blocks = ATT_CTX / ATT_BS,
+        .block_size = ATT_BS,
+        .n_heads = ATT_HEADS,
+        .n_kv_heads = ATT_KV_HEADS,
+        .head_dim = ATT_HD,
+        .scale = 0.08838835f, /* 1 / sqrt(128) */
+    };
+    double t0 = now_s();
+    threadpool_run(tp, att_task, &a);
+    return now_s() - t0;
+}
+
+/* --- one ISA, one thread count -------------------------------------------- */
+
+static void bench_isa(cpu_isa isa, int nth, int runs, const uint16_t *pool, int64_t n_w,
+                      const float *x, float *y, att_bench *ab)
+{
+    enc_threadpool *tp;
+    if (threadpool_create(nth, &tp) != ENC_OK) {
+        fprintf(stderr, "thread pool: %s\n", enc_last_error());
+        exit(1);
+    }
+    double w_bytes = 2.0 * N_OUT * K, flops = 2.0 * N_PREFILL * N_OUT * K;
+    double hot[64], cold[64], roof[64], pre[64];
+    mm_job dec = {x, 1, pool, 1, 0, 0, y};
+    time_calls(tp, &dec, DECODE_CALLS); /* warm-up */
+    for (int r = 0; r < runs; r++)
+        hot[r] = w_bytes / time_calls(tp, &dec, DECODE_CALLS) / 1e9;
+    /* cold decode and the read bandwidth alternate, so both see the same
+     * machine (other processes, clock) */
+    mm_job cdec = {x, 1, pool, n_w, 0, 0, y};
+    read_job rd = {(const uint64_t *)pool, POOL_BYTES / 8, {0}};
+    time_calls(tp, &cdec, (int)n_w);
+    threadpool_run(tp, read_task, &rd);
+    for (int r = 0; r < runs; r++) {
+        cold[r] = w_bytes / time_calls(tp, &cdec, (int)n_w) / 1e9;
+        double t0 = now_s();
+        threadpool_run(tp, read_task, &rd);
+        roof[r] = (double)POOL_BYTES / (now_s() - t0) / 1e9;
+    }
+    int pre_runs = isa == CPU_ISA_SCALAR ? 3 : runs;
+    mm_job pf = {x, N_PREFILL, pool, 1, 0, 0, y};
+    time_calls(tp, &pf, 1);
+    for (int r = 0; r < pre_runs; r++)
+        pre[r] = flops / time_calls(tp, &pf, 1) / 1e9;
+    double att_dec[64], att_pre[64];
+    double kv_bytes = 2.0 * ATT_CTX * ATT_KV_HEADS * ATT_HD * sizeof(float);
+    double att_flops = 4.0 * ATT_HEADS * ATT_HD * (512.0 * 513.0 / 2.0);
+    time_attention(tp, ab, 1, ATT_CTX);
+    for (int r = 0; r < runs; r++)
+        att_dec[r] = kv_bytes / time_attention(tp, ab, 1, ATT_CTX) / 1e9;
+    time_attention(tp, ab, 512, 512);
+    for (int r = 0; r < pre_runs; r++)
+        att_pre[r] = att_flops / time_attention(tp, ab, 512, 512) / 1e9;
+    double mc = median(cold, runs), mr = median(roof, runs);
+    printf("%-7s %3d  %10.1f  %10.1f  %10.1f  %7.0f%%  %12.1f  %10.1f  %10.1f\n", cpu_isa_name(isa),
+           nth, median(hot, runs), mc, mr, 100.0 * mc / mr, median(pre, pre_runs),
+           median(att_dec, runs), median(att_pre, pre_runs));
+    fflush(stdout);
+    threadpool_destroy(tp);
+}
+
+int main(int argc, char **argv)
+{
+    int runs = argc > 1 ? atoi(argv[1]) : 5;
+    if (runs < 3) runs = 3;
+    if (runs > 64) runs = 64;
+    size_t w_elems = (size_t)N_OUT * K;
+    int64_t n_w = (int64_t)(POOL_BYTES / (w_elems * 2));
+    uint16_t *pool = malloc(POOL_BYTES);
+    float *x = malloc((size_t)N_PREFILL * K * sizeof *x);
+    float *y = malloc((size_t)N_PREFILL * N_OUT * sizeof *y);
+    if (!pool || !x || !y) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
+    uint32_t s = 12345;
+    for (size_t i = 0; i < POOL_BYTES / 2; i++) {
+        s = s * 1664525u + 1013904223u;
+        pool[i] = enc_f32_to_bf16(((float)(s >> 8) / 16777216.0f - 0.5f) * 0.1f);
+    }
+    for (size_t i = 0; i < (size_t)N_PREFILL * K; i++)
+        x[i] = (float)((i * 7919) % 1000) / 1000.0f;
+
+    printf("matmul bf16 [%d x %d] x [%d x %d]^T; median of %d runs; kernels_init: %s\n", 1, K,
+           N_OUT, K, runs, cpu_isa_name(cpu_kernels_init()));
+    att_bench ab;
+    size_t kv_elems = (size_t)ATT_CTX * ATT_KV_HEADS * ATT_HD, q_elems = 512u * ATT_HEADS * ATT_HD;
+    ab.k_cache = malloc(kv_elems * sizeof(float));
+    ab.v_cache = malloc(kv_elems * sizeof(float));
+    ab.q = malloc(q_elems * sizeof(float));
+    ab.out = malloc(q_elems * sizeof(float));
+    if (!ab.k_cache || !ab.v_cache || !ab.q || !ab.out) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < kv_elems; i++) {
+        ab.k_cache[i] = (float)(i % 101) / 101.0f - 0.5f;
+        ab.v_cache[i] = (float)(i % 103) / 103.0f - 0.5f;
+    }
+    for (size_t i = 0; i < q_elems; i++)
+        ab.q[i] = (float)(i % 37) / 37.0f - 0.5f;
+    for (int i = 0; i < ATT_CTX / ATT_BS; i++)
+        ab.bt[i] = ATT_CTX / ATT_BS - 1 - i; /* paged */
+
+    printf("%-7s %3s  %10s  %10s  %10s  %8s  %12s  %10s  %10s\n", "isa", "nth", "decode hot",
+           "decode cold", "read bw", "cold/bw", "prefill", "attn dec", "attn pre");
+    printf("%-7s %3s  %10s  %10s  %10s  %8s  %12s  %10s  %10s\n", "", "", "GB/s", "GB/s", "GB/s",
+           "", "GFLOP/s", "GB/s", "GFLOP/s");
+    static const cpu_isa isas[] = {CPU_ISA_AVX512, CPU_ISA_AVX2, CPU_ISA_SCALAR};
+    for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
+        if (!cpu_kernels_force_isa(isas[i])) continue;
+        for (int nth = 1; nth <= 2; nth++)
+            bench_isa(isas[i], nth, runs, pool, n_w, x, y, &ab);
+    }
+    free(pool);
+    free(x);
+    free(y);
+    free(ab.k_cache);
+    free(ab.v_cache);
+    free(ab.q);
+    free(ab.out);
+    return 0;
+}

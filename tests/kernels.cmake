@@ -1,0 +1,12 @@
+# The CPU kernels: correctness against a double-precision reference and batch
+# invariance, for every ISA the machine runs (tests/test_kernels.c); and the
+# micro-benchmark (bench/bench_kernels.c), a program run by hand, not a test.
+
+encore_add_c_test(test_kernels ${ENCORE_TESTS_DIR}/test_kernels.c)
+
+add_executable(bench_kernels ${PROJECT_SOURCE_DIR}/bench/bench_kernels.c)
+target_link_libraries(bench_kernels PRIVATE encore_core)
+
+# ENCORE_CPU_ISA forces the instruction set (scalar runs everywhere).
+add_test(NAME test_kernels_isa_env COMMAND test_kernels --isa-env-only)
+set_tests_properties(test_kernels_isa_env PROPERTIES ENVIRONMENT ENCORE_CPU_ISA=scalar)
