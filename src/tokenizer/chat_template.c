@@ -1,0 +1,280 @@
+/* chat_template.c - the Qwen3 chat template, rendered natively.
+ *
+ * chat__qwen3 follows the official Qwen3 template (tokenizer_config.json's
+ * chat_template) statement by statement; the comments quote the Jinja it
+ * implements. The tests render the real template with Jinja2 the way Hugging
+ * Face does and compare byte for byte.
+ *
+ * Tool definitions are printed with tok__json_each (json.c), which formats
+ * them as the template's `tojson` filter does. */
+#include "tokenizer/chat_template.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer/tokenizer_impl.h"
+
+/* --- family detection ---------------------------------------------------------------- */
+
+chat_template_family chat_template_detect(const char *text)
+{
+    if (!text) return CHAT_TEMPLATE_NONE;
+    /* What makes the Qwen3 family: ChatML turns, tool calls and responses as
+     * XML-ish tags, and the empty think block enable_thinking=false inserts. */
+    static const char *const qwen3[] = {
+        "<|im_start|>", "<|im_end|>", "<tool_call>", "<tool_response>",
+        "reasoning_content", "enable_thinking", "<think>\\n\\n</think>\\n\\n",
+    };
+    for (size_t i = 0; i < sizeof qwen3 / sizeof *qwen3; i++)
+        if (!strstr(text, qwen3[i])) return CHAT_TEMPLATE_UNKNOWN;
+    return CHAT_TEMPLATE_QWEN3;
+}
+
+chat_template_family chat_template_get_family(const tokenizer *t) { return t->family; }
+
+const char *chat_template_family_name(chat_template_family f)
+{
+    switch (f) {
+    case CHAT_TEMPLATE_NONE: return "none";
+    case CHAT_TEMPLATE_UNKNOWN: return "unknown";
+    case CHAT_TEMPLATE_QWEN3: return "qwen3";
+    }
+    return "unknown";
+}
+
+/* --- string helpers (Python's str methods) ------------------------------------------------- */
+
+typedef struct chat__str {
+    const char *p;
+    size_t n;
+} chat__str;
+
+static chat__str chat__s(const char *p) { return (chat__str){p ? p : "", p ? strlen(p) : 0}; }
+
+static enc_status chat__put(tok__bytes *out, const char *s)
+{
+    return tok__bytes_append(out, s, strlen(s));
+}
+
+static enc_status chat__puts(tok__bytes *out, chat__str s) { return tok__bytes_append(out, s.p, s.n); }
+
+static chat__str chat__lstrip_nl(chat__str s)
+{
+    while (s.n && s.p[0] == '\n') s.p++, s.n--;
+    return s;
+}
+
+static chat__str chat__rstrip_nl(chat__str s)
+{
+    while (s.n && s.p[s.n - 1] == '\n') s.n--;
+    return s;
+}
+
+/* Offset of the first (last) occurrence of needle in s, or -1. */
+static long chat__find(chat__str s, const char *needle, int last)
+{
+    size_t k = strlen(needle);
+    long at = -1;
+    for (size_t i = 0; i + k <= s.n; i++)
+        if (memcmp(s.p + i, needle, k) == 0) {
+            at = (long)i;
+            if (!last) break;
+        }
+    return at;
+}
+
+static int chat__starts(chat__str s, const char *x)
+{
+    size_t k = strlen(x);
+    return s.n >= k && memcmp(s.p, x, k) == 0;
+}
+
+static int chat__ends(chat__str s, const char *x)
+{
+    size_t k = strlen(x);
+    return s.n >= k && memcmp(s.p + s.n - k, x, k) == 0;
+}
+
+static int chat__is(const chat_message *m, const char *role)
+{
+    return strcmp(m->role, role) == 0;
+}
+
+/* --- the Qwen3 template ------------------------------------------------------------------- */
+
+/* {%- if tools %} ... {%- else %} system message {%- endif %} */
+static enc_status chat__qwen3_head(const chat_message *m, const char *tools_json,
+                                   tok__bytes *out)
+{
+    tok__bytes tools = {0};
+    size_t any = 0; /* {%- for tool in tools %}{{- "\n" }}{{- tool | tojson }} */
+    enc_status s = tools_json ? tok__json_each(tools_json, "\n", &tools, &any) : ENC_OK;
+    if (s != ENC_OK) s = enc_fail_context(s, "tools_json");
+    if (s == ENC_OK && any) {
+        s = chat__put(out, "<|im_start|>system\n");
+        if (s == ENC_OK && chat__is(&m[0], "system")) {
+            s = chat__puts(out, chat__s(m[0].content));
+            if (s == ENC_OK) s = chat__put(out, "\n\n");
+        }
+        if (s == ENC_OK)
+            s = chat__put(out, "# Tools\n\nYou may call one or more functions to assist with "
+                          "the user query.\n\nYou are provided with function signatures "
+                          "within <tools></tools> XML tags:\n<tools>");
+        if (s == ENC_OK) s = tok__bytes_append(out, tools.data, tools.len);
+        if (s == ENC_OK)
+            s = chat__put(out, "\n</tools>\n\nFor each function call, return a json object "
+                          "with function name and arguments within <tool_call></tool_call> "
+                          "XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+                          "<args-json-object>}\n</tool_call><|im_end|>\n");
+    } else if (s == ENC_OK && chat__is(&m[0], "system")) {
+        s = chat__put(out, "<|im_start|>system\n");
+        if (s == ENC_OK) s = chat__puts(out, chat__s(m[0].content));
+        if (s == ENC_OK) s = chat__put(out, "<|im_end|>\n");
+    }
+    free(tools.data);
+    return s;
+}
+
+/* ns.last_query_index: the last user message that is not a tool response. */
+static size_t chat__last_query(const chat_message *m, size_t n)
+{
+    for (size_t k = n; k-- > 0;) {
+        chat__str c = chat__s(m[k].content);
+        if (chat__is(&m[k], "user") &&
+            !(chat__starts(c, "<tool_response>") && chat__ends(c, "</tool_response>")))
+            return k;
+    }
+    return n - 1;
+}
+
+static enc_status chat__qwen3_tool_calls(const chat_message *m, chat__str content,
+                                         tok__bytes *out)
+{
+    for (size_t k = 0; k < m->n_tool_calls; k++) {
+        const chat_tool_call *tc = &m->tool_calls[k];
+        /* {%- if (loop.first and content) or (not loop.first) %}\n */
+        if (k > 0 || content.n) ENC_TRY(chat__put(out, "\n"));
+        ENC_TRY(chat__put(out, "<tool_call>\n{\"name\": \""));
+        ENC_TRY(chat__puts(out, chat__s(tc->name)));
+        ENC_TRY(chat__put(out, "\", \"arguments\": "));
+        ENC_TRY(chat__puts(out, chat__s(tc->arguments)));
+        ENC_TRY(chat__put(out, "}\n</tool_call>"));
+    }
+    return ENC_OK;
+}
+
+static enc_status chat__qwen3_assistant(const chat_message *m, size_t i, size_t n,
+                                        size_t last_query, tok__bytes *out)
+{
+    chat__str content = chat__s(m[i].content), reasoning = chat__s("");
+    if (m[i].reasoning_content) {
+        reasoning = chat__s(m[i].reasoning_content);
+    } else if (chat__find(content, "</think>", 0) >= 0) {
+        /* content = content.split('</think>')[-1].lstrip('\n')
+         * reasoning = content.split('</think>')[0].rstrip('\n')
+         *                    .split('<think>')[-1].lstrip('\n') */
+        chat__str before = {content.p, (size_t)chat__find(content, "</think>", 0)};
+        long after = chat__find(content, "</think>", 1) + 8;
+        before = chat__rstrip_nl(before);
+        long th = chat__find(before, "<think>", 1);
+        if (th >= 0) before.p += th + 7, before.n -= (size_t)th + 7;
+        reasoning = chat__lstrip_nl(before);
+        content = chat__lstrip_nl((chat__str){content.p + after, content.n - (size_t)after});
+    }
+    ENC_TRY(chat__put(out, "<|im_start|>assistant\n"));
+    if (i > last_query && (i == n - 1 || reasoning.n)) {
+        ENC_TRY(chat__put(out, "<think>\n"));
+        ENC_TRY(chat__puts(out, chat__lstrip_nl(chat__rstrip_nl(reasoning))));
+        ENC_TRY(chat__put(out, "\n</think>\n\n"));
+        ENC_TRY(chat__puts(out, chat__lstrip_nl(content)));
+    } else {
+        ENC_TRY(chat__puts(out, content));
+    }
+    ENC_TRY(chat__qwen3_tool_calls(&m[i], content, out));
+    return chat__put(out, "<|im_end|>\n");
+}
+
+static enc_status chat__qwen3_tool(const chat_message *m, size_t i, size_t n, tok__bytes *out)
+{
+    if (i == 0 || !chat__is(&m[i - 1], "tool")) ENC_TRY(chat__put(out, "<|im_start|>user"));
+    ENC_TRY(chat__put(out, "\n<tool_response>\n"));
+    ENC_TRY(chat__puts(out, chat__s(m[i].content)));
+    ENC_TRY(chat__put(out, "\n</tool_response>"));
+    if (i == n - 1 || !chat__is(&m[i + 1], "tool")) ENC_TRY(chat__put(out, "<|im_end|>\n"));
+    return ENC_OK;
+}
+
+static enc_status chat__qwen3(const chat_message *m, size_t n, const chat_template_opts *o,
+                              tok__bytes *out)
+{
+    ENC_TRY(chat__qwen3_head(m, o->tools_json, out));
+    size_t last_query = chat__last_query(m, n);
+    for (size_t i = 0; i < n; i++) {
+        if (chat__is(&m[i], "user") || (chat__is(&m[i], "system") && i > 0)) {
+            ENC_TRY(chat__put(out, "<|im_start|>"));
+            ENC_TRY(chat__put(out, m[i].role));
+            ENC_TRY(chat__put(out, "\n"));
+            ENC_TRY(chat__puts(out, chat__s(m[i].content)));
+            ENC_TRY(chat__put(out, "<|im_end|>\n"));
+        } else if (chat__is(&m[i], "assistant")) {
+            ENC_TRY(chat__qwen3_assistant(m, i, n, last_query, out));
+        } else if (chat__is(&m[i], "tool")) {
+            ENC_TRY(chat__qwen3_tool(m, i, n, out));
+        }
+    }
+    if (o->add_generation_prompt) {
+        ENC_TRY(chat__put(out, "<|im_start|>assistant\n"));
+        if (!o->enable_thinking) ENC_TRY(chat__put(out, "<think>\n\n</think>\n\n"));
+    }
+    return ENC_OK;
+}
+
+/* --- entry points ------------------------------------------------------------------------- */
+
+static enc_status chat__check(const chat_message *m, size_t n)
+{
+    if (n == 0) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "chat template: no messages");
+    static const char *const roles[] = {"system", "user", "assistant", "tool"};
+    for (size_t i = 0; i < n; i++) {
+        int ok = 0;
+        for (size_t k = 0; k < 4 && m[i].role; k++) ok |= strcmp(m[i].role, roles[k]) == 0;
+        if (!ok)
+            return enc_fail(ENC_ERR_INVALID_ARGUMENT, "chat template: messages[%zu].role "
+                            "\"%s\" is not system, user, assistant or tool", i,
+                            m[i].role ? m[i].role : "(null)");
+        if (m[i].n_tool_calls && !m[i].tool_calls)
+            return enc_fail(ENC_ERR_INVALID_ARGUMENT, "chat template: messages[%zu]."
+                            "tool_calls is NULL", i);
+    }
+    return ENC_OK;
+}
+
+enc_status chat_template_render(const tokenizer *t, const chat_message *msgs, size_t n,
+                                const chat_template_opts *opts, char **out)
+{
+    *out = NULL;
+    if (t->family == CHAT_TEMPLATE_NONE)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "chat template: tokenizer_config.json has no "
+                        "chat_template; pass a raw prompt instead");
+    if (t->family != CHAT_TEMPLATE_QWEN3)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "chat template: the model's chat_template is "
+                        "not one encore knows (known: qwen3); pass a raw prompt instead");
+    ENC_TRY(chat__check(msgs, n));
+    tok__bytes b = {0};
+    enc_status s = chat__qwen3(msgs, n, opts, &b);
+    if (s == ENC_OK) s = tok__bytes_append(&b, "", 0);
+    if (s != ENC_OK) {
+        free(b.data);
+        return enc_fail_context(s, "chat template");
+    }
+    *out = b.data;
+    return ENC_OK;
+}
+
+enc_status chat_template_apply(const tokenizer *t, const chat_message *msgs, size_t n,
+                               int add_generation_prompt, int enable_thinking, char **out)
+{
+    chat_template_opts o = {add_generation_prompt, enable_thinking, NULL};
+    return chat_template_render(t, msgs, n, &o, out);
+}

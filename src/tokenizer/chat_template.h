@@ -1,0 +1,73 @@
+/* chat_template.h - conversations to prompt text, as the model's template does.
+ *
+ * encore has no Jinja engine. It recognises the family of the chat_template in
+ * tokenizer_config.json and renders that family natively, byte for byte as
+ * Hugging Face's Jinja rendering of the official template (the tests compare
+ * the two). Known families:
+ *
+ *   qwen3   ChatML with <think> blocks, tools and enable_thinking (Qwen3)
+ *
+ * For any other template chat_template_apply() fails with ENC_ERR_UNSUPPORTED;
+ * the caller should then offer the user a raw prompt (no template at all). */
+#ifndef ENC_TOKENIZER_CHAT_TEMPLATE_H
+#define ENC_TOKENIZER_CHAT_TEMPLATE_H
+
+#include <stddef.h>
+
+#include "base/status.h"
+
+typedef struct tokenizer tokenizer;
+
+typedef enum chat_template_family {
+    CHAT_TEMPLATE_NONE = 0, /* the config has no chat_template */
+    CHAT_TEMPLATE_UNKNOWN,  /* it has one encore does not know */
+    CHAT_TEMPLATE_QWEN3,
+} chat_template_family;
+
+/* A tool call made by an assistant message. */
+typedef struct chat_tool_call {
+    const char *name;
+    /* JSON text of the arguments, emitted verbatim (the OpenAI API's string
+     * form). For an object, format it first with chat_template_tojson(). */
+    const char *arguments;
+} chat_tool_call;
+
+typedef struct chat_message {
+    const char *role;    /* "system", "user", "assistant" or "tool" */
+    const char *content; /* UTF-8; NULL is treated as "" */
+    /* Optional (zero them when unused): */
+    const char *reasoning_content; /* assistant: NULL = absent, "" = empty */
+    const chat_tool_call *tool_calls; /* assistant: [n_tool_calls] */
+    size_t n_tool_calls;
+} chat_message;
+
+/* Options beyond the conversation. */
+typedef struct chat_template_opts {
+    int add_generation_prompt; /* end with the assistant header */
+    int enable_thinking;       /* 0 inserts the empty <think> block */
+    const char *tools_json;    /* a JSON array of tool definitions, or NULL */
+} chat_template_opts;
+
+chat_template_family chat_template_get_family(const tokenizer *t);
+const char *chat_template_family_name(chat_template_family f);
+
+/* Render msgs[0..n) to a malloc'd NUL-terminated string (caller frees).
+ * Fails with ENC_ERR_UNSUPPORTED for an unknown template, and with
+ * ENC_ERR_INVALID_ARGUMENT (naming the message) for an empty conversation, an
+ * unknown role, or tools_json that is not a JSON array. */
+enc_status chat_template_apply(const tokenizer *t, const chat_message *msgs,
+                               size_t n, int add_generation_prompt,
+                               int enable_thinking, char **out);
+enc_status chat_template_render(const tokenizer *t, const chat_message *msgs,
+                                size_t n, const chat_template_opts *opts,
+                                char **out);
+
+/* Reformat the JSON text json[0..len) as the templates' `tojson` filter prints
+ * it (Python's json.dumps with ensure_ascii=False: ", " and ": " separators,
+ * keys in their order, floats in Python's repr). Result malloc'd, caller frees. */
+enc_status chat_template_tojson(const char *json, size_t len, char **out);
+
+/* Which family a template text belongs to (used by the loader). */
+chat_template_family chat_template_detect(const char *template_text);
+
+#endif
