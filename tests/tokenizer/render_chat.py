@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""render_chat.py - render chat conversations with the model's own Jinja template.
+
+    python3 render_chat.py TOKENIZER_CONFIG CASES.json OUT.json
+
+The reference for encore's native chat template: tokenizer_config.json's
+chat_template rendered by Jinja2 (Debian's python3-jinja2) set up the way
+Hugging Face transformers sets it up (transformers/utils/chat_template_utils.py,
+_compile_jinja_template and render_jinja_template):
+
+  - ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True) with
+    the loopcontrols extension;
+  - a tojson filter that is json.dumps(x, ensure_ascii=False, ...) (Jinja's
+    own tojson would HTML-escape);
+  - raise_exception(msg) and strftime_now(fmt) as globals;
+  - render(messages=..., tools=..., documents=None, add_generation_prompt=...,
+    **special_tokens_map, **extra kwargs) - enable_thinking is passed only
+    when a case sets it, as an extra kwarg is.
+
+(transformers also adds an AssistantTracker extension for {% generation %}
+blocks, which only marks assistant spans; Qwen3's template has none.)
+
+CASES.json is {"cases": [{"messages", "tools"?, "add_generation_prompt",
+"enable_thinking"?}], "tojson": [JSON text, ...]}. OUT.json gets
+{"renders": [text per case], "tojson": [tojson(json.loads(t)) per text]}.
+"""
+import json
+import sys
+from datetime import datetime
+
+import jinja2
+from jinja2.ext import loopcontrols
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+
+def raise_exception(message):
+    raise jinja2.exceptions.TemplateError(message)
+
+
+def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent,
+                      separators=separators, sort_keys=sort_keys)
+
+
+def strftime_now(fmt):
+    return datetime.now().strftime(fmt)
+
+
+def compile_template(source):
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
+    return env.from_string(source)
+
+
+def special_tokens_map(config):
+    """The tokens transformers passes to the template (special_tokens_map)."""
+    out = {}
+    for key in ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
+                "cls_token", "mask_token", "additional_special_tokens"):
+        value = config.get(key)
+        if isinstance(value, dict):
+            value = value.get("content")
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def render(template, specials, case):
+    kwargs = dict(specials)
+    if case.get("enable_thinking") is not None:
+        kwargs["enable_thinking"] = case["enable_thinking"]
+    return template.render(messages=case["messages"], tools=case.get("tools"),
+                           documents=None,
+                           add_generation_prompt=case["add_generation_prompt"],
+                           **kwargs)
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit("usage: render_chat.py TOKENIZER_CONFIG CASES.json OUT.json")
+    with open(sys.argv[1], encoding="utf-8") as f:
+        config = json.load(f)
+    with open(sys.argv[2], encoding="utf-8") as f:
+        cases = json.load(f)
+    template = compile_template(config["chat_template"])
+    specials = special_tokens_map(config)
+    out = {
+        "renders": [render(template, specials, c) for c in cases["cases"]],
+        "tojson": [tojson(json.loads(t)) for t in cases["tojson"]],
+    }
+    with open(sys.argv[3], "w", encoding="utf-8") as f:
+        json.dump(out, f, ensure_ascii=True, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
