@@ -54,7 +54,7 @@ PRESETS = {
                                         dtype="F16", theta=1000000.0, seed=104, shards=3),
     "tiny-qwen3vocab": dict(V=REAL_VOCAB, D=64, L=2, H=2, KVH=1, hd=64, F=128, tied=True,
                             dtype="BF16", theta=1000000.0, seed=105, tokenizer="required"),
-    "demo": dict(V=REAL_VOCAB, D=64, L=2, H=2, KVH=1, hd=64, F=128, tied=True,
+    "demo": dict(V=REAL_VOCAB, D=64, L=2, H=2, KVH=1, hd=64, F=128, tied=True, demo=True,
                  dtype="BF16", theta=1000000.0, seed=106, tokenizer="required"),
     "qwen3-0.6b-geometry": dict(V=REAL_VOCAB, D=1024, L=28, H=16, KVH=8, hd=128, F=3072, tied=True,
                                 dtype="BF16", theta=1000000.0, seed=107, max_pos=40960,
@@ -186,6 +186,9 @@ def config_json(p):
         "use_cache": True,
         "use_sliding_window": False,
         "vocab_size": p["V"],
+        # encore's marker of generated checkpoints: `encore generate` and
+        # `encore chat` say plainly that the demo model's text is meaningless
+        **({"encore_demo": True} if p.get("demo") else {}),
     }
 
 

@@ -13,6 +13,8 @@ significant digits, which round-trips an f32 exactly):
   bad_args           bad arguments exit 2 with a one-line reason
   bad_checkpoints    broken checkpoints exit 1 naming the file and the tensor/field
   bad_requests       impossible requests are refused with exit 2 and a reason
+  chat               `encore chat` answers each typed line through the chat template,
+                     keeps the conversation, and refuses an unknown template unless --raw
 """
 import argparse
 import json
@@ -163,6 +165,39 @@ def check_bad_requests(a):
         f.write('{"prompt_ids":[1,2],"max_tokens":3}\n{"prompt_ids":"oops"}\n')
         f.flush()
         expect_fail([e, "batch", "-m", m, "--requests", f.name], 1, "line 2")
+
+
+def check_chat(a):
+    m = os.path.join(a.models, "tiny-qwen3vocab")
+    chat = [a.encore, "chat", "-m", m, "-n", "12", "--temperature", "0", "--no-think"]
+    one = subprocess.run(chat, input="Hello there\n", capture_output=True, text=True, timeout=300)
+    # the reply is what generate gives for the same prompt through the template
+    tmpl = subprocess.run([a.encore, "generate", "-m", m, "-p",
+                           "<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+                           "-n", "12", "--temperature", "0"], capture_output=True, text=True, timeout=300)
+    if one.returncode != 0 or tmpl.returncode != 0 or one.stdout != tmpl.stdout or not one.stdout.strip():
+        sys.exit(f"FAIL: chat reply {one.stdout!r} ({one.stderr}) != generate's {tmpl.stdout!r}")
+    lines = "Hello there\n/reset\nWhat is 2+2?\n/exit\nnever read\n"
+    p = subprocess.run(chat, input=lines, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0 or not p.stdout.startswith(one.stdout) or len(p.stdout) <= len(one.stdout):
+        sys.exit(f"FAIL: chat conversation: exit {p.returncode}, {p.stdout!r}, {p.stderr}")
+    replies = [p.stdout]
+    print(f"ok: chat replied {replies!r}")
+    with tempfile.TemporaryDirectory() as d:
+        for f in os.listdir(m):
+            if f != "tokenizer_config.json":
+                os.symlink(os.path.join(os.path.abspath(m), f), os.path.join(d, f))
+        with open(os.path.join(m, "tokenizer_config.json")) as f:
+            cfg = json.load(f)
+        cfg["chat_template"] = "{% for m in messages %}{{ m.content }}{% endfor %}"
+        with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+            json.dump(cfg, f)
+        expect_fail([a.encore, "chat", "-m", d], 2, "--raw")
+        p = subprocess.run([a.encore, "chat", "-m", d, "--raw", "-n", "4"], input="plain text\n",
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0 or len(p.stdout.splitlines()) != 1:
+            sys.exit(f"FAIL: chat --raw: {p.returncode} {p.stdout!r} {p.stderr}")
+        print("ok: unknown template refused, --raw works")
 
 
 def main():

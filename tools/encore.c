@@ -13,6 +13,7 @@ typedef struct encore_command {
 
 static const encore_command encore_commands[] = {
     {"generate", cmd_generate, "generate text or token ids from a prompt"},
+    {"chat", cmd_chat, "chat with a model in the terminal (its chat template, streamed replies)"},
     {"logits", cmd_logits, "print the top logits of every prompt position (teacher-forced)"},
     {"batch", cmd_batch, "run many requests at once from a JSON-lines file"},
     {"bench", cmd_bench, "measure prefill and decode speed"},

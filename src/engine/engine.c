@@ -163,6 +163,9 @@ static enc_status engine__check_request(const engine *e, const engine_request_pa
         if (p->prompt_ids[i] < 0 || p->prompt_ids[i] >= mc->vocab_size)
             return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: prompt token %lld is %d, outside the vocabulary [0, %lld)",
                             (long long)i, p->prompt_ids[i], (long long)mc->vocab_size);
+    if (p->n_stop_ids < 0 || p->n_stop_ids > ENGINE_MAX_STOP_IDS || (p->n_stop_ids && !p->stop_ids))
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: %d stop ids (at most %d)", p->n_stop_ids,
+                        ENGINE_MAX_STOP_IDS);
     if (p->n_prompt + p->max_tokens > e->cfg.max_model_len)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT,
                         "request: prompt (%lld tokens) + max_tokens (%lld) exceeds max_model_len %lld",
@@ -198,6 +201,8 @@ enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t
     s->temperature = p->temperature;
     s->ignore_eos = p->ignore_eos;
     s->prompt_logits = p->prompt_logits;
+    s->n_stop_ids = p->n_stop_ids;
+    if (p->n_stop_ids) memcpy(s->stop_ids, p->stop_ids, (size_t)p->n_stop_ids * sizeof *s->stop_ids);
     sampler_rng_seed(&s->rng, p->seed);
     s->id = e->next_id++;
     e->seqs[e->n_seqs++] = s;
@@ -269,7 +274,9 @@ static bool engine__append(engine *e, engine_seq *s, int32_t next)
 {
     s->tokens[s->n_tokens++] = next;
     engine_finish why = ENGINE_NOT_FINISHED;
-    if (!s->ignore_eos && engine__is_eos(e, next)) why = ENGINE_FINISH_STOP;
+    bool stop_id = false;
+    for (int i = 0; i < s->n_stop_ids; i++) stop_id |= s->stop_ids[i] == next;
+    if (stop_id || (!s->ignore_eos && engine__is_eos(e, next))) why = ENGINE_FINISH_STOP;
     else if (s->n_tokens - s->n_prompt == s->max_tokens || s->n_tokens >= e->cfg.max_model_len)
         why = ENGINE_FINISH_LENGTH;
     if (why == ENGINE_NOT_FINISHED) return false;

@@ -25,6 +25,8 @@
 
 typedef struct engine engine;
 
+enum { ENGINE_MAX_STOP_IDS = 16 };
+
 typedef struct engine_config {
     const char *model_dir;
     int n_threads;                  /* <= 0: one per CPU */
@@ -48,6 +50,9 @@ typedef struct engine_request_params {
     uint64_t seed;
     bool ignore_eos;
     bool prompt_logits;   /* deliver the logits of every prompt position */
+    const int32_t *stop_ids; /* more tokens that end the request (copied); kept even
+                              * with ignore_eos, as in vLLM */
+    int n_stop_ids;          /* at most ENGINE_MAX_STOP_IDS */
 } engine_request_params;
 
 typedef enum engine_finish {

@@ -27,6 +27,8 @@ typedef struct engine_seq {
     double temperature;
     bool ignore_eos;
     bool prompt_logits;
+    int32_t stop_ids[ENGINE_MAX_STOP_IDS];
+    int n_stop_ids;
     int64_t n_logits_sent; /* prompt positions whose logits were delivered */
     sampler_rng rng;
     kv_block_table table;

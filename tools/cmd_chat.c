@@ -1,0 +1,235 @@
+/* cmd_chat.c - `encore chat`: an interactive terminal chat. Each line the
+ * user types becomes a user message; the conversation goes through the
+ * model's chat template and the reply streams back as it is generated. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+static const char chat_help[] =
+    "usage: encore chat -m DIR [options]\n\n"
+    "Chat with a model in the terminal. Each line you type is a user message;\n"
+    "the reply streams as it is generated. /reset starts a new conversation,\n"
+    "/exit (or end of input) quits.\n\n"
+    "options:\n"
+    "  --system TEXT            a system message at the start of the conversation\n"
+    "  --no-think               disable thinking (Qwen3 enable_thinking=false)\n"
+    "  --raw                    no chat template: each line is sent as a raw prompt\n"
+    "                           (for models whose template encore does not know)\n"
+    "  -n, --max-tokens N       longest reply in tokens (default 1024)\n"
+    "  --temperature T          sampling temperature; 0 is greedy (default 0.7)\n"
+    "  --seed S                 random seed (default: from the clock)\n"
+    "  -h, --help               show this help\n\n";
+
+enum { CHAT_MAX_TURNS = 512 };
+
+typedef struct chat_args {
+    engine_config cfg;
+    const char *system;
+    bool no_think, raw;
+    int64_t max_tokens, seed;
+    double temperature;
+} chat_args;
+
+/* The conversation: roles are static strings, contents malloc'd. */
+typedef struct chat_history {
+    chat_message msgs[CHAT_MAX_TURNS];
+    size_t n;
+} chat_history;
+
+static void chat_history_reset(chat_history *h, const char *system)
+{
+    for (size_t i = 0; i < h->n; i++) free((char *)h->msgs[i].content);
+    memset(h, 0, sizeof *h);
+    if (system) h->msgs[h->n++] = (chat_message){.role = "system", .content = strdup(system)};
+}
+
+static int chat_parse(int argc, char **argv, chat_args *a)
+{
+    const char *cmd = "chat";
+    cli_engine_defaults(&a->cfg);
+    a->max_tokens = 1024;
+    a->temperature = 0.7;
+    a->seed = (int64_t)time(NULL);
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v;
+        int r = cli_engine_option(cmd, argc, argv, &i, &a->cfg);
+        if (r < 0) return CLI_BAD_ARGS;
+        if (r > 0) continue;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            printf("%s%s", chat_help, cli_engine_options_help);
+            exit(CLI_OK);
+        } else if (!strcmp(o, "--system")) {
+            if (!(a->system = cli_value(cmd, argc, argv, &i))) return CLI_BAD_ARGS;
+        } else if (!strcmp(o, "--no-think")) {
+            a->no_think = true;
+        } else if (!strcmp(o, "--raw")) {
+            a->raw = true;
+        } else if (!strcmp(o, "-n") || !strcmp(o, "--max-tokens")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_i64(cmd, o, v, 1, 1 << 20, &a->max_tokens))
+                return CLI_BAD_ARGS;
+        } else if (!strcmp(o, "--temperature")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_f64(cmd, o, v, 0, 100, &a->temperature))
+                return CLI_BAD_ARGS;
+        } else if (!strcmp(o, "--seed")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_i64(cmd, o, v, 0, INT64_MAX, &a->seed))
+                return CLI_BAD_ARGS;
+        } else {
+            cli_error(cmd, "unknown option '%s' (try --help)", o);
+            return CLI_BAD_ARGS;
+        }
+    }
+    if (!a->cfg.model_dir) {
+        cli_error(cmd, "no model given (-m DIR)");
+        return CLI_BAD_ARGS;
+    }
+    return 0;
+}
+
+/* The prompt text for the conversation so far (malloc'd). */
+static enc_status chat_prompt(const chat_args *a, tokenizer *tok, const chat_history *h, char **out)
+{
+    if (a->raw) {
+        *out = strdup(h->msgs[h->n - 1].content);
+        return *out ? ENC_OK : enc_fail(ENC_ERR_OUT_OF_MEMORY, "prompt");
+    }
+    return chat_template_apply(tok, h->msgs, h->n, 1, !a->no_think, out);
+}
+
+/* Generate and stream one reply; *reply gets its text (malloc'd). */
+static int chat_reply(chat_args *a, engine *e, tokenizer *tok, const char *prompt, char **reply)
+{
+    int32_t *ids = NULL, stops[ENGINE_MAX_STOP_IDS];
+    size_t n_ids = 0;
+    *reply = NULL;
+    if (tokenizer_encode(tok, prompt, strlen(prompt), &ids, &n_ids) != ENC_OK) {
+        cli_error("chat", "cannot encode the conversation: %s", enc_last_error());
+        return CLI_FAILED;
+    }
+    size_t n_stops = tokenizer_stop_ids(tok, stops, ENGINE_MAX_STOP_IDS);
+    engine_request_params p = {
+        .prompt_ids = ids,
+        .n_prompt = (int64_t)n_ids,
+        .max_tokens = a->max_tokens,
+        .temperature = a->temperature,
+        .seed = (uint64_t)a->seed++,
+        .stop_ids = stops,
+        .n_stop_ids = (int)(n_stops < ENGINE_MAX_STOP_IDS ? n_stops : ENGINE_MAX_STOP_IDS),
+    };
+    const engine_config *c = engine_get_config(e);
+    if (p.n_prompt + p.max_tokens > c->max_model_len) p.max_tokens = c->max_model_len - p.n_prompt;
+    int64_t id = -1;
+    if (p.max_tokens < 1 || engine_add_request(e, &p, &id) != ENC_OK) {
+        cli_error("chat", "the conversation no longer fits (%zu tokens; max_model_len %lld): /reset",
+                  n_ids, (long long)c->max_model_len);
+        free(ids);
+        return CLI_OK; /* the session goes on */
+    }
+    free(ids);
+    tokenizer_stream *stream;
+    if (tokenizer_stream_create(tok, 1, &stream) != ENC_OK) return CLI_FAILED;
+    const int32_t *out;
+    int64_t n_out = 0, shown = 0;
+    engine_finish finish = ENGINE_NOT_FINISHED;
+    int rc = CLI_OK;
+    while (finish == ENGINE_NOT_FINISHED && rc == CLI_OK) {
+        if (engine_step(e, NULL) != ENC_OK) {
+            cli_error("chat", "step failed: %s", enc_last_error());
+            rc = CLI_FAILED;
+            break;
+        }
+        engine_request_output(e, id, &out, &n_out, &finish);
+        for (; shown < n_out; shown++) {
+            const char *text;
+            size_t len;
+            if (tokenizer_stream_put(stream, out[shown], &text, &len) == ENC_OK) fwrite(text, 1, len, stdout);
+        }
+        fflush(stdout);
+    }
+    const char *tail;
+    size_t tail_len;
+    if (tokenizer_stream_flush(stream, &tail, &tail_len) == ENC_OK) fwrite(tail, 1, tail_len, stdout);
+    printf("\n");
+    tokenizer_stream_destroy(stream);
+    size_t len = 0;
+    int64_t n_text = n_out > 0 && finish == ENGINE_FINISH_STOP ? n_out - 1 : n_out; /* drop the stop token */
+    if (rc == CLI_OK) tokenizer_decode_bytes(tok, out, (size_t)n_text, 1, reply, &len);
+    engine_release_request(e, id);
+    return rc;
+}
+
+static int chat_loop(chat_args *a, engine *e, tokenizer *tok)
+{
+    chat_history *h = calloc(1, sizeof *h);
+    if (!h) return CLI_FAILED;
+    chat_history_reset(h, a->system);
+    bool tty = isatty(STDIN_FILENO);
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = CLI_OK;
+    for (;;) {
+        if (tty) fputs("> ", stdout), fflush(stdout);
+        ssize_t n = getline(&line, &cap, stdin);
+        if (n < 0) break;
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+        if (n == 0) continue;
+        if (!strcmp(line, "/exit")) break;
+        if (!strcmp(line, "/reset")) {
+            chat_history_reset(h, a->system);
+            continue;
+        }
+        if (h->n + 2 > CHAT_MAX_TURNS) chat_history_reset(h, a->system);
+        h->msgs[h->n++] = (chat_message){.role = "user", .content = strdup(line)};
+        char *prompt = NULL, *reply = NULL;
+        if (chat_prompt(a, tok, h, &prompt) != ENC_OK) {
+            cli_error("chat", "%s (try --raw)", enc_last_error());
+            rc = CLI_FAILED;
+            break;
+        }
+        rc = chat_reply(a, e, tok, prompt, &reply);
+        free(prompt);
+        if (rc != CLI_OK) break;
+        h->msgs[h->n++] = (chat_message){.role = "assistant", .content = reply ? reply : strdup("")};
+    }
+    free(line);
+    chat_history_reset(h, NULL);
+    free(h);
+    return rc;
+}
+
+int cmd_chat(int argc, char **argv)
+{
+    chat_args a;
+    memset(&a, 0, sizeof a);
+    int rc = chat_parse(argc, argv, &a);
+    if (rc) return rc;
+    tokenizer *tok = NULL;
+    if (tokenizer_load(a.cfg.model_dir, &tok) != ENC_OK) {
+        cli_error("chat", "cannot load the tokenizer: %s", enc_last_error());
+        return CLI_FAILED;
+    }
+    if (!a.raw && chat_template_get_family(tok) != CHAT_TEMPLATE_QWEN3) {
+        cli_error("chat", "the model's chat template is %s, which encore cannot render; use --raw to send raw prompts",
+                  chat_template_family_name(chat_template_get_family(tok)));
+        tokenizer_free(tok);
+        return CLI_BAD_ARGS;
+    }
+    engine *e = cli_engine_create("chat", &a.cfg);
+    if (!e) {
+        tokenizer_free(tok);
+        return CLI_FAILED;
+    }
+    if (cli_is_demo_model(a.cfg.model_dir))
+        fprintf(stderr, "encore: this is the built-in DEMO model (random weights): its replies are meaningless.\n");
+    rc = chat_loop(&a, e, tok);
+    engine_destroy(e);
+    tokenizer_free(tok);
+    return rc;
+}
