@@ -8,12 +8,15 @@ packages=(
   libcjson-dev libpcre2-dev libutf8proc-dev # JSON, tokenizer regex, Unicode NFC
   python3 python3-numpy python3-jinja2      # checkpoint generator, reference forward, chat template
   clang libclang-rt-14-dev                  # fuzz targets (libFuzzer)
-  nodejs npm                                # the JavaScript tokenizer reference
 )
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# node and npm (the JavaScript tokenizer reference): any install will do; a
+# Node.js from elsewhere often bundles npm and conflicts with Debian's npm.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "install-deps: installing ${missing[*]}" >&2
 if [ "$(id -u)" -eq 0 ]; then sudo=""; elif sudo -n true 2>/dev/null; then sudo="sudo -n"; else
