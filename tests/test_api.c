@@ -9,16 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "encore.h"
 
-static int failures;
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-            failures++;                                                                \
-        }                                                                              \
-    } while (0)
 
 enum { N_GEN = 24 };
 static const int32_t prompt[] = {7, 100, 13, 42, 5, 77, 300, 12, 9, 1000 % 512, 64, 3};
@@ -68,6 +61,6 @@ int main(int argc, char **argv)
 
     encore_engine_destroy(e);
     encore_engine_destroy(NULL);
-    if (failures) fprintf(stderr, "test_api: %d check(s) failed\n", failures);
-    return failures != 0;
+    if (check_failures) fprintf(stderr, "test_api: %d check(s) failed\n", check_failures);
+    return check_failures != 0;
 }

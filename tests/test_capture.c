@@ -11,15 +11,8 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "check.h"
 
-static int failures;
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-            failures++;                                                                \
-        }                                                                              \
-    } while (0)
 
 #define CHECK_REFUSED(expr, word)                                                      \
     do {                                                                               \
@@ -94,6 +87,6 @@ int main(void)
     CHECK(backend_buffer_free(be, arena) == ENC_OK);
     backend_destroy(be);
     arena_free(&host);
-    if (failures) fprintf(stderr, "test_capture: %d check(s) failed\n", failures);
-    return failures != 0;
+    if (check_failures) fprintf(stderr, "test_capture: %d check(s) failed\n", check_failures);
+    return check_failures != 0;
 }

@@ -8,16 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "graph/graph.h"
 
-static int failures;
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-            failures++;                                                                \
-        }                                                                              \
-    } while (0)
 
 static uint64_t rng_state = 42;
 static uint64_t rng(void)
@@ -87,6 +80,6 @@ int main(void)
     for (int t = 0; t < 50; t++) test_random_graph(&host, 10 + (int)(rng() % 300));
     test_build_errors(&host);
     arena_free(&host);
-    if (failures) fprintf(stderr, "test_graph_plan: %d check(s) failed\n", failures);
-    return failures != 0;
+    if (check_failures) fprintf(stderr, "test_graph_plan: %d check(s) failed\n", check_failures);
+    return check_failures != 0;
 }

@@ -8,16 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "kv/kv_cache.h"
 
-static int failures;
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-            failures++;                                                                \
-        }                                                                              \
-    } while (0)
 
 static void test_reserve_all_or_nothing(void)
 {
@@ -115,6 +108,6 @@ int main(void)
     test_reserve_all_or_nothing();
     test_bad_pool();
     test_random_walk();
-    if (failures) fprintf(stderr, "test_kv: %d check(s) failed\n", failures);
-    return failures != 0;
+    if (check_failures) fprintf(stderr, "test_kv: %d check(s) failed\n", check_failures);
+    return check_failures != 0;
 }

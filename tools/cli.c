@@ -120,12 +120,40 @@ bool cli_parse_ids(const char *cmd, const char *s, int32_t **ids, int64_t *n)
     return true;
 }
 
-static int cli__i64_option(const char *cmd, int argc, char **argv, int *i, int64_t min,
-                           int64_t max, int64_t *out)
+bool cli_option_i64(const char *cmd, int argc, char **argv, int *i, int64_t min, int64_t max,
+                    int64_t *out)
 {
     const char *opt = argv[*i];
     const char *v = cli_value(cmd, argc, argv, i);
-    return v && cli_parse_i64(cmd, opt, v, min, max, out) ? 1 : -1;
+    return v && cli_parse_i64(cmd, opt, v, min, max, out);
+}
+
+bool cli_option_f64(const char *cmd, int argc, char **argv, int *i, double min, double max,
+                    double *out)
+{
+    const char *opt = argv[*i];
+    const char *v = cli_value(cmd, argc, argv, i);
+    return v && cli_parse_f64(cmd, opt, v, min, max, out);
+}
+
+static int cli__i64_option(const char *cmd, int argc, char **argv, int *i, int64_t min,
+                           int64_t max, int64_t *out)
+{
+    return cli_option_i64(cmd, argc, argv, i, min, max, out) ? 1 : -1;
+}
+
+int cli_sampling_option(const char *cmd, int argc, char **argv, int *i, cli_sampling *s)
+{
+    const char *a = argv[*i];
+    if (!strcmp(a, "-n") || !strcmp(a, "--max-tokens"))
+        return cli__i64_option(cmd, argc, argv, i, 1, 1 << 24, &s->max_tokens);
+    if (!strcmp(a, "--temperature"))
+        return cli_option_f64(cmd, argc, argv, i, 0, 100, &s->temperature) ? 1 : -1;
+    if (!strcmp(a, "--seed")) {
+        s->seed_given = true;
+        return cli__i64_option(cmd, argc, argv, i, 0, INT64_MAX, &s->seed);
+    }
+    return 0;
 }
 
 int cli_engine_option(const char *cmd, int argc, char **argv, int *i, engine_config *cfg)

@@ -27,6 +27,22 @@ bool cli_parse_i64(const char *cmd, const char *opt, const char *s, int64_t min,
                    int64_t *out);
 bool cli_parse_f64(const char *cmd, const char *opt, const char *s, double min, double max,
                    double *out);
+/* Parse the value of option argv[*i] (advancing *i); false after a message. */
+bool cli_option_i64(const char *cmd, int argc, char **argv, int *i, int64_t min, int64_t max,
+                    int64_t *out);
+bool cli_option_f64(const char *cmd, int argc, char **argv, int *i, double min, double max,
+                    double *out);
+
+/* The sampling options of generate and chat: -n/--max-tokens, --temperature,
+ * --seed. Same contract as cli_engine_option. */
+typedef struct cli_sampling {
+    int64_t max_tokens;
+    double temperature;
+    int64_t seed;
+    bool seed_given;
+} cli_sampling;
+int cli_sampling_option(const char *cmd, int argc, char **argv, int *i, cli_sampling *s);
+
 /* "1 2 3" or "1,2,3" -> malloc'd ids. */
 bool cli_parse_ids(const char *cmd, const char *s, int32_t **ids, int64_t *n);
 

@@ -260,14 +260,11 @@ static int bench__parse(int argc, char **argv, bench_args *a)
             printf("%s%s", bench_help, cli_engine_options_help);
             exit(CLI_OK);
         } else if (!strcmp(o, "--prompt-len")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_i64(cmd, o, v, 1, 1 << 20, &a->prompt_len))
-                return CLI_BAD_ARGS;
+            if (!cli_option_i64(cmd, argc, argv, &i, 1, 1 << 20, &a->prompt_len)) return CLI_BAD_ARGS;
         } else if (!strcmp(o, "--gen-len")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_i64(cmd, o, v, 2, 1 << 20, &a->gen_len))
-                return CLI_BAD_ARGS;
+            if (!cli_option_i64(cmd, argc, argv, &i, 2, 1 << 20, &a->gen_len)) return CLI_BAD_ARGS;
         } else if (!strcmp(o, "--runs")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_i64(cmd, o, v, 1, BENCH_MAX_RUNS, &a->runs))
-                return CLI_BAD_ARGS;
+            if (!cli_option_i64(cmd, argc, argv, &i, 1, BENCH_MAX_RUNS, &a->runs)) return CLI_BAD_ARGS;
         } else if (!strcmp(o, "--batches")) {
             if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_BAD_ARGS;
             int32_t *ids;

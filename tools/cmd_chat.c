@@ -34,8 +34,7 @@ typedef struct chat_args {
     engine_config cfg;
     const char *system;
     bool no_think, raw;
-    int64_t max_tokens, seed;
-    double temperature;
+    cli_sampling sampling;
 } chat_args;
 
 /* The conversation: roles are static strings, contents malloc'd. */
@@ -55,12 +54,11 @@ static int chat_parse(int argc, char **argv, chat_args *a)
 {
     const char *cmd = "chat";
     cli_engine_defaults(&a->cfg);
-    a->max_tokens = 1024;
-    a->temperature = 0.7;
-    a->seed = (int64_t)time(NULL);
+    a->sampling = (cli_sampling){.max_tokens = 1024, .temperature = 0.7, .seed = (int64_t)time(NULL)};
     for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v;
+        const char *o = argv[i];
         int r = cli_engine_option(cmd, argc, argv, &i, &a->cfg);
+        if (r == 0) r = cli_sampling_option(cmd, argc, argv, &i, &a->sampling);
         if (r < 0) return CLI_BAD_ARGS;
         if (r > 0) continue;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
@@ -72,15 +70,6 @@ static int chat_parse(int argc, char **argv, chat_args *a)
             a->no_think = true;
         } else if (!strcmp(o, "--raw")) {
             a->raw = true;
-        } else if (!strcmp(o, "-n") || !strcmp(o, "--max-tokens")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_i64(cmd, o, v, 1, 1 << 20, &a->max_tokens))
-                return CLI_BAD_ARGS;
-        } else if (!strcmp(o, "--temperature")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_f64(cmd, o, v, 0, 100, &a->temperature))
-                return CLI_BAD_ARGS;
-        } else if (!strcmp(o, "--seed")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_i64(cmd, o, v, 0, INT64_MAX, &a->seed))
-                return CLI_BAD_ARGS;
         } else {
             cli_error(cmd, "unknown option '%s' (try --help)", o);
             return CLI_BAD_ARGS;
@@ -117,9 +106,9 @@ static int chat_reply(chat_args *a, engine *e, tokenizer *tok, const char *promp
     engine_request_params p = {
         .prompt_ids = ids,
         .n_prompt = (int64_t)n_ids,
-        .max_tokens = a->max_tokens,
-        .temperature = a->temperature,
-        .seed = (uint64_t)a->seed++,
+        .max_tokens = a->sampling.max_tokens,
+        .temperature = a->sampling.temperature,
+        .seed = (uint64_t)a->sampling.seed++,
         .stop_ids = stops,
         .n_stop_ids = (int)(n_stops < ENGINE_MAX_STOP_IDS ? n_stops : ENGINE_MAX_STOP_IDS),
     };

@@ -27,10 +27,8 @@ typedef struct generate_args {
     engine_config cfg;
     const char *prompt;
     const char *prompt_ids;
-    int64_t max_tokens;
-    double temperature;
-    int64_t seed;
-    bool seed_given, ignore_eos, print_ids, stats;
+    cli_sampling sampling;
+    bool ignore_eos, print_ids, stats;
 } generate_args;
 
 /* 0 on success, else the exit status. */
@@ -38,11 +36,11 @@ static int generate_parse(int argc, char **argv, generate_args *a)
 {
     const char *cmd = "generate";
     cli_engine_defaults(&a->cfg);
-    a->max_tokens = 64;
-    a->temperature = 0.8;
+    a->sampling = (cli_sampling){.max_tokens = 64, .temperature = 0.8, .seed = (int64_t)time(NULL)};
     for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v;
+        const char *o = argv[i];
         int r = cli_engine_option(cmd, argc, argv, &i, &a->cfg);
+        if (r == 0) r = cli_sampling_option(cmd, argc, argv, &i, &a->sampling);
         if (r < 0) return CLI_BAD_ARGS;
         if (r > 0) continue;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
@@ -52,16 +50,6 @@ static int generate_parse(int argc, char **argv, generate_args *a)
             if (!(a->prompt = cli_value(cmd, argc, argv, &i))) return CLI_BAD_ARGS;
         } else if (!strcmp(o, "--prompt-ids")) {
             if (!(a->prompt_ids = cli_value(cmd, argc, argv, &i))) return CLI_BAD_ARGS;
-        } else if (!strcmp(o, "-n") || !strcmp(o, "--max-tokens")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_i64(cmd, o, v, 1, 1 << 24, &a->max_tokens))
-                return CLI_BAD_ARGS;
-        } else if (!strcmp(o, "--temperature")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_f64(cmd, o, v, 0, 100, &a->temperature))
-                return CLI_BAD_ARGS;
-        } else if (!strcmp(o, "--seed")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_i64(cmd, o, v, 0, INT64_MAX, &a->seed))
-                return CLI_BAD_ARGS;
-            a->seed_given = true;
         } else if (!strcmp(o, "--ignore-eos")) {
             a->ignore_eos = true;
         } else if (!strcmp(o, "--print-ids")) {
@@ -124,9 +112,9 @@ static int generate_run(const generate_args *a, engine *e, tokenizer *tok, const
     engine_request_params p = {
         .prompt_ids = prompt,
         .n_prompt = n_prompt,
-        .max_tokens = a->max_tokens,
-        .temperature = a->temperature,
-        .seed = a->seed_given ? (uint64_t)a->seed : (uint64_t)time(NULL),
+        .max_tokens = a->sampling.max_tokens,
+        .temperature = a->sampling.temperature,
+        .seed = (uint64_t)a->sampling.seed,
         .ignore_eos = a->ignore_eos,
     };
     int64_t id;

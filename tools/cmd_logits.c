@@ -54,7 +54,7 @@ int cmd_logits(int argc, char **argv)
     cli_engine_defaults(&cfg);
     logits_ctx ctx = {.top = 10};
     for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v;
+        const char *o = argv[i];
         int r = cli_engine_option(cmd, argc, argv, &i, &cfg);
         if (r < 0) return CLI_BAD_ARGS;
         if (r > 0) continue;
@@ -64,8 +64,7 @@ int cmd_logits(int argc, char **argv)
         } else if (!strcmp(o, "--prompt-ids")) {
             if (!(ids_text = cli_value(cmd, argc, argv, &i))) return CLI_BAD_ARGS;
         } else if (!strcmp(o, "--top")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_parse_i64(cmd, o, v, 1, 1 << 20, &ctx.top))
-                return CLI_BAD_ARGS;
+            if (!cli_option_i64(cmd, argc, argv, &i, 1, 1 << 20, &ctx.top)) return CLI_BAD_ARGS;
         } else {
             cli_error(cmd, "unknown option '%s' (try --help)", o);
             return CLI_BAD_ARGS;

@@ -84,25 +84,32 @@ static void decode__pad(engine *e, int64_t n, int64_t P)
     }
 }
 
-static enc_status decode__record(engine *e, decode_slot *slot)
+/* Record a planned graph; on failure nothing is kept. */
+static enc_status decode__capture(engine *e, const graph *g, backend_recording **out)
 {
-    graph g;
-    qwen3_step_io io;
-    int64_t P = slot->size;
-    ENC_TRY(step_build(e, &g, &slot->in, P, P, P, &io));
     ENC_TRY(backend_capture_begin(e->be));
-    enc_status s = backend_graph_compute(e->be, &g);
+    enc_status s = backend_graph_compute(e->be, g);
     backend_recording *rec = NULL;
     enc_status end = backend_capture_end(e->be, &rec);
     if (s != ENC_OK || end != ENC_OK) {
         backend_recording_free(e->be, rec);
         return s != ENC_OK ? s : end;
     }
-    slot->rec = rec;
+    *out = rec;
+    e->stats.n_captures++;
+    return ENC_OK;
+}
+
+static enc_status decode__record(engine *e, decode_slot *slot)
+{
+    graph g;
+    qwen3_step_io io;
+    int64_t P = slot->size;
+    ENC_TRY(step_build(e, &g, &slot->in, P, P, P, &io));
+    ENC_TRY(decode__capture(e, &g, &slot->rec));
     slot->logits_offset = io.logits->offset;
     slot->generation = e->generation;
     slot->state = SLOT_CAPTURED;
-    e->stats.n_captures++;
     return ENC_OK;
 }
 
@@ -211,17 +218,8 @@ static enc_status decode__record_multi(engine *e, decode_slot *slot)
     if (!slot->out_ids)
         ENC_TRY(backend_buffer_alloc(e->be, (size_t)(K * P) * sizeof(int32_t), "multi-step ids", &slot->out_ids));
     ENC_TRY(decode_build_multi(e, &g, &slot->in, slot->out_ids, P));
-    ENC_TRY(backend_capture_begin(e->be));
-    enc_status s = backend_graph_compute(e->be, &g);
-    backend_recording *rec = NULL;
-    enc_status end = backend_capture_end(e->be, &rec);
-    if (s != ENC_OK || end != ENC_OK) {
-        backend_recording_free(e->be, rec);
-        return s != ENC_OK ? s : end;
-    }
-    slot->rec_multi = rec;
+    ENC_TRY(decode__capture(e, &g, &slot->rec_multi));
     slot->multi_generation = e->generation;
-    e->stats.n_captures++;
     return ENC_OK;
 }
 

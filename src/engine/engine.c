@@ -325,6 +325,22 @@ static int64_t engine__consume_multi(engine *e, const sched_batch *b, int64_t *n
     return n_finished;
 }
 
+/* One step of one token per scheduled token: eager, or a decode slot. */
+static enc_status engine__run_single(engine *e, const sched_batch *b, engine_step_stats *st)
+{
+    if (!e->cfg.eager && decode_batch(b)) ENC_TRY(decode_slots_run(e, b));
+    else ENC_TRY(step_run_eager(e, b));
+    for (int i = 0; i < b->n_entries; i++) {
+        const sched_entry *en = &b->entries[i];
+        if (en->n_new == 1 && en->seq->n_computed >= en->seq->n_prompt)
+            st->n_decode_tokens++;
+        else
+            st->n_prefill_tokens += en->n_new;
+    }
+    st->n_finished = engine__consume(e, b);
+    return ENC_OK;
+}
+
 enc_status engine_step(engine *e, engine_step_stats *stats)
 {
     sched_batch *b = &e->batch;
@@ -337,16 +353,7 @@ enc_status engine_step(engine *e, engine_step_stats *stats)
             ENC_TRY(decode_slots_run_multi(e, b));
             st.n_finished = engine__consume_multi(e, b, &st.n_decode_tokens);
         } else {
-            if (!e->cfg.eager && decode_batch(b)) ENC_TRY(decode_slots_run(e, b));
-            else ENC_TRY(step_run_eager(e, b));
-            for (int i = 0; i < b->n_entries; i++) {
-                const sched_entry *en = &b->entries[i];
-                if (en->n_new == 1 && en->seq->n_computed >= en->seq->n_prompt)
-                    st.n_decode_tokens++;
-                else
-                    st.n_prefill_tokens += en->n_new;
-            }
-            st.n_finished = engine__consume(e, b);
+            ENC_TRY(engine__run_single(e, b, &st));
         }
         e->stats.n_steps++;
         e->stats.n_prefill_tokens += st.n_prefill_tokens;
