@@ -51,7 +51,7 @@ static inline float cpu__avx2_hsum(__m256 v)
 #define VW 8
 #define CPU__V_TM 4
 #define CPU__V_RM 3
-#define CPU__V_RD 4
+#define CPU__V_RD 2 /* decode tile rows: 2 beat 4 and 8 end to end on the 0.6B geometry */
 #define CPU__V_PV 8
 #define V_ZERO() _mm256_setzero_ps()
 #define V_SET1(s) _mm256_set1_ps(s)

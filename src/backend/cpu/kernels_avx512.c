@@ -46,7 +46,7 @@ static inline float cpu__avx512_hsum(__m512 v)
 #define VW 16
 #define CPU__V_TM 4
 #define CPU__V_RM 6
-#define CPU__V_RD 4
+#define CPU__V_RD 2 /* decode tile rows: 2 beat 4 and 8 end to end on the 0.6B geometry */
 #define CPU__V_PV 16
 #define V_ZERO() _mm512_setzero_ps()
 #define V_SET1(s) _mm512_set1_ps(s)
