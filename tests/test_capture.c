@@ -39,54 +39,143 @@ static void fill(float *v, float scale)
     for (int i = 0; i < N; i++) v[i] = scale * (float)((i * 37) % 101 - 50) / 25.0f;
 }
 
-int main(void)
-{
+/* The fixture every case runs on: a backend, buffers x and arena, and the
+ * planned graph bound to them. */
+typedef struct fixture {
     backend *be;
     enc_arena host;
-    CHECK(cpu_backend_create(2, &be) == ENC_OK && arena_init(&host, 1 << 16) == ENC_OK);
-    backend_buffer *x, *arena, *extra = NULL;
-    CHECK(backend_buffer_alloc(be, N * sizeof(float), "x", &x) == ENC_OK);
-    CHECK(backend_buffer_alloc(be, 2 * N * sizeof(float) + 256, "arena", &arena) == ENC_OK);
-    float in[N], eager[N], replayed[N];
+    backend_buffer *x, *arena;
     graph g;
-    build(&g, &host, x, arena);
-    size_t y_off = g.nodes[1].dst->offset;
+    size_t y_off; /* where y lands in the arena */
+} fixture;
 
-    CHECK(backend_capture_begin(be) == ENC_OK);
-    CHECK_REFUSED(backend_buffer_write(be, x, 0, in, sizeof in), "write of buffer 'x'");
-    CHECK_REFUSED(backend_buffer_read(be, arena, 0, in, sizeof in), "read of buffer 'arena'");
-    CHECK_REFUSED(backend_buffer_alloc(be, 64, "scratch", &extra), "alloc of buffer 'scratch'");
-    CHECK(extra == NULL);
-    CHECK_REFUSED(backend_buffer_free(be, x), "free of buffer 'x'");
-    CHECK_REFUSED(backend_capture_begin(be), "already capturing");
-    CHECK(backend_graph_compute(be, &g) == ENC_OK); /* recorded, not run */
+static void fixture_init(fixture *f)
+{
+    CHECK(cpu_backend_create(2, &f->be) == ENC_OK && arena_init(&f->host, 1 << 16) == ENC_OK);
+    CHECK(backend_buffer_alloc(f->be, N * sizeof(float), "x", &f->x) == ENC_OK);
+    CHECK(backend_buffer_alloc(f->be, 2 * N * sizeof(float) + 256, "arena", &f->arena) == ENC_OK);
+    build(&f->g, &f->host, f->x, f->arena);
+    f->y_off = f->g.nodes[1].dst->offset;
+}
+
+static void fixture_free(fixture *f)
+{
+    CHECK(backend_buffer_free(f->be, f->x) == ENC_OK);
+    CHECK(backend_buffer_free(f->be, f->arena) == ENC_OK);
+    backend_destroy(f->be);
+    arena_free(&f->host);
+}
+
+/* Record the graph; the capture is closed again afterwards. */
+static backend_recording *record(fixture *f)
+{
     backend_recording *rec = NULL;
-    CHECK(backend_capture_end(be, &rec) == ENC_OK && rec != NULL);
-    backend_recording *empty = NULL; /* a replay inside a capture is refused too */
-    CHECK(backend_capture_begin(be) == ENC_OK);
-    CHECK_REFUSED(backend_replay(be, rec), "replay");
-    CHECK(backend_capture_end(be, &empty) == ENC_OK);
-    backend_recording_free(be, empty);
-    backend_recording *none = NULL;
-    CHECK_REFUSED(backend_capture_end(be, &none), "without capture_begin");
-    CHECK(backend_replay(be, NULL) == ENC_ERR_INVALID_ARGUMENT);
+    CHECK(backend_capture_begin(f->be) == ENC_OK);
+    CHECK(backend_graph_compute(f->be, &f->g) == ENC_OK); /* recorded, not run */
+    CHECK(backend_capture_end(f->be, &rec) == ENC_OK && rec != NULL);
+    return rec;
+}
 
+/* --- the cases: each refusal is its own test --------------------------------- */
+
+static void case_write(fixture *f)
+{
+    float in[N] = {0};
+    CHECK(backend_capture_begin(f->be) == ENC_OK);
+    CHECK_REFUSED(backend_buffer_write(f->be, f->x, 0, in, sizeof in), "write of buffer 'x'");
+}
+
+static void case_read(fixture *f)
+{
+    float out[N];
+    CHECK(backend_capture_begin(f->be) == ENC_OK);
+    CHECK_REFUSED(backend_buffer_read(f->be, f->arena, 0, out, sizeof out), "read of buffer 'arena'");
+}
+
+static void case_alloc(fixture *f)
+{
+    backend_buffer *extra = NULL;
+    CHECK(backend_capture_begin(f->be) == ENC_OK);
+    CHECK_REFUSED(backend_buffer_alloc(f->be, 64, "scratch", &extra), "alloc of buffer 'scratch'");
+    CHECK(extra == NULL);
+}
+
+static void case_free(fixture *f)
+{
+    CHECK(backend_capture_begin(f->be) == ENC_OK);
+    CHECK_REFUSED(backend_buffer_free(f->be, f->x), "free of buffer 'x'"); /* and x is kept */
+}
+
+static void case_nested(fixture *f)
+{
+    CHECK(backend_capture_begin(f->be) == ENC_OK);
+    CHECK_REFUSED(backend_capture_begin(f->be), "already capturing");
+}
+
+static void case_replay(fixture *f)
+{
+    backend_recording *rec = record(f), *empty = NULL;
+    CHECK(backend_capture_begin(f->be) == ENC_OK);
+    CHECK_REFUSED(backend_replay(f->be, rec), "replay");
+    CHECK(backend_capture_end(f->be, &empty) == ENC_OK);
+    backend_recording_free(f->be, empty);
+    backend_recording_free(f->be, rec);
+}
+
+static void case_end(fixture *f)
+{
+    backend_recording *none = NULL;
+    CHECK_REFUSED(backend_capture_end(f->be, &none), "without capture_begin");
+    CHECK(backend_replay(f->be, NULL) == ENC_ERR_INVALID_ARGUMENT);
+}
+
+/* Replays read their inputs as they are now, and match eager bit for bit. */
+static void case_replay_matches_eager(fixture *f)
+{
+    float in[N], eager[N], replayed[N];
+    backend_recording *rec = record(f);
     for (int round = 0; round < 3; round++) { /* the inputs change between replays */
         fill(in, 1.0f + (float)round);
-        CHECK(backend_buffer_write(be, x, 0, in, sizeof in) == ENC_OK);
-        CHECK(backend_replay(be, rec) == ENC_OK);
-        CHECK(backend_buffer_read(be, arena, y_off, replayed, sizeof replayed) == ENC_OK);
-        CHECK(backend_graph_compute(be, &g) == ENC_OK);
-        CHECK(backend_buffer_read(be, arena, y_off, eager, sizeof eager) == ENC_OK);
+        CHECK(backend_buffer_write(f->be, f->x, 0, in, sizeof in) == ENC_OK);
+        CHECK(backend_replay(f->be, rec) == ENC_OK);
+        CHECK(backend_buffer_read(f->be, f->arena, f->y_off, replayed, sizeof replayed) == ENC_OK);
+        CHECK(backend_graph_compute(f->be, &f->g) == ENC_OK);
+        CHECK(backend_buffer_read(f->be, f->arena, f->y_off, eager, sizeof eager) == ENC_OK);
         CHECK(memcmp(eager, replayed, sizeof eager) == 0);
         float expect = 2 * in[7] / (1 + expf(-2 * in[7])) * in[7];
         CHECK(fabsf(eager[7] - expect) <= 1e-5f * (1 + fabsf(expect)));
     }
-    backend_recording_free(be, rec);
-    CHECK(backend_buffer_free(be, x) == ENC_OK);
-    CHECK(backend_buffer_free(be, arena) == ENC_OK);
-    backend_destroy(be);
-    arena_free(&host);
+    backend_recording_free(f->be, rec);
+}
+
+static const struct {
+    const char *name;
+    void (*run)(fixture *f);
+    int leaves_capture_open; /* the case ends inside a capture: close it */
+} cases[] = {
+    {"write", case_write, 1},   {"read", case_read, 1},     {"alloc", case_alloc, 1},
+    {"free", case_free, 1},     {"nested", case_nested, 1}, {"replay", case_replay, 0},
+    {"end", case_end, 0},       {"replay_matches_eager", case_replay_matches_eager, 0},
+};
+
+/* usage: test_capture [CASE]; without CASE, every case. */
+int main(int argc, char **argv)
+{
+    int ran = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (argc > 1 && strcmp(argv[1], cases[i].name)) continue;
+        fixture f;
+        fixture_init(&f);
+        cases[i].run(&f);
+        if (cases[i].leaves_capture_open) {
+            backend_recording *rec = NULL;
+            CHECK(backend_capture_end(f.be, &rec) == ENC_OK);
+            backend_recording_free(f.be, rec);
+        }
+        fixture_free(&f);
+        ran++;
+    }
+    if (!ran) fprintf(stderr, "test_capture: no case named '%s'\n", argv[1]);
     if (check_failures) fprintf(stderr, "test_capture: %d check(s) failed\n", check_failures);
-    return check_failures != 0;
+    return check_failures != 0 || !ran;
 }
