@@ -90,7 +90,7 @@ bool cli_parse_f64(const char *cmd, const char *opt, const char *s, double min, 
     return true;
 }
 
-bool cli_parse_ids(const char *cmd, const char *s, int32_t **ids, int64_t *n)
+bool cli_parse_ids(const char *cmd, const char *opt, const char *s, int32_t **ids, int64_t *n)
 {
     size_t cap = strlen(s) / 2 + 1, count = 0;
     int32_t *v = malloc(cap * sizeof *v);
@@ -103,7 +103,7 @@ bool cli_parse_ids(const char *cmd, const char *s, int32_t **ids, int64_t *n)
         errno = 0;
         long long x = strtoll(p, &end, 10);
         if (errno || end == p || x < 0 || x > INT32_MAX || (*end && !strchr(" ,\t\n", *end))) {
-            cli_error(cmd, "--prompt-ids: token %zu is not a non-negative integer (near '%.20s')", count, p);
+            cli_error(cmd, "%s: item %zu is not a non-negative integer (near '%.20s')", opt, count, p);
             free(v);
             return false;
         }
@@ -111,7 +111,7 @@ bool cli_parse_ids(const char *cmd, const char *s, int32_t **ids, int64_t *n)
         p = end;
     }
     if (count == 0) {
-        cli_error(cmd, "--prompt-ids: no token ids given");
+        cli_error(cmd, "%s: no values given", opt);
         free(v);
         return false;
     }
@@ -198,6 +198,30 @@ int cli_engine_option(const char *cmd, int argc, char **argv, int *i, engine_con
         return cli__i64_option(cmd, argc, argv, i, 1, 1 << 20, &cfg->max_num_batched_tokens);
     if (!strcmp(a, "--max-model-len"))
         return cli__i64_option(cmd, argc, argv, i, 2, 1 << 24, &cfg->max_model_len);
+    return 0;
+}
+
+int cli_parse_args(const char *cmd, const char *help, int argc, char **argv, engine_config *cfg,
+                   cli_option_fn fn, void *args)
+{
+    cli_engine_defaults(cfg);
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        int r = cli_engine_option(cmd, argc, argv, &i, cfg);
+        if (r == 0) r = fn(args, cmd, argc, argv, &i);
+        if (r < 0) return CLI_BAD_ARGS;
+        if (r > 0) continue;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            printf("%s%s", help, cli_engine_options_help);
+            exit(CLI_OK);
+        }
+        cli_error(cmd, "unknown option '%s' (try --help)", o);
+        return CLI_BAD_ARGS;
+    }
+    if (!cfg->model_dir) {
+        cli_error(cmd, "no model given (-m DIR)");
+        return CLI_BAD_ARGS;
+    }
     return 0;
 }
 

@@ -44,10 +44,21 @@ typedef struct cli_sampling {
 int cli_sampling_option(const char *cmd, int argc, char **argv, int *i, cli_sampling *s);
 
 /* "1 2 3" or "1,2,3" -> malloc'd ids. */
-bool cli_parse_ids(const char *cmd, const char *s, int32_t **ids, int64_t *n);
+bool cli_parse_ids(const char *cmd, const char *opt, const char *s, int32_t **ids, int64_t *n);
 
 /* Print "encore CMD: MSG" to stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A command's own options: consume argv[*i] (and its value) and return 1,
+ * return 0 if it is not one of them, -1 after printing a one-line error. */
+typedef int (*cli_option_fn)(void *args, const char *cmd, int argc, char **argv, int *i);
+
+/* The argument loop every model command shares: the engine options, then the
+ * command's own (fn), -h/--help (prints `help` and the engine options, exits
+ * 0), an unknown option or a missing -m DIR (a one-line error). Defaults come
+ * from cli_engine_defaults. Returns 0 or CLI_BAD_ARGS. */
+int cli_parse_args(const char *cmd, const char *help, int argc, char **argv, engine_config *cfg,
+                   cli_option_fn fn, void *args);
 
 /* Create the engine, printing the error (with its cause) on failure. */
 engine *cli_engine_create(const char *cmd, const engine_config *cfg);

@@ -222,41 +222,38 @@ static int batch_run(engine *e, batch_set *b)
     return CLI_OK;
 }
 
+typedef struct batch_args {
+    const char *path;
+    bool stats;
+} batch_args;
+
+static int batch__option(void *args, const char *cmd, int argc, char **argv, int *i)
+{
+    batch_args *a = args;
+    if (!strcmp(argv[*i], "--requests")) return (a->path = cli_value(cmd, argc, argv, i)) ? 1 : -1;
+    if (!strcmp(argv[*i], "--stats")) return a->stats = true;
+    return 0;
+}
+
 int cmd_batch(int argc, char **argv)
 {
-    const char *cmd = "batch", *path = NULL;
-    bool stats = false;
+    const char *cmd = "batch";
     engine_config cfg;
-    cli_engine_defaults(&cfg);
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        int r = cli_engine_option(cmd, argc, argv, &i, &cfg);
-        if (r < 0) return CLI_BAD_ARGS;
-        if (r > 0) continue;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            printf("%s%s", batch_help, cli_engine_options_help);
-            return CLI_OK;
-        } else if (!strcmp(o, "--requests")) {
-            if (!(path = cli_value(cmd, argc, argv, &i))) return CLI_BAD_ARGS;
-        } else if (!strcmp(o, "--stats")) {
-            stats = true;
-        } else {
-            cli_error(cmd, "unknown option '%s' (try --help)", o);
-            return CLI_BAD_ARGS;
-        }
-    }
-    if (!cfg.model_dir || !path) {
-        cli_error(cmd, "needs -m DIR and --requests FILE");
+    batch_args a = {0};
+    int rc = cli_parse_args(cmd, batch_help, argc, argv, &cfg, batch__option, &a);
+    if (rc) return rc;
+    if (!a.path) {
+        cli_error(cmd, "needs --requests FILE");
         return CLI_BAD_ARGS;
     }
     tokenizer *tok = NULL;
     if (tokenizer_load(cfg.model_dir, &tok) != ENC_OK) tok = NULL; /* only "prompt" needs it */
     batch_set b = {0};
-    int rc = batch_read(path, tok, &b) ? CLI_OK : CLI_FAILED;
+    rc = batch_read(a.path, tok, &b) ? CLI_OK : CLI_FAILED;
     engine *e = rc ? NULL : cli_engine_create(cmd, &cfg);
     if (!rc && !e) rc = CLI_FAILED;
     if (!rc) rc = batch_run(e, &b);
-    if (!rc && stats) batch_print_stats(e);
+    if (!rc && a.stats) batch_print_stats(e);
     engine_destroy(e);
     batch_set_free(&b);
     tokenizer_free(tok);

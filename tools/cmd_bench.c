@@ -240,10 +240,33 @@ static bool bench__parse_modes(const char *list, bench_args *a)
     return a->n_modes > 0;
 }
 
+static bool bench__parse_batches(const char *cmd, const char *list, bench_args *a)
+{
+    int32_t *ids;
+    int64_t n;
+    if (!cli_parse_ids(cmd, "--batches", list, &ids, &n)) return false;
+    if (n > BENCH_MAX_BATCHES) n = BENCH_MAX_BATCHES;
+    a->n_batches = (int)n;
+    for (int64_t j = 0; j < n; j++) a->batches[j] = ids[j] > 0 ? ids[j] : 1;
+    free(ids);
+    return true;
+}
+
+static int bench__option(void *args, const char *cmd, int argc, char **argv, int *i)
+{
+    bench_args *a = args;
+    const char *o = argv[*i], *v;
+    if (!strcmp(o, "--prompt-len")) return cli_option_i64(cmd, argc, argv, i, 1, 1 << 20, &a->prompt_len) ? 1 : -1;
+    if (!strcmp(o, "--gen-len")) return cli_option_i64(cmd, argc, argv, i, 2, 1 << 20, &a->gen_len) ? 1 : -1;
+    if (!strcmp(o, "--runs")) return cli_option_i64(cmd, argc, argv, i, 1, BENCH_MAX_RUNS, &a->runs) ? 1 : -1;
+    if (!strcmp(o, "--batches")) return (v = cli_value(cmd, argc, argv, i)) && bench__parse_batches(cmd, v, a) ? 1 : -1;
+    if (!strcmp(o, "--modes")) return (v = cli_value(cmd, argc, argv, i)) && bench__parse_modes(v, a) ? 1 : -1;
+    if (!strcmp(o, "--json")) return a->json = true;
+    return 0;
+}
+
 static int bench__parse(int argc, char **argv, bench_args *a)
 {
-    const char *cmd = "bench";
-    cli_engine_defaults(&a->cfg);
     a->prompt_len = 512;
     a->gen_len = 128;
     a->runs = 3;
@@ -251,42 +274,8 @@ static int bench__parse(int argc, char **argv, bench_args *a)
     a->batches[0] = 1, a->batches[1] = 4, a->batches[2] = 16;
     a->n_modes = BENCH_N_MODES;
     for (int m = 0; m < BENCH_N_MODES; m++) a->modes[m] = m;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v;
-        int r = cli_engine_option(cmd, argc, argv, &i, &a->cfg);
-        if (r < 0) return CLI_BAD_ARGS;
-        if (r > 0) continue;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            printf("%s%s", bench_help, cli_engine_options_help);
-            exit(CLI_OK);
-        } else if (!strcmp(o, "--prompt-len")) {
-            if (!cli_option_i64(cmd, argc, argv, &i, 1, 1 << 20, &a->prompt_len)) return CLI_BAD_ARGS;
-        } else if (!strcmp(o, "--gen-len")) {
-            if (!cli_option_i64(cmd, argc, argv, &i, 2, 1 << 20, &a->gen_len)) return CLI_BAD_ARGS;
-        } else if (!strcmp(o, "--runs")) {
-            if (!cli_option_i64(cmd, argc, argv, &i, 1, BENCH_MAX_RUNS, &a->runs)) return CLI_BAD_ARGS;
-        } else if (!strcmp(o, "--batches")) {
-            if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_BAD_ARGS;
-            int32_t *ids;
-            int64_t n;
-            if (!cli_parse_ids(cmd, v, &ids, &n)) return CLI_BAD_ARGS;
-            if (n > BENCH_MAX_BATCHES) n = BENCH_MAX_BATCHES;
-            a->n_batches = (int)n;
-            for (int64_t j = 0; j < n; j++) a->batches[j] = ids[j] > 0 ? ids[j] : 1;
-            free(ids);
-        } else if (!strcmp(o, "--modes")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !bench__parse_modes(v, a)) return CLI_BAD_ARGS;
-        } else if (!strcmp(o, "--json")) {
-            a->json = true;
-        } else {
-            cli_error(cmd, "unknown option '%s' (try --help)", o);
-            return CLI_BAD_ARGS;
-        }
-    }
-    if (!a->cfg.model_dir) {
-        cli_error(cmd, "no model given (-m DIR)");
-        return CLI_BAD_ARGS;
-    }
+    int rc = cli_parse_args("bench", bench_help, argc, argv, &a->cfg, bench__option, a);
+    if (rc) return rc;
     int64_t max_batch = 1;
     for (int i = 0; i < a->n_batches; i++) max_batch = a->batches[i] > max_batch ? a->batches[i] : max_batch;
     if (a->cfg.max_num_seqs < max_batch) a->cfg.max_num_seqs = (int)max_batch;

@@ -50,36 +50,20 @@ static void chat_history_reset(chat_history *h, const char *system)
     if (system) h->msgs[h->n++] = (chat_message){.role = "system", .content = strdup(system)};
 }
 
+static int chat_option(void *args, const char *cmd, int argc, char **argv, int *i)
+{
+    chat_args *a = args;
+    const char *o = argv[*i];
+    if (!strcmp(o, "--system")) return (a->system = cli_value(cmd, argc, argv, i)) ? 1 : -1;
+    if (!strcmp(o, "--no-think")) return a->no_think = true;
+    if (!strcmp(o, "--raw")) return a->raw = true;
+    return cli_sampling_option(cmd, argc, argv, i, &a->sampling);
+}
+
 static int chat_parse(int argc, char **argv, chat_args *a)
 {
-    const char *cmd = "chat";
-    cli_engine_defaults(&a->cfg);
     a->sampling = (cli_sampling){.max_tokens = 1024, .temperature = 0.7, .seed = (int64_t)time(NULL)};
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        int r = cli_engine_option(cmd, argc, argv, &i, &a->cfg);
-        if (r == 0) r = cli_sampling_option(cmd, argc, argv, &i, &a->sampling);
-        if (r < 0) return CLI_BAD_ARGS;
-        if (r > 0) continue;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            printf("%s%s", chat_help, cli_engine_options_help);
-            exit(CLI_OK);
-        } else if (!strcmp(o, "--system")) {
-            if (!(a->system = cli_value(cmd, argc, argv, &i))) return CLI_BAD_ARGS;
-        } else if (!strcmp(o, "--no-think")) {
-            a->no_think = true;
-        } else if (!strcmp(o, "--raw")) {
-            a->raw = true;
-        } else {
-            cli_error(cmd, "unknown option '%s' (try --help)", o);
-            return CLI_BAD_ARGS;
-        }
-    }
-    if (!a->cfg.model_dir) {
-        cli_error(cmd, "no model given (-m DIR)");
-        return CLI_BAD_ARGS;
-    }
-    return 0;
+    return cli_parse_args("chat", chat_help, argc, argv, &a->cfg, chat_option, a);
 }
 
 /* The prompt text for the conversation so far (malloc'd). */

@@ -31,51 +31,34 @@ typedef struct generate_args {
     bool ignore_eos, print_ids, stats;
 } generate_args;
 
+static int generate_option(void *args, const char *cmd, int argc, char **argv, int *i)
+{
+    generate_args *a = args;
+    const char *o = argv[*i];
+    if (!strcmp(o, "-p") || !strcmp(o, "--prompt")) return (a->prompt = cli_value(cmd, argc, argv, i)) ? 1 : -1;
+    if (!strcmp(o, "--prompt-ids")) return (a->prompt_ids = cli_value(cmd, argc, argv, i)) ? 1 : -1;
+    if (!strcmp(o, "--ignore-eos")) return a->ignore_eos = true;
+    if (!strcmp(o, "--print-ids")) return a->print_ids = true;
+    if (!strcmp(o, "--stats")) return a->stats = true;
+    return cli_sampling_option(cmd, argc, argv, i, &a->sampling);
+}
+
 /* 0 on success, else the exit status. */
 static int generate_parse(int argc, char **argv, generate_args *a)
 {
-    const char *cmd = "generate";
-    cli_engine_defaults(&a->cfg);
     a->sampling = (cli_sampling){.max_tokens = 64, .temperature = 0.8, .seed = (int64_t)time(NULL)};
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        int r = cli_engine_option(cmd, argc, argv, &i, &a->cfg);
-        if (r == 0) r = cli_sampling_option(cmd, argc, argv, &i, &a->sampling);
-        if (r < 0) return CLI_BAD_ARGS;
-        if (r > 0) continue;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            printf("%s%s", generate_help, cli_engine_options_help);
-            exit(CLI_OK);
-        } else if (!strcmp(o, "-p") || !strcmp(o, "--prompt")) {
-            if (!(a->prompt = cli_value(cmd, argc, argv, &i))) return CLI_BAD_ARGS;
-        } else if (!strcmp(o, "--prompt-ids")) {
-            if (!(a->prompt_ids = cli_value(cmd, argc, argv, &i))) return CLI_BAD_ARGS;
-        } else if (!strcmp(o, "--ignore-eos")) {
-            a->ignore_eos = true;
-        } else if (!strcmp(o, "--print-ids")) {
-            a->print_ids = true;
-        } else if (!strcmp(o, "--stats")) {
-            a->stats = true;
-        } else {
-            cli_error(cmd, "unknown option '%s' (try --help)", o);
-            return CLI_BAD_ARGS;
-        }
-    }
-    if (!a->cfg.model_dir) {
-        cli_error(cmd, "no model given (-m DIR)");
+    int rc = cli_parse_args("generate", generate_help, argc, argv, &a->cfg, generate_option, a);
+    if (rc == 0 && !a->prompt == !a->prompt_ids) {
+        cli_error("generate", "give exactly one of -p TEXT and --prompt-ids");
         return CLI_BAD_ARGS;
     }
-    if (!a->prompt == !a->prompt_ids) {
-        cli_error(cmd, "give exactly one of -p TEXT and --prompt-ids");
-        return CLI_BAD_ARGS;
-    }
-    return 0;
+    return rc;
 }
 
 /* The prompt as ids: parsed, or encoded with the model's tokenizer. */
 static int generate_prompt(const generate_args *a, tokenizer *tok, int32_t **ids, int64_t *n)
 {
-    if (a->prompt_ids) return cli_parse_ids("generate", a->prompt_ids, ids, n) ? 0 : CLI_BAD_ARGS;
+    if (a->prompt_ids) return cli_parse_ids("generate", "--prompt-ids", a->prompt_ids, ids, n) ? 0 : CLI_BAD_ARGS;
     size_t count = 0;
     enc_status s = tokenizer_encode(tok, a->prompt, strlen(a->prompt), ids, &count);
     if (s != ENC_OK) {

@@ -47,36 +47,34 @@ static void logits__print(void *user, int64_t request_id, int64_t pos, const flo
     printf("]}\n");
 }
 
+typedef struct logits_args {
+    const char *ids_text;
+    int64_t top;
+} logits_args;
+
+static int logits__option(void *args, const char *cmd, int argc, char **argv, int *i)
+{
+    logits_args *a = args;
+    if (!strcmp(argv[*i], "--prompt-ids")) return (a->ids_text = cli_value(cmd, argc, argv, i)) ? 1 : -1;
+    if (!strcmp(argv[*i], "--top")) return cli_option_i64(cmd, argc, argv, i, 1, 1 << 20, &a->top) ? 1 : -1;
+    return 0;
+}
+
 int cmd_logits(int argc, char **argv)
 {
-    const char *cmd = "logits", *ids_text = NULL;
+    const char *cmd = "logits";
     engine_config cfg;
-    cli_engine_defaults(&cfg);
-    logits_ctx ctx = {.top = 10};
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        int r = cli_engine_option(cmd, argc, argv, &i, &cfg);
-        if (r < 0) return CLI_BAD_ARGS;
-        if (r > 0) continue;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            printf("%s%s", logits_help, cli_engine_options_help);
-            return CLI_OK;
-        } else if (!strcmp(o, "--prompt-ids")) {
-            if (!(ids_text = cli_value(cmd, argc, argv, &i))) return CLI_BAD_ARGS;
-        } else if (!strcmp(o, "--top")) {
-            if (!cli_option_i64(cmd, argc, argv, &i, 1, 1 << 20, &ctx.top)) return CLI_BAD_ARGS;
-        } else {
-            cli_error(cmd, "unknown option '%s' (try --help)", o);
-            return CLI_BAD_ARGS;
-        }
-    }
-    if (!cfg.model_dir || !ids_text) {
-        cli_error(cmd, "needs -m DIR and --prompt-ids");
+    logits_args a = {.top = 10};
+    int rc = cli_parse_args(cmd, logits_help, argc, argv, &cfg, logits__option, &a);
+    if (rc) return rc;
+    if (!a.ids_text) {
+        cli_error(cmd, "needs --prompt-ids");
         return CLI_BAD_ARGS;
     }
+    logits_ctx ctx = {.top = a.top};
     int32_t *ids;
     int64_t n;
-    if (!cli_parse_ids(cmd, ids_text, &ids, &n)) return CLI_BAD_ARGS;
+    if (!cli_parse_ids(cmd, "--prompt-ids", a.ids_text, &ids, &n)) return CLI_BAD_ARGS;
     engine *e = cli_engine_create(cmd, &cfg);
     if (!e) {
         free(ids);
@@ -86,7 +84,7 @@ int cmd_logits(int argc, char **argv)
     engine_set_logits_callback(e, logits__print, &ctx);
     engine_request_params p = {.prompt_ids = ids, .n_prompt = n, .max_tokens = 1, .prompt_logits = true};
     int64_t id;
-    int rc = CLI_OK;
+    rc = CLI_OK;
     if (engine_add_request(e, &p, &id) != ENC_OK) {
         cli_error(cmd, "%s", enc_last_error());
         rc = CLI_BAD_ARGS;
