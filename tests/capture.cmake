@@ -14,3 +14,9 @@ foreach(scenario long join_after_capture grow_shrink block_crossing_32 same_and_
             --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${scenario})
   set_tests_properties(capture_${scenario} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 600)
 endforeach()
+
+# A growing step arena makes the decode slots record again (white-box).
+add_executable(test_arena_growth ${ENCORE_TESTS_DIR}/test_arena_growth.c)
+target_link_libraries(test_arena_growth PRIVATE encore_core)
+add_test(NAME capture_arena_growth COMMAND test_arena_growth ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
+set_tests_properties(capture_arena_growth PROPERTIES FIXTURES_REQUIRED tiny_models)

@@ -205,10 +205,7 @@ enc_status decode_build_multi(engine *e, graph *g, const step_inputs *in, backen
                              io.slot_mapping, io.block_tables, e->cfg.block_size, out);
     }
     ENC_TRY(graph_plan(g, e->arena_buf));
-    if (e->arena_buf && g->arena_size > e->arena_size)
-        return enc_fail(ENC_ERR_INTERNAL, "a %lld-step decode needs a %zu-byte arena; %zu planned",
-                        (long long)K, g->arena_size, e->arena_size);
-    return ENC_OK;
+    return e->arena_buf ? step_fit_arena(e, g) : ENC_OK;
 }
 
 static enc_status decode__record_multi(engine *e, decode_slot *slot)

@@ -141,6 +141,11 @@ enc_status step_build(engine *e, graph *g, const step_inputs *in, int64_t T, int
                       int64_t L, qwen3_step_io *io);
 /* Run the batch eagerly; its logits land in e->logits. */
 enc_status step_run_eager(engine *e, const sched_batch *b);
+/* Make the step arena hold a planned graph: when it does not (first fit is
+ * not monotone in the shape, so the plan made at creation may fall short),
+ * grow it, bump the generation so that recordings bound to the old arena are
+ * made again, and plan g into the new one. */
+enc_status step_fit_arena(engine *e, graph *g);
 /* The arena bytes the largest steps need. */
 enc_status step_plan_arena(engine *e, size_t *size);
 

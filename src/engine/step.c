@@ -8,6 +8,7 @@
  * and are copied to a step_inputs set of device buffers before the step. */
 #include <string.h>
 
+#include "base/log.h"
 #include "engine/engine_impl.h"
 
 static const char *const step__input_names[IN_COUNT] = {
@@ -96,10 +97,22 @@ enc_status step_build(engine *e, graph *g, const step_inputs *in, int64_t T, int
                                  io->seq_lens, io->query_start_loc, io->logits_indices};
     for (int i = 0; i < IN_COUNT; i++) graph_bind(t[i], in ? in->buf[i] : NULL, 0);
     ENC_TRY(graph_plan(g, e->arena_buf));
-    if (e->arena_buf && g->arena_size > e->arena_size)
-        return enc_fail(ENC_ERR_INTERNAL, "a step of %lld tokens needs a %zu-byte arena; %zu planned",
-                        (long long)T, g->arena_size, e->arena_size);
-    return ENC_OK;
+    return e->arena_buf ? step_fit_arena(e, g) : ENC_OK;
+}
+
+enc_status step_fit_arena(engine *e, graph *g)
+{
+    if (g->arena_size <= e->arena_size) return ENC_OK;
+    size_t size = g->arena_size + g->arena_size / 4;
+    backend_buffer *bigger;
+    ENC_TRY(backend_buffer_alloc(e->be, size, "step arena", &bigger));
+    enc_log_info("engine: step arena grows from %zu to %zu bytes; recordings will be made again",
+                 e->arena_size, size);
+    backend_buffer_free(e->be, e->arena_buf);
+    e->arena_buf = bigger;
+    e->arena_size = size;
+    e->generation++; /* every recording bound to the old arena is stale */
+    return graph_plan(g, e->arena_buf);
 }
 
 enc_status step_plan_arena(engine *e, size_t *size)
