@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/mapfile.h"
 
@@ -225,10 +226,26 @@ int cli_parse_args(const char *cmd, const char *help, int argc, char **argv, eng
     return 0;
 }
 
+/* A one-line progress bar on a terminal: "encore: loading weights  57%". */
+static void cli__load_progress(void *user, double fraction)
+{
+    int *last = user, pct = (int)(fraction * 100.0);
+    if (pct == *last) return;
+    *last = pct;
+    fprintf(stderr, "\rencore: loading weights %3d%%%s", pct, pct == 100 ? "\n" : "");
+    fflush(stderr);
+}
+
 engine *cli_engine_create(const char *cmd, const engine_config *cfg)
 {
     engine *e = NULL;
-    enc_status s = engine_create(cfg, &e);
+    int last = -1;
+    engine_config c = *cfg;
+    if (isatty(STDERR_FILENO)) {
+        c.load_progress = cli__load_progress;
+        c.load_progress_user = &last;
+    }
+    enc_status s = engine_create(&c, &e);
     if (s != ENC_OK) {
         cli_error(cmd, "cannot load model from %s: %s (%s)", cfg->model_dir, enc_last_error(),
                   enc_status_to_string(s));

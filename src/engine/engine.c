@@ -93,7 +93,10 @@ enc_status engine_create(const engine_config *cfg, engine **out)
     e->cfg = *cfg;
     enc_status s = cpu_backend_create(cfg->n_threads, &e->be);
     if (s == ENC_OK) e->cfg.n_threads = cpu_backend_n_threads(e->be);
-    if (s == ENC_OK) s = qwen3_model_load(cfg->model_dir, e->be, &e->model);
+    if (s == ENC_OK)
+        s = qwen3_model_load(cfg->model_dir, e->be, cfg->load_progress, cfg->load_progress_user, &e->model);
+    e->cfg.load_progress = NULL; /* used while loading only: its user data may not outlive the call */
+    e->cfg.load_progress_user = NULL;
     if (s == ENC_OK) s = engine__resolve_config(e, &e->model->cfg);
     if (s == ENC_OK) {
         const qwen3_config *mc = &e->model->cfg;

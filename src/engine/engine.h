@@ -40,6 +40,8 @@ typedef struct engine_config {
     bool verify_capture;            /* run each replayed step eagerly too; stop at a difference */
     int64_t decode_steps;           /* greedy decode steps per replay (0: the default, 4;
                                      * 1: one step per round trip) */
+    void (*load_progress)(void *user, double fraction); /* (optional) weights loaded so far */
+    void *load_progress_user;
 } engine_config;
 
 typedef struct engine_request_params {

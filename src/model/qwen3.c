@@ -71,7 +71,8 @@ static enc_status qwen3__put_layer(backend *be, const qwen3_layer_tensors *t, qw
     return ENC_OK;
 }
 
-static enc_status qwen3__put_weights(qwen3_model *m, const qwen3_tensors *t)
+static enc_status qwen3__put_weights(qwen3_model *m, const qwen3_tensors *t,
+                                     qwen3_progress_fn progress, void *user)
 {
     ENC_TRY(qwen3__put_matrix(m->be, t->embed, &m->embed));
     ENC_TRY(qwen3__put_norm(m->be, t->final_norm, &m->final_norm));
@@ -79,8 +80,10 @@ static enc_status qwen3__put_weights(qwen3_model *m, const qwen3_tensors *t)
         m->lm_head = m->embed, m->lm_head.buf = NULL; /* tied: shares embed's buffer */
     else
         ENC_TRY(qwen3__put_matrix(m->be, t->lm_head, &m->lm_head));
-    for (int64_t l = 0; l < m->cfg.n_layers; l++)
+    for (int64_t l = 0; l < m->cfg.n_layers; l++) {
         ENC_TRY(qwen3__put_layer(m->be, &t->layers[l], &m->layers[l]));
+        if (progress) progress(user, (double)(l + 1) / (double)m->cfg.n_layers);
+    }
     m->decode_weight_bytes = 0;
     for (size_t i = 0; i < st_count(m->archive); i++)
         m->decode_weight_bytes += (int64_t)st_get(m->archive, i)->n_bytes;
@@ -88,7 +91,8 @@ static enc_status qwen3__put_weights(qwen3_model *m, const qwen3_tensors *t)
     return ENC_OK;
 }
 
-enc_status qwen3_model_load(const char *model_dir, backend *be, qwen3_model **out)
+enc_status qwen3_model_load(const char *model_dir, backend *be, qwen3_progress_fn progress,
+                            void *progress_user, qwen3_model **out)
 {
     *out = NULL;
     qwen3_model *m = calloc(1, sizeof *m);
@@ -100,7 +104,7 @@ enc_status qwen3_model_load(const char *model_dir, backend *be, qwen3_model **ou
     if (s == ENC_OK) s = qwen3_tensors_find(&m->cfg, m->archive, &tensors);
     if (s == ENC_OK) {
         m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
-        s = m->layers ? qwen3__put_weights(m, &tensors)
+        s = m->layers ? qwen3__put_weights(m, &tensors, progress, progress_user)
                       : enc_fail(ENC_ERR_OUT_OF_MEMORY, "model layers");
     }
     qwen3_tensors_free(&tensors);

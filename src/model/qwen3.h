@@ -44,9 +44,14 @@ typedef struct qwen3_model {
                                   * untied embedding, of which it gathers rows */
 } qwen3_model;
 
+/* Called while weights go onto the backend, with the fraction done (0..1]. */
+typedef void (*qwen3_progress_fn)(void *user, double fraction);
+
 /* Read DIR/config.json and the safetensors checkpoint, check every tensor
- * against the config, and put the weights on the backend. */
-enc_status qwen3_model_load(const char *model_dir, backend *be, qwen3_model **out);
+ * against the config, and put the weights on the backend, reporting progress
+ * layer by layer to `progress` (may be NULL). */
+enc_status qwen3_model_load(const char *model_dir, backend *be, qwen3_progress_fn progress,
+                            void *progress_user, qwen3_model **out);
 void qwen3_model_free(qwen3_model *m); /* NULL is a no-op */
 
 /* The shape of one step. */
