@@ -193,10 +193,12 @@ def check_chat(a):
         with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
             json.dump(cfg, f)
         expect_fail([a.encore, "chat", "-m", d], 2, "--raw")
-        p = subprocess.run([a.encore, "chat", "-m", d, "--raw", "-n", "4"], input="plain text\n",
-                           capture_output=True, text=True, timeout=300)
-        if p.returncode != 0 or len(p.stdout.splitlines()) != 1:
-            sys.exit(f"FAIL: chat --raw: {p.returncode} {p.stdout!r} {p.stderr}")
+        p = subprocess.run([a.encore, "chat", "-m", d, "--raw", "-n", "4", "--temperature", "0"],
+                           input="plain text\n", capture_output=True, text=True, timeout=300)
+        raw = subprocess.run([a.encore, "generate", "-m", d, "-p", "plain text", "-n", "4", "--temperature", "0"],
+                             capture_output=True, text=True, timeout=300)
+        if p.returncode != 0 or raw.returncode != 0 or p.stdout != raw.stdout or not p.stdout.strip():
+            sys.exit(f"FAIL: chat --raw: {p.returncode} {p.stdout!r} {p.stderr} vs generate {raw.stdout!r}")
         print("ok: unknown template refused, --raw works")
 
 
