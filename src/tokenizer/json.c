@@ -73,7 +73,7 @@ static enc_status tok__json_put_cp(tok__bytes *out, unsigned cp)
     return tok__bytes_append(out, u, k);
 }
 
-/* A \uXXXX escape (and its low surrogate) at s[i] == 'u'; lone surrogates
+/* A \u escape of four hex digits (and its low surrogate) at s[i] == 'u'; lone surrogates
  * are refused: the result must be UTF-8. */
 static enc_status tok__json_uescape(tok__json *j, tok__bytes *out)
 {
@@ -293,19 +293,26 @@ static enc_status tok__json_value(tok__json *j)
     return tok__json_err(j, "expected a value");
 }
 
+/* End a parse: only whitespace may follow, and b gets its NUL. On failure
+ * b is freed; on success the caller owns b.data. */
+static enc_status tok__json_finish(tok__json *j, enc_status s, tok__bytes *b)
+{
+    tok__json_ws(j);
+    if (s == ENC_OK && j->i != j->n) s = tok__json_err(j, "trailing characters");
+    if (s == ENC_OK) s = tok__bytes_append(b, "", 0);
+    if (s != ENC_OK) {
+        free(b->data);
+        b->data = NULL;
+    }
+    return s;
+}
+
 enc_status chat_template_tojson(const char *json, size_t len, char **out)
 {
     *out = NULL;
     tok__bytes b = {0};
     tok__json j = {json, len, 0, 0, &b};
-    enc_status s = tok__json_value(&j);
-    tok__json_ws(&j);
-    if (s == ENC_OK && j.i != len) s = tok__json_err(&j, "trailing characters");
-    if (s == ENC_OK) s = tok__bytes_append(&b, "", 0);
-    if (s != ENC_OK) {
-        free(b.data);
-        return s;
-    }
+    ENC_TRY(tok__json_finish(&j, tok__json_value(&j), &b));
     *out = b.data;
     return ENC_OK;
 }
@@ -358,13 +365,7 @@ enc_status tokenizer_json_unquote(const char *json, size_t len, char **out, size
         j.i++;
         s = tok__json_string_raw(&j, &b);
     }
-    tok__json_ws(&j);
-    if (s == ENC_OK && j.i != len) s = tok__json_err(&j, "trailing characters");
-    if (s == ENC_OK) s = tok__bytes_append(&b, "", 0);
-    if (s != ENC_OK) {
-        free(b.data);
-        return s;
-    }
+    ENC_TRY(tok__json_finish(&j, s, &b));
     *out = b.data;
     *n = b.len;
     return ENC_OK;

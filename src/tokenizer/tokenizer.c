@@ -404,6 +404,24 @@ static enc_status tok__load_bpe(tokenizer *t, const cJSON *model)
 
 /* --- normalizer, pre-tokenizer, decoder ---------------------------------------------- */
 
+typedef enc_status (*tok__loader)(tokenizer *t, const cJSON *node, const char *where);
+
+/* A "Sequence" node: load each element of node[key] with `load`, naming it
+ * where.key[i] in errors. */
+static enc_status tok__load_sequence(tokenizer *t, const cJSON *node, const char *key,
+                                     const char *where, tok__loader load)
+{
+    const cJSON *list = tok__get(node, key), *e;
+    if (!cJSON_IsArray(list)) return enc_fail(ENC_ERR_FORMAT, "%s.%s: expected an array", where, key);
+    size_t i = 0;
+    char sub[96];
+    cJSON_ArrayForEach(e, list) {
+        snprintf(sub, sizeof sub, "%s.%s[%zu]", where, key, i++);
+        ENC_TRY(load(t, e, sub));
+    }
+    return ENC_OK;
+}
+
 static enc_status tok__load_normalizer(tokenizer *t, const cJSON *n, const char *where)
 {
     if (tok__absent(n)) return ENC_OK;
@@ -413,18 +431,8 @@ static enc_status tok__load_normalizer(tokenizer *t, const cJSON *n, const char 
         t->nfc = 1;
         return ENC_OK;
     }
-    if (type && strcmp(type, "Sequence") == 0) {
-        const cJSON *list = tok__get(n, "normalizers"), *e;
-        if (!cJSON_IsArray(list))
-            return enc_fail(ENC_ERR_FORMAT, "%s.normalizers: expected an array", where);
-        size_t i = 0;
-        char sub[96];
-        cJSON_ArrayForEach(e, list) {
-            snprintf(sub, sizeof sub, "%s.normalizers[%zu]", where, i++);
-            ENC_TRY(tok__load_normalizer(t, e, sub));
-        }
-        return ENC_OK;
-    }
+    if (type && strcmp(type, "Sequence") == 0)
+        return tok__load_sequence(t, n, "normalizers", where, tok__load_normalizer);
     return enc_fail(ENC_ERR_UNSUPPORTED, "%s.type \"%s\" is not supported "
                     "(encore supports NFC or no normalizer)", where, type ? type : "");
 }
@@ -487,18 +495,8 @@ static enc_status tok__load_pre(tokenizer *t, const cJSON *p, const char *where)
     const char *type;
     if (!cJSON_IsObject(p)) return enc_fail(ENC_ERR_FORMAT, "%s: expected an object", where);
     ENC_TRY(tok__get_str(p, "type", where, &type));
-    if (type && strcmp(type, "Sequence") == 0) {
-        const cJSON *list = tok__get(p, "pretokenizers"), *e;
-        if (!cJSON_IsArray(list))
-            return enc_fail(ENC_ERR_FORMAT, "%s.pretokenizers: expected an array", where);
-        size_t i = 0;
-        char sub[96];
-        cJSON_ArrayForEach(e, list) {
-            snprintf(sub, sizeof sub, "%s.pretokenizers[%zu]", where, i++);
-            ENC_TRY(tok__load_pre(t, e, sub));
-        }
-        return ENC_OK;
-    }
+    if (type && strcmp(type, "Sequence") == 0)
+        return tok__load_sequence(t, p, "pretokenizers", where, tok__load_pre);
     if (type && strcmp(type, "Split") == 0) return tok__load_split(t, p, where);
     if (type && strcmp(type, "ByteLevel") == 0) return tok__load_bytelevel(t, p, where);
     return enc_fail(ENC_ERR_UNSUPPORTED, "%s.type \"%s\" is not supported (encore "
