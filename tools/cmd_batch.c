@@ -122,8 +122,7 @@ static bool batch__parse_line(const char *text, tokenizer *tok, batch_request *r
         .prompt_ids = r->ids,
         .n_prompt = r->n_ids,
         .max_tokens = (int64_t)max_tokens,
-        .temperature = temperature,
-        .seed = (uint64_t)seed,
+        .sampling = {.temperature = temperature, .seed = (uint64_t)seed},
         .ignore_eos = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ignore_eos")),
     };
     r->arrive_step = (int64_t)arrive;

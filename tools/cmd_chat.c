@@ -91,8 +91,7 @@ static int chat_reply(chat_args *a, engine *e, tokenizer *tok, const char *promp
         .prompt_ids = ids,
         .n_prompt = (int64_t)n_ids,
         .max_tokens = a->sampling.max_tokens,
-        .temperature = a->sampling.temperature,
-        .seed = (uint64_t)a->sampling.seed++,
+        .sampling = {.temperature = a->sampling.temperature, .seed = (uint64_t)a->sampling.seed++},
         .stop_ids = stops,
         .n_stop_ids = (int)(n_stops < ENGINE_MAX_STOP_IDS ? n_stops : ENGINE_MAX_STOP_IDS),
     };

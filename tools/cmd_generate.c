@@ -96,8 +96,7 @@ static int generate_run(const generate_args *a, engine *e, tokenizer *tok, const
         .prompt_ids = prompt,
         .n_prompt = n_prompt,
         .max_tokens = a->sampling.max_tokens,
-        .temperature = a->sampling.temperature,
-        .seed = (uint64_t)a->sampling.seed,
+        .sampling = {.temperature = a->sampling.temperature, .seed = (uint64_t)a->sampling.seed},
         .ignore_eos = a->ignore_eos,
     };
     int64_t id;

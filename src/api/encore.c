@@ -64,8 +64,7 @@ encore_status encore_generate_ids(encore_engine *e, const int32_t *prompt, size_
         .prompt_ids = prompt,
         .n_prompt = (int64_t)n_prompt,
         .max_tokens = sampling->max_tokens,
-        .temperature = sampling->temperature,
-        .seed = sampling->seed,
+        .sampling = {.temperature = sampling->temperature, .seed = sampling->seed},
         .ignore_eos = sampling->ignore_eos != 0,
     };
     int64_t id = -1;

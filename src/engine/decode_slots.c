@@ -168,7 +168,7 @@ bool decode_multi_ready(engine *e, const sched_batch *b)
     if (!slot || slot->state == SLOT_COLD) return false; /* the first decode of a size runs eagerly */
     for (int i = 0; i < b->n_entries; i++) {
         const engine_seq *s = b->entries[i].seq;
-        if (s->temperature != 0.0 || s->prompt_logits || s->n_tokens + K - 1 > e->cfg.max_model_len)
+        if (s->sampling.temperature != 0.0 || s->prompt_logits || s->n_tokens + K - 1 > e->cfg.max_model_len)
             return false;
     }
     int32_t need = 0;

@@ -160,8 +160,9 @@ static enc_status engine__check_request(const engine *e, const engine_request_pa
     if (p->max_tokens < 1)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: max_tokens must be >= 1 (got %lld)",
                         (long long)p->max_tokens);
-    if (!(p->temperature >= 0.0) || p->temperature > 1e6)
-        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: temperature must be >= 0 (got %g)", p->temperature);
+    if (!(p->sampling.temperature >= 0.0) || p->sampling.temperature > 1e6)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: temperature must be >= 0 (got %g)",
+                        p->sampling.temperature);
     for (int64_t i = 0; i < p->n_prompt; i++)
         if (p->prompt_ids[i] < 0 || p->prompt_ids[i] >= mc->vocab_size)
             return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: prompt token %lld is %d, outside the vocabulary [0, %lld)",
@@ -201,12 +202,12 @@ enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t
     memcpy(s->tokens, p->prompt_ids, (size_t)p->n_prompt * sizeof *s->tokens);
     s->n_tokens = s->n_prompt = p->n_prompt;
     s->max_tokens = p->max_tokens;
-    s->temperature = p->temperature;
+    s->sampling = p->sampling;
     s->ignore_eos = p->ignore_eos;
     s->prompt_logits = p->prompt_logits;
     s->n_stop_ids = p->n_stop_ids;
     if (p->n_stop_ids) memcpy(s->stop_ids, p->stop_ids, (size_t)p->n_stop_ids * sizeof *s->stop_ids);
-    sampler_rng_seed(&s->rng, p->seed);
+    sampler_rng_seed(&s->rng, p->sampling.seed);
     s->id = e->next_id++;
     e->seqs[e->n_seqs++] = s;
     *request_id = s->id;
@@ -304,8 +305,8 @@ static int64_t engine__consume(engine *e, const sched_batch *b)
         }
         if (!en->sample) continue;
         const float *row = &e->logits[(en->logits_row + en->n_logits - 1) * V];
-        int32_t next = s->temperature == 0.0 ? sampler_argmax(row, V)
-                                             : sampler_sample(row, V, s->temperature, &s->rng, e->probs);
+        double t = s->sampling.temperature;
+        int32_t next = t == 0.0 ? sampler_argmax(row, V) : sampler_sample(row, V, t, &s->rng, e->probs);
         if (engine__append(e, s, next)) n_finished++;
     }
     return n_finished;

@@ -25,7 +25,7 @@
 
 typedef struct engine engine;
 
-enum { ENGINE_MAX_STOP_IDS = 16 };
+enum { ENGINE_MAX_STOP_IDS = 16, ENGINE_MAX_TOP_LOGPROBS = 20 };
 
 typedef struct engine_config {
     const char *model_dir;
@@ -44,12 +44,28 @@ typedef struct engine_config {
     void *load_progress_user;
 } engine_config;
 
+/* How a request picks its tokens, with vLLM's meanings. A zero-initialised
+ * struct is greedy with every filter off except the neutral factors: set
+ * repetition_penalty and top_p to 0 or 1 alike (0 reads as "off"). */
+typedef struct engine_sampling {
+    double temperature;        /* 0: greedy */
+    int64_t top_k;             /* keep the k most likely tokens; <= 0: off */
+    double top_p;              /* keep the smallest set with this mass; 0 or 1: off */
+    double min_p;              /* drop tokens below min_p x the top probability; 0: off */
+    double repetition_penalty; /* > 1 discourages tokens of prompt and output; 0 or 1: off */
+    double presence_penalty;   /* subtracted once from a generated token's logit */
+    double frequency_penalty;  /* subtracted per occurrence in the output */
+    uint64_t seed;             /* the request's random stream */
+    int64_t min_tokens;        /* EOS and stop ids are masked before this many tokens */
+    bool logprobs;             /* record each sampled token's log-probability */
+    int top_logprobs;          /* and this many most likely alternatives, 0..20 */
+} engine_sampling;
+
 typedef struct engine_request_params {
     const int32_t *prompt_ids; /* copied */
     int64_t n_prompt;
     int64_t max_tokens;   /* tokens to generate, >= 1 */
-    double temperature;   /* 0: greedy */
-    uint64_t seed;
+    engine_sampling sampling;
     bool ignore_eos;
     bool prompt_logits;   /* deliver the logits of every prompt position */
     const int32_t *stop_ids; /* more tokens that end the request (copied); kept even

@@ -24,7 +24,7 @@ typedef struct engine_seq {
     int64_t n_prompt;
     int64_t n_computed; /* leading tokens whose K/V are in the cache */
     int64_t max_tokens;
-    double temperature;
+    engine_sampling sampling;
     bool ignore_eos;
     bool prompt_logits;
     int32_t stop_ids[ENGINE_MAX_STOP_IDS];
