@@ -46,18 +46,41 @@ typedef struct encore_options {
     int max_num_seqs;               /* 0: 64 */
     int64_t max_num_batched_tokens; /* 0: 2048 */
     int64_t max_model_len;          /* 0: min(max_position_embeddings, 8192) */
+    int eager;                      /* nonzero: no decode capture */
+    int64_t decode_steps;           /* greedy decode steps per replay (0: default) */
+    int no_prefix_caching;          /* nonzero: automatic prefix caching off */
+    const char *device;             /* "cpu" (NULL) or "vulkan[:N]" where built */
 } encore_options;
 
 encore_options encore_options_default(void);
 encore_status encore_engine_create(const encore_options *opt, encore_engine **out);
 void encore_engine_destroy(encore_engine *e); /* NULL is a no-op */
 
+/* How a request picks tokens and when it stops, with vLLM's meanings. Start
+ * from encore_sampling_default(): greedy, 16 tokens, every filter off. */
 typedef struct encore_sampling {
     int64_t max_tokens; /* >= 1 */
     double temperature; /* 0: greedy */
     uint64_t seed;
     int ignore_eos;     /* nonzero: do not stop at end-of-sequence tokens */
+    int64_t top_k;      /* <= 0: off */
+    double top_p;       /* 1: off */
+    double min_p;       /* 0: off */
+    double repetition_penalty; /* 1: off */
+    double presence_penalty;   /* 0: off */
+    double frequency_penalty;  /* 0: off */
+    int64_t min_tokens;        /* no EOS / stop before this many tokens */
+    int logprobs;              /* nonzero: report each token's log-probability */
+    int top_logprobs;          /* and this many alternatives (0..20) */
+    const char *const *stop;   /* [n_stop] stop strings, matched on the output text across
+                                * token boundaries; the match is not emitted (copied) */
+    size_t n_stop;
+    const int32_t *stop_token_ids; /* [n_stop_token_ids] more ids that end it (copied) */
+    size_t n_stop_token_ids;
+    int skip_special_tokens;   /* nonzero (default): special tokens give no text */
 } encore_sampling;
+
+encore_sampling encore_sampling_default(void);
 
 /* Generate from a prompt of token ids, running the engine until this request
  * finishes. Writes up to `cap` generated ids to `out` and their number to
@@ -65,6 +88,99 @@ typedef struct encore_sampling {
 encore_status encore_generate_ids(encore_engine *e, const int32_t *prompt, size_t n_prompt,
                                   const encore_sampling *sampling, int32_t *out, size_t cap,
                                   size_t *n_out, int *stopped);
+
+/* --- serving: requests answered by an engine thread --------------------------
+ *
+ * encore_submit may be called from any thread at any time; the first call
+ * starts the engine's own thread, which runs steps while any request is
+ * unfinished and sleeps otherwise. Each request's output arrives through its
+ * callback, on the engine thread, after every step that gave it tokens, and
+ * once more (finished != 0) at the end; the callback must return quickly and
+ * may call encore_cancel, nothing else of this API. encore_engine_destroy
+ * cancels what still runs and joins the thread. */
+
+typedef struct encore_logprob {
+    int32_t id;
+    float logprob;
+} encore_logprob;
+
+typedef struct encore_output {
+    int64_t request_id;
+    const int32_t *ids;         /* [n_ids] tokens new since the last call */
+    size_t n_ids;
+    const float *logprobs;      /* [n_ids] when requested, else NULL */
+    const encore_logprob *top;  /* [n_ids * n_top] alternatives, most likely first */
+    int n_top;
+    const char *text;           /* text new since the last call: whole UTF-8 characters;
+                                 * text that may begin a stop string is held back */
+    size_t text_len;
+    int finished;
+    const char *finish_reason;  /* once finished: "stop", "length" or "abort" */
+    const char *stop_string;    /* the stop string that matched, else NULL */
+    size_t n_prompt_tokens;
+    size_t n_cached_prompt_tokens; /* served from the prefix cache */
+    size_t n_output_tokens;        /* generated so far */
+} encore_output;
+
+/* Pointers in `out` are valid during the call only. */
+typedef void (*encore_output_fn)(void *user, const encore_output *out);
+
+typedef struct encore_request {
+    const char *prompt;          /* text, tokenized with the model's tokenizer; or NULL */
+    const int32_t *prompt_ids;   /* token ids when prompt is NULL (copied) */
+    size_t n_prompt_ids;
+    encore_sampling sampling;
+} encore_request;
+
+/* Queue a request. Bad parameters, a prompt too long for max_model_len -
+ * max_tokens, or a text prompt without a tokenizer are refused at once with
+ * ENCORE_ERR_INVALID_ARGUMENT and a message; the callback is then never called. */
+encore_status encore_submit(encore_engine *e, const encore_request *r, encore_output_fn fn,
+                            void *user, int64_t *request_id);
+/* Abort a request: within one engine step its blocks are free and its
+ * callback gets its last call (finish_reason "abort"). Unknown or finished
+ * ids are ignored. */
+encore_status encore_cancel(encore_engine *e, int64_t request_id);
+
+typedef struct encore_stats {
+    int64_t n_running, n_waiting;        /* requests now */
+    int64_t kv_blocks_total, kv_blocks_used;
+    int64_t prefix_queries_tokens, prefix_hit_tokens;
+    int64_t prompt_tokens, output_tokens; /* processed since creation */
+    int64_t n_finished;                   /* requests */
+    int64_t n_steps, n_eager_steps, n_captures, n_replays, n_multi_round_trips;
+} encore_stats;
+
+encore_status encore_get_stats(encore_engine *e, encore_stats *out);
+
+typedef struct encore_model_info {
+    const char *name;       /* the model directory's last component */
+    int64_t max_model_len;
+    int64_t vocab_size;
+    int has_tokenizer;      /* tokenizer.json found: text prompts work */
+    int has_chat_template;  /* a chat template encore renders */
+} encore_model_info;
+
+encore_status encore_get_model_info(encore_engine *e, encore_model_info *out);
+
+/* --- text ------------------------------------------------------------------- */
+
+typedef struct encore_chat_message {
+    const char *role;    /* "system", "user", "assistant" or "tool" */
+    const char *content; /* UTF-8 */
+    const char *reasoning_content; /* assistant: NULL when absent */
+} encore_chat_message;
+
+/* The model's chat template applied to msgs[0..n), ending with the assistant
+ * header; enable_thinking 0 adds the empty think block. *out is the
+ * caller's to free with encore_free. */
+encore_status encore_chat_prompt(encore_engine *e, const encore_chat_message *msgs, size_t n,
+                                 int enable_thinking, char **out);
+encore_status encore_tokenize(encore_engine *e, const char *text, size_t len, int32_t **ids,
+                              size_t *n_ids);
+encore_status encore_detokenize(encore_engine *e, const int32_t *ids, size_t n_ids,
+                                int skip_special_tokens, char **text, size_t *len);
+void encore_free(void *p);
 
 #ifdef __cplusplus
 }
