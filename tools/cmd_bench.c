@@ -18,7 +18,8 @@
 #include "membw.h"
 
 static const char bench_help[] =
-    "usage: encore bench -m DIR [options]\n\n"
+    "usage: encore bench -m DIR [options]\n"
+    "       encore bench serve [options]   (load a running server; see --help there)\n\n"
     "Measure prefill and decode tokens/s (medians of --runs runs) and the decode\n"
     "roofline from the machine's measured memory bandwidth.\n\n"
     "options:\n"
@@ -285,6 +286,7 @@ static int bench__parse(int argc, char **argv, bench_args *a)
 
 int cmd_bench(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "serve")) return cmd_bench_serve(argc - 1, argv + 1);
     bench_args a;
     memset(&a, 0, sizeof a);
     int rc = bench__parse(argc, argv, &a);

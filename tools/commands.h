@@ -10,6 +10,7 @@ int cmd_generate(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_bench_serve(int argc, char **argv); /* `encore bench serve` */
 int cmd_chat(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
