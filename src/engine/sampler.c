@@ -119,8 +119,7 @@ static void sampler__clear_ids(sampler *s, const int32_t *tokens, int64_t n)
     }
 }
 
-/* The row after penalties and the min_tokens mask, in s->work. */
-static const float *sampler__process(sampler *s, const sampler_input *in)
+const float *sampler_process(sampler *s, const sampler_input *in)
 {
     const engine_sampling *p = in->params;
     int64_t n = in->n_sample;
@@ -194,34 +193,42 @@ static int64_t sampler__top_k_top_p(sampler *s, int64_t n, int64_t k, double top
 
 /* --- the draw ------------------------------------------------------------------- */
 
-static int32_t sampler__draw(sampler *s, const float *x, int64_t n, const engine_sampling *p, sampler_rng *rng)
+int64_t sampler_candidates(sampler *s, const float *x, int64_t n, const engine_sampling *p)
 {
     double max = x[sampler_argmax(x, n)], total = 0.0;
     for (int64_t i = 0; i < n; i++) {
         s->w[i] = exp(((double)x[i] - max) / p->temperature);
         total += s->w[i];
     }
-    bool filtered = (p->top_k > 0 && p->top_k < n) || (p->top_p > 0.0 && p->top_p < 1.0);
-    int64_t nc = filtered ? sampler__top_k_top_p(s, n, p->top_k, p->top_p, total) : n;
+    int64_t nc = 0;
+    if ((p->top_k > 0 && p->top_k < n) || (p->top_p > 0.0 && p->top_p < 1.0)) {
+        nc = sampler__top_k_top_p(s, n, p->top_k, p->top_p, total);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            if (s->w[i] > 0.0) s->cand[nc++] = (sampler_cand){s->w[i], (int32_t)i};
+    }
+    if (p->min_p <= 0.0) return nc;
     /* min_p: the largest weight is 1 (the argmax survives every filter) */
-    double floor_w = p->min_p > 0.0 ? p->min_p : 0.0;
+    int64_t kept = 0;
+    for (int64_t i = 0; i < nc; i++)
+        if (s->cand[i].w >= p->min_p) s->cand[kept++] = s->cand[i];
+    return kept;
+}
+
+static int32_t sampler__draw(sampler *s, const float *x, int64_t n, const engine_sampling *p, sampler_rng *rng)
+{
+    int64_t nc = sampler_candidates(s, x, n, p);
     double sum = 0.0;
-    for (int64_t i = 0; i < nc; i++) {
-        double w = filtered ? s->cand[i].w : s->w[i];
-        if (w >= floor_w) sum += w;
-    }
+    for (int64_t i = 0; i < nc; i++) sum += s->cand[i].w;
     double u = sampler_rng_next(rng) * sum, acc = 0.0;
-    int64_t last = -1;
     for (int64_t i = 0; i < nc; i++) {
-        double w = filtered ? s->cand[i].w : s->w[i];
-        if (w < floor_w || w == 0.0) continue;
-        int32_t id = filtered ? s->cand[i].id : (int32_t)i;
-        acc += w;
-        last = id;
-        if (u < acc) return id;
+        acc += s->cand[i].w;
+        if (u < acc) return s->cand[i].id;
     }
-    /* rounding left u at or past the sum: the last kept id with mass */
-    return last >= 0 ? (int32_t)last : sampler_argmax(x, n);
+    /* rounding left u at or past the sum: the last candidate with mass */
+    for (int64_t i = nc - 1; i >= 0; i--)
+        if (s->cand[i].w > 0.0) return s->cand[i].id;
+    return sampler_argmax(x, n);
 }
 
 /* --- logprobs --------------------------------------------------------------------- */
@@ -255,7 +262,7 @@ int32_t sampler_pick(sampler *s, const sampler_input *in, engine_token_logprob *
     int64_t n = in->n_sample;
     double lse = lp ? sampler__logprobs(in->logits, n, p->top_logprobs, lp) : 0.0;
     const float *x = in->logits;
-    if (sampler__penalties_on(p) || in->n_output < p->min_tokens) x = sampler__process(s, in);
+    if (sampler__penalties_on(p) || in->n_output < p->min_tokens) x = sampler_process(s, in);
     int32_t id = p->temperature == 0.0 ? sampler_argmax(x, n) : sampler__draw(s, x, n, p, in->rng);
     if (lp) {
         lp->id = id;

@@ -82,6 +82,16 @@ typedef struct sampler_input {
     sampler_rng *rng; /* advanced once per sampled (temperature > 0) token */
 } sampler_input;
 
+/* The row after penalties and the min_tokens mask (ids < n_sample), in
+ * s->work. The scratch counters are back to zero on return. */
+const float *sampler_process(sampler *s, const sampler_input *in);
+
+/* The ids a sampled pick (temperature > 0) draws from the row x[0..n) after
+ * temperature, top-k, top-p and min-p: in s->cand with their weights (not
+ * normalised; the largest is 1), returned count. Sorted by weight
+ * descending, then id, when top-k or top-p is on; else in id order. */
+int64_t sampler_candidates(sampler *s, const float *x, int64_t n, const engine_sampling *p);
+
 /* Pick the next token. When lp is not NULL it gets the chosen id, its raw
  * log-probability and params->top_logprobs most likely alternatives. */
 int32_t sampler_pick(sampler *s, const sampler_input *in, engine_token_logprob *lp);
