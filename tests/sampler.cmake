@@ -15,3 +15,10 @@ target_link_libraries(test_sampler_engine PRIVATE encore_core)
 target_include_directories(test_sampler_engine PRIVATE ${ENCORE_TESTS_DIR})
 add_test(NAME sampler_engine COMMAND test_sampler_engine ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
 set_tests_properties(sampler_engine PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300)
+
+foreach(check modes seed logprobs bad_args)
+  add_test(NAME sampler_${check}
+    COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/sampler_cli.py
+            --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${check})
+  set_tests_properties(sampler_${check} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 600)
+endforeach()

@@ -80,7 +80,7 @@ static void ref_distribution(const float *x, int64_t n, const engine_sampling *p
  * binomial mean n p (plus one count, for bins expected only a few times)? */
 static bool check_frequency(const char *what, int64_t id, int64_t hits, double p, int64_t n)
 {
-    double mean = p * (double)n, sd = sqrt(mean * (1.0 - p));
+    double mean = p * (double)n, sd = sqrt(mean * fmax(0.0, 1.0 - p));
     if (fabs((double)hits - mean) <= 5.0 * sd + 1.0) return true;
     fprintf(stderr, "%s: id %lld (-1: the pooled rare ids) drawn %lld times, expected %.1f (sd %.1f)\n", what,
             (long long)id, (long long)hits, mean, sd);
