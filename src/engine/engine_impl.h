@@ -160,7 +160,8 @@ bool decode_batch(const sched_batch *b);
 /* Run a decode batch through its slot (eager while cold, record when warm,
  * replay when captured); its logits land in e->logits. */
 enc_status decode_slots_run(engine *e, const sched_batch *b);
-/* Can this batch run cfg.decode_steps greedy steps in one replay? Reserves
+/* Can this batch run cfg.decode_steps greedy steps in one replay (every
+ * sequence plain greedy: sampler_is_plain_greedy, no host_pick)? Reserves
  * the KV blocks those steps need when it can. */
 bool decode_multi_ready(engine *e, const sched_batch *b);
 /* Run it: K steps, the chosen ids in e->multi_ids[k * e->multi_rows + i]. */

@@ -147,12 +147,37 @@ const float *sampler_process(sampler *s, const sampler_input *in)
 
 /* --- top-k and top-p ------------------------------------------------------------ */
 
-/* Weight descending, then id ascending. */
-static int sampler__cand_cmp(const void *a, const void *b)
+/* Does a come after b: weight descending, then id ascending? */
+static bool sampler__after(const sampler_cand *a, const sampler_cand *b)
 {
-    const sampler_cand *x = a, *y = b;
-    if (x->w != y->w) return x->w > y->w ? -1 : 1;
-    return (x->id > y->id) - (x->id < y->id);
+    return a->w != b->w ? a->w < b->w : a->id > b->id;
+}
+
+static void sampler__sift_down(sampler_cand *c, int64_t i, int64_t n)
+{
+    for (;;) {
+        int64_t big = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && sampler__after(&c[l], &c[big])) big = l;
+        if (r < n && sampler__after(&c[r], &c[big])) big = r;
+        if (big == i) return;
+        sampler_cand t = c[i];
+        c[i] = c[big];
+        c[big] = t;
+        i = big;
+    }
+}
+
+/* Heapsort: in place, so that picking allocates nothing (qsort may). The
+ * order is total (ids are distinct), so stability does not matter. */
+static void sampler__sort(sampler_cand *c, int64_t n)
+{
+    for (int64_t i = n / 2 - 1; i >= 0; i--) sampler__sift_down(c, i, n);
+    for (int64_t end = n - 1; end > 0; end--) {
+        sampler_cand t = c[0];
+        c[0] = c[end];
+        c[end] = t;
+        sampler__sift_down(c, 0, end);
+    }
 }
 
 /* The kept set of top-k and top-p, sorted, in s->cand; returns its size.
@@ -171,7 +196,7 @@ static int64_t sampler__top_k_top_p(sampler *s, int64_t n, int64_t k, double top
         for (int64_t i = 0; i < n; i++)
             if (s->w[i] >= t) s->cand[nc++] = (sampler_cand){s->w[i], (int32_t)i};
         if (k_on && nc < k && !last) continue;
-        qsort(s->cand, (size_t)nc, sizeof *s->cand, sampler__cand_cmp);
+        sampler__sort(s->cand, nc);
         double mass = total;
         if (k_on && nc > k) {
             int64_t kk = k; /* ties with the k-th weight stay, as in vLLM */
