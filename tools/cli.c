@@ -182,7 +182,8 @@ int cli_sampling_option(const char *cmd, int argc, char **argv, int *i, cli_samp
 void cli_print_logprob(const engine_token_logprob *lp)
 {
     printf("{\"id\":%d,\"logprob\":%.9g,\"top\":[", lp->id, (double)lp->logprob);
-    for (int j = 0; j < lp->n_top; j++) printf("%s[%d,%.9g]", j ? "," : "", lp->top_ids[j], (double)lp->top_logprobs[j]);
+    for (int j = 0; j < lp->n_top; j++)
+        printf("%s[%d,%.9g]", j ? "," : "", lp->top_ids[j], (double)lp->top_logprobs[j]);
     printf("]}");
 }
 

@@ -104,7 +104,8 @@ static bool batch__sampling(const cJSON *o, engine_sampling *sp, int64_t line)
 {
     double top_k = 0, min_tokens = 0, top_logprobs = 0;
     const double big = 1e15;
-    if (!batch__number(o, "top_k", -big, big, &top_k, line) || !batch__number(o, "top_p", -big, big, &sp->top_p, line) ||
+    if (!batch__number(o, "top_k", -big, big, &top_k, line) ||
+        !batch__number(o, "top_p", -big, big, &sp->top_p, line) ||
         !batch__number(o, "min_p", -big, big, &sp->min_p, line) ||
         !batch__number(o, "repetition_penalty", -big, big, &sp->repetition_penalty, line) ||
         !batch__number(o, "presence_penalty", -big, big, &sp->presence_penalty, line) ||

@@ -230,7 +230,8 @@ enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t
     if (!s) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "request");
     s->tokens = malloc((size_t)(p->n_prompt + p->max_tokens) * sizeof *s->tokens);
     if (p->sampling.logprobs) s->logprobs = malloc((size_t)p->max_tokens * sizeof *s->logprobs);
-    if (!s->tokens || (p->sampling.logprobs && !s->logprobs) || kv_block_table_init(&s->table, (int32_t)e->max_blocks_per_seq) != ENC_OK) {
+    if (!s->tokens || (p->sampling.logprobs && !s->logprobs) ||
+        kv_block_table_init(&s->table, (int32_t)e->max_blocks_per_seq) != ENC_OK) {
         engine__seq_free(s);
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "request of %lld tokens", (long long)p->n_prompt);
     }
