@@ -321,7 +321,7 @@ static void test_greedy(sampler *s)
 /* --- logprobs ----------------------------------------------------------------- */
 
 /* A float logprob against a double: within a few float roundings. */
-static bool close(float got, double want) { return fabs((double)got - want) <= 1e-6 * (1.0 + fabs(want)); }
+static bool near(float got, double want) { return fabs((double)got - want) <= 1e-6 * (1.0 + fabs(want)); }
 
 static void test_logprobs(sampler *s)
 {
@@ -344,7 +344,7 @@ static void test_logprobs(sampler *s)
         engine_token_logprob lp;
         memset(&lp, 0xff, sizeof lp);
         int32_t id = sampler_pick(s, &in, &lp);
-        CHECK(lp.id == id && close(lp.logprob, x[id] - lse));
+        CHECK(lp.id == id && near(lp.logprob, x[id] - lse));
         CHECK(lp.n_top == 20);
         /* the reference order: sort all ids by raw logit, ties by id */
         ref_item *it = malloc(sizeof(ref_item) * N);
@@ -352,7 +352,7 @@ static void test_logprobs(sampler *s)
         qsort(it, (size_t)n_sample, sizeof *it, ref_cmp);
         int bad = 0;
         for (int j = 0; j < 20; j++)
-            bad += lp.top_ids[j] != it[j].id || !close(lp.top_logprobs[j], it[j].l - lse);
+            bad += lp.top_ids[j] != it[j].id || !near(lp.top_logprobs[j], it[j].l - lse);
         CHECK(bad == 0);
         if (n_sample == N) CHECK(lp.top_ids[0] == 299);
         else CHECK(lp.top_ids[0] == 17 && lp.top_ids[1] == 250);
@@ -363,7 +363,7 @@ static void test_logprobs(sampler *s)
         CHECK(lp.n_top == 3);
         p.top_logprobs = 0;
         sampler_pick(s, &in, &lp);
-        CHECK(lp.n_top == 0 && close(lp.logprob, x[lp.id] - lse));
+        CHECK(lp.n_top == 0 && near(lp.logprob, x[lp.id] - lse));
     }
     /* more alternatives than ids */
     const float tiny[3] = {1.0f, 1.0f, 0.0f};
@@ -372,7 +372,7 @@ static void test_logprobs(sampler *s)
     engine_token_logprob lp;
     CHECK(sampler_pick(s, &in, &lp) == 0 && lp.n_top == 3 && lp.top_ids[0] == 0 && lp.top_ids[1] == 1 &&
           lp.top_ids[2] == 2);
-    CHECK(close(lp.logprob, 1.0 - log(2 * exp(1.0) + 1.0)));
+    CHECK(near(lp.logprob, 1.0 - log(2 * exp(1.0) + 1.0)));
     printf("ok logprobs\n");
 }
 
