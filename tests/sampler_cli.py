@@ -170,6 +170,7 @@ def check_bad_args(a):
         expect_fail(g + [opt, val], 2, opt)
     expect_fail(g + ["-n", "4", "--min-tokens", "5"], 2, "min_tokens")
     expect_fail([a.encore, "chat", "-m", a.model, "--logprobs", "2"], 2, "--logprobs", stdin="")
+    expect_fail([a.encore, "chat", "-m", a.model, "-n", "8", "--min-tokens", "9"], 2, "--min-tokens", stdin="")
     for field, val, needle in [("top_p", 0, None), ("top_p", 1.2, "top_p"), ("top_k", -3, "top_k"),
                                ("min_p", -0.5, "min_p"), ("repetition_penalty", -2, "repetition_penalty"),
                                ("presence_penalty", 2.1, "presence_penalty"),

@@ -69,6 +69,11 @@ static int chat_parse(int argc, char **argv, chat_args *a)
         cli_error("chat", "--logprobs is an option of generate, not chat");
         return CLI_BAD_ARGS;
     }
+    if (rc == 0 && a->sampling.min_tokens > a->sampling.max_tokens) {
+        cli_error("chat", "--min-tokens %lld exceeds --max-tokens %lld", (long long)a->sampling.min_tokens,
+                  (long long)a->sampling.max_tokens);
+        return CLI_BAD_ARGS;
+    }
     return rc;
 }
 
@@ -104,6 +109,7 @@ static int chat_reply(chat_args *a, engine *e, tokenizer *tok, const char *promp
     a->sampling.seed++; /* each reply takes the next seed */
     const engine_config *c = engine_get_config(e);
     if (p.n_prompt + p.max_tokens > c->max_model_len) p.max_tokens = c->max_model_len - p.n_prompt;
+    if (p.sampling.min_tokens > p.max_tokens) p.sampling.min_tokens = p.max_tokens; /* a long conversation */
     int64_t id = -1;
     if (p.max_tokens < 1 || engine_add_request(e, &p, &id) != ENC_OK) {
         cli_error("chat", "the conversation no longer fits (%zu tokens; max_model_len %lld): /reset",
