@@ -41,7 +41,9 @@ typedef struct engine_config {
     int64_t decode_steps;           /* greedy decode steps per replay (0: the default, 4;
                                      * 1: one step per round trip) */
     int64_t sample_vocab;           /* ids >= this are never sampled (those the tokenizer
-                                     * does not know); 0: the whole vocabulary */
+                                     * does not know); 0: the whole vocabulary. Multi-step
+                                     * decode stays on: a masked id the device picks is
+                                     * dropped and that token picked again on the host */
     void (*load_progress)(void *user, double fraction); /* (optional) weights loaded so far */
     void *load_progress_user;
 } engine_config;
