@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,7 +155,53 @@ int cli_sampling_option(const char *cmd, int argc, char **argv, int *i, cli_samp
         s->seed_given = true;
         return cli__i64_option(cmd, argc, argv, i, 0, INT64_MAX, &s->seed);
     }
+    if (!strcmp(a, "--top-k")) return cli__i64_option(cmd, argc, argv, i, -1, INT32_MAX, &s->top_k);
+    if (!strcmp(a, "--min-tokens")) return cli__i64_option(cmd, argc, argv, i, 0, 1 << 24, &s->min_tokens);
+    if (!strcmp(a, "--logprobs")) {
+        s->logprobs = true;
+        return cli__i64_option(cmd, argc, argv, i, 0, ENGINE_MAX_TOP_LOGPROBS, &s->top_logprobs);
+    }
+    static const struct {
+        const char *name;
+        double min, max;
+        size_t offset;
+    } reals[] = {
+        {"--top-p", 0, 1, offsetof(cli_sampling, top_p)},
+        {"--min-p", 0, 1, offsetof(cli_sampling, min_p)},
+        {"--repetition-penalty", 0, 1e6, offsetof(cli_sampling, repetition_penalty)},
+        {"--presence-penalty", -2, 2, offsetof(cli_sampling, presence_penalty)},
+        {"--frequency-penalty", -2, 2, offsetof(cli_sampling, frequency_penalty)},
+    };
+    for (size_t k = 0; k < sizeof reals / sizeof *reals; k++)
+        if (!strcmp(a, reals[k].name))
+            return cli_option_f64(cmd, argc, argv, i, reals[k].min, reals[k].max,
+                                  (double *)((char *)s + reals[k].offset)) ? 1 : -1;
     return 0;
+}
+
+void cli_print_logprob(const engine_token_logprob *lp)
+{
+    printf("{\"id\":%d,\"logprob\":%.9g,\"top\":[", lp->id, (double)lp->logprob);
+    for (int j = 0; j < lp->n_top; j++)
+        printf("%s[%d,%.9g]", j ? "," : "", lp->top_ids[j], (double)lp->top_logprobs[j]);
+    printf("]}");
+}
+
+engine_sampling cli_sampling_params(const cli_sampling *s)
+{
+    return (engine_sampling){
+        .temperature = s->temperature,
+        .top_k = s->top_k,
+        .top_p = s->top_p,
+        .min_p = s->min_p,
+        .repetition_penalty = s->repetition_penalty,
+        .presence_penalty = s->presence_penalty,
+        .frequency_penalty = s->frequency_penalty,
+        .seed = (uint64_t)s->seed,
+        .min_tokens = s->min_tokens,
+        .logprobs = s->logprobs,
+        .top_logprobs = (int)s->top_logprobs,
+    };
 }
 
 int cli_engine_option(const char *cmd, int argc, char **argv, int *i, engine_config *cfg)

@@ -34,14 +34,42 @@ bool cli_option_f64(const char *cmd, int argc, char **argv, int *i, double min, 
                     double *out);
 
 /* The sampling options of generate and chat: -n/--max-tokens, --temperature,
- * --seed. Same contract as cli_engine_option. */
+ * --seed, and vLLM's filters and penalties (CLI_SAMPLING_HELP). Same
+ * contract as cli_engine_option. Zero for a filter or penalty is "off". */
 typedef struct cli_sampling {
     int64_t max_tokens;
     double temperature;
     int64_t seed;
     bool seed_given;
+    int64_t top_k;
+    double top_p, min_p;
+    double repetition_penalty, presence_penalty, frequency_penalty;
+    int64_t min_tokens;
+    bool logprobs;        /* --logprobs N given */
+    int64_t top_logprobs; /* its N */
 } cli_sampling;
 int cli_sampling_option(const char *cmd, int argc, char **argv, int *i, cli_sampling *s);
+/* The engine's sampling parameters for these options. */
+engine_sampling cli_sampling_params(const cli_sampling *s);
+
+/* The help lines of the options cli_sampling_option parses beyond -n,
+ * --temperature and --seed (whose defaults differ by command). */
+#define CLI_SAMPLING_HELP                                                                          \
+    "  --top-k K                keep the K most likely tokens; -1 or 0: off (default off)\n"     \
+    "  --top-p P                keep the smallest set of tokens with probability mass P,\n"      \
+    "                           in (0, 1] (default 1: off)\n"                                     \
+    "  --min-p P                drop tokens less likely than P x the most likely one,\n"         \
+    "                           in [0, 1] (default 0: off)\n"                                     \
+    "  --repetition-penalty R   divide positive (multiply negative) logits of tokens in the\n"   \
+    "                           prompt or output by R, > 0 (default 1: off)\n"                   \
+    "  --presence-penalty X     subtract X from the logits of generated tokens, in [-2, 2]\n"    \
+    "                           (default 0)\n"                                                    \
+    "  --frequency-penalty X    subtract X per occurrence in the output, in [-2, 2] (default 0)\n" \
+    "  --min-tokens N           no end-of-sequence or stop token before N tokens (default 0)\n"
+
+/* Print one token's logprobs to stdout as {"id":I,"logprob":L,"top":[[I,L],...]}
+ * (9 significant digits: an f32 read back exactly). */
+void cli_print_logprob(const engine_token_logprob *lp);
 
 /* "1 2 3" or "1,2,3" -> malloc'd ids. */
 bool cli_parse_ids(const char *cmd, const char *opt, const char *s, int32_t **ids, int64_t *n);

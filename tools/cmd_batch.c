@@ -1,9 +1,10 @@
 /* cmd_batch.c - `encore batch`: many requests through the engine at once.
  *
  * Input: JSON lines {"prompt_ids":[...] | "prompt":"text", "max_tokens":N,
- * "temperature":T, "seed":S, "arrive_step":K}; a request is submitted just
- * before engine step K. Output, in input order, one line per request:
- * {"index":I,"ids":[...],"finish_reason":"length"|"stop"}. */
+ * "temperature":T, "seed":S, "arrive_step":K, and vLLM's sampling fields};
+ * a request is submitted just before engine step K. Output, in input order,
+ * one line per request: {"index":I,"ids":[...],"finish_reason":"length"|"stop"},
+ * with "logprobs":[...] when asked for. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -21,7 +22,13 @@ static const char batch_help[] =
     "  {\"index\":I,\"ids\":[...],\"finish_reason\":\"length\"|\"stop\"}\n"
     "Request fields: prompt_ids (array) or prompt (text), max_tokens (default 16),\n"
     "temperature (default 0), seed (default 0), ignore_eos (default false),\n"
-    "arrive_step (the engine step before which it is submitted, default 0).\n\n"
+    "arrive_step (the engine step before which it is submitted, default 0),\n"
+    "top_k (default -1: off), top_p (1: off), min_p (0: off), repetition_penalty\n"
+    "(1: off), presence_penalty (0), frequency_penalty (0), min_tokens (0),\n"
+    "logprobs (false; a number N: true with top_logprobs N), top_logprobs (0..20).\n"
+    "With logprobs the line also holds \"logprobs\":[{\"id\":I,\"logprob\":L,\n"
+    "\"top\":[[I,L],...]},...], one per generated token, under the raw model\n"
+    "distribution.\n\n"
     "options:\n"
     "  --requests FILE          the requests ('-' for stdin)\n"
     "  --stats                  print the engine's counters as JSON to stderr\n"
@@ -92,6 +99,36 @@ static bool batch__prompt_text(const char *text, tokenizer *tok, batch_request *
     return true;
 }
 
+/* vLLM's filters and penalties; the engine checks their ranges. */
+static bool batch__sampling(const cJSON *o, engine_sampling *sp, int64_t line)
+{
+    double top_k = 0, min_tokens = 0, top_logprobs = 0;
+    const double big = 1e15;
+    if (!batch__number(o, "top_k", -big, big, &top_k, line) ||
+        !batch__number(o, "top_p", -big, big, &sp->top_p, line) ||
+        !batch__number(o, "min_p", -big, big, &sp->min_p, line) ||
+        !batch__number(o, "repetition_penalty", -big, big, &sp->repetition_penalty, line) ||
+        !batch__number(o, "presence_penalty", -big, big, &sp->presence_penalty, line) ||
+        !batch__number(o, "frequency_penalty", -big, big, &sp->frequency_penalty, line) ||
+        !batch__number(o, "min_tokens", -big, big, &min_tokens, line) ||
+        !batch__number(o, "top_logprobs", -1e6, 1e6, &top_logprobs, line))
+        return false;
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(o, "logprobs");
+    if (cJSON_IsNumber(lp)) {
+        if (!batch__number(o, "logprobs", 0, ENGINE_MAX_TOP_LOGPROBS, &top_logprobs, line)) return false;
+        sp->logprobs = true;
+    } else if (lp && !cJSON_IsBool(lp)) {
+        cli_error("batch", "line %lld: \"logprobs\" must be true, false or a number", (long long)line);
+        return false;
+    } else {
+        sp->logprobs = cJSON_IsTrue(lp);
+    }
+    sp->top_k = (int64_t)top_k;
+    sp->min_tokens = (int64_t)min_tokens;
+    sp->top_logprobs = (int)top_logprobs;
+    return true;
+}
+
 static bool batch__parse_line(const char *text, tokenizer *tok, batch_request *r, int64_t line)
 {
     cJSON *o = cJSON_Parse(text);
@@ -125,6 +162,7 @@ static bool batch__parse_line(const char *text, tokenizer *tok, batch_request *r
         .sampling = {.temperature = temperature, .seed = (uint64_t)seed},
         .ignore_eos = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ignore_eos")),
     };
+    if (!batch__sampling(o, &r->params.sampling, line)) goto done;
     r->arrive_step = (int64_t)arrive;
     ok = true;
 done:
@@ -200,6 +238,20 @@ static void batch_print_stats(const engine *e)
             (long long)st.n_replays, (long long)st.n_verified_steps, (long long)st.n_multi_round_trips);
 }
 
+/* ,"logprobs":[{"id":I,"logprob":L,"top":[[I,L],...]},...] when asked for. */
+static void batch_print_logprobs(const engine *e, int64_t id)
+{
+    const engine_token_logprob *lp;
+    int64_t n = 0;
+    if (engine_request_logprobs(e, id, &lp, &n) != ENC_OK || !lp) return;
+    printf(",\"logprobs\":[");
+    for (int64_t i = 0; i < n; i++) {
+        if (i) printf(",");
+        cli_print_logprob(&lp[i]);
+    }
+    printf("]");
+}
+
 static int batch_run(engine *e, batch_set *b)
 {
     for (int64_t step = 0; batch_pending(b) || engine_has_unfinished(e); step++) {
@@ -216,7 +268,9 @@ static int batch_run(engine *e, batch_set *b)
         engine_request_output(e, b->reqs[i].engine_id, &ids, &n, &finish);
         printf("{\"index\":%lld,\"ids\":[", (long long)i);
         for (int64_t j = 0; j < n; j++) printf(j ? ",%d" : "%d", ids[j]);
-        printf("],\"finish_reason\":\"%s\"}\n", engine_finish_name(finish));
+        printf("],\"finish_reason\":\"%s\"", engine_finish_name(finish));
+        batch_print_logprobs(e, b->reqs[i].engine_id);
+        printf("}\n");
     }
     return CLI_OK;
 }

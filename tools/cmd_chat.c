@@ -26,6 +26,7 @@ static const char chat_help[] =
     "  -n, --max-tokens N       longest reply in tokens (default 1024)\n"
     "  --temperature T          sampling temperature; 0 is greedy (default 0.7)\n"
     "  --seed S                 random seed (default: from the clock)\n"
+    CLI_SAMPLING_HELP
     "  -h, --help               show this help\n\n";
 
 enum { CHAT_MAX_TURNS = 512 };
@@ -63,7 +64,17 @@ static int chat_option(void *args, const char *cmd, int argc, char **argv, int *
 static int chat_parse(int argc, char **argv, chat_args *a)
 {
     a->sampling = (cli_sampling){.max_tokens = 1024, .temperature = 0.7, .seed = (int64_t)time(NULL)};
-    return cli_parse_args("chat", chat_help, argc, argv, &a->cfg, chat_option, a);
+    int rc = cli_parse_args("chat", chat_help, argc, argv, &a->cfg, chat_option, a);
+    if (rc == 0 && a->sampling.logprobs) {
+        cli_error("chat", "--logprobs is an option of generate, not chat");
+        return CLI_BAD_ARGS;
+    }
+    if (rc == 0 && a->sampling.min_tokens > a->sampling.max_tokens) {
+        cli_error("chat", "--min-tokens %lld exceeds --max-tokens %lld", (long long)a->sampling.min_tokens,
+                  (long long)a->sampling.max_tokens);
+        return CLI_BAD_ARGS;
+    }
+    return rc;
 }
 
 /* The prompt text for the conversation so far (malloc'd). */
@@ -91,12 +102,14 @@ static int chat_reply(chat_args *a, engine *e, tokenizer *tok, const char *promp
         .prompt_ids = ids,
         .n_prompt = (int64_t)n_ids,
         .max_tokens = a->sampling.max_tokens,
-        .sampling = {.temperature = a->sampling.temperature, .seed = (uint64_t)a->sampling.seed++},
+        .sampling = cli_sampling_params(&a->sampling),
         .stop_ids = stops,
         .n_stop_ids = (int)(n_stops < ENGINE_MAX_STOP_IDS ? n_stops : ENGINE_MAX_STOP_IDS),
     };
+    a->sampling.seed++; /* each reply takes the next seed */
     const engine_config *c = engine_get_config(e);
     if (p.n_prompt + p.max_tokens > c->max_model_len) p.max_tokens = c->max_model_len - p.n_prompt;
+    if (p.sampling.min_tokens > p.max_tokens) p.sampling.min_tokens = p.max_tokens; /* a long conversation */
     int64_t id = -1;
     if (p.max_tokens < 1 || engine_add_request(e, &p, &id) != ENC_OK) {
         cli_error("chat", "the conversation no longer fits (%zu tokens; max_model_len %lld): /reset",

@@ -18,6 +18,10 @@ static const char generate_help[] =
     "  -n, --max-tokens N       tokens to generate (default 64)\n"
     "  --temperature T          sampling temperature; 0 is greedy (default 0.8)\n"
     "  --seed S                 random seed for sampling (default: from the clock)\n"
+    CLI_SAMPLING_HELP
+    "  --logprobs N             after the text, print one JSON line per generated token:\n"
+    "                           its log-probability under the raw model distribution and\n"
+    "                           the N (0..20) most likely alternatives\n"
     "  --ignore-eos             keep generating past end-of-sequence tokens\n"
     "  --print-ids              print the generated ids, space-separated, on one line\n"
     "  --stats                  print timing and throughput to stderr\n"
@@ -89,6 +93,18 @@ static void generate_emit(const generate_args *a, tokenizer_stream *stream, cons
     fflush(stdout);
 }
 
+/* {"id":I,"logprob":L,"top":[[I,L],...]} per generated token. */
+static void generate_print_logprobs(const engine *e, int64_t id)
+{
+    const engine_token_logprob *lp;
+    int64_t n = 0;
+    if (engine_request_logprobs(e, id, &lp, &n) != ENC_OK) return;
+    for (int64_t i = 0; i < n; i++) {
+        cli_print_logprob(&lp[i]);
+        printf("\n");
+    }
+}
+
 static int generate_run(const generate_args *a, engine *e, tokenizer *tok, const int32_t *prompt,
                         int64_t n_prompt)
 {
@@ -96,7 +112,7 @@ static int generate_run(const generate_args *a, engine *e, tokenizer *tok, const
         .prompt_ids = prompt,
         .n_prompt = n_prompt,
         .max_tokens = a->sampling.max_tokens,
-        .sampling = {.temperature = a->sampling.temperature, .seed = (uint64_t)a->sampling.seed},
+        .sampling = cli_sampling_params(&a->sampling),
         .ignore_eos = a->ignore_eos,
     };
     int64_t id;
@@ -130,6 +146,7 @@ static int generate_run(const generate_args *a, engine *e, tokenizer *tok, const
         tokenizer_stream_destroy(stream);
     }
     printf("\n");
+    if (a->sampling.logprobs) generate_print_logprobs(e, id);
     if (a->stats) {
         engine_stats st = engine_get_stats(e);
         fprintf(stderr, "prompt: %lld tokens in %.3f s (%.1f tokens/s); generated: %lld tokens in %.3f s (%.1f tokens/s); finish: %s\n",

@@ -15,7 +15,8 @@
  * (DESIGN principle 3). A slot records the engine generation it was built
  * for; when a buffer it binds has changed since, it records again.
  *
- * Multi-step decode: for greedy batches a slot also records K forward passes
+ * Multi-step decode: for plain greedy batches (no penalty, no logprobs,
+ * min_tokens met: sampler_is_plain_greedy) a slot also records K forward passes
  * in one recording; after each, argmax picks the tokens and decode_advance
  * moves every row to its next token (input id, position, sequence length,
  * and the slot mapping from the block table, whose blocks the engine
@@ -168,7 +169,10 @@ bool decode_multi_ready(engine *e, const sched_batch *b)
     if (!slot || slot->state == SLOT_COLD) return false; /* the first decode of a size runs eagerly */
     for (int i = 0; i < b->n_entries; i++) {
         const engine_seq *s = b->entries[i].seq;
-        if (s->sampling.temperature != 0.0 || s->prompt_logits || s->n_tokens + K - 1 > e->cfg.max_model_len)
+        /* the device computes the argmax of the raw row: penalties, unmet
+         * min_tokens, logprobs and sampling need the host */
+        if (!sampler_is_plain_greedy(&s->sampling, s->n_tokens - s->n_prompt) || s->host_pick ||
+            s->prompt_logits || s->n_tokens + K - 1 > e->cfg.max_model_len)
             return false;
     }
     int32_t need = 0;

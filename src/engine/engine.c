@@ -27,6 +27,10 @@ static enc_status engine__resolve_config(engine *e, const qwen3_config *mc)
     if (c->decode_steps == 0) c->decode_steps = 4;
     if (c->decode_steps < 1 || c->decode_steps > 64)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "decode_steps %lld out of range [1, 64]", (long long)c->decode_steps);
+    if (c->sample_vocab == 0) c->sample_vocab = mc->vocab_size;
+    if (c->sample_vocab < 1 || c->sample_vocab > mc->vocab_size)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "sample_vocab %lld out of range [1, %lld] (vocab_size)",
+                        (long long)c->sample_vocab, (long long)mc->vocab_size);
     if (c->max_num_batched_tokens == 0) c->max_num_batched_tokens = 2048;
     if (c->max_model_len == 0)
         c->max_model_len = mc->max_position_embeddings < 8192 ? mc->max_position_embeddings : 8192;
@@ -66,12 +70,12 @@ static enc_status engine__alloc_inputs(engine *e)
     ENC_TRY(step_inputs_alloc(e, &e->eager_in, e->cfg.max_num_batched_tokens, S, L));
     int64_t V = e->model->cfg.vocab_size;
     e->logits = malloc((size_t)(L * V) * sizeof *e->logits);
-    e->probs = malloc((size_t)V * sizeof *e->probs);
+    ENC_TRY(sampler_init(&e->sampler, V));
     e->batch.entries = calloc((size_t)S, sizeof *e->batch.entries);
     e->multi_ids = malloc((size_t)(e->cfg.decode_steps * S) * sizeof *e->multi_ids);
     if (!e->multi_ids) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "multi-step ids");
     if (e->cfg.verify_capture) e->verify_logits = malloc((size_t)(S * V) * sizeof *e->verify_logits);
-    if (!e->logits || !e->probs || !e->batch.entries || (e->cfg.verify_capture && !e->verify_logits))
+    if (!e->logits || !e->batch.entries || (e->cfg.verify_capture && !e->verify_logits))
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "logits buffer of %lld x %lld", (long long)L, (long long)V);
     return ENC_OK;
 }
@@ -121,6 +125,7 @@ static void engine__seq_free(engine_seq *s)
 {
     kv_block_table_free(&s->table);
     free(s->tokens);
+    free(s->logprobs);
     free(s);
 }
 
@@ -141,7 +146,7 @@ void engine_destroy(engine *e)
     free(e->logits);
     free(e->verify_logits);
     free(e->multi_ids);
-    free(e->probs);
+    sampler_free(&e->sampler);
     free(e->batch.entries);
     arena_free(&e->graph_arena);
     if (e->kv.k) kv_cache_free(&e->kv);
@@ -152,6 +157,37 @@ void engine_destroy(engine *e)
 
 /* --- requests ------------------------------------------------------------ */
 
+/* The sampling parameters' ranges, as vLLM checks them (0 also reads as
+ * "off" for top_p and repetition_penalty: a zeroed struct is greedy). */
+static enc_status engine__check_sampling(const engine_sampling *sp, int64_t max_tokens)
+{
+    const enc_status bad = ENC_ERR_INVALID_ARGUMENT;
+    if (!(sp->temperature >= 0.0) || sp->temperature > 1e6)
+        return enc_fail(bad, "request: temperature must be >= 0 (got %g)", sp->temperature);
+    if (sp->top_k < -1)
+        return enc_fail(bad, "request: top_k must be >= 1, or -1 or 0 for off (got %lld)", (long long)sp->top_k);
+    if (!(sp->top_p >= 0.0 && sp->top_p <= 1.0))
+        return enc_fail(bad, "request: top_p must be in (0, 1], or 0 for off (got %g)", sp->top_p);
+    if (!(sp->min_p >= 0.0 && sp->min_p <= 1.0))
+        return enc_fail(bad, "request: min_p must be in [0, 1] (got %g)", sp->min_p);
+    if (!(sp->repetition_penalty >= 0.0) || sp->repetition_penalty > 1e6)
+        return enc_fail(bad, "request: repetition_penalty must be > 0, or 0 for off (got %g)",
+                        sp->repetition_penalty);
+    if (!(sp->presence_penalty >= -2.0 && sp->presence_penalty <= 2.0))
+        return enc_fail(bad, "request: presence_penalty must be in [-2, 2] (got %g)", sp->presence_penalty);
+    if (!(sp->frequency_penalty >= -2.0 && sp->frequency_penalty <= 2.0))
+        return enc_fail(bad, "request: frequency_penalty must be in [-2, 2] (got %g)", sp->frequency_penalty);
+    if (sp->min_tokens < 0 || sp->min_tokens > max_tokens)
+        return enc_fail(bad, "request: min_tokens must be in [0, max_tokens = %lld] (got %lld)",
+                        (long long)max_tokens, (long long)sp->min_tokens);
+    if (sp->top_logprobs < 0 || sp->top_logprobs > ENGINE_MAX_TOP_LOGPROBS)
+        return enc_fail(bad, "request: top_logprobs must be in [0, %d] (got %d)", ENGINE_MAX_TOP_LOGPROBS,
+                        sp->top_logprobs);
+    if (sp->top_logprobs > 0 && !sp->logprobs)
+        return enc_fail(bad, "request: top_logprobs (%d) needs logprobs", sp->top_logprobs);
+    return ENC_OK;
+}
+
 static enc_status engine__check_request(const engine *e, const engine_request_params *p)
 {
     const qwen3_config *mc = &e->model->cfg;
@@ -160,13 +196,11 @@ static enc_status engine__check_request(const engine *e, const engine_request_pa
     if (p->max_tokens < 1)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: max_tokens must be >= 1 (got %lld)",
                         (long long)p->max_tokens);
-    if (!(p->sampling.temperature >= 0.0) || p->sampling.temperature > 1e6)
-        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: temperature must be >= 0 (got %g)",
-                        p->sampling.temperature);
     for (int64_t i = 0; i < p->n_prompt; i++)
         if (p->prompt_ids[i] < 0 || p->prompt_ids[i] >= mc->vocab_size)
             return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: prompt token %lld is %d, outside the vocabulary [0, %lld)",
                             (long long)i, p->prompt_ids[i], (long long)mc->vocab_size);
+    ENC_TRY(engine__check_sampling(&p->sampling, p->max_tokens));
     if (p->n_stop_ids < 0 || p->n_stop_ids > ENGINE_MAX_STOP_IDS || (p->n_stop_ids && !p->stop_ids))
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: %d stop ids (at most %d)", p->n_stop_ids,
                         ENGINE_MAX_STOP_IDS);
@@ -195,7 +229,9 @@ enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t
     engine_seq *s = calloc(1, sizeof *s);
     if (!s) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "request");
     s->tokens = malloc((size_t)(p->n_prompt + p->max_tokens) * sizeof *s->tokens);
-    if (!s->tokens || kv_block_table_init(&s->table, (int32_t)e->max_blocks_per_seq) != ENC_OK) {
+    if (p->sampling.logprobs) s->logprobs = malloc((size_t)p->max_tokens * sizeof *s->logprobs);
+    if (!s->tokens || (p->sampling.logprobs && !s->logprobs) ||
+        kv_block_table_init(&s->table, (int32_t)e->max_blocks_per_seq) != ENC_OK) {
         engine__seq_free(s);
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "request of %lld tokens", (long long)p->n_prompt);
     }
@@ -233,6 +269,15 @@ enc_status engine_request_output(const engine *e, int64_t id, const int32_t **id
     *ids = s->tokens + s->n_prompt;
     *n_ids = s->n_tokens - s->n_prompt;
     *finish = s->finish;
+    return ENC_OK;
+}
+
+enc_status engine_request_logprobs(const engine *e, int64_t id, const engine_token_logprob **lp, int64_t *n)
+{
+    const engine_seq *s = engine__find(e, id);
+    if (!s) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "no request with id %lld", (long long)id);
+    *lp = s->logprobs;
+    *n = s->logprobs ? s->n_tokens - s->n_prompt : 0;
     return ENC_OK;
 }
 
@@ -288,6 +333,30 @@ static bool engine__append(engine *e, engine_seq *s, int32_t next)
     return true;
 }
 
+/* Pick a sequence's next token from its logits row; record its logprobs
+ * when asked. */
+static int32_t engine__pick(engine *e, engine_seq *s, const float *row)
+{
+    const qwen3_config *mc = &e->model->cfg;
+    int64_t n_out = s->n_tokens - s->n_prompt;
+    sampler_input in = {
+        .logits = row,
+        .n_sample = e->cfg.sample_vocab,
+        .params = &s->sampling,
+        .prompt = s->tokens,
+        .n_prompt = s->n_prompt,
+        .output = s->tokens + s->n_prompt,
+        .n_output = n_out,
+        .eos_ids = mc->eos_token_ids,
+        .n_eos = s->ignore_eos ? 0 : mc->n_eos,
+        .stop_ids = s->stop_ids,
+        .n_stop_ids = s->n_stop_ids,
+        .rng = &s->rng,
+    };
+    s->host_pick = false;
+    return sampler_pick(&e->sampler, &in, s->logprobs ? &s->logprobs[n_out] : NULL);
+}
+
 /* Deliver prompt logits, sample, and retire finished sequences. */
 static int64_t engine__consume(engine *e, const sched_batch *b)
 {
@@ -304,16 +373,18 @@ static int64_t engine__consume(engine *e, const sched_batch *b)
             s->n_logits_sent = pos + 1;
         }
         if (!en->sample) continue;
-        const float *row = &e->logits[(en->logits_row + en->n_logits - 1) * V];
-        double t = s->sampling.temperature;
-        int32_t next = t == 0.0 ? sampler_argmax(row, V) : sampler_sample(row, V, t, &s->rng, e->probs);
-        if (engine__append(e, s, next)) n_finished++;
+        if (engine__append(e, s, engine__pick(e, s, &e->logits[(en->logits_row + en->n_logits - 1) * V])))
+            n_finished++;
     }
     return n_finished;
 }
 
 /* Take the K tokens per sequence of a multi-step replay, stopping each
- * sequence at its first stop condition (later tokens are discarded). */
+ * sequence at its first stop condition (later tokens are discarded). The
+ * device's argmax spans the whole vocabulary: an id >= sample_vocab is
+ * dropped with every later one, and the step that chose it does not count
+ * as computed, so the next step computes the last kept token again (the same
+ * K/V, batch invariance) and picks on the host with the mask. */
 static int64_t engine__consume_multi(engine *e, const sched_batch *b, int64_t *n_tokens)
 {
     int64_t n_finished = 0, P = e->multi_rows;
@@ -321,9 +392,14 @@ static int64_t engine__consume_multi(engine *e, const sched_batch *b, int64_t *n
     for (int i = 0; i < b->n_entries; i++) {
         engine_seq *s = b->entries[i].seq;
         for (int64_t k = 0; k < e->cfg.decode_steps && s->state == SEQ_RUNNING; k++) {
+            int32_t id = e->multi_ids[k * P + i];
+            if (id >= e->cfg.sample_vocab) {
+                s->host_pick = true;
+                break;
+            }
             s->n_computed++; /* step k wrote the K/V of the token it read */
             (*n_tokens)++;
-            if (engine__append(e, s, e->multi_ids[k * P + i])) n_finished++;
+            if (engine__append(e, s, id)) n_finished++;
         }
     }
     return n_finished;

@@ -40,26 +40,42 @@ typedef struct engine_config {
     bool verify_capture;            /* run each replayed step eagerly too; stop at a difference */
     int64_t decode_steps;           /* greedy decode steps per replay (0: the default, 4;
                                      * 1: one step per round trip) */
+    int64_t sample_vocab;           /* ids >= this are never sampled (those the tokenizer
+                                     * does not know); 0: the whole vocabulary. Multi-step
+                                     * decode stays on: a masked id the device picks is
+                                     * dropped and that token picked again on the host */
     void (*load_progress)(void *user, double fraction); /* (optional) weights loaded so far */
     void *load_progress_user;
 } engine_config;
 
-/* How a request picks its tokens, with vLLM's meanings. A zero-initialised
- * struct is greedy with every filter off except the neutral factors: set
- * repetition_penalty and top_p to 0 or 1 alike (0 reads as "off"). */
+/* How a request picks its tokens, with vLLM's meanings (sampler.h gives the
+ * order). A zero-initialised struct is greedy with every filter off: top_p
+ * and repetition_penalty read 0 as "off", like 1. The ranges are checked by
+ * engine_add_request. */
 typedef struct engine_sampling {
-    double temperature;        /* 0: greedy */
-    int64_t top_k;             /* keep the k most likely tokens; <= 0: off */
-    double top_p;              /* keep the smallest set with this mass; 0 or 1: off */
-    double min_p;              /* drop tokens below min_p x the top probability; 0: off */
+    double temperature;        /* >= 0; 0: greedy (argmax after penalties and masks) */
+    int64_t top_k;             /* keep the k most likely tokens (ties kept); 0 or -1: off */
+    double top_p;              /* keep the smallest set with this mass, (0, 1]; 0 or 1: off */
+    double min_p;              /* drop tokens below min_p x the top probability, [0, 1]; 0: off */
     double repetition_penalty; /* > 1 discourages tokens of prompt and output; 0 or 1: off */
-    double presence_penalty;   /* subtracted once from a generated token's logit */
-    double frequency_penalty;  /* subtracted per occurrence in the output */
+    double presence_penalty;   /* [-2, 2], subtracted once from a generated token's logit */
+    double frequency_penalty;  /* [-2, 2], subtracted per occurrence in the output */
     uint64_t seed;             /* the request's random stream */
-    int64_t min_tokens;        /* EOS and stop ids are masked before this many tokens */
+    int64_t min_tokens;        /* EOS and stop ids are masked before this many tokens, <= max_tokens */
     bool logprobs;             /* record each sampled token's log-probability */
-    int top_logprobs;          /* and this many most likely alternatives, 0..20 */
+    int top_logprobs;          /* and this many most likely alternatives, 0..20 (needs logprobs) */
 } engine_sampling;
+
+/* One generated token's log-probabilities under the raw model distribution
+ * (log_softmax of the unprocessed logits over ids < sample_vocab, vLLM's
+ * default): what the model thought, whatever the penalties and filters. */
+typedef struct engine_token_logprob {
+    int32_t id;     /* the token chosen */
+    float logprob;  /* its log-probability */
+    int n_top;      /* alternatives below: the request's top_logprobs */
+    int32_t top_ids[ENGINE_MAX_TOP_LOGPROBS]; /* most likely first; ties: lower id first */
+    float top_logprobs[ENGINE_MAX_TOP_LOGPROBS];
+} engine_token_logprob;
 
 typedef struct engine_request_params {
     const int32_t *prompt_ids; /* copied */
@@ -111,7 +127,7 @@ void engine_destroy(engine *e); /* NULL is a no-op */
 
 /* Validate and queue a request. Bad input (empty prompt, ids outside the
  * vocabulary, prompt + max_tokens beyond max_model_len, a prompt that could
- * never fit the KV pool) is refused with ENC_ERR_INVALID_ARGUMENT and a
+ * never fit the KV pool, sampling parameters out of range) is refused with ENC_ERR_INVALID_ARGUMENT and a
  * message; nothing is queued then. */
 enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t *request_id);
 /* Run one scheduler step. With nothing to run it does nothing. */
@@ -122,6 +138,11 @@ bool engine_has_unfinished(const engine *e);
  * release) and whether it finished. */
 enc_status engine_request_output(const engine *e, int64_t request_id, const int32_t **ids,
                                  int64_t *n_ids, engine_finish *finish);
+/* The log-probabilities of the tokens a request has generated so far, one
+ * per token (valid until the next step or release); NULL and 0 when it did
+ * not ask for logprobs. */
+enc_status engine_request_logprobs(const engine *e, int64_t request_id, const engine_token_logprob **lp,
+                                   int64_t *n);
 /* Forget a request: a running one is aborted and its blocks freed. */
 void engine_release_request(engine *e, int64_t request_id);
 

@@ -31,6 +31,9 @@ typedef struct engine_seq {
     int n_stop_ids;
     int64_t n_logits_sent; /* prompt positions whose logits were delivered */
     sampler_rng rng;
+    engine_token_logprob *logprobs; /* [max_tokens] when sampling.logprobs, else NULL */
+    bool host_pick; /* a multi-step replay chose an id >= sample_vocab: the next token is
+                     * picked on the host (decode_multi_ready refuses it) */
     kv_block_table table;
     engine_finish finish;
 } engine_seq;
@@ -112,7 +115,7 @@ struct engine {
     enc_arena graph_arena; /* host bookkeeping of the step graph */
     float *logits;         /* [logits_rows_max, vocab] */
     float *verify_logits;  /* [max_num_seqs, vocab], verify mode only */
-    double *probs;         /* [vocab] sampling scratch */
+    sampler sampler;       /* sampling scratch, sized by the vocabulary */
 
     decode_slot *slots; /* capture sizes 1, 2, 4, 8, 16, 24, ... max_num_seqs */
     int n_slots;
@@ -157,7 +160,8 @@ bool decode_batch(const sched_batch *b);
 /* Run a decode batch through its slot (eager while cold, record when warm,
  * replay when captured); its logits land in e->logits. */
 enc_status decode_slots_run(engine *e, const sched_batch *b);
-/* Can this batch run cfg.decode_steps greedy steps in one replay? Reserves
+/* Can this batch run cfg.decode_steps greedy steps in one replay (every
+ * sequence plain greedy: sampler_is_plain_greedy, no host_pick)? Reserves
  * the KV blocks those steps need when it can. */
 bool decode_multi_ready(engine *e, const sched_batch *b);
 /* Run it: K steps, the chosen ids in e->multi_ids[k * e->multi_rows + i]. */

@@ -1,7 +1,13 @@
-/* sampler.c - greedy and temperature sampling with a per-request stream. */
+/* sampler.c - penalties, masks, temperature, top-k / top-p / min-p and the
+ * draw, with a per-request random stream; raw logprobs. The order and the
+ * meanings are vLLM's (sampler.h). */
 #include "engine/sampler.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- the random stream ------------------------------------------------------ */
 
 static uint64_t sampler__splitmix64(uint64_t *x)
 {
@@ -32,6 +38,34 @@ double sampler_rng_next(sampler_rng *r)
     return (double)(result >> 11) * 0x1.0p-53;
 }
 
+/* --- scratch ------------------------------------------------------------------ */
+
+enc_status sampler_init(sampler *s, int64_t n_vocab)
+{
+    memset(s, 0, sizeof *s);
+    s->n_vocab = n_vocab;
+    s->work = malloc((size_t)n_vocab * sizeof *s->work);
+    s->w = malloc((size_t)n_vocab * sizeof *s->w);
+    s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
+    s->counts = calloc((size_t)n_vocab, sizeof *s->counts);
+    s->done = calloc((size_t)n_vocab, sizeof *s->done);
+    if (!s->work || !s->w || !s->cand || !s->counts || !s->done) {
+        sampler_free(s);
+        return enc_fail(ENC_ERR_OUT_OF_MEMORY, "sampler scratch for a vocabulary of %lld", (long long)n_vocab);
+    }
+    return ENC_OK;
+}
+
+void sampler_free(sampler *s)
+{
+    free(s->work);
+    free(s->w);
+    free(s->cand);
+    free(s->counts);
+    free(s->done);
+    memset(s, 0, sizeof *s);
+}
+
 int32_t sampler_argmax(const float *logits, int64_t n)
 {
     int64_t best = 0;
@@ -40,22 +74,224 @@ int32_t sampler_argmax(const float *logits, int64_t n)
     return (int32_t)best;
 }
 
-int32_t sampler_sample(const float *logits, int64_t n, double temperature, sampler_rng *rng,
-                       double *probs)
+static bool sampler__repetition_on(const engine_sampling *p)
 {
-    double max = logits[sampler_argmax(logits, n)];
+    return p->repetition_penalty != 0.0 && p->repetition_penalty != 1.0;
+}
+
+static bool sampler__penalties_on(const engine_sampling *p)
+{
+    return sampler__repetition_on(p) || p->presence_penalty != 0.0 || p->frequency_penalty != 0.0;
+}
+
+bool sampler_is_plain_greedy(const engine_sampling *p, int64_t n_output)
+{
+    return p->temperature == 0.0 && !sampler__penalties_on(p) && !p->logprobs && n_output >= p->min_tokens;
+}
+
+/* --- penalties and masks ------------------------------------------------------ */
+
+/* Penalise each distinct id of tokens[0..n) once (ids >= n_sample are never
+ * chosen and are skipped). */
+static void sampler__penalize_ids(sampler *s, const engine_sampling *p, const int32_t *tokens, int64_t n,
+                                  int64_t n_sample)
+{
+    bool rep = sampler__repetition_on(p);
+    for (int64_t i = 0; i < n; i++) {
+        int32_t t = tokens[i];
+        if (t < 0 || t >= n_sample || s->done[t]) continue;
+        s->done[t] = 1;
+        double l = s->work[t];
+        if (rep) l = l > 0.0 ? l / p->repetition_penalty : l * p->repetition_penalty;
+        int32_t c = s->counts[t];
+        l -= p->frequency_penalty * c + p->presence_penalty * (c > 0);
+        s->work[t] = (float)l;
+    }
+}
+
+static void sampler__clear_ids(sampler *s, const int32_t *tokens, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        int32_t t = tokens[i];
+        if (t < 0 || t >= s->n_vocab) continue;
+        s->counts[t] = 0;
+        s->done[t] = 0;
+    }
+}
+
+const float *sampler_process(sampler *s, const sampler_input *in)
+{
+    const engine_sampling *p = in->params;
+    int64_t n = in->n_sample;
+    memcpy(s->work, in->logits, (size_t)n * sizeof *s->work);
+    if (sampler__penalties_on(p)) {
+        for (int64_t i = 0; i < in->n_output; i++)
+            if (in->output[i] >= 0 && in->output[i] < n) s->counts[in->output[i]]++;
+        sampler__penalize_ids(s, p, in->output, in->n_output, n);
+        if (sampler__repetition_on(p)) {
+            /* prompt-only ids: their count is 0, so only the repetition penalty bites */
+            engine_sampling rep_only = {.repetition_penalty = p->repetition_penalty};
+            sampler__penalize_ids(s, &rep_only, in->prompt, in->n_prompt, n);
+            sampler__clear_ids(s, in->prompt, in->n_prompt);
+        }
+        sampler__clear_ids(s, in->output, in->n_output);
+    }
+    if (in->n_output < p->min_tokens) {
+        for (int i = 0; i < in->n_eos; i++)
+            if (in->eos_ids[i] >= 0 && in->eos_ids[i] < n) s->work[in->eos_ids[i]] = -INFINITY;
+        for (int i = 0; i < in->n_stop_ids; i++)
+            if (in->stop_ids[i] >= 0 && in->stop_ids[i] < n) s->work[in->stop_ids[i]] = -INFINITY;
+    }
+    return s->work;
+}
+
+/* --- top-k and top-p ------------------------------------------------------------ */
+
+/* Does a come after b: weight descending, then id ascending? */
+static bool sampler__after(const sampler_cand *a, const sampler_cand *b)
+{
+    return a->w != b->w ? a->w < b->w : a->id > b->id;
+}
+
+static void sampler__sift_down(sampler_cand *c, int64_t i, int64_t n)
+{
+    for (;;) {
+        int64_t big = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && sampler__after(&c[l], &c[big])) big = l;
+        if (r < n && sampler__after(&c[r], &c[big])) big = r;
+        if (big == i) return;
+        sampler_cand t = c[i];
+        c[i] = c[big];
+        c[big] = t;
+        i = big;
+    }
+}
+
+/* Heapsort: in place, so that picking allocates nothing (qsort may). The
+ * order is total (ids are distinct), so stability does not matter. */
+static void sampler__sort(sampler_cand *c, int64_t n)
+{
+    for (int64_t i = n / 2 - 1; i >= 0; i--) sampler__sift_down(c, i, n);
+    for (int64_t end = n - 1; end > 0; end--) {
+        sampler_cand t = c[0];
+        c[0] = c[end];
+        c[end] = t;
+        sampler__sift_down(c, 0, end);
+    }
+}
+
+/* The kept set of top-k and top-p, sorted, in s->cand; returns its size.
+ * Candidates are the ids whose weight is >= a threshold (the largest weight
+ * is 1): they are a prefix of the sorted vocabulary, so when they hold the
+ * top-k set and enough mass for top-p, the kept set lies among them. The
+ * threshold falls until they do (at 0 they are every id). */
+static int64_t sampler__top_k_top_p(sampler *s, int64_t n, int64_t k, double top_p, double total)
+{
+    static const double thresholds[] = {0x1p-3, 0x1p-9, 0x1p-15, 0x1p-24, 0x1p-40, 0.0};
+    bool k_on = k > 0 && k < n, p_on = top_p > 0.0 && top_p < 1.0;
+    for (size_t ti = 0; ti < sizeof thresholds / sizeof *thresholds; ti++) {
+        double t = thresholds[ti];
+        bool last = t == 0.0;
+        int64_t nc = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (s->w[i] >= t) s->cand[nc++] = (sampler_cand){s->w[i], (int32_t)i};
+        if (k_on && nc < k && !last) continue;
+        sampler__sort(s->cand, nc);
+        double mass = total;
+        if (k_on && nc > k) {
+            int64_t kk = k; /* ties with the k-th weight stay, as in vLLM */
+            while (kk < nc && s->cand[kk].w == s->cand[k - 1].w) kk++;
+            nc = kk;
+        }
+        if (k_on) {
+            mass = 0.0;
+            for (int64_t i = 0; i < nc; i++) mass += s->cand[i].w;
+        }
+        if (!p_on) return nc;
+        double need = top_p * mass, cum = 0.0;
+        int64_t r = 0;
+        while (r < nc && cum < need) cum += s->cand[r++].w;
+        if (cum >= need || k_on || last) return r;
+    }
+    return 0; /* not reached: the last threshold takes every id */
+}
+
+/* --- the draw ------------------------------------------------------------------- */
+
+int64_t sampler_candidates(sampler *s, const float *x, int64_t n, const engine_sampling *p)
+{
+    double max = x[sampler_argmax(x, n)], total = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        s->w[i] = exp(((double)x[i] - max) / p->temperature);
+        total += s->w[i];
+    }
+    int64_t nc = 0;
+    if ((p->top_k > 0 && p->top_k < n) || (p->top_p > 0.0 && p->top_p < 1.0)) {
+        nc = sampler__top_k_top_p(s, n, p->top_k, p->top_p, total);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            if (s->w[i] > 0.0) s->cand[nc++] = (sampler_cand){s->w[i], (int32_t)i};
+    }
+    if (p->min_p <= 0.0) return nc;
+    /* min_p: the largest weight is 1 (the argmax survives every filter) */
+    int64_t kept = 0;
+    for (int64_t i = 0; i < nc; i++)
+        if (s->cand[i].w >= p->min_p) s->cand[kept++] = s->cand[i];
+    return kept;
+}
+
+static int32_t sampler__draw(sampler *s, const float *x, int64_t n, const engine_sampling *p, sampler_rng *rng)
+{
+    int64_t nc = sampler_candidates(s, x, n, p);
     double sum = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        probs[i] = exp(((double)logits[i] - max) / temperature);
-        sum += probs[i];
-    }
+    for (int64_t i = 0; i < nc; i++) sum += s->cand[i].w;
     double u = sampler_rng_next(rng) * sum, acc = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        acc += probs[i];
-        if (u < acc) return (int32_t)i;
+    for (int64_t i = 0; i < nc; i++) {
+        acc += s->cand[i].w;
+        if (u < acc) return s->cand[i].id;
     }
-    /* Rounding left u at or past the total: take the last token with mass. */
-    for (int64_t i = n - 1; i > 0; i--)
-        if (probs[i] > 0.0) return (int32_t)i;
-    return 0;
+    /* rounding left u at or past the sum: the last candidate with mass */
+    for (int64_t i = nc - 1; i >= 0; i--)
+        if (s->cand[i].w > 0.0) return s->cand[i].id;
+    return sampler_argmax(x, n);
+}
+
+/* --- logprobs --------------------------------------------------------------------- */
+
+/* log_softmax of the raw row over ids < n, and the n_top largest (ties: lower
+ * id first). Returns the log of the normaliser. */
+static double sampler__logprobs(const float *x, int64_t n, int n_top, engine_token_logprob *lp)
+{
+    double max = x[sampler_argmax(x, n)], sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += exp((double)x[i] - max);
+    double lse = max + log(sum);
+    if (n_top > n) n_top = (int)n;
+    int have = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (have == n_top && !(have > 0 && x[i] > x[lp->top_ids[have - 1]])) continue;
+        int j = have < n_top ? have++ : have - 1; /* drop the smallest when full */
+        while (j > 0 && x[i] > x[lp->top_ids[j - 1]]) {
+            lp->top_ids[j] = lp->top_ids[j - 1];
+            j--;
+        }
+        lp->top_ids[j] = (int32_t)i;
+    }
+    lp->n_top = have;
+    for (int j = 0; j < have; j++) lp->top_logprobs[j] = (float)((double)x[lp->top_ids[j]] - lse);
+    return lse;
+}
+
+int32_t sampler_pick(sampler *s, const sampler_input *in, engine_token_logprob *lp)
+{
+    const engine_sampling *p = in->params;
+    int64_t n = in->n_sample;
+    double lse = lp ? sampler__logprobs(in->logits, n, p->top_logprobs, lp) : 0.0;
+    const float *x = in->logits;
+    if (sampler__penalties_on(p) || in->n_output < p->min_tokens) x = sampler_process(s, in);
+    int32_t id = p->temperature == 0.0 ? sampler_argmax(x, n) : sampler__draw(s, x, n, p, in->rng);
+    if (lp) {
+        lp->id = id;
+        lp->logprob = (float)((double)in->logits[id] - lse);
+    }
+    return id;
 }

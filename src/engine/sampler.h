@@ -1,13 +1,40 @@
-/* sampler.h - choosing the next token from a row of logits.
+/* sampler.h - choosing the next token from a row of logits, with vLLM's
+ * sampling parameters (engine_sampling).
  *
- * Temperature 0 is greedy (the first index of the largest logit). Otherwise
- * softmax(logits / T) is sampled by inverse CDF in double precision with a
- * per-request random stream (xoshiro256** seeded from the request's seed by
- * splitmix64), so a seeded request is reproducible whatever runs beside it. */
+ * One call processes a row in vLLM's order:
+ *
+ *   raw logits ──► (logprobs: log_softmax of the raw row, ids < n_sample)
+ *      │
+ *      ├─ repetition penalty  over ids in prompt or output: l > 0 ? l / r : l * r
+ *      ├─ frequency, presence over ids in the output: l -= f * count + p * (count > 0)
+ *      ├─ min_tokens          EOS and stop ids -> -inf while n_output < min_tokens
+ *      │
+ *      ├─ temperature 0: the first id of the largest logit (greedy); done
+ *      ├─ temperature T:  w = exp((l - max) / T), in double precision
+ *      ├─ top_k   keep the ids whose weight is >= the k-th largest (ties kept)
+ *      ├─ top_p   keep the smallest prefix (weight descending, id ascending) of
+ *      │          the top-k set whose mass reaches top_p of that set's mass
+ *      ├─ min_p   keep the ids whose weight is >= min_p x the largest weight
+ *      └─ draw    inverse CDF with the request's stream (xoshiro256** seeded
+ *                 by splitmix64), so a seeded request is reproducible whatever
+ *                 runs beside it
+ *
+ * Ids >= n_sample (ids the tokenizer does not know) are never chosen and are
+ * left out of the logprobs. Logprobs are those of the raw model distribution
+ * (vLLM's default "raw_logprobs"): penalties, masks, temperature and filters
+ * do not change them.
+ *
+ * A sampler owns scratch sized by the vocabulary, allocated once; picking a
+ * token allocates nothing. Top-k and top-p sort only the candidates above a
+ * weight threshold that is lowered until they hold the kept set, not the
+ * whole vocabulary. */
 #ifndef ENC_ENGINE_SAMPLER_H
 #define ENC_ENGINE_SAMPLER_H
 
 #include <stdint.h>
+
+#include "base/status.h"
+#include "engine/engine.h"
 
 typedef struct sampler_rng {
     uint64_t s[4];
@@ -17,9 +44,61 @@ void sampler_rng_seed(sampler_rng *r, uint64_t seed);
 /* Uniform in [0, 1). */
 double sampler_rng_next(sampler_rng *r);
 
+/* The first index of the largest of n logits. */
 int32_t sampler_argmax(const float *logits, int64_t n);
-/* Sample with temperature > 0; `probs` is scratch of n doubles. */
-int32_t sampler_sample(const float *logits, int64_t n, double temperature, sampler_rng *rng,
-                       double *probs);
+
+/* A candidate of the top-k / top-p filters. */
+typedef struct sampler_cand {
+    double w; /* exp((l - max) / T) */
+    int32_t id;
+} sampler_cand;
+
+/* Scratch for one vocabulary. */
+typedef struct sampler {
+    int64_t n_vocab;
+    float *work;        /* [n_vocab] the row after penalties and masks */
+    double *w;          /* [n_vocab] sampling weights */
+    sampler_cand *cand; /* [n_vocab] top-k / top-p candidates */
+    int32_t *counts;    /* [n_vocab] output occurrences; all zero between calls */
+    uint8_t *done;      /* [n_vocab] penalised this call; all zero between calls */
+} sampler;
+
+enc_status sampler_init(sampler *s, int64_t n_vocab);
+void sampler_free(sampler *s); /* a zeroed sampler is fine */
+
+/* One sequence's row and what its parameters read. */
+typedef struct sampler_input {
+    const float *logits; /* [n_vocab] the raw row */
+    int64_t n_sample;    /* ids >= n_sample are never chosen; 1..n_vocab */
+    const engine_sampling *params;
+    const int32_t *prompt; /* the tokens the repetition penalty sees, with the output */
+    int64_t n_prompt;
+    const int32_t *output; /* generated so far */
+    int64_t n_output;
+    const int32_t *eos_ids; /* masked while n_output < min_tokens (none under ignore_eos) */
+    int n_eos;
+    const int32_t *stop_ids; /* masked likewise */
+    int n_stop_ids;
+    sampler_rng *rng; /* advanced once per sampled (temperature > 0) token */
+} sampler_input;
+
+/* The row after penalties and the min_tokens mask (ids < n_sample), in
+ * s->work. The scratch counters are back to zero on return. */
+const float *sampler_process(sampler *s, const sampler_input *in);
+
+/* The ids a sampled pick (temperature > 0) draws from the row x[0..n) after
+ * temperature, top-k, top-p and min-p: in s->cand with their weights (not
+ * normalised; the largest is 1), returned count. Sorted by weight
+ * descending, then id, when top-k or top-p is on; else in id order. */
+int64_t sampler_candidates(sampler *s, const float *x, int64_t n, const engine_sampling *p);
+
+/* Pick the next token. When lp is not NULL it gets the chosen id, its raw
+ * log-probability and params->top_logprobs most likely alternatives. */
+int32_t sampler_pick(sampler *s, const sampler_input *in, engine_token_logprob *lp);
+
+/* True when the next pick is the argmax of the raw row (the device's greedy
+ * multi-step decode computes that): temperature 0, no penalty, no logprobs,
+ * min_tokens met. The n_sample mask is the caller's to handle. */
+bool sampler_is_plain_greedy(const engine_sampling *p, int64_t n_output);
 
 #endif

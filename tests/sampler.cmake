@@ -1,0 +1,24 @@
+# The sampler: unit tests through its API against reference computations
+# (tests/test_sampler.c), and the engine's sampling end to end.
+#   test_sampler            filters, penalties, min_tokens, greedy, logprobs, seeds
+#   sampler_engine          sample_vocab through the engine (eager, single-step and
+#                           multi-step decode agree; masked ids never come out),
+#                           logprobs against the prompt logits of the same tokens,
+#                           engine_request_logprobs, sample_vocab refused out of range
+#   sampler_<check>         through `encore` (tests/sampler_cli.py): see its header
+
+encore_add_c_test(test_sampler ${ENCORE_TESTS_DIR}/test_sampler.c)
+set_tests_properties(test_sampler PROPERTIES TIMEOUT 300)
+
+add_executable(test_sampler_engine ${ENCORE_TESTS_DIR}/test_sampler_engine.c)
+target_link_libraries(test_sampler_engine PRIVATE encore_core)
+target_include_directories(test_sampler_engine PRIVATE ${ENCORE_TESTS_DIR})
+add_test(NAME sampler_engine COMMAND test_sampler_engine ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
+set_tests_properties(sampler_engine PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300)
+
+foreach(check modes seed logprobs bad_args)
+  add_test(NAME sampler_${check}
+    COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/sampler_cli.py
+            --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${check})
+  set_tests_properties(sampler_${check} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 600)
+endforeach()
