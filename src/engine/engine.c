@@ -332,15 +332,16 @@ static int64_t engine__consume(engine *e, const sched_batch *b)
 
 /* Take the K tokens per sequence of a multi-step replay, stopping each
  * sequence at its first stop condition (later tokens are discarded). */
-static int64_t engine__consume_multi(engine *e, const sched_batch *b, int64_t *n_tokens)
+static int64_t engine__consume_multi(engine *e, const sched_batch *b, engine_step_stats *st)
 {
     int64_t n_finished = 0, P = e->multi_rows;
-    *n_tokens = 0;
     for (int i = 0; i < b->n_entries; i++) {
         engine_seq *s = b->entries[i].seq;
         for (int64_t k = 0; k < e->cfg.decode_steps && s->state == SEQ_RUNNING; k++) {
+            /* a prompt's last token (after a chunk or a prefix hit) counts as prefill */
+            if (s->n_computed < s->n_prompt) st->n_prefill_tokens++;
+            else st->n_decode_tokens++;
             engine__computed(e, s, 1); /* step k wrote the K/V of the token it read */
-            (*n_tokens)++;
             if (engine__append(e, s, e->multi_ids[k * P + i])) n_finished++;
         }
     }
@@ -374,7 +375,7 @@ enc_status engine_step(engine *e, engine_step_stats *stats)
         step_fill_inputs(e, b);
         if (multi) {
             ENC_TRY(decode_slots_run_multi(e, b));
-            st.n_finished = engine__consume_multi(e, b, &st.n_decode_tokens);
+            st.n_finished = engine__consume_multi(e, b, &st);
         } else {
             ENC_TRY(engine__run_single(e, b, &st));
         }
