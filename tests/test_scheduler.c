@@ -137,10 +137,10 @@ static void compare(const run *a, const run *b, int64_t id_a, int64_t id_b, cons
     CHECK(n_logits > 0 || nx == 0);
 }
 
-static void make_prompt(req *q, const int32_t *prefix, int64_t n_prefix, int64_t n_suffix, int seed)
+static void make_prompt(req *q, const int32_t *prefix, int64_t n_prefix, int64_t n_suffix, uint64_t seed)
 {
     memcpy(q->ids, prefix, (size_t)n_prefix * sizeof *q->ids);
-    for (int64_t i = 0; i < n_suffix; i++) q->ids[n_prefix + i] = (int32_t)((seed * 131 + i * 29) % 997 + 1);
+    for (int64_t i = 0; i < n_suffix; i++) q->ids[n_prefix + i] = (int32_t)((seed * 131 + (uint64_t)i * 29) % 997 + 1);
     q->n = n_prefix + n_suffix;
 }
 
@@ -453,7 +453,7 @@ static void case_property(void)
             bool whole = rng_next(&x) % 4 == 0;
             int64_t n_prefix = whole ? 16 * (1 + (int64_t)(rng_next(&x) % 3)) : (int64_t)(rng_next(&x) % 60);
             int64_t n_suffix = whole ? 0 : 1 + (int64_t)(rng_next(&x) % 12);
-            make_prompt(&pr->q, prefixes[k], n_prefix, n_suffix, (int)rng_next(&x));
+            make_prompt(&pr->q, prefixes[k], n_prefix, n_suffix, rng_next(&x));
             pr->q.max_tokens = 1 + (int64_t)(rng_next(&x) % 60);
             pr->q.temperature = rng_next(&x) % 4 == 0 ? 0.7 : 0;
             pr->q.prompt_logits = rng_next(&x) % 10 == 0;
