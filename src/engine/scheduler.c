@@ -54,7 +54,8 @@ static void sched__add(engine *e, sched_batch *b, engine_seq *s, int64_t n_new)
 {
     const kv_pool *p = &e->kv.pool;
     int32_t first = s->table.blocks[s->n_computed / p->block_size];
-    ENC_ASSERT(p->refcount[first] == 1 && !(p->prefix && p->prefix->cached[first])); /* never write a shared block */
+    /* the first token computed must land in a block no one else holds or may take */
+    ENC_ASSERT(p->refcount[first] == 1 && !(p->prefix && p->prefix->cached[first]));
     sched_entry *en = &b->entries[b->n_entries++];
     en->seq = s;
     en->n_new = n_new;

@@ -107,7 +107,8 @@ kv_prefix_cache *kv_prefix__create(int32_t n_blocks, int32_t block_size)
     c->chain = malloc((size_t)n_blocks * sizeof *c->chain);
     c->prev = malloc((size_t)n_blocks * sizeof *c->prev);
     c->next = malloc((size_t)n_blocks * sizeof *c->next);
-    if (!c->hash || !c->parent || !c->tokens || !c->cached || !c->bucket || !c->chain || !c->prev || !c->next) {
+    if (!c->hash || !c->parent || !c->tokens || !c->cached || !c->bucket || !c->chain || !c->prev ||
+        !c->next) {
         kv_prefix__destroy(c);
         return NULL;
     }
@@ -136,9 +137,10 @@ void kv_prefix__destroy(kv_prefix_cache *c)
 /* The cached block holding exactly (hash, parent, tokens), or -1. */
 static int32_t kv__find(const kv_prefix_cache *c, uint64_t hash, uint64_t parent, const int32_t *tokens)
 {
+    size_t bytes = (size_t)c->block_size * sizeof *tokens;
     for (int32_t b = c->bucket[hash & c->bucket_mask]; b >= 0; b = c->chain[b])
         if (c->hash[b] == hash && c->parent[b] == parent &&
-            !memcmp(&c->tokens[(size_t)b * (size_t)c->block_size], tokens, (size_t)c->block_size * sizeof *tokens))
+            !memcmp(&c->tokens[(size_t)b * (size_t)c->block_size], tokens, bytes))
             return b;
     return -1;
 }
@@ -259,13 +261,15 @@ enc_status kv_pool_validate(const kv_pool *p)
     const kv_prefix_cache *c = p->prefix;
     int32_t n_zero = 0;
     for (int32_t b = 0; b < p->n_blocks; b++) {
-        if (p->refcount[b] < 0) return enc_fail(ENC_ERR_INTERNAL, "kv pool: block %d has refcount %d", b, p->refcount[b]);
+        if (p->refcount[b] < 0)
+            return enc_fail(ENC_ERR_INTERNAL, "kv pool: block %d has refcount %d", b, p->refcount[b]);
         n_zero += p->refcount[b] == 0;
     }
     int32_t n_lru = c ? c->n_lru : 0;
     if (n_zero != p->n_free || p->n_plain + n_lru != p->n_free)
-        return enc_fail(ENC_ERR_INTERNAL, "kv pool: %d blocks unreferenced, n_free %d, %d plain + %d cached free",
-                        n_zero, p->n_free, p->n_plain, n_lru);
+        return enc_fail(ENC_ERR_INTERNAL,
+                        "kv pool: %d blocks unreferenced, n_free %d, %d plain + %d cached free", n_zero,
+                        p->n_free, p->n_plain, n_lru);
     for (int32_t i = 0; i < p->n_plain; i++) {
         int32_t b = p->free_list[i];
         if (b < 0 || b >= p->n_blocks || p->refcount[b] != 0 || (c && c->cached[b]))
@@ -277,11 +281,14 @@ enc_status kv_pool_validate(const kv_pool *p)
     int32_t walked = 0;
     for (int32_t b = c->head, prev = -1; b >= 0; prev = b, b = c->next[b], walked++) {
         if (walked > c->n_blocks || c->prev[b] != prev || !c->cached[b] || p->refcount[b] != 0)
-            return enc_fail(ENC_ERR_INTERNAL, "kv prefix cache: LRU entry %d is block %d (refcount %d, cached %d)",
-                            walked, b, p->refcount[b], c->cached[b]);
-        if (c->next[b] < 0 && c->tail != b) return enc_fail(ENC_ERR_INTERNAL, "kv prefix cache: LRU tail is not %d", b);
+            return enc_fail(ENC_ERR_INTERNAL,
+                            "kv prefix cache: LRU entry %d is block %d (refcount %d, cached %d)", walked, b,
+                            p->refcount[b], c->cached[b]);
+        if (c->next[b] < 0 && c->tail != b)
+            return enc_fail(ENC_ERR_INTERNAL, "kv prefix cache: LRU tail is not %d", b);
     }
-    if (walked != c->n_lru) return enc_fail(ENC_ERR_INTERNAL, "kv prefix cache: LRU holds %d, n_lru %d", walked, c->n_lru);
+    if (walked != c->n_lru)
+        return enc_fail(ENC_ERR_INTERNAL, "kv prefix cache: LRU holds %d, n_lru %d", walked, c->n_lru);
     int32_t n_cached = 0;
     for (int32_t b = 0; b < p->n_blocks; b++) {
         if (!c->cached[b]) continue;
@@ -292,6 +299,7 @@ enc_status kv_pool_validate(const kv_pool *p)
         if (kv__find(c, c->hash[b], c->parent[b], tok) != b)
             return enc_fail(ENC_ERR_INTERNAL, "kv prefix cache: block %d is not found by its hash", b);
     }
-    if (n_cached != c->n_cached) return enc_fail(ENC_ERR_INTERNAL, "kv prefix cache: %d cached, n_cached %d", n_cached, c->n_cached);
+    if (n_cached != c->n_cached)
+        return enc_fail(ENC_ERR_INTERNAL, "kv prefix cache: %d cached, n_cached %d", n_cached, c->n_cached);
     return ENC_OK;
 }
