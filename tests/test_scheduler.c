@@ -26,6 +26,13 @@
  *   property        thousands of seeded random submit / abort / step events on
  *                   a small pool, invariants checked after every event
  *
+ * Mutation checks (done by hand when this test was written): make
+ * engine_release_request skip kv_block_table_release for a running request,
+ * and "abort" and "property" fail with "block B has refcount 2 but 1
+ * holders"; let the hit in sched__prefix_hit cover the last token
+ * (n_tokens / B blocks instead of (n_tokens - 1) / B), and "prefix_hit" fails
+ * on the served and computed counts and "property" stalls ("no progress").
+ *
  * usage: test_scheduler MODEL_DIR [CASE] */
 #include <stdlib.h>
 #include <string.h>
