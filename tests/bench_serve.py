@@ -20,6 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CHUNK_DELAY_S = 0.004
 FIRST_DELAY_S = 0.02
+CLIENTS = 4
+FIRST_WAVE = threading.Barrier(CLIENTS)  # the first CLIENTS requests answer together
 
 
 class Tally:
@@ -72,6 +74,8 @@ class Handler(BaseHTTPRequestHandler):
             if self.path != "/v1/completions" or req.get("model") != "scripted" or not req.get("stream") \
                     or not req.get("ignore_eos") or not req["stream_options"]["include_usage"]:
                 TALLY.bad.append((self.path, req))
+        if index < CLIENTS:  # so that all clients are in flight at once, however slow the machine
+            FIRST_WAVE.wait(timeout=60)
         chunked = index % 2 == 0
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -101,7 +105,7 @@ def main():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = "http://127.0.0.1:%d" % server.server_address[1]
-    clients, prompts = 4, 12
+    clients, prompts = CLIENTS, 12
     out = subprocess.run([encore, "bench", "serve", "--url", url, "--clients", str(clients),
                           "--num-prompts", str(prompts), "--input-len", "20", "--output-len", "6",
                           "--range-ratio", "0.5", "--seed", "3", "--json"],

@@ -11,7 +11,10 @@ run found no difference, the single-step run really replayed (captures > 0,
 replays > 0), and, where every request is greedy, the multi-step runs really
 ran several steps per replay. Stop conditions inside a multi-step round trip
 (EOS, max_tokens) are honoured: the "eos_stops" scenario stops requests at
-EOS after 15, 29 and 32 tokens.
+EOS after 15, 29 and 32 tokens. The "prefix_hits" scenario has requests
+joining on cached prefix blocks (48 tokens, whole prompts at block
+boundaries) while others decode: every run must really hit, and a sixth run
+with --no-prefix-caching must give the same tokens.
 
 Mutation check (done by hand when this test was written, and worth redoing
 after any change to decode_slots.c): make decode__pad() or the slot's input
@@ -42,6 +45,13 @@ def req(n_prompt, max_tokens, arrive=0, seed=1, **kw):
     return r
 
 
+def shared_req(n_shared, suffix, max_tokens, arrive, **kw):
+    """A request whose prompt starts with the first n_shared tokens of one shared prefix."""
+    r = req(0, max_tokens, arrive, **kw)
+    r["prompt_ids"] = prompt(64, 50)[:n_shared] + prompt(suffix, 60 + arrive)
+    return r
+
+
 SCENARIOS = {
     # one request, 220 tokens: crosses 14 KV blocks on replayed steps
     "long": ([req(5, 220)], []),
@@ -62,6 +72,11 @@ SCENARIOS = {
     # 29 and 32 tokens), beside a request that runs on
     "eos_stops": ([req(6, 60, seed=26, ignore_eos=False), req(6, 60, seed=39, ignore_eos=False),
                    req(6, 60, seed=47, ignore_eos=False), req(10, 70, seed=3)], []),
+    # prefix-cache hits: later requests read the first one's cached blocks
+    # (48 tokens; whole prompts of 32 and 33 tokens serve 16 and 32) while it
+    # and the others decode
+    "prefix_hits": ([shared_req(48, 5, 50, 0), shared_req(48, 3, 40, 4), shared_req(32, 0, 30, 6),
+                     shared_req(33, 0, 30, 8), shared_req(48, 9, 30, 10, temperature=0.8, seed=3)], []),
     # sampled requests replay the same as eager too
     "sampling": ([req(6, 40, seed=20, temperature=0.9), req(9, 30, seed=21, temperature=1.3),
                   req(4, 35, seed=22)], []),
@@ -107,6 +122,13 @@ def main():
             sys.exit(f"FAIL: tokens differ with --decode-steps {k}\neager:\n{eager}\nmulti:\n{out}")
     if eager != captured or eager != verified:
         sys.exit(f"FAIL: tokens differ\neager:\n{eager}\ncaptured:\n{captured}")
+    if a.scenario == "prefix_hits":
+        runs = [st_eager, st_cap, st_ver] + [st for _, st in multi.values()]
+        if any(st["prefix_cache_hits"] != 48 + 16 + 32 + 48 for st in runs):
+            sys.exit(f"FAIL: expected 144 prefix-cache hit tokens in every run: {runs}")
+        plain, st_plain = run_batch(a, requests, extra + ["--no-prefix-caching"])
+        if plain != eager or st_plain["prefix_cache_hits"] != 0:
+            sys.exit(f"FAIL: tokens differ without prefix caching\nwith:\n{eager}\nwithout:\n{plain}")
     print(f"ok {a.scenario}: {len(requests)} requests identical; single-step: {st_cap}; "
           f"K=16: {multi[16][1]}")
 

@@ -10,6 +10,9 @@ significant digits, which round-trips an f32 exactly):
   preemption         a KV pool too small for the batch (requests wait, sequences
                      are preempted and recomputed) gives the same tokens as an
                      ample pool, and preemption really happened
+  prefix_caching     requests sharing a prefix: the cache serves its blocks (counted in
+                     --stats), computed + served == what --no-prefix-caching computes,
+                     the tokens are the same, and ENCORE_NO_PREFIX_CACHING=1 turns it off
   bad_args           bad arguments exit 2 with a one-line reason
   bad_checkpoints    broken checkpoints exit 1 naming the file and the tensor/field
   bad_requests       impossible requests are refused with exit 2 and a reason
@@ -27,8 +30,9 @@ PRESETS = ["tiny-gqa1-hd64-f32", "tiny-gqa2-hd64-bf16", "tiny-gqa4-hd128-bf16",
            "tiny-gqa2-hd128-f16-sharded", "tiny-qwen3vocab"]
 
 
-def run(args, check=True):
-    p = subprocess.run(args, capture_output=True, text=True, timeout=300)
+def run(args, check=True, env=None):
+    p = subprocess.run(args, capture_output=True, text=True, timeout=300,
+                       env=None if env is None else {**os.environ, **env})
     if check and p.returncode != 0:
         sys.exit(f"FAIL: {' '.join(args)} exited {p.returncode}: {p.stderr.strip()}")
     return p
@@ -62,12 +66,12 @@ def check_threads(a):
         print(f"ok {preset}: 1 thread == 2 threads")
 
 
-def batch(a, model, requests, extra):
+def batch(a, model, requests, extra, env=None):
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
         for r in requests:
             f.write(json.dumps(r) + "\n")
     try:
-        p = run([a.encore, "batch", "-m", model, "--requests", f.name, "--stats"] + extra)
+        p = run([a.encore, "batch", "-m", model, "--requests", f.name, "--stats"] + extra, env=env)
     finally:
         os.unlink(f.name)
     stats = json.loads(p.stderr.strip().splitlines()[-1])
@@ -90,6 +94,29 @@ def check_preemption(a):
     if any(len(r["ids"]) != 40 for r in tight):
         sys.exit("FAIL: a request was truncated")
     print(f"ok: 6 requests identical with {st_tight['preemptions']} preemptions in an 8-block pool")
+
+
+def check_prefix_caching(a):
+    m = os.path.join(a.models, "tiny-gqa2-hd128-f16-sharded")
+    shared = [int(x) for x in ids(70, 9).split()]
+    reqs = [{"prompt_ids": shared[:n] + [int(x) for x in ids(k, 100 + k).split()], "max_tokens": 24,
+             "ignore_eos": True, "arrive_step": 3 * i}
+            for i, (n, k) in enumerate([(70, 2), (70, 5), (64, 0), (40, 3), (65, 0)])]
+    on, st_on = batch(a, m, reqs, [])
+    off, st_off = batch(a, m, reqs, ["--no-prefix-caching"])
+    env_off, st_env = batch(a, m, reqs, [], env={"ENCORE_NO_PREFIX_CACHING": "1"})
+    # hits: 64 (70+5), 48 (64 tokens: the last is computed), 32 (40+3), 64 (65)
+    want = 64 + 48 + 32 + 64
+    if st_on["prefix_cache_hits"] != want or st_off["prefix_cache_hits"] or st_env["prefix_cache_hits"]:
+        sys.exit(f"FAIL: prefix-cache hits {st_on['prefix_cache_hits']} (expected {want}), "
+                 f"{st_off['prefix_cache_hits']} and {st_env['prefix_cache_hits']} when off")
+    if st_on["prefill_tokens"] + st_on["prefix_cache_hits"] != st_off["prefill_tokens"]:
+        sys.exit(f"FAIL: computed + served != computed without the cache: {st_on} {st_off}")
+    if st_on["prefix_cache_queries"] != sum(len(r["prompt_ids"]) for r in reqs):
+        sys.exit(f"FAIL: queries {st_on['prefix_cache_queries']}")
+    if on != off or on != env_off:
+        sys.exit("FAIL: tokens differ with and without prefix caching")
+    print(f"ok: {want} of {st_on['prefix_cache_queries']} prompt tokens served from the cache, same tokens")
 
 
 def expect_fail(args, code, *needles):

@@ -42,17 +42,19 @@ static int ref_cmp(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
-/* The renormalised distribution after temperature, top-k, top-p, min-p, in
- * vLLM's words: probabilities, not weights; prob[i] = 0 for excluded ids. */
+/* The renormalised distribution after temperature, min-p, top-k, top-p (vLLM's
+ * order), in its words: probabilities, not weights; prob[i] = 0 for excluded ids. */
 static void ref_distribution(const float *x, int64_t n, const engine_sampling *p, double *prob)
 {
     ref_item *it = malloc((size_t)n * sizeof *it);
     for (int64_t i = 0; i < n; i++) it[i] = (ref_item){(double)x[i] / p->temperature, (int32_t)i};
     qsort(it, (size_t)n, sizeof *it, ref_cmp);
-    int64_t kept = n;
-    if (p->top_k > 0 && p->top_k < n) { /* every id at least as likely as the k-th */
+    int64_t kept = n; /* min-p: p / p_max = exp(l - l_max) >= min_p */
+    while (kept > 1 && exp(it[kept - 1].l - it[0].l) < p->min_p) kept--;
+    if (p->top_k > 0 && p->top_k < kept) { /* every id at least as likely as the k-th */
+        int64_t min_p_kept = kept;
         kept = p->top_k;
-        while (kept < n && it[kept].l == it[p->top_k - 1].l) kept++;
+        while (kept < min_p_kept && it[kept].l == it[p->top_k - 1].l) kept++;
     }
     double z = 0.0;
     for (int64_t r = 0; r < kept; r++) z += exp(it[r].l - it[0].l);
@@ -65,12 +67,7 @@ static void ref_distribution(const float *x, int64_t n, const engine_sampling *p
     z = 0.0;
     for (int64_t r = 0; r < kept; r++) z += exp(it[r].l - it[0].l);
     memset(prob, 0, (size_t)n * sizeof *prob);
-    double top = 1.0 / z, z2 = 0.0;
-    for (int64_t r = 0; r < kept; r++) {
-        double q = exp(it[r].l - it[0].l) / z;
-        if (q >= p->min_p * top) prob[it[r].id] = q, z2 += q;
-    }
-    for (int64_t i = 0; i < n; i++) prob[i] /= z2;
+    for (int64_t r = 0; r < kept; r++) prob[it[r].id] = exp(it[r].l - it[0].l) / z;
     free(it);
 }
 

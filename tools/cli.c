@@ -27,7 +27,9 @@ const char cli_engine_options_help[] =
     "  --eager                      run every step eagerly: no captured decode (ENCORE_EAGER=1)\n"
     "  --verify-capture             run each replayed decode step eagerly too and stop at the\n"
     "                               first difference (ENCORE_VERIFY_CAPTURE=1)\n"
-    "  --decode-steps K             greedy decode steps per replay, 1..64 (default 4)\n";
+    "  --decode-steps K             greedy decode steps per replay, 1..64 (default 4)\n"
+    "  --no-prefix-caching          compute every prompt in full: no KV blocks shared between\n"
+    "                               requests with a common prefix (ENCORE_NO_PREFIX_CACHING=1)\n";
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {
@@ -52,6 +54,7 @@ void cli_engine_defaults(engine_config *cfg)
     if (t && *t) cfg->n_threads = atoi(t);
     cfg->eager = cli__env_flag("ENCORE_EAGER");
     cfg->verify_capture = cli__env_flag("ENCORE_VERIFY_CAPTURE");
+    cfg->no_prefix_caching = cli__env_flag("ENCORE_NO_PREFIX_CACHING");
 }
 
 const char *cli_value(const char *cmd, int argc, char **argv, int *i)
@@ -233,6 +236,10 @@ int cli_engine_option(const char *cmd, int argc, char **argv, int *i, engine_con
     }
     if (!strcmp(a, "--verify-capture")) {
         cfg->verify_capture = true;
+        return 1;
+    }
+    if (!strcmp(a, "--no-prefix-caching")) {
+        cfg->no_prefix_caching = true;
         return 1;
     }
     if (!strcmp(a, "--decode-steps")) return cli__i64_option(cmd, argc, argv, i, 1, 64, &cfg->decode_steps);

@@ -134,7 +134,9 @@ static bool bench__run_prefill(engine *e, const bench_args *a, int64_t *next_id,
     for (int64_t r = -1; r < a->runs; r++) { /* run -1 warms up (page faults, caches) */
         int64_t dtok;
         double ds, total;
-        if (!bench__submit(e, 1, a->prompt_len, 1, 7) || !bench__drain(e, &dtok, &ds, &total)) return false;
+        /* a new prompt each run: the prefix cache would serve most of a repeated one */
+        uint64_t seed = 1000 + (uint64_t)(r + 1);
+        if (!bench__submit(e, 1, a->prompt_len, 1, seed) || !bench__drain(e, &dtok, &ds, &total)) return false;
         bench__release_all(e, (*next_id)++, 1);
         if (r >= 0) v[r] = (double)a->prompt_len / total;
     }

@@ -156,6 +156,9 @@ static int generate_run(const generate_args *a, engine *e, tokenizer *tok, const
         fprintf(stderr, "steps: %lld (%lld eager); captures: %lld; replays: %lld; multi-step round trips: %lld\n",
                 (long long)st.n_steps, (long long)st.n_eager_steps, (long long)st.n_captures,
                 (long long)st.n_replays, (long long)st.n_multi_round_trips);
+        fprintf(stderr, "prefill: %lld tokens computed, %lld of %lld served from the prefix cache\n",
+                (long long)st.n_prefill_tokens, (long long)st.n_prefix_cache_hits,
+                (long long)st.n_prefix_cache_queries);
     }
     return CLI_OK;
 }

@@ -106,6 +106,7 @@ enc_status engine_create(const engine_config *cfg, engine **out)
         const qwen3_config *mc = &e->model->cfg;
         s = kv_cache_init(&e->kv, e->be, mc->n_layers, mc->n_kv_heads * mc->head_dim,
                           (int32_t)e->cfg.n_kv_blocks, e->cfg.block_size);
+        if (s == ENC_OK && !e->cfg.no_prefix_caching) s = kv_pool_enable_prefix_caching(&e->kv.pool);
     }
     if (s == ENC_OK) s = engine__alloc_inputs(e);
     if (s == ENC_OK) s = engine__alloc_arena(e);
@@ -302,6 +303,15 @@ bool engine_has_unfinished(const engine *e)
 
 /* --- one step ------------------------------------------------------------ */
 
+static void engine__count_states(const engine *e, int64_t *n_running, int64_t *n_waiting)
+{
+    *n_running = *n_waiting = 0;
+    for (int64_t i = 0; i < e->n_seqs; i++) {
+        *n_running += e->seqs[i]->state == SEQ_RUNNING;
+        *n_waiting += e->seqs[i]->state == SEQ_WAITING;
+    }
+}
+
 static bool engine__is_eos(const engine *e, int32_t id)
 {
     const qwen3_config *mc = &e->model->cfg;
@@ -315,6 +325,14 @@ static void engine__finish(engine *e, engine_seq *s, engine_finish why)
     s->finish = why;
     s->state = SEQ_FINISHED;
     kv_block_table_release(&e->kv.pool, &s->table);
+}
+
+/* n more tokens of s have their K/V in the cache; full blocks among them
+ * join the prefix cache. */
+static void engine__computed(engine *e, engine_seq *s, int64_t n)
+{
+    s->n_computed += n;
+    kv_prefix_commit(&e->kv.pool, &s->table, s->tokens, s->n_computed);
 }
 
 /* Append a generated token; finish the sequence on a stop condition.
@@ -365,7 +383,7 @@ static int64_t engine__consume(engine *e, const sched_batch *b)
         const sched_entry *en = &b->entries[i];
         engine_seq *s = en->seq;
         int64_t first_pos = s->n_computed + en->n_new - en->n_logits;
-        s->n_computed += en->n_new;
+        engine__computed(e, s, en->n_new);
         for (int64_t r = 0; s->prompt_logits && r < en->n_logits; r++) {
             int64_t pos = first_pos + r;
             if (pos < s->n_logits_sent || pos >= s->n_prompt) continue;
@@ -385,10 +403,9 @@ static int64_t engine__consume(engine *e, const sched_batch *b)
  * dropped with every later one, and the step that chose it does not count
  * as computed, so the next step computes the last kept token again (the same
  * K/V, batch invariance) and picks on the host with the mask. */
-static int64_t engine__consume_multi(engine *e, const sched_batch *b, int64_t *n_tokens)
+static int64_t engine__consume_multi(engine *e, const sched_batch *b, engine_step_stats *st)
 {
     int64_t n_finished = 0, P = e->multi_rows;
-    *n_tokens = 0;
     for (int i = 0; i < b->n_entries; i++) {
         engine_seq *s = b->entries[i].seq;
         for (int64_t k = 0; k < e->cfg.decode_steps && s->state == SEQ_RUNNING; k++) {
@@ -397,8 +414,10 @@ static int64_t engine__consume_multi(engine *e, const sched_batch *b, int64_t *n
                 s->host_pick = true;
                 break;
             }
-            s->n_computed++; /* step k wrote the K/V of the token it read */
-            (*n_tokens)++;
+            /* a prompt's last token (after a chunk or a prefix hit) counts as prefill */
+            if (s->n_computed < s->n_prompt) st->n_prefill_tokens++;
+            else st->n_decode_tokens++;
+            engine__computed(e, s, 1); /* step k wrote the K/V of the token it read */
             if (engine__append(e, s, id)) n_finished++;
         }
     }
@@ -425,13 +444,14 @@ enc_status engine_step(engine *e, engine_step_stats *stats)
 {
     sched_batch *b = &e->batch;
     sched_plan_step(e, b);
-    engine_step_stats st = {.n_seqs = b->n_entries, .n_preempted = b->n_preempted};
+    engine_step_stats st = {.n_seqs = b->n_entries, .n_preempted = b->n_preempted,
+                            .n_cached_tokens = b->n_cached_tokens};
     if (b->n_entries > 0) {
         bool multi = decode_multi_ready(e, b); /* reserves blocks: before the inputs are laid out */
         step_fill_inputs(e, b);
         if (multi) {
             ENC_TRY(decode_slots_run_multi(e, b));
-            st.n_finished = engine__consume_multi(e, b, &st.n_decode_tokens);
+            st.n_finished = engine__consume_multi(e, b, &st);
         } else {
             ENC_TRY(engine__run_single(e, b, &st));
         }
@@ -439,6 +459,7 @@ enc_status engine_step(engine *e, engine_step_stats *stats)
         e->stats.n_prefill_tokens += st.n_prefill_tokens;
         e->stats.n_decode_tokens += st.n_decode_tokens;
     }
+    engine__count_states(e, &st.n_running, &st.n_waiting);
     if (stats) *stats = st;
     return ENC_OK;
 }
@@ -453,7 +474,14 @@ void engine_set_logits_callback(engine *e, engine_logits_fn fn, void *user)
 
 const qwen3_config *engine_model_config(const engine *e) { return &e->model->cfg; }
 const engine_config *engine_get_config(const engine *e) { return &e->cfg; }
-engine_stats engine_get_stats(const engine *e) { return e->stats; }
+engine_stats engine_get_stats(const engine *e)
+{
+    engine_stats st = e->stats;
+    engine__count_states(e, &st.n_running, &st.n_waiting);
+    st.n_kv_blocks_used = e->kv.pool.n_blocks - e->kv.pool.n_free;
+    st.n_kv_blocks_cached = e->kv.pool.prefix ? e->kv.pool.prefix->n_cached : 0;
+    return st;
+}
 int64_t engine_decode_weight_bytes(const engine *e) { return e->model->decode_weight_bytes; }
 int64_t engine_kv_free_blocks(const engine *e) { return e->kv.pool.n_free; }
 int64_t engine_kv_total_blocks(const engine *e) { return e->kv.pool.n_blocks; }

@@ -9,6 +9,11 @@
  * the request waits; when a running sequence cannot grow, the newest running
  * sequence is preempted and later recomputed, so nothing is ever truncated.
  *
+ * Automatic prefix caching (on unless no_prefix_caching): full KV blocks are
+ * kept under a hash of their tokens and shared; a sequence that starts with
+ * cached blocks reads them instead of computing them. Its tokens and logits
+ * are bit-identical either way (the kernels are batch-invariant).
+ *
  * Decode steps are captured: recorded once per padded batch size and then
  * replayed with rewritten inputs (decode_slots.c); prefill and mixed steps
  * run eagerly. Both give bit-identical results.
@@ -44,6 +49,7 @@ typedef struct engine_config {
                                      * does not know); 0: the whole vocabulary. Multi-step
                                      * decode stays on: a masked id the device picks is
                                      * dropped and that token picked again on the host */
+    bool no_prefix_caching;         /* turn automatic prefix caching off (on by default) */
     void (*load_progress)(void *user, double fraction); /* (optional) weights loaded so far */
     void *load_progress_user;
 } engine_config;
@@ -105,16 +111,29 @@ typedef void (*engine_logits_fn)(void *user, int64_t request_id, int64_t pos,
 typedef struct engine_step_stats {
     int64_t n_prefill_tokens; /* prompt tokens computed this step */
     int64_t n_decode_tokens;  /* sequences that decoded one token */
+    int64_t n_cached_tokens;  /* prompt tokens of sequences admitted this step that
+                               * the prefix cache served (not computed) */
     int64_t n_seqs;           /* sequences in the step */
     int64_t n_finished;       /* requests that finished this step */
     int64_t n_preempted;      /* sequences preempted this step */
+    int64_t n_running;        /* after the step: sequences holding KV blocks */
+    int64_t n_waiting;        /* after the step: queued or preempted requests */
 } engine_step_stats;
 
+/* Counters since creation, and gauges (marked "now") for a /metrics page. */
 typedef struct engine_stats {
     int64_t n_steps;
-    int64_t n_prefill_tokens;
+    int64_t n_prefill_tokens; /* prompt tokens computed (a recomputed sequence's
+                               * generated tokens count too) */
     int64_t n_decode_tokens;
     int64_t n_preemptions;
+    int64_t n_prefix_cache_queries; /* tokens of admitted sequences looked up in the
+                                     * prefix cache (not prompt_logits requests) */
+    int64_t n_prefix_cache_hits;    /* of those, tokens served from the cache */
+    int64_t n_running;              /* now: sequences holding KV blocks */
+    int64_t n_waiting;              /* now: queued or preempted requests */
+    int64_t n_kv_blocks_used;       /* now: blocks referenced by some sequence */
+    int64_t n_kv_blocks_cached;     /* now: blocks in the prefix cache, used or not */
     int64_t n_eager_steps;    /* steps run eagerly (prefill, mixed, cold decode) */
     int64_t n_captures;       /* decode steps recorded */
     int64_t n_replays;        /* decode steps replayed */
@@ -143,7 +162,9 @@ enc_status engine_request_output(const engine *e, int64_t request_id, const int3
  * not ask for logprobs. */
 enc_status engine_request_logprobs(const engine *e, int64_t request_id, const engine_token_logprob **lp,
                                    int64_t *n);
-/* Forget a request: a running one is aborted and its blocks freed. */
+/* Forget a request: a running one is aborted and its block references
+ * dropped at once (blocks still shared stay with their other holders;
+ * cached ones stay cached). */
 void engine_release_request(engine *e, int64_t request_id);
 
 void engine_set_logits_callback(engine *e, engine_logits_fn fn, void *user);

@@ -53,6 +53,7 @@ typedef struct sched_batch {
     int64_t n_tokens;
     int64_t n_logits;
     int64_t n_preempted;
+    int64_t n_cached_tokens; /* prefix-cache hits of the sequences admitted */
 } sched_batch;
 
 /* The step inputs, in the order of qwen3_step_io. */

@@ -194,7 +194,7 @@ static int64_t sampler__top_k_top_p(sampler *s, int64_t n, int64_t k, double top
         bool last = t == 0.0;
         int64_t nc = 0;
         for (int64_t i = 0; i < n; i++)
-            if (s->w[i] >= t) s->cand[nc++] = (sampler_cand){s->w[i], (int32_t)i};
+            if (s->w[i] >= t && s->w[i] > 0.0) s->cand[nc++] = (sampler_cand){s->w[i], (int32_t)i};
         if (k_on && nc < k && !last) continue;
         sampler__sort(s->cand, nc);
         double mass = total;
@@ -223,21 +223,16 @@ int64_t sampler_candidates(sampler *s, const float *x, int64_t n, const engine_s
     double max = x[sampler_argmax(x, n)], total = 0.0;
     for (int64_t i = 0; i < n; i++) {
         s->w[i] = exp(((double)x[i] - max) / p->temperature);
+        /* min_p first, as in vLLM: the largest weight is 1, so the argmax survives */
+        if (s->w[i] < p->min_p) s->w[i] = 0.0;
         total += s->w[i];
     }
+    if ((p->top_k > 0 && p->top_k < n) || (p->top_p > 0.0 && p->top_p < 1.0))
+        return sampler__top_k_top_p(s, n, p->top_k, p->top_p, total);
     int64_t nc = 0;
-    if ((p->top_k > 0 && p->top_k < n) || (p->top_p > 0.0 && p->top_p < 1.0)) {
-        nc = sampler__top_k_top_p(s, n, p->top_k, p->top_p, total);
-    } else {
-        for (int64_t i = 0; i < n; i++)
-            if (s->w[i] > 0.0) s->cand[nc++] = (sampler_cand){s->w[i], (int32_t)i};
-    }
-    if (p->min_p <= 0.0) return nc;
-    /* min_p: the largest weight is 1 (the argmax survives every filter) */
-    int64_t kept = 0;
-    for (int64_t i = 0; i < nc; i++)
-        if (s->cand[i].w >= p->min_p) s->cand[kept++] = s->cand[i];
-    return kept;
+    for (int64_t i = 0; i < n; i++)
+        if (s->w[i] > 0.0) s->cand[nc++] = (sampler_cand){s->w[i], (int32_t)i};
+    return nc;
 }
 
 static int32_t sampler__draw(sampler *s, const float *x, int64_t n, const engine_sampling *p, sampler_rng *rng)

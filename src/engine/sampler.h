@@ -11,10 +11,10 @@
  *      │
  *      ├─ temperature 0: the first id of the largest logit (greedy); done
  *      ├─ temperature T:  w = exp((l - max) / T), in double precision
+ *      ├─ min_p   keep the ids whose weight is >= min_p x the largest weight
  *      ├─ top_k   keep the ids whose weight is >= the k-th largest (ties kept)
  *      ├─ top_p   keep the smallest prefix (weight descending, id ascending) of
  *      │          the top-k set whose mass reaches top_p of that set's mass
- *      ├─ min_p   keep the ids whose weight is >= min_p x the largest weight
  *      └─ draw    inverse CDF with the request's stream (xoshiro256** seeded
  *                 by splitmix64), so a seeded request is reproducible whatever
  *                 runs beside it

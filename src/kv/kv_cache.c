@@ -1,4 +1,5 @@
-/* kv_cache.c - block pool, block tables and the per-layer K/V buffers. */
+/* kv_cache.c - block pool, block tables and the per-layer K/V buffers.
+ * The prefix cache's hash table and LRU are in prefix_cache.c. */
 #include "kv/kv_cache.h"
 
 #include <stdlib.h>
@@ -22,7 +23,15 @@ enc_status kv_pool_init(kv_pool *p, int32_t n_blocks, int32_t block_size)
     p->block_size = block_size;
     /* Lowest block ids on top of the stack, so a fresh pool hands out 0, 1, 2... */
     for (int32_t i = 0; i < n_blocks; i++) p->free_list[i] = n_blocks - 1 - i;
-    p->n_free = n_blocks;
+    p->n_plain = p->n_free = n_blocks;
+    return ENC_OK;
+}
+
+enc_status kv_pool_enable_prefix_caching(kv_pool *p)
+{
+    ENC_ASSERT(p->n_free == p->n_blocks && !p->prefix);
+    p->prefix = kv_prefix__create(p->n_blocks, p->block_size);
+    if (!p->prefix) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "kv cache: prefix cache of %d blocks", p->n_blocks);
     return ENC_OK;
 }
 
@@ -30,40 +39,51 @@ void kv_pool_free(kv_pool *p)
 {
     free(p->refcount);
     free(p->free_list);
+    kv_prefix__destroy(p->prefix);
     memset(p, 0, sizeof *p);
 }
 
 int32_t kv_block_alloc(kv_pool *p)
 {
-    if (p->n_free == 0) return -1;
-    int32_t b = p->free_list[--p->n_free];
+    int32_t b;
+    if (p->n_plain > 0) b = p->free_list[--p->n_plain];
+    else if (p->prefix && p->prefix->n_lru > 0) b = kv_prefix__evict(p->prefix);
+    else return -1;
     ENC_ASSERT(p->refcount[b] == 0);
     p->refcount[b] = 1;
+    p->n_free--;
     return b;
 }
 
 void kv_block_release(kv_pool *p, int32_t block)
 {
     ENC_ASSERT(block >= 0 && block < p->n_blocks && p->refcount[block] > 0);
-    if (--p->refcount[block] == 0) p->free_list[p->n_free++] = block;
+    if (--p->refcount[block] > 0) return;
+    p->n_free++;
+    if (p->prefix && p->prefix->cached[block]) kv_prefix__park(p->prefix, block);
+    else p->free_list[p->n_plain++] = block;
 }
 
 /* --- block tables -------------------------------------------------------- */
 
 enc_status kv_block_table_init(kv_block_table *t, int32_t n_blocks_max)
 {
-    t->n_blocks = 0;
+    memset(t, 0, sizeof *t);
     t->n_blocks_max = n_blocks_max;
     t->blocks = malloc((size_t)n_blocks_max * sizeof *t->blocks);
-    if (!t->blocks) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "kv cache: block table");
+    t->hashes = malloc((size_t)n_blocks_max * sizeof *t->hashes);
+    if (!t->blocks || !t->hashes) {
+        kv_block_table_free(t);
+        return enc_fail(ENC_ERR_OUT_OF_MEMORY, "kv cache: block table");
+    }
     return ENC_OK;
 }
 
 void kv_block_table_free(kv_block_table *t)
 {
     free(t->blocks);
-    t->blocks = NULL;
-    t->n_blocks = t->n_blocks_max = 0;
+    free(t->hashes);
+    memset(t, 0, sizeof *t);
 }
 
 int32_t kv_blocks_needed(const kv_pool *p, const kv_block_table *t, int64_t n_tokens)
@@ -87,6 +107,7 @@ void kv_block_table_release(kv_pool *p, kv_block_table *t)
 {
     for (int32_t i = t->n_blocks - 1; i >= 0; i--) kv_block_release(p, t->blocks[i]);
     t->n_blocks = 0;
+    t->n_hashed = t->n_committed = 0;
 }
 
 /* --- device buffers ------------------------------------------------------ */
