@@ -23,7 +23,6 @@ enc_status text_out_init(text_out *t, const tokenizer *tok, int skip_special,
     memset(t, 0, sizeof *t);
     t->matched = -1;
     t->tok = tok;
-    if (n_stop && !tok) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "stop strings need the model's tokenizer");
     size_t bytes = n_stop * (sizeof *t->stop + sizeof *t->stop_len);
     for (size_t i = 0; i < n_stop; i++) bytes += strlen(stop[i]) + 1;
     if (n_stop) {
