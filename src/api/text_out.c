@@ -57,10 +57,12 @@ void text_out_free(text_out *t)
 static enc_status text_out__release(text_out *t, size_t n)
 {
     ENC_TRY(text_out__reserve(&t->out, &t->cap_out, t->n_out + n + 1));
-    memcpy(t->out + t->n_out, t->held, n);
+    if (n) { /* held is NULL until the first text */
+        memcpy(t->out + t->n_out, t->held, n);
+        memmove(t->held, t->held + n, t->n_held - n);
+    }
     t->n_out += n;
     t->out[t->n_out] = '\0';
-    memmove(t->held, t->held + n, t->n_held - n);
     t->n_held -= n;
     return ENC_OK;
 }
