@@ -189,7 +189,7 @@ static enc_status engine__check_sampling(const engine_sampling *sp, int64_t max_
     return ENC_OK;
 }
 
-static enc_status engine__check_request(const engine *e, const engine_request_params *p)
+enc_status engine_check_request(const engine *e, const engine_request_params *p)
 {
     const qwen3_config *mc = &e->model->cfg;
     if (!p->prompt_ids || p->n_prompt < 1)
@@ -219,7 +219,7 @@ static enc_status engine__check_request(const engine *e, const engine_request_pa
 
 enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t *request_id)
 {
-    ENC_TRY(engine__check_request(e, p));
+    ENC_TRY(engine_check_request(e, p));
     if (e->n_seqs == e->cap_seqs) {
         int64_t cap = e->cap_seqs ? e->cap_seqs * 2 : 16;
         engine_seq **seqs = realloc(e->seqs, (size_t)cap * sizeof *seqs);
@@ -273,6 +273,12 @@ enc_status engine_request_output(const engine *e, int64_t id, const int32_t **id
     return ENC_OK;
 }
 
+int64_t engine_request_cached_tokens(const engine *e, int64_t id)
+{
+    const engine_seq *s = engine__find(e, id);
+    return s ? s->n_cached_tokens : 0;
+}
+
 enc_status engine_request_logprobs(const engine *e, int64_t id, const engine_token_logprob **lp, int64_t *n)
 {
     const engine_seq *s = engine__find(e, id);
@@ -301,9 +307,7 @@ bool engine_has_unfinished(const engine *e)
     return false;
 }
 
-/* --- one step ------------------------------------------------------------ */
-
-static void engine__count_states(const engine *e, int64_t *n_running, int64_t *n_waiting)
+void engine_count_requests(const engine *e, int64_t *n_running, int64_t *n_waiting)
 {
     *n_running = *n_waiting = 0;
     for (int64_t i = 0; i < e->n_seqs; i++) {
@@ -311,6 +315,8 @@ static void engine__count_states(const engine *e, int64_t *n_running, int64_t *n
         *n_waiting += e->seqs[i]->state == SEQ_WAITING;
     }
 }
+
+/* --- one step ------------------------------------------------------------ */
 
 static bool engine__is_eos(const engine *e, int32_t id)
 {
@@ -459,7 +465,7 @@ enc_status engine_step(engine *e, engine_step_stats *stats)
         e->stats.n_prefill_tokens += st.n_prefill_tokens;
         e->stats.n_decode_tokens += st.n_decode_tokens;
     }
-    engine__count_states(e, &st.n_running, &st.n_waiting);
+    engine_count_requests(e, &st.n_running, &st.n_waiting);
     if (stats) *stats = st;
     return ENC_OK;
 }
@@ -477,7 +483,7 @@ const engine_config *engine_get_config(const engine *e) { return &e->cfg; }
 engine_stats engine_get_stats(const engine *e)
 {
     engine_stats st = e->stats;
-    engine__count_states(e, &st.n_running, &st.n_waiting);
+    engine_count_requests(e, &st.n_running, &st.n_waiting);
     st.n_kv_blocks_used = e->kv.pool.n_blocks - e->kv.pool.n_free;
     st.n_kv_blocks_cached = e->kv.pool.prefix ? e->kv.pool.prefix->n_cached : 0;
     return st;

@@ -149,9 +149,15 @@ void engine_destroy(engine *e); /* NULL is a no-op */
  * never fit the KV pool, sampling parameters out of range) is refused with ENC_ERR_INVALID_ARGUMENT and a
  * message; nothing is queued then. */
 enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t *request_id);
+/* The checks of engine_add_request alone. They read only what is fixed at
+ * creation (the model, the resolved config, the pool size), so another
+ * thread may call this while one drives engine_step (the API's submit does). */
+enc_status engine_check_request(const engine *e, const engine_request_params *p);
 /* Run one scheduler step. With nothing to run it does nothing. */
 enc_status engine_step(engine *e, engine_step_stats *stats);
 bool engine_has_unfinished(const engine *e);
+/* Requests holding KV blocks, and those queued or preempted. */
+void engine_count_requests(const engine *e, int64_t *n_running, int64_t *n_waiting);
 
 /* The tokens a request has generated so far (valid until the next step or
  * release) and whether it finished. */
@@ -162,6 +168,9 @@ enc_status engine_request_output(const engine *e, int64_t request_id, const int3
  * not ask for logprobs. */
 enc_status engine_request_logprobs(const engine *e, int64_t request_id, const engine_token_logprob **lp,
                                    int64_t *n);
+/* Prompt tokens of a request that the prefix cache served when it was last
+ * admitted (0 for an unknown id). */
+int64_t engine_request_cached_tokens(const engine *e, int64_t request_id);
 /* Forget a request: a running one is aborted and its block references
  * dropped at once (blocks still shared stay with their other holders;
  * cached ones stay cached). */

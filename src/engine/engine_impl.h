@@ -23,6 +23,7 @@ typedef struct engine_seq {
     int64_t n_tokens;
     int64_t n_prompt;
     int64_t n_computed; /* leading tokens whose K/V are in the cache */
+    int64_t n_cached_tokens; /* prompt tokens the prefix cache served at its last admission */
     int64_t max_tokens;
     engine_sampling sampling;
     bool ignore_eos;

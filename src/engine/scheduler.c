@@ -122,6 +122,7 @@ void sched_plan_step(engine *e, sched_batch *b)
             e->stats.n_prefix_cache_hits += hit;
         }
         b->n_cached_tokens += hit;
+        s->n_cached_tokens = hit < s->n_prompt ? hit : s->n_prompt;
         s->state = SEQ_RUNNING;
         n_running++;
         sched__add(e, b, s, n_new);
