@@ -90,14 +90,14 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(CHUNK_DELAY_S)
             event = {"id": "c", "object": "text_completion", "choices": [{"index": 0, "text": "tok"}]}
             self._write(chunked, b"data: " + json.dumps(event).encode() + b"\r\n\r\n")
+        with TALLY.lock:  # before the client can see the end and send its next request
+            TALLY.in_flight -= 1
         usage = {"choices": [], "usage": {"prompt_tokens": len(req["prompt"]),
                                           "completion_tokens": req["max_tokens"]}}
         self._write(chunked, b"data: " + json.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n")
         if chunked:
             self.wfile.write(b"0\r\n\r\n")
         self.close_connection = True
-        with TALLY.lock:
-            TALLY.in_flight -= 1
 
 
 def main():
