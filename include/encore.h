@@ -48,8 +48,10 @@ typedef struct encore_options {
     int64_t max_model_len;          /* 0: min(max_position_embeddings, 8192) */
     int eager;                      /* nonzero: no decode capture */
     int64_t decode_steps;           /* greedy decode steps per replay (0: default) */
-    int no_prefix_caching;          /* nonzero: automatic prefix caching off */
-    const char *device;             /* "cpu" (NULL) or "vulkan[:N]" where built */
+    int no_prefix_caching;          /* nonzero: automatic prefix caching off (this engine
+                                     * has no prefix cache yet: ignored) */
+    const char *device;             /* "cpu" (NULL) or "vulkan[:N]" where built (for now
+                                     * anything but "cpu" is ENCORE_ERR_UNSUPPORTED) */
 } encore_options;
 
 encore_options encore_options_default(void);
@@ -57,34 +59,41 @@ encore_status encore_engine_create(const encore_options *opt, encore_engine **ou
 void encore_engine_destroy(encore_engine *e); /* NULL is a no-op */
 
 /* How a request picks tokens and when it stops, with vLLM's meanings. Start
- * from encore_sampling_default(): greedy, 16 tokens, every filter off. */
+ * from encore_sampling_default(): greedy, 16 tokens, every filter off. A
+ * zeroed struct works too: top_p and repetition_penalty read 0 as "off". */
 typedef struct encore_sampling {
     int64_t max_tokens; /* >= 1 */
     double temperature; /* 0: greedy */
     uint64_t seed;
     int ignore_eos;     /* nonzero: do not stop at end-of-sequence tokens */
     int64_t top_k;      /* <= 0: off */
-    double top_p;       /* 1: off */
+    double top_p;       /* (0, 1]; 1 (or 0): off */
     double min_p;       /* 0: off */
-    double repetition_penalty; /* 1: off */
-    double presence_penalty;   /* 0: off */
-    double frequency_penalty;  /* 0: off */
-    int64_t min_tokens;        /* no EOS / stop before this many tokens */
+    double repetition_penalty; /* > 0; 1 (or 0): off */
+    double presence_penalty;   /* [-2, 2]; 0: off */
+    double frequency_penalty;  /* [-2, 2]; 0: off */
+    int64_t min_tokens;        /* [0, max_tokens]: no EOS / stop id / stop string before
+                                * this many tokens */
     int logprobs;              /* nonzero: report each token's log-probability */
     int top_logprobs;          /* and this many alternatives (0..20) */
-    const char *const *stop;   /* [n_stop] stop strings, matched on the output text across
-                                * token boundaries; the match is not emitted (copied) */
+    const char *const *stop;   /* [n_stop] non-empty stop strings, matched on the output text
+                                * across token boundaries; the match is not emitted (copied;
+                                * needs the tokenizer) */
     size_t n_stop;
-    const int32_t *stop_token_ids; /* [n_stop_token_ids] more ids that end it (copied) */
+    const int32_t *stop_token_ids; /* [n_stop_token_ids] more ids that end it, at most 16
+                                    * (copied; kept with ignore_eos) */
     size_t n_stop_token_ids;
     int skip_special_tokens;   /* nonzero (default): special tokens give no text */
 } encore_sampling;
 
 encore_sampling encore_sampling_default(void);
 
-/* Generate from a prompt of token ids, running the engine until this request
- * finishes. Writes up to `cap` generated ids to `out` and their number to
- * *n_out; *stopped is 1 when an end-of-sequence token ended it, else 0. */
+/* Generate from a prompt of token ids and wait until this request finishes:
+ * an encore_submit whose callback collects the ids, then a wait on the
+ * calling thread (so it may run next to served requests, from any thread
+ * but the engine's: never from a callback). Writes up to `cap` generated ids
+ * to `out` and their number to *n_out; *stopped is 1 when it finished with
+ * "stop" (an end-of-sequence or stop token, or a stop string), else 0. */
 encore_status encore_generate_ids(encore_engine *e, const int32_t *prompt, size_t n_prompt,
                                   const encore_sampling *sampling, int32_t *out, size_t cap,
                                   size_t *n_out, int *stopped);
@@ -97,7 +106,15 @@ encore_status encore_generate_ids(encore_engine *e, const int32_t *prompt, size_
  * callback, on the engine thread, after every step that gave it tokens, and
  * once more (finished != 0) at the end; the callback must return quickly and
  * may call encore_cancel, nothing else of this API. encore_engine_destroy
- * cancels what still runs and joins the thread. */
+ * cancels what still runs (each gets its "abort" call) and joins the thread;
+ * no other call may run on that engine then or after.
+ *
+ * Ids and text: `ids` holds every generated token, the EOS or stop id that
+ * ended a request included; the text never includes that token. When a stop
+ * string matches, the ids end with the token that completed the match and
+ * the text ends just before the match. Text is streamed through the
+ * tokenizer (nothing without one); concatenated over all calls it is the
+ * detokenized output minus the stop token and anything from a stop string on. */
 
 typedef struct encore_logprob {
     int32_t id;
@@ -108,7 +125,8 @@ typedef struct encore_output {
     int64_t request_id;
     const int32_t *ids;         /* [n_ids] tokens new since the last call */
     size_t n_ids;
-    const float *logprobs;      /* [n_ids] when requested, else NULL */
+    const float *logprobs;      /* [n_ids] when requested, else NULL (not yet recorded by
+                                 * this engine: NULL always for now) */
     const encore_logprob *top;  /* [n_ids * n_top] alternatives, most likely first */
     int n_top;
     const char *text;           /* text new since the last call: whole UTF-8 characters;
@@ -118,7 +136,7 @@ typedef struct encore_output {
     const char *finish_reason;  /* once finished: "stop", "length" or "abort" */
     const char *stop_string;    /* the stop string that matched, else NULL */
     size_t n_prompt_tokens;
-    size_t n_cached_prompt_tokens; /* served from the prefix cache */
+    size_t n_cached_prompt_tokens; /* served from the prefix cache (0: no cache yet) */
     size_t n_output_tokens;        /* generated so far */
 } encore_output;
 
@@ -126,15 +144,18 @@ typedef struct encore_output {
 typedef void (*encore_output_fn)(void *user, const encore_output *out);
 
 typedef struct encore_request {
-    const char *prompt;          /* text, tokenized with the model's tokenizer; or NULL */
+    const char *prompt;          /* text, tokenized with the model's tokenizer (special tokens
+                                 * in it are recognised); or NULL */
     const int32_t *prompt_ids;   /* token ids when prompt is NULL (copied) */
     size_t n_prompt_ids;
     encore_sampling sampling;
 } encore_request;
 
-/* Queue a request. Bad parameters, a prompt too long for max_model_len -
- * max_tokens, or a text prompt without a tokenizer are refused at once with
- * ENCORE_ERR_INVALID_ARGUMENT and a message; the callback is then never called. */
+/* Queue a request; fn must not be NULL. Bad parameters, a prompt too long
+ * for max_model_len - max_tokens, or a text prompt without a tokenizer are
+ * refused at once with ENCORE_ERR_INVALID_ARGUMENT and a message (read on the
+ * submitting thread); the callback is then never called. *request_id (may
+ * be NULL) is set before the first callback can run; ids start at 1. */
 encore_status encore_submit(encore_engine *e, const encore_request *r, encore_output_fn fn,
                             void *user, int64_t *request_id);
 /* Abort a request: within one engine step its blocks are free and its
@@ -142,11 +163,15 @@ encore_status encore_submit(encore_engine *e, const encore_request *r, encore_ou
  * ids are ignored. */
 encore_status encore_cancel(encore_engine *e, int64_t request_id);
 
+/* A snapshot the engine thread makes after each step (any thread may read
+ * it): the counts are at most one step old. n_waiting includes submitted
+ * requests the engine thread has not taken yet. */
 typedef struct encore_stats {
     int64_t n_running, n_waiting;        /* requests now */
     int64_t kv_blocks_total, kv_blocks_used;
-    int64_t prefix_queries_tokens, prefix_hit_tokens;
-    int64_t prompt_tokens, output_tokens; /* processed since creation */
+    int64_t prefix_queries_tokens, prefix_hit_tokens; /* 0 while there is no prefix cache */
+    int64_t prompt_tokens, output_tokens; /* processed since creation (prompt tokens
+                                           * recomputed after preemption count again) */
     int64_t n_finished;                   /* requests */
     int64_t n_steps, n_eager_steps, n_captures, n_replays, n_multi_round_trips;
 } encore_stats;
@@ -171,11 +196,16 @@ typedef struct encore_chat_message {
     const char *reasoning_content; /* assistant: NULL when absent */
 } encore_chat_message;
 
-/* The model's chat template applied to msgs[0..n), ending with the assistant
+/* Text functions work on any thread, also while requests run. Without a
+ * tokenizer they fail with ENCORE_ERR_INVALID_ARGUMENT.
+ *
+ * The model's chat template applied to msgs[0..n), ending with the assistant
  * header; enable_thinking 0 adds the empty think block. *out is the
- * caller's to free with encore_free. */
+ * caller's to free with encore_free. A template encore cannot render is
+ * ENCORE_ERR_UNSUPPORTED (see has_chat_template). */
 encore_status encore_chat_prompt(encore_engine *e, const encore_chat_message *msgs, size_t n,
                                  int enable_thinking, char **out);
+/* *ids (never NULL on success) and *text are the caller's to free with encore_free. */
 encore_status encore_tokenize(encore_engine *e, const char *text, size_t len, int32_t **ids,
                               size_t *n_ids);
 encore_status encore_detokenize(encore_engine *e, const int32_t *ids, size_t n_ids,

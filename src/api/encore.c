@@ -1,13 +1,14 @@
-/* encore.c - the public C API (include/encore.h) over the engine. */
+/* encore.c - the public C API (include/encore.h): creating an engine, the
+ * model's facts, and text (tokenize, detokenize, chat prompts). Serving
+ * (submit, cancel, stats, generate) is in serve.c. */
 #include "encore.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "engine/engine.h"
-
-struct encore_engine {
-    engine *eng;
-};
+#include "api/api_impl.h"
+#include "tokenizer/chat_template.h"
 
 const char *encore_status_to_string(encore_status s)
 {
@@ -16,18 +17,69 @@ const char *encore_status_to_string(encore_status s)
 
 const char *encore_last_error(void) { return enc_last_error(); }
 
+void encore_free(void *p) { free(p); }
+
 encore_options encore_options_default(void)
 {
     encore_options o = {0};
     return o;
 }
 
-encore_status encore_engine_create(const encore_options *opt, encore_engine **out)
+encore_sampling encore_sampling_default(void)
+{
+    encore_sampling s = {.max_tokens = 16, .top_p = 1.0, .repetition_penalty = 1.0,
+                         .skip_special_tokens = 1};
+    return s;
+}
+
+/* --- creation ------------------------------------------------------------ */
+
+/* The model directory's last component ("a/b/Qwen3-0.6B/" -> "Qwen3-0.6B"). */
+static char *encore__model_name(const char *dir)
+{
+    size_t end = strlen(dir);
+    while (end > 1 && dir[end - 1] == '/') end--;
+    size_t start = end;
+    while (start > 0 && dir[start - 1] != '/') start--;
+    char *name = malloc(end - start + 1);
+    if (name) {
+        memcpy(name, dir + start, end - start);
+        name[end - start] = '\0';
+    }
+    return name;
+}
+
+/* Load DIR/tokenizer.json when there is one; a broken one is an error. */
+static enc_status encore__load_tokenizer(const char *dir, tokenizer **out)
 {
     *out = NULL;
+    size_t n = strlen(dir) + sizeof "/tokenizer.json";
+    char *path = malloc(n);
+    if (!path) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "path");
+    snprintf(path, n, "%s/tokenizer.json", dir);
+    FILE *f = fopen(path, "rb");
+    free(path);
+    if (!f) return ENC_OK;
+    fclose(f);
+    return tokenizer_load(dir, out);
+}
+
+/* Sampling must never pick an id the tokenizer has no token for (the
+ * embedding has padding rows past the tokenizer's vocabulary). The engine's
+ * bound on sampled ids, engine_config.sample_vocab, is set here once it is
+ * part of engine_config; until then such ids give no text. */
+static void encore__bound_sampling(engine_config *cfg, const tokenizer *tok) { (void)cfg, (void)tok; }
+
+static enc_status encore__config(const encore_options *opt, engine_config *cfg)
+{
     if (!opt || !opt->model_dir)
-        return (encore_status)enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_engine_create: no model_dir");
-    engine_config cfg = {
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_engine_create: no model_dir");
+    if (opt->device && strcmp(opt->device, "cpu") != 0)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "encore_engine_create: device \"%s\" is not available "
+                        "in this build (only \"cpu\")", opt->device);
+    /* opt->no_prefix_caching: this engine has no prefix cache yet, so it is
+     * always "off"; the field is read once the cache is part of engine_config. */
+    *cfg = (engine_config){
         .model_dir = opt->model_dir,
         .n_threads = opt->n_threads,
         .block_size = opt->block_size,
@@ -35,52 +87,112 @@ encore_status encore_engine_create(const encore_options *opt, encore_engine **ou
         .max_num_seqs = opt->max_num_seqs,
         .max_num_batched_tokens = opt->max_num_batched_tokens,
         .max_model_len = opt->max_model_len,
+        .eager = opt->eager != 0,
+        .decode_steps = opt->decode_steps,
     };
+    return ENC_OK;
+}
+
+encore_status encore_engine_create(const encore_options *opt, encore_engine **out)
+{
+    *out = NULL;
+    engine_config cfg;
+    enc_status s = encore__config(opt, &cfg);
+    if (s != ENC_OK) return (encore_status)s;
     encore_engine *e = calloc(1, sizeof *e);
     if (!e) return (encore_status)enc_fail(ENC_ERR_OUT_OF_MEMORY, "encore_engine_create");
-    enc_status s = engine_create(&cfg, &e->eng);
+    s = serve_init(e);
     if (s != ENC_OK) {
         free(e);
         return (encore_status)s;
     }
-    *out = e;
-    return ENCORE_OK;
+    e->name = encore__model_name(opt->model_dir);
+    if (!e->name) s = enc_fail(ENC_ERR_OUT_OF_MEMORY, "encore_engine_create");
+    if (s == ENC_OK) s = encore__load_tokenizer(opt->model_dir, &e->tok);
+    if (s == ENC_OK) {
+        encore__bound_sampling(&cfg, e->tok);
+        s = engine_create(&cfg, &e->eng);
+    }
+    if (s == ENC_OK) {
+        e->stats.kv_blocks_total = engine_kv_total_blocks(e->eng);
+        *out = e;
+        return ENCORE_OK;
+    }
+    encore_engine_destroy(e);
+    return (encore_status)s;
 }
 
 void encore_engine_destroy(encore_engine *e)
 {
     if (!e) return;
+    serve_shutdown(e);
     engine_destroy(e->eng);
+    tokenizer_free(e->tok);
+    free(e->name);
     free(e);
 }
 
-encore_status encore_generate_ids(encore_engine *e, const int32_t *prompt, size_t n_prompt,
-                                  const encore_sampling *sampling, int32_t *out, size_t cap,
-                                  size_t *n_out, int *stopped)
+encore_status encore_get_model_info(encore_engine *e, encore_model_info *out)
 {
-    if (!e || !sampling || !n_out || (!out && cap))
-        return (encore_status)enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_generate_ids: NULL argument");
-    engine_request_params p = {
-        .prompt_ids = prompt,
-        .n_prompt = (int64_t)n_prompt,
-        .max_tokens = sampling->max_tokens,
-        .sampling = {.temperature = sampling->temperature, .seed = sampling->seed},
-        .ignore_eos = sampling->ignore_eos != 0,
+    if (!e || !out) return (encore_status)enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_get_model_info: NULL argument");
+    *out = (encore_model_info){
+        .name = e->name,
+        .max_model_len = engine_get_config(e->eng)->max_model_len,
+        .vocab_size = engine_model_config(e->eng)->vocab_size,
+        .has_tokenizer = e->tok != NULL,
+        .has_chat_template = e->tok && chat_template_get_family(e->tok) == CHAT_TEMPLATE_QWEN3,
     };
-    int64_t id = -1;
-    enc_status s = engine_add_request(e->eng, &p, &id);
-    const int32_t *ids = NULL;
-    int64_t n = 0;
-    engine_finish finish = ENGINE_NOT_FINISHED;
-    while (s == ENC_OK && finish == ENGINE_NOT_FINISHED) {
-        s = engine_step(e->eng, NULL);
-        if (s == ENC_OK) s = engine_request_output(e->eng, id, &ids, &n, &finish);
-    }
-    if (s == ENC_OK) {
-        *n_out = (size_t)n < cap ? (size_t)n : cap;
-        for (size_t i = 0; i < *n_out; i++) out[i] = ids[i];
-        if (stopped) *stopped = finish == ENGINE_FINISH_STOP;
-    }
-    if (id >= 0) engine_release_request(e->eng, id);
+    return ENCORE_OK;
+}
+
+/* --- text ------------------------------------------------------------------ */
+
+static enc_status encore__need_tokenizer(const encore_engine *e, const char *what)
+{
+    if (!e) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "%s: no engine", what);
+    if (!e->tok) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "%s: the model %s has no tokenizer.json", what, e->name);
+    return ENC_OK;
+}
+
+encore_status encore_chat_prompt(encore_engine *e, const encore_chat_message *msgs, size_t n,
+                                 int enable_thinking, char **out)
+{
+    enc_status s = encore__need_tokenizer(e, "encore_chat_prompt");
+    if (s != ENC_OK) return (encore_status)s;
+    if (!out || (n && !msgs)) return (encore_status)enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_chat_prompt: NULL argument");
+    *out = NULL;
+    chat_message *cm = calloc(n ? n : 1, sizeof *cm);
+    if (!cm) return (encore_status)enc_fail(ENC_ERR_OUT_OF_MEMORY, "encore_chat_prompt: %zu messages", n);
+    for (size_t i = 0; i < n; i++)
+        cm[i] = (chat_message){.role = msgs[i].role, .content = msgs[i].content,
+                               .reasoning_content = msgs[i].reasoning_content};
+    for (size_t i = 0; i < n && s == ENC_OK; i++)
+        if (!cm[i].role) s = enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_chat_prompt: message %zu has no role", i);
+    if (s == ENC_OK) s = chat_template_apply(e->tok, cm, n, 1, enable_thinking, out);
+    free(cm);
+    return (encore_status)s;
+}
+
+encore_status encore_tokenize(encore_engine *e, const char *text, size_t len, int32_t **ids,
+                              size_t *n_ids)
+{
+    enc_status s = encore__need_tokenizer(e, "encore_tokenize");
+    if (s != ENC_OK) return (encore_status)s;
+    if ((!text && len) || !ids || !n_ids) return (encore_status)enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_tokenize: NULL argument");
+    pthread_mutex_lock(&e->tok_mu);
+    s = tokenizer_encode(e->tok, text ? text : "", len, ids, n_ids);
+    pthread_mutex_unlock(&e->tok_mu);
+    return (encore_status)s;
+}
+
+encore_status encore_detokenize(encore_engine *e, const int32_t *ids, size_t n_ids,
+                                int skip_special_tokens, char **text, size_t *len)
+{
+    enc_status s = encore__need_tokenizer(e, "encore_detokenize");
+    if (s != ENC_OK) return (encore_status)s;
+    if ((!ids && n_ids) || !text) return (encore_status)enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_detokenize: NULL argument");
+    size_t n = 0;
+    s = tokenizer_decode_bytes(e->tok, ids, n_ids, skip_special_tokens, text, &n);
+    if (len) *len = n;
     return (encore_status)s;
 }

@@ -152,7 +152,7 @@ void engine_destroy(engine *e)
 
 /* --- requests ------------------------------------------------------------ */
 
-static enc_status engine__check_request(const engine *e, const engine_request_params *p)
+enc_status engine_check_request(const engine *e, const engine_request_params *p)
 {
     const qwen3_config *mc = &e->model->cfg;
     if (!p->prompt_ids || p->n_prompt < 1)
@@ -184,7 +184,7 @@ static enc_status engine__check_request(const engine *e, const engine_request_pa
 
 enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t *request_id)
 {
-    ENC_TRY(engine__check_request(e, p));
+    ENC_TRY(engine_check_request(e, p));
     if (e->n_seqs == e->cap_seqs) {
         int64_t cap = e->cap_seqs ? e->cap_seqs * 2 : 16;
         engine_seq **seqs = realloc(e->seqs, (size_t)cap * sizeof *seqs);
@@ -253,6 +253,15 @@ bool engine_has_unfinished(const engine *e)
     for (int64_t i = 0; i < e->n_seqs; i++)
         if (e->seqs[i]->state != SEQ_FINISHED) return true;
     return false;
+}
+
+void engine_count_requests(const engine *e, int64_t *n_running, int64_t *n_waiting)
+{
+    *n_running = *n_waiting = 0;
+    for (int64_t i = 0; i < e->n_seqs; i++) {
+        *n_running += e->seqs[i]->state == SEQ_RUNNING;
+        *n_waiting += e->seqs[i]->state == SEQ_WAITING;
+    }
 }
 
 /* --- one step ------------------------------------------------------------ */

@@ -114,9 +114,15 @@ void engine_destroy(engine *e); /* NULL is a no-op */
  * never fit the KV pool) is refused with ENC_ERR_INVALID_ARGUMENT and a
  * message; nothing is queued then. */
 enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t *request_id);
+/* The checks of engine_add_request alone. They read only what is fixed at
+ * creation (the model, the resolved config, the pool size), so another
+ * thread may call this while one drives engine_step (the API's submit does). */
+enc_status engine_check_request(const engine *e, const engine_request_params *p);
 /* Run one scheduler step. With nothing to run it does nothing. */
 enc_status engine_step(engine *e, engine_step_stats *stats);
 bool engine_has_unfinished(const engine *e);
+/* Requests holding KV blocks, and those queued or preempted. */
+void engine_count_requests(const engine *e, int64_t *n_running, int64_t *n_waiting);
 
 /* The tokens a request has generated so far (valid until the next step or
  * release) and whether it finished. */
