@@ -137,7 +137,8 @@ class Server:
                     and m["encore_kv_cache_blocks_used" + lab] == 0):
                 return m
             time.sleep(0.05)
-        fail(f"not idle after {seconds} s: {self.metrics()}")
+        m = {k: v for k, v in self.metrics().items() if "_bucket" not in k}
+        fail(f"not idle after {seconds} s: {m}")
 
 
 def sse_events(raw):

@@ -388,7 +388,8 @@ static void test_metrics(void)
     metrics_count_error(&m);
     encore_stats st = {.n_running = 2, .n_waiting = 3, .kv_blocks_total = 100, .kv_blocks_used = 25,
                        .prefix_queries_tokens = 200, .prefix_hit_tokens = 50, .prompt_tokens = 7,
-                       .output_tokens = 9, .n_eager_steps = 4, .n_replays = 11, .n_captures = 2};
+                       .output_tokens = 9, .n_eager_steps = 4, .n_replays = 11, .n_captures = 2,
+                       .n_multi_round_trips = 5};
     char *t = metrics_render(&m, &st, "ti\"ny");
     CHECK(t != NULL);
     if (!t) return;
@@ -401,7 +402,8 @@ static void test_metrics(void)
         "encore_prompt_tokens_total{model_name=\"ti\\\"ny\"} 7\n",
         "encore_generation_tokens_total{model_name=\"ti\\\"ny\"} 9\n",
         "encore_engine_eager_steps_total{model_name=\"ti\\\"ny\"} 4\n",
-        "encore_engine_captured_steps_total{model_name=\"ti\\\"ny\"} 11\n",
+        "encore_engine_captured_steps_total{model_name=\"ti\\\"ny\"} 16\n",
+        "encore_engine_multi_step_replays_total{model_name=\"ti\\\"ny\"} 5\n",
         "# TYPE encore_time_to_first_token_seconds histogram\n",
         "encore_time_to_first_token_seconds_bucket{model_name=\"ti\\\"ny\",le=\"0.001\"} 0\n",
         "encore_time_to_first_token_seconds_bucket{model_name=\"ti\\\"ny\",le=\"0.005\"} 1\n",

@@ -203,7 +203,11 @@ char *metrics_render(metrics *m, const encore_stats *st, const char *model_name)
                  "Steps run eagerly (prefill, mixed, cold decode).", model,
                  (double)st->n_eager_steps);
     metrics__one(&t, "encore_engine_captured_steps_total", "counter",
-                 "Decode steps replayed from a capture.", model, (double)st->n_replays);
+                 "Decode replays of a capture (one multi-step replay counts once).", model,
+                 (double)(st->n_replays + st->n_multi_round_trips));
+    metrics__one(&t, "encore_engine_multi_step_replays_total", "counter",
+                 "Replays that ran several decode steps in one round trip.", model,
+                 (double)st->n_multi_round_trips);
     metrics__one(&t, "encore_engine_captures_total", "counter", "Decode steps recorded.", model,
                  (double)st->n_captures);
     pthread_mutex_lock(&m->mu);
