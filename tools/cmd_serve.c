@@ -112,8 +112,7 @@ int cmd_serve(int argc, char **argv)
     const char *host = a.http.host;
     int v6 = strchr(host, ':') != NULL;
     printf("encore serve: listening on http://%s%s%s:%d (model %s)\n", v6 ? "[" : "", host,
-           v6 ? "]" : "", http_server_port(s),
-           a.http.served_model_name ? a.http.served_model_name : "from the directory name");
+           v6 ? "]" : "", http_server_port(s), http_server_model_name(s));
     fflush(stdout);
 
     int sig = 0;

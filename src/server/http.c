@@ -443,6 +443,8 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
 
 int http_server_port(const http_server *s) { return s->port; }
 
+const char *http_server_model_name(const http_server *s) { return s->model_name; }
+
 void http_server_stop(http_server *s)
 {
     if (!s) return;

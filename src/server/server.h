@@ -39,6 +39,8 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
                       char *err, size_t cap);
 /* The port bound (the one chosen when cfg.port was 0). */
 int http_server_port(const http_server *s);
+/* The model's name in the API (--served-model-name or the directory's). */
+const char *http_server_model_name(const http_server *s);
 /* Stop accepting, abort what still runs, wait for its connections, free.
  * NULL is a no-op. */
 void http_server_stop(http_server *s);
