@@ -8,7 +8,8 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
 
   sse          raw SSE framing (curl -N): "data: JSON" events separated by blank
                lines, "data: [DONE]" last, include_usage's usage chunk; the
-               streamed text equals the whole reply's (greedy)
+               streamed text equals the whole reply's (greedy), and for n = 3
+               with a seed each indexed stream equals its choice
   endpoints    /health, /v1/models, /metrics (Prometheus text), /tokenize and
                /detokenize round trip, chat_template_kwargs.enable_thinking
   errors       malformed requests (bad JSON, wrong types, unknown model, negative
@@ -19,7 +20,8 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                Retry-After; afterwards requests are admitted again
   disconnect   a streaming client that goes away mid-stream (and one whose
                request is still waiting) gets its request aborted: /metrics
-               shows no running request and every KV block free
+               shows no running request and every KV block free; SIGTERM
+               with a stream open ends it and exits 0
   concurrency  32 streaming clients at once, every fourth disconnecting after
                its first chunks; afterwards every block is free and each
                completed request's text equals that prompt run alone
@@ -200,6 +202,20 @@ def check_sse(a):
             chunks = curl_stream(srv, path, dict(body, stream=True))
             if any("usage" in c for c in chunks):
                 fail(f"{path}: usage chunk without include_usage")
+            # n = 3 sampled with a seed: indexed choices, each equal to the whole reply's
+            body = dict(body, n=3, seed=7, temperature=1.0)
+            status, whole, _ = srv.post(path, body)
+            chunks = curl_stream(srv, path, dict(body, stream=True))
+            texts, finishes = ["", "", ""], [None] * 3
+            for c in chunks:
+                for ch in c["choices"]:
+                    i = ch["index"]
+                    texts[i] += (ch["delta"].get("content") or "") if chat else ch["text"]
+                    finishes[i] = ch["finish_reason"] or finishes[i]
+            want = [ch["message"]["content"] if chat else ch["text"] for ch in whole["choices"]]
+            if status != 200 or texts != want or None in finishes or len(set(want)) < 2:
+                fail(f"{path} n=3: streamed {texts} {finishes} != whole {want}")
+            print(f"ok {path} n=3 with a seed: 3 indexed streams equal the whole reply's 3 choices")
 
 
 def check_endpoints(a):
@@ -394,6 +410,16 @@ def check_disconnect(a):
         if aborts != 2:
             fail(f"expected 2 aborted requests, got {aborts}")
         print(f"ok: 2 clients went away (one running, one waiting): aborted, every block free in {dt:.2f} s")
+        # SIGTERM with a stream open: the server ends it and exits 0 (checked on leaving `with`)
+        s3 = open_stream(srv.port, long)
+        read_until(s3, b"data: ")
+        t0 = time.time()
+        srv.p.send_signal(signal.SIGTERM)
+        rest = read_until(s3, b"never")
+        s3.close()
+        if srv.p.wait(timeout=30) != 0:
+            fail(f"server exited {srv.p.returncode} on SIGTERM with a stream open")
+        print(f"ok: SIGTERM with a stream open: stream closed, exit 0 in {time.time() - t0:.2f} s")
 
 
 def stream_text(raw):

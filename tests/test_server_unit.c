@@ -168,9 +168,10 @@ static void test_chat_request(void)
 
     CHECK(parse("{\"tokens\":[1,2]}", OAI_DETOKENIZE, &r, &err) && r.n_prompt_ids == 2);
     oai_request_free(&r);
-    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"add_generation_prompt\":false}",
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                "\"chat_template_kwargs\":{\"enable_thinking\":false}}",
                 OAI_TOKENIZE, &r, &err) &&
-          r.n_messages == 1 && !r.add_generation_prompt);
+          r.n_messages == 1 && !r.enable_thinking);
     oai_request_free(&r);
     refused("{\"tokens\":\"1 2\"}", OAI_DETOKENIZE, "tokens", "array");
     refused("{}", OAI_DETOKENIZE, "tokens", "required");

@@ -426,8 +426,7 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
     case OAI_TOKENIZE: {
         const cJSON *v;
         if (oai__present(obj, "messages", &v))
-            return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err) &&
-                   oai__bool(obj, "add_generation_prompt", &r->add_generation_prompt, err);
+            return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err);
         return oai__prompt(obj, r, 1, err);
     }
     case OAI_DETOKENIZE: {
@@ -448,7 +447,6 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *
     out->kind = kind;
     out->n = 1;
     out->enable_thinking = 1;
-    out->add_generation_prompt = 1;
     /* encore_sampling_default() but for OpenAI's temperature; set here
      * field by field so that the parser links without the engine */
     out->sampling.max_tokens = 16;

@@ -5,7 +5,7 @@
  * JSON and checks fields one by one: types, ranges, the parameters that
  * depend on each other. Everything it returns is owned by the request and
  * freed with oai_request_free. It calls nothing of the engine, so the fuzz
- * target (tests/server/fuzz_request.c) runs it alone. */
+ * target (tests/fuzz_openai_request.c) runs it alone. */
 #ifndef ENC_SERVER_OPENAI_REQUEST_H
 #define ENC_SERVER_OPENAI_REQUEST_H
 
@@ -54,7 +54,6 @@ typedef struct oai_request {
     encore_chat_message *messages; /* [n_messages] */
     size_t n_messages;
     int enable_thinking;           /* chat_template_kwargs.enable_thinking, default 1 */
-    int add_generation_prompt;     /* tokenize with messages, default 1 */
     /* output */
     int stream;
     int include_usage;             /* stream_options.include_usage */
