@@ -142,6 +142,9 @@ static enc_status serve__request_create(encore_engine *e, const encore_request *
         };
         s = engine_check_request(e->eng, &q->params);
     }
+    if (s == ENC_OK && sp->n_stop && !e->tok)
+        s = enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: stop strings need a tokenizer, and the model %s has no "
+                     "tokenizer.json", e->name);
     if (s == ENC_OK) s = text_out_init(&q->text, e->tok, sp->skip_special_tokens, sp->stop, sp->n_stop);
     if (s != ENC_OK) {
         serve__request_free(q);

@@ -23,7 +23,6 @@ enc_status text_out_init(text_out *t, const tokenizer *tok, int skip_special,
     memset(t, 0, sizeof *t);
     t->matched = -1;
     t->tok = tok;
-    if (n_stop && !tok) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "stop strings need the model's tokenizer");
     size_t bytes = n_stop * (sizeof *t->stop + sizeof *t->stop_len);
     for (size_t i = 0; i < n_stop; i++) bytes += strlen(stop[i]) + 1;
     if (n_stop) {
@@ -58,10 +57,12 @@ void text_out_free(text_out *t)
 static enc_status text_out__release(text_out *t, size_t n)
 {
     ENC_TRY(text_out__reserve(&t->out, &t->cap_out, t->n_out + n + 1));
-    memcpy(t->out + t->n_out, t->held, n);
+    if (n) { /* held is NULL until the first text */
+        memcpy(t->out + t->n_out, t->held, n);
+        memmove(t->held, t->held + n, t->n_held - n);
+    }
     t->n_out += n;
     t->out[t->n_out] = '\0';
-    memmove(t->held, t->held + n, t->n_held - n);
     t->n_held -= n;
     return ENC_OK;
 }

@@ -39,8 +39,8 @@ typedef struct text_out {
     int matched;        /* index of the stop string that matched, -1 */
 } text_out;
 
-/* tok may be NULL (then there is no text and no stop string may be given).
- * The stop strings are copied. On failure nothing is left allocated. */
+/* tok may be NULL: then ids give no text (put_text still works). The stop
+ * strings are copied. On failure nothing is left allocated. */
 enc_status text_out_init(text_out *t, const tokenizer *tok, int skip_special,
                          const char *const *stop, size_t n_stop);
 void text_out_free(text_out *t); /* a zeroed text_out is fine */
