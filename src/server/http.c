@@ -61,22 +61,10 @@ void http_new_id(http_server *s, const char *prefix, char *out, size_t cap)
 
 /* --- replies ---------------------------------------------------------------- */
 
-enum MHD_Result http_reply_json(struct MHD_Connection *conn, unsigned status, char *body)
-{
-    if (!body) return MHD_NO;
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    enum MHD_Result ret = MHD_queue_response(conn, status, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-static enum MHD_Result http__reply_text(struct MHD_Connection *conn, unsigned status,
-                                        const char *type, char *body)
+/* Queue `body` (malloc'd, taken) as the reply, with one more header when
+ * `header` is not NULL. */
+static enum MHD_Result http__reply(struct MHD_Connection *conn, unsigned status, const char *type,
+                                   char *body, const char *header, const char *value)
 {
     if (!body) return MHD_NO;
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
@@ -85,27 +73,25 @@ static enum MHD_Result http__reply_text(struct MHD_Connection *conn, unsigned st
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (header) MHD_add_response_header(r, header, value);
     enum MHD_Result ret = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return ret;
 }
 
+enum MHD_Result http_reply_json(struct MHD_Connection *conn, unsigned status, char *body)
+{
+    return http__reply(conn, status, "application/json", body, NULL, NULL);
+}
+
 enum MHD_Result http_reply_error(http_server *s, struct MHD_Connection *conn, const oai_error *err)
 {
     metrics_count_error(&s->metrics);
-    char *body = oai_response_error(err);
-    if (!body) return MHD_NO;
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    if (err->http_status == 503) MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (err->http_status == 401) MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)err->http_status, r);
-    MHD_destroy_response(r);
-    return ret;
+    const char *header = err->http_status == 503   ? MHD_HTTP_HEADER_RETRY_AFTER
+                         : err->http_status == 401 ? MHD_HTTP_HEADER_WWW_AUTHENTICATE
+                                                   : NULL;
+    return http__reply(conn, (unsigned)err->http_status, "application/json",
+                       oai_response_error(err), header, err->http_status == 503 ? "1" : "Bearer");
 }
 
 void http_error_from_encore(oai_error *err, encore_status st, const char *what)
@@ -123,8 +109,8 @@ static enum MHD_Result http__metrics(http_server *s, struct MHD_Connection *conn
     encore_stats st;
     memset(&st, 0, sizeof st);
     if (encore_get_stats(s->engine, &st) != ENCORE_OK) memset(&st, 0, sizeof st);
-    return http__reply_text(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
-                            metrics_render(&s->metrics, &st, s->model_name));
+    return http__reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
+                       metrics_render(&s->metrics, &st, s->model_name), NULL, NULL);
 }
 
 static enum MHD_Result http__tokenize(http_server *s, struct MHD_Connection *conn,
@@ -262,7 +248,7 @@ static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *con
     }
     switch (route) {
     case HTTP_ROUTE_HEALTH:
-        return http__reply_text(conn, MHD_HTTP_OK, "text/plain", calloc(1, 1));
+        return http__reply(conn, MHD_HTTP_OK, "text/plain", calloc(1, 1), NULL, NULL);
     case HTTP_ROUTE_METRICS:
         return http__metrics(s, conn);
     case HTTP_ROUTE_MODELS:

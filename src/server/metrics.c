@@ -172,44 +172,48 @@ char *metrics_render(metrics *m, const encore_stats *st, const char *model_name)
     if (!t.s) return NULL;
     char model[256];
     metrics__label(model_name, model, sizeof model);
-    metrics__one(&t, "encore_num_requests_running", "gauge",
-                 "Requests in the engine's running batch.", model, (double)st->n_running);
-    metrics__one(&t, "encore_num_requests_waiting", "gauge",
-                 "Requests waiting to be scheduled.", model, (double)st->n_waiting);
     double usage = st->kv_blocks_total ? (double)st->kv_blocks_used / (double)st->kv_blocks_total : 0;
-    metrics__one(&t, "encore_kv_cache_usage_perc", "gauge",
-                 "Fraction of KV-cache blocks in use (1 means 100 percent).", model, usage);
-    metrics__one(&t, "encore_kv_cache_blocks_total", "gauge", "KV-cache blocks in the pool.",
-                 model, (double)st->kv_blocks_total);
-    metrics__one(&t, "encore_kv_cache_blocks_used", "gauge", "KV-cache blocks in use.", model,
-                 (double)st->kv_blocks_used);
-    metrics__one(&t, "encore_prefix_cache_queries_total", "counter",
-                 "Prompt tokens looked up in the prefix cache.", model,
-                 (double)st->prefix_queries_tokens);
-    metrics__one(&t, "encore_prefix_cache_hits_total", "counter",
-                 "Prompt tokens found in the prefix cache.", model, (double)st->prefix_hit_tokens);
     double hit = st->prefix_queries_tokens
                      ? (double)st->prefix_hit_tokens / (double)st->prefix_queries_tokens
                      : 0;
-    metrics__one(&t, "encore_prefix_cache_hit_rate", "gauge",
-                 "Prefix-cache hits over queries, in tokens, since start.", model, hit);
-    metrics__one(&t, "encore_prompt_tokens_total", "counter", "Prompt tokens processed.", model,
-                 (double)st->prompt_tokens);
-    metrics__one(&t, "encore_generation_tokens_total", "counter", "Tokens generated.", model,
-                 (double)st->output_tokens);
-    metrics__one(&t, "encore_engine_steps_total", "counter", "Engine steps run.", model,
-                 (double)st->n_steps);
-    metrics__one(&t, "encore_engine_eager_steps_total", "counter",
-                 "Steps run eagerly (prefill, mixed, cold decode).", model,
-                 (double)st->n_eager_steps);
-    metrics__one(&t, "encore_engine_captured_steps_total", "counter",
-                 "Decode replays of a capture (one multi-step replay counts once).", model,
-                 (double)(st->n_replays + st->n_multi_round_trips));
-    metrics__one(&t, "encore_engine_multi_step_replays_total", "counter",
-                 "Replays that ran several decode steps in one round trip.", model,
-                 (double)st->n_multi_round_trips);
-    metrics__one(&t, "encore_engine_captures_total", "counter", "Decode steps recorded.", model,
-                 (double)st->n_captures);
+    const struct {
+        const char *name, *type, *help;
+        double value;
+    } rows[] = {
+        {"encore_num_requests_running", "gauge", "Requests in the engine's running batch.",
+         (double)st->n_running},
+        {"encore_num_requests_waiting", "gauge", "Requests waiting to be scheduled.",
+         (double)st->n_waiting},
+        {"encore_kv_cache_usage_perc", "gauge",
+         "Fraction of KV-cache blocks in use (1 means 100 percent).", usage},
+        {"encore_kv_cache_blocks_total", "gauge", "KV-cache blocks in the pool.",
+         (double)st->kv_blocks_total},
+        {"encore_kv_cache_blocks_used", "gauge", "KV-cache blocks in use.",
+         (double)st->kv_blocks_used},
+        {"encore_prefix_cache_queries_total", "counter",
+         "Prompt tokens looked up in the prefix cache.", (double)st->prefix_queries_tokens},
+        {"encore_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.",
+         (double)st->prefix_hit_tokens},
+        {"encore_prefix_cache_hit_rate", "gauge",
+         "Prefix-cache hits over queries, in tokens, since start.", hit},
+        {"encore_prompt_tokens_total", "counter", "Prompt tokens processed.",
+         (double)st->prompt_tokens},
+        {"encore_generation_tokens_total", "counter", "Tokens generated.",
+         (double)st->output_tokens},
+        {"encore_engine_steps_total", "counter", "Engine steps run.", (double)st->n_steps},
+        {"encore_engine_eager_steps_total", "counter",
+         "Steps run eagerly (prefill, mixed, cold decode).", (double)st->n_eager_steps},
+        {"encore_engine_captured_steps_total", "counter",
+         "Decode replays of a capture (one multi-step replay counts once).",
+         (double)(st->n_replays + st->n_multi_round_trips)},
+        {"encore_engine_multi_step_replays_total", "counter",
+         "Replays that ran several decode steps in one round trip.",
+         (double)st->n_multi_round_trips},
+        {"encore_engine_captures_total", "counter", "Decode steps recorded.",
+         (double)st->n_captures},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        metrics__one(&t, rows[i].name, rows[i].type, rows[i].help, model, rows[i].value);
     pthread_mutex_lock(&m->mu);
     metrics__head(&t, "encore_request_success_total", "counter", "Requests finished, by reason.");
     metrics__printf(&t, "encore_request_success_total{model_name=\"%s\",finished_reason=\"stop\"} %lld\n",

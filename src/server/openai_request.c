@@ -382,33 +382,35 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
     return 1;
 }
 
+/* parent.name, a boolean inside an optional object field */
+static int oai__member_bool(const cJSON *obj, const char *parent, const char *name, int *out,
+                            oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__present(obj, parent, &v)) return 1;
+    if (!cJSON_IsObject(v))
+        return oai_error_set(err, 400, parent, "'%s' must be an object", parent);
+    char param[64];
+    snprintf(param, sizeof param, "%s.%s", parent, name);
+    if (!oai__bool(v, name, out, err))
+        return oai_error_set(err, 400, param, "'%s' must be a boolean", param);
+    return 1;
+}
+
 static int oai__stream(const cJSON *obj, oai_request *r, oai_error *err)
 {
     const cJSON *v;
     if (!oai__bool(obj, "stream", &r->stream, err)) return 0;
-    if (!oai__present(obj, "stream_options", &v)) return 1;
-    if (!cJSON_IsObject(v))
-        return oai_error_set(err, 400, "stream_options", "'stream_options' must be an object");
-    if (!r->stream)
+    if (oai__present(obj, "stream_options", &v) && !r->stream)
         return oai_error_set(err, 400, "stream_options",
                              "'stream_options' is only allowed with 'stream': true");
-    if (!oai__bool(v, "include_usage", &r->include_usage, err))
-        return oai_error_set(err, 400, "stream_options.include_usage",
-                             "'stream_options.include_usage' must be a boolean");
-    return 1;
+    return oai__member_bool(obj, "stream_options", "include_usage", &r->include_usage, err);
 }
 
 static int oai__template_kwargs(const cJSON *obj, oai_request *r, oai_error *err)
 {
-    const cJSON *v;
-    if (!oai__present(obj, "chat_template_kwargs", &v)) return 1;
-    if (!cJSON_IsObject(v))
-        return oai_error_set(err, 400, "chat_template_kwargs",
-                             "'chat_template_kwargs' must be an object");
-    if (!oai__bool(v, "enable_thinking", &r->enable_thinking, err))
-        return oai_error_set(err, 400, "chat_template_kwargs.enable_thinking",
-                             "'chat_template_kwargs.enable_thinking' must be a boolean");
-    return 1;
+    return oai__member_bool(obj, "chat_template_kwargs", "enable_thinking", &r->enable_thinking,
+                            err);
 }
 
 /* --- the request --------------------------------------------------------------- */
