@@ -410,6 +410,16 @@ def check_disconnect(a):
         if aborts != 2:
             fail(f"expected 2 aborted requests, got {aborts}")
         print(f"ok: 2 clients went away (one running, one waiting): aborted, every block free in {dt:.2f} s")
+        # a client waiting for a whole (not streamed) reply goes away too
+        s4 = open_stream(srv.port, dict(long, stream=False))
+        time.sleep(0.3)
+        if srv.metric("encore_num_requests_running") != 1:
+            fail("expected the non-streaming request to run")
+        s4.close()
+        srv.wait_idle(10)
+        if srv.metric("encore_request_success_total", ',finished_reason="abort"') - aborts0 != 3:
+            fail("the non-streaming request whose client went away was not aborted")
+        print("ok: a non-streaming client that went away: aborted, every block free")
         # SIGTERM with a stream open: the server ends it and exits 0 (checked on leaving `with`)
         s3 = open_stream(srv.port, long)
         read_until(s3, b"data: ")
@@ -423,7 +433,8 @@ def check_disconnect(a):
 
 
 def stream_text(raw):
-    """The text of a completions stream read from a raw socket (chunked)."""
+    """The text, finish reason and completion tokens of a completions stream
+    with include_usage, read from a raw socket (chunked)."""
     head, _, body = raw.partition(b"\r\n\r\n")
     text, out = b"", b""
     while body:  # de-chunk
@@ -434,9 +445,9 @@ def stream_text(raw):
         out += rest[:n]
         body = rest[n + 2:]
     events = sse_events(out.decode())
-    for e in events:
+    for e in events[:-1]:
         text += e["choices"][0]["text"].encode()
-    return text.decode(), events[-1]["choices"][0]["finish_reason"]
+    return text.decode(), events[-2]["choices"][0]["finish_reason"], events[-1]["usage"]["completion_tokens"]
 
 
 def check_concurrency(a):
@@ -450,7 +461,7 @@ def check_concurrency(a):
         def client(i):
             try:
                 body = {"prompt": prompts[i], "max_tokens": 8 + i % 9, "temperature": 0, "stream": True,
-                        "ignore_eos": True}
+                        "ignore_eos": True, "stream_options": {"include_usage": True}}
                 if i % 4 == 3:  # long enough to be cut: goes away after its first chunk
                     body["max_tokens"] = 3000
                 s = open_stream(srv.port, body)
@@ -483,7 +494,8 @@ def check_concurrency(a):
                 continue
             status, alone, _ = srv.post("/v1/completions", {"prompt": prompts[i], "max_tokens": 8 + i % 9,
                                                             "temperature": 0, "ignore_eos": True})
-            want = (alone["choices"][0]["text"], alone["choices"][0]["finish_reason"])
+            want = (alone["choices"][0]["text"], alone["choices"][0]["finish_reason"],
+                    alone["usage"]["completion_tokens"])
             if status != 200 or results[i] != want:
                 fail(f"request {i}: under load {results[i]!r} != alone {want!r}")
         print("ok: each of the 24 completed requests equals its prompt run alone")
