@@ -25,6 +25,8 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
   concurrency  32 streaming clients at once, every fourth disconnecting after
                its first chunks; afterwards every block is free and each
                completed request's text equals that prompt run alone
+  args         bad flags exit 2, an unusable address or model exits 1, both
+               with a one-line reason
   openai       the official `openai` npm package (tests/openai_client.mjs):
                completions, chat, streaming, n > 1, stop strings, errors
   openai_logprobs  the same client: logprobs of completions and chat
@@ -512,6 +514,29 @@ def run_openai_client(a, *mode):
         if p.returncode != 0:
             fail(f"openai_client.mjs exited {p.returncode}: {p.stderr}")
         srv.wait_idle()
+
+
+def check_args(a):
+    m = os.path.join(a.models, MODEL)
+
+    def run(args, code, needle):
+        p = subprocess.run([a.encore, "serve"] + args, capture_output=True, text=True, timeout=120)
+        out = p.stdout + p.stderr
+        if p.returncode != code or needle not in out:
+            fail(f"serve {args}: exit {p.returncode}, expected {code} with {needle!r}: {out[-300:]}")
+        print(f"ok exit {code}: {out.strip().splitlines()[-1][:110] if out.strip() else ''}")
+
+    run(["--help"], 0, "usage: encore serve")
+    run(["--port", "0"], 2, "-m DIR")
+    run(["-m", m, "--port", "70000"], 2, "--port")
+    run(["-m", m, "--max-queue", "0"], 2, "--max-queue")
+    run(["-m", m, "--max-body-bytes", "10"], 2, "--max-body-bytes")
+    run(["-m", m, "--bogus"], 2, "--bogus")
+    run(["-m", m, "--verify-capture"], 2, "--verify-capture")
+    run(["-m", m, "--host", "no-such-host.invalid"], 1, "no-such-host.invalid")
+    run(["-m", os.path.join(a.models, "nonexistent")], 1, "nonexistent")
+    with Server(a) as srv:  # its port is taken
+        run(["-m", m, "--port", str(srv.port)], 1, "cannot listen")
 
 
 def check_openai(a):
