@@ -89,15 +89,15 @@ static void on_output(void *user, const encore_output *o)
     } else if (o->finish_reason || o->stop_string) {
         c->n_bad++;
     }
-    bool cancel = !o->finished && c->cancel_after && c->n_ids >= c->cancel_after && !c->cancelled;
-    if (cancel) c->cancelled = true;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-    if (cancel) {
+    if (!o->finished && c->cancel_after && c->n_ids >= c->cancel_after && !c->cancelled) {
+        c->cancelled = true;
         if (encore_cancel(c->e, c->id) != ENCORE_OK) c->n_bad++;
         if (c->cancel_other > 0) encore_cancel(c->e, c->cancel_other);
     }
-    if (c->sleep_us) sleep_us(c->sleep_us);
+    long pause = o->finished ? 0 : c->sleep_us;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu); /* after the last call, c may be reused at once */
+    if (pause) sleep_us(pause);
 }
 
 /* Wait until c has min_ids ids or finished (finished: wait for the end). */
@@ -488,10 +488,10 @@ static void test_cancel(const char *dir)
     a.sleep_us = 2000;
     CHECK(encore_submit(e, &r, on_output, &a, &a.id) == ENCORE_OK);
     CHECK(collector_wait(&a, 8, false));
-    pthread_mutex_lock(&a.mu);
+    pthread_mutex_lock(&a.mu); /* no callback of a runs meanwhile */
     int calls_before = a.n_calls;
-    pthread_mutex_unlock(&a.mu);
     CHECK(encore_cancel(e, a.id) == ENCORE_OK);
+    pthread_mutex_unlock(&a.mu);
     CHECK(collector_wait(&a, 0, true));
     CHECK(!strcmp(a.finish, "abort") && a.n_bad == 0 && a.n_ids < 1000);
     CHECK(a.n_calls <= calls_before + 2); /* a step under way, then the last call */
