@@ -86,6 +86,7 @@ typedef struct gen_job {
     double t_arrival;
     size_t n_prompt;
     int fd;                /* the client's socket, -1 if unknown */
+    double t_polled;       /* when gen__wait last looked at it */
     char *out;             /* SSE bytes not yet handed to libmicrohttpd */
     size_t out_len, out_cap, out_off;
     int out_done, oom;
@@ -371,17 +372,25 @@ static int gen__take(gen_job *j, gen_event **heads)
     return any;
 }
 
-/* Wait for events (j->mu held). Returns 0 when the client went away or the
- * server stops: the caller then cancels. */
+/* 0 when the client went away or the server stops; the socket is looked at
+ * once per GEN_POLL_MS at most. */
+static int gen__alive(gen_job *j)
+{
+    double now = http_now();
+    if (now - j->t_polled < GEN_POLL_MS * 1e-3) return 1;
+    j->t_polled = now;
+    return !atomic_load(&j->srv->stopping) && !gen__client_gone(j->fd);
+}
+
+/* Wait for events, at most GEN_POLL_MS (j->mu held); then gen__alive. */
 static int gen__wait(gen_job *j)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ts.tv_nsec += GEN_POLL_MS * 1000000L;
     if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-    if (pthread_cond_timedwait(&j->cond, &j->mu, &ts) == ETIMEDOUT)
-        return !atomic_load(&j->srv->stopping) && !gen__client_gone(j->fd);
-    return 1;
+    pthread_cond_timedwait(&j->cond, &j->mu, &ts);
+    return gen__alive(j);
 }
 
 static oai_usage gen__usage(const gen_job *j)
@@ -412,6 +421,7 @@ static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
                 gen__event_free(ev);
             }
         pthread_mutex_lock(&j->mu);
+        gone = !gen__alive(j); /* also while tokens keep coming */
     }
     ok &= !j->oom;
     pthread_mutex_unlock(&j->mu);
