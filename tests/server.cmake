@@ -10,6 +10,9 @@
 # tree; offline, server_npm_install fails and the two tests after it do not run,
 # which ctest reports as failures):
 #   server_npm_install, server_openai, server_openai_logprobs
+# server_openai_logprobs needs an engine that reports log-probabilities in
+# encore_output (include/encore.h); with one that does not, it fails, saying
+# that the logprobs came back empty.
 # With ENCORE_FUZZ (clang): fuzz_openai_request, 20 s, labelled "fuzz".
 
 add_executable(test_server_unit ${ENCORE_TESTS_DIR}/test_server_unit.c)
