@@ -107,7 +107,7 @@ static void gen__event_free(gen_event *ev)
     free(ev);
 }
 
-static gen_job *gen__job_new(http_server *s, oai_request *req, int fd)
+static gen_job *gen__job_new(http_server *s, oai_request *req, int fd, double t_arrival)
 {
     gen_job *j = calloc(1, sizeof *j + (size_t)req->n * sizeof(gen_choice));
     if (!j) return NULL;
@@ -123,7 +123,7 @@ static gen_job *gen__job_new(http_server *s, oai_request *req, int fd)
     memset(req, 0, sizeof *req);
     j->fd = fd;
     j->n = j->req.n;
-    j->t_arrival = http_now();
+    j->t_arrival = t_arrival;
     http_new_id(s, j->req.kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", j->id, sizeof j->id);
     j->head = (oai_head){.kind = j->req.kind, .id = j->id, .created = (int64_t)time(NULL),
                          .model = s->model_name};
@@ -713,7 +713,8 @@ static int gen__submit(gen_job *j, const int32_t *ids, size_t n_ids, oai_error *
     return 1;
 }
 
-enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_request *req, int fd)
+enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_request *req, int fd,
+                           double t_arrival)
 {
     oai_error err;
     int32_t *ids = NULL;
@@ -738,7 +739,7 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
         if (encore_detokenize(s->engine, ids, n_ids, 0, &req->prompt, &len) != ENCORE_OK)
             req->prompt = NULL;
     }
-    gen_job *j = gen__job_new(s, req, fd);
+    gen_job *j = gen__job_new(s, req, fd, t_arrival);
     if (!j) {
         pthread_mutex_lock(&s->mu);
         s->n_admitted -= req->n;

@@ -25,6 +25,7 @@ typedef struct http_conn {
     size_t len, cap;
     int too_large;     /* more than max_body_bytes came: the body was dropped */
     int started;
+    double t_arrival;  /* http_now() when the headers came */
 } http_conn;
 
 double http_now(void)
@@ -270,7 +271,7 @@ static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *con
         return r;
     }
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    return gen_handle(s, conn, &req, ci ? ci->connect_fd : -1);
+    return gen_handle(s, conn, &req, ci ? ci->connect_fd : -1, hc->t_arrival);
 }
 
 static enum MHD_Result http__handle(void *cls, struct MHD_Connection *conn, const char *url,
@@ -284,6 +285,7 @@ static enum MHD_Result http__handle(void *cls, struct MHD_Connection *conn, cons
     if (!hc) {
         hc = calloc(1, sizeof *hc);
         if (!hc) return MHD_NO;
+        hc->t_arrival = http_now();
         *con_cls = hc;
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body_bytes) {

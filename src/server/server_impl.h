@@ -44,8 +44,10 @@ uint64_t http_random(http_server *s);
 
 /* POST /v1/completions and /v1/chat/completions with a parsed request (taken:
  * freed here). `fd` is the client's socket, polled to notice a client that
- * went away while its request waits. */
-enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_request *req, int fd);
+ * went away while its request waits; `t_arrival` (http_now) when its headers
+ * came, the start of its time to first token. */
+enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_request *req, int fd,
+                           double t_arrival);
 
 double http_now(void); /* monotonic seconds */
 
