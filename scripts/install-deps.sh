@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config          # the build
   libcjson-dev libpcre2-dev libutf8proc-dev # JSON, tokenizer regex, Unicode NFC
+  libmicrohttpd-dev curl                    # the HTTP server (encore serve) and its tests
   python3 python3-numpy python3-jinja2      # checkpoint generator, reference forward, chat template
   clang libclang-rt-14-dev                  # fuzz targets (libFuzzer)
 )
@@ -13,7 +14,8 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-# node and npm (the JavaScript tokenizer reference): any install will do; a
+# node and npm (the JavaScript tokenizer reference, the openai client the
+# server is tested with): any install will do; a
 # Node.js from elsewhere often bundles npm and conflicts with Debian's npm.
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)

@@ -14,5 +14,6 @@ int cmd_bench_serve(int argc, char **argv); /* `encore bench serve` */
 int cmd_chat(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

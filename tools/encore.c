@@ -16,6 +16,7 @@ static const encore_command encore_commands[] = {
     {"chat", cmd_chat, "chat with a model in the terminal (its chat template, streamed replies)"},
     {"logits", cmd_logits, "print the top logits of every prompt position (teacher-forced)"},
     {"batch", cmd_batch, "run many requests at once from a JSON-lines file"},
+    {"serve", cmd_serve, "serve a model over HTTP with OpenAI's API (completions, chat, streaming)"},
     {"bench", cmd_bench, "measure prefill and decode speed"},
     {"tokenize", cmd_tokenize, "encode JSON strings (one per line) into token ids"},
     {"detokenize", cmd_detokenize, "decode JSON arrays of token ids into strings"},

@@ -1,0 +1,773 @@
+/* generation.c - a completion or chat request from its parsed body to the
+ * engine and back: prompt, checks, admission, n submits, then one JSON reply
+ * or a Server-Sent Events stream.
+ *
+ * Data flow, one job per HTTP request, one choice per submitted request:
+ *
+ *   HTTP thread                     engine thread
+ *   gen_handle ── encore_submit ──► gen__on_output (copies the output into an
+ *        │                              event, appends it to its choice, signals)
+ *        ▼                                      │
+ *   wait on job->cond ◄─────────────────────────┘
+ *   take events, format: the whole reply (stream: false), or SSE chunks
+ *   handed to libmicrohttpd by gen__stream_read (stream: true)
+ *
+ * A job is reference-counted: one reference for the HTTP side and one per
+ * submitted choice, dropped by the engine's last call for it, so that
+ * whichever side ends last frees it. A client that goes away (a failed write
+ * ends the response; or, while nothing is written, its socket polled every
+ * GEN_POLL_MS shows the hang-up) gets its requests cancelled. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "openai_response.h"
+#include "reasoning.h"
+#include "server_impl.h"
+
+enum { GEN_POLL_MS = 50 };
+
+typedef struct gen_event {
+    struct gen_event *next;
+    int32_t *ids;          /* [n_ids] */
+    size_t n_ids;
+    float *logprobs;       /* [n_ids], NULL unless requested */
+    encore_logprob *top;   /* [n_ids * n_top] */
+    int n_top;
+    char *text;            /* NUL-terminated */
+    size_t text_len;
+    int finished;
+    char finish_reason[16];
+    char *stop_string;     /* NULL when none */
+    size_t n_prompt, n_cached, n_output;
+} gen_event;
+
+struct gen_job;
+
+typedef struct gen_choice {
+    struct gen_job *job;
+    int index;
+    int64_t request_id;    /* -1 until submitted */
+    int finished;          /* the engine's last call came (under job->mu) */
+    gen_event *head, *tail; /* events the HTTP side has not taken (under job->mu) */
+    double t_last;         /* engine thread: when its last tokens came, 0 before any */
+    /* the HTTP side's state */
+    int done;              /* its last event is processed */
+    char *text;            /* completions: echo + text so far; NUL-terminated */
+    size_t n_text, n_text_sent;
+    reasoning_split split; /* chat: reasoning and content so far */
+    char *reasoning, *content;
+    size_t n_reasoning, n_content, n_reasoning_sent, n_content_sent;
+    int role_sent;
+    int32_t *ids;          /* [n_ids] the whole reply's logprobs (stream: false) */
+    float *logprobs;
+    encore_logprob *top;
+    size_t n_ids, cap_ids;
+    size_t text_offset;    /* completions logprobs: bytes of token text so far */
+    char finish_reason[16];
+    char *stop_reason;
+    size_t n_output, n_cached;
+} gen_choice;
+
+typedef struct gen_job {
+    http_server *srv;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;   /* an event arrived */
+    int refs;
+    int cancelled;
+    oai_request req;
+    oai_head head;
+    char id[64];
+    double t_arrival;
+    size_t n_prompt;
+    int fd;                /* the client's socket, -1 if unknown */
+    double t_polled;       /* when gen__wait last looked at it */
+    char *out;             /* SSE bytes not yet handed to libmicrohttpd */
+    size_t out_len, out_cap, out_off;
+    int out_done, oom;
+    int n;
+    gen_choice choices[];
+} gen_job;
+
+/* --- the job ------------------------------------------------------------------ */
+
+static void gen__event_free(gen_event *ev)
+{
+    if (!ev) return;
+    free(ev->ids);
+    free(ev->logprobs);
+    free(ev->top);
+    free(ev->text);
+    free(ev->stop_string);
+    free(ev);
+}
+
+static gen_job *gen__job_new(http_server *s, oai_request *req, int fd, double t_arrival)
+{
+    gen_job *j = calloc(1, sizeof *j + (size_t)req->n * sizeof(gen_choice));
+    if (!j) return NULL;
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_mutex_init(&j->mu, NULL);
+    j->srv = s;
+    j->refs = 1;
+    j->req = *req; /* taken */
+    memset(req, 0, sizeof *req);
+    j->fd = fd;
+    j->n = j->req.n;
+    j->t_arrival = t_arrival;
+    http_new_id(s, j->req.kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", j->id, sizeof j->id);
+    j->head = (oai_head){.kind = j->req.kind, .id = j->id, .created = (int64_t)time(NULL),
+                         .model = s->model_name};
+    for (int i = 0; i < j->n; i++) {
+        j->choices[i].job = j;
+        j->choices[i].index = i;
+        j->choices[i].request_id = -1;
+        reasoning_init(&j->choices[i].split);
+    }
+    return j;
+}
+
+static void gen__job_free(gen_job *j)
+{
+    http_server *s = j->srv;
+    for (int i = 0; i < j->n; i++) {
+        gen_choice *c = &j->choices[i];
+        for (gen_event *ev = c->head, *next; ev; ev = next) {
+            next = ev->next;
+            gen__event_free(ev);
+        }
+        free(c->text);
+        free(c->reasoning);
+        free(c->content);
+        free(c->ids);
+        free(c->logprobs);
+        free(c->top);
+        free(c->stop_reason);
+    }
+    oai_request_free(&j->req);
+    free(j->out);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cond);
+    int n = j->n;
+    free(j);
+    pthread_mutex_lock(&s->mu);
+    s->n_admitted -= n;
+    s->n_jobs--;
+    pthread_cond_broadcast(&s->idle);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void gen__release(gen_job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    int last = --j->refs == 0;
+    pthread_mutex_unlock(&j->mu);
+    if (last) gen__job_free(j);
+}
+
+/* Cancel every submitted choice that has not finished. */
+static void gen__cancel(gen_job *j)
+{
+    int64_t ids[OAI_MAX_N];
+    int n = 0;
+    pthread_mutex_lock(&j->mu);
+    j->cancelled = 1;
+    for (int i = 0; i < j->n; i++)
+        if (j->choices[i].request_id >= 0 && !j->choices[i].finished)
+            ids[n++] = j->choices[i].request_id;
+    pthread_mutex_unlock(&j->mu);
+    for (int i = 0; i < n; i++) encore_cancel(j->srv->engine, ids[i]);
+}
+
+/* --- the engine side ------------------------------------------------------------- */
+
+static void *gen__dup(const void *p, size_t n)
+{
+    if (!p || !n) return NULL;
+    void *d = malloc(n);
+    if (d) memcpy(d, p, n);
+    return d;
+}
+
+/* A copy of the output; NULL when out of memory. */
+static gen_event *gen__event_new(const encore_output *o)
+{
+    gen_event *ev = calloc(1, sizeof *ev);
+    if (!ev) return NULL;
+    ev->n_ids = o->n_ids;
+    ev->ids = gen__dup(o->ids, o->n_ids * sizeof *o->ids);
+    ev->logprobs = gen__dup(o->logprobs, o->n_ids * sizeof *o->logprobs);
+    ev->n_top = o->top && o->logprobs ? o->n_top : 0;
+    ev->top = gen__dup(o->top, o->n_ids * (size_t)ev->n_top * sizeof *o->top);
+    ev->text = malloc(o->text_len + 1);
+    ev->finished = o->finished;
+    snprintf(ev->finish_reason, sizeof ev->finish_reason, "%s",
+             o->finish_reason ? o->finish_reason : "stop");
+    ev->stop_string = o->stop_string ? gen__dup(o->stop_string, strlen(o->stop_string) + 1) : NULL;
+    ev->n_prompt = o->n_prompt_tokens;
+    ev->n_cached = o->n_cached_prompt_tokens;
+    ev->n_output = o->n_output_tokens;
+    if (!ev->text || (o->n_ids && !ev->ids) || (o->logprobs && o->n_ids && !ev->logprobs) ||
+        (o->stop_string && !ev->stop_string)) {
+        gen__event_free(ev);
+        return NULL;
+    }
+    if (o->text_len) memcpy(ev->text, o->text, o->text_len);
+    ev->text[o->text_len] = '\0';
+    ev->text_len = o->text_len;
+    return ev;
+}
+
+/* The encore_output callback, on the engine thread: copy, append, signal. */
+static void gen__on_output(void *user, const encore_output *o)
+{
+    gen_choice *c = user;
+    gen_job *j = c->job;
+    metrics *m = &j->srv->metrics;
+    double now = http_now();
+    if (o->n_ids) {
+        if (c->t_last == 0)
+            metrics_observe_ttft(m, now - j->t_arrival);
+        else
+            metrics_observe_itl(m, now - c->t_last, (int64_t)o->n_ids);
+        c->t_last = now;
+    }
+    if (o->finished) metrics_observe_finish(m, o->finish_reason, now - j->t_arrival);
+    gen_event *ev = gen__event_new(o);
+    pthread_mutex_lock(&j->mu);
+    if (!ev) {
+        j->oom = 1; /* the reply ends with a server error */
+    } else if (c->tail) {
+        c->tail->next = ev;
+        c->tail = ev;
+    } else {
+        c->head = c->tail = ev;
+    }
+    int last = 0;
+    if (o->finished && !c->finished) {
+        c->finished = 1;
+        last = --j->refs == 0;
+    }
+    pthread_cond_broadcast(&j->cond);
+    pthread_mutex_unlock(&j->mu);
+    if (last) gen__job_free(j);
+}
+
+/* --- the HTTP side: taking events ------------------------------------------------- */
+
+static int gen__append(char **s, size_t *n, const char *text, size_t len)
+{
+    char *p = realloc(*s, *n + len + 1);
+    if (!p) return 0;
+    if (len) memcpy(p + *n, text, len);
+    *n += len;
+    p[*n] = '\0';
+    *s = p;
+    return 1;
+}
+
+static size_t gen__token_text(void *user, int32_t id, char *buf, size_t cap)
+{
+    http_server *s = user;
+    char *text = NULL;
+    size_t len = 0;
+    if (encore_detokenize(s->engine, &id, 1, 0, &text, &len) != ENCORE_OK) return 0;
+    if (len > cap) len = cap;
+    memcpy(buf, text, len);
+    encore_free(text);
+    return len;
+}
+
+/* Keep an event's logprobs for the whole reply. */
+static int gen__keep_logprobs(gen_choice *c, const gen_event *ev)
+{
+    if (!ev->logprobs || !ev->n_ids) return 1;
+    size_t need = c->n_ids + ev->n_ids;
+    int n_top = c->job->req.top_logprobs;
+    if (need > c->cap_ids) {
+        size_t cap = need * 2;
+        int32_t *ids = realloc(c->ids, cap * sizeof *ids);
+        if (ids) c->ids = ids;
+        float *lps = realloc(c->logprobs, cap * sizeof *lps);
+        if (lps) c->logprobs = lps;
+        encore_logprob *top = realloc(c->top, (cap * (size_t)n_top + 1) * sizeof *top);
+        if (top) c->top = top;
+        if (!ids || !lps || !top) return 0;
+        c->cap_ids = cap;
+    }
+    memcpy(c->ids + c->n_ids, ev->ids, ev->n_ids * sizeof *ev->ids);
+    memcpy(c->logprobs + c->n_ids, ev->logprobs, ev->n_ids * sizeof *ev->logprobs);
+    for (size_t i = 0; i < ev->n_ids; i++)
+        for (int k = 0; k < n_top; k++) {
+            encore_logprob lp = {0, -9999.0f};
+            if (k < ev->n_top) lp = ev->top[i * (size_t)ev->n_top + (size_t)k];
+            c->top[(c->n_ids + i) * (size_t)n_top + (size_t)k] = lp;
+        }
+    c->n_ids = need;
+    return 1;
+}
+
+/* Fold one event into its choice's text (split into reasoning and content for
+ * chat) and finish state. */
+static int gen__apply(gen_choice *c, const gen_event *ev)
+{
+    gen_job *j = c->job;
+    int ok = 1;
+    if (j->req.kind == OAI_CHAT)
+        ok = reasoning_put(&c->split, ev->text, ev->text_len, ev->finished, &c->reasoning,
+                           &c->n_reasoning, &c->content, &c->n_content);
+    else
+        ok = gen__append(&c->text, &c->n_text, ev->text, ev->text_len);
+    if (ok && !j->req.stream) ok = gen__keep_logprobs(c, ev);
+    if (ev->finished) {
+        c->done = 1;
+        snprintf(c->finish_reason, sizeof c->finish_reason, "%s", ev->finish_reason);
+        if (ev->stop_string) c->stop_reason = gen__dup(ev->stop_string, strlen(ev->stop_string) + 1);
+        c->n_output = ev->n_output;
+        c->n_cached = ev->n_cached;
+    }
+    return ok;
+}
+
+static int gen__all_done(const gen_job *j)
+{
+    for (int i = 0; i < j->n; i++)
+        if (!j->choices[i].done) return 0;
+    return 1;
+}
+
+/* 1 when the client's socket shows that it hung up. */
+static int gen__client_gone(int fd)
+{
+    if (fd < 0) return 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0) return 0;
+    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return 1;
+    if (p.revents & POLLIN) {
+        char b;
+        ssize_t r = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    }
+    return 0;
+}
+
+/* Detach every choice's pending events into heads[] (j->mu held). */
+static int gen__take(gen_job *j, gen_event **heads)
+{
+    int any = 0;
+    for (int i = 0; i < j->n; i++) {
+        heads[i] = j->choices[i].head;
+        any |= heads[i] != NULL;
+        j->choices[i].head = j->choices[i].tail = NULL;
+    }
+    return any;
+}
+
+/* 0 when the client went away or the server stops; the socket is looked at
+ * once per GEN_POLL_MS at most. */
+static int gen__alive(gen_job *j)
+{
+    double now = http_now();
+    if (now - j->t_polled < GEN_POLL_MS * 1e-3) return 1;
+    j->t_polled = now;
+    return !atomic_load(&j->srv->stopping) && !gen__client_gone(j->fd);
+}
+
+/* Wait for events, at most GEN_POLL_MS (j->mu held); then gen__alive. */
+static int gen__wait(gen_job *j)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += GEN_POLL_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(&j->cond, &j->mu, &ts);
+    return gen__alive(j);
+}
+
+static oai_usage gen__usage(const gen_job *j)
+{
+    oai_usage u = {.prompt_tokens = (int64_t)j->n_prompt};
+    for (int i = 0; i < j->n; i++) u.completion_tokens += (int64_t)j->choices[i].n_output;
+    u.cached_tokens = j->n ? (int64_t)j->choices[0].n_cached : 0;
+    return u;
+}
+
+/* --- stream: false ------------------------------------------------------------------- */
+
+static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
+{
+    gen_event *heads[OAI_MAX_N];
+    int gone = 0, ok = 1;
+    pthread_mutex_lock(&j->mu);
+    while (!gen__all_done(j) && !gone) {
+        if (!gen__take(j, heads)) {
+            gone = !gen__wait(j);
+            continue;
+        }
+        pthread_mutex_unlock(&j->mu);
+        for (int i = 0; i < j->n; i++)
+            for (gen_event *ev = heads[i], *next; ev; ev = next) {
+                next = ev->next;
+                ok &= gen__apply(&j->choices[i], ev);
+                gen__event_free(ev);
+            }
+        pthread_mutex_lock(&j->mu);
+        gone = !gen__alive(j); /* also while tokens keep coming */
+    }
+    ok &= !j->oom;
+    pthread_mutex_unlock(&j->mu);
+    if (gone) {
+        gen__cancel(j);
+        gen__release(j);
+        return MHD_NO; /* nobody to answer */
+    }
+    oai_choice choices[OAI_MAX_N];
+    oai_logprobs lps[OAI_MAX_N];
+    for (int i = 0; i < j->n; i++) {
+        gen_choice *c = &j->choices[i];
+        lps[i] = (oai_logprobs){.ids = c->ids, .logprobs = c->logprobs, .top = c->top,
+                                .n = c->n_ids, .n_top = j->req.top_logprobs,
+                                .text_offset = 0, .token_text = gen__token_text, .user = j->srv};
+        int chat = j->req.kind == OAI_CHAT;
+        choices[i] = (oai_choice){
+            .text = chat ? (c->content ? c->content : "") : (c->text ? c->text : ""),
+            .reasoning = chat ? c->reasoning : NULL, /* NULL unless the model thought */
+            .finish_reason = c->finish_reason,
+            .stop_reason = c->stop_reason,
+            .lp = j->req.logprobs ? &lps[i] : NULL,
+        };
+    }
+    oai_usage u = gen__usage(j);
+    char *body = ok ? oai_response_body(&j->head, choices, j->n, &u) : NULL;
+    enum MHD_Result r;
+    if (body) {
+        r = http_reply_json(conn, MHD_HTTP_OK, body);
+    } else {
+        oai_error err;
+        oai_error_set(&err, 500, NULL, "out of memory while building the reply");
+        r = http_reply_error(j->srv, conn, &err);
+    }
+    gen__release(j);
+    return r;
+}
+
+/* --- stream: true ---------------------------------------------------------------------- */
+
+static void gen__out(gen_job *j, const char *s, size_t n)
+{
+    if (j->oom) return;
+    if (j->out_len + n > j->out_cap) {
+        size_t cap = (j->out_len + n) * 2 + 256;
+        char *p = realloc(j->out, cap);
+        if (!p) {
+            j->oom = 1;
+            return;
+        }
+        j->out = p;
+        j->out_cap = cap;
+    }
+    memcpy(j->out + j->out_len, s, n);
+    j->out_len += n;
+}
+
+/* "data: JSON\n\n" (json taken). */
+static void gen__sse(gen_job *j, char *json)
+{
+    if (!json) {
+        j->oom = 1;
+        return;
+    }
+    gen__out(j, "data: ", 6);
+    gen__out(j, json, strlen(json));
+    gen__out(j, "\n\n", 2);
+    free(json);
+}
+
+/* The chunk for what one event added to choice c. */
+static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
+{
+    char *content = NULL, *reasoning = NULL;
+    int chat = j->req.kind == OAI_CHAT;
+    if (chat && !c->role_sent) {
+        c->role_sent = 1;
+        oai_choice role = {.text = "", .role = 1};
+        gen__sse(j, oai_response_chunk(&j->head, c->index, &role));
+    }
+    /* the new text: from where the last chunk stopped */
+    if (chat) {
+        if (c->n_content > c->n_content_sent) content = c->content + c->n_content_sent;
+        if (c->n_reasoning > c->n_reasoning_sent) reasoning = c->reasoning + c->n_reasoning_sent;
+    } else if (c->n_text > c->n_text_sent) {
+        content = c->text + c->n_text_sent;
+    }
+    oai_logprobs lp = {.ids = ev->ids, .logprobs = ev->logprobs, .top = ev->top, .n = ev->n_ids,
+                       .n_top = ev->n_top < j->req.top_logprobs ? ev->n_top : j->req.top_logprobs,
+                       .text_offset = c->text_offset, .token_text = gen__token_text,
+                       .user = j->srv};
+    int has_lp = j->req.logprobs && ev->logprobs && ev->n_ids;
+    if (!content && !reasoning && !has_lp && !ev->finished) return;
+    oai_choice ch = {
+        .text = content ? content : (chat ? NULL : ""),
+        .reasoning = reasoning,
+        .finish_reason = ev->finished ? c->finish_reason : NULL,
+        .stop_reason = ev->finished ? c->stop_reason : NULL,
+        .lp = has_lp ? &lp : NULL,
+    };
+    gen__sse(j, oai_response_chunk(&j->head, c->index, &ch));
+    if (has_lp && j->req.kind == OAI_COMPLETION) {
+        char buf[256];
+        for (size_t i = 0; i < ev->n_ids; i++)
+            c->text_offset += gen__token_text(j->srv, ev->ids[i], buf, sizeof buf);
+    }
+    c->n_content_sent = c->n_content;
+    c->n_reasoning_sent = c->n_reasoning;
+    c->n_text_sent = c->n_text;
+}
+
+/* Make more SSE bytes: take events, or wait for them. Returns 0 when the
+ * client went away or the server stops. */
+static int gen__stream_fill(gen_job *j)
+{
+    gen_event *heads[OAI_MAX_N];
+    pthread_mutex_lock(&j->mu);
+    int any = gen__take(j, heads);
+    int alive = any || gen__wait(j);
+    pthread_mutex_unlock(&j->mu);
+    if (!alive) return 0;
+    for (int i = 0; i < j->n; i++)
+        for (gen_event *ev = heads[i], *next; ev; ev = next) {
+            next = ev->next;
+            if (!gen__apply(&j->choices[i], ev)) j->oom = 1;
+            gen__sse_event(j, &j->choices[i], ev);
+            gen__event_free(ev);
+        }
+    if (gen__all_done(j)) {
+        if (j->req.include_usage) {
+            oai_usage u = gen__usage(j);
+            gen__sse(j, oai_response_usage_chunk(&j->head, &u));
+        }
+        gen__out(j, "data: [DONE]\n\n", 14);
+        j->out_done = 1;
+    }
+    return !j->oom;
+}
+
+static ssize_t gen__stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    gen_job *j = cls;
+    (void)pos;
+    while (j->out_off == j->out_len) {
+        if (j->out_done) return MHD_CONTENT_READER_END_OF_STREAM;
+        j->out_off = j->out_len = 0;
+        if (!gen__stream_fill(j)) return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    size_t n = j->out_len - j->out_off;
+    if (n > max) n = max;
+    memcpy(buf, j->out + j->out_off, n);
+    j->out_off += n;
+    return (ssize_t)n;
+}
+
+/* The response is gone: done, or the client went away (then cancel). */
+static void gen__stream_free(void *cls)
+{
+    gen_job *j = cls;
+    if (!gen__all_done(j)) gen__cancel(j);
+    gen__release(j);
+}
+
+static enum MHD_Result gen__reply_stream(gen_job *j, struct MHD_Connection *conn)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, gen__stream_read, j,
+                                          gen__stream_free);
+    if (!r) {
+        gen__cancel(j);
+        gen__release(j);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+    MHD_destroy_response(r); /* the connection holds it; gen__stream_free runs at its end */
+    return ret;
+}
+
+/* --- the request ------------------------------------------------------------------------ */
+
+/* The prompt as token ids (*ids malloc'd) and, for echo, as text. */
+static int gen__prompt(http_server *s, const oai_request *req, int32_t **ids, size_t *n_ids,
+                       oai_error *err)
+{
+    char *text = NULL;
+    encore_status st;
+    if (req->kind == OAI_CHAT) {
+        if (!s->has_chat_template)
+            return oai_error_set(err, 400, "messages",
+                                 "this model has no chat template encore can render; use "
+                                 "/v1/completions");
+        st = encore_chat_prompt(s->engine, req->messages, req->n_messages, req->enable_thinking,
+                                &text);
+        if (st != ENCORE_OK) {
+            http_error_from_encore(err, st, "cannot apply the chat template");
+            return 0;
+        }
+    } else if (!req->prompt) {
+        *ids = malloc((req->n_prompt_ids + 1) * sizeof **ids);
+        if (!*ids) return oai_error_set(err, 500, NULL, "out of memory");
+        memcpy(*ids, req->prompt_ids, req->n_prompt_ids * sizeof **ids);
+        *n_ids = req->n_prompt_ids;
+        return 1;
+    }
+    const char *p = text ? text : req->prompt;
+    int32_t *tok = NULL;
+    st = encore_tokenize(s->engine, p, strlen(p), &tok, n_ids);
+    encore_free(text);
+    if (st != ENCORE_OK) {
+        http_error_from_encore(err, st, "cannot tokenize the prompt");
+        return 0;
+    }
+    *ids = malloc((*n_ids + 1) * sizeof **ids);
+    if (*ids) memcpy(*ids, tok, *n_ids * sizeof **ids);
+    encore_free(tok);
+    return *ids ? 1 : oai_error_set(err, 500, NULL, "out of memory");
+}
+
+/* max_tokens against the prompt and max_model_len (OpenAI's message). */
+static int gen__check_length(http_server *s, oai_request *req, size_t n_prompt, oai_error *err)
+{
+    const char *param = req->kind == OAI_CHAT ? "messages" : "prompt";
+    int64_t room = s->max_model_len - (int64_t)n_prompt;
+    if (n_prompt == 0) return oai_error_set(err, 400, param, "the prompt is empty");
+    if (req->max_tokens == 0) {
+        if (room < 1)
+            return oai_error_set(err, 400, param,
+                                 "This model's maximum context length is %lld tokens. However, "
+                                 "your prompt has %zu tokens, which leaves no room for any "
+                                 "completion. Please reduce the length of the prompt.",
+                                 (long long)s->max_model_len, n_prompt);
+        req->max_tokens = room;
+    } else if (req->max_tokens > room) {
+        return oai_error_set(err, 400, param,
+                             "This model's maximum context length is %lld tokens. However, you "
+                             "requested %lld tokens (%zu in the prompt, %lld for the completion). "
+                             "Please reduce the length of the prompt or of max_tokens.",
+                             (long long)s->max_model_len,
+                             (long long)n_prompt + (long long)req->max_tokens, n_prompt,
+                             (long long)req->max_tokens);
+    }
+    if (req->sampling.min_tokens > req->max_tokens) req->sampling.min_tokens = req->max_tokens;
+    req->sampling.max_tokens = req->max_tokens;
+    return 1;
+}
+
+/* Admit n more requests, or 0 (queue full). */
+static int gen__admit(http_server *s, int n)
+{
+    pthread_mutex_lock(&s->mu);
+    int ok = s->n_admitted + n <= s->cfg.max_queue;
+    if (ok) {
+        s->n_admitted += n;
+        s->n_jobs++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
+/* Submit the job's n choices (seeds seed, seed+1, ...). On failure the ones
+ * submitted are cancelled and err says why. */
+static int gen__submit(gen_job *j, const int32_t *ids, size_t n_ids, oai_error *err)
+{
+    http_server *s = j->srv;
+    uint64_t seed = j->req.seed_given ? j->req.sampling.seed : http_random(s);
+    for (int i = 0; i < j->n; i++) {
+        gen_choice *c = &j->choices[i];
+        encore_request r = {.prompt_ids = ids, .n_prompt_ids = n_ids, .sampling = j->req.sampling};
+        r.sampling.seed = seed + (uint64_t)i;
+        pthread_mutex_lock(&j->mu);
+        j->refs++;
+        pthread_mutex_unlock(&j->mu);
+        int64_t id = -1;
+        encore_status st = encore_submit(s->engine, &r, gen__on_output, c, &id);
+        pthread_mutex_lock(&j->mu);
+        if (st != ENCORE_OK) j->refs--;
+        c->request_id = st == ENCORE_OK ? id : -1;
+        int cancel_now = st == ENCORE_OK && j->cancelled && !c->finished;
+        pthread_mutex_unlock(&j->mu);
+        if (cancel_now) encore_cancel(s->engine, id);
+        if (st != ENCORE_OK) {
+            http_error_from_encore(err, st, "the request was refused");
+            gen__cancel(j);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_request *req, int fd,
+                           double t_arrival)
+{
+    oai_error err;
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    enum MHD_Result r;
+    if (req->model && strcmp(req->model, s->model_name) != 0) {
+        oai_error_set(&err, 404, "model", "The model '%.200s' does not exist (this server has '%.200s').",
+                      req->model, s->model_name);
+        goto refuse;
+    }
+    if (!gen__prompt(s, req, &ids, &n_ids, &err) || !gen__check_length(s, req, n_ids, &err))
+        goto refuse;
+    if (!gen__admit(s, req->n)) {
+        oai_error_set(&err, 503, NULL,
+                      "the server is busy: %lld requests are queued or running (--max-queue); "
+                      "retry later",
+                      (long long)s->cfg.max_queue);
+        goto refuse;
+    }
+    if (req->echo && req->kind == OAI_COMPLETION && !req->prompt) {
+        size_t len = 0;
+        if (encore_detokenize(s->engine, ids, n_ids, 0, &req->prompt, &len) != ENCORE_OK)
+            req->prompt = NULL;
+    }
+    gen_job *j = gen__job_new(s, req, fd, t_arrival);
+    if (!j) {
+        pthread_mutex_lock(&s->mu);
+        s->n_admitted -= req->n;
+        s->n_jobs--;
+        pthread_mutex_unlock(&s->mu);
+        oai_error_set(&err, 500, NULL, "out of memory");
+        goto refuse;
+    }
+    j->n_prompt = n_ids;
+    int ok = 1;
+    if (j->req.echo && j->req.kind == OAI_COMPLETION)
+        for (int i = 0; i < j->n && ok; i++) {
+            const char *p = j->req.prompt ? j->req.prompt : "";
+            ok = gen__append(&j->choices[i].text, &j->choices[i].n_text, p, strlen(p));
+            j->choices[i].text_offset = j->choices[i].n_text;
+        }
+    if (!ok) oai_error_set(&err, 500, NULL, "out of memory");
+    if (!ok || !gen__submit(j, ids, n_ids, &err)) {
+        free(ids);
+        r = http_reply_error(s, conn, &err);
+        gen__release(j);
+        return r;
+    }
+    free(ids);
+    return j->req.stream ? gen__reply_stream(j, conn) : gen__reply_whole(j, conn);
+
+refuse:
+    free(ids);
+    oai_request_free(req);
+    return http_reply_error(s, conn, &err);
+}

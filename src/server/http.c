@@ -1,0 +1,456 @@
+/* http.c - the libmicrohttpd daemon: binding, one thread per connection,
+ * request bodies (with a size limit), the API key, routing, and the small
+ * endpoints (/health, /metrics, /v1/models, /tokenize, /detokenize).
+ * Completions and chat go to generation.c.
+ *
+ * libmicrohttpd calls http__handle several times per request: first with
+ * no data (we make an http_conn), then with each piece of the body (kept, up
+ * to max_body_bytes), then once with none left (we answer). Every answer is
+ * queued on that last call, except a body announced too large by its
+ * Content-Length, refused at once. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "openai_response.h"
+#include "server_impl.h"
+
+typedef struct http_conn {
+    char *body;        /* the request body so far (NUL-terminated) */
+    size_t len, cap;
+    int too_large;     /* more than max_body_bytes came: the body was dropped */
+    int started;
+    double t_arrival;  /* http_now() when the headers came */
+} http_conn;
+
+double http_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+http_server_config http_server_config_default(void)
+{
+    return (http_server_config){
+        .host = "127.0.0.1",
+        .port = 8000,
+        .max_queue = 256,
+        .max_body_bytes = 8u << 20,
+        .max_connections = 512,
+    };
+}
+
+/* splitmix64 over a counter seeded from the clock */
+uint64_t http_random(http_server *s)
+{
+    uint64_t z = atomic_fetch_add(&s->next_id, 0x9E3779B97F4A7C15ull) + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void http_new_id(http_server *s, const char *prefix, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s%016llx", prefix, (unsigned long long)http_random(s));
+}
+
+/* --- replies ---------------------------------------------------------------- */
+
+/* Queue `body` (malloc'd, taken) as the reply, with one more header when
+ * `header` is not NULL. */
+static enum MHD_Result http__reply(struct MHD_Connection *conn, unsigned status, const char *type,
+                                   char *body, const char *header, const char *value)
+{
+    if (!body) return MHD_NO;
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (header) MHD_add_response_header(r, header, value);
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+enum MHD_Result http_reply_json(struct MHD_Connection *conn, unsigned status, char *body)
+{
+    return http__reply(conn, status, "application/json", body, NULL, NULL);
+}
+
+enum MHD_Result http_reply_error(http_server *s, struct MHD_Connection *conn, const oai_error *err)
+{
+    metrics_count_error(&s->metrics);
+    const char *header = err->http_status == 503   ? MHD_HTTP_HEADER_RETRY_AFTER
+                         : err->http_status == 401 ? MHD_HTTP_HEADER_WWW_AUTHENTICATE
+                                                   : NULL;
+    return http__reply(conn, (unsigned)err->http_status, "application/json",
+                       oai_response_error(err), header, err->http_status == 503 ? "1" : "Bearer");
+}
+
+void http_error_from_encore(oai_error *err, encore_status st, const char *what)
+{
+    int code = st == ENCORE_ERR_INVALID_ARGUMENT || st == ENCORE_ERR_UNSUPPORTED ? 400
+               : st == ENCORE_ERR_OUT_OF_MEMORY                                   ? 503
+                                                                                  : 500;
+    oai_error_set(err, code, NULL, "%s: %s", what, encore_last_error());
+}
+
+/* --- the small endpoints ------------------------------------------------------ */
+
+static enum MHD_Result http__metrics(http_server *s, struct MHD_Connection *conn)
+{
+    encore_stats st;
+    memset(&st, 0, sizeof st);
+    if (encore_get_stats(s->engine, &st) != ENCORE_OK) memset(&st, 0, sizeof st);
+    return http__reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
+                       metrics_render(&s->metrics, &st, s->model_name), NULL, NULL);
+}
+
+static enum MHD_Result http__tokenize(http_server *s, struct MHD_Connection *conn,
+                                      oai_request *req)
+{
+    oai_error err;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    char *chat = NULL;
+    encore_status st = ENCORE_OK;
+    if (req->model && strcmp(req->model, s->model_name) != 0) {
+        oai_error_set(&err, 404, "model", "The model '%.200s' does not exist.", req->model);
+        return http_reply_error(s, conn, &err);
+    }
+    if (req->kind == OAI_DETOKENIZE) {
+        char *text = NULL;
+        size_t len = 0;
+        st = encore_detokenize(s->engine, req->prompt_ids, req->n_prompt_ids, 1, &text, &len);
+        if (st != ENCORE_OK) {
+            http_error_from_encore(&err, st, "cannot detokenize");
+            return http_reply_error(s, conn, &err);
+        }
+        char *clean = malloc(3 * len + 1);
+        cJSON *o = cJSON_CreateObject();
+        if (clean) oai_utf8_sanitize(text, len, clean, 3 * len + 1);
+        cJSON_AddStringToObject(o, "prompt", clean ? clean : "");
+        encore_free(text);
+        free(clean);
+        char *body = cJSON_PrintUnformatted(o);
+        cJSON_Delete(o);
+        return http_reply_json(conn, MHD_HTTP_OK, body);
+    }
+    if (req->messages) {
+        if (!s->has_chat_template) {
+            oai_error_set(&err, 400, "messages", "this model has no chat template encore can render");
+            return http_reply_error(s, conn, &err);
+        }
+        st = encore_chat_prompt(s->engine, req->messages, req->n_messages, req->enable_thinking, &chat);
+    }
+    if (st == ENCORE_OK && (chat || req->prompt)) {
+        const char *text = chat ? chat : req->prompt;
+        st = encore_tokenize(s->engine, text, strlen(text), &ids, &n);
+    }
+    encore_free(chat);
+    if (st != ENCORE_OK) {
+        http_error_from_encore(&err, st, "cannot tokenize");
+        return http_reply_error(s, conn, &err);
+    }
+    const int32_t *out = ids ? ids : req->prompt_ids;
+    size_t n_out = ids ? n : req->n_prompt_ids;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "count", (double)n_out);
+    cJSON_AddNumberToObject(o, "max_model_len", (double)s->max_model_len);
+    cJSON *arr = cJSON_AddArrayToObject(o, "tokens");
+    for (size_t i = 0; i < n_out; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(out[i]));
+    encore_free(ids);
+    char *body = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return http_reply_json(conn, MHD_HTTP_OK, body);
+}
+
+/* --- routing ------------------------------------------------------------------- */
+
+typedef enum http_route {
+    HTTP_ROUTE_NONE,
+    HTTP_ROUTE_HEALTH,
+    HTTP_ROUTE_METRICS,
+    HTTP_ROUTE_MODELS,
+    HTTP_ROUTE_COMPLETIONS,
+    HTTP_ROUTE_CHAT,
+    HTTP_ROUTE_TOKENIZE,
+    HTTP_ROUTE_DETOKENIZE,
+} http_route;
+
+static const struct {
+    const char *path, *method;
+    http_route route;
+} http_routes[] = {
+    {"/health", "GET", HTTP_ROUTE_HEALTH},
+    {"/metrics", "GET", HTTP_ROUTE_METRICS},
+    {"/v1/models", "GET", HTTP_ROUTE_MODELS},
+    {"/v1/completions", "POST", HTTP_ROUTE_COMPLETIONS},
+    {"/v1/chat/completions", "POST", HTTP_ROUTE_CHAT},
+    {"/tokenize", "POST", HTTP_ROUTE_TOKENIZE},
+    {"/detokenize", "POST", HTTP_ROUTE_DETOKENIZE},
+};
+
+/* The route of (url, method); *wrong_method when the path exists with
+ * another method. */
+static http_route http__route(const char *url, const char *method, int *wrong_method)
+{
+    *wrong_method = 0;
+    for (size_t i = 0; i < sizeof http_routes / sizeof http_routes[0]; i++) {
+        if (strcmp(url, http_routes[i].path) != 0) continue;
+        if (!strcmp(method, http_routes[i].method)) return http_routes[i].route;
+        *wrong_method = 1;
+    }
+    return HTTP_ROUTE_NONE;
+}
+
+/* The API key, compared in constant time. /health and /metrics need none. */
+static int http__authorized(http_server *s, struct MHD_Connection *conn, http_route route)
+{
+    if (!s->api_key || route == HTTP_ROUTE_HEALTH || route == HTTP_ROUTE_METRICS) return 1;
+    const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h || strncmp(h, "Bearer ", 7) != 0) return 0;
+    h += 7;
+    size_t n = strlen(h), k = strlen(s->api_key);
+    unsigned diff = n != k;
+    for (size_t i = 0; i < n; i++) diff |= (unsigned char)h[i] ^ (unsigned char)s->api_key[i % (k ? k : 1)];
+    return diff == 0;
+}
+
+static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *conn, const char *url,
+                                      const char *method, http_conn *hc)
+{
+    oai_error err;
+    int wrong_method;
+    http_route route = http__route(url, method, &wrong_method);
+    if (route == HTTP_ROUTE_NONE) {
+        if (wrong_method)
+            oai_error_set(&err, 405, NULL, "method %s is not allowed on %.200s", method, url);
+        else
+            oai_error_set(&err, 404, NULL, "no route %s %.200s", method, url);
+        return http_reply_error(s, conn, &err);
+    }
+    if (!http__authorized(s, conn, route)) {
+        oai_error_set(&err, 401, NULL, "invalid or missing API key (Authorization: Bearer KEY)");
+        return http_reply_error(s, conn, &err);
+    }
+    if (hc->too_large) {
+        oai_error_set(&err, 413, NULL, "the request body is larger than %zu bytes",
+                      s->cfg.max_body_bytes);
+        return http_reply_error(s, conn, &err);
+    }
+    switch (route) {
+    case HTTP_ROUTE_HEALTH:
+        return http__reply(conn, MHD_HTTP_OK, "text/plain", calloc(1, 1), NULL, NULL);
+    case HTTP_ROUTE_METRICS:
+        return http__metrics(s, conn);
+    case HTTP_ROUTE_MODELS:
+        return http_reply_json(conn, MHD_HTTP_OK,
+                               oai_response_models(s->model_name, s->created, s->max_model_len));
+    default:
+        break;
+    }
+    oai_kind kind = route == HTTP_ROUTE_COMPLETIONS ? OAI_COMPLETION
+                    : route == HTTP_ROUTE_CHAT      ? OAI_CHAT
+                    : route == HTTP_ROUTE_TOKENIZE  ? OAI_TOKENIZE
+                                                    : OAI_DETOKENIZE;
+    oai_request req;
+    if (!oai_request_parse(hc->body ? hc->body : "", hc->len, kind, &req, &err))
+        return http_reply_error(s, conn, &err);
+    if (kind == OAI_TOKENIZE || kind == OAI_DETOKENIZE) {
+        enum MHD_Result r = http__tokenize(s, conn, &req);
+        oai_request_free(&req);
+        return r;
+    }
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return gen_handle(s, conn, &req, ci ? ci->connect_fd : -1, hc->t_arrival);
+}
+
+static enum MHD_Result http__handle(void *cls, struct MHD_Connection *conn, const char *url,
+                                    const char *method, const char *version,
+                                    const char *upload_data, size_t *upload_data_size,
+                                    void **con_cls)
+{
+    http_server *s = cls;
+    http_conn *hc = *con_cls;
+    (void)version;
+    if (!hc) {
+        hc = calloc(1, sizeof *hc);
+        if (!hc) return MHD_NO;
+        hc->t_arrival = http_now();
+        *con_cls = hc;
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body_bytes) {
+            oai_error err;
+            oai_error_set(&err, 413, NULL, "the request body (%s bytes) is larger than %zu bytes",
+                          cl, s->cfg.max_body_bytes);
+            hc->too_large = 1;
+            return http_reply_error(s, conn, &err);
+        }
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (hc->too_large || hc->len + n > s->cfg.max_body_bytes) {
+            hc->too_large = 1;
+            free(hc->body);
+            hc->body = NULL;
+            hc->len = hc->cap = 0;
+            return MHD_YES;
+        }
+        if (hc->len + n + 1 > hc->cap) {
+            size_t cap = (hc->len + n + 1) * 2;
+            char *p = realloc(hc->body, cap);
+            if (!p) return MHD_NO;
+            hc->body = p;
+            hc->cap = cap;
+        }
+        memcpy(hc->body + hc->len, upload_data, n);
+        hc->len += n;
+        hc->body[hc->len] = '\0';
+        return MHD_YES;
+    }
+    if (hc->started) return MHD_YES; /* answered already (a 413 on the first call) */
+    hc->started = 1;
+    return http__dispatch(s, conn, url, method, hc);
+}
+
+static void http__completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                            enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    http_conn *hc = *con_cls;
+    if (!hc) return;
+    free(hc->body);
+    free(hc);
+    *con_cls = NULL;
+}
+
+/* --- start and stop -------------------------------------------------------------- */
+
+static char *http__strdup(const char *s)
+{
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static void http__free(http_server *s)
+{
+    metrics_destroy(&s->metrics);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->idle);
+    free(s->host);
+    free(s->api_key);
+    free(s->model_name);
+    free(s);
+}
+
+int http_server_start(encore_engine *e, const http_server_config *cfg, http_server **out,
+                      char *err, size_t cap)
+{
+    *out = NULL;
+    encore_model_info info;
+    if (encore_get_model_info(e, &info) != ENCORE_OK) {
+        snprintf(err, cap, "cannot read the model's info: %s", encore_last_error());
+        return 0;
+    }
+    http_server *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, cap, "out of memory");
+        return 0;
+    }
+    s->engine = e;
+    s->cfg = *cfg;
+    s->host = http__strdup(cfg->host ? cfg->host : "127.0.0.1");
+    s->api_key = cfg->api_key && cfg->api_key[0] ? http__strdup(cfg->api_key) : NULL;
+    s->model_name = http__strdup(cfg->served_model_name ? cfg->served_model_name
+                                 : info.name                ? info.name
+                                                            : "encore");
+    s->cfg.host = s->host;
+    s->cfg.api_key = s->api_key;
+    s->cfg.served_model_name = s->model_name;
+    s->max_model_len = info.max_model_len;
+    s->has_chat_template = info.has_chat_template;
+    s->created = (int64_t)time(NULL);
+    atomic_init(&s->stopping, 0);
+    atomic_init(&s->next_id, (uint64_t)time(NULL) ^ ((uint64_t)(http_now() * 1e9) << 20));
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->idle, NULL);
+    metrics_init(&s->metrics);
+    if (!s->host || !s->model_name || (cfg->api_key && cfg->api_key[0] && !s->api_key)) {
+        snprintf(err, cap, "out of memory");
+        http__free(s);
+        return 0;
+    }
+
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    char port[16];
+    snprintf(port, sizeof port, "%d", cfg->port);
+    int gai = getaddrinfo(s->host, port, &hints, &ai);
+    if (gai != 0 || !ai) {
+        snprintf(err, cap, "cannot resolve --host %s: %s", s->host, gai_strerror(gai));
+        http__free(s);
+        return 0;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
+    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    s->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, http__handle, s,
+                                 MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                                 MHD_OPTION_NOTIFY_COMPLETED, http__completed, s,
+                                 MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!s->daemon) {
+        snprintf(err, cap, "cannot listen on %s port %d (in use, or not an address of this machine?)",
+                 s->host, cfg->port);
+        http__free(s);
+        return 0;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : cfg->port;
+    *out = s;
+    return 1;
+}
+
+int http_server_port(const http_server *s) { return s->port; }
+
+const char *http_server_model_name(const http_server *s) { return s->model_name; }
+
+void http_server_stop(http_server *s)
+{
+    if (!s) return;
+    atomic_store(&s->stopping, 1);
+    /* Connection threads waiting on the engine see `stopping` within a poll
+     * interval, cancel and end; MHD_stop_daemon joins them. */
+    MHD_stop_daemon(s->daemon);
+    /* Jobs whose last engine call has not come yet still point at s. */
+    pthread_mutex_lock(&s->mu);
+    double deadline = http_now() + 30;
+    while (s->n_jobs > 0 && http_now() < deadline) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50000000L;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&s->idle, &s->mu, &ts);
+    }
+    int64_t left = s->n_jobs;
+    pthread_mutex_unlock(&s->mu);
+    if (left == 0) http__free(s); /* else the engine still holds requests: leave s to them */
+}

@@ -1,0 +1,493 @@
+/* openai_request.c - OpenAI request bodies (completions, chat completions,
+ * tokenize, detokenize) read with cJSON into an oai_request, every field
+ * checked for type and range with a message naming it.
+ *
+ * Defaults are OpenAI's (temperature 1, top_p 1, n 1) and vLLM's for the
+ * parameters OpenAI lacks (top_k, min_p, repetition_penalty, min_tokens,
+ * stop_token_ids, ignore_eos, skip_special_tokens). */
+#include "openai_request.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int oai_error_set(oai_error *err, int http_status, const char *param, const char *fmt, ...)
+{
+    err->http_status = http_status;
+    err->type = http_status >= 500 ? "server_error" : "invalid_request_error";
+    snprintf(err->param, sizeof err->param, "%s", param ? param : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+int oai_utf8_valid(const char *str, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = s[i];
+        size_t n;
+        unsigned min;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            n = 1, min = 0x80, c &= 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            n = 2, min = 0x800, c &= 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            n = 3, min = 0x10000, c &= 0x07;
+        } else {
+            return 0;
+        }
+        if (len - i <= n) return 0;
+        for (size_t k = 1; k <= n; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return 0;
+            c = (c << 6) | (s[i + k] & 0x3F);
+        }
+        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+        i += n + 1;
+    }
+    return 1;
+}
+
+/* --- typed field readers ------------------------------------------------------
+ * Each returns 1 when the field is absent or null (leaving *out as is) or
+ * valid (setting *out), and 0 with `err` filled when it is wrong. */
+
+static int oai__present(const cJSON *obj, const char *name, const cJSON **v)
+{
+    *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    return *v && !cJSON_IsNull(*v);
+}
+
+static int oai__bool(const cJSON *obj, const char *name, int *out, oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__present(obj, name, &v)) return 1;
+    if (!cJSON_IsBool(v)) return oai_error_set(err, 400, name, "'%s' must be a boolean", name);
+    *out = cJSON_IsTrue(v);
+    return 1;
+}
+
+static int oai__int_value(const cJSON *v, const char *name, int64_t min, int64_t max,
+                          int64_t *out, oai_error *err)
+{
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || floor(v->valuedouble) != v->valuedouble)
+        return oai_error_set(err, 400, name, "'%s' must be an integer", name);
+    double d = v->valuedouble;
+    if (d < (double)min || d > (double)max)
+        return oai_error_set(err, 400, name, "'%s' must be in [%lld, %lld], got %.17g", name,
+                             (long long)min, (long long)max, d);
+    *out = (int64_t)d;
+    return 1;
+}
+
+static int oai__int(const cJSON *obj, const char *name, int64_t min, int64_t max, int64_t *out,
+                    oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__present(obj, name, &v)) return 1;
+    return oai__int_value(v, name, min, max, out, err);
+}
+
+static int oai__int32(const cJSON *obj, const char *name, int64_t min, int64_t max, int *out,
+                      oai_error *err)
+{
+    int64_t x = *out;
+    if (!oai__int(obj, name, min, max, &x, err)) return 0;
+    *out = (int)x;
+    return 1;
+}
+
+static int oai__num(const cJSON *obj, const char *name, double min, double max, double *out,
+                    oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__present(obj, name, &v)) return 1;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return oai_error_set(err, 400, name, "'%s' must be a number", name);
+    if (v->valuedouble < min || v->valuedouble > max)
+        return oai_error_set(err, 400, name, "'%s' must be in [%g, %g], got %g", name, min, max,
+                             v->valuedouble);
+    *out = v->valuedouble;
+    return 1;
+}
+
+static char *oai__strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static int oai__oom(oai_error *err) { return oai_error_set(err, 500, NULL, "out of memory"); }
+
+static int oai__string(const cJSON *obj, const char *name, char **out, oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__present(obj, name, &v)) return 1;
+    if (!cJSON_IsString(v)) return oai_error_set(err, 400, name, "'%s' must be a string", name);
+    free(*out);
+    *out = oai__strdup(v->valuestring);
+    return *out ? 1 : oai__oom(err);
+}
+
+/* An array of token ids, each in [0, INT32_MAX]. */
+static int oai__ids(const cJSON *arr, const char *name, size_t max_n, int32_t **ids, size_t *n,
+                    oai_error *err)
+{
+    int count = cJSON_GetArraySize(arr);
+    if ((size_t)count > max_n)
+        return oai_error_set(err, 400, name, "'%s' has %d items, at most %zu allowed", name, count,
+                             max_n);
+    int32_t *v = malloc(((size_t)count + 1) * sizeof *v);
+    if (!v) return oai__oom(err);
+    int i = 0;
+    for (const cJSON *x = arr->child; x; x = x->next, i++) {
+        int64_t id;
+        if (!oai__int_value(x, name, 0, INT32_MAX, &id, err)) {
+            snprintf(err->message, sizeof err->message,
+                     "'%s' must hold token ids (integers in [0, %d]); item %d is not one", name,
+                     INT32_MAX, i);
+            free(v);
+            return 0;
+        }
+        v[i] = (int32_t)id;
+    }
+    free(*ids);
+    *ids = v;
+    *n = (size_t)count;
+    return 1;
+}
+
+static int oai__all_numbers(const cJSON *arr)
+{
+    for (const cJSON *x = arr->child; x; x = x->next)
+        if (!cJSON_IsNumber(x)) return 0;
+    return 1;
+}
+
+/* --- prompt and messages ------------------------------------------------------ */
+
+/* "prompt": a string, token ids, or a one-item array of either. */
+static int oai__prompt(const cJSON *obj, oai_request *r, int required, oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__present(obj, "prompt", &v))
+        return required ? oai_error_set(err, 400, "prompt", "'prompt' is required") : 1;
+    if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 1 && !cJSON_IsNumber(v->child)) v = v->child;
+    if (cJSON_IsString(v)) {
+        r->prompt = oai__strdup(v->valuestring);
+        return r->prompt ? 1 : oai__oom(err);
+    }
+    if (cJSON_IsArray(v) && oai__all_numbers(v)) {
+        if (!v->child) return oai_error_set(err, 400, "prompt", "'prompt' is empty");
+        return oai__ids(v, "prompt", (size_t)1 << 24, &r->prompt_ids, &r->n_prompt_ids, err);
+    }
+    if (cJSON_IsArray(v))
+        return oai_error_set(err, 400, "prompt",
+                             "'prompt' must be a string or an array of token ids; a batch of "
+                             "prompts is not supported (send one request per prompt)");
+    return oai_error_set(err, 400, "prompt", "'prompt' must be a string or an array of token ids");
+}
+
+/* A message's content: a string, null, or an array of {"type": "text", "text": ...}
+ * parts, joined with newlines as vLLM does. Sets *out (malloc'd). */
+static int oai__content(const cJSON *v, const char *param, char **out, oai_error *err)
+{
+    if (!v || cJSON_IsNull(v)) {
+        *out = oai__strdup("");
+        return *out ? 1 : oai__oom(err);
+    }
+    if (cJSON_IsString(v)) {
+        *out = oai__strdup(v->valuestring);
+        return *out ? 1 : oai__oom(err);
+    }
+    if (!cJSON_IsArray(v))
+        return oai_error_set(err, 400, param, "'%s' must be a string or an array of parts", param);
+    size_t len = 0;
+    for (const cJSON *p = v->child; p; p = p->next) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(p, "type");
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(p, "text");
+        if (!cJSON_IsObject(p) || !cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0)
+            return oai_error_set(err, 400, param,
+                                 "'%s': only parts of type \"text\" are supported", param);
+        if (!cJSON_IsString(text))
+            return oai_error_set(err, 400, param, "'%s': a text part needs a string 'text'", param);
+        len += strlen(text->valuestring) + 1;
+    }
+    char *s = malloc(len + 1), *w = s;
+    if (!s) return oai__oom(err);
+    for (const cJSON *p = v->child; p; p = p->next) {
+        const char *t = cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring;
+        if (w != s) *w++ = '\n';
+        size_t n = strlen(t);
+        memcpy(w, t, n);
+        w += n;
+    }
+    *w = '\0';
+    *out = s;
+    return 1;
+}
+
+static const char *const oai_roles[] = {"system", "user", "assistant", "tool"};
+
+static int oai__messages(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__present(obj, "messages", &v))
+        return oai_error_set(err, 400, "messages", "'messages' is required");
+    if (!cJSON_IsArray(v)) return oai_error_set(err, 400, "messages", "'messages' must be an array");
+    int count = cJSON_GetArraySize(v);
+    if (count == 0) return oai_error_set(err, 400, "messages", "'messages' is empty");
+    if (count > OAI_MAX_MESSAGES)
+        return oai_error_set(err, 400, "messages", "'messages' has %d items, at most %d allowed",
+                             count, OAI_MAX_MESSAGES);
+    r->messages = calloc((size_t)count, sizeof *r->messages);
+    if (!r->messages) return oai__oom(err);
+    char param[64];
+    for (const cJSON *m = v->child; m; m = m->next) {
+        encore_chat_message *out = &r->messages[r->n_messages];
+        int i = (int)r->n_messages++;
+        if (!cJSON_IsObject(m)) {
+            snprintf(param, sizeof param, "messages[%d]", i);
+            return oai_error_set(err, 400, param, "'%s' must be an object", param);
+        }
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        snprintf(param, sizeof param, "messages[%d].role", i);
+        if (!cJSON_IsString(role)) return oai_error_set(err, 400, param, "'%s' must be a string", param);
+        const char *name = role->valuestring;
+        if (!strcmp(name, "developer")) name = "system"; /* OpenAI's newer name */
+        for (size_t k = 0; k < sizeof oai_roles / sizeof oai_roles[0]; k++)
+            if (!strcmp(name, oai_roles[k])) out->role = oai_roles[k];
+        if (!out->role)
+            return oai_error_set(err, 400, param,
+                                 "'%s' must be one of system, developer, user, assistant, tool; "
+                                 "got '%.40s'",
+                                 param, role->valuestring);
+        snprintf(param, sizeof param, "messages[%d].content", i);
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        if ((!content || cJSON_IsNull(content)) && out->role != oai_roles[2])
+            return oai_error_set(err, 400, param, "'%s' is required", param);
+        if (!oai__content(content, param, (char **)&out->content, err)) return 0;
+        snprintf(param, sizeof param, "messages[%d].reasoning_content", i);
+        char *reasoning = NULL;
+        int ok = oai__string(m, "reasoning_content", &reasoning, err);
+        out->reasoning_content = reasoning;
+        if (!ok) return oai_error_set(err, 400, param, "'%s' must be a string", param);
+    }
+    return 1;
+}
+
+/* --- sampling ------------------------------------------------------------------ */
+
+static int oai__stop(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__present(obj, "stop", &v)) return 1;
+    if (!cJSON_IsString(v) && !cJSON_IsArray(v))
+        return oai_error_set(err, 400, "stop", "'stop' must be a string or an array of strings");
+    int count = cJSON_IsString(v) ? 1 : cJSON_GetArraySize(v);
+    if (count > OAI_MAX_STOP)
+        return oai_error_set(err, 400, "stop", "'stop' has %d items, at most %d allowed", count,
+                             OAI_MAX_STOP);
+    r->stop = calloc((size_t)count + 1, sizeof *r->stop);
+    if (!r->stop) return oai__oom(err);
+    const cJSON *x = cJSON_IsString(v) ? v : v->child;
+    for (int i = 0; i < count; i++, x = x->next) {
+        if (!cJSON_IsString(x))
+            return oai_error_set(err, 400, "stop", "'stop' must be a string or an array of strings");
+        if (!x->valuestring[0])
+            return oai_error_set(err, 400, "stop", "'stop' strings must not be empty");
+        if (!(r->stop[r->sampling.n_stop++] = oai__strdup(x->valuestring))) return oai__oom(err);
+    }
+    r->sampling.stop = (const char *const *)r->stop;
+    return 1;
+}
+
+static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    encore_sampling *s = &r->sampling;
+    const cJSON *v;
+    int64_t seed = 0;
+    if (!oai__int(obj, "max_tokens", INT64_MIN, INT64_MAX, &r->max_tokens, err)) return 0;
+    if (r->kind == OAI_CHAT &&
+        !oai__int(obj, "max_completion_tokens", INT64_MIN, INT64_MAX, &r->max_tokens, err))
+        return 0;
+    if (oai__present(obj, "max_tokens", &v) || oai__present(obj, "max_completion_tokens", &v)) {
+        const char *name = oai__present(obj, "max_completion_tokens", &v) && r->kind == OAI_CHAT
+                               ? "max_completion_tokens"
+                               : "max_tokens";
+        if (r->max_tokens < 1)
+            return oai_error_set(err, 400, name, "'%s' must be at least 1, got %lld", name,
+                                 (long long)r->max_tokens);
+        if (r->max_tokens > ((int64_t)1 << 30))
+            return oai_error_set(err, 400, name, "'%s' is too large: %lld", name,
+                                 (long long)r->max_tokens);
+    }
+    if (!oai__num(obj, "temperature", 0, 100, &s->temperature, err) ||
+        !oai__num(obj, "top_p", 0, 1, &s->top_p, err) ||
+        !oai__int(obj, "top_k", -1, INT32_MAX, &s->top_k, err) ||
+        !oai__num(obj, "min_p", 0, 1, &s->min_p, err) ||
+        !oai__num(obj, "repetition_penalty", 0, 100, &s->repetition_penalty, err) ||
+        !oai__num(obj, "presence_penalty", -2, 2, &s->presence_penalty, err) ||
+        !oai__num(obj, "frequency_penalty", -2, 2, &s->frequency_penalty, err) ||
+        !oai__int(obj, "min_tokens", 0, (int64_t)1 << 30, &s->min_tokens, err) ||
+        !oai__int(obj, "seed", INT64_MIN, INT64_MAX, &seed, err) ||
+        !oai__bool(obj, "ignore_eos", &s->ignore_eos, err) ||
+        !oai__bool(obj, "skip_special_tokens", &s->skip_special_tokens, err) ||
+        !oai__int32(obj, "n", 1, OAI_MAX_N, &r->n, err) || !oai__stop(obj, r, err))
+        return 0;
+    if (oai__present(obj, "top_p", &v) && s->top_p <= 0)
+        return oai_error_set(err, 400, "top_p", "'top_p' must be in (0, 1], got %g", s->top_p);
+    if (oai__present(obj, "repetition_penalty", &v) && s->repetition_penalty <= 0)
+        return oai_error_set(err, 400, "repetition_penalty",
+                             "'repetition_penalty' must be greater than 0, got %g",
+                             s->repetition_penalty);
+    if (r->max_tokens && s->min_tokens > r->max_tokens)
+        return oai_error_set(err, 400, "min_tokens",
+                             "'min_tokens' (%lld) must not exceed max_tokens (%lld)",
+                             (long long)s->min_tokens, (long long)r->max_tokens);
+    r->seed_given = oai__present(obj, "seed", &v);
+    s->seed = (uint64_t)seed;
+    if (oai__present(obj, "stop_token_ids", &v)) {
+        if (!cJSON_IsArray(v))
+            return oai_error_set(err, 400, "stop_token_ids", "'stop_token_ids' must be an array");
+        if (!oai__ids(v, "stop_token_ids", OAI_MAX_STOP_IDS, &r->stop_ids, &s->n_stop_token_ids, err))
+            return 0;
+        s->stop_token_ids = r->stop_ids;
+    }
+    /* logprobs: an integer count for completions, a boolean for chat */
+    if (r->kind == OAI_CHAT) {
+        if (!oai__bool(obj, "logprobs", &r->logprobs, err) ||
+            !oai__int32(obj, "top_logprobs", 0, OAI_MAX_TOP_LOGPROBS, &r->top_logprobs, err))
+            return 0;
+        if (r->top_logprobs > 0 && !r->logprobs)
+            return oai_error_set(err, 400, "top_logprobs",
+                                 "'top_logprobs' needs 'logprobs' set to true");
+    } else if (oai__present(obj, "logprobs", &v)) {
+        if (!oai__int32(obj, "logprobs", 0, OAI_MAX_TOP_LOGPROBS, &r->top_logprobs, err)) return 0;
+        r->logprobs = 1;
+    }
+    s->logprobs = r->logprobs;
+    s->top_logprobs = r->top_logprobs;
+    return 1;
+}
+
+/* parent.name, a boolean inside an optional object field */
+static int oai__member_bool(const cJSON *obj, const char *parent, const char *name, int *out,
+                            oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__present(obj, parent, &v)) return 1;
+    if (!cJSON_IsObject(v))
+        return oai_error_set(err, 400, parent, "'%s' must be an object", parent);
+    char param[64];
+    snprintf(param, sizeof param, "%s.%s", parent, name);
+    if (!oai__bool(v, name, out, err))
+        return oai_error_set(err, 400, param, "'%s' must be a boolean", param);
+    return 1;
+}
+
+static int oai__stream(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__bool(obj, "stream", &r->stream, err)) return 0;
+    if (oai__present(obj, "stream_options", &v) && !r->stream)
+        return oai_error_set(err, 400, "stream_options",
+                             "'stream_options' is only allowed with 'stream': true");
+    return oai__member_bool(obj, "stream_options", "include_usage", &r->include_usage, err);
+}
+
+static int oai__template_kwargs(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    return oai__member_bool(obj, "chat_template_kwargs", "enable_thinking", &r->enable_thinking,
+                            err);
+}
+
+/* --- the request --------------------------------------------------------------- */
+
+static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    if (!oai__string(obj, "model", &r->model, err)) return 0;
+    switch (r->kind) {
+    case OAI_COMPLETION:
+        return oai__prompt(obj, r, 1, err) && oai__bool(obj, "echo", &r->echo, err) &&
+               oai__stream(obj, r, err) && oai__sampling(obj, r, err);
+    case OAI_CHAT:
+        return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err) &&
+               oai__stream(obj, r, err) && oai__sampling(obj, r, err);
+    case OAI_TOKENIZE: {
+        const cJSON *v;
+        if (oai__present(obj, "messages", &v))
+            return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err);
+        return oai__prompt(obj, r, 1, err);
+    }
+    case OAI_DETOKENIZE: {
+        const cJSON *v;
+        if (!oai__present(obj, "tokens", &v))
+            return oai_error_set(err, 400, "tokens", "'tokens' is required");
+        if (!cJSON_IsArray(v))
+            return oai_error_set(err, 400, "tokens", "'tokens' must be an array of token ids");
+        return oai__ids(v, "tokens", (size_t)1 << 24, &r->prompt_ids, &r->n_prompt_ids, err);
+    }
+    }
+    return oai_error_set(err, 500, NULL, "unknown request kind");
+}
+
+int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *out, oai_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->kind = kind;
+    out->n = 1;
+    out->enable_thinking = 1;
+    /* encore_sampling_default() but for OpenAI's temperature; set here
+     * field by field so that the parser links without the engine */
+    out->sampling.max_tokens = 16;
+    out->sampling.temperature = 1.0;
+    out->sampling.top_p = 1.0;
+    out->sampling.repetition_penalty = 1.0;
+    out->sampling.skip_special_tokens = 1;
+    if (!oai_utf8_valid(body, len))
+        return oai_error_set(err, 400, NULL, "the request body is not valid UTF-8");
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        size_t off = at && at >= body && at <= body + len ? (size_t)(at - body) : 0;
+        return oai_error_set(err, 400, NULL, "the request body is not valid JSON (near byte %zu)",
+                             off);
+    }
+    int ok = cJSON_IsObject(root)
+                 ? oai__parse_fields(root, out, err)
+                 : oai_error_set(err, 400, NULL, "the request body must be a JSON object");
+    cJSON_Delete(root);
+    if (!ok) oai_request_free(out);
+    return ok;
+}
+
+void oai_request_free(oai_request *r)
+{
+    if (!r) return;
+    free(r->model);
+    free(r->prompt);
+    free(r->prompt_ids);
+    for (size_t i = 0; i < r->n_messages; i++) {
+        free((char *)r->messages[i].content);
+        free((char *)r->messages[i].reasoning_content);
+    }
+    free(r->messages);
+    for (size_t i = 0; i < r->sampling.n_stop; i++) free(r->stop[i]);
+    free(r->stop);
+    free(r->stop_ids);
+    oai_kind kind = r->kind;
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+}

@@ -1,0 +1,84 @@
+/* openai_request.h - an OpenAI request body (JSON) read into a struct and
+ * validated, with the error that goes back when it is wrong.
+ *
+ * The server tokenizes and submits what this parses; this file only reads
+ * JSON and checks fields one by one: types, ranges, the parameters that
+ * depend on each other. Everything it returns is owned by the request and
+ * freed with oai_request_free. It calls nothing of the engine, so the fuzz
+ * target (tests/fuzz_openai_request.c) runs it alone. */
+#ifndef ENC_SERVER_OPENAI_REQUEST_H
+#define ENC_SERVER_OPENAI_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "encore.h"
+
+enum {
+    OAI_MAX_N = 16,         /* choices per request */
+    OAI_MAX_STOP = 16,      /* stop strings */
+    OAI_MAX_STOP_IDS = 16,  /* stop_token_ids (the engine's limit) */
+    OAI_MAX_TOP_LOGPROBS = 20,
+    OAI_MAX_MESSAGES = 4096,
+};
+
+typedef enum oai_kind {
+    OAI_COMPLETION,    /* POST /v1/completions */
+    OAI_CHAT,          /* POST /v1/chat/completions */
+    OAI_TOKENIZE,      /* POST /tokenize: prompt or messages */
+    OAI_DETOKENIZE,    /* POST /detokenize: tokens */
+} oai_kind;
+
+/* What goes back when a request is refused: the HTTP status and OpenAI's
+ * {"error": {"message", "type", "param", "code"}}. */
+typedef struct oai_error {
+    int http_status;   /* 400, 401, 404, 413, 500, 503, ... */
+    const char *type;  /* "invalid_request_error", "server_error", ... */
+    char param[64];    /* the offending field, "" when none */
+    char message[512];
+} oai_error;
+
+/* Fill `err` (printf-style message); returns 0 so that parsers can
+ * `return oai_error_set(...)`. */
+int oai_error_set(oai_error *err, int http_status, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+typedef struct oai_request {
+    oai_kind kind;
+    char *model;                   /* NULL when absent */
+    /* the prompt: text, or token ids (completions, tokenize) */
+    char *prompt;
+    int32_t *prompt_ids;           /* [n_prompt_ids] */
+    size_t n_prompt_ids;
+    /* chat (and tokenize with messages): strings owned by the request */
+    encore_chat_message *messages; /* [n_messages] */
+    size_t n_messages;
+    int enable_thinking;           /* chat_template_kwargs.enable_thinking, default 1 */
+    /* output */
+    int stream;
+    int include_usage;             /* stream_options.include_usage */
+    int n;                         /* choices, 1..OAI_MAX_N */
+    int echo;                      /* completions: the prompt before the text */
+    int logprobs;                  /* completions: logprobs given; chat: logprobs true */
+    int top_logprobs;              /* alternatives per token, 0..20 */
+    int64_t max_tokens;            /* 0: not given (the rest of max_model_len) */
+    int seed_given;
+    /* the engine's parameters; sampling.stop and stop_token_ids point into
+     * stop/stop_ids below. max_tokens is filled in by the server. */
+    encore_sampling sampling;
+    char **stop;                   /* [n_stop] */
+    int32_t *stop_ids;
+} oai_request;
+
+/* Parse `body` (len bytes, need not be NUL-terminated) as a request of
+ * `kind`. Returns 1 with *out filled, or 0 with `err` filled (HTTP 400 with
+ * the field in err->param) and *out empty. Unknown fields are ignored, as
+ * OpenAI's clients send more than any one server reads. */
+int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *out,
+                      oai_error *err);
+void oai_request_free(oai_request *r); /* frees the contents; NULL is a no-op */
+
+/* 1 when s[0..len) is well-formed UTF-8 (no overlongs, no surrogates). */
+int oai_utf8_valid(const char *s, size_t len);
+
+#endif

@@ -1,0 +1,66 @@
+/* openai_response.h - the JSON the server sends: OpenAI's completion, chat
+ * completion and streaming chunk objects, usage, logprobs, the model list and
+ * the error object. Every function returns a malloc'd NUL-terminated string
+ * (the caller frees it with free) or NULL when out of memory. */
+#ifndef ENC_SERVER_OPENAI_RESPONSE_H
+#define ENC_SERVER_OPENAI_RESPONSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "encore.h"
+#include "openai_request.h"
+
+/* What every object of one response shares. */
+typedef struct oai_head {
+    oai_kind kind;     /* OAI_COMPLETION or OAI_CHAT */
+    const char *id;    /* "cmpl-..." or "chatcmpl-..." */
+    int64_t created;   /* Unix seconds */
+    const char *model;
+} oai_head;
+
+typedef struct oai_usage {
+    int64_t prompt_tokens, completion_tokens, cached_tokens;
+} oai_usage;
+
+/* The text of a token id, raw bytes (which need not be whole UTF-8
+ * characters); returns the length written into buf[cap]. */
+typedef size_t (*oai_token_text_fn)(void *user, int32_t id, char *buf, size_t cap);
+
+/* The log-probabilities of n tokens. */
+typedef struct oai_logprobs {
+    const int32_t *ids;        /* [n] */
+    const float *logprobs;     /* [n] */
+    const encore_logprob *top; /* [n * n_top] */
+    size_t n;
+    int n_top;
+    size_t text_offset;        /* completions: where the first token's text starts */
+    oai_token_text_fn token_text;
+    void *user;
+} oai_logprobs;
+
+typedef struct oai_choice {
+    const char *text;          /* completions: the text; chat: the content (NUL-terminated) */
+    const char *reasoning;     /* chat: reasoning_content, NULL when none */
+    const char *finish_reason; /* NULL in a chunk that does not finish */
+    const char *stop_reason;   /* the stop string that matched, else NULL */
+    const oai_logprobs *lp;    /* NULL: "logprobs": null */
+    int role;                  /* chat chunks: nonzero adds "role": "assistant" */
+} oai_choice;
+
+/* A whole response: choices[0..n) and usage. */
+char *oai_response_body(const oai_head *h, const oai_choice *choices, int n, const oai_usage *u);
+/* One streaming chunk of one choice ("text_completion" or "chat.completion.chunk"). */
+char *oai_response_chunk(const oai_head *h, int index, const oai_choice *c);
+/* The last chunk of a stream with stream_options.include_usage: no choices, usage. */
+char *oai_response_usage_chunk(const oai_head *h, const oai_usage *u);
+/* {"error": {"message", "type", "param", "code"}} */
+char *oai_response_error(const oai_error *err);
+/* GET /v1/models */
+char *oai_response_models(const char *name, int64_t created, int64_t max_model_len);
+
+/* Copy s[0..len) into out[cap] (NUL-terminated) with every byte that is not
+ * part of well-formed UTF-8 replaced by U+FFFD; returns the length written. */
+size_t oai_utf8_sanitize(const char *s, size_t len, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,48 @@
+/* server.h - encore's OpenAI-compatible HTTP server over an engine made with
+ * include/encore.h (the only engine interface the server uses).
+ *
+ *   http_server *s;
+ *   char err[256];
+ *   http_server_config cfg = http_server_config_default();
+ *   if (!http_server_start(engine, &cfg, &s, err, sizeof err)) puts(err);
+ *   printf("listening on port %d\n", http_server_port(s));
+ *   ...
+ *   http_server_stop(s);
+ *
+ * Routes: POST /v1/completions, /v1/chat/completions, /tokenize, /detokenize;
+ * GET /v1/models, /health, /metrics. */
+#ifndef ENC_SERVER_SERVER_H
+#define ENC_SERVER_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "encore.h"
+
+typedef struct http_server http_server;
+
+typedef struct http_server_config {
+    const char *host;              /* address to bind (default "127.0.0.1") */
+    int port;                      /* 0: any free port (default 8000) */
+    const char *api_key;           /* NULL: none; else "Authorization: Bearer KEY" required */
+    int64_t max_queue;             /* generation requests admitted at once; beyond: 503 */
+    size_t max_body_bytes;         /* larger request bodies: 413 */
+    const char *served_model_name; /* NULL: the model directory's name */
+    int max_connections;           /* open connections (one thread each) */
+} http_server_config;
+
+http_server_config http_server_config_default(void);
+
+/* Bind and start serving on threads of its own. Returns 1, or 0 with a
+ * message in err[cap]. The engine must outlive the server. */
+int http_server_start(encore_engine *e, const http_server_config *cfg, http_server **out,
+                      char *err, size_t cap);
+/* The port bound (the one chosen when cfg.port was 0). */
+int http_server_port(const http_server *s);
+/* The model's name in the API (--served-model-name or the directory's). */
+const char *http_server_model_name(const http_server *s);
+/* Stop accepting, abort what still runs, wait for its connections, free.
+ * NULL is a no-op. */
+void http_server_stop(http_server *s);
+
+#endif

@@ -1,0 +1,54 @@
+/* server_impl.h - what http.c (connections, routing) and generation.c
+ * (requests in the engine, streamed back) share. */
+#ifndef ENC_SERVER_SERVER_IMPL_H
+#define ENC_SERVER_SERVER_IMPL_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "metrics.h"
+#include "openai_request.h"
+#include "server.h"
+
+struct http_server {
+    encore_engine *engine;
+    struct MHD_Daemon *daemon;
+    http_server_config cfg;     /* strings point into the copies below */
+    char *host, *api_key, *model_name;
+    int port;
+    int64_t max_model_len;
+    int has_chat_template;
+    int64_t created;            /* Unix seconds at start, for /v1/models */
+    metrics metrics;
+    atomic_int stopping;        /* set by http_server_stop: waits give up */
+    atomic_uint_fast64_t next_id;
+    pthread_mutex_t mu;         /* guards the two counts and signals `idle` */
+    pthread_cond_t idle;
+    int64_t n_admitted;         /* generation requests (choices) admitted, not yet freed */
+    int64_t n_jobs;             /* generation jobs alive (a job holds n choices) */
+};
+
+/* Queue a JSON reply (body malloc'd, taken) with `status`. */
+enum MHD_Result http_reply_json(struct MHD_Connection *conn, unsigned status, char *body);
+/* Queue OpenAI's error object for err (503 gets Retry-After). */
+enum MHD_Result http_reply_error(http_server *s, struct MHD_Connection *conn, const oai_error *err);
+
+/* The error for a failed encore call: 400 for bad input, 500 otherwise. */
+void http_error_from_encore(oai_error *err, encore_status st, const char *what);
+
+/* A request id with a prefix ("cmpl-", "chatcmpl-") into out[cap]; also a
+ * 64-bit random number for seeds. */
+void http_new_id(http_server *s, const char *prefix, char *out, size_t cap);
+uint64_t http_random(http_server *s);
+
+/* POST /v1/completions and /v1/chat/completions with a parsed request (taken:
+ * freed here). `fd` is the client's socket, polled to notice a client that
+ * went away while its request waits; `t_arrival` (http_now) when its headers
+ * came, the start of its time to first token. */
+enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_request *req, int fd,
+                           double t_arrival);
+
+double http_now(void); /* monotonic seconds */
+
+#endif

@@ -1,0 +1,62 @@
+/* fuzz_openai_request.c - libFuzzer target for the server's request parser.
+ *
+ * Each input is parsed as all four kinds of request (completion, chat,
+ * tokenize, detokenize). A request that parses must satisfy what the server
+ * relies on; one that does not must come with a 4xx status and a message. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/openai_request.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void fuzz_check(const oai_request *r)
+{
+    if (r->n < 1 || r->n > OAI_MAX_N) abort();
+    if (r->top_logprobs < 0 || r->top_logprobs > OAI_MAX_TOP_LOGPROBS) abort();
+    if (r->max_tokens < 0 || r->max_tokens > ((int64_t)1 << 30)) abort();
+    if (r->include_usage && !r->stream) abort();
+    const encore_sampling *s = &r->sampling;
+    if (s->n_stop > OAI_MAX_STOP || (s->n_stop && !s->stop)) abort();
+    for (size_t i = 0; i < s->n_stop; i++)
+        if (!s->stop[i] || !s->stop[i][0]) abort();
+    if (s->n_stop_token_ids > OAI_MAX_STOP_IDS) abort();
+    for (size_t i = 0; i < s->n_stop_token_ids; i++)
+        if (s->stop_token_ids[i] < 0) abort();
+    if (!(s->temperature >= 0) || !(s->top_p > 0 && s->top_p <= 1) || !(s->min_p >= 0))
+        abort();
+    if (!(s->repetition_penalty > 0) || s->min_tokens < 0) abort();
+    if (r->max_tokens && s->min_tokens > r->max_tokens) abort();
+    for (size_t i = 0; i < r->n_prompt_ids; i++)
+        if (r->prompt_ids[i] < 0) abort();
+    if (r->kind == OAI_COMPLETION && !r->prompt == !r->prompt_ids) abort();
+    if (r->kind == OAI_CHAT && r->n_messages == 0) abort();
+    for (size_t i = 0; i < r->n_messages; i++) {
+        if (!r->messages[i].role || !r->messages[i].content) abort();
+        (void)strlen(r->messages[i].content);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    /* a copy of exactly `size` bytes, not NUL-terminated: the parser must
+     * not read past the end */
+    char *body = malloc(size ? size : 1);
+    if (!body) return 0;
+    memcpy(body, data, size);
+    for (int kind = OAI_COMPLETION; kind <= OAI_DETOKENIZE; kind++) {
+        oai_request r;
+        oai_error err;
+        memset(&err, 0, sizeof err);
+        if (oai_request_parse(body, size, (oai_kind)kind, &r, &err)) {
+            fuzz_check(&r);
+            oai_request_free(&r);
+        } else if (err.http_status < 400 || !err.message[0]) {
+            abort();
+        }
+    }
+    free(body);
+    return 0;
+}

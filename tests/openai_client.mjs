@@ -1,0 +1,138 @@
+// openai_client.mjs - `encore serve` through the official `openai` npm package.
+//
+//   node openai_client.mjs NODE_PREFIX BASE_URL MODEL [logprobs]
+//
+// NODE_PREFIX is where `npm install --prefix` put the package (the test
+// fixture server_npm_install). Runs completions, chat, streaming chat (with
+// usage), n > 1 with a seed, stop strings and error cases, or with
+// `logprobs` the logprobs of completions and chat (a test of its own: it
+// needs an engine that records log-probabilities); prints one "ok" line per
+// check and exits 1 at the first failure.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+const [prefix, baseURL, model, mode] = process.argv.slice(2);
+const require = createRequire(path.join(path.resolve(prefix), 'package.json'));
+const OpenAI = require('openai');
+const client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 120000 });
+
+function check(cond, what, detail) {
+  if (!cond) {
+    console.error(`FAIL: ${what}: ${JSON.stringify(detail)}`);
+    process.exit(1);
+  }
+}
+
+const greedy = { model, temperature: 0 };
+const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Name a color.' }];
+
+if (mode === 'logprobs') {
+  // logprobs: completions (count) and chat (bool + top_logprobs)
+  const lpc = await client.completions.create({ ...greedy, prompt: 'Hello', max_tokens: 5, logprobs: 2 });
+  const lp = lpc.choices[0].logprobs;
+  check(lp && lp.tokens.length === 5 && lp.token_logprobs.length === 5 && lp.top_logprobs.length === 5 &&
+        lp.text_offset.length === 5 && lp.token_logprobs.every((x) => x <= 0) &&
+        lp.top_logprobs.every((t) => Object.keys(t).length >= 1), 'completions logprobs', lp);
+  console.log(`ok completions logprobs: ${JSON.stringify(lp.tokens)}`);
+  const lpchat = await client.chat.completions.create({ ...greedy, messages, max_tokens: 5, logprobs: true,
+                                                        top_logprobs: 3 });
+  const content = lpchat.choices[0].logprobs?.content;
+  check(content && content.length === 5 && content.every((t) => t.logprob <= 0 && t.top_logprobs.length === 3 &&
+        Array.isArray(t.bytes)), 'chat logprobs', lpchat.choices[0]);
+  // greedy: the chosen token is the most likely one
+  check(content.every((t) => t.top_logprobs[0].logprob === t.logprob), 'greedy picks the top logprob', content);
+  console.log('ok chat logprobs with top_logprobs 3');
+  process.exit(0);
+}
+
+// models
+const models = await client.models.list();
+check(models.data.length === 1 && models.data[0].id === model, 'models.list', models.data);
+console.log(`ok models.list: ${models.data[0].id}`);
+
+// completions
+const comp = await client.completions.create({ ...greedy, prompt: 'The capital of France is', max_tokens: 10 });
+check(comp.object === 'text_completion' && comp.choices.length === 1 && comp.choices[0].text.length > 0 &&
+      comp.choices[0].finish_reason === 'length' && comp.usage.completion_tokens === 10 &&
+      comp.usage.total_tokens === comp.usage.prompt_tokens + 10, 'completions', comp);
+console.log(`ok completions: ${JSON.stringify(comp.choices[0].text)}`);
+
+// completions from token ids give the same text as from the string
+const tok = await (await fetch(baseURL.replace(/\/v1$/, '') + '/tokenize', {
+  method: 'POST', body: JSON.stringify({ prompt: 'The capital of France is' }),
+})).json();
+const byIds = await client.completions.create({ ...greedy, prompt: tok.tokens, max_tokens: 10 });
+check(byIds.choices[0].text === comp.choices[0].text, 'completions from token ids', [byIds, comp]);
+console.log('ok completions from token ids == from text');
+
+// chat, and the same streamed
+const chat = await client.chat.completions.create({ ...greedy, messages, max_tokens: 12 });
+const msg = chat.choices[0].message;
+check(chat.object === 'chat.completion' && msg.role === 'assistant' && typeof msg.content === 'string' &&
+      chat.usage.completion_tokens > 0, 'chat', chat);
+console.log(`ok chat: ${JSON.stringify(msg.content)}`);
+
+const stream = await client.chat.completions.create({
+  ...greedy, messages, max_tokens: 12, stream: true, stream_options: { include_usage: true },
+});
+let text = '', finish = null, usage = null, n = 0;
+for await (const chunk of stream) {
+  n++;
+  if (chunk.usage) usage = chunk.usage;
+  for (const c of chunk.choices) {
+    text += c.delta.content ?? '';
+    finish = c.finish_reason ?? finish;
+  }
+}
+check(text === msg.content && finish === chat.choices[0].finish_reason &&
+      usage && usage.completion_tokens === chat.usage.completion_tokens, 'streaming chat',
+      { text, finish, usage, whole: chat });
+console.log(`ok streaming chat: ${n} chunks, text and usage equal the whole reply's`);
+
+// thinking off through chat_template_kwargs (a parameter the package passes through)
+const noThink = await client.chat.completions.create({
+  ...greedy, messages, max_tokens: 4, chat_template_kwargs: { enable_thinking: false },
+});
+check(noThink.usage.prompt_tokens > chat.usage.prompt_tokens, 'enable_thinking false adds the empty think block',
+      [noThink.usage, chat.usage]);
+console.log('ok chat_template_kwargs.enable_thinking');
+
+// n > 1 with a seed: indexed choices, reproducible
+const sampled = { model, prompt: 'Once upon a time', max_tokens: 8, temperature: 1.0, n: 3, seed: 1234 };
+const a = await client.completions.create(sampled);
+const b = await client.completions.create(sampled);
+check(a.choices.length === 3 && a.choices.map((c) => c.index).join() === '0,1,2' &&
+      a.usage.completion_tokens === 24, 'n = 3', a);
+check(JSON.stringify(a.choices.map((c) => c.text)) === JSON.stringify(b.choices.map((c) => c.text)),
+      'n = 3 with a seed is reproducible', [a.choices, b.choices]);
+check(new Set(a.choices.map((c) => c.text)).size > 1, 'n = 3 choices differ (seeds seed+i)', a.choices);
+console.log(`ok n = 3: ${JSON.stringify(a.choices.map((c) => c.text))}`);
+
+// stop strings: cut the greedy text at a piece of itself
+const long = await client.completions.create({ ...greedy, prompt: 'The capital of France is', max_tokens: 24,
+                                               ignore_eos: true });
+const chars = Array.from(long.choices[0].text);
+check(chars.length >= 8, 'a long enough text for the stop test', long.choices[0].text);
+const stopAt = chars.slice(4, 7).join('');
+const cut = long.choices[0].text.slice(0, long.choices[0].text.indexOf(stopAt));
+const stopped = await client.completions.create({ ...greedy, prompt: 'The capital of France is', max_tokens: 24,
+                                                  ignore_eos: true, stop: ['@@never@@', stopAt] });
+check(stopped.choices[0].text === cut && stopped.choices[0].finish_reason === 'stop' &&
+      stopped.choices[0].stop_reason === stopAt, 'stop string', { stopped, cut, stopAt });
+console.log(`ok stop ${JSON.stringify(stopAt)}: ${JSON.stringify(cut)}, finish_reason stop`);
+
+// errors come back as the package's error classes with the server's message
+async function expectError(cls, status, params, what) {
+  try {
+    await client.completions.create(params);
+  } catch (e) {
+    check(e instanceof cls && e.status === status && typeof e.message === 'string' && e.message.length > 0,
+          what, { name: e.name, status: e.status, message: e.message });
+    console.log(`ok ${what}: ${e.status} ${e.message}`);
+    return;
+  }
+  check(false, what, 'no error');
+}
+await expectError(OpenAI.NotFoundError, 404, { model: 'no-such-model', prompt: 'x', max_tokens: 2 }, 'unknown model');
+await expectError(OpenAI.BadRequestError, 400, { model, prompt: 'x', max_tokens: -3 }, 'negative max_tokens');
+await expectError(OpenAI.BadRequestError, 400, { model, prompt: 'x', max_tokens: 100000 }, 'too long for the model');

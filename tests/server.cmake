@@ -1,0 +1,74 @@
+# The OpenAI-compatible HTTP server (src/server, `encore serve`).
+#
+#   test_server_unit   request parsing and validation, response and chunk JSON,
+#                      the error object, the <think> splitter at every split
+#                      point, UTF-8 checks, the Prometheus text
+#   server_<check>     end to end over 127.0.0.1 (tests/server_e2e.py, one server
+#                      per check on a port of its own): sse, endpoints, errors,
+#                      queue, disconnect, concurrency, args
+# Labelled "network" (npm installs the official `openai` package into the build
+# tree; offline, server_npm_install fails and the two tests after it do not run,
+# which ctest reports as failures):
+#   server_npm_install, server_openai, server_openai_logprobs
+# server_openai_logprobs needs an engine that reports log-probabilities in
+# encore_output (include/encore.h); with one that does not, it fails, saying
+# that the logprobs came back empty.
+# With ENCORE_FUZZ (clang): fuzz_openai_request, 20 s, labelled "fuzz".
+
+add_executable(test_server_unit ${ENCORE_TESTS_DIR}/test_server_unit.c)
+target_link_libraries(test_server_unit PRIVATE encore_server encore_core)
+target_include_directories(test_server_unit PRIVATE ${ENCORE_TESTS_DIR})
+add_test(NAME test_server_unit COMMAND test_server_unit)
+set_tests_properties(test_server_unit PROPERTIES LABELS server)
+
+set(ENCORE_SERVER_E2E ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_e2e.py --encore $<TARGET_FILE:encore>
+                      --models ${ENCORE_MODELS_DIR})
+foreach(check sse endpoints errors queue disconnect concurrency args)
+  add_test(NAME server_${check} COMMAND ${ENCORE_SERVER_E2E} ${check})
+  set_tests_properties(server_${check} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300
+                       LABELS server)
+endforeach()
+
+# --- the official openai client (npm) -------------------------------------------
+set(ENCORE_SERVER_NODE ${PROJECT_BINARY_DIR}/server_tests/node)
+find_program(ENCORE_NODE node)
+find_program(ENCORE_NPM npm)
+if(ENCORE_NODE AND ENCORE_NPM)
+  add_test(NAME server_npm_install
+    COMMAND ${ENCORE_NPM} install --prefix ${ENCORE_SERVER_NODE} --no-audit --no-fund
+            --save-exact openai@4.95.0)
+else()
+  # no node: fail, so that a machine without it does not pass by skipping
+  add_test(NAME server_npm_install
+    COMMAND sh -c "echo 'node and npm are needed (scripts/install-deps.sh)' >&2; exit 1")
+endif()
+set_tests_properties(server_npm_install PROPERTIES FIXTURES_SETUP server_node
+                     LABELS "server;network" TIMEOUT 300)
+foreach(check openai openai_logprobs)
+  add_test(NAME server_${check}
+    COMMAND ${ENCORE_SERVER_E2E} --node ${ENCORE_NODE} --node-dir ${ENCORE_SERVER_NODE} ${check})
+  set_tests_properties(server_${check} PROPERTIES FIXTURES_REQUIRED "tiny_models;server_node"
+                       TIMEOUT 300 LABELS "server;network")
+endforeach()
+
+# --- fuzzing the request parser (ENCORE_FUZZ, clang) ---------------------------------
+if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
+  set(ENCORE_SERVER_FUZZ_OUT ${PROJECT_BINARY_DIR}/fuzz)
+  add_executable(fuzz_openai_request ${ENCORE_TESTS_DIR}/fuzz_openai_request.c
+                 ${PROJECT_SOURCE_DIR}/src/server/openai_request.c)
+  target_include_directories(fuzz_openai_request PRIVATE ${PROJECT_SOURCE_DIR}/src
+                             ${PROJECT_SOURCE_DIR}/include)
+  target_compile_options(fuzz_openai_request PRIVATE -fsanitize=fuzzer,address,undefined
+    -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1)
+  target_link_options(fuzz_openai_request PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(fuzz_openai_request PRIVATE PkgConfig::CJSON m)
+  file(MAKE_DIRECTORY ${ENCORE_SERVER_FUZZ_OUT}/corpus-openai_request)
+  add_test(NAME fuzz_openai_request
+    COMMAND fuzz_openai_request -max_total_time=20 -max_len=4096
+            -dict=${ENCORE_TESTS_DIR}/fuzz/openai_request.dict
+            -artifact_prefix=${ENCORE_SERVER_FUZZ_OUT}/crash-openai_request-
+            ${ENCORE_SERVER_FUZZ_OUT}/corpus-openai_request
+            ${ENCORE_TESTS_DIR}/fuzz/corpus/openai_request
+    WORKING_DIRECTORY ${ENCORE_SERVER_FUZZ_OUT})
+  set_tests_properties(fuzz_openai_request PROPERTIES TIMEOUT 120 LABELS "fuzz;server")
+endif()

@@ -1,0 +1,565 @@
+#!/usr/bin/env python3
+"""server_e2e.py - end-to-end checks of `encore serve` over real HTTP.
+
+Each check is one ctest test: `server_e2e.py --encore BIN --models DIR CHECK`.
+Every check starts its own server on 127.0.0.1 with --port 0 (the port is read
+from the line it prints), talks to it with http.client, raw sockets or curl,
+and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
+
+  sse          raw SSE framing (curl -N): "data: JSON" events separated by blank
+               lines, "data: [DONE]" last, include_usage's usage chunk; the
+               streamed text equals the whole reply's (greedy), and for n = 3
+               with a seed each indexed stream equals its choice
+  endpoints    /health, /v1/models, /metrics (Prometheus text), /tokenize and
+               /detokenize round trip, chat_template_kwargs.enable_thinking
+  errors       malformed requests (bad JSON, wrong types, unknown model, negative
+               max_tokens, huge body, invalid UTF-8, prompt too long, unknown
+               route, wrong method) get a 4xx and OpenAI's error object; --api-key
+               is enforced; the server stays healthy
+  queue        --max-queue 1: a second request while one runs gets 503 with
+               Retry-After; afterwards requests are admitted again
+  disconnect   a streaming client that goes away mid-stream (and one whose
+               request is still waiting) gets its request aborted: /metrics
+               shows no running request and every KV block free; SIGTERM
+               with a stream open ends it and exits 0
+  concurrency  32 streaming clients at once, every fourth disconnecting after
+               its first chunks; afterwards every block is free and each
+               completed request's text equals that prompt run alone
+  args         bad flags exit 2, an unusable address or model exits 1, both
+               with a one-line reason
+  openai       the official `openai` npm package (tests/openai_client.mjs):
+               completions, chat, streaming, n > 1, stop strings, errors
+  openai_logprobs  the same client: logprobs of completions and chat
+"""
+import argparse
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+MODEL = "tiny-qwen3vocab"
+DEADLINE_S = 240  # the whole check
+
+
+SERVERS = []  # killed if the deadline passes
+
+
+def fail(msg):
+    sys.exit("FAIL: " + msg)
+
+
+def deadline_passed():
+    for p in SERVERS:
+        p.kill()
+    print(f"FAIL: the check ran past {DEADLINE_S} s", flush=True)
+    os._exit(3)
+
+
+class Server:
+    """`encore serve` on a free port, stopped (and checked) on exit."""
+
+    def __init__(self, a, *extra):
+        self.args = [a.encore, "serve", "-m", os.path.join(a.models, MODEL), "--port", "0",
+                     "--max-num-seqs", "16"] + list(extra)
+        self.p = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        SERVERS.append(self.p)
+        line = ""
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            line = self.p.stdout.readline()
+            if not line or "listening on" in line:
+                break
+        m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        if not m:
+            self.p.kill()
+            fail(f"server did not start: {line!r} {self.p.stderr.read()}")
+        self.port = int(m.group(1))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+        try:
+            rc = self.p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            fail("server did not stop within 60 s of SIGTERM")
+        err = self.p.stderr.read()
+        if exc[0] is None and rc != 0:
+            fail(f"server exited {rc}: {err}")
+
+    def request(self, method, path, body=None, headers=None, timeout=120):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        h = {"Content-Type": "application/json"}
+        h.update(headers or {})
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+        c.request(method, path, body=body, headers=h)
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, dict(r.getheaders()), data
+
+    def post(self, path, body, **kw):
+        status, headers, data = self.request("POST", path, body, **kw)
+        try:
+            return status, json.loads(data), headers
+        except ValueError:
+            fail(f"POST {path}: not JSON ({status}): {data[:200]!r}")
+
+    def metrics(self):
+        status, _, data = self.request("GET", "/metrics")
+        if status != 200:
+            fail(f"/metrics: {status}")
+        out = {}
+        for line in data.decode().splitlines():
+            if line.startswith("#") or not line:
+                continue
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+        return out
+
+    def metric(self, name, labels=""):
+        key = f'{name}{{model_name="{MODEL}"{labels}}}'
+        return self.metrics()[key]
+
+    def wait_idle(self, seconds=30):
+        """Until no request runs or waits and every KV block is free."""
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            m = self.metrics()
+            lab = f'{{model_name="{MODEL}"}}'
+            if (m["encore_num_requests_running" + lab] == 0 and m["encore_num_requests_waiting" + lab] == 0
+                    and m["encore_kv_cache_blocks_used" + lab] == 0):
+                return m
+            time.sleep(0.05)
+        m = {k: v for k, v in self.metrics().items() if "_bucket" not in k}
+        fail(f"not idle after {seconds} s: {m}")
+
+
+def sse_events(raw):
+    """The data lines of an SSE stream, checking the framing."""
+    if not raw.endswith("\n\n"):
+        fail(f"stream does not end with a blank line: {raw[-80:]!r}")
+    events = raw[:-2].split("\n\n")
+    out = []
+    for ev in events:
+        if not ev.startswith("data: ") or "\n" in ev:
+            fail(f"bad SSE event {ev[:120]!r}")
+        out.append(ev[len("data: "):])
+    if out[-1] != "[DONE]" or "[DONE]" in out[:-1]:
+        fail(f"stream must end with one data: [DONE], got {out[-3:]}")
+    return [json.loads(e) for e in out[:-1]]
+
+
+def curl_stream(srv, path, body):
+    p = subprocess.run(["curl", "--noproxy", "*", "-sS", "-N", "-D", "-", "--max-time", "120",
+                        "-H", "Content-Type: application/json", "-d", json.dumps(body),
+                        f"http://127.0.0.1:{srv.port}{path}"], capture_output=True, timeout=150)
+    if p.returncode != 0:
+        fail(f"curl: {p.stderr}")
+    head, _, raw = p.stdout.decode().partition("\r\n\r\n")
+    if "content-type: text/event-stream" not in head.lower() or " 200 " not in head.splitlines()[0]:
+        fail(f"stream headers: {head}")
+    return sse_events(raw)
+
+
+def check_sse(a):
+    with Server(a) as srv:
+        for path, body in [
+            ("/v1/completions", {"prompt": "The capital of France is", "max_tokens": 12, "temperature": 0}),
+            ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hello"}],
+                                      "max_tokens": 12, "temperature": 0}),
+        ]:
+            status, whole, _ = srv.post(path, body)
+            if status != 200:
+                fail(f"{path}: {status} {whole}")
+            chunks = curl_stream(srv, path, dict(body, stream=True, stream_options={"include_usage": True}))
+            chat = "chat" in path
+            usage = chunks[-1]
+            if usage.get("choices") != [] or usage["usage"] != whole["usage"]:
+                fail(f"{path}: usage chunk {usage} != {whole['usage']}")
+            text, finish = "", None
+            for c in chunks[:-1]:
+                if c["id"] != chunks[0]["id"] or c["object"] != ("chat.completion.chunk" if chat else "text_completion"):
+                    fail(f"{path}: chunk {c}")
+                ch = c["choices"][0]
+                text += (ch["delta"].get("content") or "") if chat else ch["text"]
+                finish = ch["finish_reason"] or finish
+            if chat and chunks[0]["choices"][0]["delta"].get("role") != "assistant":
+                fail(f"first chat chunk has no role: {chunks[0]}")
+            want = whole["choices"][0]["message"]["content"] if chat else whole["choices"][0]["text"]
+            if text != want or finish != whole["choices"][0]["finish_reason"]:
+                fail(f"{path}: streamed {text!r} ({finish}) != whole {want!r}")
+            print(f"ok {path}: {len(chunks)} SSE events, [DONE] last, text {text!r} == the whole reply's")
+            # without include_usage there is no usage chunk
+            chunks = curl_stream(srv, path, dict(body, stream=True))
+            if any("usage" in c for c in chunks):
+                fail(f"{path}: usage chunk without include_usage")
+            # n = 3 sampled with a seed: indexed choices, each equal to the whole reply's
+            body = dict(body, n=3, seed=7, temperature=1.0)
+            status, whole, _ = srv.post(path, body)
+            chunks = curl_stream(srv, path, dict(body, stream=True))
+            texts, finishes = ["", "", ""], [None] * 3
+            for c in chunks:
+                for ch in c["choices"]:
+                    i = ch["index"]
+                    texts[i] += (ch["delta"].get("content") or "") if chat else ch["text"]
+                    finishes[i] = ch["finish_reason"] or finishes[i]
+            want = [ch["message"]["content"] if chat else ch["text"] for ch in whole["choices"]]
+            if status != 200 or texts != want or None in finishes or len(set(want)) < 2:
+                fail(f"{path} n=3: streamed {texts} {finishes} != whole {want}")
+            print(f"ok {path} n=3 with a seed: 3 indexed streams equal the whole reply's 3 choices")
+
+
+def check_endpoints(a):
+    with Server(a, "--served-model-name", "tiny") as srv:
+        status, headers, data = srv.request("GET", "/health")
+        if status != 200:
+            fail(f"/health: {status}")
+        status, _, data = srv.request("GET", "/v1/models")
+        models = json.loads(data)
+        if status != 200 or models["object"] != "list" or models["data"][0]["id"] != "tiny":
+            fail(f"/v1/models: {status} {models}")
+        status, tok, _ = srv.post("/tokenize", {"prompt": "Hello world, hello!"})
+        if status != 200 or tok["count"] != len(tok["tokens"]) or not tok["tokens"]:
+            fail(f"/tokenize: {status} {tok}")
+        status, detok, _ = srv.post("/detokenize", {"tokens": tok["tokens"]})
+        if status != 200 or detok["prompt"] != "Hello world, hello!":
+            fail(f"/detokenize: {status} {detok}")
+        msgs = [{"role": "user", "content": "Hi"}]
+        _, think, _ = srv.post("/tokenize", {"messages": msgs})
+        _, nothink, _ = srv.post("/tokenize", {"messages": msgs, "chat_template_kwargs": {"enable_thinking": False}})
+        _, text, _ = srv.post("/detokenize", {"tokens": nothink["tokens"]})
+        if "<think>\n\n</think>" not in text["prompt"] or nothink["count"] <= think["count"]:
+            fail(f"enable_thinking false: {text}")
+        # the chat reply is the completion of the rendered template
+        status, chat, _ = srv.post("/v1/chat/completions", {"messages": msgs, "max_tokens": 6, "temperature": 0,
+                                                           "chat_template_kwargs": {"enable_thinking": False},
+                                                           "model": "tiny"})
+        status2, comp, _ = srv.post("/v1/completions", {"prompt": nothink["tokens"], "max_tokens": 6,
+                                                        "temperature": 0})
+        if status != 200 or status2 != 200 or chat["choices"][0]["message"]["content"] != comp["choices"][0]["text"]:
+            fail(f"chat != completion of its template: {chat} {comp}")
+        if chat["usage"]["prompt_tokens"] != nothink["count"]:
+            fail(f"chat usage {chat['usage']} vs template tokens {nothink['count']}")
+        print(f"ok: health, models, tokenize/detokenize, enable_thinking, chat == template completion")
+        m = srv.metrics()
+        for name in ["encore_num_requests_running", "encore_num_requests_waiting", "encore_kv_cache_usage_perc",
+                     "encore_prefix_cache_hit_rate", "encore_prompt_tokens_total", "encore_generation_tokens_total",
+                     "encore_engine_eager_steps_total", "encore_engine_captured_steps_total",
+                     "encore_time_to_first_token_seconds_count", "encore_inter_token_latency_seconds_count"]:
+            key = name + '{model_name="tiny"}'
+            if key not in m:
+                fail(f"/metrics lacks {key}")
+        if m['encore_time_to_first_token_seconds_count{model_name="tiny"}'] < 2 or \
+                m['encore_generation_tokens_total{model_name="tiny"}'] < 12:
+            fail(f"/metrics counts: {m}")
+        if m['encore_time_to_first_token_seconds_bucket{model_name="tiny",le="+Inf"}'] != \
+                m['encore_time_to_first_token_seconds_count{model_name="tiny"}']:
+            fail("histogram +Inf bucket != count")
+        print(f"ok: /metrics has the gauges, counters and histograms")
+
+
+def expect_error(srv, status, method, path, body, *needles, headers=None):
+    got, hdrs, data = srv.request(method, path, body, headers=headers)
+    try:
+        err = json.loads(data)["error"]
+    except (ValueError, KeyError, TypeError):
+        fail(f"{method} {path}: no error object ({got}): {data[:200]!r}")
+    if got != status or not err.get("message") or "type" not in err:
+        fail(f"{method} {path} {str(body)[:80]!r}: {got} {err}, expected {status}")
+    for n in needles:
+        if n not in err["message"] and n != err.get("param"):
+            fail(f"{method} {path}: message lacks {n!r}: {err}")
+    print(f"ok {got}: {err['message'][:110]}")
+    return hdrs
+
+
+def check_errors(a):
+    with Server(a, "--max-body-bytes", "65536", "--max-model-len", "256") as srv:
+        comp = "/v1/completions"
+        chat = "/v1/chat/completions"
+        expect_error(srv, 400, "POST", comp, '{"prompt": "hi", "max_tokens": ', "JSON")
+        expect_error(srv, 400, "POST", comp, "[1, 2]", "object")
+        expect_error(srv, 400, "POST", comp, "", "JSON")
+        expect_error(srv, 400, "POST", comp, {"max_tokens": 3}, "prompt")
+        expect_error(srv, 400, "POST", comp, {"prompt": 5}, "prompt")
+        expect_error(srv, 400, "POST", comp, {"prompt": "hi", "max_tokens": "3"}, "max_tokens")
+        expect_error(srv, 400, "POST", comp, {"prompt": "hi", "max_tokens": -1}, "max_tokens")
+        expect_error(srv, 400, "POST", comp, {"prompt": "hi", "max_tokens": 0}, "max_tokens")
+        expect_error(srv, 400, "POST", comp, {"prompt": "hi", "max_tokens": 2.5}, "max_tokens")
+        expect_error(srv, 400, "POST", comp, {"prompt": "hi", "temperature": -1}, "temperature")
+        expect_error(srv, 400, "POST", comp, {"prompt": "hi", "top_p": 0}, "top_p")
+        expect_error(srv, 400, "POST", comp, {"prompt": "hi", "n": 0}, "n")
+        expect_error(srv, 400, "POST", comp, {"prompt": "hi", "stop": 3}, "stop")
+        expect_error(srv, 400, "POST", comp, {"prompt": "hi", "stream": "yes"}, "stream")
+        expect_error(srv, 400, "POST", comp, {"prompt": "hi", "stream_options": {"include_usage": True}},
+                     "stream_options")
+        expect_error(srv, 400, "POST", comp, {"prompt": "hi", "logprobs": 21}, "logprobs")
+        expect_error(srv, 400, "POST", comp, {"prompt": [1, -2]}, "prompt")
+        expect_error(srv, 400, "POST", comp, {"prompt": [1, 999999999]}, "vocabulary")
+        expect_error(srv, 404, "POST", comp, {"prompt": "hi", "model": "gpt-4"}, "gpt-4")
+        expect_error(srv, 400, "POST", comp, b'{"prompt": "\xff\xfe"}', "UTF-8")
+        expect_error(srv, 400, "POST", comp, b'{"prompt": "\xc0\xaf"}', "UTF-8")
+        expect_error(srv, 400, "POST", comp, {"prompt": "word " * 300, "max_tokens": 8}, "maximum context length")
+        expect_error(srv, 400, "POST", comp, {"prompt": [5] * 250, "max_tokens": 8}, "maximum context length")
+        expect_error(srv, 413, "POST", comp, {"prompt": "x" * 70000}, "larger than")
+        expect_error(srv, 400, "POST", chat, {"messages": []}, "messages")
+        expect_error(srv, 400, "POST", chat, {"messages": "hi"}, "messages")
+        expect_error(srv, 400, "POST", chat, {"messages": [{"role": "wizard", "content": "x"}]}, "wizard")
+        expect_error(srv, 400, "POST", chat, {"messages": [{"role": "user"}]}, "content")
+        expect_error(srv, 400, "POST", chat, {"messages": [{"role": "user", "content": "x"}],
+                                              "top_logprobs": 2}, "logprobs")
+        expect_error(srv, 400, "POST", chat, {"messages": [{"role": "user", "content": "x"}],
+                                              "chat_template_kwargs": {"enable_thinking": "no"}}, "enable_thinking")
+        expect_error(srv, 404, "GET", "/v2/nothing", None, "no route")
+        expect_error(srv, 405, "GET", comp, None, "not allowed")
+        # a huge body sent in chunks (no Content-Length) is refused too
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        try:
+            for _ in range(20):
+                s.sendall(b"1000\r\n" + b"x" * 0x1000 + b"\r\n")
+            s.sendall(b"0\r\n\r\n")
+        except OSError:
+            pass
+        reply = s.recv(4096).decode(errors="replace")
+        s.close()
+        if " 413 " not in reply.splitlines()[0]:
+            fail(f"chunked huge body: {reply[:200]}")
+        print("ok 413: chunked huge body")
+        # still healthy and still answering
+        status, _, _ = srv.request("GET", "/health")
+        status2, r, _ = srv.post(comp, {"prompt": "hi", "max_tokens": 3, "temperature": 0})
+        if status != 200 or status2 != 200 or r["usage"]["completion_tokens"] != 3:
+            fail(f"not healthy after bad requests: {status} {status2} {r}")
+        srv.wait_idle()
+        print("ok: healthy after every bad request")
+    with Server(a, "--api-key", "sesame") as srv:
+        body = {"prompt": "hi", "max_tokens": 2}
+        expect_error(srv, 401, "POST", "/v1/completions", body, "API key")
+        expect_error(srv, 401, "POST", "/v1/completions", body, "API key", headers={"Authorization": "Bearer nope"})
+        expect_error(srv, 401, "GET", "/v1/models", None, "API key", headers={"Authorization": "Bearer sesam"})
+        status, r, _ = srv.post("/v1/completions", body, headers={"Authorization": "Bearer sesame"})
+        status2, _, _ = srv.request("GET", "/health")
+        if status != 200 or status2 != 200:
+            fail(f"--api-key: {status} {r} / health {status2}")
+        print("ok: --api-key enforced on /v1, not on /health")
+
+
+def open_stream(port, body):
+    """Send a streaming request on a raw socket; return the socket."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=60)
+    data = json.dumps(body).encode()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+              b"Content-Length: " + str(len(data)).encode() + b"\r\n\r\n" + data)
+    return s
+
+
+def read_until(s, needle, limit=1 << 20):
+    buf = b""
+    while needle not in buf and len(buf) < limit:
+        d = s.recv(65536)
+        if not d:
+            break
+        buf += d
+    return buf
+
+
+def check_queue(a):
+    with Server(a, "--max-queue", "1") as srv:
+        long = {"prompt": "Once upon a time", "max_tokens": 4000, "ignore_eos": True, "temperature": 0, "stream": True}
+        s = open_stream(srv.port, long)
+        read_until(s, b"data: ")
+        hdrs = expect_error(srv, 503, "POST", "/v1/completions", {"prompt": "hi", "max_tokens": 2}, "busy")
+        if hdrs.get("Retry-After") != "1":
+            fail(f"503 without Retry-After: {hdrs}")
+        s.close()
+        srv.wait_idle()
+        status, r, _ = srv.post("/v1/completions", {"prompt": "hi", "max_tokens": 2})
+        if status != 200:
+            fail(f"after the queue drained: {status} {r}")
+        print("ok: admitted again once the queue drained")
+
+
+def check_disconnect(a):
+    with Server(a, "--max-num-seqs", "1") as srv:
+        aborts0 = srv.metric("encore_request_success_total", ',finished_reason="abort"')
+        long = {"prompt": "Once upon a time", "max_tokens": 4000, "ignore_eos": True, "temperature": 0,
+                "stream": True}
+        s1 = open_stream(srv.port, long)
+        read_until(s1, b"data: ")
+        # a second one waits (one sequence at a time), then goes away too
+        s2 = open_stream(srv.port, long)
+        time.sleep(0.3)
+        if srv.metric("encore_num_requests_running") != 1:
+            fail("expected one running request")
+        t0 = time.time()
+        s2.close()
+        s1.close()
+        srv.wait_idle(10)
+        dt = time.time() - t0
+        aborts = srv.metric("encore_request_success_total", ',finished_reason="abort"') - aborts0
+        if aborts != 2:
+            fail(f"expected 2 aborted requests, got {aborts}")
+        print(f"ok: 2 clients went away (one running, one waiting): aborted, every block free in {dt:.2f} s")
+        # a client waiting for a whole (not streamed) reply goes away too
+        s4 = open_stream(srv.port, dict(long, stream=False))
+        time.sleep(0.3)
+        if srv.metric("encore_num_requests_running") != 1:
+            fail("expected the non-streaming request to run")
+        s4.close()
+        srv.wait_idle(10)
+        if srv.metric("encore_request_success_total", ',finished_reason="abort"') - aborts0 != 3:
+            fail("the non-streaming request whose client went away was not aborted")
+        print("ok: a non-streaming client that went away: aborted, every block free")
+        # SIGTERM with a stream open: the server ends it and exits 0 (checked on leaving `with`)
+        s3 = open_stream(srv.port, long)
+        read_until(s3, b"data: ")
+        t0 = time.time()
+        srv.p.send_signal(signal.SIGTERM)
+        rest = read_until(s3, b"never")
+        s3.close()
+        if srv.p.wait(timeout=30) != 0:
+            fail(f"server exited {srv.p.returncode} on SIGTERM with a stream open")
+        print(f"ok: SIGTERM with a stream open: stream closed, exit 0 in {time.time() - t0:.2f} s")
+
+
+def stream_text(raw):
+    """The text, finish reason and completion tokens of a completions stream
+    with include_usage, read from a raw socket (chunked)."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    text, out = b"", b""
+    while body:  # de-chunk
+        size, _, rest = body.partition(b"\r\n")
+        n = int(size, 16)
+        if n == 0:
+            break
+        out += rest[:n]
+        body = rest[n + 2:]
+    events = sse_events(out.decode())
+    for e in events[:-1]:
+        text += e["choices"][0]["text"].encode()
+    return text.decode(), events[-2]["choices"][0]["finish_reason"], events[-1]["usage"]["completion_tokens"]
+
+
+def check_concurrency(a):
+    with Server(a, "--max-num-seqs", "32") as srv:
+        aborts0 = srv.metric("encore_request_success_total", ',finished_reason="abort"')
+        prompts = [" ".join(["alpha", "beta", "gamma", "delta"][i % 4] for _ in range(1 + i % 7)) + f" {i}"
+                   for i in range(32)]
+        results = [None] * 32
+        errors = []
+
+        def client(i):
+            try:
+                body = {"prompt": prompts[i], "max_tokens": 8 + i % 9, "temperature": 0, "stream": True,
+                        "ignore_eos": True, "stream_options": {"include_usage": True}}
+                if i % 4 == 3:  # long enough to be cut: goes away after its first chunk
+                    body["max_tokens"] = 3000
+                s = open_stream(srv.port, body)
+                if i % 4 == 3:
+                    read_until(s, b"data: ")
+                    s.close()
+                    return
+                raw = read_until(s, b"0\r\n\r\n")
+                s.close()
+                results[i] = stream_text(raw)
+            except Exception as e:  # reported below
+                errors.append(f"client {i}: {e!r}")
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(32)]
+        t0 = time.time()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=max(1, 180 - (time.time() - t0)))
+        if any(t.is_alive() for t in threads) or errors:
+            fail(f"clients did not finish in time or failed: {errors}")
+        m = srv.wait_idle(20)
+        aborts = m['encore_request_success_total{model_name="%s",finished_reason="abort"}' % MODEL]
+        if aborts - aborts0 != 8:
+            fail(f"expected the 8 clients that went away to be aborted, got {aborts}")
+        total = int(m['encore_kv_cache_blocks_total{model_name="%s"}' % MODEL])
+        print(f"ok: 32 streams in {time.time() - t0:.1f} s, 8 went away; afterwards all {total} blocks free")
+        for i in range(32):
+            if i % 4 == 3:
+                continue
+            status, alone, _ = srv.post("/v1/completions", {"prompt": prompts[i], "max_tokens": 8 + i % 9,
+                                                            "temperature": 0, "ignore_eos": True})
+            want = (alone["choices"][0]["text"], alone["choices"][0]["finish_reason"],
+                    alone["usage"]["completion_tokens"])
+            if status != 200 or results[i] != want:
+                fail(f"request {i}: under load {results[i]!r} != alone {want!r}")
+        print("ok: each of the 24 completed requests equals its prompt run alone")
+
+
+def run_openai_client(a, *mode):
+    if not a.node_dir or not os.path.isdir(os.path.join(a.node_dir, "node_modules", "openai")):
+        fail(f"the openai npm package is not installed under {a.node_dir} (test server_npm_install)")
+    with Server(a) as srv:
+        p = subprocess.run([a.node, os.path.join(os.path.dirname(os.path.abspath(__file__)), "openai_client.mjs"),
+                            a.node_dir, f"http://127.0.0.1:{srv.port}/v1", MODEL, *mode],
+                           capture_output=True, text=True, timeout=200)
+        sys.stdout.write(p.stdout)
+        if p.returncode != 0:
+            fail(f"openai_client.mjs exited {p.returncode}: {p.stderr}")
+        srv.wait_idle()
+
+
+def check_args(a):
+    m = os.path.join(a.models, MODEL)
+
+    def run(args, code, needle):
+        p = subprocess.run([a.encore, "serve"] + args, capture_output=True, text=True, timeout=120)
+        out = p.stdout + p.stderr
+        if p.returncode != code or needle not in out:
+            fail(f"serve {args}: exit {p.returncode}, expected {code} with {needle!r}: {out[-300:]}")
+        print(f"ok exit {code}: {out.strip().splitlines()[-1][:110] if out.strip() else ''}")
+
+    run(["--help"], 0, "usage: encore serve")
+    run(["--port", "0"], 2, "-m DIR")
+    run(["-m", m, "--port", "70000"], 2, "--port")
+    run(["-m", m, "--max-queue", "0"], 2, "--max-queue")
+    run(["-m", m, "--max-body-bytes", "10"], 2, "--max-body-bytes")
+    run(["-m", m, "--bogus"], 2, "--bogus")
+    run(["-m", m, "--verify-capture"], 2, "--verify-capture")
+    run(["-m", m, "--host", "no-such-host.invalid"], 1, "no-such-host.invalid")
+    run(["-m", os.path.join(a.models, "nonexistent")], 1, "nonexistent")
+    with Server(a) as srv:  # its port is taken
+        run(["-m", m, "--port", str(srv.port)], 1, "cannot listen")
+
+
+def check_openai(a):
+    run_openai_client(a)
+
+
+def check_openai_logprobs(a):
+    run_openai_client(a, "logprobs")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--encore", required=True)
+    ap.add_argument("--models", required=True)
+    ap.add_argument("--node", default="node")
+    ap.add_argument("--node-dir", help="the prefix npm installed openai into")
+    ap.add_argument("check", choices=[n[len("check_"):] for n in globals() if n.startswith("check_")])
+    a = ap.parse_args()
+    timer = threading.Timer(DEADLINE_S, deadline_passed)
+    timer.daemon = True
+    timer.start()
+    globals()["check_" + a.check](a)
+
+
+if __name__ == "__main__":
+    main()

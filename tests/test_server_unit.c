@@ -1,0 +1,445 @@
+/* test_server_unit.c - the server's pieces that need no engine: request
+ * parsing and validation, response JSON, the <think> splitter, UTF-8, and
+ * the Prometheus text. JSON made here is parsed back with cJSON and checked
+ * field by field. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "server/metrics.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/reasoning.h"
+
+/* --- requests --------------------------------------------------------------------- */
+
+static int parse(const char *body, oai_kind kind, oai_request *r, oai_error *err)
+{
+    return oai_request_parse(body, strlen(body), kind, r, err);
+}
+
+/* The body is refused with 400 naming `param` and saying `needle`. */
+static void refused(const char *body, oai_kind kind, const char *param, const char *needle)
+{
+    oai_request r;
+    oai_error err;
+    memset(&err, 0, sizeof err);
+    int ok = parse(body, kind, &r, &err);
+    CHECK(!ok);
+    if (ok) {
+        fprintf(stderr, "  accepted: %s\n", body);
+        oai_request_free(&r);
+        return;
+    }
+    CHECK(err.http_status == 400);
+    CHECK(!strcmp(err.param, param));
+    CHECK(strstr(err.message, needle) != NULL);
+    if (strcmp(err.param, param) || !strstr(err.message, needle))
+        fprintf(stderr, "  %s -> param '%s' message '%s'\n", body, err.param, err.message);
+}
+
+static void test_completion_request(void)
+{
+    oai_request r;
+    oai_error err;
+    CHECK(parse("{\"model\":\"m\",\"prompt\":\"Hello\",\"max_tokens\":7,\"temperature\":0.5,"
+                "\"top_p\":0.9,\"top_k\":40,\"min_p\":0.05,\"repetition_penalty\":1.1,"
+                "\"presence_penalty\":0.5,\"frequency_penalty\":-0.5,\"seed\":42,\"n\":3,"
+                "\"stop\":[\"a\",\"bc\"],\"stop_token_ids\":[7,8],\"ignore_eos\":true,"
+                "\"min_tokens\":2,\"logprobs\":3,\"skip_special_tokens\":false,\"echo\":true,"
+                "\"stream\":true,\"stream_options\":{\"include_usage\":true},\"user\":\"x\"}",
+                OAI_COMPLETION, &r, &err));
+    CHECK(!strcmp(r.model, "m") && !strcmp(r.prompt, "Hello") && !r.prompt_ids);
+    CHECK(r.max_tokens == 7 && r.n == 3 && r.seed_given && r.sampling.seed == 42);
+    CHECK(r.sampling.temperature == 0.5 && r.sampling.top_p == 0.9 && r.sampling.top_k == 40);
+    CHECK(r.sampling.min_p == 0.05 && r.sampling.repetition_penalty == 1.1);
+    CHECK(r.sampling.presence_penalty == 0.5 && r.sampling.frequency_penalty == -0.5);
+    CHECK(r.sampling.n_stop == 2 && !strcmp(r.sampling.stop[1], "bc"));
+    CHECK(r.sampling.n_stop_token_ids == 2 && r.sampling.stop_token_ids[1] == 8);
+    CHECK(r.sampling.ignore_eos && r.sampling.min_tokens == 2 && !r.sampling.skip_special_tokens);
+    CHECK(r.logprobs && r.top_logprobs == 3 && r.sampling.logprobs && r.sampling.top_logprobs == 3);
+    CHECK(r.echo && r.stream && r.include_usage);
+    oai_request_free(&r);
+
+    /* defaults: OpenAI's temperature 1, nothing else on */
+    CHECK(parse("{\"prompt\":[1,2,3]}", OAI_COMPLETION, &r, &err));
+    CHECK(!r.prompt && r.n_prompt_ids == 3 && r.prompt_ids[2] == 3 && !r.model);
+    CHECK(r.max_tokens == 0 && r.n == 1 && !r.seed_given && !r.stream && !r.logprobs);
+    CHECK(r.sampling.temperature == 1.0 && r.sampling.top_p == 1.0 && r.sampling.top_k == 0);
+    CHECK(r.sampling.repetition_penalty == 1.0 && r.sampling.skip_special_tokens);
+    CHECK(r.sampling.n_stop == 0 && !r.sampling.stop);
+    oai_request_free(&r);
+
+    /* a one-item array of a string or of ids; a single stop string; nulls are absent */
+    CHECK(parse("{\"prompt\":[\"x\"],\"stop\":\"END\",\"max_tokens\":null,\"seed\":null}",
+                OAI_COMPLETION, &r, &err));
+    CHECK(!strcmp(r.prompt, "x") && r.sampling.n_stop == 1 && !strcmp(r.sampling.stop[0], "END"));
+    CHECK(r.max_tokens == 0 && !r.seed_given);
+    oai_request_free(&r);
+
+    refused("{\"max_tokens\":3}", OAI_COMPLETION, "prompt", "required");
+    refused("{\"prompt\":[]}", OAI_COMPLETION, "prompt", "empty");
+    refused("{\"prompt\":[\"a\",\"b\"]}", OAI_COMPLETION, "prompt", "batch");
+    refused("{\"prompt\":[1,\"b\"]}", OAI_COMPLETION, "prompt", "string or an array");
+    refused("{\"prompt\":[1,2.5]}", OAI_COMPLETION, "prompt", "token ids");
+    refused("{\"prompt\":[1,-1]}", OAI_COMPLETION, "prompt", "token ids");
+    refused("{\"prompt\":true}", OAI_COMPLETION, "prompt", "string");
+    refused("{\"prompt\":\"x\",\"max_tokens\":-5}", OAI_COMPLETION, "max_tokens", "at least 1");
+    refused("{\"prompt\":\"x\",\"max_tokens\":\"5\"}", OAI_COMPLETION, "max_tokens", "integer");
+    refused("{\"prompt\":\"x\",\"max_tokens\":1e300}", OAI_COMPLETION, "max_tokens", "must be in");
+    refused("{\"prompt\":\"x\",\"temperature\":\"hot\"}", OAI_COMPLETION, "temperature", "number");
+    refused("{\"prompt\":\"x\",\"temperature\":-0.1}", OAI_COMPLETION, "temperature", "[0, 100]");
+    refused("{\"prompt\":\"x\",\"top_p\":0}", OAI_COMPLETION, "top_p", "(0, 1]");
+    refused("{\"prompt\":\"x\",\"top_p\":1.5}", OAI_COMPLETION, "top_p", "[0, 1]");
+    refused("{\"prompt\":\"x\",\"top_k\":-2}", OAI_COMPLETION, "top_k", "[-1,");
+    refused("{\"prompt\":\"x\",\"min_p\":2}", OAI_COMPLETION, "min_p", "[0, 1]");
+    refused("{\"prompt\":\"x\",\"repetition_penalty\":0}", OAI_COMPLETION, "repetition_penalty", "greater than 0");
+    refused("{\"prompt\":\"x\",\"presence_penalty\":3}", OAI_COMPLETION, "presence_penalty", "[-2, 2]");
+    refused("{\"prompt\":\"x\",\"frequency_penalty\":-3}", OAI_COMPLETION, "frequency_penalty", "[-2, 2]");
+    refused("{\"prompt\":\"x\",\"seed\":1.5}", OAI_COMPLETION, "seed", "integer");
+    refused("{\"prompt\":\"x\",\"n\":17}", OAI_COMPLETION, "n", "[1, 16]");
+    refused("{\"prompt\":\"x\",\"stop\":[\"a\",1]}", OAI_COMPLETION, "stop", "strings");
+    refused("{\"prompt\":\"x\",\"stop\":\"\"}", OAI_COMPLETION, "stop", "empty");
+    refused("{\"prompt\":\"x\",\"stop_token_ids\":5}", OAI_COMPLETION, "stop_token_ids", "array");
+    refused("{\"prompt\":\"x\",\"stop_token_ids\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]}",
+            OAI_COMPLETION, "stop_token_ids", "at most 16");
+    refused("{\"prompt\":\"x\",\"ignore_eos\":1}", OAI_COMPLETION, "ignore_eos", "boolean");
+    refused("{\"prompt\":\"x\",\"logprobs\":true}", OAI_COMPLETION, "logprobs", "integer");
+    refused("{\"prompt\":\"x\",\"logprobs\":21}", OAI_COMPLETION, "logprobs", "[0, 20]");
+    refused("{\"prompt\":\"x\",\"min_tokens\":5,\"max_tokens\":4}", OAI_COMPLETION, "min_tokens", "exceed");
+    refused("{\"prompt\":\"x\",\"stream_options\":{}}", OAI_COMPLETION, "stream_options", "stream");
+    refused("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{\"include_usage\":1}}",
+            OAI_COMPLETION, "stream_options.include_usage", "boolean");
+    refused("{\"prompt\":\"x\",\"model\":5}", OAI_COMPLETION, "model", "string");
+    refused("{\"prompt\":\"x\",", OAI_COMPLETION, "", "not valid JSON");
+    refused("", OAI_COMPLETION, "", "not valid JSON");
+    refused("[]", OAI_COMPLETION, "", "JSON object");
+    refused("{\"prompt\":\"\xff\"}", OAI_COMPLETION, "", "UTF-8");
+}
+
+static void test_chat_request(void)
+{
+    oai_request r;
+    oai_error err;
+    CHECK(parse("{\"messages\":[{\"role\":\"developer\",\"content\":\"Be nice.\"},"
+                "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+                "{\"type\":\"text\",\"text\":\"b\"}]},"
+                "{\"role\":\"assistant\",\"content\":null,\"reasoning_content\":\"hm\"},"
+                "{\"role\":\"tool\",\"content\":\"42\"}],"
+                "\"max_completion_tokens\":9,\"max_tokens\":100,\"logprobs\":true,\"top_logprobs\":2,"
+                "\"chat_template_kwargs\":{\"enable_thinking\":false}}",
+                OAI_CHAT, &r, &err));
+    CHECK(r.n_messages == 4);
+    CHECK(!strcmp(r.messages[0].role, "system") && !strcmp(r.messages[0].content, "Be nice."));
+    CHECK(!strcmp(r.messages[1].role, "user") && !strcmp(r.messages[1].content, "a\nb"));
+    CHECK(!strcmp(r.messages[2].role, "assistant") && !strcmp(r.messages[2].content, "") &&
+          !strcmp(r.messages[2].reasoning_content, "hm"));
+    CHECK(!strcmp(r.messages[3].role, "tool") && !r.messages[3].reasoning_content);
+    CHECK(r.max_tokens == 9 && !r.enable_thinking && r.logprobs && r.top_logprobs == 2);
+    oai_request_free(&r);
+
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", OAI_CHAT, &r, &err));
+    CHECK(r.enable_thinking == 1 && !r.logprobs && r.top_logprobs == 0);
+    oai_request_free(&r);
+
+    refused("{}", OAI_CHAT, "messages", "required");
+    refused("{\"messages\":{}}", OAI_CHAT, "messages", "array");
+    refused("{\"messages\":[]}", OAI_CHAT, "messages", "empty");
+    refused("{\"messages\":[3]}", OAI_CHAT, "messages[0]", "object");
+    refused("{\"messages\":[{\"content\":\"x\"}]}", OAI_CHAT, "messages[0].role", "string");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"robot\",\"content\":\"x\"}]}",
+            OAI_CHAT, "messages[1].role", "robot");
+    refused("{\"messages\":[{\"role\":\"user\"}]}", OAI_CHAT, "messages[0].content", "required");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":5}]}", OAI_CHAT, "messages[0].content", "string");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}", OAI_CHAT,
+            "messages[0].content", "text");
+    refused("{\"messages\":[{\"role\":\"assistant\",\"content\":\"x\",\"reasoning_content\":1}]}",
+            OAI_CHAT, "messages[0].reasoning_content", "string");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logprobs\":2}", OAI_CHAT,
+            "logprobs", "boolean");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_logprobs\":1}", OAI_CHAT,
+            "top_logprobs", "logprobs");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_completion_tokens\":0}",
+            OAI_CHAT, "max_completion_tokens", "at least 1");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template_kwargs\":[]}",
+            OAI_CHAT, "chat_template_kwargs", "object");
+
+    CHECK(parse("{\"tokens\":[1,2]}", OAI_DETOKENIZE, &r, &err) && r.n_prompt_ids == 2);
+    oai_request_free(&r);
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                "\"chat_template_kwargs\":{\"enable_thinking\":false}}",
+                OAI_TOKENIZE, &r, &err) &&
+          r.n_messages == 1 && !r.enable_thinking);
+    oai_request_free(&r);
+    refused("{\"tokens\":\"1 2\"}", OAI_DETOKENIZE, "tokens", "array");
+    refused("{}", OAI_DETOKENIZE, "tokens", "required");
+}
+
+static void test_utf8(void)
+{
+    CHECK(oai_utf8_valid("", 0));
+    CHECK(oai_utf8_valid("a\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80", 10));
+    CHECK(!oai_utf8_valid("\xc3", 1));             /* truncated */
+    CHECK(!oai_utf8_valid("\xc0\xaf", 2));         /* overlong */
+    CHECK(!oai_utf8_valid("\xed\xa0\x80", 3));     /* a surrogate */
+    CHECK(!oai_utf8_valid("\xf4\x90\x80\x80", 4)); /* past U+10FFFF */
+    CHECK(!oai_utf8_valid("\x80", 1));
+    char out[64];
+    size_t n = oai_utf8_sanitize("a\xff" "b\xe4\xb8", 5, out, sizeof out);
+    CHECK(n == 11 && !strcmp(out, "a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD"));
+    n = oai_utf8_sanitize("\xe4\xb8\xad", 3, out, sizeof out);
+    CHECK(n == 3 && !strcmp(out, "\xe4\xb8\xad"));
+}
+
+/* --- responses ---------------------------------------------------------------------- */
+
+static size_t token_text(void *user, int32_t id, char *buf, size_t cap)
+{
+    (void)user;
+    /* id 99: half a character, to see it sanitized and kept in "bytes" */
+    if (id == 99) {
+        buf[0] = (char)0xe4;
+        return 1;
+    }
+    return (size_t)snprintf(buf, cap, "t%d", id);
+}
+
+static cJSON *parsed(char *s)
+{
+    CHECK(s != NULL);
+    cJSON *j = s ? cJSON_Parse(s) : NULL;
+    CHECK(j != NULL);
+    free(s);
+    return j;
+}
+
+static const char *str(const cJSON *o, const char *path)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, path);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double num(const cJSON *o, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static void test_responses(void)
+{
+    oai_head h = {.kind = OAI_COMPLETION, .id = "cmpl-1", .created = 1700000000, .model = "tiny"};
+    int32_t ids[2] = {5, 99};
+    float lps[2] = {-0.5f, -1.25f};
+    encore_logprob top[4] = {{5, -0.5f}, {6, -2.0f}, {99, -1.25f}, {7, -1.5f}};
+    oai_logprobs lp = {.ids = ids, .logprobs = lps, .top = top, .n = 2, .n_top = 2,
+                       .text_offset = 3, .token_text = token_text};
+    oai_choice c[2] = {{.text = "hello", .finish_reason = "length", .lp = &lp},
+                       {.text = "bye", .finish_reason = "stop", .stop_reason = "END"}};
+    oai_usage u = {.prompt_tokens = 4, .completion_tokens = 6, .cached_tokens = 2};
+
+    cJSON *o = parsed(oai_response_body(&h, c, 2, &u));
+    CHECK(!strcmp(str(o, "id"), "cmpl-1") && !strcmp(str(o, "object"), "text_completion"));
+    CHECK(num(o, "created") == 1700000000 && !strcmp(str(o, "model"), "tiny"));
+    const cJSON *ch = cJSON_GetObjectItem(o, "choices");
+    CHECK(cJSON_GetArraySize(ch) == 2);
+    const cJSON *c0 = cJSON_GetArrayItem(ch, 0), *c1 = cJSON_GetArrayItem(ch, 1);
+    CHECK(num(c0, "index") == 0 && num(c1, "index") == 1);
+    CHECK(!strcmp(str(c0, "text"), "hello") && !strcmp(str(c0, "finish_reason"), "length"));
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(c0, "stop_reason")) && !strcmp(str(c1, "stop_reason"), "END"));
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(c1, "logprobs")));
+    const cJSON *l = cJSON_GetObjectItem(c0, "logprobs");
+    CHECK(!strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tokens"), 0)->valuestring, "t5"));
+    CHECK(!strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tokens"), 1)->valuestring, "\xEF\xBF\xBD"));
+    CHECK(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "token_logprobs"), 1)->valuedouble == -1.25);
+    CHECK(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "text_offset"), 0)->valuedouble == 3);
+    CHECK(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "text_offset"), 1)->valuedouble == 5);
+    const cJSON *t1 = cJSON_GetArrayItem(cJSON_GetObjectItem(l, "top_logprobs"), 1);
+    CHECK(num(t1, "t7") == -1.5 && num(t1, "\xEF\xBF\xBD") == -1.25);
+    const cJSON *usage = cJSON_GetObjectItem(o, "usage");
+    CHECK(num(usage, "prompt_tokens") == 4 && num(usage, "completion_tokens") == 6 &&
+          num(usage, "total_tokens") == 10);
+    CHECK(num(cJSON_GetObjectItem(usage, "prompt_tokens_details"), "cached_tokens") == 2);
+    cJSON_Delete(o);
+
+    /* chat: message, reasoning_content only when given, logprobs content with bytes */
+    h = (oai_head){.kind = OAI_CHAT, .id = "chatcmpl-1", .created = 1, .model = "tiny"};
+    c[0] = (oai_choice){.text = "4", .reasoning = "2+2", .finish_reason = "stop", .lp = &lp};
+    c[1] = (oai_choice){.text = "5", .finish_reason = "length"};
+    o = parsed(oai_response_body(&h, c, 2, &u));
+    CHECK(!strcmp(str(o, "object"), "chat.completion"));
+    c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0);
+    c1 = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 1);
+    const cJSON *m = cJSON_GetObjectItem(c0, "message");
+    CHECK(!strcmp(str(m, "role"), "assistant") && !strcmp(str(m, "content"), "4") &&
+          !strcmp(str(m, "reasoning_content"), "2+2"));
+    CHECK(!cJSON_GetObjectItem(cJSON_GetObjectItem(c1, "message"), "reasoning_content"));
+    const cJSON *lc = cJSON_GetObjectItem(cJSON_GetObjectItem(c0, "logprobs"), "content");
+    CHECK(cJSON_GetArraySize(lc) == 2);
+    const cJSON *e1 = cJSON_GetArrayItem(lc, 1);
+    CHECK(!strcmp(str(e1, "token"), "\xEF\xBF\xBD") && num(e1, "logprob") == -1.25);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(e1, "bytes")) == 1 &&
+          cJSON_GetArrayItem(cJSON_GetObjectItem(e1, "bytes"), 0)->valuedouble == 0xe4);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(e1, "top_logprobs")) == 2);
+    CHECK(!strcmp(str(cJSON_GetArrayItem(cJSON_GetObjectItem(e1, "top_logprobs"), 1), "token"), "t7"));
+    cJSON_Delete(o);
+
+    /* chunks: role first, content/reasoning deltas, finish with an empty delta */
+    oai_choice role = {.text = "", .role = 1};
+    o = parsed(oai_response_chunk(&h, 3, &role));
+    CHECK(!strcmp(str(o, "object"), "chat.completion.chunk"));
+    c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0);
+    CHECK(num(c0, "index") == 3 && cJSON_IsNull(cJSON_GetObjectItem(c0, "finish_reason")));
+    CHECK(!strcmp(str(cJSON_GetObjectItem(c0, "delta"), "role"), "assistant"));
+    CHECK(!cJSON_GetObjectItem(c0, "stop_reason"));
+    cJSON_Delete(o);
+    oai_choice think = {.reasoning = "hmm"};
+    o = parsed(oai_response_chunk(&h, 0, &think));
+    const cJSON *d = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "delta");
+    CHECK(!strcmp(str(d, "reasoning_content"), "hmm") && !cJSON_GetObjectItem(d, "content") &&
+          !cJSON_GetObjectItem(d, "role"));
+    cJSON_Delete(o);
+    oai_choice fin = {.finish_reason = "stop"};
+    o = parsed(oai_response_chunk(&h, 0, &fin));
+    c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0);
+    CHECK(cJSON_GetObjectItem(c0, "delta")->child == NULL && !strcmp(str(c0, "finish_reason"), "stop"));
+    cJSON_Delete(o);
+    o = parsed(oai_response_usage_chunk(&h, &u));
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(o, "choices")) == 0 &&
+          num(cJSON_GetObjectItem(o, "usage"), "total_tokens") == 10);
+    cJSON_Delete(o);
+
+    /* the error object, and the model list */
+    oai_error err;
+    oai_error_set(&err, 400, "max_tokens", "'max_tokens' must be at least 1, got %d", -2);
+    o = parsed(oai_response_error(&err));
+    const cJSON *e = cJSON_GetObjectItem(o, "error");
+    CHECK(!strcmp(str(e, "message"), "'max_tokens' must be at least 1, got -2"));
+    CHECK(!strcmp(str(e, "type"), "invalid_request_error") && !strcmp(str(e, "param"), "max_tokens"));
+    CHECK(num(e, "code") == 400);
+    cJSON_Delete(o);
+    oai_error_set(&err, 503, NULL, "busy");
+    o = parsed(oai_response_error(&err));
+    e = cJSON_GetObjectItem(o, "error");
+    CHECK(!strcmp(str(e, "type"), "server_error") && cJSON_IsNull(cJSON_GetObjectItem(e, "param")));
+    cJSON_Delete(o);
+    o = parsed(oai_response_models("tiny", 5, 4096));
+    const cJSON *m0 = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "data"), 0);
+    CHECK(!strcmp(str(o, "object"), "list") && !strcmp(str(m0, "id"), "tiny") &&
+          num(m0, "max_model_len") == 4096);
+    cJSON_Delete(o);
+}
+
+/* --- the <think> splitter ------------------------------------------------------------- */
+
+/* Feed `text` in two pieces split at every position (and byte by byte), and
+ * check the reasoning and content that come out. */
+static void split_case(const char *text, const char *want_reasoning, const char *want_content)
+{
+    size_t n = strlen(text);
+    for (size_t cut = 0; cut <= n + 1; cut++) {
+        reasoning_split rs;
+        reasoning_init(&rs);
+        char *r = NULL, *c = NULL;
+        size_t nr = 0, nc = 0;
+        if (cut <= n) {
+            CHECK(reasoning_put(&rs, text, cut, 0, &r, &nr, &c, &nc));
+            CHECK(reasoning_put(&rs, text + cut, n - cut, 1, &r, &nr, &c, &nc));
+        } else { /* byte by byte */
+            for (size_t i = 0; i < n; i++) CHECK(reasoning_put(&rs, text + i, 1, 0, &r, &nr, &c, &nc));
+            CHECK(reasoning_put(&rs, "", 0, 1, &r, &nr, &c, &nc));
+        }
+        int ok_r = want_reasoning ? r && !strcmp(r, want_reasoning) && nr == strlen(r) : r == NULL;
+        int ok_c = c ? !strcmp(c, want_content) && nc == strlen(c) : !want_content[0];
+        CHECK(ok_r && ok_c);
+        if (!ok_r || !ok_c)
+            fprintf(stderr, "  split %s at %zu: reasoning %s content %s\n", text, cut,
+                    r ? r : "(null)", c ? c : "(null)");
+        free(r);
+        free(c);
+    }
+}
+
+static void test_reasoning(void)
+{
+    split_case("<think>\nLet me see.\n</think>\n\nThe answer is 4.", "\nLet me see.\n",
+               "\n\nThe answer is 4.");
+    split_case("The answer is 4.", NULL, "The answer is 4.");
+    split_case("<think></think>", "", "");
+    split_case("<think>still thinking", "still thinking", "");          /* cut off by length */
+    split_case("<thinking>", NULL, "<thinking>");                        /* not the tag */
+    split_case("<thi", NULL, "<thi");                                    /* ends inside a maybe-tag */
+    split_case("<think>a</thinx>b</think>c<think>d", "a</thinx>b", "c<think>d");
+    split_case("<think>a</thi", "a</thi", "");                           /* a partial close is reasoning */
+    split_case("x<think>y</think>", NULL, "x<think>y</think>");          /* only at the start */
+}
+
+/* --- metrics -------------------------------------------------------------------------- */
+
+static void test_metrics(void)
+{
+    metrics m;
+    metrics_init(&m);
+    metrics_observe_ttft(&m, 0.003);
+    metrics_observe_ttft(&m, 5000);
+    metrics_observe_itl(&m, 0.08, 4); /* 4 tokens, 0.02 s apart */
+    metrics_observe_finish(&m, "stop", 1.0);
+    metrics_observe_finish(&m, "abort", 1.0);
+    metrics_count_error(&m);
+    encore_stats st = {.n_running = 2, .n_waiting = 3, .kv_blocks_total = 100, .kv_blocks_used = 25,
+                       .prefix_queries_tokens = 200, .prefix_hit_tokens = 50, .prompt_tokens = 7,
+                       .output_tokens = 9, .n_eager_steps = 4, .n_replays = 11, .n_captures = 2,
+                       .n_multi_round_trips = 5};
+    char *t = metrics_render(&m, &st, "ti\"ny");
+    CHECK(t != NULL);
+    if (!t) return;
+    const char *want[] = {
+        "# TYPE encore_num_requests_running gauge\n",
+        "encore_num_requests_running{model_name=\"ti\\\"ny\"} 2\n",
+        "encore_num_requests_waiting{model_name=\"ti\\\"ny\"} 3\n",
+        "encore_kv_cache_usage_perc{model_name=\"ti\\\"ny\"} 0.25\n",
+        "encore_prefix_cache_hit_rate{model_name=\"ti\\\"ny\"} 0.25\n",
+        "encore_prompt_tokens_total{model_name=\"ti\\\"ny\"} 7\n",
+        "encore_generation_tokens_total{model_name=\"ti\\\"ny\"} 9\n",
+        "encore_engine_eager_steps_total{model_name=\"ti\\\"ny\"} 4\n",
+        "encore_engine_captured_steps_total{model_name=\"ti\\\"ny\"} 16\n",
+        "encore_engine_multi_step_replays_total{model_name=\"ti\\\"ny\"} 5\n",
+        "# TYPE encore_time_to_first_token_seconds histogram\n",
+        "encore_time_to_first_token_seconds_bucket{model_name=\"ti\\\"ny\",le=\"0.001\"} 0\n",
+        "encore_time_to_first_token_seconds_bucket{model_name=\"ti\\\"ny\",le=\"0.005\"} 1\n",
+        "encore_time_to_first_token_seconds_bucket{model_name=\"ti\\\"ny\",le=\"2560\"} 1\n",
+        "encore_time_to_first_token_seconds_bucket{model_name=\"ti\\\"ny\",le=\"+Inf\"} 2\n",
+        "encore_time_to_first_token_seconds_count{model_name=\"ti\\\"ny\"} 2\n",
+        "encore_inter_token_latency_seconds_bucket{model_name=\"ti\\\"ny\",le=\"0.01\"} 0\n",
+        "encore_inter_token_latency_seconds_bucket{model_name=\"ti\\\"ny\",le=\"0.025\"} 4\n",
+        "encore_inter_token_latency_seconds_count{model_name=\"ti\\\"ny\"} 4\n",
+        "encore_request_success_total{model_name=\"ti\\\"ny\",finished_reason=\"stop\"} 1\n",
+        "encore_request_success_total{model_name=\"ti\\\"ny\",finished_reason=\"abort\"} 1\n",
+        "encore_http_request_errors_total{model_name=\"ti\\\"ny\"} 1\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        int found = strstr(t, want[i]) != NULL;
+        CHECK(found);
+        if (!found) fprintf(stderr, "  /metrics lacks: %s", want[i]);
+    }
+    free(t);
+    /* no engine yet: zero gauges, no division by zero */
+    encore_stats zero = {0};
+    t = metrics_render(&m, &zero, "m");
+    CHECK(t && strstr(t, "encore_kv_cache_usage_perc{model_name=\"m\"} 0\n"));
+    free(t);
+    metrics_destroy(&m);
+}
+
+int main(void)
+{
+    test_completion_request();
+    test_chat_request();
+    test_utf8();
+    test_responses();
+    test_reasoning();
+    test_metrics();
+    if (!check_failures) printf("test_server_unit: all checks passed\n");
+    return check_failures != 0;
+}

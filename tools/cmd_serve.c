@@ -1,0 +1,124 @@
+/* cmd_serve.c - `encore serve`: the OpenAI-compatible HTTP server
+ * (src/server) over one engine, until SIGINT or SIGTERM. */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "encore.h"
+#include "server/server.h"
+
+static const char serve_help[] =
+    "usage: encore serve -m DIR [options]\n\n"
+    "Serve a Qwen3 checkpoint over HTTP with OpenAI's API: POST /v1/completions,\n"
+    "/v1/chat/completions, /tokenize, /detokenize; GET /v1/models, /health, /metrics.\n\n"
+    "options:\n"
+    "  --host ADDR              address to bind (default 127.0.0.1; 0.0.0.0 for every\n"
+    "                           interface)\n"
+    "  --port N                 port (default 8000; 0 picks a free one, printed at start)\n"
+    "  --api-key KEY            require 'Authorization: Bearer KEY' on every route but\n"
+    "                           /health and /metrics (default: ENCORE_API_KEY, else none)\n"
+    "  --served-model-name NAME the model's name in the API (default: DIR's last component)\n"
+    "  --max-queue N            generation requests admitted at once, running or waiting;\n"
+    "                           more get 503 with Retry-After (default 256)\n"
+    "  --max-body-bytes N       largest request body; larger get 413 (default 8388608)\n"
+    "  --max-connections N      open connections, one thread each (default 512)\n"
+    "  -h, --help               show this help\n\n";
+
+typedef struct serve_args {
+    engine_config cfg;
+    http_server_config http;
+} serve_args;
+
+static int serve_option(void *args, const char *cmd, int argc, char **argv, int *i)
+{
+    serve_args *a = args;
+    const char *o = argv[*i];
+    int64_t v;
+    if (!strcmp(o, "--host")) return (a->http.host = cli_value(cmd, argc, argv, i)) ? 1 : -1;
+    if (!strcmp(o, "--api-key")) return (a->http.api_key = cli_value(cmd, argc, argv, i)) ? 1 : -1;
+    if (!strcmp(o, "--served-model-name"))
+        return (a->http.served_model_name = cli_value(cmd, argc, argv, i)) ? 1 : -1;
+    if (!strcmp(o, "--port")) {
+        if (!cli_option_i64(cmd, argc, argv, i, 0, 65535, &v)) return -1;
+        a->http.port = (int)v;
+        return 1;
+    }
+    if (!strcmp(o, "--max-queue"))
+        return cli_option_i64(cmd, argc, argv, i, 1, 1 << 20, &a->http.max_queue) ? 1 : -1;
+    if (!strcmp(o, "--max-body-bytes")) {
+        if (!cli_option_i64(cmd, argc, argv, i, 1024, (int64_t)1 << 32, &v)) return -1;
+        a->http.max_body_bytes = (size_t)v;
+        return 1;
+    }
+    if (!strcmp(o, "--max-connections")) {
+        if (!cli_option_i64(cmd, argc, argv, i, 1, 1 << 16, &v)) return -1;
+        a->http.max_connections = (int)v;
+        return 1;
+    }
+    return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    serve_args a;
+    memset(&a, 0, sizeof a);
+    a.http = http_server_config_default();
+    const char *key = getenv("ENCORE_API_KEY");
+    if (key && *key) a.http.api_key = key;
+    int rc = cli_parse_args("serve", serve_help, argc, argv, &a.cfg, serve_option, &a);
+    if (rc) return rc;
+    if (a.cfg.verify_capture) {
+        cli_error("serve", "--verify-capture is for generate and bench, not serve");
+        return CLI_BAD_ARGS;
+    }
+
+    /* SIGINT and SIGTERM are taken by sigwait below: block them before any
+     * thread starts, so that every thread inherits the mask. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    encore_options opt = encore_options_default();
+    opt.model_dir = a.cfg.model_dir;
+    opt.n_threads = a.cfg.n_threads;
+    opt.block_size = a.cfg.block_size;
+    opt.n_kv_blocks = a.cfg.n_kv_blocks;
+    opt.max_num_seqs = a.cfg.max_num_seqs;
+    opt.max_num_batched_tokens = a.cfg.max_num_batched_tokens;
+    opt.max_model_len = a.cfg.max_model_len;
+    opt.eager = a.cfg.eager;
+    opt.decode_steps = a.cfg.decode_steps;
+    encore_engine *e = NULL;
+    if (encore_engine_create(&opt, &e) != ENCORE_OK) {
+        cli_error("serve", "cannot load model from %s: %s", a.cfg.model_dir, encore_last_error());
+        return CLI_FAILED;
+    }
+    if (cli_is_demo_model(a.cfg.model_dir))
+        fprintf(stderr, "encore: this is the built-in DEMO model (random weights): its text is meaningless.\n");
+    http_server *s = NULL;
+    char err[512];
+    if (!http_server_start(e, &a.http, &s, err, sizeof err)) {
+        cli_error("serve", "%s", err);
+        encore_engine_destroy(e);
+        return CLI_FAILED;
+    }
+    const char *host = a.http.host;
+    int v6 = strchr(host, ':') != NULL;
+    printf("encore serve: listening on http://%s%s%s:%d (model %s)\n", v6 ? "[" : "", host,
+           v6 ? "]" : "", http_server_port(s), http_server_model_name(s));
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&stop, &sig);
+    fprintf(stderr, "encore serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    http_server_stop(s);
+    encore_engine_destroy(e);
+    return CLI_OK;
+}
