@@ -539,6 +539,33 @@ def check_args(a):
         run(["-m", m, "--port", str(srv.port)], 1, "cannot listen")
 
 
+def check_bench(a):
+    """`encore bench serve` against `encore serve`: every request completes,
+    and the token counts it reports are the ones the server's own counters
+    saw (ignore_eos makes each request generate exactly max_tokens)."""
+    with Server(a) as s:
+        before = s.metric("encore_generation_tokens_total")
+        prompt_before = s.metric("encore_prompt_tokens_total")
+        out = subprocess.run([a.encore, "bench", "serve", "--url", f"http://127.0.0.1:{s.port}", "--clients", "4",
+                              "--num-prompts", "8", "--input-len", "16", "--output-len", "8", "--json"],
+                             capture_output=True, text=True, timeout=240)
+        if out.returncode != 0:
+            fail(f"bench serve exited {out.returncode}: {out.stderr}")
+        rep = json.loads(out.stdout)
+        s.wait_idle()
+        generated = s.metric("encore_generation_tokens_total") - before
+        prompt = s.metric("encore_prompt_tokens_total") - prompt_before
+        if rep["model"] != MODEL or rep["completed"] != 8 or rep["failed"] != 0:
+            fail(f"bench serve report: {rep}")
+        if rep["output_tokens"] != 64 or generated != 64:
+            fail(f"output tokens: bench {rep['output_tokens']}, server {generated}, want 64")
+        if rep["prompt_tokens"] != 128 or prompt > 128:
+            fail(f"prompt tokens: bench {rep['prompt_tokens']}, server computed {prompt}, want 128")
+        if not 0 < rep["ttft_ms"]["p50"] <= rep["e2e_ms"]["p50"]:
+            fail(f"latencies: {rep}")
+    print("bench: 8 requests over 4 clients, counts match the server's")
+
+
 def check_openai(a):
     run_openai_client(a)
 
