@@ -342,20 +342,29 @@ void cpu_paged_attention(const cpu_attention_args *a, int ith, int nth)
 
 /* --- argmax -------------------------------------------------------------- */
 
+/* The first index of the largest value of x[0..n), 0 when none is above
+ * -inf (NaNs are never the largest): lane maxima first, a loop the compiler
+ * vectorises, then the first index that holds the maximum. */
+static int64_t cpu__argmax_row(const float *x, int64_t n)
+{
+    enum { LANES = 16 };
+    float lane[LANES];
+    for (int l = 0; l < LANES; l++) lane[l] = -INFINITY;
+    int64_t j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) lane[l] = x[j + l] > lane[l] ? x[j + l] : lane[l];
+    float m = -INFINITY;
+    for (int l = 0; l < LANES; l++) m = lane[l] > m ? lane[l] : m;
+    for (; j < n; j++) m = x[j] > m ? x[j] : m;
+    if (m == -INFINITY) return 0;
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] == m) return i;
+    return 0;
+}
+
 void cpu_argmax(const float *x, int64_t n_rows, int64_t n_cols, int32_t *out, int ith, int nth)
 {
     int64_t r0, r1;
     cpu__split(n_rows, 1, ith, nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        const float *xr = x + r * n_cols;
-        int64_t best = 0;
-        float m = -INFINITY;
-        for (int64_t j = 0; j < n_cols; j++) {
-            if (xr[j] > m) {
-                m = xr[j];
-                best = j;
-            }
-        }
-        out[r] = (int32_t)best;
-    }
+    for (int64_t r = r0; r < r1; r++) out[r] = (int32_t)cpu__argmax_row(x + r * n_cols, n_cols);
 }
