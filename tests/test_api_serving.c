@@ -172,11 +172,9 @@ static encore_stats stats_after(encore_engine *e, int64_t n_finished)
 
 /* --- the reference: the engine alone ---------------------------------------- */
 
-/* Greedy ids of each prompt run alone through engine.h, with the
- * engine_config encore_engine_create makes from open_engine's options
- * (sampling bounded to the tokenizer's ids). */
-static void reference_ids(const char *dir, int n, int32_t *const *prompts, const size_t *n_prompts,
-                          const int64_t *max_tokens, int32_t (*out)[MAX_IDS], size_t *n_out)
+/* An engine with the engine_config encore_engine_create makes from
+ * open_engine's options (sampling bounded to the tokenizer's ids). */
+static engine *reference_engine(const char *dir)
 {
     engine_config cfg = {.model_dir = dir, .n_threads = 1};
     tokenizer *tok = NULL;
@@ -184,6 +182,14 @@ static void reference_ids(const char *dir, int n, int32_t *const *prompts, const
     tokenizer_free(tok);
     engine *eng = NULL;
     CHECK(engine_create(&cfg, &eng) == ENC_OK);
+    return eng;
+}
+
+/* Greedy ids of each prompt run alone through engine.h. */
+static void reference_ids(const char *dir, int n, int32_t *const *prompts, const size_t *n_prompts,
+                          const int64_t *max_tokens, int32_t (*out)[MAX_IDS], size_t *n_out)
+{
+    engine *eng = reference_engine(dir);
     for (int i = 0; eng && i < n; i++) {
         engine_request_params p = {.prompt_ids = prompts[i], .n_prompt = (int64_t)n_prompts[i],
                                    .max_tokens = max_tokens[i], .ignore_eos = true};
@@ -725,12 +731,7 @@ static void test_logprobs(const char *dir)
     CHECK(encore_submit(e, &r, on_output, &c, &c.id) == ENCORE_OK);
     CHECK(collector_wait(&c, 0, true) && c.n_bad == 0 && c.n_ids == N);
 
-    engine_config cfg = {.model_dir = dir, .n_threads = 1};
-    tokenizer *tok = NULL;
-    if (tokenizer_load(dir, &tok) == ENC_OK) cfg.sample_vocab = tokenizer_vocab_size(tok);
-    tokenizer_free(tok);
-    engine *eng = NULL;
-    CHECK(engine_create(&cfg, &eng) == ENC_OK);
+    engine *eng = reference_engine(dir);
     engine_request_params p = {.prompt_ids = prompt, .n_prompt = 5, .max_tokens = N, .ignore_eos = true,
                                .sampling = {.logprobs = true, .top_logprobs = TOP}};
     int64_t id = -1;
