@@ -17,6 +17,7 @@ static const encore_command encore_commands[] = {
     {"logits", cmd_logits, "print the top logits of every prompt position (teacher-forced)"},
     {"batch", cmd_batch, "run many requests at once from a JSON-lines file"},
     {"bench", cmd_bench, "measure prefill and decode speed"},
+    {"devices", cmd_devices, "list the devices encore can run on (--device)"},
     {"tokenize", cmd_tokenize, "encode JSON strings (one per line) into token ids"},
     {"detokenize", cmd_detokenize, "decode JSON arrays of token ids into strings"},
 };

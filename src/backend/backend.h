@@ -72,6 +72,14 @@ enc_status backend_buffer_read(backend *be, backend_buffer *buf, size_t offset, 
 enc_status backend_graph_compute(backend *be, const graph *g);
 void backend_destroy(backend *be); /* NULL is a no-op */
 
+/* --- choosing a backend (backend_select.c) ------------------------------------ */
+/* "cpu" (also NULL or ""), "vulkan" or "vulkan:N"; n_threads is the CPU
+ * backend's (<= 0: one per CPU). An unknown name, or Vulkan in a build
+ * without it, is an error naming the device. */
+enc_status backend_create_named(const char *device, int n_threads, backend **out);
+/* The CPU backend's compute threads; for a device backend, the host's CPUs. */
+int backend_host_threads(const backend *be);
+
 /* --- capture and replay (DESIGN principles 1-3) ----------------------------- */
 bool backend_supports_capture(const backend *be);
 enc_status backend_capture_begin(backend *be);

@@ -29,6 +29,7 @@ enum { ENGINE_MAX_STOP_IDS = 16, ENGINE_MAX_TOP_LOGPROBS = 20 };
 
 typedef struct engine_config {
     const char *model_dir;
+    const char *device;             /* "cpu" (NULL: the same), "vulkan" or "vulkan:N"; not copied */
     int n_threads;                  /* <= 0: one per CPU */
     int block_size;                 /* 16 (default) or 32 */
     int64_t n_kv_blocks;            /* 0: sized from kv_cache_bytes */
