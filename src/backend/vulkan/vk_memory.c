@@ -97,7 +97,7 @@ static enc_status vk__alloc(vk_ctx *c, size_t size, const char *what, VkMemoryPr
 {
     VkBufferCreateInfo bci = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-        .size = size ? size : 4,
+        .size = (size + 3) / 4 * 4 + (size ? 0 : 4), /* whole words: shaders read words */
         .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                  VK_BUFFER_USAGE_TRANSFER_DST_BIT,
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,

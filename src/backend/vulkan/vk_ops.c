@@ -58,7 +58,7 @@ static enc_status vk__bind(const vk__plan *pl, vk_dispatch *d, int b, const grap
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "vulkan: %s: tensor '%s' at offset %zu of '%s' is not 4-byte aligned",
                         op, vk__tname(t), off, buf->what);
     size_t start = off - off % vk__align(c);
-    size_t range = size - start;
+    size_t range = (size + 3) / 4 * 4 - start; /* the VkBuffer holds whole words */
     if (range > c->props.limits.maxStorageBufferRange) range = c->props.limits.maxStorageBufferRange;
     if (off - start + nbytes > range)
         return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: tensor '%s' of %zu bytes exceeds the largest storage "
