@@ -29,6 +29,9 @@
 #define DT_F16 2u
 
 layout(std430, set = 0, binding = 0) buffer Buf { uint d[]; } buf[24];
+// The same buffers seen 16 bytes at a time (aliases of buf[]), for loads
+// that move four words at once; index (pc.off[b] + word) / 4.
+layout(std430, set = 0, binding = 0) buffer Buf4 { uvec4 d[]; } buf4[24];
 layout(push_constant) uniform PC { uint off[8]; uint p[16]; } pc;
 
 #define LDF(b, i) uintBitsToFloat(buf[b].d[pc.off[b] + (i)])

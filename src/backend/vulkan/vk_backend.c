@@ -217,6 +217,8 @@ static enc_status vk__run_node(vk_ctx *c, const graph_node *n)
     vk_record_barrier(c->cmd);
     if (s == ENC_OK) s = vk_submit_wait(c, c->cmd, true);
     else vkEndCommandBuffer(c->cmd);
+    c->op_seconds[n->op] += c->last_device_s;
+    c->op_count[n->op]++;
     vkResetDescriptorPool(c->dev, c->eager_pool, 0);
     return s;
 }
@@ -295,9 +297,20 @@ static enc_status vk__replay(backend *be, const backend_recording *rec)
 
 /* --- lifetime ------------------------------------------------------------------------- */
 
+/* ENCORE_VK_PROFILE: the device time of the eager ops, per op. */
+static void vk__print_profile(const vk_ctx *c)
+{
+    fprintf(stderr, "vulkan profile (eager ops; device time):\n");
+    for (int op = 0; op < GRAPH_OP_COUNT; op++)
+        if (c->op_count[op])
+            fprintf(stderr, "  %-16s %8lld calls %10.3f ms %8.1f us/call\n", graph_op_name((graph_op)op),
+                    (long long)c->op_count[op], c->op_seconds[op] * 1e3, c->op_seconds[op] * 1e6 / (double)c->op_count[op]);
+}
+
 static void vk__destroy(backend *be)
 {
     vk_ctx *c = be->ctx;
+    if (c->profile) vk__print_profile(c);
     if (c->dev) vkDeviceWaitIdle(c->dev);
     vk__recording_free(be, c->capturing);
     if (c->eager_pool) vkDestroyDescriptorPool(c->dev, c->eager_pool, NULL);
@@ -308,6 +321,12 @@ static void vk__destroy(backend *be)
     vk_device_close(c);
     free(c);
     free(be);
+}
+
+static double vk__device_seconds(const backend *be)
+{
+    const vk_ctx *c = be->ctx;
+    return c->total_device_s;
 }
 
 static const struct backend_i vk__iface = {
@@ -322,12 +341,15 @@ static const struct backend_i vk__iface = {
     .capture_end = vk__capture_end,
     .replay = vk__replay,
     .recording_free = vk__recording_free,
+    .device_seconds = vk__device_seconds,
     .destroy = vk__destroy,
 };
 
 static enc_status vk__init(vk_ctx *c, int index)
 {
     ENC_TRY(vk_device_open(c, index));
+    const char *prof = getenv("ENCORE_VK_PROFILE");
+    c->profile = prof && *prof && strcmp(prof, "0") != 0;
     ENC_TRY(vk_pipelines_init(c));
     ENC_TRY(vk__pool_create(c, VK_MAX_DISPATCHES, &c->eager_pool));
     ENC_TRY(vk_buffer_create(c, 256, "dummy", false, &c->dummy));
@@ -355,10 +377,4 @@ enc_status vk_backend_create(int index, backend **out)
     }
     *out = be;
     return ENC_OK;
-}
-
-double vk_backend_device_seconds(const backend *be)
-{
-    const vk_ctx *c = be->ctx;
-    return c->last_device_s;
 }

@@ -33,8 +33,4 @@ typedef struct vk_device_info {
  * message) when no Vulkan loader or driver answers. */
 enc_status vk_devices_list(vk_device_info *out, int max, int *n);
 
-/* Device time of the last submission (eager op or replay) and the sum over
- * all submissions, in seconds; 0 where the queue has no timestamps. */
-double vk_backend_device_seconds(const backend *be);
-
 #endif

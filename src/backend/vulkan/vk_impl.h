@@ -83,6 +83,9 @@ typedef struct vk_ctx {
     VkFence fence;
     VkQueryPool queries;    /* two timestamps around each submission */
     double last_device_s, total_device_s;
+    bool profile;                /* ENCORE_VK_PROFILE=1: device time per op, printed at the end */
+    double op_seconds[GRAPH_OP_COUNT];
+    int64_t op_count[GRAPH_OP_COUNT];
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipe_layout;
     VkShaderModule modules[GRAPH_OP_COUNT];

@@ -17,7 +17,7 @@
 
 #include "backend/vulkan/vk_impl.h"
 
-enum { VK__GRID_MAX = 65535, VK__MATMUL_TT = 8, VK__ROWS_MAX = 32768 };
+enum { VK__GRID_MAX = 65535, VK__MATMUL_TT = 1, VK__MATMUL_RPW = 8, VK__ROWS_MAX = 65535 * 8 };
 
 typedef struct vk__plan {
     const vk_ctx *c;
@@ -193,9 +193,11 @@ static enc_status vk__matmul(vk__plan *pl)
         ENC_TRY(vk__bind_all(pl, d, 0, x));
         ENC_TRY(vk__bind(pl, d, 1, w, (size_t)n0 * rb, (size_t)nw * rb));
         ENC_TRY(vk__bind_all(pl, d, 2, n->dst));
-        uint32_t p[] = {(uint32_t)T, (uint32_t)K, (uint32_t)N, (uint32_t)w->dtype, (uint32_t)n0};
+        /* 16-byte loads where rows and tokens start on 16 bytes (matmul.comp) */
+        bool vec = K % (w->dtype == ENC_F32 ? 4 : 8) == 0 && d->push.off[0] % 4 == 0 && d->push.off[1] % 4 == 0;
+        uint32_t p[] = {(uint32_t)T, (uint32_t)K, (uint32_t)N, (uint32_t)w->dtype, (uint32_t)n0, (uint32_t)nw, vec};
         memcpy(d->push.p, p, sizeof p);
-        d->groups[0] = (uint32_t)nw;
+        d->groups[0] = (uint32_t)((nw + VK__MATMUL_RPW - 1) / VK__MATMUL_RPW);
         d->groups[1] = (uint32_t)((T + VK__MATMUL_TT - 1) / VK__MATMUL_TT);
         if (T == 0) pl->n_out--; /* nothing to compute */
     }
