@@ -41,6 +41,11 @@ enc_status backend_graph_compute(backend *be, const graph *g)
     return be->iface->graph_compute(be, g);
 }
 
+double backend_device_seconds(const backend *be)
+{
+    return be->iface->device_seconds ? be->iface->device_seconds(be) : 0.0;
+}
+
 void backend_destroy(backend *be)
 {
     if (be) be->iface->destroy(be);

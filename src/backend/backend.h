@@ -51,6 +51,9 @@ struct backend_i {
     enc_status (*replay)(backend *be, const backend_recording *rec);
     /* (optional) Free a recording; NULL is a no-op. */
     void (*recording_free)(backend *be, backend_recording *rec);
+    /* (optional) Seconds of device time spent by all submissions so far
+     * (from device timestamps). */
+    double (*device_seconds)(const backend *be);
     /* Release the backend and everything it owns. */
     void (*destroy)(backend *be);
 };
@@ -71,6 +74,9 @@ enc_status backend_buffer_read(backend *be, backend_buffer *buf, size_t offset, 
                                size_t size);
 enc_status backend_graph_compute(backend *be, const graph *g);
 void backend_destroy(backend *be); /* NULL is a no-op */
+/* Device time so far in seconds; 0 where the backend does not measure it
+ * (the CPU: there, all time is host time). */
+double backend_device_seconds(const backend *be);
 
 /* --- choosing a backend (backend_select.c) ------------------------------------ */
 /* "cpu" (also NULL or ""), "vulkan" or "vulkan:N"; n_threads is the CPU

@@ -379,4 +379,5 @@ const engine_config *engine_get_config(const engine *e) { return &e->cfg; }
 engine_stats engine_get_stats(const engine *e) { return e->stats; }
 int64_t engine_decode_weight_bytes(const engine *e) { return e->model->decode_weight_bytes; }
 int64_t engine_kv_free_blocks(const engine *e) { return e->kv.pool.n_free; }
+double engine_device_seconds(const engine *e) { return backend_device_seconds(e->be); }
 int64_t engine_kv_total_blocks(const engine *e) { return e->kv.pool.n_blocks; }

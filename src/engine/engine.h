@@ -133,6 +133,8 @@ engine_stats engine_get_stats(const engine *e);
 /* Weight bytes one decode step reads (all matrices, the lm_head, norms). */
 int64_t engine_decode_weight_bytes(const engine *e);
 int64_t engine_kv_free_blocks(const engine *e);
+/* Seconds the device has spent on this engine's work so far (0 on the CPU). */
+double engine_device_seconds(const engine *e);
 int64_t engine_kv_total_blocks(const engine *e);
 
 #endif
