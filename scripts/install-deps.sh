@@ -8,6 +8,8 @@ packages=(
   libcjson-dev libpcre2-dev libutf8proc-dev # JSON, tokenizer regex, Unicode NFC
   python3 python3-numpy python3-jinja2      # checkpoint generator, reference forward, chat template
   clang libclang-rt-14-dev                  # fuzz targets (libFuzzer)
+  libvulkan-dev glslc                       # the Vulkan backend: loader and shader compiler
+  mesa-vulkan-drivers vulkan-validationlayers # lavapipe (Vulkan on the CPU) for its tests; validation
 )
 missing=()
 for p in "${packages[@]}"; do
