@@ -17,7 +17,7 @@
 
 #include "backend/vulkan/vk_impl.h"
 
-enum { VK__GRID_MAX = 65535, VK__MATMUL_TT = 1, VK__MATMUL_RPW = 8, VK__ROWS_MAX = 65535 * 8 };
+enum { VK__GRID_MAX = 65535, VK__MATMUL_TT = 1, /* tokens per workgroup (matmul.comp) */ VK__MATMUL_RPW = 32, VK__ROWS_MAX = 65535 * 8 };
 
 typedef struct vk__plan {
     const vk_ctx *c;
