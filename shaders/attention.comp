@@ -10,7 +10,8 @@
 // buf: 0 q, 3 block_tables, 4 seq_lens, 5 query_start_loc, 6 out; the
 //      caches in windows (common.glsl)
 // p: 0 n_seqs, 1 max_blocks, 2 block_size, 3 n_heads, 4 n_kv_heads,
-//    5 head_dim (<= 256), 6 scale (f32 bits), 7 slots per window
+//    5 head_dim (<= 256), 6 scale (f32 bits), 7 slots per window,
+//    8 windows (1: the common case, read without choosing a window)
 #version 450
 #include "common.glsl"
 layout(local_size_x = 64) in;
@@ -19,6 +20,26 @@ layout(local_size_x = 64) in;
 shared float qs[HD_MAX];
 shared float ws[WG];
 shared uint slots[WG];
+
+// q . k for the key at word kb of window w, in order d = 0 .. hd-1; the
+// window is chosen once per key, not per element.
+float key_dot(uint w, uint kb, uint hd)
+{
+    float dot = 0.0;
+#define KEY_DOT_(b) for (uint d = 0u; d < hd; d++) dot = fma(qs[d], uintBitsToFloat(buf[b].d[kb + d]), dot)
+    if (pc.p[8] == 1u) {
+        KEY_DOT_(KV_K);
+        return dot;
+    }
+    KV_SWITCH(KV_K, w, KEY_DOT_)
+    return dot;
+}
+
+float value(uint slot, uint spw, uint e)
+{
+    return pc.p[8] == 1u ? uintBitsToFloat(buf[KV_V].d[slot * pc.p[4] * pc.p[5] + e])
+                         : kv_ld_v(slot / spw, (slot % spw) * pc.p[4] * pc.p[5] + e);
+}
 void main()
 {
     uint t = gl_WorkGroupID.x, h = gl_WorkGroupID.y, lid = gl_LocalInvocationIndex;
@@ -46,9 +67,7 @@ void main()
             uint slot = uint(LDI(3, s * maxb + p / bs)) * bs + p % bs;
             slots[lid] = slot;
             uint w = slot / spw, kb = (slot % spw) * kv_dim + kvh * hd;
-            float dot = 0.0;
-            for (uint d = 0u; d < hd; d++) dot = fma(qs[d], kv_ld_k(w, kb + d), dot);
-            sc = dot * PF(6);
+            sc = key_dot(w, kb, hd) * PF(6);
         }
         float nm = max(m, wg_max(sc));
         float c = exp(m - nm);
@@ -59,10 +78,7 @@ void main()
             uint d = lid + k * WG;
             if (d >= hd) break;
             float acc = o[k] * c;
-            for (int i = 0; i < pn; i++) {
-                uint sl = slots[i];
-                acc = fma(ws[i], kv_ld_v(sl / spw, (sl % spw) * kv_dim + kvh * hd + d), acc);
-            }
+            for (int i = 0; i < pn; i++) acc = fma(ws[i], value(slots[i], spw, kvh * hd + d), acc);
             o[k] = acc;
         }
         m = nm;

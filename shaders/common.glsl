@@ -61,16 +61,10 @@ float ld_w_word(uint word, uint e, uint dt)
     }
 #define KV_K 8
 #define KV_V 16
-float kv_ld_k(uint w, uint i)
-{
-    uint u = 0u;
-#define KV_LD_(b) u = buf[b].d[i]
-    KV_SWITCH(KV_K, w, KV_LD_)
-    return uintBitsToFloat(u);
-}
 float kv_ld_v(uint w, uint i)
 {
     uint u = 0u;
+#define KV_LD_(b) u = buf[b].d[i]
     KV_SWITCH(KV_V, w, KV_LD_)
     return uintBitsToFloat(u);
 }

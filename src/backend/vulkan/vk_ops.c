@@ -238,8 +238,10 @@ static enc_status vk__elementwise(vk__plan *pl)
 static int64_t vk__gcd(int64_t a, int64_t b) { return b ? vk__gcd(b, a % b) : a; }
 
 /* Bind a KV cache [n_slots, kv_dim] f32 as windows of *spw slots at
- * bindings base .. base + VK_KV_WINDOWS - 1 (shaders/common.glsl). */
-static enc_status vk__bind_cache(const vk__plan *pl, vk_dispatch *d, int base, const graph_tensor *t, uint32_t *spw)
+ * bindings base .. base + VK_KV_WINDOWS - 1 (shaders/common.glsl); *n_win
+ * of them. */
+static enc_status vk__bind_cache(const vk__plan *pl, vk_dispatch *d, int base, const graph_tensor *t, uint32_t *spw,
+                                 uint32_t *n_windows)
 {
     const vk_ctx *c = pl->c;
     const backend_buffer *buf = t->buffer;
@@ -260,6 +262,7 @@ static enc_status vk__bind_cache(const vk__plan *pl, vk_dispatch *d, int base, c
         d->range[base + w] = (VkDeviceSize)(count * rb);
     }
     *spw = (uint32_t)(per > 0 ? per : 1);
+    *n_windows = (uint32_t)n_win;
     return ENC_OK;
 }
 
@@ -272,8 +275,8 @@ static enc_status vk__store_kv(vk__plan *pl)
     vk_dispatch *d = vk__new(pl, &s);
     if (!d) return s;
     for (int b = 0; b < 3; b++) ENC_TRY(vk__bind_all(pl, d, b, n->src[b]));
-    ENC_TRY(vk__bind_cache(pl, d, VK__K_WINDOWS, n->src[3], &d->push.p[2]));
-    ENC_TRY(vk__bind_cache(pl, d, VK__V_WINDOWS, n->src[4], &d->push.p[2]));
+    ENC_TRY(vk__bind_cache(pl, d, VK__K_WINDOWS, n->src[3], &d->push.p[2], &d->push.p[3]));
+    ENC_TRY(vk__bind_cache(pl, d, VK__V_WINDOWS, n->src[4], &d->push.p[2], &d->push.p[3]));
     int64_t T = n->src[0]->shape[0], kv_dim = n->src[0]->shape[1];
     d->push.p[0] = (uint32_t)T;
     d->push.p[1] = (uint32_t)kv_dim;
@@ -297,12 +300,12 @@ static enc_status vk__attention(vk__plan *pl)
     for (int b = 0; b < 6; b++)
         if (b != 1 && b != 2) ENC_TRY(vk__bind_all(pl, d, b, n->src[b]));
     ENC_TRY(vk__bind_all(pl, d, 6, n->dst));
-    uint32_t spw;
-    ENC_TRY(vk__bind_cache(pl, d, VK__K_WINDOWS, n->src[1], &spw));
-    ENC_TRY(vk__bind_cache(pl, d, VK__V_WINDOWS, n->src[2], &spw));
+    uint32_t spw, n_win;
+    ENC_TRY(vk__bind_cache(pl, d, VK__K_WINDOWS, n->src[1], &spw, &n_win));
+    ENC_TRY(vk__bind_cache(pl, d, VK__V_WINDOWS, n->src[2], &spw, &n_win));
     int64_t T = n->src[0]->shape[0];
     uint32_t p[] = {(uint32_t)n->src[4]->shape[0], (uint32_t)n->src[3]->shape[1], (uint32_t)n->i[3],
-                    (uint32_t)H,  (uint32_t)KVH, (uint32_t)hd, vk__f32_bits(n->f[0]), spw};
+                    (uint32_t)H,  (uint32_t)KVH, (uint32_t)hd, vk__f32_bits(n->f[0]), spw, n_win};
     memcpy(d->push.p, p, sizeof p);
     d->groups[0] = (uint32_t)T;
     d->groups[1] = (uint32_t)H;
