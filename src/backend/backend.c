@@ -56,6 +56,14 @@ bool backend_supports_capture(const backend *be)
     return be->iface->capture_begin && be->iface->capture_end && be->iface->replay;
 }
 
+enc_status backend_refuse_in_capture(const backend *be, bool capturing, const char *call, const char *what)
+{
+    if (!capturing) return ENC_OK;
+    return enc_fail(ENC_ERR_CAPTURE, "%s: %s of buffer '%s' refused: the backend is capturing "
+                    "(no host read, write, allocation or free inside a captured region)",
+                    be->iface->name, call, what ? what : "?");
+}
+
 enc_status backend_capture_begin(backend *be)
 {
     if (!backend_supports_capture(be))

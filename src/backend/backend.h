@@ -88,6 +88,9 @@ int backend_host_threads(const backend *be);
 
 /* --- capture and replay (DESIGN principles 1-3) ----------------------------- */
 bool backend_supports_capture(const backend *be);
+/* For implementations: ENC_OK when not capturing, else the capture
+ * contract's refusal of `call` ("write", "read", ...) on buffer `what`. */
+enc_status backend_refuse_in_capture(const backend *be, bool capturing, const char *call, const char *what);
 enc_status backend_capture_begin(backend *be);
 enc_status backend_capture_end(backend *be, backend_recording **out);
 enc_status backend_replay(backend *be, const backend_recording *rec);

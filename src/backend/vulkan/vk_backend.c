@@ -33,10 +33,7 @@ struct backend_recording {
 static enc_status vk__refuse_in_capture(backend *be, const char *call, const char *what)
 {
     const vk_ctx *c = be->ctx;
-    if (!c->capturing) return ENC_OK;
-    return enc_fail(ENC_ERR_CAPTURE, "vulkan: %s of buffer '%s' refused: the backend is capturing "
-                    "(no host read, write, allocation or free inside a captured region)",
-                    call, what ? what : "?");
+    return backend_refuse_in_capture(be, c->capturing != NULL, call, what);
 }
 
 /* --- buffers ------------------------------------------------------------------ */
@@ -170,13 +167,8 @@ static enc_status vk__stage_inputs(backend_recording *rec, const graph_node *n)
         const graph_tensor *t = n->src[s];
         backend_buffer *b = t ? t->buffer : NULL;
         if (!b || t->kind != GRAPH_INPUT || !b->mirror || vk__is_staged(rec, b)) continue;
-        if (rec->n_staged == rec->cap_staged) {
-            int cap = rec->cap_staged ? 2 * rec->cap_staged : 16;
-            backend_buffer **p = realloc(rec->staged, (size_t)cap * sizeof *p);
-            if (!p) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "vulkan: recording's inputs");
-            rec->staged = p;
-            rec->cap_staged = cap;
-        }
+        ENC_TRY(vk_grow((void **)&rec->staged, &rec->cap_staged, rec->n_staged, sizeof *rec->staged,
+                        "recording's inputs"));
         rec->staged[rec->n_staged++] = b;
         VkBufferCopy r = {.size = b->size ? b->size : 4};
         vkCmdCopyBuffer(rec->cmd, b->mirror, b->buf, 1, &r);

@@ -113,6 +113,8 @@ enc_status vk_fail(VkResult r, const char *what);
 const char *vk_result_name(VkResult r);
 
 /* --- vk_memory.c --- */
+/* Make room for item n of a growing array of *cap items of elem bytes. */
+enc_status vk_grow(void **items, int *cap, int n, size_t elem, const char *what);
 enc_status vk_buffer_create(vk_ctx *c, size_t size, const char *what, bool host_visible,
                             backend_buffer **out);
 void vk_buffer_destroy(vk_ctx *c, backend_buffer *b);

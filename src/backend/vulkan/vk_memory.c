@@ -196,6 +196,17 @@ void vk_buffer_destroy(vk_ctx *c, backend_buffer *b)
 
 /* --- pending mirror ranges ---------------------------------------------------- */
 
+enc_status vk_grow(void **items, int *cap, int n, size_t elem, const char *what)
+{
+    if (n < *cap) return ENC_OK;
+    int want = *cap ? 2 * *cap : 16;
+    void *p = realloc(*items, (size_t)want * elem);
+    if (!p) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "vulkan: %s (%d entries)", what, want);
+    *items = p;
+    *cap = want;
+    return ENC_OK;
+}
+
 static enc_status vk__pending_add(vk_ctx *c, backend_buffer *b, size_t lo, size_t hi)
 {
     if (b->pending) {
@@ -203,13 +214,7 @@ static enc_status vk__pending_add(vk_ctx *c, backend_buffer *b, size_t lo, size_
         b->pend_hi = hi > b->pend_hi ? hi : b->pend_hi;
         return ENC_OK;
     }
-    if (c->n_pending == c->cap_pending) {
-        int cap = c->cap_pending ? 2 * c->cap_pending : 64;
-        backend_buffer **p = realloc(c->pending, (size_t)cap * sizeof *p);
-        if (!p) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "vulkan: pending writes");
-        c->pending = p;
-        c->cap_pending = cap;
-    }
+    ENC_TRY(vk_grow((void **)&c->pending, &c->cap_pending, c->n_pending, sizeof *c->pending, "pending writes"));
     c->pending[c->n_pending++] = b;
     b->pending = true;
     b->pend_lo = lo;

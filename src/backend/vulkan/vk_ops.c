@@ -17,7 +17,8 @@
 
 #include "backend/vulkan/vk_impl.h"
 
-enum { VK__GRID_MAX = 65535, VK__MATMUL_TT = 1, /* tokens per workgroup (matmul.comp) */ VK__MATMUL_RPW = 32, VK__ROWS_MAX = 65535 * 8 };
+enum { VK__GRID_MAX = 65535, VK__MATMUL_RPW = 32 /* weight rows per workgroup (matmul.comp) */,
+       VK__ROWS_MAX = 65535 * 8 };
 
 typedef struct vk__plan {
     const vk_ctx *c;
@@ -92,6 +93,17 @@ static vk_dispatch *vk__new(vk__plan *pl, enc_status *s)
     return d;
 }
 
+/* A new dispatch with tensors ts[0 .. n) at bindings 0 .. n-1 (NULL: none). */
+static enc_status vk__single(vk__plan *pl, const graph_tensor *const *ts, int n, vk_dispatch **out)
+{
+    enc_status s;
+    vk_dispatch *d = vk__new(pl, &s);
+    if (!d) return s;
+    for (int b = 0; b < n; b++) ENC_TRY(vk__bind_all(pl, d, b, ts[b]));
+    *out = d;
+    return ENC_OK;
+}
+
 /* A 1-D job of n invocations in workgroups of `local`. */
 static void vk__grid_1d(vk_dispatch *d, int64_t n, uint32_t local)
 {
@@ -135,41 +147,80 @@ static enc_status vk__rows_per_window(const vk__plan *pl, const graph_tensor *w,
 
 /* --- the ops ------------------------------------------------------------------- */
 
-static enc_status vk__get_rows(vk__plan *pl)
+/* Sets a window's push constants and grid: rows [r0, r0 + nw) of the weight. */
+typedef void (*vk__window_fn)(vk_dispatch *d, const graph_node *n, int64_t r0, int64_t nw);
+
+/* An op over weight w in windows of whole rows, one dispatch per window:
+ * w's window at binding wb, tensor `other` at binding ob, the output at 2. */
+static enc_status vk__windowed(vk__plan *pl, const graph_tensor *w, int wb, const graph_tensor *other, int ob,
+                               vk__window_fn fill)
 {
-    const graph_node *n = pl->n;
-    const graph_tensor *tab = n->src[0], *ids = n->src[1];
-    ENC_TRY(vk__weight_dtype(pl, tab));
-    int64_t R = tab->shape[0], D = tab->shape[1], N = ids->shape[0], win;
-    size_t rb = (size_t)D * enc_dtype_size(tab->dtype);
-    ENC_TRY(vk__rows_per_window(pl, tab, rb, R, &win));
-    for (int64_t r0 = 0; r0 < R || r0 == 0; r0 += win) {
+    ENC_TRY(vk__weight_dtype(pl, w));
+    int64_t R = w->shape[0], win = 1;
+    size_t rb = (size_t)w->shape[1] * enc_dtype_size(w->dtype);
+    ENC_TRY(vk__rows_per_window(pl, w, rb, R, &win));
+    for (int64_t r0 = 0; r0 == 0 || r0 < R; r0 += win) {
         enc_status s;
         vk_dispatch *d = vk__new(pl, &s);
         if (!d) return s;
         int64_t nw = R - r0 < win ? R - r0 : win;
-        ENC_TRY(vk__bind(pl, d, 0, tab, (size_t)r0 * rb, (size_t)nw * rb));
-        ENC_TRY(vk__bind_all(pl, d, 1, ids));
-        ENC_TRY(vk__bind_all(pl, d, 2, n->dst));
-        uint32_t p[] = {(uint32_t)N, (uint32_t)D, (uint32_t)tab->dtype, (uint32_t)R, (uint32_t)r0, (uint32_t)nw};
-        memcpy(d->push.p, p, sizeof p);
-        vk__grid_1d(d, N * D, 256);
-        if (R == 0) break;
+        ENC_TRY(vk__bind(pl, d, wb, w, (size_t)r0 * rb, (size_t)nw * rb));
+        ENC_TRY(vk__bind_all(pl, d, ob, other));
+        ENC_TRY(vk__bind_all(pl, d, 2, pl->n->dst));
+        fill(d, pl->n, r0, nw);
     }
     return ENC_OK;
+}
+
+static void vk__get_rows_window(vk_dispatch *d, const graph_node *n, int64_t r0, int64_t nw)
+{
+    const graph_tensor *tab = n->src[0];
+    int64_t D = tab->shape[1], N = n->src[1]->shape[0];
+    uint32_t p[] = {(uint32_t)N, (uint32_t)D, (uint32_t)tab->dtype, (uint32_t)tab->shape[0], (uint32_t)r0,
+                    (uint32_t)nw};
+    memcpy(d->push.p, p, sizeof p);
+    vk__grid_1d(d, N * D, 256);
+}
+
+static enc_status vk__get_rows(vk__plan *pl)
+{
+    return vk__windowed(pl, pl->n->src[0], 0, pl->n->src[1], 1, vk__get_rows_window);
+}
+
+static void vk__matmul_window(vk_dispatch *d, const graph_node *n, int64_t n0, int64_t nw)
+{
+    const graph_tensor *x = n->src[0], *w = n->src[1];
+    int64_t T = x->shape[0], K = x->shape[1], N = w->shape[0];
+    /* 16-byte loads where rows and tokens start on 16 bytes (matmul.comp) */
+    bool vec = K % (w->dtype == ENC_F32 ? 4 : 8) == 0 && d->push.off[0] % 4 == 0 && d->push.off[1] % 4 == 0;
+    uint32_t p[] = {(uint32_t)T, (uint32_t)K, (uint32_t)N, (uint32_t)w->dtype, (uint32_t)n0, (uint32_t)nw, vec};
+    memcpy(d->push.p, p, sizeof p);
+    d->groups[0] = (uint32_t)((nw + VK__MATMUL_RPW - 1) / VK__MATMUL_RPW);
+    d->groups[1] = (uint32_t)T; /* zero groups: nothing runs */
+}
+
+/* Grids hold at most VK__GRID_MAX groups per dimension: one per token. */
+static enc_status vk__check_tokens(const vk__plan *pl, int64_t T)
+{
+    if (T <= VK__GRID_MAX) return ENC_OK;
+    return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s of %lld tokens: at most %d per step (lower "
+                    "--max-num-batched-tokens)", graph_op_name(pl->n->op), (long long)T, VK__GRID_MAX);
+}
+
+static enc_status vk__matmul(vk__plan *pl)
+{
+    ENC_TRY(vk__check_tokens(pl, pl->n->src[0]->shape[0]));
+    return vk__windowed(pl, pl->n->src[1], 1, pl->n->src[0], 0, vk__matmul_window);
 }
 
 static enc_status vk__rms_norm(vk__plan *pl)
 {
     const graph_node *n = pl->n;
     int64_t dim = n->src[1]->shape[0], rows = graph_tensor_nelements(n->src[0]) / dim;
+    const graph_tensor *ts[] = {n->src[0], n->src[1], n->dst};
     for (int64_t r0 = 0; r0 < rows; r0 += VK__GRID_MAX) {
-        enc_status s;
-        vk_dispatch *d = vk__new(pl, &s);
-        if (!d) return s;
-        ENC_TRY(vk__bind_all(pl, d, 0, n->src[0]));
-        ENC_TRY(vk__bind_all(pl, d, 1, n->src[1]));
-        ENC_TRY(vk__bind_all(pl, d, 2, n->dst));
+        vk_dispatch *d = NULL;
+        ENC_TRY(vk__single(pl, ts, 3, &d));
         uint32_t p[] = {(uint32_t)rows, (uint32_t)dim, vk__f32_bits(n->f[0]), (uint32_t)r0};
         memcpy(d->push.p, p, sizeof p);
         d->groups[0] = (uint32_t)(rows - r0 < VK__GRID_MAX ? rows - r0 : VK__GRID_MAX);
@@ -177,42 +228,12 @@ static enc_status vk__rms_norm(vk__plan *pl)
     return ENC_OK;
 }
 
-static enc_status vk__matmul(vk__plan *pl)
-{
-    const graph_node *n = pl->n;
-    const graph_tensor *x = n->src[0], *w = n->src[1];
-    ENC_TRY(vk__weight_dtype(pl, w));
-    int64_t T = x->shape[0], K = x->shape[1], N = w->shape[0], win;
-    size_t rb = (size_t)K * enc_dtype_size(w->dtype);
-    ENC_TRY(vk__rows_per_window(pl, w, rb, N, &win));
-    for (int64_t n0 = 0; n0 < N; n0 += win) {
-        enc_status s;
-        vk_dispatch *d = vk__new(pl, &s);
-        if (!d) return s;
-        int64_t nw = N - n0 < win ? N - n0 : win;
-        ENC_TRY(vk__bind_all(pl, d, 0, x));
-        ENC_TRY(vk__bind(pl, d, 1, w, (size_t)n0 * rb, (size_t)nw * rb));
-        ENC_TRY(vk__bind_all(pl, d, 2, n->dst));
-        /* 16-byte loads where rows and tokens start on 16 bytes (matmul.comp) */
-        bool vec = K % (w->dtype == ENC_F32 ? 4 : 8) == 0 && d->push.off[0] % 4 == 0 && d->push.off[1] % 4 == 0;
-        uint32_t p[] = {(uint32_t)T, (uint32_t)K, (uint32_t)N, (uint32_t)w->dtype, (uint32_t)n0, (uint32_t)nw, vec};
-        memcpy(d->push.p, p, sizeof p);
-        d->groups[0] = (uint32_t)((nw + VK__MATMUL_RPW - 1) / VK__MATMUL_RPW);
-        d->groups[1] = (uint32_t)((T + VK__MATMUL_TT - 1) / VK__MATMUL_TT);
-        if (T == 0) pl->n_out--; /* nothing to compute */
-    }
-    return ENC_OK;
-}
-
 static enc_status vk__rope(vk__plan *pl)
 {
     const graph_node *n = pl->n;
-    enc_status s;
-    vk_dispatch *d = vk__new(pl, &s);
-    if (!d) return s;
+    vk_dispatch *d = NULL;
+    ENC_TRY(vk__single(pl, (const graph_tensor *const[]){n->src[0], n->src[1]}, 2, &d));
     int64_t T = n->src[0]->shape[0], H = n->i[0], hd = n->i[1];
-    ENC_TRY(vk__bind_all(pl, d, 0, n->src[0]));
-    ENC_TRY(vk__bind_all(pl, d, 1, n->src[1]));
     uint32_t p[] = {(uint32_t)T, (uint32_t)H, (uint32_t)hd, vk__f32_bits(log2(n->f[0]))};
     memcpy(d->push.p, p, sizeof p);
     vk__grid_1d(d, T * H * (hd / 2), 256);
@@ -223,13 +244,9 @@ static enc_status vk__rope(vk__plan *pl)
 static enc_status vk__elementwise(vk__plan *pl)
 {
     const graph_node *n = pl->n;
-    enc_status s;
-    vk_dispatch *d = vk__new(pl, &s);
-    if (!d) return s;
+    vk_dispatch *d = NULL;
+    ENC_TRY(vk__single(pl, (const graph_tensor *const[]){n->src[0], n->src[1], n->dst}, 3, &d));
     int64_t count = graph_tensor_nelements(n->src[0]);
-    ENC_TRY(vk__bind_all(pl, d, 0, n->src[0]));
-    ENC_TRY(vk__bind_all(pl, d, 1, n->src[1]));
-    ENC_TRY(vk__bind_all(pl, d, 2, n->dst));
     d->push.p[0] = (uint32_t)count;
     vk__grid_1d(d, count, 256);
     return ENC_OK;
@@ -271,10 +288,8 @@ enum { VK__K_WINDOWS = VK_N_BINDINGS, VK__V_WINDOWS = VK_N_BINDINGS + VK_KV_WIND
 static enc_status vk__store_kv(vk__plan *pl)
 {
     const graph_node *n = pl->n;
-    enc_status s;
-    vk_dispatch *d = vk__new(pl, &s);
-    if (!d) return s;
-    for (int b = 0; b < 3; b++) ENC_TRY(vk__bind_all(pl, d, b, n->src[b]));
+    vk_dispatch *d = NULL;
+    ENC_TRY(vk__single(pl, (const graph_tensor *const *)n->src, 3, &d));
     ENC_TRY(vk__bind_cache(pl, d, VK__K_WINDOWS, n->src[3], &d->push.p[2], &d->push.p[3]));
     ENC_TRY(vk__bind_cache(pl, d, VK__V_WINDOWS, n->src[4], &d->push.p[2], &d->push.p[3]));
     int64_t T = n->src[0]->shape[0], kv_dim = n->src[0]->shape[1];
@@ -290,16 +305,14 @@ static enc_status vk__attention(vk__plan *pl)
 {
     const graph_node *n = pl->n;
     int64_t H = n->i[0], KVH = n->i[1], hd = n->i[2];
+    ENC_TRY(vk__check_tokens(pl, n->src[0]->shape[0]));
     if (hd > VK__HEAD_DIM_MAX || hd < 1 || KVH < 1 || H % KVH)
         return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: attention with %lld heads, %lld kv heads, head_dim %lld "
                         "(head_dim <= %d and whole groups expected)", (long long)H, (long long)KVH, (long long)hd,
                         VK__HEAD_DIM_MAX);
-    enc_status s;
-    vk_dispatch *d = vk__new(pl, &s);
-    if (!d) return s;
-    for (int b = 0; b < 6; b++)
-        if (b != 1 && b != 2) ENC_TRY(vk__bind_all(pl, d, b, n->src[b]));
-    ENC_TRY(vk__bind_all(pl, d, 6, n->dst));
+    vk_dispatch *d = NULL; /* the caches are bound as windows below */
+    const graph_tensor *ts[] = {n->src[0], NULL, NULL, n->src[3], n->src[4], n->src[5], n->dst};
+    ENC_TRY(vk__single(pl, ts, 7, &d));
     uint32_t spw, n_win;
     ENC_TRY(vk__bind_cache(pl, d, VK__K_WINDOWS, n->src[1], &spw, &n_win));
     ENC_TRY(vk__bind_cache(pl, d, VK__V_WINDOWS, n->src[2], &spw, &n_win));
@@ -307,35 +320,28 @@ static enc_status vk__attention(vk__plan *pl)
     uint32_t p[] = {(uint32_t)n->src[4]->shape[0], (uint32_t)n->src[3]->shape[1], (uint32_t)n->i[3],
                     (uint32_t)H,  (uint32_t)KVH, (uint32_t)hd, vk__f32_bits(n->f[0]), spw, n_win};
     memcpy(d->push.p, p, sizeof p);
-    d->groups[0] = (uint32_t)T;
+    d->groups[0] = (uint32_t)T; /* zero groups: nothing runs */
     d->groups[1] = (uint32_t)H;
-    if (T == 0) pl->n_out--;
     return ENC_OK;
 }
 
 static enc_status vk__argmax(vk__plan *pl)
 {
     const graph_node *n = pl->n;
-    enc_status s;
-    vk_dispatch *d = vk__new(pl, &s);
-    if (!d) return s;
-    ENC_TRY(vk__bind_all(pl, d, 0, n->src[0]));
-    ENC_TRY(vk__bind_all(pl, d, 1, n->dst));
+    vk_dispatch *d = NULL;
+    ENC_TRY(vk__single(pl, (const graph_tensor *const[]){n->src[0], n->dst}, 2, &d));
     d->push.p[0] = (uint32_t)n->src[0]->shape[0];
     d->push.p[1] = (uint32_t)n->src[0]->shape[1];
     d->groups[0] = (uint32_t)n->src[0]->shape[0];
-    if (n->src[0]->shape[0] == 0) pl->n_out--;
     return ENC_OK;
 }
 
 static enc_status vk__advance(vk__plan *pl)
 {
     const graph_node *n = pl->n;
-    enc_status s;
-    vk_dispatch *d = vk__new(pl, &s);
-    if (!d) return s;
-    for (int b = 0; b < 6; b++) ENC_TRY(vk__bind_all(pl, d, b, n->src[b]));
-    ENC_TRY(vk__bind_all(pl, d, 6, n->dst));
+    vk_dispatch *d = NULL;
+    const graph_tensor *ts[] = {n->src[0], n->src[1], n->src[2], n->src[3], n->src[4], n->src[5], n->dst};
+    ENC_TRY(vk__single(pl, ts, 7, &d));
     d->push.p[0] = (uint32_t)n->src[0]->shape[0];
     d->push.p[1] = (uint32_t)n->src[5]->shape[1];
     d->push.p[2] = (uint32_t)n->i[0];
