@@ -8,6 +8,7 @@
 #   vulkan_capture_contract_<case>       the capture contract (test_capture.c)
 #   vulkan_vs_cpu_<check>_<preset>       the model: logits within 1e-4 of the
 #                       CPU's, greedy ids identical (vulkan_vs_cpu.py)
+#   vulkan_bad_device                    bad device names and indices refused
 #   vulkan_ref_<check>_<preset>          the model against the NumPy reference
 #                       (test_reference.py, same tolerance as on the CPU)
 #   vulkan_capture_<scenario>            captured vs eager, bit-identical, over
@@ -51,6 +52,9 @@ foreach(preset tiny-gqa1-hd64-f32 tiny-gqa2-hd64-bf16 tiny-gqa4-hd128-bf16 tiny-
             --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/${preset})
   endforeach()
 endforeach()
+
+vk_test(vulkan_bad_device ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/vulkan_vs_cpu.py
+        --encore $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 bad_device)
 
 foreach(scenario long join_after_capture grow_shrink block_crossing_32 same_and_different
                  pool_exhaustion eos_stops sampling)

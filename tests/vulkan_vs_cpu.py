@@ -10,14 +10,18 @@
   greedy   `encore generate` greedy, 48 tokens from three prompts, on both
            devices, captured (the default) and --eager on Vulkan: identical
            ids.
+  bad_device  a device name that is not one, a Vulkan index past the last
+           device, and a bad ENCORE_VK_DEVICE: a clear error naming it, never
+           a crash.
 
 The independent NumPy reference is checked on Vulkan by the ref_* tests run
 with ENCORE_DEVICE=vulkan (tests/vulkan.cmake).
 
-usage: vulkan_vs_cpu.py --encore BIN -m MODEL {logits,greedy}
+usage: vulkan_vs_cpu.py --encore BIN -m MODEL {logits,greedy,bad_device}
 """
 import argparse
 import json
+import os
 import subprocess
 import sys
 
@@ -74,13 +78,25 @@ def check_greedy(a):
     print("ok greedy: 3 prompts x 48 tokens identical on cpu, vulkan captured and vulkan eager")
 
 
+def check_bad_device(a):
+    cases = [(["--device", "gpu"], {}, 2, "--device: expected cpu, vulkan or vulkan:N, got 'gpu'"),
+             (["--device", "vulkan:99"], {}, 1, "device 99 requested but there are"),
+             (["--device", "vulkan"], {"ENCORE_VK_DEVICE": "x"}, 1, "ENCORE_VK_DEVICE=x: expected a device index")]
+    for args, env, rc, msg in cases:
+        p = subprocess.run([a.encore, "generate", "-m", a.model, "--prompt-ids", "1 2", "-n", "2"] + args,
+                           capture_output=True, text=True, timeout=120, env=dict(os.environ, **env))
+        if p.returncode != rc or msg not in p.stderr:
+            sys.exit(f"FAIL: {args} {env}: exit {p.returncode} (want {rc}), stderr {p.stderr.strip()!r}")
+    print(f"ok bad_device: {len(cases)} bad device choices refused with their reason")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--encore", required=True)
     ap.add_argument("-m", "--model", required=True)
-    ap.add_argument("check", choices=["logits", "greedy"])
+    ap.add_argument("check", choices=["logits", "greedy", "bad_device"])
     a = ap.parse_args()
-    {"logits": check_logits, "greedy": check_greedy}[a.check](a)
+    {"logits": check_logits, "greedy": check_greedy, "bad_device": check_bad_device}[a.check](a)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "base/mapfile.h"
 
 const char cli_engine_options_help[] =
@@ -171,6 +172,10 @@ int cli_engine_option(const char *cmd, int argc, char **argv, int *i, engine_con
     }
     if (!strcmp(a, "--device")) {
         cfg->device = cli_value(cmd, argc, argv, i);
+        if (cfg->device && !backend_name_valid(cfg->device)) {
+            cli_error(cmd, "--device: expected cpu, vulkan or vulkan:N, got '%s'", cfg->device);
+            return -1;
+        }
         return cfg->device ? 1 : -1;
     }
     if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {

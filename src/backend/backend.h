@@ -83,6 +83,9 @@ double backend_device_seconds(const backend *be);
  * backend's (<= 0: one per CPU). An unknown name, or Vulkan in a build
  * without it, is an error naming the device. */
 enc_status backend_create_named(const char *device, int n_threads, backend **out);
+/* Whether backend_create_named would recognise the name (whatever this
+ * build and machine have). */
+bool backend_name_valid(const char *device);
 /* The CPU backend's compute threads; for a device backend, the host's CPUs. */
 int backend_host_threads(const backend *be);
 

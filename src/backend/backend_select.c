@@ -20,12 +20,17 @@ static int backend__vulkan_index(const char *name)
     return *end || i < 0 || i > 255 ? -2 : (int)i;
 }
 
+bool backend_name_valid(const char *device)
+{
+    return !device || !*device || strcmp(device, "cpu") == 0 || backend__vulkan_index(device) != -2;
+}
+
 enc_status backend_create_named(const char *device, int n_threads, backend **out)
 {
     *out = NULL;
     if (!device || !*device || strcmp(device, "cpu") == 0) return cpu_backend_create(n_threads, out);
     int index = backend__vulkan_index(device);
-    if (index == -2)
+    if (!backend_name_valid(device))
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "device '%s': expected cpu, vulkan or vulkan:N", device);
 #ifdef ENCORE_HAVE_VULKAN
     return vk_backend_create(index, out);
