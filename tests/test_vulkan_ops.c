@@ -1,6 +1,7 @@
 /* test_vulkan_ops.c - every op of the Qwen3 step on the Vulkan backend
  * against the CPU backend, over many shapes: odd sizes, one token and many,
- * GQA ratios, f32/bf16/f16 weights, windows of a KV cache.
+ * GQA ratios, f32/bf16/f16 weights, a weight larger than one storage-buffer
+ * range.
  *
  * Each case builds a one-op graph twice over the same host data, once per
  * backend, runs it eagerly and compares every output (the op's result, and
@@ -409,6 +410,28 @@ static void cases_advance(backend *cpu, backend *vk)
     check_case(cpu, vk, &c);
 }
 
+/* A bf16 weight of 70000 x 1024 (137 MiB) is larger than one storage-buffer
+ * range on lavapipe (128 MiB): get_rows and matmul see it through windows
+ * of whole rows, one dispatch each. Ids and output columns in every window.
+ * Same bounds as above. */
+static void cases_windows(backend *cpu, backend *vk)
+{
+    const int64_t R = 70000, D = 1024;
+    for (int op = 0; op < 2; op++) {
+        op_case c = {.build = op ? b_matmul : b_get_rows, .tol = op ? 1e-5 : 0};
+        snprintf(c.what, sizeof c.what, "%s over a %lld x %lld bf16 weight (windows)", op ? "matmul" : "get_rows",
+                 (long long)R, (long long)D);
+        if (op) fill_random(add_in(&c, "x", ENC_F32, 2, D, GRAPH_INPUT), 1.0f);
+        fill_random(add_in(&c, "w", ENC_BF16, R, D, GRAPH_WEIGHT), 1.0f);
+        if (!op) {
+            op_in *ids = add_in(&c, "ids", ENC_I32, 6, 0, GRAPH_INPUT);
+            const int32_t pick[6] = {0, 1, 33000, 65535, 65536, 69999};
+            memcpy(ids->data, pick, sizeof pick);
+        }
+        check_case(cpu, vk, &c);
+    }
+}
+
 /* --- batch invariance on Vulkan ------------------------------------------------------- */
 
 /* Run case c on vk and keep its output 0 in *out. */
@@ -509,6 +532,7 @@ int main(void)
     cases_attention(cpu, vk);
     cases_argmax(cpu, vk);
     cases_advance(cpu, vk);
+    cases_windows(cpu, vk);
     invariance_matmul(vk);
     invariance_attention(vk);
     backend_destroy(vk);
