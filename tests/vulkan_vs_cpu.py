@@ -11,8 +11,10 @@
            devices, captured (the default) and --eager on Vulkan: identical
            ids.
   bad_device  a device name that is not one, a Vulkan index past the last
-           device, and a bad ENCORE_VK_DEVICE: a clear error naming it, never
-           a crash.
+           device, a bad ENCORE_VK_DEVICE, and a KV pool (16M blocks, 125 GB
+           per layer of a tiny model) that no device holds: a clear error
+           naming it (for memory: what did not fit, its size, the heap's),
+           never a crash.
 
 The independent NumPy reference is checked on Vulkan by the ref_* tests run
 with ENCORE_DEVICE=vulkan (tests/vulkan.cmake).
@@ -81,13 +83,15 @@ def check_greedy(a):
 def check_bad_device(a):
     cases = [(["--device", "gpu"], {}, 2, "--device: expected cpu, vulkan or vulkan:N, got 'gpu'"),
              (["--device", "vulkan:99"], {}, 1, "device 99 requested but there are"),
-             (["--device", "vulkan"], {"ENCORE_VK_DEVICE": "x"}, 1, "ENCORE_VK_DEVICE=x: expected a device index")]
+             (["--device", "vulkan"], {"ENCORE_VK_DEVICE": "x"}, 1, "ENCORE_VK_DEVICE=x: expected a device index"),
+             (["--device", "vulkan", "--kv-blocks", "16000000"], {}, 1,
+              "vulkan: out of device memory: 'kv cache K' needs 131072000000 bytes (125000.0 MiB) but device")]
     for args, env, rc, msg in cases:
-        p = subprocess.run([a.encore, "generate", "-m", a.model, "--prompt-ids", "1 2", "-n", "2"] + args,
+        p = subprocess.run([a.encore, "generate", "-m", a.model, "--prompt-ids", "1 2", "-n", "2"] + SMALL_KV + args,
                            capture_output=True, text=True, timeout=120, env=dict(os.environ, **env))
         if p.returncode != rc or msg not in p.stderr:
             sys.exit(f"FAIL: {args} {env}: exit {p.returncode} (want {rc}), stderr {p.stderr.strip()!r}")
-    print(f"ok bad_device: {len(cases)} bad device choices refused with their reason")
+    print(f"ok bad_device: {len(cases)} bad device choices and sizes refused with their reason")
 
 
 def main():

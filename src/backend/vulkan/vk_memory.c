@@ -91,6 +91,17 @@ static enc_status vk__oom(const vk_ctx *c, uint32_t heap, size_t size, const cha
                     (double)c->mem_props.memoryHeaps[heap].size / mib, (double)c->heap_used[heap] / mib, why);
 }
 
+/* The largest device-local heap (0 if none is marked so). */
+static uint32_t vk__main_heap(const vk_ctx *c)
+{
+    uint32_t best = 0;
+    for (uint32_t h = 0; h < c->mem_props.memoryHeapCount; h++)
+        if ((c->mem_props.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
+            c->mem_props.memoryHeaps[h].size > c->mem_props.memoryHeaps[best].size)
+            best = h;
+    return best;
+}
+
 /* One VkBuffer with its own memory of the wanted kind. */
 static enc_status vk__alloc(vk_ctx *c, size_t size, const char *what, VkMemoryPropertyFlags want, VkBuffer *buf,
                             VkDeviceMemory *mem, uint32_t *heap_out)
@@ -103,6 +114,8 @@ static enc_status vk__alloc(vk_ctx *c, size_t size, const char *what, VkMemoryPr
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
     };
     VkResult r = vkCreateBuffer(c->dev, &bci, NULL, buf);
+    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
+        return vk__oom(c, vk__main_heap(c), size, what, "vkCreateBuffer refused it");
     if (r != VK_SUCCESS) return enc_fail_context(vk_fail(r, "vkCreateBuffer"), "buffer '%s' of %zu bytes", what, size);
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(c->dev, *buf, &req);
@@ -120,7 +133,7 @@ static enc_status vk__alloc(vk_ctx *c, size_t size, const char *what, VkMemoryPr
     if (c->heap_used[heap] + req.size > c->mem_props.memoryHeaps[heap].size) {
         vkDestroyBuffer(c->dev, *buf, NULL);
         *buf = VK_NULL_HANDLE;
-        return vk__oom(c, heap, size, what, "the heap is full");
+        return vk__oom(c, heap, size, what, "more than the heap has left");
     }
     VkMemoryAllocateInfo mai = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
