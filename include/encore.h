@@ -49,8 +49,8 @@ typedef struct encore_options {
     int eager;                      /* nonzero: no decode capture */
     int64_t decode_steps;           /* greedy decode steps per replay (0: default) */
     int no_prefix_caching;          /* nonzero: automatic prefix caching off */
-    const char *device;             /* "cpu" (NULL) or "vulkan[:N]" where built (for now
-                                     * anything but "cpu" is ENCORE_ERR_UNSUPPORTED) */
+    const char *device;             /* "cpu" (NULL), "vulkan" or "vulkan:N" (a build with
+                                     * the Vulkan backend); an unknown name is an error */
 } encore_options;
 
 encore_options encore_options_default(void);

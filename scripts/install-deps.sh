@@ -9,6 +9,8 @@ packages=(
   libmicrohttpd-dev curl                    # the HTTP server (encore serve) and its tests
   python3 python3-numpy python3-jinja2      # checkpoint generator, reference forward, chat template
   clang libclang-rt-14-dev                  # fuzz targets (libFuzzer)
+  libvulkan-dev glslc                       # the Vulkan backend: loader and shader compiler
+  mesa-vulkan-drivers vulkan-validationlayers # lavapipe (Vulkan on the CPU) for its tests; validation
 )
 missing=()
 for p in "${packages[@]}"; do

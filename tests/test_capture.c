@@ -1,4 +1,5 @@
-/* test_capture.c - the capture contract of the CPU backend.
+/* test_capture.c - the capture contract of a backend: the CPU's, or the one
+ * ENCORE_DEVICE names ("vulkan").
  *
  * While a capture is open, every host read, host write, allocation and free
  * on the backend is refused with ENC_ERR_CAPTURE and a message naming the
@@ -8,9 +9,10 @@
  * replays. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/backend.h"
 #include "check.h"
 
 
@@ -51,7 +53,8 @@ typedef struct fixture {
 
 static void fixture_init(fixture *f)
 {
-    CHECK(cpu_backend_create(2, &f->be) == ENC_OK && arena_init(&f->host, 1 << 16) == ENC_OK);
+    CHECK(backend_create_named(getenv("ENCORE_DEVICE"), 2, &f->be) == ENC_OK);
+    CHECK(arena_init(&f->host, 1 << 16) == ENC_OK);
     CHECK(backend_buffer_alloc(f->be, N * sizeof(float), "x", &f->x) == ENC_OK);
     CHECK(backend_buffer_alloc(f->be, 2 * N * sizeof(float) + 256, "arena", &f->arena) == ENC_OK);
     build(&f->g, &f->host, f->x, f->arena);

@@ -12,11 +12,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "base/mapfile.h"
 
 const char cli_engine_options_help[] =
     "engine options:\n"
     "  -m, --model DIR              Hugging Face Qwen3 checkpoint directory (required)\n"
+    "  --device NAME                cpu, vulkan (the best Vulkan device) or vulkan:N (see\n"
+    "                               `encore devices`; default: ENCORE_DEVICE, else cpu)\n"
     "  -t, --threads N              compute threads (default: ENCORE_THREADS, else one per CPU)\n"
     "  --block-size N               KV cache block size, 16 or 32 (default 16)\n"
     "  --kv-blocks N                KV cache blocks (default: enough for max-num-seqs full\n"
@@ -52,6 +55,7 @@ void cli_engine_defaults(engine_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     const char *t = getenv("ENCORE_THREADS");
     if (t && *t) cfg->n_threads = atoi(t);
+    cfg->device = getenv("ENCORE_DEVICE");
     cfg->eager = cli__env_flag("ENCORE_EAGER");
     cfg->verify_capture = cli__env_flag("ENCORE_VERIFY_CAPTURE");
     cfg->no_prefix_caching = cli__env_flag("ENCORE_NO_PREFIX_CACHING");
@@ -215,6 +219,14 @@ int cli_engine_option(const char *cmd, int argc, char **argv, int *i, engine_con
     if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
         cfg->model_dir = cli_value(cmd, argc, argv, i);
         return cfg->model_dir ? 1 : -1;
+    }
+    if (!strcmp(a, "--device")) {
+        cfg->device = cli_value(cmd, argc, argv, i);
+        if (cfg->device && !backend_name_valid(cfg->device)) {
+            cli_error(cmd, "--device: expected cpu, vulkan or vulkan:N, got '%s'", cfg->device);
+            return -1;
+        }
+        return cfg->device ? 1 : -1;
     }
     if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
         r = cli__i64_option(cmd, argc, argv, i, 1, 1024, &v);

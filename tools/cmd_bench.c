@@ -8,7 +8,10 @@
  *             in four modes side by side (one engine each, runs interleaved):
  *             eager, captured (one step per replay), and captured with 4 and
  *             16 decode steps per replay
- *   roofline  STREAM-triad bandwidth / weight bytes read per decode step */
+ *   roofline  STREAM-triad bandwidth / weight bytes read per decode step
+ *   per step  for each decode mode, the wall time of one engine step (one
+ *             host round trip) split into device time (timestamps, on a
+ *             device backend) and host time (the rest) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,21 +99,28 @@ static bool bench__submit(engine *e, int64_t n, int64_t prompt_len, int64_t gen_
     return ok;
 }
 
-/* Step until nothing is left; forget the finished requests. Returns the
- * decode tokens and the seconds spent in steps that decoded only. */
-static bool bench__drain(engine *e, int64_t *decode_tokens, double *decode_s, double *total_s)
+/* What bench__drain measured. */
+typedef struct bench_drain {
+    int64_t decode_tokens, decode_steps; /* in steps that decoded only */
+    double decode_s, decode_device_s;    /* their wall and device seconds */
+    double total_s;                      /* every step */
+} bench_drain;
+
+/* Step until nothing is left. */
+static bool bench__drain(engine *e, bench_drain *d)
 {
-    *decode_tokens = 0;
-    *decode_s = *total_s = 0;
+    memset(d, 0, sizeof *d);
     while (engine_has_unfinished(e)) {
         engine_step_stats st;
-        double t0 = cli_now_seconds();
+        double t0 = cli_now_seconds(), dev0 = engine_device_seconds(e);
         if (engine_step(e, &st) != ENC_OK) return false;
         double dt = cli_now_seconds() - t0;
-        *total_s += dt;
+        d->total_s += dt;
         if (st.n_prefill_tokens == 0) {
-            *decode_tokens += st.n_decode_tokens;
-            *decode_s += dt;
+            d->decode_tokens += st.n_decode_tokens;
+            d->decode_steps++;
+            d->decode_s += dt;
+            d->decode_device_s += engine_device_seconds(e) - dev0;
         }
     }
     return true;
@@ -124,6 +134,8 @@ static void bench__release_all(engine *e, int64_t from_id, int64_t n)
 typedef struct bench_result {
     double prefill_tps;
     double decode_tps[BENCH_N_MODES][BENCH_MAX_BATCHES]; /* [mode][batch] medians */
+    double step_ms[BENCH_N_MODES][BENCH_MAX_BATCHES];    /* wall time of a decode step */
+    double device_ms[BENCH_N_MODES][BENCH_MAX_BATCHES];  /* its device time */
     double bandwidth_gbps;
     double bytes_per_token;
 } bench_result;
@@ -132,28 +144,30 @@ static bool bench__run_prefill(engine *e, const bench_args *a, int64_t *next_id,
 {
     double v[BENCH_MAX_RUNS];
     for (int64_t r = -1; r < a->runs; r++) { /* run -1 warms up (page faults, caches) */
-        int64_t dtok;
-        double ds, total;
+        bench_drain d;
         /* a new prompt each run: the prefix cache would serve most of a repeated one */
         uint64_t seed = 1000 + (uint64_t)(r + 1);
-        if (!bench__submit(e, 1, a->prompt_len, 1, seed) || !bench__drain(e, &dtok, &ds, &total)) return false;
+        if (!bench__submit(e, 1, a->prompt_len, 1, seed) || !bench__drain(e, &d)) return false;
         bench__release_all(e, (*next_id)++, 1);
-        if (r >= 0) v[r] = (double)a->prompt_len / total;
+        if (r >= 0) v[r] = (double)a->prompt_len / d.total_s;
     }
     *tps = bench__median(v, a->runs);
     return true;
 }
 
-/* One decode run of `batch` sequences; tokens/s of the decode-only steps. */
+/* One decode run of `batch` sequences: tokens/s of the decode-only steps,
+ * and the wall and device milliseconds of one such step. */
 static bool bench__decode_once(engine *e, const bench_args *a, int64_t batch, int64_t *next_id,
-                               uint64_t seed, double *tps)
+                               uint64_t seed, double out[3])
 {
-    int64_t dtok;
-    double ds, total;
-    if (!bench__submit(e, batch, 16, a->gen_len, seed) || !bench__drain(e, &dtok, &ds, &total)) return false;
+    bench_drain d;
+    if (!bench__submit(e, batch, 16, a->gen_len, seed) || !bench__drain(e, &d)) return false;
     bench__release_all(e, *next_id, batch);
     *next_id += batch;
-    *tps = ds > 0 ? (double)dtok / ds : 0;
+    double steps = d.decode_steps > 0 ? (double)d.decode_steps : 1.0;
+    out[0] = d.decode_s > 0 ? (double)d.decode_tokens / d.decode_s : 0;
+    out[1] = 1e3 * d.decode_s / steps;
+    out[2] = 1e3 * d.decode_device_s / steps;
     return true;
 }
 
@@ -162,26 +176,30 @@ static bool bench__decode_once(engine *e, const bench_args *a, int64_t batch, in
  * records the decode slots). */
 static bool bench__run_decode(engine **engines, int64_t *next_ids, const bench_args *a, bench_result *r)
 {
-    static double v[BENCH_N_MODES][BENCH_MAX_BATCHES][BENCH_MAX_RUNS];
+    static double v[3][BENCH_N_MODES][BENCH_MAX_BATCHES][BENCH_MAX_RUNS]; /* tps, step ms, device ms */
     for (int64_t run = -1; run < a->runs; run++)
         for (int m = 0; m < a->n_modes; m++)
             for (int b = 0; b < a->n_batches; b++) {
-                double tps;
-                if (!bench__decode_once(engines[m], a, a->batches[b], &next_ids[m], 100 + (uint64_t)run, &tps))
+                double got[3];
+                if (!bench__decode_once(engines[m], a, a->batches[b], &next_ids[m], 100 + (uint64_t)run, got))
                     return false;
-                if (run >= 0) v[m][b][run] = tps;
+                for (int k = 0; k < 3 && run >= 0; k++) v[k][m][b][run] = got[k];
             }
     for (int m = 0; m < a->n_modes; m++)
-        for (int b = 0; b < a->n_batches; b++) r->decode_tps[m][b] = bench__median(v[m][b], a->runs);
+        for (int b = 0; b < a->n_batches; b++) {
+            r->decode_tps[m][b] = bench__median(v[0][m][b], a->runs);
+            r->step_ms[m][b] = bench__median(v[1][m][b], a->runs);
+            r->device_ms[m][b] = bench__median(v[2][m][b], a->runs);
+        }
     return true;
 }
 
 static void bench__print_json(const bench_args *a, const engine *e, const bench_result *r, double roofline)
 {
     const engine_config *c = engine_get_config(e);
-    printf("{\"model\":\"%s\",\"threads\":%d,\"runs\":%lld,\"prompt_len\":%lld,\"gen_len\":%lld,"
+    printf("{\"model\":\"%s\",\"device\":\"%s\",\"threads\":%d,\"runs\":%lld,\"prompt_len\":%lld,\"gen_len\":%lld,"
            "\"prefill_tokens_per_s\":%.2f,\"decode_mode\":\"%s\",\"decode_tokens_per_s\":%.2f",
-           c->model_dir, c->n_threads, (long long)a->runs, (long long)a->prompt_len,
+           c->model_dir, c->device ? c->device : "cpu", c->n_threads, (long long)a->runs, (long long)a->prompt_len,
            (long long)a->gen_len, r->prefill_tps, bench_modes[a->modes[0]].name, r->decode_tps[0][0]);
     for (int b = 0; b < a->n_batches; b++)
         printf(",\"decode_tokens_per_s_batch%lld\":%.2f", (long long)a->batches[b], r->decode_tps[0][b]);
@@ -190,6 +208,14 @@ static void bench__print_json(const bench_args *a, const engine *e, const bench_
         printf("%s\"%s\":{", m ? "," : "", bench_modes[a->modes[m]].name);
         for (int b = 0; b < a->n_batches; b++)
             printf("%s\"%lld\":%.2f", b ? "," : "", (long long)a->batches[b], r->decode_tps[m][b]);
+        printf("}");
+    }
+    printf("},\"step_ms\":{");
+    for (int m = 0; m < a->n_modes; m++) {
+        printf("%s\"%s\":{", m ? "," : "", bench_modes[a->modes[m]].name);
+        for (int b = 0; b < a->n_batches; b++)
+            printf("%s\"%lld\":{\"wall\":%.4f,\"device\":%.4f,\"host\":%.4f}", b ? "," : "",
+                   (long long)a->batches[b], r->step_ms[m][b], r->device_ms[m][b], r->step_ms[m][b] - r->device_ms[m][b]);
         printf("}");
     }
     printf("},\"memory_bandwidth_gb_per_s\":%.2f,\"decode_bytes_per_token\":%.0f,"
@@ -205,7 +231,8 @@ static void bench__print(const bench_args *a, const engine *e, const bench_resul
         bench__print_json(a, e, r, roofline);
         return;
     }
-    printf("model: %s (%d threads, median of %lld runs)\n", c->model_dir, c->n_threads, (long long)a->runs);
+    printf("model: %s (device %s, %d threads, median of %lld runs)\n", c->model_dir, c->device ? c->device : "cpu",
+           c->n_threads, (long long)a->runs);
     printf("prefill (%lld-token prompt): %.1f tokens/s\n", (long long)a->prompt_len, r->prefill_tps);
     printf("decode tokens/s (%lld tokens per sequence):\n  %-10s", (long long)a->gen_len, "mode");
     for (int b = 0; b < a->n_batches; b++) printf(" %9lld seq", (long long)a->batches[b]);
@@ -220,6 +247,14 @@ static void bench__print(const bench_args *a, const engine *e, const bench_resul
         printf("\n");
     }
     printf("  (ratios against %s, measured side by side)\n", bench_modes[a->modes[0]].name);
+    printf("per decode step (one host round trip), ms: wall = device + host\n");
+    for (int m = 0; m < a->n_modes; m++) {
+        printf("  %-10s", bench_modes[a->modes[m]].name);
+        for (int b = 0; b < a->n_batches; b++)
+            printf("  %lld seq: %.3f = %.3f + %.3f", (long long)a->batches[b], r->step_ms[m][b], r->device_ms[m][b],
+                   r->step_ms[m][b] - r->device_ms[m][b]);
+        printf("\n");
+    }
     printf("memory bandwidth (STREAM triad): %.1f GB/s; weights read per decode step: %.1f MB\n",
            r->bandwidth_gbps, r->bytes_per_token / 1e6);
     printf("decode roofline: %.1f tokens/s; %s batch-%lld decode reaches %.0f%% of it\n", roofline,

@@ -95,6 +95,8 @@ int cmd_serve(int argc, char **argv)
     opt.max_model_len = a.cfg.max_model_len;
     opt.eager = a.cfg.eager;
     opt.decode_steps = a.cfg.decode_steps;
+    opt.no_prefix_caching = a.cfg.no_prefix_caching;
+    opt.device = a.cfg.device;
     encore_engine *e = NULL;
     if (encore_engine_create(&opt, &e) != ENCORE_OK) {
         cli_error("serve", "cannot load model from %s: %s", a.cfg.model_dir, encore_last_error());

@@ -75,9 +75,6 @@ static enc_status encore__config(const encore_options *opt, engine_config *cfg)
 {
     if (!opt || !opt->model_dir)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_engine_create: no model_dir");
-    if (opt->device && strcmp(opt->device, "cpu") != 0)
-        return enc_fail(ENC_ERR_UNSUPPORTED, "encore_engine_create: device \"%s\" is not available "
-                        "in this build (only \"cpu\")", opt->device);
     *cfg = (engine_config){
         .model_dir = opt->model_dir,
         .n_threads = opt->n_threads,
@@ -89,6 +86,7 @@ static enc_status encore__config(const encore_options *opt, engine_config *cfg)
         .eager = opt->eager != 0,
         .decode_steps = opt->decode_steps,
         .no_prefix_caching = opt->no_prefix_caching != 0,
+        .device = opt->device,
     };
     return ENC_OK;
 }

@@ -41,6 +41,11 @@ enc_status backend_graph_compute(backend *be, const graph *g)
     return be->iface->graph_compute(be, g);
 }
 
+double backend_device_seconds(const backend *be)
+{
+    return be->iface->device_seconds ? be->iface->device_seconds(be) : 0.0;
+}
+
 void backend_destroy(backend *be)
 {
     if (be) be->iface->destroy(be);
@@ -49,6 +54,14 @@ void backend_destroy(backend *be)
 bool backend_supports_capture(const backend *be)
 {
     return be->iface->capture_begin && be->iface->capture_end && be->iface->replay;
+}
+
+enc_status backend_refuse_in_capture(const backend *be, bool capturing, const char *call, const char *what)
+{
+    if (!capturing) return ENC_OK;
+    return enc_fail(ENC_ERR_CAPTURE, "%s: %s of buffer '%s' refused: the backend is capturing "
+                    "(no host read, write, allocation or free inside a captured region)",
+                    be->iface->name, call, what ? what : "?");
 }
 
 enc_status backend_capture_begin(backend *be)

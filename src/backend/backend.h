@@ -51,6 +51,9 @@ struct backend_i {
     enc_status (*replay)(backend *be, const backend_recording *rec);
     /* (optional) Free a recording; NULL is a no-op. */
     void (*recording_free)(backend *be, backend_recording *rec);
+    /* (optional) Seconds of device time spent by all submissions so far
+     * (from device timestamps). */
+    double (*device_seconds)(const backend *be);
     /* Release the backend and everything it owns. */
     void (*destroy)(backend *be);
 };
@@ -71,9 +74,26 @@ enc_status backend_buffer_read(backend *be, backend_buffer *buf, size_t offset, 
                                size_t size);
 enc_status backend_graph_compute(backend *be, const graph *g);
 void backend_destroy(backend *be); /* NULL is a no-op */
+/* Device time so far in seconds; 0 where the backend does not measure it
+ * (the CPU: there, all time is host time). */
+double backend_device_seconds(const backend *be);
+
+/* --- choosing a backend (backend_select.c) ------------------------------------ */
+/* "cpu" (also NULL or ""), "vulkan" or "vulkan:N"; n_threads is the CPU
+ * backend's (<= 0: one per CPU). An unknown name, or Vulkan in a build
+ * without it, is an error naming the device. */
+enc_status backend_create_named(const char *device, int n_threads, backend **out);
+/* Whether backend_create_named would recognise the name (whatever this
+ * build and machine have). */
+bool backend_name_valid(const char *device);
+/* The CPU backend's compute threads; for a device backend, the host's CPUs. */
+int backend_host_threads(const backend *be);
 
 /* --- capture and replay (DESIGN principles 1-3) ----------------------------- */
 bool backend_supports_capture(const backend *be);
+/* For implementations: ENC_OK when not capturing, else the capture
+ * contract's refusal of `call` ("write", "read", ...) on buffer `what`. */
+enc_status backend_refuse_in_capture(const backend *be, bool capturing, const char *call, const char *what);
 enc_status backend_capture_begin(backend *be);
 enc_status backend_capture_end(backend *be, backend_recording **out);
 enc_status backend_replay(backend *be, const backend_recording *rec);

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/cpu_backend.h"
 #include "base/log.h"
 
 const char *engine_finish_name(engine_finish f)
@@ -95,8 +94,8 @@ enc_status engine_create(const engine_config *cfg, engine **out)
     engine *e = calloc(1, sizeof *e);
     if (!e) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "engine");
     e->cfg = *cfg;
-    enc_status s = cpu_backend_create(cfg->n_threads, &e->be);
-    if (s == ENC_OK) e->cfg.n_threads = cpu_backend_n_threads(e->be);
+    enc_status s = backend_create_named(cfg->device, cfg->n_threads, &e->be);
+    if (s == ENC_OK) e->cfg.n_threads = backend_host_threads(e->be);
     if (s == ENC_OK)
         s = qwen3_model_load(cfg->model_dir, e->be, cfg->load_progress, cfg->load_progress_user, &e->model);
     e->cfg.load_progress = NULL; /* used while loading only: its user data may not outlive the call */
@@ -490,4 +489,5 @@ engine_stats engine_get_stats(const engine *e)
 }
 int64_t engine_decode_weight_bytes(const engine *e) { return e->model->decode_weight_bytes; }
 int64_t engine_kv_free_blocks(const engine *e) { return e->kv.pool.n_free; }
+double engine_device_seconds(const engine *e) { return backend_device_seconds(e->be); }
 int64_t engine_kv_total_blocks(const engine *e) { return e->kv.pool.n_blocks; }

@@ -34,6 +34,7 @@ enum { ENGINE_MAX_STOP_IDS = 16, ENGINE_MAX_TOP_LOGPROBS = 20 };
 
 typedef struct engine_config {
     const char *model_dir;
+    const char *device;             /* "cpu" (NULL: the same), "vulkan" or "vulkan:N"; not copied */
     int n_threads;                  /* <= 0: one per CPU */
     int block_size;                 /* 16 (default) or 32 */
     int64_t n_kv_blocks;            /* 0: sized from kv_cache_bytes */
@@ -183,6 +184,8 @@ engine_stats engine_get_stats(const engine *e);
 /* Weight bytes one decode step reads (all matrices, the lm_head, norms). */
 int64_t engine_decode_weight_bytes(const engine *e);
 int64_t engine_kv_free_blocks(const engine *e);
+/* Seconds the device has spent on this engine's work so far (0 on the CPU). */
+double engine_device_seconds(const engine *e);
 int64_t engine_kv_total_blocks(const engine *e);
 
 #endif

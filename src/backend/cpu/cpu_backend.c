@@ -38,10 +38,7 @@ typedef struct cpu__ctx {
 static enc_status cpu__refuse_in_capture(backend *be, const char *call, const char *what)
 {
     const cpu__ctx *ctx = be->ctx;
-    if (!ctx->capturing) return ENC_OK;
-    return enc_fail(ENC_ERR_CAPTURE, "cpu: %s of buffer '%s' refused: the backend is capturing "
-                    "(no host read, write, allocation or free inside a captured region)",
-                    call, what ? what : "?");
+    return backend_refuse_in_capture(be, ctx->capturing != NULL, call, what);
 }
 
 /* --- buffers ------------------------------------------------------------- */

@@ -1,0 +1,146 @@
+/* vk_impl.h - the Vulkan backend's internal state, shared by its files:
+ *
+ *   vk_device.c     instance, device choice, queue, validation messages
+ *   vk_memory.c     buffers, their host mirrors and the staging buffer
+ *   vk_pipelines.c  shader modules, the one pipeline layout, pipelines
+ *   vk_ops.c        a graph node -> its dispatches (bindings, constants, grid)
+ *   vk_backend.c    the vtable: eager submission, capture and replay
+ *
+ * Memory layout of a buffer:
+ *
+ *   device-local VkBuffer  [size bytes]  <- what shaders read and write
+ *   host mirror (buffers <= VK_MIRROR_MAX): host-visible, mapped, same size;
+ *     buffer_write copies into it and marks the range pending; the next
+ *     submission copies pending ranges to the device first, and a recording
+ *     copies every step input it reads from its mirror in full, at its first
+ *     use (so a replay is: write the mirrors, submit, wait, read).
+ *   larger buffers are written and read through one shared staging buffer.
+ */
+#ifndef ENC_BACKEND_VULKAN_VK_IMPL_H
+#define ENC_BACKEND_VULKAN_VK_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#include "backend/backend.h"
+#include "backend/vulkan/vk_backend.h"
+
+enum {
+    VK_N_BINDINGS = 8,                  /* tensor bindings per dispatch */
+    VK_KV_WINDOWS = 8,                  /* bindings per KV cache (windows of it) */
+    VK_N_DESCRIPTORS = VK_N_BINDINGS + 2 * VK_KV_WINDOWS, /* K windows at 8, V at 16 */
+    VK_N_PARAMS = 16,                   /* integer parameters per dispatch */
+    VK_MIRROR_MAX = 1 << 20,            /* buffers up to this size get a host mirror */
+    VK_STAGING_SIZE = 16 << 20,         /* the shared staging buffer */
+    VK_MAX_DISPATCHES = 64,             /* per graph node (windows of large weights) */
+};
+
+struct backend_buffer {
+    VkBuffer buf;
+    VkDeviceMemory mem;
+    size_t size;
+    uint32_t heap;         /* the memory heap it came from */
+    VkBuffer mirror;       /* VK_NULL_HANDLE for large buffers */
+    VkDeviceMemory mirror_mem;
+    uint32_t mirror_heap;
+    unsigned char *mirror_map;
+    bool pending;          /* mirror bytes [pend_lo, pend_hi) are newer than the device's */
+    size_t pend_lo, pend_hi;
+    char what[64];         /* what it holds, for error messages */
+};
+
+/* The push constants every shader declares (shaders/common.glsl). */
+typedef struct vk_push {
+    uint32_t off[VK_N_BINDINGS]; /* word offset of each binding's tensor in its range */
+    uint32_t p[VK_N_PARAMS];
+} vk_push;
+
+/* One dispatch, resolved: the pipeline (its graph op), buffer ranges,
+ * constants and workgroup grid. */
+typedef struct vk_dispatch {
+    graph_op op;
+    backend_buffer *bufs[VK_N_DESCRIPTORS]; /* NULL: the dummy buffer */
+    VkDeviceSize start[VK_N_DESCRIPTORS], range[VK_N_DESCRIPTORS];
+    vk_push push;
+    uint32_t groups[3];
+} vk_dispatch;
+
+typedef struct vk_ctx {
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    VkPhysicalDevice phys;
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceMemoryProperties mem_props;
+    VkDevice dev;
+    VkQueue queue;
+    uint32_t queue_family;
+    bool subgroup;          /* the subgroup variants of the shaders run here */
+    bool timestamps;        /* the queue writes timestamps */
+    VkCommandPool cmd_pool;
+    VkCommandBuffer cmd;    /* for eager ops and transfers */
+    VkFence fence;
+    VkQueryPool queries;    /* two timestamps around each submission */
+    double last_device_s, total_device_s;
+    bool profile;                /* ENCORE_VK_PROFILE=1: device time per op, printed at the end */
+    double op_seconds[GRAPH_OP_COUNT];
+    int64_t op_count[GRAPH_OP_COUNT];
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout pipe_layout;
+    VkShaderModule modules[GRAPH_OP_COUNT];
+    VkPipeline pipelines[GRAPH_OP_COUNT];
+    VkDescriptorPool eager_pool; /* reset after every eager op */
+    backend_buffer *dummy;       /* bound where a shader has no tensor */
+    backend_buffer *staging;     /* host-visible, VK_STAGING_SIZE bytes */
+    void *staging_map;
+    backend_buffer **pending;    /* buffers with pending mirror bytes */
+    int n_pending, cap_pending;
+    uint64_t heap_used[VK_MAX_MEMORY_HEAPS];
+    vk_dispatch scratch[VK_MAX_DISPATCHES]; /* the dispatches of the node being encoded */
+    struct backend_recording *capturing;
+    int n_validation;            /* validation messages so far */
+    char validation_first[512];
+} vk_ctx;
+
+/* --- vk_device.c --- */
+enc_status vk_device_open(vk_ctx *c, int index);
+void vk_device_close(vk_ctx *c);
+/* ENC_OK, or the validation layer's first message as an error. */
+enc_status vk_check_validation(vk_ctx *c);
+/* A failed Vulkan call as an error naming it. */
+enc_status vk_fail(VkResult r, const char *what);
+const char *vk_result_name(VkResult r);
+
+/* --- vk_memory.c --- */
+/* Make room for item n of a growing array of *cap items of elem bytes. */
+enc_status vk_grow(void **items, int *cap, int n, size_t elem, const char *what);
+enc_status vk_buffer_create(vk_ctx *c, size_t size, const char *what, bool host_visible,
+                            backend_buffer **out);
+void vk_buffer_destroy(vk_ctx *c, backend_buffer *b);
+/* Record copies of every pending mirror range, then a barrier. */
+void vk_record_pending(vk_ctx *c, VkCommandBuffer cmd);
+void vk_pending_drop(vk_ctx *c, backend_buffer *b);
+enc_status vk_buffer_write(vk_ctx *c, backend_buffer *b, size_t offset, const void *src, size_t size);
+enc_status vk_buffer_read(vk_ctx *c, backend_buffer *b, size_t offset, void *dst, size_t size);
+enc_status vk_buffer_zero(vk_ctx *c, backend_buffer *b);
+/* A barrier making every earlier transfer and shader write visible to every
+ * later transfer, shader and host access. */
+void vk_record_barrier(VkCommandBuffer cmd);
+/* Begin c->cmd for a one-off submission. */
+enc_status vk_cmd_begin(vk_ctx *c, VkCommandBuffer cmd);
+/* End cmd (unless already ended), submit it, wait; timestamps if any. */
+enc_status vk_submit_wait(vk_ctx *c, VkCommandBuffer cmd, bool end);
+
+/* --- vk_pipelines.c --- */
+enc_status vk_pipelines_init(vk_ctx *c);
+void vk_pipelines_free(vk_ctx *c);
+/* The pipeline of op, made at first use. */
+enc_status vk_pipeline_get(vk_ctx *c, graph_op op, VkPipeline *out);
+
+/* --- vk_ops.c --- */
+/* The dispatches of one node (several where a weight spans more than one
+ * storage-buffer range). */
+enc_status vk_ops_plan(const vk_ctx *c, const graph_node *n, vk_dispatch *out, int *n_out);
+
+#endif

@@ -1,0 +1,371 @@
+/* vk_ops.c - from a graph node to its dispatches: which tensor goes in
+ * which binding (and which range of its buffer), the push constants, and
+ * the workgroup grid, for every op of the Qwen3 step. The shaders document
+ * the binding and parameter layout each expects (shaders/NAME.comp).
+ *
+ * A binding covers at most maxStorageBufferRange bytes from an offset
+ * aligned to minStorageBufferOffsetAlignment; the tensor's word offset
+ * inside that range goes in push.off[]. Weights larger than one range (an
+ * embedding of 150k rows) are split into windows of whole rows: matmul
+ * dispatches once per window of output columns, get_rows once per window
+ * of table rows. Dispatch grids are at most 65535 groups wide: longer 1-D
+ * jobs use a second grid dimension, longer row jobs more dispatches. None of
+ * this changes a value: each output element is computed by one workgroup in
+ * one fixed order. */
+#include <math.h>
+#include <string.h>
+
+#include "backend/vulkan/vk_impl.h"
+
+enum { VK__GRID_MAX = 65535, VK__MATMUL_RPW = 32 /* weight rows per workgroup (matmul.comp) */,
+       VK__ROWS_MAX = 65535 * 8 };
+
+typedef struct vk__plan {
+    const vk_ctx *c;
+    const graph_node *n;
+    vk_dispatch *out; /* [VK_MAX_DISPATCHES] */
+    int n_out;
+} vk__plan;
+
+static const char *vk__tname(const graph_tensor *t) { return t && t->name ? t->name : "?"; }
+
+/* Binding alignment: the device's, and at least a word. */
+static size_t vk__align(const vk_ctx *c)
+{
+    size_t a = (size_t)c->props.limits.minStorageBufferOffsetAlignment;
+    return a < 4 ? 4 : a;
+}
+
+/* The bytes one binding can see, past the alignment slack. */
+static size_t vk__window(const vk_ctx *c)
+{
+    return (size_t)c->props.limits.maxStorageBufferRange - vk__align(c);
+}
+
+/* Bind nbytes of tensor t, from byte `skip` of it, to binding b of d. */
+static enc_status vk__bind(const vk__plan *pl, vk_dispatch *d, int b, const graph_tensor *t, size_t skip,
+                           size_t nbytes)
+{
+    const vk_ctx *c = pl->c;
+    const char *op = graph_op_name(pl->n->op);
+    if (!t) return ENC_OK; /* the dummy buffer (bufs[b] stays NULL) */
+    backend_buffer *buf = t->buffer;
+    if (!buf) return enc_fail(ENC_ERR_INTERNAL, "vulkan: %s: tensor '%s' is bound to no buffer", op, vk__tname(t));
+    size_t off = t->offset + skip, size = buf->size;
+    if (off > size || nbytes > size - off)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "vulkan: %s: tensor '%s' (%zu bytes at offset %zu) lies outside "
+                        "its %zu-byte buffer '%s'", op, vk__tname(t), nbytes, off, size, buf->what);
+    if (off % 4)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "vulkan: %s: tensor '%s' at offset %zu of '%s' is not 4-byte aligned",
+                        op, vk__tname(t), off, buf->what);
+    size_t start = off - off % vk__align(c);
+    size_t range = (size + 3) / 4 * 4 - start; /* the VkBuffer holds whole words */
+    if (range > c->props.limits.maxStorageBufferRange) range = c->props.limits.maxStorageBufferRange;
+    if (off - start + nbytes > range)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: tensor '%s' of %zu bytes exceeds the largest storage "
+                        "buffer range of device '%s' (%u bytes)", op, vk__tname(t), nbytes, c->props.deviceName,
+                        c->props.limits.maxStorageBufferRange);
+    d->bufs[b] = buf;
+    d->start[b] = start;
+    d->range[b] = range ? range : VK_WHOLE_SIZE;
+    d->push.off[b] = (uint32_t)((off - start) / 4);
+    return ENC_OK;
+}
+
+static enc_status vk__bind_all(const vk__plan *pl, vk_dispatch *d, int b, const graph_tensor *t)
+{
+    return vk__bind(pl, d, b, t, 0, t ? graph_tensor_nbytes(t) : 0);
+}
+
+/* A new dispatch of the node's op; NULL (with a message) past the maximum. */
+static vk_dispatch *vk__new(vk__plan *pl, enc_status *s)
+{
+    if (pl->n_out == VK_MAX_DISPATCHES) {
+        *s = enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s needs more than %d dispatches", graph_op_name(pl->n->op),
+                      VK_MAX_DISPATCHES);
+        return NULL;
+    }
+    vk_dispatch *d = &pl->out[pl->n_out++];
+    memset(d, 0, sizeof *d);
+    d->op = pl->n->op;
+    d->groups[0] = d->groups[1] = d->groups[2] = 1;
+    *s = ENC_OK;
+    return d;
+}
+
+/* A new dispatch with tensors ts[0 .. n) at bindings 0 .. n-1 (NULL: none). */
+static enc_status vk__single(vk__plan *pl, const graph_tensor *const *ts, int n, vk_dispatch **out)
+{
+    enc_status s;
+    vk_dispatch *d = vk__new(pl, &s);
+    if (!d) return s;
+    for (int b = 0; b < n; b++) ENC_TRY(vk__bind_all(pl, d, b, ts[b]));
+    *out = d;
+    return ENC_OK;
+}
+
+/* A 1-D job of n invocations in workgroups of `local`. */
+static void vk__grid_1d(vk_dispatch *d, int64_t n, uint32_t local)
+{
+    int64_t groups = (n + local - 1) / local;
+    if (groups < 1) groups = 1;
+    d->groups[0] = (uint32_t)(groups < VK__GRID_MAX ? groups : VK__GRID_MAX);
+    d->groups[1] = (uint32_t)((groups + VK__GRID_MAX - 1) / VK__GRID_MAX);
+}
+
+static uint32_t vk__f32_bits(double v)
+{
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static enc_status vk__weight_dtype(const vk__plan *pl, const graph_tensor *w)
+{
+    if (w->dtype == ENC_F32 || w->dtype == ENC_BF16 || w->dtype == ENC_F16) return ENC_OK;
+    return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: tensor '%s' has dtype %s (f32, bf16 or f16 expected)",
+                    graph_op_name(pl->n->op), vk__tname(w), enc_dtype_name(w->dtype));
+}
+
+/* Rows of `row_bytes` per window of a binding: even (so that a 16-bit
+ * window starts on a word), at most VK__ROWS_MAX and the total. */
+static enc_status vk__rows_per_window(const vk__plan *pl, const graph_tensor *w, size_t row_bytes, int64_t total,
+                                      int64_t *out)
+{
+    int64_t r = row_bytes ? (int64_t)(vk__window(pl->c) / row_bytes) : total;
+    r = r > VK__ROWS_MAX ? VK__ROWS_MAX : r;
+    r -= r % 2;
+    if (r < 2 && total > 1)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: rows of %zu bytes of tensor '%s' exceed the storage "
+                        "buffer range of device '%s'", graph_op_name(pl->n->op), row_bytes, vk__tname(w),
+                        pl->c->props.deviceName);
+    *out = r < total ? r : total;
+    if (*out < 1) *out = 1;
+    return ENC_OK;
+}
+
+/* --- the ops ------------------------------------------------------------------- */
+
+/* Sets a window's push constants and grid: rows [r0, r0 + nw) of the weight. */
+typedef void (*vk__window_fn)(vk_dispatch *d, const graph_node *n, int64_t r0, int64_t nw);
+
+/* An op over weight w in windows of whole rows, one dispatch per window:
+ * w's window at binding wb, tensor `other` at binding ob, the output at 2. */
+static enc_status vk__windowed(vk__plan *pl, const graph_tensor *w, int wb, const graph_tensor *other, int ob,
+                               vk__window_fn fill)
+{
+    ENC_TRY(vk__weight_dtype(pl, w));
+    int64_t R = w->shape[0], win = 1;
+    size_t rb = (size_t)w->shape[1] * enc_dtype_size(w->dtype);
+    ENC_TRY(vk__rows_per_window(pl, w, rb, R, &win));
+    for (int64_t r0 = 0; r0 == 0 || r0 < R; r0 += win) {
+        enc_status s;
+        vk_dispatch *d = vk__new(pl, &s);
+        if (!d) return s;
+        int64_t nw = R - r0 < win ? R - r0 : win;
+        ENC_TRY(vk__bind(pl, d, wb, w, (size_t)r0 * rb, (size_t)nw * rb));
+        ENC_TRY(vk__bind_all(pl, d, ob, other));
+        ENC_TRY(vk__bind_all(pl, d, 2, pl->n->dst));
+        fill(d, pl->n, r0, nw);
+    }
+    return ENC_OK;
+}
+
+static void vk__get_rows_window(vk_dispatch *d, const graph_node *n, int64_t r0, int64_t nw)
+{
+    const graph_tensor *tab = n->src[0];
+    int64_t D = tab->shape[1], N = n->src[1]->shape[0];
+    uint32_t p[] = {(uint32_t)N, (uint32_t)D, (uint32_t)tab->dtype, (uint32_t)tab->shape[0], (uint32_t)r0,
+                    (uint32_t)nw};
+    memcpy(d->push.p, p, sizeof p);
+    vk__grid_1d(d, N * D, 256);
+}
+
+static enc_status vk__get_rows(vk__plan *pl)
+{
+    return vk__windowed(pl, pl->n->src[0], 0, pl->n->src[1], 1, vk__get_rows_window);
+}
+
+static void vk__matmul_window(vk_dispatch *d, const graph_node *n, int64_t n0, int64_t nw)
+{
+    const graph_tensor *x = n->src[0], *w = n->src[1];
+    int64_t T = x->shape[0], K = x->shape[1], N = w->shape[0];
+    /* 16-byte loads where rows and tokens start on 16 bytes (matmul.comp) */
+    bool vec = K % (w->dtype == ENC_F32 ? 4 : 8) == 0 && d->push.off[0] % 4 == 0 && d->push.off[1] % 4 == 0;
+    uint32_t p[] = {(uint32_t)T, (uint32_t)K, (uint32_t)N, (uint32_t)w->dtype, (uint32_t)n0, (uint32_t)nw, vec};
+    memcpy(d->push.p, p, sizeof p);
+    d->groups[0] = (uint32_t)((nw + VK__MATMUL_RPW - 1) / VK__MATMUL_RPW);
+    d->groups[1] = (uint32_t)T; /* zero groups: nothing runs */
+}
+
+/* Grids hold at most VK__GRID_MAX groups per dimension: one per token. */
+static enc_status vk__check_tokens(const vk__plan *pl, int64_t T)
+{
+    if (T <= VK__GRID_MAX) return ENC_OK;
+    return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s of %lld tokens: at most %d per step (lower "
+                    "--max-num-batched-tokens)", graph_op_name(pl->n->op), (long long)T, VK__GRID_MAX);
+}
+
+static enc_status vk__matmul(vk__plan *pl)
+{
+    ENC_TRY(vk__check_tokens(pl, pl->n->src[0]->shape[0]));
+    return vk__windowed(pl, pl->n->src[1], 1, pl->n->src[0], 0, vk__matmul_window);
+}
+
+static enc_status vk__rms_norm(vk__plan *pl)
+{
+    const graph_node *n = pl->n;
+    int64_t dim = n->src[1]->shape[0], rows = graph_tensor_nelements(n->src[0]) / dim;
+    const graph_tensor *ts[] = {n->src[0], n->src[1], n->dst};
+    for (int64_t r0 = 0; r0 < rows; r0 += VK__GRID_MAX) {
+        vk_dispatch *d = NULL;
+        ENC_TRY(vk__single(pl, ts, 3, &d));
+        uint32_t p[] = {(uint32_t)rows, (uint32_t)dim, vk__f32_bits(n->f[0]), (uint32_t)r0};
+        memcpy(d->push.p, p, sizeof p);
+        d->groups[0] = (uint32_t)(rows - r0 < VK__GRID_MAX ? rows - r0 : VK__GRID_MAX);
+    }
+    return ENC_OK;
+}
+
+static enc_status vk__rope(vk__plan *pl)
+{
+    const graph_node *n = pl->n;
+    vk_dispatch *d = NULL;
+    ENC_TRY(vk__single(pl, (const graph_tensor *const[]){n->src[0], n->src[1]}, 2, &d));
+    int64_t T = n->src[0]->shape[0], H = n->i[0], hd = n->i[1];
+    uint32_t p[] = {(uint32_t)T, (uint32_t)H, (uint32_t)hd, vk__f32_bits(log2(n->f[0]))};
+    memcpy(d->push.p, p, sizeof p);
+    vk__grid_1d(d, T * H * (hd / 2), 256);
+    return ENC_OK;
+}
+
+/* swiglu and add: three tensors of n elements. */
+static enc_status vk__elementwise(vk__plan *pl)
+{
+    const graph_node *n = pl->n;
+    vk_dispatch *d = NULL;
+    ENC_TRY(vk__single(pl, (const graph_tensor *const[]){n->src[0], n->src[1], n->dst}, 3, &d));
+    int64_t count = graph_tensor_nelements(n->src[0]);
+    d->push.p[0] = (uint32_t)count;
+    vk__grid_1d(d, count, 256);
+    return ENC_OK;
+}
+
+static int64_t vk__gcd(int64_t a, int64_t b) { return b ? vk__gcd(b, a % b) : a; }
+
+/* Bind a KV cache [n_slots, kv_dim] f32 as windows of *spw slots at
+ * bindings base .. base + VK_KV_WINDOWS - 1 (shaders/common.glsl); *n_win
+ * of them. */
+static enc_status vk__bind_cache(const vk__plan *pl, vk_dispatch *d, int base, const graph_tensor *t, uint32_t *spw,
+                                 uint32_t *n_windows)
+{
+    const vk_ctx *c = pl->c;
+    const backend_buffer *buf = t->buffer;
+    int64_t rb = t->shape[1] * 4, n_slots = t->shape[0], a = (int64_t)vk__align(c);
+    int64_t per = (int64_t)vk__window(c) / rb, step = a / vk__gcd(rb, a); /* windows start aligned */
+    per -= per % step;
+    int64_t n_win = per > 0 ? (n_slots + per - 1) / per : 0;
+    if (!buf || per < 1 || n_win > VK_KV_WINDOWS || t->offset % (size_t)a ||
+        t->offset + graph_tensor_nbytes(t) > buf->size)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: KV cache '%s' of %zu bytes does not fit %d windows of "
+                        "the storage buffer range of device '%s' (%u bytes each); use fewer KV blocks (--kv-blocks)",
+                        graph_op_name(pl->n->op), vk__tname(t), graph_tensor_nbytes(t), VK_KV_WINDOWS,
+                        c->props.deviceName, c->props.limits.maxStorageBufferRange);
+    for (int64_t w = 0; w < n_win; w++) {
+        int64_t first = w * per, count = n_slots - first < per ? n_slots - first : per;
+        d->bufs[base + w] = (backend_buffer *)buf;
+        d->start[base + w] = t->offset + (size_t)(first * rb);
+        d->range[base + w] = (VkDeviceSize)(count * rb);
+    }
+    *spw = (uint32_t)(per > 0 ? per : 1);
+    *n_windows = (uint32_t)n_win;
+    return ENC_OK;
+}
+
+enum { VK__K_WINDOWS = VK_N_BINDINGS, VK__V_WINDOWS = VK_N_BINDINGS + VK_KV_WINDOWS };
+
+static enc_status vk__store_kv(vk__plan *pl)
+{
+    const graph_node *n = pl->n;
+    vk_dispatch *d = NULL;
+    ENC_TRY(vk__single(pl, (const graph_tensor *const *)n->src, 3, &d));
+    ENC_TRY(vk__bind_cache(pl, d, VK__K_WINDOWS, n->src[3], &d->push.p[2], &d->push.p[3]));
+    ENC_TRY(vk__bind_cache(pl, d, VK__V_WINDOWS, n->src[4], &d->push.p[2], &d->push.p[3]));
+    int64_t T = n->src[0]->shape[0], kv_dim = n->src[0]->shape[1];
+    d->push.p[0] = (uint32_t)T;
+    d->push.p[1] = (uint32_t)kv_dim;
+    vk__grid_1d(d, T * kv_dim, 256);
+    return ENC_OK;
+}
+
+enum { VK__HEAD_DIM_MAX = 256 }; /* shaders/attention.comp: HD_MAX */
+
+static enc_status vk__attention(vk__plan *pl)
+{
+    const graph_node *n = pl->n;
+    int64_t H = n->i[0], KVH = n->i[1], hd = n->i[2];
+    ENC_TRY(vk__check_tokens(pl, n->src[0]->shape[0]));
+    if (hd > VK__HEAD_DIM_MAX || hd < 1 || KVH < 1 || H % KVH)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: attention with %lld heads, %lld kv heads, head_dim %lld "
+                        "(head_dim <= %d and whole groups expected)", (long long)H, (long long)KVH, (long long)hd,
+                        VK__HEAD_DIM_MAX);
+    vk_dispatch *d = NULL; /* the caches are bound as windows below */
+    const graph_tensor *ts[] = {n->src[0], NULL, NULL, n->src[3], n->src[4], n->src[5], n->dst};
+    ENC_TRY(vk__single(pl, ts, 7, &d));
+    uint32_t spw, n_win;
+    ENC_TRY(vk__bind_cache(pl, d, VK__K_WINDOWS, n->src[1], &spw, &n_win));
+    ENC_TRY(vk__bind_cache(pl, d, VK__V_WINDOWS, n->src[2], &spw, &n_win));
+    int64_t T = n->src[0]->shape[0];
+    uint32_t p[] = {(uint32_t)n->src[4]->shape[0], (uint32_t)n->src[3]->shape[1], (uint32_t)n->i[3],
+                    (uint32_t)H,  (uint32_t)KVH, (uint32_t)hd, vk__f32_bits(n->f[0]), spw, n_win};
+    memcpy(d->push.p, p, sizeof p);
+    d->groups[0] = (uint32_t)T; /* zero groups: nothing runs */
+    d->groups[1] = (uint32_t)H;
+    return ENC_OK;
+}
+
+static enc_status vk__argmax(vk__plan *pl)
+{
+    const graph_node *n = pl->n;
+    vk_dispatch *d = NULL;
+    ENC_TRY(vk__single(pl, (const graph_tensor *const[]){n->src[0], n->dst}, 2, &d));
+    d->push.p[0] = (uint32_t)n->src[0]->shape[0];
+    d->push.p[1] = (uint32_t)n->src[0]->shape[1];
+    d->groups[0] = (uint32_t)n->src[0]->shape[0];
+    return ENC_OK;
+}
+
+static enc_status vk__advance(vk__plan *pl)
+{
+    const graph_node *n = pl->n;
+    vk_dispatch *d = NULL;
+    const graph_tensor *ts[] = {n->src[0], n->src[1], n->src[2], n->src[3], n->src[4], n->src[5], n->dst};
+    ENC_TRY(vk__single(pl, ts, 7, &d));
+    d->push.p[0] = (uint32_t)n->src[0]->shape[0];
+    d->push.p[1] = (uint32_t)n->src[5]->shape[1];
+    d->push.p[2] = (uint32_t)n->i[0];
+    vk__grid_1d(d, n->src[0]->shape[0], 64);
+    return ENC_OK;
+}
+
+enc_status vk_ops_plan(const vk_ctx *c, const graph_node *n, vk_dispatch *out, int *n_out)
+{
+    vk__plan pl = {c, n, out, 0};
+    enc_status s;
+    switch (n->op) {
+    case GRAPH_OP_GET_ROWS: s = vk__get_rows(&pl); break;
+    case GRAPH_OP_RMS_NORM: s = vk__rms_norm(&pl); break;
+    case GRAPH_OP_MATMUL: s = vk__matmul(&pl); break;
+    case GRAPH_OP_ROPE_NEOX: s = vk__rope(&pl); break;
+    case GRAPH_OP_SWIGLU:
+    case GRAPH_OP_ADD: s = vk__elementwise(&pl); break;
+    case GRAPH_OP_STORE_KV: s = vk__store_kv(&pl); break;
+    case GRAPH_OP_ATTENTION: s = vk__attention(&pl); break;
+    case GRAPH_OP_ARGMAX: s = vk__argmax(&pl); break;
+    case GRAPH_OP_DECODE_ADVANCE: s = vk__advance(&pl); break;
+    default: s = enc_fail(ENC_ERR_INTERNAL, "vulkan: unknown op %d", (int)n->op);
+    }
+    *n_out = pl.n_out;
+    return s;
+}

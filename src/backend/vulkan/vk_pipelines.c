@@ -1,0 +1,94 @@
+/* vk_pipelines.c - the compute pipelines: one per graph op, from the
+ * embedded SPIR-V (the subgroup variant where the device has subgroup
+ * arithmetic), made at the op's first use. Every pipeline shares one layout:
+ * a set of VK_N_DESCRIPTORS storage buffers and the vk_push constants. */
+#include <string.h>
+
+#include "backend/vulkan/vk_impl.h"
+#include "backend/vulkan/vk_shaders.h"
+
+/* The shader file of each graph op, in graph_op order. */
+static const char *const vk__shader_names[GRAPH_OP_COUNT] = {
+    [GRAPH_OP_GET_ROWS] = "get_rows",   [GRAPH_OP_RMS_NORM] = "rms_norm",
+    [GRAPH_OP_MATMUL] = "matmul",       [GRAPH_OP_ROPE_NEOX] = "rope_neox",
+    [GRAPH_OP_SWIGLU] = "swiglu",       [GRAPH_OP_ADD] = "add",
+    [GRAPH_OP_STORE_KV] = "store_kv",   [GRAPH_OP_ATTENTION] = "attention",
+    [GRAPH_OP_ARGMAX] = "argmax",       [GRAPH_OP_DECODE_ADVANCE] = "decode_advance",
+};
+
+enc_status vk_pipelines_init(vk_ctx *c)
+{
+    VkDescriptorSetLayoutBinding b = {
+        .binding = 0,
+        .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        .descriptorCount = VK_N_DESCRIPTORS,
+        .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+    };
+    VkDescriptorSetLayoutCreateInfo dl = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .bindingCount = 1,
+        .pBindings = &b,
+    };
+    VkResult r = vkCreateDescriptorSetLayout(c->dev, &dl, NULL, &c->set_layout);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkCreateDescriptorSetLayout");
+    VkPushConstantRange pr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = sizeof(vk_push)};
+    VkPipelineLayoutCreateInfo pl = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+        .setLayoutCount = 1,
+        .pSetLayouts = &c->set_layout,
+        .pushConstantRangeCount = 1,
+        .pPushConstantRanges = &pr,
+    };
+    r = vkCreatePipelineLayout(c->dev, &pl, NULL, &c->pipe_layout);
+    return r == VK_SUCCESS ? ENC_OK : vk_fail(r, "vkCreatePipelineLayout");
+}
+
+void vk_pipelines_free(vk_ctx *c)
+{
+    for (int i = 0; i < GRAPH_OP_COUNT; i++) {
+        if (c->pipelines[i]) vkDestroyPipeline(c->dev, c->pipelines[i], NULL);
+        if (c->modules[i]) vkDestroyShaderModule(c->dev, c->modules[i], NULL);
+    }
+    if (c->pipe_layout) vkDestroyPipelineLayout(c->dev, c->pipe_layout, NULL);
+    if (c->set_layout) vkDestroyDescriptorSetLayout(c->dev, c->set_layout, NULL);
+}
+
+static const vk_shader_blob *vk__blob(const char *name, int subgroup)
+{
+    for (int i = 0; i < vk_n_shader_blobs; i++)
+        if (vk_shader_blobs[i].subgroup == subgroup && strcmp(vk_shader_blobs[i].name, name) == 0)
+            return &vk_shader_blobs[i];
+    return NULL;
+}
+
+enc_status vk_pipeline_get(vk_ctx *c, graph_op op, VkPipeline *out)
+{
+    if (c->pipelines[op]) {
+        *out = c->pipelines[op];
+        return ENC_OK;
+    }
+    const char *name = (unsigned)op < GRAPH_OP_COUNT ? vk__shader_names[op] : NULL;
+    const vk_shader_blob *blob = name ? vk__blob(name, c->subgroup) : NULL;
+    if (!blob) return enc_fail(ENC_ERR_INTERNAL, "vulkan: no shader for op %d", (int)op);
+    VkShaderModuleCreateInfo mi = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+        .codeSize = blob->size,
+        .pCode = (const uint32_t *)(const void *)blob->spirv,
+    };
+    VkResult r = vkCreateShaderModule(c->dev, &mi, NULL, &c->modules[op]);
+    if (r != VK_SUCCESS) return enc_fail_context(vk_fail(r, "vkCreateShaderModule"), "shader %s", name);
+    VkComputePipelineCreateInfo pci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+            .module = c->modules[op],
+            .pName = "main",
+        },
+        .layout = c->pipe_layout,
+    };
+    r = vkCreateComputePipelines(c->dev, VK_NULL_HANDLE, 1, &pci, NULL, &c->pipelines[op]);
+    if (r != VK_SUCCESS) return enc_fail_context(vk_fail(r, "vkCreateComputePipelines"), "shader %s", name);
+    *out = c->pipelines[op];
+    return vk_check_validation(c);
+}

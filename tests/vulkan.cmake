@@ -1,0 +1,81 @@
+# vulkan.cmake - the Vulkan backend's tests (label `vulkan`), run on the
+# device the loader offers (ENCORE_DEVICE=vulkan); on a machine without a
+# GPU that is Mesa's lavapipe (mesa-vulkan-drivers).
+#
+#   vulkan_ops, vulkan_ops_no_subgroup   every op against the CPU backend over
+#                       many shapes, and batch invariance (test_vulkan_ops.c);
+#                       the second with the shaders' fallback reductions
+#   vulkan_capture_contract_<case>       the capture contract (test_capture.c)
+#   vulkan_vs_cpu_<check>_<preset>       the model: logits within 1e-4 of the
+#                       CPU's, greedy ids identical (vulkan_vs_cpu.py)
+#   vulkan_bad_device                    bad device names and indices refused
+#   vulkan_ref_<check>_<preset>          the model against the NumPy reference
+#                       (test_reference.py, same tolerance as on the CPU)
+#   vulkan_capture_<scenario>            captured vs eager, bit-identical, over
+#                       the scenarios of capture_matrix.py
+#   vulkan_validation_<test>             a selection of the above once more
+#                       with ENCORE_VK_VALIDATION=1: the Khronos validation
+#                       layer on, any message it reports fails the test
+if(NOT ENCORE_VULKAN)
+  return()
+endif()
+
+# vk_test(NAME COMMAND...) - a Vulkan test; its command is kept in
+# VK_CMD_<NAME> for the validation run below.
+macro(vk_test name)
+  add_test(NAME ${name} COMMAND ${ARGN})
+  set(VK_CMD_${name} ${ARGN})
+  list(APPEND ENCORE_VK_TESTS ${name})
+endmacro()
+
+add_executable(test_vulkan_ops ${ENCORE_TESTS_DIR}/test_vulkan_ops.c)
+target_link_libraries(test_vulkan_ops PRIVATE encore_core)
+target_include_directories(test_vulkan_ops PRIVATE ${ENCORE_TESTS_DIR})
+vk_test(vulkan_ops test_vulkan_ops)
+vk_test(vulkan_ops_no_subgroup test_vulkan_ops)
+
+foreach(case write read alloc free nested replay end replay_matches_eager)
+  vk_test(vulkan_capture_contract_${case} test_capture ${case})
+endforeach()
+
+foreach(preset tiny-gqa1-hd64-f32 tiny-gqa2-hd64-bf16 tiny-gqa4-hd128-bf16 tiny-gqa2-hd128-f16-sharded
+               tiny-qwen3vocab)
+  string(REPLACE "-" "_" p "${preset}")
+  set(checks logits greedy)
+  if(preset STREQUAL "tiny-qwen3vocab")
+    set(checks logits) # a 152k-row lm_head: greedy runs are slow on lavapipe
+  endif()
+  foreach(check ${checks})
+    vk_test(vulkan_vs_cpu_${check}_${p} ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/vulkan_vs_cpu.py
+            --encore $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/${preset} ${check})
+    vk_test(vulkan_ref_${check}_${p} ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_reference.py ${check}
+            --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/${preset})
+  endforeach()
+endforeach()
+
+vk_test(vulkan_bad_device ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/vulkan_vs_cpu.py
+        --encore $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 bad_device)
+
+foreach(scenario long join_after_capture grow_shrink block_crossing_32 same_and_different
+                 pool_exhaustion eos_stops sampling)
+  vk_test(vulkan_capture_${scenario} ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py
+          --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${scenario})
+endforeach()
+
+# Once more with the validation layer: the ops, the contract, a model check
+# and two capture scenarios (prefill, decode, multi-step, preemption).
+set(ENCORE_VK_VALIDATED vulkan_ops vulkan_capture_contract_replay_matches_eager
+    vulkan_vs_cpu_logits_tiny_gqa4_hd128_bf16 vulkan_capture_join_after_capture
+    vulkan_capture_pool_exhaustion)
+foreach(t ${ENCORE_VK_VALIDATED})
+  add_test(NAME vulkan_validation_${t} COMMAND ${VK_CMD_${t}})
+  set_tests_properties(vulkan_validation_${t} PROPERTIES
+    ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_VALIDATION=1"
+    FAIL_REGULAR_EXPRESSION "vulkan validation"
+    LABELS "vulkan;vulkan_validation" FIXTURES_REQUIRED tiny_models TIMEOUT 900)
+endforeach()
+
+set_tests_properties(${ENCORE_VK_TESTS} PROPERTIES
+  ENVIRONMENT ENCORE_DEVICE=vulkan LABELS vulkan FIXTURES_REQUIRED tiny_models TIMEOUT 600)
+set_tests_properties(vulkan_ops_no_subgroup PROPERTIES
+  ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_SUBGROUP=0")
