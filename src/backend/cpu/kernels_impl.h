@@ -289,6 +289,7 @@ enum {
     CPU__ATT_QT = 8,        /* query rows of one sequence done together (at most) */
     CPU__ATT_COPY_HD = 256, /* up to this head_dim, a block's keys and values are
                                copied together first (rows 4 KiB apart thrash L1) */
+    CPU__ATT_PACK_MIN_READS = 4, /* ... when this many (row, head) pairs read them */
 };
 
 /* The state of the online softmax of one query row and head. */
@@ -488,10 +489,14 @@ static void cpu__att_item_run(const cpu_attention_args *a, const cpu__att_item *
     const void *krow[CPU__ATT_PB];
     const float *vrow[CPU__ATT_PB];
     float kbuf[CPU__ATT_PB * CPU__ATT_COPY_HD], vbuf[CPU__ATT_PB * CPU__ATT_COPY_HD];
+    /* Packing pays when the rows are read again by several (row, head) pairs;
+     * for one or two (a decode row of a small GQA group) the copy is more
+     * traffic than it saves. */
+    int pack = hd <= CPU__ATT_COPY_HD && it->nr * it->hg >= CPU__ATT_PACK_MIN_READS;
     for (int64_t p0 = 0; p0 < end; p0 += CPU__ATT_PB) {
         int pn = end - p0 >= CPU__ATT_PB ? CPU__ATT_PB : (int)(end - p0);
         cpu__att_rows(a, it, p0, pn, krow, vrow);
-        if (hd <= CPU__ATT_COPY_HD) cpu__att_pack(hd, pn, krow, vrow, kbuf, vbuf);
+        if (pack) cpu__att_pack(hd, pn, krow, vrow, kbuf, vbuf);
         cpu__att_scores(a, it, krow, pn, S);
         for (int r = 0; r < it->nr; r++) {
             int64_t left = it->ctx0 + r - p0; /* keys of this block row r sees */
