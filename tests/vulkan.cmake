@@ -13,9 +13,9 @@
 #                       (test_reference.py, same tolerance as on the CPU)
 #   vulkan_capture_<scenario>            captured vs eager, bit-identical, over
 #                       the scenarios of capture_matrix.py
-#   vulkan_validation_<test>             a selection of the above once more
-#                       with ENCORE_VK_VALIDATION=1: the Khronos validation
-#                       layer on, any message it reports fails the test
+#   vulkan_validation_<test>             every test above once more with
+#                       ENCORE_VK_VALIDATION=1: the Khronos validation layer
+#                       on, any message it reports fails the test
 if(NOT ENCORE_VULKAN)
   return()
 endif()
@@ -62,12 +62,8 @@ foreach(scenario long join_after_capture grow_shrink block_crossing_32 same_and_
           --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${scenario})
 endforeach()
 
-# Once more with the validation layer: the ops, the contract, a model check
-# and two capture scenarios (prefill, decode, multi-step, preemption).
-set(ENCORE_VK_VALIDATED vulkan_ops vulkan_capture_contract_replay_matches_eager
-    vulkan_vs_cpu_logits_tiny_gqa4_hd128_bf16 vulkan_capture_join_after_capture
-    vulkan_capture_pool_exhaustion)
-foreach(t ${ENCORE_VK_VALIDATED})
+# The whole Vulkan suite once more with the validation layer.
+foreach(t ${ENCORE_VK_TESTS})
   add_test(NAME vulkan_validation_${t} COMMAND ${VK_CMD_${t}})
   set_tests_properties(vulkan_validation_${t} PROPERTIES
     ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_VALIDATION=1"
@@ -79,3 +75,5 @@ set_tests_properties(${ENCORE_VK_TESTS} PROPERTIES
   ENVIRONMENT ENCORE_DEVICE=vulkan LABELS vulkan FIXTURES_REQUIRED tiny_models TIMEOUT 600)
 set_tests_properties(vulkan_ops_no_subgroup PROPERTIES
   ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_SUBGROUP=0")
+set_tests_properties(vulkan_validation_vulkan_ops_no_subgroup PROPERTIES
+  ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_VALIDATION=1;ENCORE_VK_SUBGROUP=0")
