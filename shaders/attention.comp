@@ -58,30 +58,34 @@ void main()
         o[j] = 0.0;
     }
     float m = uintBitsToFloat(0xff800000u), l = 0.0;
-    for (int p = int(g); p < ctx; p += int(NS)) {
-        uint slot = uint(LDI(3, s * maxb + uint(p) / bs)) * bs + uint(p) % bs;
-        uint w = slot / spw, kb = (slot % spw) * kv_dim + kvh * hd;
-        float part = 0.0;
 #define KEY_PART_(b) [[dont_unroll]] for (uint j = 0u; j < nj; j++) { \
             uint d = lane + j * SS; \
             if (d < hd) part = fma(qv[j], uintBitsToFloat(buf[b].d[kb + d]), part); }
-        if (pc.p[8] == 1u) {
-            KEY_PART_(KV_K)
-        } else {
-            KV_SWITCH(KV_K, w, KEY_PART_)
-        }
-        float sc = subgroupAdd(part) * PF(6);
-        float nm = max(m, sc), c = exp(m - nm), e = exp(sc - nm);
-        l = l * c + e;
 #define VAL_ACC_(b) [[dont_unroll]] for (uint j = 0u; j < nj; j++) { \
             uint d = lane + j * SS; \
             if (d < hd) o[j] = fma(e, uintBitsToFloat(buf[b].d[kb + d]), o[j] * c); }
-        if (pc.p[8] == 1u) {
-            VAL_ACC_(KV_V)
-        } else {
-            KV_SWITCH(KV_V, w, VAL_ACC_)
-        }
-        m = nm;
+    // The keys, with the caches read through binding KEYS(KV_K) and VALUES(KV_V).
+#define KEY_LOOP_(KEYS, VALUES) \
+    for (int p = int(g); p < ctx; p += int(NS)) { \
+        uint slot = uint(LDI(3, s * maxb + uint(p) / bs)) * bs + uint(p) % bs; \
+        uint w = slot / spw, kb = (slot % spw) * kv_dim + kvh * hd; \
+        float part = 0.0; \
+        KEYS(KV_K) \
+        float sc = subgroupAdd(part) * PF(6); \
+        float nm = max(m, sc), c = exp(m - nm), e = exp(sc - nm); \
+        l = l * c + e; \
+        VALUES(KV_V) \
+        m = nm; \
+    }
+#define KEY_PART_W_(B) KV_SWITCH(B, w, KEY_PART_)
+#define VAL_ACC_W_(B) KV_SWITCH(B, w, VAL_ACC_)
+    // One window (the common case) or several, chosen outside the loop:
+    // lavapipe runs both sides of an `if`, so a choice per key cost every key
+    // the eight windows' loops.
+    if (pc.p[8] == 1u) {
+        KEY_LOOP_(KEY_PART_, VAL_ACC_)
+    } else {
+        KEY_LOOP_(KEY_PART_W_, VAL_ACC_W_)
     }
     if (lane == 0u) {
         sg_m[g] = m;
