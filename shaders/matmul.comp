@@ -1,5 +1,5 @@
 // matmul.comp - y[t, n] = sum_k x[t, k] * w[n, k] (y = x W^T), for one token
-// and for many. A workgroup of 64 invocations computes RPW = 32 weight rows
+// and for many. A workgroup of 64 invocations computes RPW = 128 weight rows
 // for one token (gl_WorkGroupID.y); each row's dot product belongs to one
 // group of lanes that strides over k with fma and then reduces its lanes:
 //   ENC_SUBGROUP: a subgroup per row (each subgroup takes rows r, r + number
@@ -17,12 +17,15 @@
 // a token's result does not depend on what else is in the step. (Tiles of
 // several tokens sharing weight loads ran 3x slower on lavapipe, which keeps
 // per-token accumulator arrays in memory.)
-// Output rows come in windows: row n of the weight binding is column n0 + n.
+// (128 rows rather than 32: the matmuls of a tiny checkpoint then take 1-8
+// workgroups, fewer for lavapipe to schedule; about 5% more captured tokens/s
+// there.) Output rows come in windows: row n of the weight binding is column
+// n0 + n.
 // buf: 0 x, 1 w, 2 y. p: 0 T, 1 K, 2 N (all columns), 3 w dtype, 4 n0,
 // 5 rows in this window, 6 vector path
 #version 450
 #include "common.glsl"
-#define RPW 32u
+#define RPW 128u
 layout(local_size_x = 64) in;
 
 #ifndef ENC_SUBGROUP

@@ -17,7 +17,7 @@
 
 #include "backend/vulkan/vk_impl.h"
 
-enum { VK__GRID_MAX = 65535, VK__MATMUL_RPW = 32 /* weight rows per workgroup (matmul.comp) */,
+enum { VK__GRID_MAX = 65535, VK__MATMUL_RPW = 128 /* weight rows per workgroup (matmul.comp) */,
        VK__ROWS_MAX = 65535 * 8 };
 
 typedef struct vk__plan {
