@@ -4,11 +4,11 @@
 // group of lanes that strides over k with fma and then reduces its lanes:
 //   ENC_SUBGROUP: a subgroup per row (each subgroup takes rows r, r + number
 //                 of subgroups, ...), lanes stride by the subgroup size,
-//                 subgroupAdd; on the vector path a subgroup takes four rows
-//                 at once (rows 4r .. 4r + 3), each in the same order as
-//                 alone, loading each block of x once for the four;
+//                 subgroupAdd; on the vector path a subgroup takes four
+//                 rows at a time, loading each block of x once for them;
 //   fallback:     8 invocations per row, stride 8, summed in lane order
-//                 through shared memory.
+//                 through shared memory (on the vector path, each group of
+//                 8 takes four rows at once too).
 // Vector path (p[6] = 1: rows and x start on 16 bytes, K a multiple of 8 for
 // 16-bit weights or 4 for f32): a lane takes whole 16-byte blocks of the
 // weight row (8 or 4 elements) and folds them into its accumulator in order;
@@ -32,9 +32,8 @@ layout(local_size_x = 64) in;
 shared float part[RPW * 8u];
 #endif
 
-// The part of dot(x[t, :], w[n, :]) that lane `lane` of `lanes` owns, on
-// each path: element by element, and 16 bytes at a time for f32, bf16 and
-// f16 weights.
+// The part of dot(x[t, :], w[n, :]) that lane `lane` of `lanes` owns,
+// element by element.
 float dot_scalar(uint t, uint n, uint lane, uint lanes)
 {
     uint K = pc.p[1], dt = pc.p[3];
@@ -43,39 +42,10 @@ float dot_scalar(uint t, uint n, uint lane, uint lanes)
     return a;
 }
 
-float dot_f32(uint t, uint n, uint lane, uint lanes)
-{
-    uint K = pc.p[1], xb = (pc.off[0] + t * K) / 4u, wb = (pc.off[1] + n * K) / 4u; // in 16-byte blocks
-    float a = 0.0;
-    for (uint b = lane; b < K / 4u; b += lanes) {
-        vec4 w = uintBitsToFloat(buf4[1].d[wb + b]), x = uintBitsToFloat(buf4[0].d[xb + b]);
-        a = fma(x.x, w.x, a); a = fma(x.y, w.y, a); a = fma(x.z, w.z, a); a = fma(x.w, w.w, a);
-    }
-    return a;
-}
-
-#define BF16_(word) vec2(uintBitsToFloat((word) << 16u), uintBitsToFloat((word) & 0xffff0000u))
-#define DOT16_(name, UNPACK) \
-float name(uint t, uint n, uint lane, uint lanes) \
-{ \
-    uint K = pc.p[1], xb = (pc.off[0] + t * K) / 4u, wb = (pc.off[1] + n * K / 2u) / 4u; \
-    float a = 0.0; \
-    for (uint b = lane; b < K / 8u; b += lanes) { \
-        uvec4 q = buf4[1].d[wb + b]; \
-        vec4 xa = uintBitsToFloat(buf4[0].d[xb + 2u * b]), xc = uintBitsToFloat(buf4[0].d[xb + 2u * b + 1u]); \
-        vec2 w0 = UNPACK(q.x), w1 = UNPACK(q.y), w2 = UNPACK(q.z), w3 = UNPACK(q.w); \
-        a = fma(xa.x, w0.x, a); a = fma(xa.y, w0.y, a); a = fma(xa.z, w1.x, a); a = fma(xa.w, w1.y, a); \
-        a = fma(xc.x, w2.x, a); a = fma(xc.y, w2.y, a); a = fma(xc.z, w3.x, a); a = fma(xc.w, w3.y, a); \
-    } \
-    return a; \
-}
-DOT16_(dot_bf16, BF16_)
-DOT16_(dot_f16, unpackHalf2x16)
-
-#ifdef ENC_SUBGROUP
-// The same parts for the four rows n .. n + 3 at once, each row's in the
-// order of the one-row functions above (rows past `last` read row `last`,
-// and their results are dropped): an x block is loaded once for the four.
+// On the vector path, the same parts for the four rows n .. n + 3 at once,
+// 16 bytes at a time, each row's in order of k (rows past `last` read row
+// `last`, and their results are dropped): an x block is loaded once for the
+// four.
 #define ROW4_ uint K = pc.p[1], xb = (pc.off[0] + t * K) / 4u; \
     uvec4 wr = uvec4(min(n, last), min(n + 1u, last), min(n + 2u, last), min(n + 3u, last));
 vec4 dot4_f32(uint t, uint n, uint last, uint lane, uint lanes)
@@ -94,6 +64,7 @@ vec4 dot4_f32(uint t, uint n, uint last, uint lane, uint lanes)
     return a;
 }
 
+#define BF16_(word) vec2(uintBitsToFloat((word) << 16u), uintBitsToFloat((word) & 0xffff0000u))
 #define DOT4_16_(name, UNPACK) \
 vec4 name(uint t, uint n, uint last, uint lane, uint lanes) \
 { \
@@ -115,28 +86,31 @@ vec4 name(uint t, uint n, uint last, uint lane, uint lanes) \
 }
 DOT4_16_(dot4_bf16, BF16_)
 DOT4_16_(dot4_f16, unpackHalf2x16)
-#endif
 
-// Rows r0 + r, r < nr, of this workgroup, each dot product by `DOT`. The
-// path is chosen once per workgroup, outside the loop over rows: lavapipe
-// runs every branch of an `if` (masked), so a choice per row cost each row
-// the other paths too.
+// Rows r0 + r, r < nr, of this workgroup: one at a time by `DOT`, four at a
+// time by `DOT4`. The path is chosen once per workgroup, outside the loop
+// over rows: lavapipe runs every branch of an `if` (masked), so a choice per
+// row cost each row the other paths too.
 #ifdef ENC_SUBGROUP
 #define ROWS_(DOT) \
     for (uint r = gl_SubgroupID; r < nr; r += gl_NumSubgroups) { \
         float s = subgroupAdd(DOT(t, r0 + r, gl_SubgroupInvocationID, gl_SubgroupSize)); \
         if (subgroupElect()) STF(2, t * N + n0 + r0 + r, s); \
     }
-#define ROWS4_(DOT4, DOT) \
+#define ROWS4_(DOT4) \
     for (uint r = 4u * gl_SubgroupID; r < nr; r += 4u * gl_NumSubgroups) { \
         vec4 s = subgroupAdd(DOT4(t, r0 + r, r0 + nr - 1u, gl_SubgroupInvocationID, gl_SubgroupSize)); \
         if (subgroupElect()) \
             for (uint i = 0u; i < 4u && r + i < nr; i++) STF(2, t * N + n0 + r0 + r + i, s[i]); \
     }
 #else
-#define ROWS4_(DOT4, DOT) ROWS_(DOT)
 #define ROWS_(DOT) \
     for (uint r = gl_LocalInvocationIndex / 8u; r < nr; r += 8u) part[r * 8u + lane] = DOT(t, r0 + r, lane, 8u);
+#define ROWS4_(DOT4) \
+    for (uint r = 4u * (gl_LocalInvocationIndex / 8u); r < nr; r += 32u) { \
+        vec4 s = DOT4(t, r0 + r, r0 + nr - 1u, lane, 8u); \
+        for (uint i = 0u; i < 4u && r + i < nr; i++) part[(r + i) * 8u + lane] = s[i]; \
+    }
 #endif
 
 void main()
@@ -146,11 +120,11 @@ void main()
     if (pc.p[6] == 0u) {
         ROWS_(dot_scalar)
     } else if (dt == DT_F32) {
-        ROWS4_(dot4_f32, dot_f32)
+        ROWS4_(dot4_f32)
     } else if (dt == DT_BF16) {
-        ROWS4_(dot4_bf16, dot_bf16)
+        ROWS4_(dot4_bf16)
     } else {
-        ROWS4_(dot4_f16, dot_f16)
+        ROWS4_(dot4_f16)
     }
 #ifndef ENC_SUBGROUP
     barrier();
