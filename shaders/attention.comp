@@ -2,11 +2,20 @@
 // workgroup per (query row t, head h). Row t belongs to the sequence s with
 // query_start_loc[s] <= t < query_start_loc[s + 1]; as its j-th new row it
 // sees cache positions [0, seq_lens[s] - n_q + j], found through the block
-// table. Keys go in blocks of 64 (one per invocation): each score is one dot
-// product in order d = 0 .. hd-1, then an online softmax (block max, rescale,
-// weights summed by wg_sum) and o[d] += w_i v_i[d] in position order. The
-// steps depend only on the row's context length, never on the batch. Rows of
-// no sequence, or with an empty context, are zero.
+// table. Two variants, each with steps that depend only on the row's context
+// length, never on the batch:
+//   ENC_SUBGROUP: subgroup g of the workgroup's NS takes the keys p = g,
+//     g + NS, ...; lane i owns the dimensions d = i, i + subgroup size, ...
+//     (subgroups of 8 to 64 lanes, vk_device.c). Per key: the lanes' parts
+//     of q . k (each in order of d) summed by subgroupAdd, an online softmax
+//     step, o[d] = o[d] * c + w v[d]. No workgroup barrier until the end,
+//     where the NS partial results (m, l, o) are merged in subgroup order
+//     through shared memory.
+//   fallback: keys in blocks of 64 (one per invocation): each score is one
+//     dot product in order d = 0 .. hd-1, then an online softmax (block max,
+//     rescale, weights summed by wg_sum) and o[d] += w_i v_i[d] in position
+//     order.
+// Rows of no sequence, or with an empty context, are zero.
 // buf: 0 q, 3 block_tables, 4 seq_lens, 5 query_start_loc, 6 out; the
 //      caches in windows (common.glsl)
 // p: 0 n_seqs, 1 max_blocks, 2 block_size, 3 n_heads, 4 n_kv_heads,
@@ -16,6 +25,92 @@
 #include "common.glsl"
 layout(local_size_x = 64) in;
 #define HD_MAX 256u
+#ifdef ENC_SUBGROUP
+#define SG_DIMS (HD_MAX / 8u) // dimensions per lane, at most (subgroups of >= 8)
+#define NS_MAX (WG / 8u)      // subgroups per workgroup, at most
+shared float sg_m[NS_MAX], sg_l[NS_MAX];
+shared float sg_o[NS_MAX * HD_MAX];
+
+void main()
+{
+    uint t = gl_WorkGroupID.x, h = gl_WorkGroupID.y, lid = gl_LocalInvocationIndex;
+    uint n_seqs = pc.p[0], maxb = pc.p[1], bs = pc.p[2], H = pc.p[3], KVH = pc.p[4], hd = pc.p[5];
+    uint kv_dim = KVH * hd, kvh = h / (H / KVH), spw = pc.p[7];
+    uint lane = gl_SubgroupInvocationID, SS = gl_SubgroupSize, g = gl_SubgroupID, NS = gl_NumSubgroups;
+    int ctx = 0;
+    uint s = 0u;
+    for (; s < n_seqs; s++) {
+        int q0 = LDI(5, s), q1 = LDI(5, s + 1u);
+        if (int(t) >= q0 && int(t) < q1) {
+            ctx = LDI(4, s) - (q1 - q0) + (int(t) - q0) + 1;
+            break;
+        }
+    }
+    // the lane's dimensions are d = lane + j * SS, j < nj; the loops over j
+    // are not unrolled: lavapipe runs an unrolled loop's unused iterations
+    // (with every lane masked off), which took 2-4x as long. (Loading four
+    // dimensions at a time as a vec4 was slower too.)
+    uint qb = (t * H + h) * hd, nj = (hd + SS - 1u) / SS;
+    float qv[SG_DIMS], o[SG_DIMS];
+    [[dont_unroll]] for (uint j = 0u; j < nj; j++) {
+        uint d = lane + j * SS;
+        qv[j] = d < hd ? LDF(0, qb + d) : 0.0;
+        o[j] = 0.0;
+    }
+    float m = uintBitsToFloat(0xff800000u), l = 0.0;
+#define KEY_PART_(b) [[dont_unroll]] for (uint j = 0u; j < nj; j++) { \
+            uint d = lane + j * SS; \
+            if (d < hd) part = fma(qv[j], uintBitsToFloat(buf[b].d[kb + d]), part); }
+#define VAL_ACC_(b) [[dont_unroll]] for (uint j = 0u; j < nj; j++) { \
+            uint d = lane + j * SS; \
+            if (d < hd) o[j] = fma(e, uintBitsToFloat(buf[b].d[kb + d]), o[j] * c); }
+    // The keys, with the caches read through binding KEYS(KV_K) and VALUES(KV_V).
+#define KEY_LOOP_(KEYS, VALUES) \
+    for (int p = int(g); p < ctx; p += int(NS)) { \
+        uint slot = uint(LDI(3, s * maxb + uint(p) / bs)) * bs + uint(p) % bs; \
+        uint w = slot / spw, kb = (slot % spw) * kv_dim + kvh * hd; \
+        float part = 0.0; \
+        KEYS(KV_K) \
+        float sc = subgroupAdd(part) * PF(6); \
+        float nm = max(m, sc), c = exp(m - nm), e = exp(sc - nm); \
+        l = l * c + e; \
+        VALUES(KV_V) \
+        m = nm; \
+    }
+#define KEY_PART_W_(B) KV_SWITCH(B, w, KEY_PART_)
+#define VAL_ACC_W_(B) KV_SWITCH(B, w, VAL_ACC_)
+    // One window (the common case) or several, chosen outside the loop:
+    // lavapipe runs both sides of an `if`, so a choice per key cost every key
+    // the eight windows' loops.
+    if (pc.p[8] == 1u) {
+        KEY_LOOP_(KEY_PART_, VAL_ACC_)
+    } else {
+        KEY_LOOP_(KEY_PART_W_, VAL_ACC_W_)
+    }
+    if (lane == 0u) {
+        sg_m[g] = m;
+        sg_l[g] = l;
+    }
+    [[dont_unroll]] for (uint j = 0u; j < nj; j++) {
+        uint d = lane + j * SS;
+        if (d < hd) sg_o[g * HD_MAX + d] = o[j];
+    }
+    barrier();
+    if (ctx <= 0) { // subgroup 0 has position 0 otherwise: mx below is finite
+        for (uint d = lid; d < hd; d += WG) STF(6, qb + d, 0.0);
+        return;
+    }
+    float mx = sg_m[0], sum = 0.0;
+    for (uint i = 1u; i < NS; i++) mx = max(mx, sg_m[i]);
+    for (uint i = 0u; i < NS; i++) sum = fma(sg_l[i], exp(sg_m[i] - mx), sum);
+    float inv = 1.0 / sum;
+    for (uint d = lid; d < hd; d += WG) {
+        float acc = 0.0;
+        for (uint i = 0u; i < NS; i++) acc = fma(sg_o[i * HD_MAX + d], exp(sg_m[i] - mx), acc);
+        STF(6, qb + d, acc * inv);
+    }
+}
+#else
 #define PD (HD_MAX / WG)
 shared float qs[HD_MAX];
 shared float ws[WG];
@@ -90,3 +185,4 @@ void main()
         if (d < hd) STF(6, (t * H + h) * hd + d, o[k] * inv);
     }
 }
+#endif

@@ -369,6 +369,7 @@ static void cases_attention(backend *cpu, backend *vk)
         {2, 2, 40, 32, 3, {3, 1, 2}, {40, 17, 66}},     /* MHA, odd head_dim, blocks of 32 */
         {16, 2, 128, 16, 1, {9}, {200}},                /* GQA 8, a chunk at the end of a context */
         {4, 4, 256, 16, 2, {1, 1}, {0, 33}},            /* head_dim 256; an empty (padding) row */
+        {4, 2, 42, 16, 1, {2}, {75}},                   /* head_dim not a multiple of the subgroup size */
     };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) att_case(cpu, vk, &shapes[s]);
 }

@@ -176,6 +176,9 @@ static uint32_t vk__best(const VkPhysicalDevice *devs, uint32_t n)
     return best;
 }
 
+/* The subgroup variants need compute subgroups with arithmetic, of 8 to 64
+ * lanes dividing a workgroup of 64 (attention.comp gives a lane at most 256 / 8
+ * dimensions). */
 static bool vk__subgroup_ok(VkPhysicalDevice d)
 {
     VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
@@ -183,7 +186,7 @@ static bool vk__subgroup_ok(VkPhysicalDevice d)
     vkGetPhysicalDeviceProperties2(d, &p2);
     VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
     return (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sg.supportedOperations & need) == need &&
-           sg.subgroupSize >= 1 && sg.subgroupSize <= 64 && 64 % sg.subgroupSize == 0;
+           sg.subgroupSize >= 8 && sg.subgroupSize <= 64 && 64 % sg.subgroupSize == 0;
 }
 
 static uint64_t vk__device_local_bytes(VkPhysicalDevice d)

@@ -17,7 +17,8 @@
 
 #include "backend/vulkan/vk_impl.h"
 
-enum { VK__GRID_MAX = 65535, VK__MATMUL_RPW = 32 /* weight rows per workgroup (matmul.comp) */,
+enum { VK__GRID_MAX = 65535, VK__MATMUL_RPW = 128 /* weight rows per workgroup (matmul.comp) */,
+       VK__NORM_RPW_SUBGROUP = 8 /* rows per workgroup, subgroup variant (rms_norm.comp) */,
        VK__ROWS_MAX = 65535 * 8 };
 
 typedef struct vk__plan {
@@ -218,12 +219,13 @@ static enc_status vk__rms_norm(vk__plan *pl)
     const graph_node *n = pl->n;
     int64_t dim = n->src[1]->shape[0], rows = graph_tensor_nelements(n->src[0]) / dim;
     const graph_tensor *ts[] = {n->src[0], n->src[1], n->dst};
-    for (int64_t r0 = 0; r0 < rows; r0 += VK__GRID_MAX) {
+    int64_t rpw = pl->c->subgroup ? VK__NORM_RPW_SUBGROUP : 1, per = VK__GRID_MAX * rpw; /* rows per workgroup */
+    for (int64_t r0 = 0; r0 < rows; r0 += per) {
         vk_dispatch *d = NULL;
         ENC_TRY(vk__single(pl, ts, 3, &d));
         uint32_t p[] = {(uint32_t)rows, (uint32_t)dim, vk__f32_bits(n->f[0]), (uint32_t)r0};
         memcpy(d->push.p, p, sizeof p);
-        d->groups[0] = (uint32_t)(rows - r0 < VK__GRID_MAX ? rows - r0 : VK__GRID_MAX);
+        d->groups[0] = (uint32_t)(((rows - r0 < per ? rows - r0 : per) + rpw - 1) / rpw);
     }
     return ENC_OK;
 }
