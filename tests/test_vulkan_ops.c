@@ -334,6 +334,7 @@ typedef struct att_shape {
     int64_t H, KVH, hd, bs;
     int n_seqs;
     int64_t n_q[4], ctx[4];
+    int64_t pool_blocks; /* > 0: a pool this large, the tables' blocks at both of its ends */
 } att_shape;
 
 static void att_case(backend *cpu, backend *vk, const att_shape *a)
@@ -341,6 +342,7 @@ static void att_case(backend *cpu, backend *vk, const att_shape *a)
     int64_t T = 0, max_ctx = 0;
     for (int s = 0; s < a->n_seqs; s++) T += a->n_q[s], max_ctx = a->ctx[s] > max_ctx ? a->ctx[s] : max_ctx;
     int64_t maxb = (max_ctx + a->bs - 1) / a->bs + 1, n_blocks = maxb * a->n_seqs + 3, kv = a->KVH * a->hd;
+    if (a->pool_blocks > n_blocks) n_blocks = a->pool_blocks;
     op_case c = {.build = b_attention, .ip = {a->H, a->KVH, a->hd, a->bs}, .fp = 1.0 / sqrt((double)a->hd),
                  .tol = 2e-5};
     snprintf(c.what, sizeof c.what, "attention H=%lld KVH=%lld hd=%lld bs=%lld seqs=%d ctx0=%lld nq0=%lld",
@@ -350,7 +352,8 @@ static void att_case(backend *cpu, backend *vk, const att_shape *a)
     fill_random(add_in(&c, "k_cache", ENC_F32, n_blocks * a->bs, kv, GRAPH_CACHE), 1.0f);
     fill_random(add_in(&c, "v_cache", ENC_F32, n_blocks * a->bs, kv, GRAPH_CACHE), 1.0f);
     op_in *bt = add_in(&c, "block_tables", ENC_I32, a->n_seqs, maxb, GRAPH_INPUT);
-    for (int64_t i = 0; i < a->n_seqs * maxb; i++) ints(bt)[i] = (int32_t)((i * 5 + 2) % n_blocks);
+    for (int64_t i = 0; i < a->n_seqs * maxb; i++) /* a large pool: odd entries from its far end */
+        ints(bt)[i] = (int32_t)(a->pool_blocks && i % 2 ? n_blocks - 1 - i * 3 : (i * 5 + 2) % n_blocks);
     op_in *sl = add_in(&c, "seq_lens", ENC_I32, a->n_seqs, 0, GRAPH_INPUT);
     op_in *qsl = add_in(&c, "query_start_loc", ENC_I32, a->n_seqs + 1, 0, GRAPH_INPUT);
     for (int s = 0; s < a->n_seqs; s++) {
@@ -363,13 +366,16 @@ static void att_case(backend *cpu, backend *vk, const att_shape *a)
 static void cases_attention(backend *cpu, backend *vk)
 {
     const att_shape shapes[] = {
-        {1, 1, 64, 16, 1, {1}, {1}},                    /* one key */
-        {4, 1, 64, 16, 1, {1}, {150}},                  /* decode, GQA 4, past a 64-key block */
-        {8, 2, 128, 16, 2, {5, 1}, {5, 70}},            /* prefill beside decode, GQA 4 */
-        {2, 2, 40, 32, 3, {3, 1, 2}, {40, 17, 66}},     /* MHA, odd head_dim, blocks of 32 */
-        {16, 2, 128, 16, 1, {9}, {200}},                /* GQA 8, a chunk at the end of a context */
-        {4, 4, 256, 16, 2, {1, 1}, {0, 33}},            /* head_dim 256; an empty (padding) row */
-        {4, 2, 42, 16, 1, {2}, {75}},                   /* head_dim not a multiple of the subgroup size */
+        {1, 1, 64, 16, 1, {1}, {1}, 0},                    /* one key */
+        {4, 1, 64, 16, 1, {1}, {150}, 0},                  /* decode, GQA 4, past a 64-key block */
+        {8, 2, 128, 16, 2, {5, 1}, {5, 70}, 0},            /* prefill beside decode, GQA 4 */
+        {2, 2, 40, 32, 3, {3, 1, 2}, {40, 17, 66}, 0},     /* MHA, odd head_dim, blocks of 32 */
+        {16, 2, 128, 16, 1, {9}, {200}, 0},                /* GQA 8, a chunk at the end of a context */
+        {4, 4, 256, 16, 2, {1, 1}, {0, 33}, 0},            /* head_dim 256; an empty (padding) row */
+        {4, 2, 42, 16, 1, {2}, {75}, 0},                   /* head_dim not a multiple of the subgroup size */
+        /* K and V of 140 MiB each, more than one storage-buffer range on
+         * lavapipe (128 MiB): the keys are read through several windows */
+        {4, 1, 64, 16, 2, {1, 3}, {300, 90}, 36000},
     };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) att_case(cpu, vk, &shapes[s]);
 }
