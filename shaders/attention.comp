@@ -20,7 +20,9 @@
 //      caches in windows (common.glsl)
 // p: 0 n_seqs, 1 max_blocks, 2 block_size, 3 n_heads, 4 n_kv_heads,
 //    5 head_dim (<= 256), 6 scale (f32 bits), 7 slots per window,
-//    8 windows (1: the common case, read without choosing a window)
+//    8 windows (1: the common case, read without choosing a window),
+//    9 texel path (subgroup variant; head_dim a multiple of 4 and each
+//      cache in one texel view: tex 0 the K cache, tex 1 the V cache)
 #version 450
 #include "common.glsl"
 layout(local_size_x = 64) in;
@@ -46,54 +48,96 @@ void main()
             break;
         }
     }
-    // the lane's dimensions are d = lane + j * SS, j < nj; the loops over j
-    // are not unrolled: lavapipe runs an unrolled loop's unused iterations
-    // (with every lane masked off), which took 2-4x as long. (Loading four
-    // dimensions at a time as a vec4 was slower too.)
-    uint qb = (t * H + h) * hd, nj = (hd + SS - 1u) / SS;
-    float qv[SG_DIMS], o[SG_DIMS];
-    [[dont_unroll]] for (uint j = 0u; j < nj; j++) {
-        uint d = lane + j * SS;
-        qv[j] = d < hd ? LDF(0, qb + d) : 0.0;
-        o[j] = 0.0;
-    }
     float m = uintBitsToFloat(0xff800000u), l = 0.0;
+    uint qb = (t * H + h) * hd;
+    if (pc.p[9] == 1u) {
+        // The texel path: lane i owns the 16-byte texels e = i, i + SS, ...
+        // of a head's row (dimensions 4e .. 4e + 3); K and V come through
+        // the texel views tex[0] and tex[1], a whole texel per load.
+        uint hd4 = hd / 4u, nt = (hd4 + SS - 1u) / SS, kv4 = kv_dim / 4u;
+        vec4 q4[SG_DIMS / 4u], o4[SG_DIMS / 4u];
+        [[dont_unroll]] for (uint j = 0u; j < nt; j++) {
+            uint e = lane + j * SS;
+            q4[j] = e < hd4 ? vec4(LDF(0, qb + 4u * e), LDF(0, qb + 4u * e + 1u), LDF(0, qb + 4u * e + 2u),
+                                   LDF(0, qb + 4u * e + 3u))
+                            : vec4(0.0);
+            o4[j] = vec4(0.0);
+        }
+        for (int p = int(g); p < ctx; p += int(NS)) {
+            uint slot = uint(LDI(3, s * maxb + uint(p) / bs)) * bs + uint(p) % bs;
+            uint kt = slot * kv4 + kvh * hd4;
+            float part = 0.0;
+            [[dont_unroll]] for (uint j = 0u; j < nt; j++) {
+                uint e = lane + j * SS;
+                if (e < hd4) {
+                    vec4 k = uintBitsToFloat(LDT(0, kt + e));
+                    part = fma(q4[j].x, k.x, part); part = fma(q4[j].y, k.y, part);
+                    part = fma(q4[j].z, k.z, part); part = fma(q4[j].w, k.w, part);
+                }
+            }
+            float sc = subgroupAdd(part) * PF(6);
+            float nm = max(m, sc), c = exp(m - nm), ew = exp(sc - nm);
+            l = l * c + ew;
+            [[dont_unroll]] for (uint j = 0u; j < nt; j++) {
+                uint e = lane + j * SS;
+                if (e < hd4) o4[j] = fma(vec4(ew), uintBitsToFloat(LDT(1, kt + e)), o4[j] * c);
+            }
+            m = nm;
+        }
+        [[dont_unroll]] for (uint j = 0u; j < nt; j++) {
+            uint e = lane + j * SS;
+            if (e < hd4)
+                for (uint i = 0u; i < 4u; i++) sg_o[g * HD_MAX + 4u * e + i] = o4[j][i];
+        }
+    } else {
+        // the lane's dimensions are d = lane + j * SS, j < nj; the loops over j
+        // are not unrolled: lavapipe runs an unrolled loop's unused iterations
+        // (with every lane masked off), which took 2-4x as long. (Loading four
+        // dimensions at a time as a vec4 was slower too.)
+        uint nj = (hd + SS - 1u) / SS;
+        float qv[SG_DIMS], o[SG_DIMS];
+        [[dont_unroll]] for (uint j = 0u; j < nj; j++) {
+            uint d = lane + j * SS;
+            qv[j] = d < hd ? LDF(0, qb + d) : 0.0;
+            o[j] = 0.0;
+        }
 #define KEY_PART_(b) [[dont_unroll]] for (uint j = 0u; j < nj; j++) { \
-            uint d = lane + j * SS; \
-            if (d < hd) part = fma(qv[j], uintBitsToFloat(buf[b].d[kb + d]), part); }
+                uint d = lane + j * SS; \
+                if (d < hd) part = fma(qv[j], uintBitsToFloat(buf[b].d[kb + d]), part); }
 #define VAL_ACC_(b) [[dont_unroll]] for (uint j = 0u; j < nj; j++) { \
-            uint d = lane + j * SS; \
-            if (d < hd) o[j] = fma(e, uintBitsToFloat(buf[b].d[kb + d]), o[j] * c); }
-    // The keys, with the caches read through binding KEYS(KV_K) and VALUES(KV_V).
+                uint d = lane + j * SS; \
+                if (d < hd) o[j] = fma(e, uintBitsToFloat(buf[b].d[kb + d]), o[j] * c); }
+        // The keys, with the caches read through binding KEYS(KV_K) and VALUES(KV_V).
 #define KEY_LOOP_(KEYS, VALUES) \
-    for (int p = int(g); p < ctx; p += int(NS)) { \
-        uint slot = uint(LDI(3, s * maxb + uint(p) / bs)) * bs + uint(p) % bs; \
-        uint w = slot / spw, kb = (slot % spw) * kv_dim + kvh * hd; \
-        float part = 0.0; \
-        KEYS(KV_K) \
-        float sc = subgroupAdd(part) * PF(6); \
-        float nm = max(m, sc), c = exp(m - nm), e = exp(sc - nm); \
-        l = l * c + e; \
-        VALUES(KV_V) \
-        m = nm; \
-    }
+        for (int p = int(g); p < ctx; p += int(NS)) { \
+            uint slot = uint(LDI(3, s * maxb + uint(p) / bs)) * bs + uint(p) % bs; \
+            uint w = slot / spw, kb = (slot % spw) * kv_dim + kvh * hd; \
+            float part = 0.0; \
+            KEYS(KV_K) \
+            float sc = subgroupAdd(part) * PF(6); \
+            float nm = max(m, sc), c = exp(m - nm), e = exp(sc - nm); \
+            l = l * c + e; \
+            VALUES(KV_V) \
+            m = nm; \
+        }
 #define KEY_PART_W_(B) KV_SWITCH(B, w, KEY_PART_)
 #define VAL_ACC_W_(B) KV_SWITCH(B, w, VAL_ACC_)
-    // One window (the common case) or several, chosen outside the loop:
-    // lavapipe runs both sides of an `if`, so a choice per key cost every key
-    // the eight windows' loops.
-    if (pc.p[8] == 1u) {
-        KEY_LOOP_(KEY_PART_, VAL_ACC_)
-    } else {
-        KEY_LOOP_(KEY_PART_W_, VAL_ACC_W_)
+        // One window (the common case) or several, chosen outside the loop:
+        // lavapipe runs both sides of an `if`, so a choice per key cost every key
+        // the eight windows' loops.
+        if (pc.p[8] == 1u) {
+            KEY_LOOP_(KEY_PART_, VAL_ACC_)
+        } else {
+            KEY_LOOP_(KEY_PART_W_, VAL_ACC_W_)
+        }
+        [[dont_unroll]] for (uint j = 0u; j < nj; j++) {
+            uint d = lane + j * SS;
+            if (d < hd) sg_o[g * HD_MAX + d] = o[j];
+        }
     }
     if (lane == 0u) {
         sg_m[g] = m;
         sg_l[g] = l;
-    }
-    [[dont_unroll]] for (uint j = 0u; j < nj; j++) {
-        uint d = lane + j * SS;
-        if (d < hd) sg_o[g * HD_MAX + d] = o[j];
     }
     barrier();
     if (ctx <= 0) { // subgroup 0 has position 0 otherwise: mx below is finite

@@ -32,7 +32,13 @@ layout(std430, set = 0, binding = 0) buffer Buf { uint d[]; } buf[24];
 // The same buffers seen 16 bytes at a time (aliases of buf[]), for loads
 // that move four words at once; index (pc.off[b] + word) / 4.
 layout(std430, set = 0, binding = 0) buffer Buf4 { uvec4 d[]; } buf4[24];
-layout(push_constant) uniform PC { uint off[8]; uint p[16]; } pc;
+// Read-only tensors seen 16 bytes (one R32G32B32A32_UINT texel) at a time
+// through texel-buffer views: tex[v] at texel pc.toff[v] + i. (A texel
+// fetch is a plain gathered load on every device; on lavapipe it is several
+// times cheaper than a storage-buffer load, which runs lane by lane.)
+layout(set = 0, binding = 24) uniform usamplerBuffer tex[2];
+layout(push_constant) uniform PC { uint off[8]; uint p[16]; uint toff[2]; } pc;
+#define LDT(v, i) texelFetch(tex[v], int(pc.toff[v] + (i)))
 
 #define LDF(b, i) uintBitsToFloat(buf[b].d[pc.off[b] + (i)])
 #define STF(b, i, v) buf[b].d[pc.off[b] + (i)] = floatBitsToUint(v)

@@ -12,8 +12,11 @@
 // Vector path (p[6] = 1: rows and x start on 16 bytes, K a multiple of 8 for
 // 16-bit weights or 4 for f32): a lane takes whole 16-byte blocks of the
 // weight row (8 or 4 elements) and folds them into its accumulator in order;
-// otherwise one element at a time. The path depends only on K and the
-// layout, and each (t, n) is one dot product whatever the number of tokens:
+// otherwise one element at a time. The vector path reads the weight through
+// texel view tex[0] and x through tex[1] (common.glsl); on lavapipe that
+// took a tiny checkpoint's matmuls from 40-200 us to 25-120 us a call
+// (single-threaded). The path depends only on K and the layout (vk_ops.c
+// picks it), and each (t, n) is one dot product whatever the number of tokens:
 // a token's result does not depend on what else is in the step. (Tiles of
 // several tokens sharing weight loads ran 3x slower on lavapipe, which keeps
 // per-token accumulator arrays in memory.)
@@ -21,8 +24,9 @@
 // workgroups, fewer for lavapipe to schedule; about 5% more captured tokens/s
 // there.) Output rows come in windows: row n of the weight binding is column
 // n0 + n.
-// buf: 0 x, 1 w, 2 y. p: 0 T, 1 K, 2 N (all columns), 3 w dtype, 4 n0,
-// 5 rows in this window, 6 vector path
+// buf: 0 x, 1 w, 2 y; on the vector path tex 0 w (this window), tex 1 x.
+// p: 0 T, 1 K, 2 N (all columns), 3 w dtype, 4 n0, 5 rows in this window,
+// 6 vector path
 #version 450
 #include "common.glsl"
 #define RPW 128u
@@ -46,17 +50,17 @@ float dot_scalar(uint t, uint n, uint lane, uint lanes)
 // 16 bytes at a time, each row's in order of k (rows past `last` read row
 // `last`, and their results are dropped): an x block is loaded once for the
 // four.
-#define ROW4_ uint K = pc.p[1], xb = (pc.off[0] + t * K) / 4u; \
+#define ROW4_ uint K = pc.p[1], xb = t * K / 4u; \
     uvec4 wr = uvec4(min(n, last), min(n + 1u, last), min(n + 2u, last), min(n + 3u, last));
 vec4 dot4_f32(uint t, uint n, uint last, uint lane, uint lanes)
 {
     ROW4_
-    uvec4 wb = (pc.off[1] + wr * K) / 4u;
+    uvec4 wb = wr * (K / 4u);
     vec4 a = vec4(0.0);
     for (uint b = lane; b < K / 4u; b += lanes) {
-        vec4 x = uintBitsToFloat(buf4[0].d[xb + b]);
+        vec4 x = uintBitsToFloat(LDT(1, xb + b));
         [[unroll]] for (uint i = 0u; i < 4u; i++) {
-            vec4 w = uintBitsToFloat(buf4[1].d[wb[i] + b]);
+            vec4 w = uintBitsToFloat(LDT(0, wb[i] + b));
             a[i] = fma(x.x, w.x, a[i]); a[i] = fma(x.y, w.y, a[i]);
             a[i] = fma(x.z, w.z, a[i]); a[i] = fma(x.w, w.w, a[i]);
         }
@@ -69,12 +73,12 @@ vec4 dot4_f32(uint t, uint n, uint last, uint lane, uint lanes)
 vec4 name(uint t, uint n, uint last, uint lane, uint lanes) \
 { \
     ROW4_ \
-    uvec4 wb = (pc.off[1] + wr * (K / 2u)) / 4u; \
+    uvec4 wb = wr * (K / 8u); \
     vec4 a = vec4(0.0); \
     for (uint b = lane; b < K / 8u; b += lanes) { \
-        vec4 xa = uintBitsToFloat(buf4[0].d[xb + 2u * b]), xc = uintBitsToFloat(buf4[0].d[xb + 2u * b + 1u]); \
+        vec4 xa = uintBitsToFloat(LDT(1, xb + 2u * b)), xc = uintBitsToFloat(LDT(1, xb + 2u * b + 1u)); \
         [[unroll]] for (uint i = 0u; i < 4u; i++) { \
-            uvec4 q = buf4[1].d[wb[i] + b]; \
+            uvec4 q = LDT(0, wb[i] + b); \
             vec2 w0 = UNPACK(q.x), w1 = UNPACK(q.y), w2 = UNPACK(q.z), w3 = UNPACK(q.w); \
             float s = a[i]; \
             s = fma(xa.x, w0.x, s); s = fma(xa.y, w0.y, s); s = fma(xa.z, w1.x, s); s = fma(xa.w, w1.y, s); \

@@ -95,15 +95,19 @@ static enc_status vk__encode(vk_ctx *c, VkCommandBuffer cmd, VkDescriptorSet set
         bi[b].offset = bound ? d->start[b] : 0;
         bi[b].range = bound ? d->range[b] : VK_WHOLE_SIZE;
     }
-    VkWriteDescriptorSet w = {
-        .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-        .dstSet = set,
-        .dstBinding = 0,
-        .descriptorCount = VK_N_DESCRIPTORS,
-        .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-        .pBufferInfo = bi,
+    VkBufferView views[VK_N_TEXELS];
+    for (int t = 0; t < VK_N_TEXELS; t++) {
+        if (d->tex[t]) ENC_TRY(vk_buffer_view(c, d->tex[t], d->tex_start[t], d->tex_range[t], &views[t]));
+        else ENC_TRY(vk_buffer_view(c, c->dummy, 0, c->dummy->size, &views[t]));
+    }
+    VkWriteDescriptorSet w[] = {
+        {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set, .dstBinding = 0,
+         .descriptorCount = VK_N_DESCRIPTORS, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = bi},
+        {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set, .dstBinding = VK_N_DESCRIPTORS,
+         .descriptorCount = VK_N_TEXELS, .descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
+         .pTexelBufferView = views},
     };
-    vkUpdateDescriptorSets(c->dev, 1, &w, 0, NULL);
+    vkUpdateDescriptorSets(c->dev, 2, w, 0, NULL);
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
     vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipe_layout, 0, 1, &set, 0, NULL);
     vkCmdPushConstants(cmd, c->pipe_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof d->push, &d->push);
@@ -113,12 +117,15 @@ static enc_status vk__encode(vk_ctx *c, VkCommandBuffer cmd, VkDescriptorSet set
 
 static enc_status vk__pool_create(vk_ctx *c, uint32_t sets, VkDescriptorPool *out)
 {
-    VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = sets * VK_N_DESCRIPTORS};
+    VkDescriptorPoolSize ps[] = {
+        {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = sets * VK_N_DESCRIPTORS},
+        {.type = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, .descriptorCount = sets * VK_N_TEXELS},
+    };
     VkDescriptorPoolCreateInfo pi = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
         .maxSets = sets,
-        .poolSizeCount = 1,
-        .pPoolSizes = &ps,
+        .poolSizeCount = 2,
+        .pPoolSizes = ps,
     };
     VkResult r = vkCreateDescriptorPool(c->dev, &pi, NULL, out);
     return r == VK_SUCCESS ? ENC_OK : vk_fail(r, "vkCreateDescriptorPool");

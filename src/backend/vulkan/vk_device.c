@@ -72,6 +72,13 @@ static bool vk__env_flag(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
+/* NAME=0: a feature that is on by default, turned off. */
+static bool vk__env_off(const char *name)
+{
+    const char *v = getenv(name);
+    return v && strcmp(v, "0") == 0;
+}
+
 static bool vk__has_layer(const char *name)
 {
     uint32_t n = 0;
@@ -263,8 +270,12 @@ static enc_status vk__pick(vk_ctx *c, int index)
     free(devs);
     vkGetPhysicalDeviceProperties(c->phys, &c->props);
     vkGetPhysicalDeviceMemoryProperties(c->phys, &c->mem_props);
-    c->subgroup = vk__subgroup_ok(c->phys) && !(getenv("ENCORE_VK_SUBGROUP") &&
-                                                strcmp(getenv("ENCORE_VK_SUBGROUP"), "0") == 0);
+    c->subgroup = vk__subgroup_ok(c->phys) && !vk__env_off("ENCORE_VK_SUBGROUP");
+    /* texel views for 16-byte loads where one can see whatever a storage
+     * binding can (so that the choice never depends on a step's size) */
+    c->texels = (uint64_t)c->props.limits.maxTexelBufferElements * VK_TEXEL_BYTES >=
+                    c->props.limits.maxStorageBufferRange &&
+                !vk__env_off("ENCORE_VK_TEXELS");
     return ENC_OK;
 }
 
@@ -346,8 +357,8 @@ enc_status vk_device_open(vk_ctx *c, int index)
     ENC_TRY(vk__instance(c, validate));
     ENC_TRY(vk__pick(c, index));
     ENC_TRY(vk__logical(c));
-    enc_log_info("vulkan: %s (%s), subgroup arithmetic %s%s", c->props.deviceName,
-                 vk__type_name(c->props.deviceType), c->subgroup ? "on" : "off",
+    enc_log_info("vulkan: %s (%s), subgroup arithmetic %s, texel loads %s%s", c->props.deviceName,
+                 vk__type_name(c->props.deviceType), c->subgroup ? "on" : "off", c->texels ? "on" : "off",
                  validate ? ", validation layer on" : "");
     return vk_check_validation(c);
 }

@@ -31,11 +31,19 @@ enum {
     VK_N_BINDINGS = 8,                  /* tensor bindings per dispatch */
     VK_KV_WINDOWS = 8,                  /* bindings per KV cache (windows of it) */
     VK_N_DESCRIPTORS = VK_N_BINDINGS + 2 * VK_KV_WINDOWS, /* K windows at 8, V at 16 */
+    VK_N_TEXELS = 2,                    /* texel-buffer views per dispatch, at binding VK_N_DESCRIPTORS */
+    VK_TEXEL_BYTES = 16,                /* one texel of a view: four 32-bit words (R32G32B32A32_UINT) */
     VK_N_PARAMS = 16,                   /* integer parameters per dispatch */
     VK_MIRROR_MAX = 1 << 20,            /* buffers up to this size get a host mirror */
     VK_STAGING_SIZE = 16 << 20,         /* the shared staging buffer */
     VK_MAX_DISPATCHES = 64,             /* per graph node (windows of large weights) */
 };
+
+/* A texel-buffer view of part of a buffer (shaders/common.glsl: tex[]). */
+typedef struct vk_view {
+    VkDeviceSize start, range;
+    VkBufferView view;
+} vk_view;
 
 struct backend_buffer {
     VkBuffer buf;
@@ -49,12 +57,15 @@ struct backend_buffer {
     bool pending;          /* mirror bytes [pend_lo, pend_hi) are newer than the device's */
     size_t pend_lo, pend_hi;
     char what[64];         /* what it holds, for error messages */
+    vk_view *views;        /* texel views made of it so far, kept until it is freed */
+    int n_views, cap_views;
 };
 
 /* The push constants every shader declares (shaders/common.glsl). */
 typedef struct vk_push {
     uint32_t off[VK_N_BINDINGS]; /* word offset of each binding's tensor in its range */
     uint32_t p[VK_N_PARAMS];
+    uint32_t toff[VK_N_TEXELS];  /* texel offset of each texel view's tensor in the view */
 } vk_push;
 
 /* One dispatch, resolved: the pipeline (its graph op), buffer ranges,
@@ -63,6 +74,8 @@ typedef struct vk_dispatch {
     graph_op op;
     backend_buffer *bufs[VK_N_DESCRIPTORS]; /* NULL: the dummy buffer */
     VkDeviceSize start[VK_N_DESCRIPTORS], range[VK_N_DESCRIPTORS];
+    backend_buffer *tex[VK_N_TEXELS];       /* NULL: the dummy buffer's view */
+    VkDeviceSize tex_start[VK_N_TEXELS], tex_range[VK_N_TEXELS];
     vk_push push;
     uint32_t groups[3];
 } vk_dispatch;
@@ -77,6 +90,7 @@ typedef struct vk_ctx {
     VkQueue queue;
     uint32_t queue_family;
     bool subgroup;          /* the subgroup variants of the shaders run here */
+    bool texels;            /* read-only tensors are read through texel views where they can be */
     bool timestamps;        /* the queue writes timestamps */
     VkCommandPool cmd_pool;
     VkCommandBuffer cmd;    /* for eager ops and transfers */
@@ -118,6 +132,9 @@ enc_status vk_grow(void **items, int *cap, int n, size_t elem, const char *what)
 enc_status vk_buffer_create(vk_ctx *c, size_t size, const char *what, bool host_visible,
                             backend_buffer **out);
 void vk_buffer_destroy(vk_ctx *c, backend_buffer *b);
+/* The R32G32B32A32_UINT texel view of bytes [start, start + range) of b,
+ * made at first use and kept with the buffer. */
+enc_status vk_buffer_view(vk_ctx *c, backend_buffer *b, VkDeviceSize start, VkDeviceSize range, VkBufferView *out);
 /* Record copies of every pending mirror range, then a barrier. */
 void vk_record_pending(vk_ctx *c, VkCommandBuffer cmd);
 void vk_pending_drop(vk_ctx *c, backend_buffer *b);

@@ -109,8 +109,8 @@ static enc_status vk__alloc(vk_ctx *c, size_t size, const char *what, VkMemoryPr
     VkBufferCreateInfo bci = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
         .size = (size + 3) / 4 * 4 + (size ? 0 : 4), /* whole words: shaders read words */
-        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
     };
     VkResult r = vkCreateBuffer(c->dev, &bci, NULL, buf);
@@ -201,10 +201,35 @@ void vk_buffer_destroy(vk_ctx *c, backend_buffer *b)
 {
     if (!b) return;
     vk_pending_drop(c, b);
+    for (int i = 0; i < b->n_views; i++) vkDestroyBufferView(c->dev, b->views[i].view, NULL);
+    free(b->views);
     if (b->mirror_map) vkUnmapMemory(c->dev, b->mirror_mem);
     vk__release(c, b->mirror, b->mirror_mem, b->mirror_heap);
     vk__release(c, b->buf, b->mem, b->heap);
     free(b);
+}
+
+enc_status vk_buffer_view(vk_ctx *c, backend_buffer *b, VkDeviceSize start, VkDeviceSize range, VkBufferView *out)
+{
+    for (int i = 0; i < b->n_views; i++)
+        if (b->views[i].start == start && b->views[i].range == range) {
+            *out = b->views[i].view;
+            return ENC_OK;
+        }
+    ENC_TRY(vk_grow((void **)&b->views, &b->cap_views, b->n_views, sizeof *b->views, "texel views"));
+    VkBufferViewCreateInfo vi = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+        .buffer = b->buf,
+        .format = VK_FORMAT_R32G32B32A32_UINT,
+        .offset = start,
+        .range = range,
+    };
+    VkResult r = vkCreateBufferView(c->dev, &vi, NULL, out);
+    if (r != VK_SUCCESS)
+        return enc_fail_context(vk_fail(r, "vkCreateBufferView"), "%llu bytes at %llu of buffer '%s'",
+                                (unsigned long long)range, (unsigned long long)start, b->what);
+    b->views[b->n_views++] = (vk_view){start, range, *out};
+    return ENC_OK;
 }
 
 /* --- pending mirror ranges ---------------------------------------------------- */

@@ -37,10 +37,20 @@ static size_t vk__align(const vk_ctx *c)
     return a < 4 ? 4 : a;
 }
 
-/* The bytes one binding can see, past the alignment slack. */
+/* Texel view alignment: the device's, and at least a texel. */
+static size_t vk__texel_align(const vk_ctx *c)
+{
+    size_t a = (size_t)c->props.limits.minTexelBufferOffsetAlignment;
+    return a < VK_TEXEL_BYTES ? VK_TEXEL_BYTES : a;
+}
+
+/* The bytes one binding can see, past the alignment slack (of a storage
+ * binding or a texel view: with c->texels a view sees as far as a storage
+ * binding, so a tensor one can bind, the other can too). */
 static size_t vk__window(const vk_ctx *c)
 {
-    return (size_t)c->props.limits.maxStorageBufferRange - vk__align(c);
+    size_t a = vk__align(c) > vk__texel_align(c) ? vk__align(c) : vk__texel_align(c);
+    return (size_t)c->props.limits.maxStorageBufferRange - a;
 }
 
 /* Bind nbytes of tensor t, from byte `skip` of it, to binding b of d. */
@@ -71,6 +81,38 @@ static enc_status vk__bind(const vk__plan *pl, vk_dispatch *d, int b, const grap
     d->range[b] = range ? range : VK_WHOLE_SIZE;
     d->push.off[b] = (uint32_t)((off - start) / 4);
     return ENC_OK;
+}
+
+/* Texel view v of d onto nbytes of tensor t from byte `skip` of it (which
+ * starts on 16 bytes), for 16-byte loads. The view starts there, aligned
+ * down, and runs as far as a view may: one view per tensor, made once
+ * (vk_buffer_view). */
+static enc_status vk__bind_texels(const vk__plan *pl, vk_dispatch *d, int v, const graph_tensor *t, size_t skip,
+                                  size_t nbytes)
+{
+    const vk_ctx *c = pl->c;
+    const backend_buffer *buf = t->buffer;
+    size_t off = t->offset + skip, max = (size_t)c->props.limits.maxTexelBufferElements * VK_TEXEL_BYTES;
+    size_t start = off - off % vk__texel_align(c);
+    size_t range = buf && buf->size > start ? buf->size - start : 0;
+    range = (range < max ? range : max) / VK_TEXEL_BYTES * VK_TEXEL_BYTES;
+    if (!buf || off % VK_TEXEL_BYTES || off - start + nbytes > range)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: tensor '%s' (%zu bytes at offset %zu) does not fit a "
+                        "texel view of device '%s' (%zu bytes)", graph_op_name(pl->n->op), vk__tname(t), nbytes,
+                        off, c->props.deviceName, max);
+    d->tex[v] = (backend_buffer *)buf;
+    d->tex_start[v] = start;
+    d->tex_range[v] = range;
+    d->push.toff[v] = (uint32_t)((off - start) / VK_TEXEL_BYTES);
+    return ENC_OK;
+}
+
+/* Whether the whole of tensor t fits one texel view (vk__bind_texels). */
+static bool vk__texels_fit(const vk_ctx *c, const graph_tensor *t)
+{
+    size_t off = t->offset, max = (size_t)c->props.limits.maxTexelBufferElements * VK_TEXEL_BYTES;
+    return c->texels && t->buffer && off % VK_TEXEL_BYTES == 0 &&
+           off % vk__texel_align(c) + graph_tensor_nbytes(t) <= max;
 }
 
 static enc_status vk__bind_all(const vk__plan *pl, vk_dispatch *d, int b, const graph_tensor *t)
@@ -149,7 +191,7 @@ static enc_status vk__rows_per_window(const vk__plan *pl, const graph_tensor *w,
 /* --- the ops ------------------------------------------------------------------- */
 
 /* Sets a window's push constants and grid: rows [r0, r0 + nw) of the weight. */
-typedef void (*vk__window_fn)(vk_dispatch *d, const graph_node *n, int64_t r0, int64_t nw);
+typedef enc_status (*vk__window_fn)(const vk__plan *pl, vk_dispatch *d, int64_t r0, int64_t nw);
 
 /* An op over weight w in windows of whole rows, one dispatch per window:
  * w's window at binding wb, tensor `other` at binding ob, the output at 2. */
@@ -168,19 +210,21 @@ static enc_status vk__windowed(vk__plan *pl, const graph_tensor *w, int wb, cons
         ENC_TRY(vk__bind(pl, d, wb, w, (size_t)r0 * rb, (size_t)nw * rb));
         ENC_TRY(vk__bind_all(pl, d, ob, other));
         ENC_TRY(vk__bind_all(pl, d, 2, pl->n->dst));
-        fill(d, pl->n, r0, nw);
+        ENC_TRY(fill(pl, d, r0, nw));
     }
     return ENC_OK;
 }
 
-static void vk__get_rows_window(vk_dispatch *d, const graph_node *n, int64_t r0, int64_t nw)
+static enc_status vk__get_rows_window(const vk__plan *pl, vk_dispatch *d, int64_t r0, int64_t nw)
 {
+    const graph_node *n = pl->n;
     const graph_tensor *tab = n->src[0];
     int64_t D = tab->shape[1], N = n->src[1]->shape[0];
     uint32_t p[] = {(uint32_t)N, (uint32_t)D, (uint32_t)tab->dtype, (uint32_t)tab->shape[0], (uint32_t)r0,
                     (uint32_t)nw};
     memcpy(d->push.p, p, sizeof p);
     vk__grid_1d(d, N * D, 256);
+    return ENC_OK;
 }
 
 static enc_status vk__get_rows(vk__plan *pl)
@@ -188,16 +232,26 @@ static enc_status vk__get_rows(vk__plan *pl)
     return vk__windowed(pl, pl->n->src[0], 0, pl->n->src[1], 1, vk__get_rows_window);
 }
 
-static void vk__matmul_window(vk_dispatch *d, const graph_node *n, int64_t n0, int64_t nw)
+static enc_status vk__matmul_window(const vk__plan *pl, vk_dispatch *d, int64_t n0, int64_t nw)
 {
+    const graph_node *n = pl->n;
     const graph_tensor *x = n->src[0], *w = n->src[1];
     int64_t T = x->shape[0], K = x->shape[1], N = w->shape[0];
-    /* 16-byte loads where rows and tokens start on 16 bytes (matmul.comp) */
-    bool vec = K % (w->dtype == ENC_F32 ? 4 : 8) == 0 && d->push.off[0] % 4 == 0 && d->push.off[1] % 4 == 0;
+    size_t rb = (size_t)K * enc_dtype_size(w->dtype);
+    /* The vector path (matmul.comp): 16-byte loads through texel views,
+     * where rows and tokens start on 16 bytes. The choice depends on the
+     * shapes and the layout only, never on the number of tokens. */
+    bool vec = pl->c->texels && K % (w->dtype == ENC_F32 ? 4 : 8) == 0 && w->offset % VK_TEXEL_BYTES == 0 &&
+               x->offset % VK_TEXEL_BYTES == 0;
+    if (vec) {
+        ENC_TRY(vk__bind_texels(pl, d, 0, w, (size_t)n0 * rb, (size_t)nw * rb));
+        ENC_TRY(vk__bind_texels(pl, d, 1, x, 0, graph_tensor_nbytes(x)));
+    }
     uint32_t p[] = {(uint32_t)T, (uint32_t)K, (uint32_t)N, (uint32_t)w->dtype, (uint32_t)n0, (uint32_t)nw, vec};
     memcpy(d->push.p, p, sizeof p);
     d->groups[0] = (uint32_t)((nw + VK__MATMUL_RPW - 1) / VK__MATMUL_RPW);
     d->groups[1] = (uint32_t)T; /* zero groups: nothing runs */
+    return ENC_OK;
 }
 
 /* Grids hold at most VK__GRID_MAX groups per dimension: one per token. */
@@ -319,8 +373,16 @@ static enc_status vk__attention(vk__plan *pl)
     ENC_TRY(vk__bind_cache(pl, d, VK__K_WINDOWS, n->src[1], &spw, &n_win));
     ENC_TRY(vk__bind_cache(pl, d, VK__V_WINDOWS, n->src[2], &spw, &n_win));
     int64_t T = n->src[0]->shape[0];
+    /* The caches through texel views where both fit one (attention.comp's
+     * texel path, subgroup variant): fixed for the caches' lifetime. */
+    bool texels = pl->c->subgroup && hd % 4 == 0 && vk__texels_fit(pl->c, n->src[1]) &&
+                  vk__texels_fit(pl->c, n->src[2]);
+    if (texels) {
+        ENC_TRY(vk__bind_texels(pl, d, 0, n->src[1], 0, graph_tensor_nbytes(n->src[1])));
+        ENC_TRY(vk__bind_texels(pl, d, 1, n->src[2], 0, graph_tensor_nbytes(n->src[2])));
+    }
     uint32_t p[] = {(uint32_t)n->src[4]->shape[0], (uint32_t)n->src[3]->shape[1], (uint32_t)n->i[3],
-                    (uint32_t)H,  (uint32_t)KVH, (uint32_t)hd, vk__f32_bits(n->f[0]), spw, n_win};
+                    (uint32_t)H,  (uint32_t)KVH, (uint32_t)hd, vk__f32_bits(n->f[0]), spw, n_win, texels};
     memcpy(d->push.p, p, sizeof p);
     d->groups[0] = (uint32_t)T; /* zero groups: nothing runs */
     d->groups[1] = (uint32_t)H;

@@ -1,7 +1,8 @@
 /* vk_pipelines.c - the compute pipelines: one per graph op, from the
  * embedded SPIR-V (the subgroup variant where the device has subgroup
  * arithmetic), made at the op's first use. Every pipeline shares one layout:
- * a set of VK_N_DESCRIPTORS storage buffers and the vk_push constants. */
+ * a set of VK_N_DESCRIPTORS storage buffers and VK_N_TEXELS texel-buffer
+ * views, and the vk_push constants. */
 #include <string.h>
 
 #include "backend/vulkan/vk_impl.h"
@@ -18,16 +19,21 @@ static const char *const vk__shader_names[GRAPH_OP_COUNT] = {
 
 enc_status vk_pipelines_init(vk_ctx *c)
 {
-    VkDescriptorSetLayoutBinding b = {
-        .binding = 0,
-        .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-        .descriptorCount = VK_N_DESCRIPTORS,
-        .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+    VkFormatProperties fp;
+    vkGetPhysicalDeviceFormatProperties(c->phys, VK_FORMAT_R32G32B32A32_UINT, &fp);
+    if (!(fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT))
+        return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: device '%s' cannot read R32G32B32A32_UINT texel buffers "
+                        "(a format every Vulkan device must support)", c->props.deviceName);
+    VkDescriptorSetLayoutBinding b[] = {
+        {.binding = 0, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = VK_N_DESCRIPTORS,
+         .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT},
+        {.binding = VK_N_DESCRIPTORS, .descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
+         .descriptorCount = VK_N_TEXELS, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT},
     };
     VkDescriptorSetLayoutCreateInfo dl = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-        .bindingCount = 1,
-        .pBindings = &b,
+        .bindingCount = 2,
+        .pBindings = b,
     };
     VkResult r = vkCreateDescriptorSetLayout(c->dev, &dl, NULL, &c->set_layout);
     if (r != VK_SUCCESS) return vk_fail(r, "vkCreateDescriptorSetLayout");
