@@ -19,6 +19,9 @@ foreach(comp ${ENCORE_SHADERS})
       set(spv ${ENCORE_SPV_DIR}/${name}.spv)
       set(defs "")
     endif()
+    # vulkan1.1 (SPIR-V 1.3): below SPIR-V 1.6 a shader's gl_SubgroupSize
+    # is the device's reported subgroup size, which attention.comp's
+    # specialization relies on.
     add_custom_command(
       OUTPUT ${spv}
       COMMAND ${ENCORE_GLSLC} --target-env=vulkan1.1 -O -Werror ${defs} -o ${spv} ${comp}

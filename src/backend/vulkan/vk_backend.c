@@ -87,7 +87,7 @@ static enc_status vk__buffer_read(backend *be, backend_buffer *b, size_t offset,
 static enc_status vk__encode(vk_ctx *c, VkCommandBuffer cmd, VkDescriptorSet set, const vk_dispatch *d)
 {
     VkPipeline pipe;
-    ENC_TRY(vk_pipeline_get(c, d->op, &pipe));
+    ENC_TRY(vk_pipeline_get(c, d->op, d->spec, &pipe));
     VkDescriptorBufferInfo bi[VK_N_DESCRIPTORS];
     for (int b = 0; b < VK_N_DESCRIPTORS; b++) {
         bool bound = d->bufs[b] != NULL;

@@ -186,11 +186,17 @@ static uint32_t vk__best(const VkPhysicalDevice *devs, uint32_t n)
 /* The subgroup variants need compute subgroups with arithmetic, of 8 to 64
  * lanes dividing a workgroup of 64 (attention.comp gives a lane at most 256 / 8
  * dimensions). */
-static bool vk__subgroup_ok(VkPhysicalDevice d)
+static VkPhysicalDeviceSubgroupProperties vk__subgroup_props(VkPhysicalDevice d)
 {
     VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
     vkGetPhysicalDeviceProperties2(d, &p2);
+    return sg;
+}
+
+static bool vk__subgroup_ok(VkPhysicalDevice d)
+{
+    VkPhysicalDeviceSubgroupProperties sg = vk__subgroup_props(d);
     VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
     return (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sg.supportedOperations & need) == need &&
            sg.subgroupSize >= 8 && sg.subgroupSize <= 64 && 64 % sg.subgroupSize == 0;
@@ -271,6 +277,7 @@ static enc_status vk__pick(vk_ctx *c, int index)
     vkGetPhysicalDeviceProperties(c->phys, &c->props);
     vkGetPhysicalDeviceMemoryProperties(c->phys, &c->mem_props);
     c->subgroup = vk__subgroup_ok(c->phys) && !vk__env_off("ENCORE_VK_SUBGROUP");
+    c->subgroup_size = vk__subgroup_props(c->phys).subgroupSize;
     /* texel views for 16-byte loads where one can see whatever a storage
      * binding can (so that the choice never depends on a step's size) */
     c->texels = (uint64_t)c->props.limits.maxTexelBufferElements * VK_TEXEL_BYTES >=

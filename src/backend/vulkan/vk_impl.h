@@ -37,6 +37,7 @@ enum {
     VK_MIRROR_MAX = 1 << 20,            /* buffers up to this size get a host mirror */
     VK_STAGING_SIZE = 16 << 20,         /* the shared staging buffer */
     VK_MAX_DISPATCHES = 64,             /* per graph node (windows of large weights) */
+    VK_N_SPECS = 4,                     /* pipelines per op: specialization constant 0 = 1, 2, 4 or 8 */
 };
 
 /* A texel-buffer view of part of a buffer (shaders/common.glsl: tex[]). */
@@ -72,6 +73,7 @@ typedef struct vk_push {
  * constants and workgroup grid. */
 typedef struct vk_dispatch {
     graph_op op;
+    int spec;  /* its op's pipeline with constant 0 = 1 << spec (a loop's trip count, unrolled) */
     backend_buffer *bufs[VK_N_DESCRIPTORS]; /* NULL: the dummy buffer */
     VkDeviceSize start[VK_N_DESCRIPTORS], range[VK_N_DESCRIPTORS];
     backend_buffer *tex[VK_N_TEXELS];       /* NULL: the dummy buffer's view */
@@ -90,6 +92,7 @@ typedef struct vk_ctx {
     VkQueue queue;
     uint32_t queue_family;
     bool subgroup;          /* the subgroup variants of the shaders run here */
+    uint32_t subgroup_size; /* as the device reports it (a shader may see another) */
     bool texels;            /* read-only tensors are read through texel views where they can be */
     bool timestamps;        /* the queue writes timestamps */
     VkCommandPool cmd_pool;
@@ -103,7 +106,7 @@ typedef struct vk_ctx {
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipe_layout;
     VkShaderModule modules[GRAPH_OP_COUNT];
-    VkPipeline pipelines[GRAPH_OP_COUNT];
+    VkPipeline pipelines[GRAPH_OP_COUNT][VK_N_SPECS];
     VkDescriptorPool eager_pool; /* reset after every eager op */
     backend_buffer *dummy;       /* bound where a shader has no tensor */
     backend_buffer *staging;     /* host-visible, VK_STAGING_SIZE bytes */
@@ -152,8 +155,9 @@ enc_status vk_submit_wait(vk_ctx *c, VkCommandBuffer cmd, bool end);
 /* --- vk_pipelines.c --- */
 enc_status vk_pipelines_init(vk_ctx *c);
 void vk_pipelines_free(vk_ctx *c);
-/* The pipeline of op, made at first use. */
-enc_status vk_pipeline_get(vk_ctx *c, graph_op op, VkPipeline *out);
+/* The pipeline of op with specialization constant 0 = 1 << spec, made at
+ * first use. */
+enc_status vk_pipeline_get(vk_ctx *c, graph_op op, int spec, VkPipeline *out);
 
 /* --- vk_ops.c --- */
 /* The dispatches of one node (several where a weight spans more than one

@@ -1,6 +1,8 @@
 /* vk_pipelines.c - the compute pipelines: one per graph op, from the
  * embedded SPIR-V (the subgroup variant where the device has subgroup
- * arithmetic), made at the op's first use. Every pipeline shares one layout:
+ * arithmetic), made at the op's first use, one per value of the
+ * specialization constant 0 a dispatch asks for (a shader's unrolled trip
+ * count; 1 for shaders without one). Every pipeline shares one layout:
  * a set of VK_N_DESCRIPTORS storage buffers and VK_N_TEXELS texel-buffer
  * views, and the vk_push constants. */
 #include <string.h>
@@ -52,7 +54,8 @@ enc_status vk_pipelines_init(vk_ctx *c)
 void vk_pipelines_free(vk_ctx *c)
 {
     for (int i = 0; i < GRAPH_OP_COUNT; i++) {
-        if (c->pipelines[i]) vkDestroyPipeline(c->dev, c->pipelines[i], NULL);
+        for (int k = 0; k < VK_N_SPECS; k++)
+            if (c->pipelines[i][k]) vkDestroyPipeline(c->dev, c->pipelines[i][k], NULL);
         if (c->modules[i]) vkDestroyShaderModule(c->dev, c->modules[i], NULL);
     }
     if (c->pipe_layout) vkDestroyPipelineLayout(c->dev, c->pipe_layout, NULL);
@@ -67,14 +70,10 @@ static const vk_shader_blob *vk__blob(const char *name, int subgroup)
     return NULL;
 }
 
-enc_status vk_pipeline_get(vk_ctx *c, graph_op op, VkPipeline *out)
+static enc_status vk__module(vk_ctx *c, graph_op op, const char *name)
 {
-    if (c->pipelines[op]) {
-        *out = c->pipelines[op];
-        return ENC_OK;
-    }
-    const char *name = (unsigned)op < GRAPH_OP_COUNT ? vk__shader_names[op] : NULL;
-    const vk_shader_blob *blob = name ? vk__blob(name, c->subgroup) : NULL;
+    if (c->modules[op]) return ENC_OK;
+    const vk_shader_blob *blob = vk__blob(name, c->subgroup);
     if (!blob) return enc_fail(ENC_ERR_INTERNAL, "vulkan: no shader for op %d", (int)op);
     VkShaderModuleCreateInfo mi = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
@@ -82,7 +81,22 @@ enc_status vk_pipeline_get(vk_ctx *c, graph_op op, VkPipeline *out)
         .pCode = (const uint32_t *)(const void *)blob->spirv,
     };
     VkResult r = vkCreateShaderModule(c->dev, &mi, NULL, &c->modules[op]);
-    if (r != VK_SUCCESS) return enc_fail_context(vk_fail(r, "vkCreateShaderModule"), "shader %s", name);
+    return r == VK_SUCCESS ? ENC_OK : enc_fail_context(vk_fail(r, "vkCreateShaderModule"), "shader %s", name);
+}
+
+enc_status vk_pipeline_get(vk_ctx *c, graph_op op, int spec, VkPipeline *out)
+{
+    const char *name = (unsigned)op < GRAPH_OP_COUNT ? vk__shader_names[op] : NULL;
+    if (!name || spec < 0 || spec >= VK_N_SPECS)
+        return enc_fail(ENC_ERR_INTERNAL, "vulkan: no shader for op %d (variant %d)", (int)op, spec);
+    if (c->pipelines[op][spec]) {
+        *out = c->pipelines[op][spec];
+        return ENC_OK;
+    }
+    ENC_TRY(vk__module(c, op, name));
+    uint32_t value = 1u << spec; /* shaders without constant 0 ignore it */
+    VkSpecializationMapEntry entry = {.constantID = 0, .offset = 0, .size = sizeof value};
+    VkSpecializationInfo si = {.mapEntryCount = 1, .pMapEntries = &entry, .dataSize = sizeof value, .pData = &value};
     VkComputePipelineCreateInfo pci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {
@@ -90,11 +104,12 @@ enc_status vk_pipeline_get(vk_ctx *c, graph_op op, VkPipeline *out)
             .stage = VK_SHADER_STAGE_COMPUTE_BIT,
             .module = c->modules[op],
             .pName = "main",
+            .pSpecializationInfo = &si,
         },
         .layout = c->pipe_layout,
     };
-    r = vkCreateComputePipelines(c->dev, VK_NULL_HANDLE, 1, &pci, NULL, &c->pipelines[op]);
+    VkResult r = vkCreateComputePipelines(c->dev, VK_NULL_HANDLE, 1, &pci, NULL, &c->pipelines[op][spec]);
     if (r != VK_SUCCESS) return enc_fail_context(vk_fail(r, "vkCreateComputePipelines"), "shader %s", name);
-    *out = c->pipelines[op];
+    *out = c->pipelines[op][spec];
     return vk_check_validation(c);
 }
