@@ -104,8 +104,8 @@ DOT4_16_(dot4_f16, unpackHalf2x16)
 #define ROWS4_(DOT4) \
     for (uint r = 4u * gl_SubgroupID; r < nr; r += 4u * gl_NumSubgroups) { \
         vec4 s = subgroupAdd(DOT4(t, r0 + r, r0 + nr - 1u, gl_SubgroupInvocationID, gl_SubgroupSize)); \
-        if (subgroupElect()) \
-            for (uint i = 0u; i < 4u && r + i < nr; i++) STF(2, t * N + n0 + r0 + r + i, s[i]); \
+        uint i = gl_SubgroupInvocationID; /* lane i < 4 stores row r + i: one store, not four */ \
+        if (i < 4u && r + i < nr) STF(2, t * N + n0 + r0 + r + i, i == 0u ? s.x : i == 1u ? s.y : i == 2u ? s.z : s.w); \
     }
 #else
 #define ROWS_(DOT) \
