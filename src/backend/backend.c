@@ -36,6 +36,11 @@ enc_status backend_buffer_read(backend *be, backend_buffer *buf, size_t offset, 
     return be->iface->buffer_read(be, buf, offset, dst, size);
 }
 
+enc_status backend_expect_read(backend *be, backend_buffer *buf, size_t offset, size_t size)
+{
+    return be->iface->expect_read ? be->iface->expect_read(be, buf, offset, size) : ENC_OK;
+}
+
 enc_status backend_graph_compute(backend *be, const graph *g)
 {
     return be->iface->graph_compute(be, g);

@@ -38,6 +38,12 @@ struct backend_i {
                               size_t size);
     /* Run every node of a planned graph, in order, now (eager). */
     enc_status (*graph_compute)(backend *be, const graph *g);
+    /* (optional) A promise: the host will read bytes [offset, offset +
+     * size) of buf after the next graph_compute, or, while capturing, after
+     * every replay of the recording. A backend may bring them back within
+     * that work, so that the read costs no further round trip. Allowed
+     * while capturing (it reads nothing). */
+    enc_status (*expect_read)(backend *be, backend_buffer *buf, size_t offset, size_t size);
     /* (optional) Begin a capture: until capture_end, graph_compute records
      * its work instead of running it, with every tensor at the address it is
      * bound to now, and every buffer alloc, free, write and read on this
@@ -73,6 +79,8 @@ enc_status backend_buffer_write(backend *be, backend_buffer *buf, size_t offset,
 enc_status backend_buffer_read(backend *be, backend_buffer *buf, size_t offset, void *dst,
                                size_t size);
 enc_status backend_graph_compute(backend *be, const graph *g);
+/* See backend_i.expect_read; ENC_OK where the backend has no use for it. */
+enc_status backend_expect_read(backend *be, backend_buffer *buf, size_t offset, size_t size);
 void backend_destroy(backend *be); /* NULL is a no-op */
 /* Device time so far in seconds; 0 where the backend does not measure it
  * (the CPU: there, all time is host time). */

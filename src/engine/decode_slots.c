@@ -86,10 +86,14 @@ static void decode__pad(engine *e, int64_t n, int64_t P)
 }
 
 /* Record a planned graph; on failure nothing is kept. */
-static enc_status decode__capture(engine *e, const graph *g, backend_recording **out)
+/* Record graph g; the host reads `bytes` of `result` at `offset` after
+ * each replay. */
+static enc_status decode__capture(engine *e, const graph *g, backend_buffer *result, size_t offset, size_t bytes,
+                                  backend_recording **out)
 {
     ENC_TRY(backend_capture_begin(e->be));
-    enc_status s = backend_graph_compute(e->be, g);
+    enc_status s = backend_expect_read(e->be, result, offset, bytes);
+    if (s == ENC_OK) s = backend_graph_compute(e->be, g);
     backend_recording *rec = NULL;
     enc_status end = backend_capture_end(e->be, &rec);
     if (s != ENC_OK || end != ENC_OK) {
@@ -107,7 +111,8 @@ static enc_status decode__record(engine *e, decode_slot *slot)
     qwen3_step_io io;
     int64_t P = slot->size;
     ENC_TRY(step_build(e, &g, &slot->in, P, P, P, &io));
-    ENC_TRY(decode__capture(e, &g, &slot->rec));
+    size_t logits_bytes = (size_t)(P * e->model->cfg.vocab_size) * sizeof(float);
+    ENC_TRY(decode__capture(e, &g, e->arena_buf, io.logits->offset, logits_bytes, &slot->rec));
     slot->logits_offset = io.logits->offset;
     slot->generation = e->generation;
     slot->state = SLOT_CAPTURED;
@@ -219,7 +224,7 @@ static enc_status decode__record_multi(engine *e, decode_slot *slot)
     if (!slot->out_ids)
         ENC_TRY(backend_buffer_alloc(e->be, (size_t)(K * P) * sizeof(int32_t), "multi-step ids", &slot->out_ids));
     ENC_TRY(decode_build_multi(e, &g, &slot->in, slot->out_ids, P));
-    ENC_TRY(decode__capture(e, &g, &slot->rec_multi));
+    ENC_TRY(decode__capture(e, &g, slot->out_ids, 0, (size_t)(K * P) * sizeof(int32_t), &slot->rec_multi));
     slot->multi_generation = e->generation;
     return ENC_OK;
 }

@@ -142,9 +142,10 @@ enc_status step_run_eager(engine *e, const sched_batch *b)
     qwen3_step_io io;
     ENC_TRY(step_write_inputs(e, &e->eager_in, b->n_tokens, b->n_entries, b->n_logits));
     ENC_TRY(step_build(e, &g, &e->eager_in, b->n_tokens, b->n_entries, b->n_logits, &io));
+    size_t bytes = (size_t)(b->n_logits * e->model->cfg.vocab_size) * sizeof(float);
+    if (bytes) ENC_TRY(backend_expect_read(e->be, io.logits->buffer, io.logits->offset, bytes));
     ENC_TRY(backend_graph_compute(e->be, &g));
     e->stats.n_eager_steps++;
     if (b->n_logits == 0) return ENC_OK;
-    size_t bytes = (size_t)(b->n_logits * e->model->cfg.vocab_size) * sizeof(float);
     return backend_buffer_read(e->be, io.logits->buffer, io.logits->offset, e->logits, bytes);
 }

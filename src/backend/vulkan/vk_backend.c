@@ -24,6 +24,8 @@ enum { VK__SETS_PER_POOL = 256 };
 
 struct backend_recording {
     VkCommandBuffer cmd;
+    vk_range reads[VK_MAX_EXPECTED_READS]; /* copied back to their mirrors by every replay */
+    int n_reads;
     VkDescriptorPool *pools; /* descriptor sets of its dispatches, VK__SETS_PER_POOL each */
     int n_pools, sets_left;
     backend_buffer **staged; /* step inputs it copies from their mirrors */
@@ -200,8 +202,9 @@ static enc_status vk__record_node(vk_ctx *c, backend_recording *rec, const graph
     return ENC_OK;
 }
 
-/* Run one node now: its own submission, the host waiting. */
-static enc_status vk__run_node(vk_ctx *c, const graph_node *n)
+/* Run one node now: its own submission, the host waiting; the last node
+ * of a graph also brings back what the host said it will read. */
+static enc_status vk__run_node(vk_ctx *c, const graph_node *n, bool last)
 {
     int nd;
     ENC_TRY(vk_ops_plan(c, n, c->scratch, &nd));
@@ -214,8 +217,10 @@ static enc_status vk__run_node(vk_ctx *c, const graph_node *n)
         if (s == ENC_OK) s = vk__encode(c, c->cmd, set, &c->scratch[i]);
     }
     vk_record_barrier(c->cmd);
+    if (last) vk_record_readback(c->cmd, c->expected, c->n_expected);
     if (s == ENC_OK) s = vk_submit_wait(c, c->cmd, true);
     else vkEndCommandBuffer(c->cmd);
+    if (s == ENC_OK && last) vk_mark_fresh(c, c->expected, c->n_expected);
     c->op_seconds[n->op] += c->last_device_s;
     c->op_count[n->op]++;
     vkResetDescriptorPool(c->dev, c->eager_pool, 0);
@@ -227,10 +232,22 @@ static enc_status vk__graph_compute(backend *be, const graph *g)
     vk_ctx *c = be->ctx;
     for (int i = 0; i < g->n_nodes; i++) {
         enc_status s = c->capturing ? vk__record_node(c, c->capturing, &g->nodes[i])
-                                    : vk__run_node(c, &g->nodes[i]);
-        if (s != ENC_OK) return enc_fail_context(s, "node %d (%s)", i, graph_op_name(g->nodes[i].op));
+                                    : vk__run_node(c, &g->nodes[i], i == g->n_nodes - 1);
+        if (s != ENC_OK) {
+            if (!c->capturing) c->n_expected = 0;
+            return enc_fail_context(s, "node %d (%s)", i, graph_op_name(g->nodes[i].op));
+        }
     }
+    if (!c->capturing) c->n_expected = 0; /* a capture keeps them for capture_end */
     return ENC_OK;
+}
+
+static enc_status vk__expect_read(backend *be, backend_buffer *b, size_t offset, size_t size)
+{
+    vk_ctx *c = be->ctx;
+    ENC_TRY(vk__check_range(b, offset, size, "expect_read"));
+    if (c->n_expected < VK_MAX_EXPECTED_READS) c->expected[c->n_expected++] = (vk_range){b, offset, size};
+    return ENC_OK; /* past the maximum: read the usual way */
 }
 
 /* --- capture and replay --------------------------------------------------------------- */
@@ -265,6 +282,7 @@ static enc_status vk__capture_begin(backend *be)
         return s;
     }
     c->capturing = rec;
+    c->n_expected = 0;
     return ENC_OK;
 }
 
@@ -275,6 +293,10 @@ static enc_status vk__capture_end(backend *be, backend_recording **out)
     if (!c->capturing) return enc_fail(ENC_ERR_CAPTURE, "vulkan: capture_end without capture_begin");
     backend_recording *rec = c->capturing;
     c->capturing = NULL;
+    vk_record_readback(rec->cmd, c->expected, c->n_expected);
+    memcpy(rec->reads, c->expected, sizeof rec->reads);
+    rec->n_reads = c->n_expected;
+    c->n_expected = 0;
     if (c->timestamps) vkCmdWriteTimestamp(rec->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->queries, 1);
     VkResult r = vkEndCommandBuffer(rec->cmd);
     *out = rec; /* the caller's to free, also on failure */
@@ -291,7 +313,9 @@ static enc_status vk__replay(backend *be, const backend_recording *rec)
         vk_record_pending(c, c->cmd);
         ENC_TRY(vk_submit_wait(c, c->cmd, true));
     }
-    return vk_submit_wait(c, rec->cmd, false);
+    ENC_TRY(vk_submit_wait(c, rec->cmd, false));
+    vk_mark_fresh(c, rec->reads, rec->n_reads);
+    return ENC_OK;
 }
 
 /* --- lifetime ------------------------------------------------------------------------- */
@@ -336,6 +360,7 @@ static const struct backend_i vk__iface = {
     .buffer_write = vk__buffer_write,
     .buffer_read = vk__buffer_read,
     .graph_compute = vk__graph_compute,
+    .expect_read = vk__expect_read,
     .capture_begin = vk__capture_begin,
     .capture_end = vk__capture_end,
     .replay = vk__replay,

@@ -37,7 +37,8 @@ enum {
     VK_MIRROR_MAX = 1 << 20,            /* buffers up to this size get a host mirror */
     VK_STAGING_SIZE = 16 << 20,         /* the shared staging buffer */
     VK_MAX_DISPATCHES = 64,             /* per graph node (windows of large weights) */
-    VK_N_SPECS = 4,                     /* pipelines per op: specialization constant 0 = 1, 2, 4 or 8 */
+    VK_N_SPECS = 4,
+    VK_MAX_EXPECTED_READS = 4,          /* ranges the host promised to read after a step (expect_read) */                     /* pipelines per op: specialization constant 0 = 1, 2, 4 or 8 */
 };
 
 /* A texel-buffer view of part of a buffer (shaders/common.glsl: tex[]). */
@@ -60,7 +61,15 @@ struct backend_buffer {
     char what[64];         /* what it holds, for error messages */
     vk_view *views;        /* texel views made of it so far, kept until it is freed */
     int n_views, cap_views;
+    uint64_t fresh_submit; /* mirror bytes [fresh_lo, fresh_hi) equal the device's after submission */
+    size_t fresh_lo, fresh_hi; /* number fresh_submit (vk_ctx.n_submits), if it is still the last */
 };
+
+/* Bytes [offset, offset + size) of a buffer. */
+typedef struct vk_range {
+    backend_buffer *buf;
+    size_t offset, size;
+} vk_range;
 
 /* The push constants every shader declares (shaders/common.glsl). */
 typedef struct vk_push {
@@ -100,6 +109,9 @@ typedef struct vk_ctx {
     VkFence fence;
     VkQueryPool queries;    /* two timestamps around each submission */
     double last_device_s, total_device_s;
+    uint64_t n_submits;          /* submissions waited for so far */
+    vk_range expected[VK_MAX_EXPECTED_READS]; /* for the next graph_compute or the capture */
+    int n_expected;
     bool profile;                /* ENCORE_VK_PROFILE=1: device time per op, printed at the end */
     double op_seconds[GRAPH_OP_COUNT];
     int64_t op_count[GRAPH_OP_COUNT];
@@ -147,6 +159,11 @@ enc_status vk_buffer_zero(vk_ctx *c, backend_buffer *b);
 /* A barrier making every earlier transfer and shader write visible to every
  * later transfer, shader and host access. */
 void vk_record_barrier(VkCommandBuffer cmd);
+/* Record copies of the ranges (of buffers with a mirror) into their
+ * mirrors, then a barrier; after the submission, vk_mark_fresh makes
+ * vk_buffer_read take them from the mirror without a round trip. */
+void vk_record_readback(VkCommandBuffer cmd, const vk_range *r, int n);
+void vk_mark_fresh(const vk_ctx *c, const vk_range *r, int n);
 /* Begin c->cmd for a one-off submission. */
 enc_status vk_cmd_begin(vk_ctx *c, VkCommandBuffer cmd);
 /* End cmd (unless already ended), submit it, wait; timestamps if any. */

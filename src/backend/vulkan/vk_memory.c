@@ -67,6 +67,7 @@ enc_status vk_submit_wait(vk_ctx *c, VkCommandBuffer cmd, bool end)
     r = vkWaitForFences(c->dev, 1, &c->fence, VK_TRUE, UINT64_MAX);
     vkResetFences(c->dev, 1, &c->fence);
     if (r != VK_SUCCESS) return vk_fail(r, "vkWaitForFences");
+    c->n_submits++;
     if (c->timestamps) vk__read_timestamps(c);
     return vk_check_validation(c);
 }
@@ -314,9 +315,37 @@ enc_status vk_buffer_write(vk_ctx *c, backend_buffer *b, size_t offset, const vo
     return ENC_OK;
 }
 
+void vk_record_readback(VkCommandBuffer cmd, const vk_range *r, int n)
+{
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+        if (!r[i].buf->mirror) continue;
+        VkBufferCopy c = {.srcOffset = r[i].offset, .dstOffset = r[i].offset, .size = r[i].size};
+        vkCmdCopyBuffer(cmd, r[i].buf->buf, r[i].buf->mirror, 1, &c);
+        any = true;
+    }
+    if (any) vk_record_barrier(cmd);
+}
+
+void vk_mark_fresh(const vk_ctx *c, const vk_range *r, int n)
+{
+    for (int i = 0; i < n; i++) {
+        backend_buffer *b = r[i].buf;
+        if (!b->mirror) continue;
+        b->fresh_submit = c->n_submits;
+        b->fresh_lo = r[i].offset;
+        b->fresh_hi = r[i].offset + r[i].size;
+    }
+}
+
 enc_status vk_buffer_read(vk_ctx *c, backend_buffer *b, size_t offset, void *dst, size_t size)
 {
     if (size == 0) return ENC_OK;
+    if (b->mirror_map && b->fresh_submit && b->fresh_submit == c->n_submits && offset >= b->fresh_lo &&
+        offset + size <= b->fresh_hi) { /* copied back by the last submission (expect_read) */
+        memcpy(dst, b->mirror_map + offset, size);
+        return ENC_OK;
+    }
     if (b->mirror_map) {
         /* pending writes (this buffer's too) reach the device first */
         ENC_TRY(vk__copy_now(c, b->buf, offset, b->mirror, offset, size));
