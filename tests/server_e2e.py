@@ -252,7 +252,13 @@ def check_endpoints(a):
         if chat["usage"]["prompt_tokens"] != nothink["count"]:
             fail(f"chat usage {chat['usage']} vs template tokens {nothink['count']}")
         print(f"ok: health, models, tokenize/detokenize, enable_thinking, chat == template completion")
+        # the engine thread finishes its bookkeeping of a request just after
+        # the reply leaves: wait (briefly) until no request is running
+        deadline = time.time() + 10
         m = srv.metrics()
+        while m.get('encore_num_requests_running{model_name="tiny"}') != 0 and time.time() < deadline:
+            time.sleep(0.01)
+            m = srv.metrics()
         for name in ["encore_num_requests_running", "encore_num_requests_waiting", "encore_kv_cache_usage_perc",
                      "encore_prefix_cache_hit_rate", "encore_prompt_tokens_total", "encore_generation_tokens_total",
                      "encore_engine_eager_steps_total", "encore_engine_captured_steps_total",
