@@ -135,6 +135,7 @@ typedef struct encore_output {
     int finished;
     const char *finish_reason;  /* once finished: "stop", "length" or "abort" */
     const char *stop_string;    /* the stop string that matched, else NULL */
+    int32_t stop_token_id;      /* the id of stop_token_ids that ended it (not an EOS), else -1 */
     size_t n_prompt_tokens;
     size_t n_cached_prompt_tokens; /* served from the prefix cache */
     size_t n_output_tokens;        /* generated so far */

@@ -40,6 +40,7 @@ typedef struct collector {
     int n_calls, n_final, n_bad;
     char finish[16];
     char stop_string[64];
+    int32_t stop_token_id; /* of the final call */
     size_t n_prompt_tokens;
     size_t cancel_after;  /* > 0: cancel itself from the callback once it has this many ids */
     int64_t cancel_other; /* > 0: and cancel this request too */
@@ -109,7 +110,8 @@ static void on_output(void *user, const encore_output *o)
         c->n_final++;
         snprintf(c->finish, sizeof c->finish, "%s", o->finish_reason ? o->finish_reason : "(null)");
         snprintf(c->stop_string, sizeof c->stop_string, "%s", o->stop_string ? o->stop_string : "");
-    } else if (o->finish_reason || o->stop_string) {
+        c->stop_token_id = o->stop_token_id;
+    } else if (o->finish_reason || o->stop_string || o->stop_token_id != -1) {
         c->n_bad++;
     }
     if (!o->finished && c->cancel_after && c->n_ids >= c->cancel_after && !c->cancelled) {
@@ -392,7 +394,7 @@ static void test_stops(const char *dir)
         r.sampling.n_stop = 2;
         run_one(e, &r, &c);
         n_runs++;
-        CHECK(!strcmp(c.finish, "stop") && !strcmp(c.stop_string, stop));
+        CHECK(!strcmp(c.finish, "stop") && !strcmp(c.stop_string, stop) && c.stop_token_id == -1);
         CHECK(c.n_text == at && !strncmp(c.text, full, at)); /* exactly the text before the match */
         CHECK(c.n_ids == k_end && memcmp(c.ids, ids, k_end * sizeof *ids) == 0);
         collector_free(&c);
@@ -402,7 +404,7 @@ static void test_stops(const char *dir)
             r.sampling.min_tokens = (int64_t)k_end;
             run_one(e, &r, &c);
             n_runs++;
-            CHECK(!strcmp(c.finish, "length") && c.n_ids == n && !strcmp(c.text, full));
+            CHECK(!strcmp(c.finish, "length") && c.n_ids == n && !strcmp(c.text, full) && c.stop_token_id == -1);
             collector_free(&c);
         }
 
@@ -434,6 +436,7 @@ static void test_stops(const char *dir)
     run_one(e, &r, &c);
     n_runs++;
     CHECK(!strcmp(c.finish, "stop") && c.stop_string[0] == '\0');
+    CHECK(c.stop_token_id == ids[k]); /* the stop_reason vLLM gives */
     CHECK(c.n_ids == k + 1 && memcmp(c.ids, ids, (k + 1) * sizeof *ids) == 0);
     char *head = decode(e, ids, k, 0);
     CHECK(head && !strcmp(c.text, head));

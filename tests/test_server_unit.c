@@ -263,6 +263,14 @@ static void test_responses(void)
     CHECK(num(cJSON_GetObjectItem(usage, "prompt_tokens_details"), "cached_tokens") == 2);
     cJSON_Delete(o);
 
+    /* a stop id that ended a choice is its stop_reason, as a number (vLLM) */
+    int32_t stop_id = 0; /* id 0 is an id like any other */
+    oai_choice by_id = {.text = "x", .finish_reason = "stop", .stop_token_id = &stop_id};
+    o = parsed(oai_response_body(&h, &by_id, 1, &u));
+    const cJSON *s0 = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0);
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItem(s0, "stop_reason")) && num(s0, "stop_reason") == 0);
+    cJSON_Delete(o);
+
     /* chat: message, reasoning_content only when given, logprobs content with bytes */
     h = (oai_head){.kind = OAI_CHAT, .id = "chatcmpl-1", .created = 1, .model = "tiny"};
     c[0] = (oai_choice){.text = "4", .reasoning = "2+2", .finish_reason = "stop", .lp = &lp};

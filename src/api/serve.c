@@ -259,6 +259,7 @@ static void serve__call(encore_engine *e, api_request *r, const int32_t *ids, si
         .finished = finish_reason != NULL,
         .finish_reason = finish_reason,
         .stop_string = r->text.matched >= 0 ? r->text.stop[r->text.matched] : NULL,
+        .stop_token_id = finish_reason && r->text.matched < 0 ? engine_request_stop_token(e->eng, r->engine_id) : -1,
         .n_prompt_tokens = (size_t)r->params.n_prompt,
         .n_cached_prompt_tokens = (size_t)engine_request_cached_tokens(e->eng, r->engine_id),
         .n_output_tokens = (size_t)r->n_seen,

@@ -242,6 +242,7 @@ enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t
     s->ignore_eos = p->ignore_eos;
     s->prompt_logits = p->prompt_logits;
     s->n_stop_ids = p->n_stop_ids;
+    s->stop_token = -1;
     if (p->n_stop_ids) memcpy(s->stop_ids, p->stop_ids, (size_t)p->n_stop_ids * sizeof *s->stop_ids);
     sampler_rng_seed(&s->rng, p->sampling.seed);
     s->id = e->next_id++;
@@ -276,6 +277,12 @@ int64_t engine_request_cached_tokens(const engine *e, int64_t id)
 {
     const engine_seq *s = engine__find(e, id);
     return s ? s->n_cached_tokens : 0;
+}
+
+int32_t engine_request_stop_token(const engine *e, int64_t id)
+{
+    const engine_seq *s = engine__find(e, id);
+    return s ? s->stop_token : -1;
 }
 
 enc_status engine_request_logprobs(const engine *e, int64_t id, const engine_token_logprob **lp, int64_t *n)
@@ -346,9 +353,10 @@ static bool engine__append(engine *e, engine_seq *s, int32_t next)
 {
     s->tokens[s->n_tokens++] = next;
     engine_finish why = ENGINE_NOT_FINISHED;
-    bool stop_id = false;
+    bool stop_id = false, eos = !s->ignore_eos && engine__is_eos(e, next);
     for (int i = 0; i < s->n_stop_ids; i++) stop_id |= s->stop_ids[i] == next;
-    if (stop_id || (!s->ignore_eos && engine__is_eos(e, next))) why = ENGINE_FINISH_STOP;
+    if (stop_id || eos) why = ENGINE_FINISH_STOP;
+    if (stop_id && !eos) s->stop_token = next; /* vLLM's stop_reason: an EOS gives none */
     else if (s->n_tokens - s->n_prompt == s->max_tokens || s->n_tokens >= e->cfg.max_model_len)
         why = ENGINE_FINISH_LENGTH;
     if (why == ENGINE_NOT_FINISHED) return false;

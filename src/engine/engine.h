@@ -172,6 +172,9 @@ enc_status engine_request_logprobs(const engine *e, int64_t request_id, const en
 /* Prompt tokens of a request that the prefix cache served when it was last
  * admitted (0 for an unknown id). */
 int64_t engine_request_cached_tokens(const engine *e, int64_t request_id);
+/* The id from the request's stop ids that finished it (an EOS does not
+ * count, as in vLLM's stop_reason); -1 if none or an unknown id. */
+int32_t engine_request_stop_token(const engine *e, int64_t request_id);
 /* Forget a request: a running one is aborted and its block references
  * dropped at once (blocks still shared stay with their other holders;
  * cached ones stay cached). */

@@ -30,6 +30,7 @@ typedef struct engine_seq {
     bool prompt_logits;
     int32_t stop_ids[ENGINE_MAX_STOP_IDS];
     int n_stop_ids;
+    int32_t stop_token;      /* the stop id (not an EOS) that finished it, else -1 */
     int64_t n_logits_sent; /* prompt positions whose logits were delivered */
     sampler_rng rng;
     engine_token_logprob *logprobs; /* [max_tokens] when sampling.logprobs, else NULL */

@@ -44,6 +44,7 @@ typedef struct gen_event {
     int finished;
     char finish_reason[16];
     char *stop_string;     /* NULL when none */
+    int32_t stop_token_id; /* -1 when none */
     size_t n_prompt, n_cached, n_output;
 } gen_event;
 
@@ -71,6 +72,7 @@ typedef struct gen_choice {
     size_t text_offset;    /* completions logprobs: bytes of token text so far */
     char finish_reason[16];
     char *stop_reason;
+    int32_t stop_token_id; /* the stop id that ended it, else -1 (stop_reason when no string) */
     size_t n_output, n_cached;
 } gen_choice;
 
@@ -131,6 +133,7 @@ static gen_job *gen__job_new(http_server *s, oai_request *req, int fd, double t_
         j->choices[i].job = j;
         j->choices[i].index = i;
         j->choices[i].request_id = -1;
+        j->choices[i].stop_token_id = -1;
         reasoning_init(&j->choices[i].split);
     }
     return j;
@@ -213,6 +216,7 @@ static gen_event *gen__event_new(const encore_output *o)
     snprintf(ev->finish_reason, sizeof ev->finish_reason, "%s",
              o->finish_reason ? o->finish_reason : "stop");
     ev->stop_string = o->stop_string ? gen__dup(o->stop_string, strlen(o->stop_string) + 1) : NULL;
+    ev->stop_token_id = o->stop_token_id;
     ev->n_prompt = o->n_prompt_tokens;
     ev->n_cached = o->n_cached_prompt_tokens;
     ev->n_output = o->n_output_tokens;
@@ -332,6 +336,7 @@ static int gen__apply(gen_choice *c, const gen_event *ev)
         c->done = 1;
         snprintf(c->finish_reason, sizeof c->finish_reason, "%s", ev->finish_reason);
         if (ev->stop_string) c->stop_reason = gen__dup(ev->stop_string, strlen(ev->stop_string) + 1);
+        c->stop_token_id = ev->stop_token_id;
         c->n_output = ev->n_output;
         c->n_cached = ev->n_cached;
     }
@@ -443,6 +448,7 @@ static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
             .reasoning = chat ? c->reasoning : NULL, /* NULL unless the model thought */
             .finish_reason = c->finish_reason,
             .stop_reason = c->stop_reason,
+            .stop_token_id = c->stop_token_id >= 0 ? &c->stop_token_id : NULL,
             .lp = j->req.logprobs ? &lps[i] : NULL,
         };
     }
@@ -520,6 +526,7 @@ static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
         .reasoning = reasoning,
         .finish_reason = ev->finished ? c->finish_reason : NULL,
         .stop_reason = ev->finished ? c->stop_reason : NULL,
+        .stop_token_id = ev->finished && c->stop_token_id >= 0 ? &c->stop_token_id : NULL,
         .lp = has_lp ? &lp : NULL,
     };
     gen__sse(j, oai_response_chunk(&j->head, c->index, &ch));

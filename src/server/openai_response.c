@@ -184,7 +184,10 @@ static cJSON *oai__choice(oai_kind kind, int index, const oai_choice *c, int chu
     else
         cJSON_AddNullToObject(o, "logprobs");
     oai__add_string_or_null(o, "finish_reason", c->finish_reason);
-    if (!chunk || c->finish_reason) oai__add_string_or_null(o, "stop_reason", c->stop_reason);
+    if ((!chunk || c->finish_reason) && !c->stop_reason && c->stop_token_id)
+        cJSON_AddNumberToObject(o, "stop_reason", *c->stop_token_id);
+    else if (!chunk || c->finish_reason)
+        oai__add_string_or_null(o, "stop_reason", c->stop_reason);
     return o;
 }
 

@@ -44,6 +44,8 @@ typedef struct oai_choice {
     const char *reasoning;     /* chat: reasoning_content, NULL when none */
     const char *finish_reason; /* NULL in a chunk that does not finish */
     const char *stop_reason;   /* the stop string that matched, else NULL */
+    const int32_t *stop_token_id; /* with no stop string: the stop id that ended it (then
+                                   * the stop_reason, as a number), else NULL */
     const oai_logprobs *lp;    /* NULL: "logprobs": null */
     int role;                  /* chat chunks: nonzero adds "role": "assistant" */
 } oai_choice;
