@@ -26,7 +26,7 @@ typedef struct vk_device_info {
     uint64_t device_local;   /* bytes in device-local heaps */
     uint32_t api_version;    /* VK_MAKE_API_VERSION */
     bool subgroup_arith;     /* subgroup arithmetic in compute shaders */
-    bool is_default;         /* the one vk_backend_create(-1) opens without ENCORE_VK_DEVICE */
+    bool is_default;         /* the one vk_backend_create(-1) opens (ENCORE_VK_DEVICE's, if valid) */
 } vk_device_info;
 
 /* Fill up to max entries; *n is how many devices there are. Fails (with a

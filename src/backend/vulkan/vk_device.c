@@ -235,8 +235,10 @@ enc_status vk_devices_list(vk_device_info *out, int max, int *n)
     VkPhysicalDevice *devs;
     uint32_t count;
     enc_status s = vk__enumerate(c.instance, &devs, &count);
+    int env = -1;
+    if (s == ENC_OK && vk__env_index(&env) != ENC_OK) env = -1; /* opening it says what is wrong */
     if (s == ENC_OK) {
-        uint32_t best = vk__best(devs, count);
+        uint32_t best = env >= 0 && (uint32_t)env < count ? (uint32_t)env : vk__best(devs, count);
         for (uint32_t i = 0; i < count && (int)i < max; i++) {
             VkPhysicalDeviceProperties p;
             vkGetPhysicalDeviceProperties(devs[i], &p);
