@@ -152,13 +152,19 @@ void main()
         for (uint d = lid; d < hd; d += WG) STF(6, qb + d, 0.0);
         return;
     }
-    float mx = sg_m[0], sum = 0.0;
+    // each subgroup's weight exp(m_i - max) once, not once per dimension
+    // (shared-memory loads run lane by lane on lavapipe)
+    float mx = sg_m[0], sum = 0.0, wsub[NS_MAX];
     for (uint i = 1u; i < NS; i++) mx = max(mx, sg_m[i]);
-    for (uint i = 0u; i < NS; i++) sum = fma(sg_l[i], exp(sg_m[i] - mx), sum);
+    [[unroll]] for (uint i = 0u; i < NS_MAX; i++) {
+        wsub[i] = i < NS ? exp(sg_m[i] - mx) : 0.0;
+        if (i < NS) sum = fma(sg_l[i], wsub[i], sum);
+    }
     float inv = 1.0 / sum;
     for (uint d = lid; d < hd; d += WG) {
         float acc = 0.0;
-        for (uint i = 0u; i < NS; i++) acc = fma(sg_o[i * HD_MAX + d], exp(sg_m[i] - mx), acc);
+        [[unroll]] for (uint i = 0u; i < NS_MAX; i++)
+            if (i < NS) acc = fma(sg_o[i * HD_MAX + d], wsub[i], acc);
         STF(6, qb + d, acc * inv);
     }
 }
