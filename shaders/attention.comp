@@ -26,12 +26,20 @@
 //    specialization constant 0: NT, below
 #version 450
 #include "common.glsl"
-layout(local_size_x = 64) in;
 #define HD_MAX 256u
 #ifdef ENC_SUBGROUP
+// Workgroup size: specialization constant 1 (64, or one subgroup on a CPU
+// device, see ONE_SG below).
+layout(local_size_x_id = 1) in;
 #define SG_DIMS (HD_MAX / 8u) // dimensions per lane, at most (subgroups of >= 8)
 #define NS_MAX (WG / 8u)      // subgroups per workgroup, at most
 layout(constant_id = 0) const uint NT = 1u; // texels per lane on the texel path (1, 2, 4 or 8)
+// ONE_SG (specialization constant 2, with a workgroup of one subgroup): the
+// texel path writes its row from registers, with no shared memory, merge or
+// barrier. For devices that run a workgroup's subgroups one after another
+// (lavapipe): splitting the keys among them gained nothing there, and the
+// merge and the barrier cost half of a short-context call.
+layout(constant_id = 2) const bool ONE_SG = false;
 shared float sg_m[NS_MAX], sg_l[NS_MAX];
 shared float sg_o[NS_MAX * HD_MAX];
 
@@ -92,6 +100,15 @@ void main()
             }
             m = nm;
         }
+        if (ONE_SG) {
+            float inv = ctx > 0 ? 1.0 / l : 0.0;
+            [[unroll]] for (uint j = 0u; j < NT; j++) {
+                uint e = lane + j * SS;
+                if (e < hd4)
+                    for (uint i = 0u; i < 4u; i++) STF(6, qb + 4u * e + i, o4[j][i] * inv);
+            }
+            return;
+        }
         [[unroll]] for (uint j = 0u; j < NT; j++) {
             uint e = lane + j * SS;
             if (e < hd4)
@@ -149,7 +166,7 @@ void main()
     }
     barrier();
     if (ctx <= 0) { // subgroup 0 has position 0 otherwise: mx below is finite
-        for (uint d = lid; d < hd; d += WG) STF(6, qb + d, 0.0);
+        for (uint d = lid; d < hd; d += gl_WorkGroupSize.x) STF(6, qb + d, 0.0);
         return;
     }
     // each subgroup's weight exp(m_i - max) once, not once per dimension
@@ -161,7 +178,7 @@ void main()
         if (i < NS) sum = fma(sg_l[i], wsub[i], sum);
     }
     float inv = 1.0 / sum;
-    for (uint d = lid; d < hd; d += WG) {
+    for (uint d = lid; d < hd; d += gl_WorkGroupSize.x) {
         float acc = 0.0;
         [[unroll]] for (uint i = 0u; i < NS_MAX; i++)
             if (i < NS) acc = fma(sg_o[i * HD_MAX + d], wsub[i], acc);
@@ -169,6 +186,7 @@ void main()
     }
 }
 #else
+layout(local_size_x = 64) in;
 #define PD (HD_MAX / WG)
 shared float qs[HD_MAX];
 shared float ws[WG];

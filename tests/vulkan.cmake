@@ -2,12 +2,15 @@
 # device the loader offers (ENCORE_DEVICE=vulkan); on a machine without a
 # GPU that is Mesa's lavapipe (mesa-vulkan-drivers).
 #
-#   vulkan_ops, vulkan_ops_no_subgroup, vulkan_ops_no_texels
+#   vulkan_ops, vulkan_ops_no_subgroup, vulkan_ops_no_texels,
+#   vulkan_ops_gpu_layout
 #                       every op against the CPU backend over many shapes,
 #                       and batch invariance (test_vulkan_ops.c); the second
 #                       with the shaders' fallback reductions, the third with
 #                       every tensor read through storage buffers (the paths
-#                       of devices whose texel views are small)
+#                       of devices whose texel views are small), the fourth
+#                       with the workgroup layouts of a GPU (attention's
+#                       subgroups merged through shared memory)
 #   vulkan_capture_contract_<case>       the capture contract (test_capture.c)
 #   vulkan_vs_cpu_<check>_<preset>       the model: logits within 1e-4 of the
 #                       CPU's, greedy ids identical (vulkan_vs_cpu.py)
@@ -37,6 +40,7 @@ target_include_directories(test_vulkan_ops PRIVATE ${ENCORE_TESTS_DIR})
 vk_test(vulkan_ops test_vulkan_ops)
 vk_test(vulkan_ops_no_subgroup test_vulkan_ops)
 vk_test(vulkan_ops_no_texels test_vulkan_ops)
+vk_test(vulkan_ops_gpu_layout test_vulkan_ops)
 
 foreach(case write read alloc free nested replay end replay_matches_eager)
   vk_test(vulkan_capture_contract_${case} test_capture ${case})
@@ -85,3 +89,7 @@ set_tests_properties(vulkan_ops_no_texels PROPERTIES
   ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_TEXELS=0")
 set_tests_properties(vulkan_validation_vulkan_ops_no_texels PROPERTIES
   ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_VALIDATION=1;ENCORE_VK_TEXELS=0")
+set_tests_properties(vulkan_ops_gpu_layout PROPERTIES
+  ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_CPU_LAYOUT=0")
+set_tests_properties(vulkan_validation_vulkan_ops_gpu_layout PROPERTIES
+  ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_VALIDATION=1;ENCORE_VK_CPU_LAYOUT=0")

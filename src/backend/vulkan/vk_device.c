@@ -280,6 +280,10 @@ static enc_status vk__pick(vk_ctx *c, int index)
     vkGetPhysicalDeviceMemoryProperties(c->phys, &c->mem_props);
     c->subgroup = vk__subgroup_ok(c->phys) && !vk__env_off("ENCORE_VK_SUBGROUP");
     c->subgroup_size = vk__subgroup_props(c->phys).subgroupSize;
+    /* a CPU device runs a workgroup's subgroups one after another: attention
+     * takes one subgroup per workgroup there (attention.comp, ONE_SG) */
+    c->one_subgroup = c->subgroup && c->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU &&
+                      !vk__env_off("ENCORE_VK_CPU_LAYOUT");
     /* texel views for 16-byte loads where one can see whatever a storage
      * binding can (so that the choice never depends on a step's size) */
     c->texels = (uint64_t)c->props.limits.maxTexelBufferElements * VK_TEXEL_BYTES >=

@@ -37,8 +37,8 @@ enum {
     VK_MIRROR_MAX = 1 << 20,            /* buffers up to this size get a host mirror */
     VK_STAGING_SIZE = 16 << 20,         /* the shared staging buffer */
     VK_MAX_DISPATCHES = 64,             /* per graph node (windows of large weights) */
-    VK_N_SPECS = 4,
-    VK_MAX_EXPECTED_READS = 4,          /* ranges the host promised to read after a step (expect_read) */                     /* pipelines per op: specialization constant 0 = 1, 2, 4 or 8 */
+    VK_N_SPECS = 8,                     /* pipelines per op: see vk_dispatch.spec */
+    VK_MAX_EXPECTED_READS = 4,          /* ranges the host promised to read after a step (expect_read) */
 };
 
 /* A texel-buffer view of part of a buffer (shaders/common.glsl: tex[]). */
@@ -82,7 +82,9 @@ typedef struct vk_push {
  * constants and workgroup grid. */
 typedef struct vk_dispatch {
     graph_op op;
-    int spec;  /* its op's pipeline with constant 0 = 1 << spec (a loop's trip count, unrolled) */
+    int spec;  /* its op's pipeline: specialization constant 0 = 1 << (spec & 3) (a loop's
+                * trip count, unrolled); spec & 4: a workgroup of one subgroup (constant 1,
+                * the workgroup size, = the subgroup size instead of 64; constant 2 = true) */
     backend_buffer *bufs[VK_N_DESCRIPTORS]; /* NULL: the dummy buffer */
     VkDeviceSize start[VK_N_DESCRIPTORS], range[VK_N_DESCRIPTORS];
     backend_buffer *tex[VK_N_TEXELS];       /* NULL: the dummy buffer's view */
@@ -102,6 +104,7 @@ typedef struct vk_ctx {
     uint32_t queue_family;
     bool subgroup;          /* the subgroup variants of the shaders run here */
     uint32_t subgroup_size; /* as the device reports it (a shader may see another) */
+    bool one_subgroup;      /* attention's workgroups are one subgroup (a CPU device) */
     bool texels;            /* read-only tensors are read through texel views where they can be */
     bool timestamps;        /* the queue writes timestamps */
     VkCommandPool cmd_pool;
@@ -172,8 +175,8 @@ enc_status vk_submit_wait(vk_ctx *c, VkCommandBuffer cmd, bool end);
 /* --- vk_pipelines.c --- */
 enc_status vk_pipelines_init(vk_ctx *c);
 void vk_pipelines_free(vk_ctx *c);
-/* The pipeline of op with specialization constant 0 = 1 << spec, made at
- * first use. */
+/* The pipeline of op with the specialization constants of `spec`
+ * (vk_dispatch.spec), made at first use. */
 enc_status vk_pipeline_get(vk_ctx *c, graph_op op, int spec, VkPipeline *out);
 
 /* --- vk_ops.c --- */

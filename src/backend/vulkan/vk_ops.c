@@ -382,7 +382,8 @@ static enc_status vk__attention(vk__plan *pl)
         ENC_TRY(vk__bind_texels(pl, d, 1, n->src[2], 0, graph_tensor_nbytes(n->src[2])));
         /* the texels a lane owns, rounded up to 1, 2, 4 or 8 (attention.comp's NT) */
         int64_t ss = pl->c->subgroup_size ? pl->c->subgroup_size : 1, per_lane = (hd / 4 + ss - 1) / ss;
-        while (d->spec < VK_N_SPECS - 1 && (1 << d->spec) < per_lane) d->spec++;
+        while (d->spec < 3 && (1 << d->spec) < per_lane) d->spec++;
+        if (pl->c->one_subgroup) d->spec |= 4;
     }
     uint32_t p[] = {(uint32_t)n->src[4]->shape[0], (uint32_t)n->src[3]->shape[1], (uint32_t)n->i[3],
                     (uint32_t)H,  (uint32_t)KVH, (uint32_t)hd, vk__f32_bits(n->f[0]), spw, n_win, texels};

@@ -1,8 +1,8 @@
 /* vk_pipelines.c - the compute pipelines: one per graph op, from the
  * embedded SPIR-V (the subgroup variant where the device has subgroup
- * arithmetic), made at the op's first use, one per value of the
- * specialization constant 0 a dispatch asks for (a shader's unrolled trip
- * count; 1 for shaders without one). Every pipeline shares one layout:
+ * arithmetic), made at the op's first use, one per set of specialization
+ * constants a dispatch asks for (attention's unrolled trip count and
+ * workgroup layout; shaders without them ignore them). Every pipeline shares one layout:
  * a set of VK_N_DESCRIPTORS storage buffers and VK_N_TEXELS texel-buffer
  * views, and the vk_push constants. */
 #include <string.h>
@@ -94,9 +94,13 @@ enc_status vk_pipeline_get(vk_ctx *c, graph_op op, int spec, VkPipeline *out)
         return ENC_OK;
     }
     ENC_TRY(vk__module(c, op, name));
-    uint32_t value = 1u << spec; /* shaders without constant 0 ignore it */
-    VkSpecializationMapEntry entry = {.constantID = 0, .offset = 0, .size = sizeof value};
-    VkSpecializationInfo si = {.mapEntryCount = 1, .pMapEntries = &entry, .dataSize = sizeof value, .pData = &value};
+    /* shaders without these constants ignore them */
+    uint32_t values[3] = {1u << (spec & 3), spec & 4 ? c->subgroup_size : 64u, spec & 4 ? VK_TRUE : VK_FALSE};
+    VkSpecializationMapEntry entries[3];
+    for (uint32_t i = 0; i < 3; i++)
+        entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = i * 4, .size = 4};
+    VkSpecializationInfo si = {.mapEntryCount = 3, .pMapEntries = entries, .dataSize = sizeof values,
+                               .pData = values};
     VkComputePipelineCreateInfo pci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {
