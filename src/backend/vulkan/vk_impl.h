@@ -103,7 +103,7 @@ typedef struct vk_ctx {
     VkQueue queue;
     uint32_t queue_family;
     bool subgroup;          /* the subgroup variants of the shaders run here */
-    uint32_t subgroup_size; /* as the device reports it (a shader may see another) */
+    uint32_t subgroup_size; /* as the device reports it (what SPIR-V 1.3 shaders see) */
     bool one_subgroup;      /* attention's workgroups are one subgroup (a CPU device) */
     bool texels;            /* read-only tensors are read through texel views where they can be */
     bool timestamps;        /* the queue writes timestamps */
