@@ -37,6 +37,12 @@ static size_t vk__align(const vk_ctx *c)
     return a < 4 ? 4 : a;
 }
 
+/* The bytes one texel view can see. */
+static size_t vk__texel_range_max(const vk_ctx *c)
+{
+    return (size_t)c->props.limits.maxTexelBufferElements * VK_TEXEL_BYTES;
+}
+
 /* Texel view alignment: the device's, and at least a texel. */
 static size_t vk__texel_align(const vk_ctx *c)
 {
@@ -92,7 +98,7 @@ static enc_status vk__bind_texels(const vk__plan *pl, vk_dispatch *d, int v, con
 {
     const vk_ctx *c = pl->c;
     const backend_buffer *buf = t->buffer;
-    size_t off = t->offset + skip, max = (size_t)c->props.limits.maxTexelBufferElements * VK_TEXEL_BYTES;
+    size_t off = t->offset + skip, max = vk__texel_range_max(c);
     size_t start = off - off % vk__texel_align(c);
     size_t range = buf && buf->size > start ? buf->size - start : 0;
     range = (range < max ? range : max) / VK_TEXEL_BYTES * VK_TEXEL_BYTES;
@@ -110,9 +116,9 @@ static enc_status vk__bind_texels(const vk__plan *pl, vk_dispatch *d, int v, con
 /* Whether the whole of tensor t fits one texel view (vk__bind_texels). */
 static bool vk__texels_fit(const vk_ctx *c, const graph_tensor *t)
 {
-    size_t off = t->offset, max = (size_t)c->props.limits.maxTexelBufferElements * VK_TEXEL_BYTES;
+    size_t off = t->offset;
     return c->texels && t->buffer && off % VK_TEXEL_BYTES == 0 &&
-           off % vk__texel_align(c) + graph_tensor_nbytes(t) <= max;
+           off % vk__texel_align(c) + graph_tensor_nbytes(t) <= vk__texel_range_max(c);
 }
 
 static enc_status vk__bind_all(const vk__plan *pl, vk_dispatch *d, int b, const graph_tensor *t)
