@@ -10,3 +10,7 @@ target_link_libraries(bench_kernels PRIVATE encore_core)
 # ENCORE_CPU_ISA forces the instruction set (scalar runs everywhere).
 add_test(NAME test_kernels_isa_env COMMAND test_kernels --isa-env-only)
 set_tests_properties(test_kernels_isa_env PROPERTIES ENVIRONMENT ENCORE_CPU_ISA=scalar)
+
+# The thread pool the kernels run on: every share once, dependent stages in
+# order, more threads than cores (tests/test_threadpool.c).
+encore_add_c_test(test_threadpool ${ENCORE_TESTS_DIR}/test_threadpool.c)

@@ -1,13 +1,34 @@
-/* threadpool.c - a persistent fork-join thread pool: spin, then sleep. */
+/* threadpool.c - a persistent thread pool: shares claimed from one atomic
+ * word, waits that spin briefly and then sleep on a futex.
+ *
+ * A run r is published in `claim` as (r << 32 | next unclaimed share). A
+ * thread takes share i by a compare-and-swap from (r, i) to (r, i + 1); a
+ * worker that wakes after run r is over finds another run number, or no
+ * share left, and touches nothing of r's (its fn and ctx are read only once
+ * a share is held, and a run cannot end while one is). So the caller waits
+ * for shares to be done, never for threads to arrive.
+ *
+ *   claim     [ run : 32 | next share : 32 ]   shares of the open run
+ *   run_word  the last run opened; idle workers sleep on it
+ *   done      shares of the open run finished
+ *   progress  bumped by threadpool_advance when someone sleeps; waiters
+ *             sleep on it */
 #define _GNU_SOURCE
 #include "base/threadpool.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -16,60 +37,117 @@
 #define tp__pause() ((void)0)
 #endif
 
-/* Waiting is spin, then yield, then (workers only) sleep. Pure spinning is
- * fastest on an idle machine, but when the machine is oversubscribed the
- * thread being waited for may not be running: yielding hands it the core. */
-enum {
-    TP__SPIN_ROUNDS = 1 << 10,  /* pause-only rounds before yielding */
-    TP__YIELD_ROUNDS = 1 << 12, /* yielding rounds before a worker sleeps */
-};
+/* How long a waiting thread spins before it sleeps: about what sleeping and
+ * being woken cost (two system calls and a context switch, a few
+ * microseconds), so spinning never costs more than blocking would have,
+ * and the hundreds of short waits of one decode step on an idle machine
+ * cost no system call. */
+enum { TP__SPIN_NS = 20000, TP__SPIN_CHECK = 32 /* pauses between clock reads */ };
 
-static void tp__backoff(int round)
+/* --- sleeping and waking ----------------------------------------------------- */
+
+static void tp__sleep(atomic_uint *word, unsigned seen)
 {
-    if (round < TP__SPIN_ROUNDS) tp__pause();
-    else sched_yield();
+#if defined(__linux__)
+    syscall(SYS_futex, (unsigned *)word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+#else
+    (void)word, (void)seen;
+    sched_yield();
+#endif
 }
+
+static void tp__wake_all(atomic_uint *word)
+{
+#if defined(__linux__)
+    syscall(SYS_futex, (unsigned *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+#else
+    (void)word;
+#endif
+}
+
+static int64_t tp__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spin until done(arg) or TP__SPIN_NS have passed; returns done(arg). */
+static bool tp__spin(bool (*done)(const void *), const void *arg)
+{
+    int64_t deadline = 0;
+    for (int i = 1;; i++) {
+        if (done(arg)) return true;
+        tp__pause();
+        if (i % TP__SPIN_CHECK) continue;
+        int64_t now = tp__now_ns();
+        if (!deadline) deadline = now + TP__SPIN_NS;
+        else if (now >= deadline) return done(arg);
+    }
+}
+
+/* --- the pool ----------------------------------------------------------------- */
 
 typedef struct tp__worker {
     enc_threadpool *pool;
-    int ith;
     pthread_t thread;
 } tp__worker;
 
 struct enc_threadpool {
     int n_threads;
     tp__worker *workers; /* [n_threads - 1] */
-    threadpool_task_fn fn;
-    void *ctx;
-    atomic_uint generation; /* bumped once per run */
-    atomic_int n_done;      /* workers finished with the current run */
+    unsigned n_runs;     /* runs opened so far (the caller's alone) */
+    _Atomic(threadpool_task_fn) fn;
+    _Atomic(void *) ctx;
+    _Atomic uint64_t claim;
+    atomic_uint run_word;
+    atomic_int n_idle_sleepers;
+    atomic_int done;
+    atomic_uint progress;
+    atomic_int n_progress_sleepers;
     atomic_bool stop;
-    atomic_int barrier_count;    /* threads arrived at the current barrier */
-    atomic_uint barrier_phase;   /* bumped when the last one arrives */
-    pthread_mutex_t mutex;
-    pthread_cond_t wake;
 };
+
+/* Take and run shares of run r until none is left. */
+static void tp__work(enc_threadpool *pool, unsigned r)
+{
+    uint64_t w = atomic_load_explicit(&pool->claim, memory_order_acquire);
+    for (;;) {
+        if ((unsigned)(w >> 32) != r || (uint32_t)w >= (uint32_t)pool->n_threads) return;
+        if (!atomic_compare_exchange_weak_explicit(&pool->claim, &w, w + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue; /* w now holds the word's current value */
+        threadpool_task_fn fn = atomic_load_explicit(&pool->fn, memory_order_relaxed);
+        fn(atomic_load_explicit(&pool->ctx, memory_order_relaxed), (int)(uint32_t)w, pool->n_threads);
+        threadpool_advance(pool, &pool->done, 1);
+        w = atomic_load_explicit(&pool->claim, memory_order_acquire);
+    }
+}
+
+typedef struct tp__idle {
+    enc_threadpool *pool;
+    unsigned seen;
+} tp__idle;
+
+static bool tp__idle_over(const void *arg)
+{
+    const tp__idle *w = arg;
+    return atomic_load(&w->pool->run_word) != w->seen || atomic_load(&w->pool->stop);
+}
 
 static void *tp__worker_main(void *arg)
 {
-    tp__worker *w = arg;
-    enc_threadpool *pool = w->pool;
-    unsigned seen = 0;
+    enc_threadpool *pool = ((tp__worker *)arg)->pool;
+    tp__idle idle = {pool, 0};
     for (;;) {
-        for (int round = 0; atomic_load_explicit(&pool->generation, memory_order_acquire) == seen &&
-                            !atomic_load(&pool->stop) && round < TP__SPIN_ROUNDS + TP__YIELD_ROUNDS;
-             round++)
-            tp__backoff(round);
-        if (atomic_load_explicit(&pool->generation, memory_order_acquire) == seen) {
-            pthread_mutex_lock(&pool->mutex);
-            while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->stop))
-                pthread_cond_wait(&pool->wake, &pool->mutex);
-            pthread_mutex_unlock(&pool->mutex);
+        if (!tp__spin(tp__idle_over, &idle)) {
+            atomic_fetch_add(&pool->n_idle_sleepers, 1);
+            while (!tp__idle_over(&idle)) tp__sleep(&pool->run_word, idle.seen);
+            atomic_fetch_sub(&pool->n_idle_sleepers, 1);
         }
         if (atomic_load(&pool->stop)) break;
-        seen = atomic_load_explicit(&pool->generation, memory_order_acquire);
-        pool->fn(pool->ctx, w->ith, pool->n_threads);
-        atomic_fetch_add_explicit(&pool->n_done, 1, memory_order_release);
+        idle.seen = atomic_load(&pool->run_word);
+        tp__work(pool, idle.seen);
     }
     return NULL;
 }
@@ -95,13 +173,15 @@ enc_status threadpool_create(int n_threads, enc_threadpool **out)
     enc_threadpool *pool = calloc(1, sizeof *pool);
     if (!pool) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "thread pool");
     pool->n_threads = n_threads;
-    atomic_init(&pool->generation, 0);
-    atomic_init(&pool->n_done, 0);
+    atomic_init(&pool->fn, NULL);
+    atomic_init(&pool->ctx, NULL);
+    atomic_init(&pool->claim, 0);
+    atomic_init(&pool->run_word, 0);
+    atomic_init(&pool->n_idle_sleepers, 0);
+    atomic_init(&pool->done, 0);
+    atomic_init(&pool->progress, 0);
+    atomic_init(&pool->n_progress_sleepers, 0);
     atomic_init(&pool->stop, false);
-    atomic_init(&pool->barrier_count, 0);
-    atomic_init(&pool->barrier_phase, 0);
-    pthread_mutex_init(&pool->mutex, NULL);
-    pthread_cond_init(&pool->wake, NULL);
     if (n_threads > 1) {
         pool->workers = calloc((size_t)n_threads - 1, sizeof *pool->workers);
         if (!pool->workers) {
@@ -110,10 +190,8 @@ enc_status threadpool_create(int n_threads, enc_threadpool **out)
         }
     }
     for (int i = 0; i < n_threads - 1; i++) {
-        tp__worker *w = &pool->workers[i];
-        w->pool = pool;
-        w->ith = i + 1;
-        if (pthread_create(&w->thread, NULL, tp__worker_main, w) != 0) {
+        pool->workers[i].pool = pool;
+        if (pthread_create(&pool->workers[i].thread, NULL, tp__worker_main, &pool->workers[i]) != 0) {
             pool->n_threads = i + 1; /* join only the threads that started */
             threadpool_destroy(pool);
             return enc_fail(ENC_ERR_OUT_OF_MEMORY, "cannot start worker thread %d", i + 1);
@@ -126,13 +204,10 @@ enc_status threadpool_create(int n_threads, enc_threadpool **out)
 void threadpool_destroy(enc_threadpool *pool)
 {
     if (!pool) return;
-    pthread_mutex_lock(&pool->mutex);
     atomic_store(&pool->stop, true);
-    pthread_cond_broadcast(&pool->wake);
-    pthread_mutex_unlock(&pool->mutex);
+    atomic_fetch_add(&pool->run_word, 1);
+    tp__wake_all(&pool->run_word);
     for (int i = 0; i < pool->n_threads - 1; i++) pthread_join(pool->workers[i].thread, NULL);
-    pthread_mutex_destroy(&pool->mutex);
-    pthread_cond_destroy(&pool->wake);
     free(pool->workers);
     free(pool);
 }
@@ -145,28 +220,54 @@ void threadpool_run(enc_threadpool *pool, threadpool_task_fn fn, void *ctx)
         fn(ctx, 0, 1);
         return;
     }
-    pool->fn = fn;
-    pool->ctx = ctx;
-    atomic_store_explicit(&pool->n_done, 0, memory_order_relaxed);
-    pthread_mutex_lock(&pool->mutex);
-    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
-    pthread_cond_broadcast(&pool->wake);
-    pthread_mutex_unlock(&pool->mutex);
-    fn(ctx, 0, pool->n_threads);
-    for (int round = 0; atomic_load_explicit(&pool->n_done, memory_order_acquire) != pool->n_threads - 1;
-         round++)
-        tp__backoff(round);
+    unsigned r = ++pool->n_runs;
+    if (r == 0) r = ++pool->n_runs; /* run 0 is the state before any run */
+    atomic_store_explicit(&pool->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&pool->ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
+    atomic_store_explicit(&pool->claim, (uint64_t)r << 32, memory_order_release);
+    atomic_store(&pool->run_word, r);
+    if (atomic_load(&pool->n_idle_sleepers) > 0) tp__wake_all(&pool->run_word);
+    tp__work(pool, r);
+    threadpool_wait_for(pool, &pool->done, pool->n_threads);
 }
 
-void threadpool_barrier(enc_threadpool *pool)
+/* --- progress between shares -------------------------------------------------- */
+
+typedef struct tp__target {
+    atomic_int *counter;
+    int target;
+} tp__target;
+
+static bool tp__reached(const void *arg)
 {
-    if (pool->n_threads == 1) return;
-    unsigned phase = atomic_load_explicit(&pool->barrier_phase, memory_order_acquire);
-    if (atomic_fetch_add_explicit(&pool->barrier_count, 1, memory_order_acq_rel) == pool->n_threads - 1) {
-        atomic_store_explicit(&pool->barrier_count, 0, memory_order_relaxed);
-        atomic_fetch_add_explicit(&pool->barrier_phase, 1, memory_order_release);
-        return;
+    const tp__target *t = arg;
+    return atomic_load_explicit(t->counter, memory_order_acquire) >= t->target;
+}
+
+void threadpool_wait_for(enc_threadpool *pool, atomic_int *counter, int target)
+{
+    tp__target t = {counter, target};
+    if (tp__spin(tp__reached, &t)) return;
+    /* Sleep. The order (announce, then check, then sleep on the value read
+     * before checking) pairs with threadpool_advance's (add, then look for
+     * sleepers): either this check sees the new count, or the advance sees
+     * this sleeper and bumps `progress`, which the futex compares. */
+    atomic_fetch_add(&pool->n_progress_sleepers, 1);
+    for (;;) {
+        unsigned seen = atomic_load(&pool->progress);
+        if (atomic_load(counter) >= target) break;
+        tp__sleep(&pool->progress, seen);
     }
-    for (int round = 0; atomic_load_explicit(&pool->barrier_phase, memory_order_acquire) == phase; round++)
-        tp__backoff(round);
+    atomic_fetch_sub(&pool->n_progress_sleepers, 1);
+}
+
+int threadpool_advance(enc_threadpool *pool, atomic_int *counter, int n)
+{
+    int now = atomic_fetch_add(counter, n) + n;
+    if (atomic_load(&pool->n_progress_sleepers) > 0) {
+        atomic_fetch_add(&pool->progress, 1);
+        tp__wake_all(&pool->progress);
+    }
+    return now;
 }

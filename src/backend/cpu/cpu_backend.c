@@ -7,6 +7,7 @@
 #define _DEFAULT_SOURCE
 #include "backend/cpu/cpu_backend.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,10 +286,21 @@ static void cpu__run_one(void *arg, int ith, int nth) { cpu__run(arg, ith, nth);
 
 /* --- eager execution, capture and replay ------------------------------------ */
 
-/* A recording: the prepared calls of every graph computed while capturing. */
+/* A recording: the prepared calls of every graph computed while capturing,
+ * cut into segments at capture_end. A segment is one parallel call, split
+ * into one chunk per pool thread, or a run of serial calls, one chunk done
+ * by one thread; each segment reads what the ones before it wrote. */
+typedef struct cpu__segment {
+    int first, n_calls;
+    int n_chunks;
+} cpu__segment;
+
 struct backend_recording {
     cpu__call *calls;
     int n_calls, cap_calls;
+    cpu__segment *segments;
+    int n_segments;
+    atomic_int *claimed, *done; /* [n_segments] each: chunks taken and finished, per replay */
 };
 
 static enc_status cpu__record(backend_recording *rec, const cpu__call *c)
@@ -301,6 +313,28 @@ static enc_status cpu__record(backend_recording *rec, const cpu__call *c)
         rec->cap_calls = cap;
     }
     rec->calls[rec->n_calls++] = *c;
+    return ENC_OK;
+}
+
+/* Cut the recording into segments (see backend_recording). */
+static enc_status cpu__segment_recording(backend_recording *rec, int n_threads)
+{
+    rec->segments = calloc((size_t)rec->n_calls + 1, sizeof *rec->segments);
+    rec->claimed = calloc((size_t)rec->n_calls + 1, sizeof *rec->claimed);
+    rec->done = calloc((size_t)rec->n_calls + 1, sizeof *rec->done);
+    if (!rec->segments || !rec->claimed || !rec->done)
+        return enc_fail(ENC_ERR_OUT_OF_MEMORY, "cpu: segments of a recording of %d calls", rec->n_calls);
+    int n = 0;
+    for (int i = 0; i < rec->n_calls; i++) {
+        bool serial = rec->calls[i].serial;
+        if (serial && n > 0 && rec->segments[n - 1].n_chunks == 1 &&
+            rec->calls[rec->segments[n - 1].first].serial) {
+            rec->segments[n - 1].n_calls++;
+            continue;
+        }
+        rec->segments[n++] = (cpu__segment){i, 1, serial ? 1 : n_threads};
+    }
+    rec->n_segments = n;
     return ENC_OK;
 }
 
@@ -325,13 +359,21 @@ static enc_status cpu__capture_begin(backend *be)
     return ctx->capturing ? ENC_OK : enc_fail(ENC_ERR_OUT_OF_MEMORY, "cpu: recording");
 }
 
+static void cpu__recording_free(backend *be, backend_recording *rec);
+
 static enc_status cpu__capture_end(backend *be, backend_recording **out)
 {
     cpu__ctx *ctx = be->ctx;
     *out = NULL;
     if (!ctx->capturing) return enc_fail(ENC_ERR_CAPTURE, "cpu: capture_end without capture_begin");
-    *out = ctx->capturing;
+    backend_recording *rec = ctx->capturing;
     ctx->capturing = NULL;
+    enc_status s = cpu__segment_recording(rec, threadpool_size(ctx->pool));
+    if (s != ENC_OK) {
+        cpu__recording_free(be, rec);
+        return s;
+    }
+    *out = rec;
     return ENC_OK;
 }
 
@@ -340,25 +382,35 @@ typedef struct cpu__replay_ctx {
     enc_threadpool *pool;
 } cpu__replay_ctx;
 
-/* The whole recording in one pool run. A parallel call is shared by all
- * threads and followed by a barrier; a run of serial calls is done by thread
- * 0 alone, and the others wait at a barrier only before the next parallel
- * call (which may read what thread 0 wrote). */
+static void cpu__run_chunk(const backend_recording *rec, const cpu__segment *sg, int chunk)
+{
+    for (int i = sg->first; i < sg->first + sg->n_calls; i++)
+        cpu__run(&rec->calls[i], chunk, sg->n_chunks);
+}
+
+/* The whole recording in one pool run. Every share walks the segments in
+ * order and takes the chunks still free; before its first chunk of a
+ * segment it waits until the segment before is finished. A thread that
+ * comes late skips what others have taken, so nobody waits for a thread
+ * that is not running, and one thread alone does the whole recording
+ * (serial runs are one chunk: one thread does them back to back). */
 static void cpu__replay_all(void *arg, int ith, int nth)
 {
     const cpu__replay_ctx *r = arg;
-    bool after_serial = false;
-    for (int i = 0; i < r->rec->n_calls; i++) {
-        const cpu__call *c = &r->rec->calls[i];
-        if (c->serial) {
-            if (ith == 0) cpu__run(c, 0, 1);
-            after_serial = true;
-            continue;
-        }
-        if (after_serial) threadpool_barrier(r->pool);
-        cpu__run(c, ith, nth);
-        threadpool_barrier(r->pool);
-        after_serial = false;
+    const backend_recording *rec = r->rec;
+    (void)ith, (void)nth;
+    for (int s = 0; s < rec->n_segments; s++) {
+        const cpu__segment *sg = &rec->segments[s];
+        int chunk = atomic_fetch_add_explicit(&rec->claimed[s], 1, memory_order_relaxed);
+        if (chunk >= sg->n_chunks) continue;
+        if (s > 0) threadpool_wait_for(r->pool, &rec->done[s - 1], rec->segments[s - 1].n_chunks);
+        int n_done = 0;
+        do {
+            cpu__run_chunk(rec, sg, chunk);
+            n_done++;
+            chunk = atomic_fetch_add_explicit(&rec->claimed[s], 1, memory_order_relaxed);
+        } while (chunk < sg->n_chunks);
+        threadpool_advance(r->pool, &rec->done[s], n_done);
     }
 }
 
@@ -366,8 +418,12 @@ static enc_status cpu__replay(backend *be, const backend_recording *rec)
 {
     cpu__ctx *ctx = be->ctx;
     if (ctx->capturing) return enc_fail(ENC_ERR_CAPTURE, "cpu: replay refused during capture");
+    for (int s = 0; s < rec->n_segments; s++) {
+        atomic_store_explicit(&rec->claimed[s], 0, memory_order_relaxed);
+        atomic_store_explicit(&rec->done[s], 0, memory_order_relaxed);
+    }
     cpu__replay_ctx r = {rec, ctx->pool};
-    threadpool_run(ctx->pool, cpu__replay_all, &r);
+    threadpool_run(ctx->pool, cpu__replay_all, &r); /* publishes the reset counters */
     return ENC_OK;
 }
 
@@ -375,9 +431,11 @@ static void cpu__recording_free(backend *be, backend_recording *rec)
 {
     if (!rec) return;
     free(rec->calls);
+    free(rec->segments);
+    free(rec->claimed);
+    free(rec->done);
     free(rec);
 }
-
 /* --- lifetime ------------------------------------------------------------ */
 
 static void cpu__destroy(backend *be)

@@ -1,0 +1,152 @@
+/* test_threadpool.c - the thread pool's contract (src/base/threadpool.h):
+ * every share of a run runs exactly once, whatever threads take it; the
+ * caller returns only when all are done; progress counters order dependent
+ * work; and all of it holds with more threads than cores, where workers are
+ * often not running (the case the claimed shares exist for). */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/threadpool.h"
+#include "check.h"
+
+enum { MAX_THREADS = 16 };
+
+typedef struct share_log {
+    atomic_int runs[MAX_THREADS]; /* how often each share ran */
+    atomic_int bad_nth;
+    int64_t sum[MAX_THREADS]; /* each share's own result, written by whoever runs it */
+} share_log;
+
+static void count_share(void *arg, int ith, int nth)
+{
+    share_log *l = arg;
+    if (nth < 1 || nth > MAX_THREADS || ith < 0 || ith >= nth) {
+        atomic_fetch_add(&l->bad_nth, 1);
+        return;
+    }
+    atomic_fetch_add(&l->runs[ith], 1);
+    int64_t s = 0;
+    for (int i = 0; i < 1000 * (ith + 1); i++) s += i ^ ith;
+    l->sum[ith] = s;
+}
+
+static int64_t expected_sum(int ith)
+{
+    int64_t s = 0;
+    for (int i = 0; i < 1000 * (ith + 1); i++) s += i ^ ith;
+    return s;
+}
+
+/* Many runs in a row: each share exactly once per run, results visible to
+ * the caller when run returns. */
+static void test_exactly_once(int n_threads, int n_runs)
+{
+    enc_threadpool *pool;
+    CHECK(threadpool_create(n_threads, &pool) == ENC_OK);
+    CHECK(threadpool_size(pool) == n_threads);
+    share_log *l = calloc(1, sizeof *l);
+    for (int r = 0; r < n_runs; r++) {
+        memset(l->sum, 0, sizeof l->sum);
+        threadpool_run(pool, count_share, l);
+        for (int i = 0; i < n_threads; i++) {
+            CHECK(atomic_load(&l->runs[i]) == r + 1);
+            CHECK(l->sum[i] == expected_sum(i));
+        }
+        if (check_failures) break;
+    }
+    CHECK(atomic_load(&l->bad_nth) == 0);
+    free(l);
+    threadpool_destroy(pool);
+}
+
+/* A chain of dependent stages inside one run, as a recorded step is: stage
+ * s has n_threads chunks, claimed by whoever comes; a chunk of stage s reads
+ * what every chunk of stage s - 1 wrote, after waiting for it. */
+enum { N_STAGES = 64 };
+
+typedef struct chain {
+    enc_threadpool *pool;
+    atomic_int claimed[N_STAGES], done[N_STAGES];
+    int64_t value[N_STAGES][MAX_THREADS];
+    int n_chunks;
+} chain;
+
+static void chain_share(void *arg, int ith, int nth)
+{
+    chain *c = arg;
+    (void)ith, (void)nth;
+    for (int s = 0; s < N_STAGES; s++) {
+        int k = atomic_fetch_add(&c->claimed[s], 1);
+        if (k >= c->n_chunks) continue;
+        if (s > 0) threadpool_wait_for(c->pool, &c->done[s - 1], c->n_chunks);
+        int n = 0;
+        do {
+            int64_t prev = 0;
+            for (int j = 0; s > 0 && j < c->n_chunks; j++) prev += c->value[s - 1][j];
+            c->value[s][k] = prev + k + 1;
+            n++;
+        } while ((k = atomic_fetch_add(&c->claimed[s], 1)) < c->n_chunks);
+        threadpool_advance(c->pool, &c->done[s], n);
+    }
+}
+
+static void test_dependent_stages(int n_threads, int n_runs)
+{
+    chain *c = calloc(1, sizeof *c);
+    CHECK(threadpool_create(n_threads, &c->pool) == ENC_OK);
+    c->n_chunks = n_threads;
+    /* the reference: the same recurrence, one thread */
+    int64_t want[N_STAGES][MAX_THREADS];
+    for (int s = 0; s < N_STAGES; s++)
+        for (int k = 0; k < c->n_chunks; k++) {
+            int64_t prev = 0;
+            for (int j = 0; s > 0 && j < c->n_chunks; j++) prev += want[s - 1][j];
+            want[s][k] = prev + k + 1;
+        }
+    for (int r = 0; r < n_runs && !check_failures; r++) {
+        for (int s = 0; s < N_STAGES; s++) {
+            atomic_store(&c->claimed[s], 0);
+            atomic_store(&c->done[s], 0);
+        }
+        memset(c->value, 0, sizeof c->value);
+        threadpool_run(c->pool, chain_share, c);
+        for (int s = 0; s < N_STAGES; s++) {
+            CHECK(atomic_load(&c->done[s]) == c->n_chunks);
+            for (int k = 0; k < c->n_chunks; k++) CHECK(c->value[s][k] == want[s][k]);
+        }
+    }
+    threadpool_destroy(c->pool);
+    free(c);
+}
+
+int main(void)
+{
+    CHECK(enc_cpu_count() >= 1);
+    enc_threadpool *pool;
+    CHECK(threadpool_create(0, &pool) != ENC_OK);
+    CHECK(threadpool_create(1025, &pool) != ENC_OK);
+    threadpool_destroy(NULL);
+    test_exactly_once(1, 100);
+    test_exactly_once(2, 20000);
+    /* more threads than cores: workers are descheduled, the others take their shares */
+    test_exactly_once(MAX_THREADS, 5000);
+    test_dependent_stages(1, 10);
+    test_dependent_stages(2, 2000);
+    test_dependent_stages(MAX_THREADS, 300);
+    /* a pool that sits idle long enough for its workers to sleep still wakes */
+    CHECK(threadpool_create(3, &pool) == ENC_OK);
+    share_log *l = calloc(1, sizeof *l);
+    for (int r = 0; r < 5; r++) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        threadpool_run(pool, count_share, l);
+    }
+    for (int i = 0; i < 3; i++) CHECK(atomic_load(&l->runs[i]) == 5);
+    free(l);
+    threadpool_destroy(pool);
+    return check_failures != 0;
+}
