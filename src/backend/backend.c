@@ -19,6 +19,8 @@ enc_status backend_buffer_from_host(backend *be, const void *data, size_t size, 
     return s;
 }
 
+bool backend_buffer_keeps_host(const backend *be) { return be->iface->buffer_from_host != NULL; }
+
 enc_status backend_buffer_free(backend *be, backend_buffer *buf)
 {
     return buf ? be->iface->buffer_free(be, buf) : ENC_OK;

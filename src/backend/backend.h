@@ -73,6 +73,10 @@ enc_status backend_buffer_alloc(backend *be, size_t size, const char *what, back
 /* Zero-copy where the backend can, else allocate and copy. */
 enc_status backend_buffer_from_host(backend *be, const void *data, size_t size, const char *what,
                                     backend_buffer **out);
+/* Whether backend_buffer_from_host keeps using the host memory it is given
+ * (zero copy). When false the caller may release that memory as soon as the
+ * call returns. */
+bool backend_buffer_keeps_host(const backend *be);
 enc_status backend_buffer_free(backend *be, backend_buffer *buf); /* NULL is a no-op */
 enc_status backend_buffer_write(backend *be, backend_buffer *buf, size_t offset, const void *src,
                                 size_t size);

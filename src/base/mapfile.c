@@ -1,9 +1,11 @@
 /* mapfile.c - read-only memory mapping of a whole file; small-file reads. */
+#define _DEFAULT_SOURCE /* madvise */
 #define _POSIX_C_SOURCE 200809L
 #include "base/mapfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,13 @@ enc_status mapfile_open(const char *path, enc_mapfile *out)
     }
     close(fd);
     return ENC_OK;
+}
+
+void mapfile_drop_pages(const void *p, size_t n)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + n) & ~(page - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
 void mapfile_close(enc_mapfile *m)

@@ -15,6 +15,11 @@ typedef struct enc_mapfile {
  * names the file. */
 enc_status mapfile_open(const char *path, enc_mapfile *out);
 void mapfile_close(enc_mapfile *m);
+/* Give back the resident pages of [p, p + n) inside a mapping: the whole
+ * pages it covers leave the process (a later read fetches them again from
+ * the file). For data that was copied elsewhere, so that it is not held
+ * twice. Best effort: nothing happens where the system does not support it. */
+void mapfile_drop_pages(const void *p, size_t n);
 
 /* Read a whole (small) file into a NUL-terminated malloc'd buffer; the caller
  * frees it. */

@@ -7,9 +7,18 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/mapfile.h"
 #include "model/qwen3_tensors.h"
 
 /* --- loading ------------------------------------------------------------- */
+
+/* The file's pages of a tensor the backend has copied are given back at
+ * once: without that, every weight would be resident twice (the copy and
+ * the page cache's pages mapped into the process) until the model is freed. */
+static void qwen3__release_source(backend *be, const st_tensor *t)
+{
+    if (!backend_buffer_keeps_host(be)) mapfile_drop_pages(t->data, t->n_bytes);
+}
 
 /* Matrices and the embedding stay in their stored dtype (zero-copy where the
  * backend can); norm weights become f32, the kernels' format for them. */
@@ -21,6 +30,7 @@ static enc_status qwen3__put_matrix(backend *be, const st_tensor *t, qwen3_weigh
     w->shape[1] = t->n_dims > 1 ? t->shape[1] : 1;
     w->name = t->name;
     enc_status s = backend_buffer_from_host(be, t->data, t->n_bytes, t->name, &w->buf);
+    if (s == ENC_OK) qwen3__release_source(be, t);
     return s == ENC_OK ? s : enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
 }
 
@@ -48,6 +58,7 @@ static enc_status qwen3__put_norm(backend *be, const st_tensor *t, qwen3_weight 
     float *tmp = malloc((size_t)t->shape[0] * sizeof *tmp);
     if (!tmp) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "tensor '%s'", t->name);
     qwen3__to_f32(t, tmp);
+    qwen3__release_source(be, t);
     size_t bytes = (size_t)t->shape[0] * sizeof *tmp;
     enc_status s = backend_buffer_alloc(be, bytes, t->name, &w->buf);
     if (s == ENC_OK) s = backend_buffer_write(be, w->buf, 0, tmp, bytes);
