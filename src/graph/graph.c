@@ -3,13 +3,21 @@
 
 #include <string.h>
 
+static const char *const graph__op_names[] = {
+    [GRAPH_OP_GET_ROWS] = "get_rows",   [GRAPH_OP_RMS_NORM] = "rms_norm",
+    [GRAPH_OP_MATMUL] = "matmul",       [GRAPH_OP_ROPE_NEOX] = "rope_neox",
+    [GRAPH_OP_SWIGLU] = "swiglu",       [GRAPH_OP_ADD] = "add",
+    [GRAPH_OP_STORE_KV] = "store_kv",   [GRAPH_OP_ATTENTION] = "attention",
+    [GRAPH_OP_ARGMAX] = "argmax",       [GRAPH_OP_DECODE_ADVANCE] = "decode_advance",
+};
+/* The last op has a name; test_graph_plan checks that none in between lacks one. */
+_Static_assert(sizeof graph__op_names / sizeof graph__op_names[0] == GRAPH_OP_COUNT,
+               "graph__op_names: one name per graph_op");
+
 const char *graph_op_name(graph_op op)
 {
-    static const char *names[GRAPH_OP_COUNT] = {
-        "get_rows", "rms_norm", "matmul", "rope_neox", "swiglu",
-        "add",      "store_kv", "attention", "argmax",    "decode_advance",
-    };
-    return (unsigned)op < GRAPH_OP_COUNT ? names[op] : "?";
+    const char *name = (unsigned)op < GRAPH_OP_COUNT ? graph__op_names[op] : NULL;
+    return name ? name : "?";
 }
 
 enc_status graph_init(graph *g, enc_arena *arena, int n_nodes_max, int n_tensors_max)
