@@ -16,7 +16,7 @@
 #include "graph/graph.h"
 
 typedef struct backend backend;
-typedef struct backend_buffer backend_buffer;       /* defined by each backend */
+typedef struct backend_buffer backend_buffer;       /* defined by each backend (also in graph.h) */
 typedef struct backend_recording backend_recording; /* defined by each backend */
 
 struct backend_i {

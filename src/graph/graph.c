@@ -75,7 +75,7 @@ graph_tensor *graph_tensor_2d(graph *g, graph_tensor_kind kind, enc_dtype dtype,
     return graph_new_tensor(g, kind, dtype, 2, shape, name);
 }
 
-void graph_bind(graph_tensor *t, void *buffer, size_t offset)
+void graph_bind(graph_tensor *t, backend_buffer *buffer, size_t offset)
 {
     t->buffer = buffer;
     t->offset = offset;
@@ -332,7 +332,7 @@ static void graph__insert_live(graph__live *live, int *n_live, graph__live block
     (*n_live)++;
 }
 
-enc_status graph_plan(graph *g, void *arena_buffer)
+enc_status graph_plan(graph *g, backend_buffer *arena_buffer)
 {
     if (g->status != ENC_OK) return g->status;
     graph__live *live = arena_alloc(g->arena, sizeof *live * (size_t)(g->n_tensors + 1));
