@@ -21,6 +21,14 @@
 extern "C" {
 #endif
 
+/* Marks the functions of this header: the library's only exported symbols
+ * (it is built with hidden visibility; everything else is internal). */
+#if defined(__GNUC__) || defined(__clang__)
+#define ENCORE_API __attribute__((visibility("default")))
+#else
+#define ENCORE_API
+#endif
+
 typedef struct encore_engine encore_engine;
 
 typedef enum encore_status {
@@ -34,9 +42,9 @@ typedef enum encore_status {
     ENCORE_ERR_INTERNAL,
 } encore_status;
 
-const char *encore_status_to_string(encore_status s);
+ENCORE_API const char *encore_status_to_string(encore_status s);
 /* This thread's last error message ("" when none). */
-const char *encore_last_error(void);
+ENCORE_API const char *encore_last_error(void);
 
 typedef struct encore_options {
     const char *model_dir;          /* Hugging Face checkpoint directory */
@@ -53,9 +61,9 @@ typedef struct encore_options {
                                      * the Vulkan backend); an unknown name is an error */
 } encore_options;
 
-encore_options encore_options_default(void);
-encore_status encore_engine_create(const encore_options *opt, encore_engine **out);
-void encore_engine_destroy(encore_engine *e); /* NULL is a no-op */
+ENCORE_API encore_options encore_options_default(void);
+ENCORE_API encore_status encore_engine_create(const encore_options *opt, encore_engine **out);
+ENCORE_API void encore_engine_destroy(encore_engine *e); /* NULL is a no-op */
 
 /* How a request picks tokens and when it stops, with vLLM's meanings. Start
  * from encore_sampling_default(): greedy, 16 tokens, every filter off. A
@@ -85,7 +93,7 @@ typedef struct encore_sampling {
     int skip_special_tokens;   /* nonzero (default): special tokens give no text */
 } encore_sampling;
 
-encore_sampling encore_sampling_default(void);
+ENCORE_API encore_sampling encore_sampling_default(void);
 
 /* Generate from a prompt of token ids and wait until this request finishes:
  * an encore_submit whose callback collects the ids, then a wait on the
@@ -93,9 +101,10 @@ encore_sampling encore_sampling_default(void);
  * but the engine's: never from a callback). Writes up to `cap` generated ids
  * to `out` and their number to *n_out; *stopped is 1 when it finished with
  * "stop" (an end-of-sequence or stop token, or a stop string), else 0. */
-encore_status encore_generate_ids(encore_engine *e, const int32_t *prompt, size_t n_prompt,
-                                  const encore_sampling *sampling, int32_t *out, size_t cap,
-                                  size_t *n_out, int *stopped);
+ENCORE_API encore_status encore_generate_ids(encore_engine *e, const int32_t *prompt,
+                                             size_t n_prompt, const encore_sampling *sampling,
+                                             int32_t *out, size_t cap, size_t *n_out,
+                                             int *stopped);
 
 /* --- serving: requests answered by an engine thread --------------------------
  *
@@ -157,12 +166,12 @@ typedef struct encore_request {
  * refused at once with ENCORE_ERR_INVALID_ARGUMENT and a message (read on the
  * submitting thread); the callback is then never called. *request_id (may
  * be NULL) is set before the first callback can run; ids start at 1. */
-encore_status encore_submit(encore_engine *e, const encore_request *r, encore_output_fn fn,
-                            void *user, int64_t *request_id);
+ENCORE_API encore_status encore_submit(encore_engine *e, const encore_request *r,
+                                       encore_output_fn fn, void *user, int64_t *request_id);
 /* Abort a request: within one engine step its blocks are free and its
  * callback gets its last call (finish_reason "abort"). Unknown or finished
  * ids are ignored. */
-encore_status encore_cancel(encore_engine *e, int64_t request_id);
+ENCORE_API encore_status encore_cancel(encore_engine *e, int64_t request_id);
 
 /* A snapshot the engine thread makes after each step (any thread may read
  * it): the counts are at most one step old. n_waiting includes submitted
@@ -177,7 +186,7 @@ typedef struct encore_stats {
     int64_t n_steps, n_eager_steps, n_captures, n_replays, n_multi_round_trips;
 } encore_stats;
 
-encore_status encore_get_stats(encore_engine *e, encore_stats *out);
+ENCORE_API encore_status encore_get_stats(encore_engine *e, encore_stats *out);
 
 typedef struct encore_model_info {
     const char *name;       /* the model directory's last component */
@@ -187,7 +196,7 @@ typedef struct encore_model_info {
     int has_chat_template;  /* a chat template encore renders */
 } encore_model_info;
 
-encore_status encore_get_model_info(encore_engine *e, encore_model_info *out);
+ENCORE_API encore_status encore_get_model_info(encore_engine *e, encore_model_info *out);
 
 /* --- text ------------------------------------------------------------------- */
 
@@ -204,14 +213,14 @@ typedef struct encore_chat_message {
  * header; enable_thinking 0 adds the empty think block. *out is the
  * caller's to free with encore_free. A template encore cannot render is
  * ENCORE_ERR_UNSUPPORTED (see has_chat_template). */
-encore_status encore_chat_prompt(encore_engine *e, const encore_chat_message *msgs, size_t n,
-                                 int enable_thinking, char **out);
+ENCORE_API encore_status encore_chat_prompt(encore_engine *e, const encore_chat_message *msgs,
+                                            size_t n, int enable_thinking, char **out);
 /* *ids (never NULL on success) and *text are the caller's to free with encore_free. */
-encore_status encore_tokenize(encore_engine *e, const char *text, size_t len, int32_t **ids,
-                              size_t *n_ids);
-encore_status encore_detokenize(encore_engine *e, const int32_t *ids, size_t n_ids,
-                                int skip_special_tokens, char **text, size_t *len);
-void encore_free(void *p);
+ENCORE_API encore_status encore_tokenize(encore_engine *e, const char *text, size_t len,
+                                         int32_t **ids, size_t *n_ids);
+ENCORE_API encore_status encore_detokenize(encore_engine *e, const int32_t *ids, size_t n_ids,
+                                           int skip_special_tokens, char **text, size_t *len);
+ENCORE_API void encore_free(void *p);
 
 #ifdef __cplusplus
 }

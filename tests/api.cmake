@@ -1,5 +1,7 @@
-# The public C API: greedy ids against the independent reference (test_api);
-# serving through the engine thread (test_api_serving); examples/stream.c run once.
+# The public C API: greedy ids against the independent reference (test_api,
+# built with include/encore.h alone); serving through the engine thread
+# (test_api_serving); examples/stream.c run once; the encore program's
+# includes of src/ (test_tools_includes).
 
 set(ENCORE_API_EXPECTED ${PROJECT_BINARY_DIR}/test_api_expected.txt)
 set(ENCORE_API_MODEL ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
@@ -13,10 +15,15 @@ add_test(NAME test_api COMMAND test_api ${ENCORE_API_MODEL} ${ENCORE_API_EXPECTE
 set_tests_properties(test_api PROPERTIES FIXTURES_REQUIRED "tiny_models;api_expected")
 
 add_executable(test_api_serving ${ENCORE_TESTS_DIR}/test_api_serving.c)
-target_link_libraries(test_api_serving PRIVATE encore_core)
+target_link_libraries(test_api_serving PRIVATE encore_internals)
 add_test(NAME test_api_serving COMMAND test_api_serving ${ENCORE_MODELS_DIR}/tiny-qwen3vocab ${ENCORE_API_MODEL})
 set_tests_properties(test_api_serving PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 600)
 
 add_test(NAME example_stream COMMAND example_stream ${ENCORE_MODELS_DIR}/tiny-qwen3vocab "Hello" 8)
 set_tests_properties(example_stream PROPERTIES FIXTURES_REQUIRED tiny_models
   PASS_REGULAR_EXPRESSION "8 generated, finish_reason length")
+
+# The encore program reaches the engine's internals only through
+# src/api/encore_tools.h (and the server through src/server/server.h).
+add_test(NAME test_tools_includes
+  COMMAND ${PROJECT_SOURCE_DIR}/scripts/check-tools-includes.sh ${PROJECT_SOURCE_DIR}/tools)

@@ -2,7 +2,7 @@
 
 # One ctest test per refusal of the capture contract, and replay vs eager.
 add_executable(test_capture ${ENCORE_TESTS_DIR}/test_capture.c)
-target_link_libraries(test_capture PRIVATE encore_core)
+target_link_libraries(test_capture PRIVATE encore_internals)
 foreach(case write read alloc free nested replay end replay_matches_eager)
   add_test(NAME capture_contract_${case} COMMAND test_capture ${case})
 endforeach()
@@ -17,6 +17,6 @@ endforeach()
 
 # A growing step arena makes the decode slots record again (white-box).
 add_executable(test_arena_growth ${ENCORE_TESTS_DIR}/test_arena_growth.c)
-target_link_libraries(test_arena_growth PRIVATE encore_core)
+target_link_libraries(test_arena_growth PRIVATE encore_internals)
 add_test(NAME capture_arena_growth COMMAND test_arena_growth ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
 set_tests_properties(capture_arena_growth PROPERTIES FIXTURES_REQUIRED tiny_models)

@@ -5,7 +5,7 @@
 encore_add_c_test(test_kernels ${ENCORE_TESTS_DIR}/test_kernels.c)
 
 add_executable(bench_kernels ${PROJECT_SOURCE_DIR}/bench/bench_kernels.c)
-target_link_libraries(bench_kernels PRIVATE encore_core)
+target_link_libraries(bench_kernels PRIVATE encore_internals)
 
 # ENCORE_CPU_ISA forces the instruction set (scalar runs everywhere).
 add_test(NAME test_kernels_isa_env COMMAND test_kernels --isa-env-only)

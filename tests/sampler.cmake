@@ -11,7 +11,7 @@ encore_add_c_test(test_sampler ${ENCORE_TESTS_DIR}/test_sampler.c)
 set_tests_properties(test_sampler PROPERTIES TIMEOUT 300)
 
 add_executable(test_sampler_engine ${ENCORE_TESTS_DIR}/test_sampler_engine.c)
-target_link_libraries(test_sampler_engine PRIVATE encore_core)
+target_link_libraries(test_sampler_engine PRIVATE encore_internals)
 target_include_directories(test_sampler_engine PRIVATE ${ENCORE_TESTS_DIR})
 add_test(NAME sampler_engine COMMAND test_sampler_engine ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
 set_tests_properties(sampler_engine PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300)

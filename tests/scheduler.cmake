@@ -3,7 +3,7 @@
 # invariants after every event (tests/test_scheduler.c).
 
 add_executable(test_scheduler ${ENCORE_TESTS_DIR}/test_scheduler.c)
-target_link_libraries(test_scheduler PRIVATE encore_core)
+target_link_libraries(test_scheduler PRIVATE encore_internals)
 target_include_directories(test_scheduler PRIVATE ${ENCORE_TESTS_DIR})
 foreach(case prefix_hit chunked preemption abort property)
   add_test(NAME scheduler_${case}

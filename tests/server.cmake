@@ -17,7 +17,7 @@
 # With ENCORE_FUZZ (clang): fuzz_openai_request, 20 s, labelled "fuzz".
 
 add_executable(test_server_unit ${ENCORE_TESTS_DIR}/test_server_unit.c)
-target_link_libraries(test_server_unit PRIVATE encore_server encore_core)
+target_link_libraries(test_server_unit PRIVATE encore_server encore_internals)
 target_include_directories(test_server_unit PRIVATE ${ENCORE_TESTS_DIR})
 add_test(NAME test_server_unit COMMAND test_server_unit)
 set_tests_properties(test_server_unit PROPERTIES LABELS server)

@@ -4,9 +4,10 @@
  * sizes and checks the plan: every intermediate is placed inside the arena,
  * no two intermediates that are alive at the same node share a byte, the
  * arena is smaller than the sum of the tensors (memory is reused), and a
- * build error is reported rather than ignored. */
+ * build error is reported rather than ignored. Also: every op has a name. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "graph/graph.h"
@@ -73,12 +74,19 @@ static void test_build_errors(enc_arena *host)
     CHECK(graph_plan(&g, NULL) != ENC_OK);
 }
 
+static void test_op_names(void)
+{
+    for (int op = 0; op < GRAPH_OP_COUNT; op++) CHECK(strcmp(graph_op_name((graph_op)op), "?") != 0);
+    CHECK(strcmp(graph_op_name(GRAPH_OP_COUNT), "?") == 0);
+}
+
 int main(void)
 {
     enc_arena host;
     if (arena_init(&host, 8 << 20) != ENC_OK) return 1;
     for (int t = 0; t < 50; t++) test_random_graph(&host, 10 + (int)(rng() % 300));
     test_build_errors(&host);
+    test_op_names();
     arena_free(&host);
     if (check_failures) fprintf(stderr, "test_graph_plan: %d check(s) failed\n", check_failures);
     return check_failures != 0;

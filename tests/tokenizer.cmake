@@ -24,7 +24,7 @@ file(MAKE_DIRECTORY ${ENCORE_TOK_WORK})
 # encore_tok_test(NAME SOURCE [ARGS...]) - a C test program with arguments.
 function(encore_tok_test name source)
   add_executable(${name} ${source})
-  target_link_libraries(${name} PRIVATE encore_core)
+  target_link_libraries(${name} PRIVATE encore_internals)
   target_include_directories(${name} PRIVATE ${ENCORE_TOK_TESTS} ${PROJECT_SOURCE_DIR}/tools)
   add_test(NAME ${name} COMMAND ${name} ${ARGN})
   set_tests_properties(${name} PROPERTIES LABELS tokenizer TIMEOUT 300)
@@ -48,7 +48,7 @@ set_tests_properties(tokenizer_chat PROPERTIES FIXTURES_REQUIRED tok_chat)
 
 # The benchmark (not a test): tokenizer_bench DIR [TEXT_FILE].
 add_executable(tokenizer_bench ${ENCORE_TOK_TESTS}/bench_encode.c)
-target_link_libraries(tokenizer_bench PRIVATE encore_core)
+target_link_libraries(tokenizer_bench PRIVATE encore_internals)
 
 # --- with the network: the references regenerated, the npm fallback ----------
 find_program(ENCORE_NODE node)

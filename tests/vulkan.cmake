@@ -35,7 +35,7 @@ macro(vk_test name)
 endmacro()
 
 add_executable(test_vulkan_ops ${ENCORE_TESTS_DIR}/test_vulkan_ops.c)
-target_link_libraries(test_vulkan_ops PRIVATE encore_core)
+target_link_libraries(test_vulkan_ops PRIVATE encore_internals)
 target_include_directories(test_vulkan_ops PRIVATE ${ENCORE_TESTS_DIR})
 vk_test(vulkan_ops test_vulkan_ops)
 vk_test(vulkan_ops_no_subgroup test_vulkan_ops)

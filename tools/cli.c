@@ -12,8 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
-#include "base/mapfile.h"
+#include "api/encore_tools.h"
 
 const char cli_engine_options_help[] =
     "engine options:\n"

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/engine.h"
+#include "api/encore_tools.h"
 
 /* Exit statuses of every subcommand. */
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_BAD_ARGS = 2 };

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/encore_tools.h"
 #include "cli.h"
 #include "commands.h"
-#include "tokenizer/tokenizer.h"
 
 static const char batch_help[] =
     "usage: encore batch -m DIR --requests FILE\n\n"

@@ -8,10 +8,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/encore_tools.h"
 #include "cli.h"
 #include "commands.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/tokenizer.h"
 
 static const char chat_help[] =
     "usage: encore chat -m DIR [options]\n\n"

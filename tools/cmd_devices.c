@@ -3,13 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/cpu/kernels.h"
-#include "base/threadpool.h"
+#include "api/encore_tools.h"
 #include "cli.h"
 #include "commands.h"
-#ifdef ENCORE_HAVE_VULKAN
-#include "backend/vulkan/vk_backend.h"
-#endif
 
 static const char devices_help[] =
     "usage: encore devices\n\n"

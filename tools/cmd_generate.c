@@ -5,9 +5,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/encore_tools.h"
 #include "cli.h"
 #include "commands.h"
-#include "tokenizer/tokenizer.h"
 
 static const char generate_help[] =
     "usage: encore generate -m DIR (-p TEXT | --prompt-ids \"I I ...\") [options]\n\n"

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/encore_tools.h"
 #include "commands.h"
-#include "tokenizer/tokenizer.h"
 
 typedef struct tokcmd__args {
     const char *model_dir;

@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "base/threadpool.h"
+#include "api/encore_tools.h"
 #include "cli.h"
 
 enum { MEMBW_N = 32 << 20 }; /* floats per array: 3 x 128 MiB */

@@ -4,8 +4,8 @@
  * Tensors live in backend buffers that are opaque to the model and the
  * engine (DESIGN principle 4); the host reaches them only through
  * backend_buffer_write / backend_buffer_read. A backend is a vtable
- * (struct backend_i) filled by cpu/ (and later vulkan/); the model never
- * sees which one runs. */
+ * (struct backend_i) filled by cpu/ and vulkan/; the model never sees
+ * which one runs. */
 #ifndef ENC_BACKEND_BACKEND_H
 #define ENC_BACKEND_BACKEND_H
 
@@ -16,7 +16,7 @@
 #include "graph/graph.h"
 
 typedef struct backend backend;
-typedef struct backend_buffer backend_buffer;       /* defined by each backend */
+typedef struct backend_buffer backend_buffer;       /* defined by each backend (also in graph.h) */
 typedef struct backend_recording backend_recording; /* defined by each backend */
 
 struct backend_i {

@@ -3,13 +3,21 @@
 
 #include <string.h>
 
+static const char *const graph__op_names[] = {
+    [GRAPH_OP_GET_ROWS] = "get_rows",   [GRAPH_OP_RMS_NORM] = "rms_norm",
+    [GRAPH_OP_MATMUL] = "matmul",       [GRAPH_OP_ROPE_NEOX] = "rope_neox",
+    [GRAPH_OP_SWIGLU] = "swiglu",       [GRAPH_OP_ADD] = "add",
+    [GRAPH_OP_STORE_KV] = "store_kv",   [GRAPH_OP_ATTENTION] = "attention",
+    [GRAPH_OP_ARGMAX] = "argmax",       [GRAPH_OP_DECODE_ADVANCE] = "decode_advance",
+};
+/* The last op has a name; test_graph_plan checks that none in between lacks one. */
+_Static_assert(sizeof graph__op_names / sizeof graph__op_names[0] == GRAPH_OP_COUNT,
+               "graph__op_names: one name per graph_op");
+
 const char *graph_op_name(graph_op op)
 {
-    static const char *names[GRAPH_OP_COUNT] = {
-        "get_rows", "rms_norm", "matmul", "rope_neox", "swiglu",
-        "add",      "store_kv", "attention", "argmax",    "decode_advance",
-    };
-    return (unsigned)op < GRAPH_OP_COUNT ? names[op] : "?";
+    const char *name = (unsigned)op < GRAPH_OP_COUNT ? graph__op_names[op] : NULL;
+    return name ? name : "?";
 }
 
 enc_status graph_init(graph *g, enc_arena *arena, int n_nodes_max, int n_tensors_max)
@@ -67,7 +75,7 @@ graph_tensor *graph_tensor_2d(graph *g, graph_tensor_kind kind, enc_dtype dtype,
     return graph_new_tensor(g, kind, dtype, 2, shape, name);
 }
 
-void graph_bind(graph_tensor *t, void *buffer, size_t offset)
+void graph_bind(graph_tensor *t, backend_buffer *buffer, size_t offset)
 {
     t->buffer = buffer;
     t->offset = offset;
@@ -324,7 +332,7 @@ static void graph__insert_live(graph__live *live, int *n_live, graph__live block
     (*n_live)++;
 }
 
-enc_status graph_plan(graph *g, void *arena_buffer)
+enc_status graph_plan(graph *g, backend_buffer *arena_buffer)
 {
     if (g->status != ENC_OK) return g->status;
     graph__live *live = arena_alloc(g->arena, sizeof *live * (size_t)(g->n_tensors + 1));

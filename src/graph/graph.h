@@ -4,8 +4,8 @@
  * A model builder adds ops for one batch shape; the graph then knows every
  * tensor's first and last use, and graph_plan() packs the intermediates into
  * one arena with reuse (first fit, 64-byte aligned). The graph never touches
- * memory itself: each tensor carries a binding (an opaque buffer handle of
- * the backend plus a byte offset) that the backend resolves when it runs.
+ * memory itself: each tensor carries a binding (a backend_buffer, opaque
+ * here, plus a byte offset) that the backend resolves when it runs.
  *
  *   tensor kinds:  INPUT   (persistent step inputs, written by the engine)
  *                  WEIGHT  (model parameters, bound at load)
@@ -24,6 +24,10 @@
 #include "base/arena.h"
 #include "base/dtype.h"
 #include "base/status.h"
+
+/* A backend's buffer. The graph layer sits below the backends and only
+ * carries the handle; each backend defines the struct (backend/backend.h). */
+typedef struct backend_buffer backend_buffer;
 
 enum { GRAPH_MAX_DIMS = 4, GRAPH_MAX_SRC = 6 };
 
@@ -63,11 +67,11 @@ typedef struct graph_tensor {
     enc_dtype dtype;
     int n_dims;
     int64_t shape[GRAPH_MAX_DIMS];
-    const char *name;   /* for error messages; not owned */
-    void *buffer;       /* opaque backend buffer (NULL until bound/planned) */
-    size_t offset;      /* byte offset in buffer */
-    int first_use;      /* node index of the first node that touches it */
-    int last_use;       /* node index of the last node that touches it */
+    const char *name;       /* for error messages; not owned */
+    backend_buffer *buffer; /* NULL until bound or planned */
+    size_t offset;          /* byte offset in buffer */
+    int first_use;          /* node index of the first node that touches it */
+    int last_use;           /* node index of the last node that touches it */
 } graph_tensor;
 
 typedef struct graph_node {
@@ -101,7 +105,7 @@ graph_tensor *graph_tensor_1d(graph *g, graph_tensor_kind kind, enc_dtype dtype,
 graph_tensor *graph_tensor_2d(graph *g, graph_tensor_kind kind, enc_dtype dtype, int64_t n0,
                               int64_t n1, const char *name);
 /* Bind a tensor to a backend buffer at a byte offset. */
-void graph_bind(graph_tensor *t, void *buffer, size_t offset);
+void graph_bind(graph_tensor *t, backend_buffer *buffer, size_t offset);
 int64_t graph_tensor_nelements(const graph_tensor *t);
 size_t graph_tensor_nbytes(const graph_tensor *t);
 
@@ -133,6 +137,6 @@ void graph_decode_advance(graph *g, graph_tensor *next, graph_tensor *input_ids,
 
 /* Place every intermediate in one arena of g->arena_size bytes with reuse,
  * binding each to (arena_buffer, offset). Returns g->status. */
-enc_status graph_plan(graph *g, void *arena_buffer);
+enc_status graph_plan(graph *g, backend_buffer *arena_buffer);
 
 #endif

@@ -3,7 +3,8 @@
  *
  * Each node is resolved to raw pointers (buffer base + offset, bounds
  * checked against the buffer) and handed to its kernel, which every pool
- * thread calls with its (ith, nth) share. */
+ * thread calls with its (ith, nth) share. What differs per op (its sizes,
+ * its cost, its kernel) is one row of cpu__op_table. */
 #define _DEFAULT_SOURCE
 #include "backend/cpu/cpu_backend.h"
 
@@ -112,18 +113,219 @@ static enc_status cpu__buffer_read(backend *be, backend_buffer *b, size_t offset
 /* --- prepared kernel calls ------------------------------------------------- */
 
 /* One node resolved to raw pointers and sizes: everything its kernel needs,
- * so that a recording does not depend on the graph it was made from. */
+ * so that a recording does not depend on the graph it was made from. The
+ * sizes are per op, in the member of the union named after it (cpu__op_table
+ * below fills and reads them). */
 typedef struct cpu__call {
     graph_op op;
     void *dst;
     void *src[GRAPH_MAX_SRC];
-    enc_dtype dtype; /* of the table (get_rows) or the weights (matmul) */
-    int64_t n[3];    /* op-specific sizes, see cpu__prepare */
-    double f;
-    cpu_attention_args attn;
-    cpu_advance_args advance;
+    union {
+        struct { enc_dtype dtype; int64_t n_rows, dim, n_ids; } get_rows; /* dtype of the table */
+        struct { int64_t rows, dim; float eps; } rms_norm;
+        struct { enc_dtype w_dtype; int64_t n_tokens, k, n_out; } matmul;
+        struct { int64_t n_tokens, n_heads, head_dim; double theta; } rope_neox;
+        struct { int64_t n; } elementwise; /* swiglu, add: elements */
+        struct { int64_t n_tokens, kv_dim; } store_kv;
+        cpu_attention_args attention;
+        struct { int64_t rows, cols; } argmax;
+        cpu_advance_args decode_advance;
+    };
     bool serial; /* too small to be worth waking the other threads */
 } cpu__call;
+
+/* What the backend knows of one op: how to fill a call's arguments from its
+ * node (pointers already resolved), a rough count of the call's arithmetic
+ * (to choose serial or parallel), and the kernel run with an (ith, nth) share. */
+typedef struct cpu__op {
+    void (*prepare)(const graph_node *n, cpu__call *c);
+    int64_t (*cost)(const cpu__call *c);
+    void (*run)(const cpu__call *c, int ith, int nth);
+} cpu__op;
+
+/* get_rows: dst[n_ids, dim] = table[n_rows, dim][ids] */
+static void cpu__prepare_get_rows(const graph_node *n, cpu__call *c)
+{
+    const graph_tensor *table = n->src[0];
+    c->get_rows.dtype = table->dtype;
+    c->get_rows.n_rows = table->shape[0];
+    c->get_rows.dim = table->shape[1];
+    c->get_rows.n_ids = n->src[1]->shape[0];
+}
+static int64_t cpu__cost_get_rows(const cpu__call *c)
+{
+    return c->get_rows.dim * c->get_rows.n_ids;
+}
+static void cpu__run_get_rows(const cpu__call *c, int ith, int nth)
+{
+    cpu_get_rows(c->src[0], c->get_rows.dtype, c->get_rows.n_rows, c->get_rows.dim, c->src[1],
+                 c->get_rows.n_ids, c->dst, ith, nth);
+}
+
+/* rms_norm: rows of length len(weights) */
+static void cpu__prepare_rms_norm(const graph_node *n, cpu__call *c)
+{
+    c->rms_norm.dim = n->src[1]->shape[0];
+    c->rms_norm.rows = graph_tensor_nelements(n->src[0]) / c->rms_norm.dim;
+    c->rms_norm.eps = (float)n->f[0];
+}
+static int64_t cpu__cost_rms_norm(const cpu__call *c)
+{
+    return 4 * c->rms_norm.rows * c->rms_norm.dim;
+}
+static void cpu__run_rms_norm(const cpu__call *c, int ith, int nth)
+{
+    cpu_rms_norm(c->src[0], c->src[1], c->rms_norm.rows, c->rms_norm.dim, c->rms_norm.eps, c->dst,
+                 ith, nth);
+}
+
+/* matmul: x[n_tokens, k] @ w[n_out, k]^T */
+static void cpu__prepare_matmul(const graph_node *n, cpu__call *c)
+{
+    const graph_tensor *x = n->src[0], *w = n->src[1];
+    c->matmul.w_dtype = w->dtype;
+    c->matmul.n_tokens = x->shape[0];
+    c->matmul.k = x->shape[1];
+    c->matmul.n_out = w->shape[0];
+}
+static int64_t cpu__cost_matmul(const cpu__call *c)
+{
+    return 2 * c->matmul.n_tokens * c->matmul.k * c->matmul.n_out;
+}
+static void cpu__run_matmul(const cpu__call *c, int ith, int nth)
+{
+    cpu_matmul(c->src[0], c->matmul.n_tokens, c->matmul.k, c->src[1], c->matmul.w_dtype,
+               c->matmul.n_out, c->dst, ith, nth);
+}
+
+/* rope_neox: x[n_tokens, n_heads * head_dim] in place */
+static void cpu__prepare_rope_neox(const graph_node *n, cpu__call *c)
+{
+    c->rope_neox.n_tokens = n->src[0]->shape[0];
+    c->rope_neox.n_heads = n->i[0];
+    c->rope_neox.head_dim = n->i[1];
+    c->rope_neox.theta = n->f[0];
+}
+static int64_t cpu__cost_rope_neox(const cpu__call *c)
+{
+    return 8 * c->rope_neox.n_tokens * c->rope_neox.n_heads * c->rope_neox.head_dim;
+}
+static void cpu__run_rope_neox(const cpu__call *c, int ith, int nth)
+{
+    cpu_rope_neox(c->src[0], c->rope_neox.n_tokens, c->rope_neox.n_heads, c->rope_neox.head_dim,
+                  c->src[1], c->rope_neox.theta, ith, nth);
+}
+
+/* swiglu, add: n elements */
+static void cpu__prepare_elementwise(const graph_node *n, cpu__call *c)
+{
+    c->elementwise.n = graph_tensor_nelements(n->src[0]);
+}
+static int64_t cpu__cost_elementwise(const cpu__call *c) { return 4 * c->elementwise.n; }
+static void cpu__run_swiglu(const cpu__call *c, int ith, int nth)
+{
+    cpu_swiglu(c->src[0], c->src[1], c->dst, c->elementwise.n, ith, nth);
+}
+static void cpu__run_add(const cpu__call *c, int ith, int nth)
+{
+    cpu_add(c->src[0], c->src[1], c->dst, c->elementwise.n, ith, nth);
+}
+
+/* store_kv: k, v [n_tokens, kv_dim] */
+static void cpu__prepare_store_kv(const graph_node *n, cpu__call *c)
+{
+    c->store_kv.n_tokens = n->src[0]->shape[0];
+    c->store_kv.kv_dim = n->src[0]->shape[1];
+}
+static int64_t cpu__cost_store_kv(const cpu__call *c)
+{
+    return 2 * c->store_kv.n_tokens * c->store_kv.kv_dim;
+}
+static void cpu__run_store_kv(const cpu__call *c, int ith, int nth)
+{
+    cpu_reshape_and_cache(c->src[0], c->src[1], c->store_kv.n_tokens, c->store_kv.kv_dim, c->src[2],
+                          c->src[3], c->src[4], ith, nth);
+}
+
+/* attention: the kernel's own argument struct */
+static void cpu__prepare_attention(const graph_node *n, cpu__call *c)
+{
+    cpu_attention_args *a = &c->attention;
+    a->q = c->src[0];
+    a->k_cache = c->src[1];
+    a->v_cache = c->src[2];
+    a->block_tables = c->src[3];
+    a->seq_lens = c->src[4];
+    a->query_start_loc = c->src[5];
+    a->out = c->dst;
+    a->n_seqs = n->src[4]->shape[0];
+    a->max_blocks = n->src[3]->shape[1];
+    a->n_heads = n->i[0];
+    a->n_kv_heads = n->i[1];
+    a->head_dim = n->i[2];
+    a->block_size = n->i[3];
+    a->scale = (float)n->f[0];
+}
+/* The context length is unknown until the step runs: take 256. */
+static int64_t cpu__cost_attention(const cpu__call *c)
+{
+    const cpu_attention_args *a = &c->attention;
+    int64_t tokens = a->n_seqs ? a->n_seqs : 1; /* at least one query per sequence */
+    return 4 * tokens * a->n_heads * a->head_dim * 256;
+}
+static void cpu__run_attention(const cpu__call *c, int ith, int nth)
+{
+    cpu_paged_attention(&c->attention, ith, nth);
+}
+
+/* argmax: over rows of x[rows, cols] */
+static void cpu__prepare_argmax(const graph_node *n, cpu__call *c)
+{
+    c->argmax.rows = n->src[0]->shape[0];
+    c->argmax.cols = n->src[0]->shape[1];
+}
+static int64_t cpu__cost_argmax(const cpu__call *c) { return c->argmax.rows * c->argmax.cols; }
+static void cpu__run_argmax(const cpu__call *c, int ith, int nth)
+{
+    cpu_argmax(c->src[0], c->argmax.rows, c->argmax.cols, c->dst, ith, nth);
+}
+
+/* decode_advance: the kernel's own argument struct */
+static void cpu__prepare_decode_advance(const graph_node *n, cpu__call *c)
+{
+    c->decode_advance = (cpu_advance_args){
+        .next = c->src[0],
+        .input_ids = c->src[1],
+        .positions = c->src[2],
+        .seq_lens = c->src[3],
+        .slot_mapping = c->src[4],
+        .block_tables = c->src[5],
+        .out = c->dst,
+        .n_rows = n->src[0]->shape[0],
+        .max_blocks = n->src[5]->shape[1],
+        .block_size = n->i[0],
+    };
+}
+static int64_t cpu__cost_decode_advance(const cpu__call *c) { return 0; }
+static void cpu__run_decode_advance(const cpu__call *c, int ith, int nth)
+{
+    cpu_decode_advance(&c->decode_advance, ith, nth);
+}
+
+/* Every op of the graph, one row each: a new op adds its row here. */
+static const cpu__op cpu__op_table[GRAPH_OP_COUNT] = {
+    [GRAPH_OP_GET_ROWS] = {cpu__prepare_get_rows, cpu__cost_get_rows, cpu__run_get_rows},
+    [GRAPH_OP_RMS_NORM] = {cpu__prepare_rms_norm, cpu__cost_rms_norm, cpu__run_rms_norm},
+    [GRAPH_OP_MATMUL] = {cpu__prepare_matmul, cpu__cost_matmul, cpu__run_matmul},
+    [GRAPH_OP_ROPE_NEOX] = {cpu__prepare_rope_neox, cpu__cost_rope_neox, cpu__run_rope_neox},
+    [GRAPH_OP_SWIGLU] = {cpu__prepare_elementwise, cpu__cost_elementwise, cpu__run_swiglu},
+    [GRAPH_OP_ADD] = {cpu__prepare_elementwise, cpu__cost_elementwise, cpu__run_add},
+    [GRAPH_OP_STORE_KV] = {cpu__prepare_store_kv, cpu__cost_store_kv, cpu__run_store_kv},
+    [GRAPH_OP_ATTENTION] = {cpu__prepare_attention, cpu__cost_attention, cpu__run_attention},
+    [GRAPH_OP_ARGMAX] = {cpu__prepare_argmax, cpu__cost_argmax, cpu__run_argmax},
+    [GRAPH_OP_DECODE_ADVANCE] = {cpu__prepare_decode_advance, cpu__cost_decode_advance,
+                                 cpu__run_decode_advance},
+};
 
 /* Below this many arithmetic operations a call runs on one thread: waking and
  * joining the pool costs more (a few microseconds on an idle machine, far
@@ -144,143 +346,20 @@ static enc_status cpu__resolve(const graph_tensor *t, const graph_node *n, void 
     return ENC_OK;
 }
 
-static void cpu__prepare_attention(const graph_node *n, cpu__call *c)
-{
-    cpu_attention_args *a = &c->attn;
-    a->q = c->src[0];
-    a->k_cache = c->src[1];
-    a->v_cache = c->src[2];
-    a->block_tables = c->src[3];
-    a->seq_lens = c->src[4];
-    a->query_start_loc = c->src[5];
-    a->out = c->dst;
-    a->n_seqs = n->src[4]->shape[0];
-    a->max_blocks = n->src[3]->shape[1];
-    a->n_heads = n->i[0];
-    a->n_kv_heads = n->i[1];
-    a->head_dim = n->i[2];
-    a->block_size = n->i[3];
-    a->scale = (float)n->f[0];
-}
-
-/* A rough count of a call's arithmetic, to choose serial or parallel. The
- * context length of attention is unknown until the step runs: take 256. */
-static int64_t cpu__ops(const cpu__call *c)
-{
-    switch (c->op) {
-    case GRAPH_OP_MATMUL: return 2 * c->n[0] * c->n[1] * c->n[2];
-    case GRAPH_OP_ATTENTION: {
-        const cpu_attention_args *a = &c->attn;
-        int64_t tokens = a->n_seqs ? a->n_seqs : 1; /* at least one query per sequence */
-        return 4 * tokens * a->n_heads * a->head_dim * 256;
-    }
-    case GRAPH_OP_GET_ROWS: return c->n[1] * c->n[2];
-    case GRAPH_OP_RMS_NORM: return 4 * c->n[0] * c->n[1];
-    case GRAPH_OP_ROPE_NEOX: return 8 * c->n[0] * c->n[1] * c->n[2];
-    case GRAPH_OP_STORE_KV: return 2 * c->n[0] * c->n[1];
-    case GRAPH_OP_ARGMAX: return c->n[0] * c->n[1];
-    case GRAPH_OP_DECODE_ADVANCE: return 0;
-    default: return 4 * c->n[0]; /* element-wise */
-    }
-}
-
 static enc_status cpu__prepare(const graph_node *n, cpu__call *c)
 {
     memset(c, 0, sizeof *c);
     c->op = n->op;
     ENC_TRY(cpu__resolve(n->dst, n, &c->dst));
     for (int s = 0; s < GRAPH_MAX_SRC; s++) ENC_TRY(cpu__resolve(n->src[s], n, &c->src[s]));
-    const graph_tensor *s0 = n->src[0], *s1 = n->src[1];
-    switch (n->op) {
-    case GRAPH_OP_GET_ROWS: /* table rows, dim, ids */
-        c->dtype = s0->dtype;
-        c->n[0] = s0->shape[0], c->n[1] = s0->shape[1], c->n[2] = s1->shape[0];
-        break;
-    case GRAPH_OP_RMS_NORM: /* rows, dim */
-        c->n[1] = s1->shape[0];
-        c->n[0] = graph_tensor_nelements(s0) / c->n[1];
-        c->f = n->f[0];
-        break;
-    case GRAPH_OP_MATMUL: /* tokens, k, n_out */
-        c->dtype = s1->dtype;
-        c->n[0] = s0->shape[0], c->n[1] = s0->shape[1], c->n[2] = s1->shape[0];
-        break;
-    case GRAPH_OP_ROPE_NEOX: /* tokens, heads, head_dim */
-        c->n[0] = s0->shape[0], c->n[1] = n->i[0], c->n[2] = n->i[1];
-        c->f = n->f[0];
-        break;
-    case GRAPH_OP_SWIGLU:
-    case GRAPH_OP_ADD: /* elements */
-        c->n[0] = graph_tensor_nelements(s0);
-        break;
-    case GRAPH_OP_STORE_KV: /* tokens, kv_dim */
-        c->n[0] = s0->shape[0], c->n[1] = s0->shape[1];
-        break;
-    case GRAPH_OP_ATTENTION:
-        cpu__prepare_attention(n, c);
-        break;
-    case GRAPH_OP_ARGMAX: /* rows, cols */
-        c->n[0] = s0->shape[0], c->n[1] = s0->shape[1];
-        break;
-    case GRAPH_OP_DECODE_ADVANCE:
-        c->advance = (cpu_advance_args){
-            .next = c->src[0],
-            .input_ids = c->src[1],
-            .positions = c->src[2],
-            .seq_lens = c->src[3],
-            .slot_mapping = c->src[4],
-            .block_tables = c->src[5],
-            .out = c->dst,
-            .n_rows = s0->shape[0],
-            .max_blocks = n->src[5]->shape[1],
-            .block_size = n->i[0],
-        };
-        break;
-    case GRAPH_OP_COUNT:
-        return enc_fail(ENC_ERR_INTERNAL, "cpu: unknown op");
-    }
-    c->serial = cpu__ops(c) < CPU__SERIAL_OPS;
+    const cpu__op *op = (unsigned)n->op < GRAPH_OP_COUNT ? &cpu__op_table[n->op] : NULL;
+    if (!op || !op->run) return enc_fail(ENC_ERR_INTERNAL, "cpu: unknown op");
+    op->prepare(n, c);
+    c->serial = op->cost(c) < CPU__SERIAL_OPS;
     return ENC_OK;
 }
 
-static void cpu__run(const cpu__call *c, int ith, int nth)
-{
-    switch (c->op) {
-    case GRAPH_OP_GET_ROWS:
-        cpu_get_rows(c->src[0], c->dtype, c->n[0], c->n[1], c->src[1], c->n[2], c->dst, ith, nth);
-        break;
-    case GRAPH_OP_RMS_NORM:
-        cpu_rms_norm(c->src[0], c->src[1], c->n[0], c->n[1], (float)c->f, c->dst, ith, nth);
-        break;
-    case GRAPH_OP_MATMUL:
-        cpu_matmul(c->src[0], c->n[0], c->n[1], c->src[1], c->dtype, c->n[2], c->dst, ith, nth);
-        break;
-    case GRAPH_OP_ROPE_NEOX:
-        cpu_rope_neox(c->src[0], c->n[0], c->n[1], c->n[2], c->src[1], c->f, ith, nth);
-        break;
-    case GRAPH_OP_SWIGLU:
-        cpu_swiglu(c->src[0], c->src[1], c->dst, c->n[0], ith, nth);
-        break;
-    case GRAPH_OP_ADD:
-        cpu_add(c->src[0], c->src[1], c->dst, c->n[0], ith, nth);
-        break;
-    case GRAPH_OP_STORE_KV:
-        cpu_reshape_and_cache(c->src[0], c->src[1], c->n[0], c->n[1], c->src[2], c->src[3],
-                              c->src[4], ith, nth);
-        break;
-    case GRAPH_OP_ATTENTION:
-        cpu_paged_attention(&c->attn, ith, nth);
-        break;
-    case GRAPH_OP_ARGMAX:
-        cpu_argmax(c->src[0], c->n[0], c->n[1], c->dst, ith, nth);
-        break;
-    case GRAPH_OP_DECODE_ADVANCE:
-        cpu_decode_advance(&c->advance, ith, nth);
-        break;
-    case GRAPH_OP_COUNT:
-        break;
-    }
-}
+static void cpu__run(const cpu__call *c, int ith, int nth) { cpu__op_table[c->op].run(c, ith, nth); }
 
 static void cpu__run_one(void *arg, int ith, int nth) { cpu__run(arg, ith, nth); }
 

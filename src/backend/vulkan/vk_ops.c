@@ -97,7 +97,7 @@ static enc_status vk__bind_texels(const vk__plan *pl, vk_dispatch *d, int v, con
                                   size_t nbytes)
 {
     const vk_ctx *c = pl->c;
-    const backend_buffer *buf = t->buffer;
+    backend_buffer *buf = t->buffer;
     size_t off = t->offset + skip, max = vk__texel_range_max(c);
     size_t start = off - off % vk__texel_align(c);
     size_t range = buf && buf->size > start ? buf->size - start : 0;
@@ -106,7 +106,7 @@ static enc_status vk__bind_texels(const vk__plan *pl, vk_dispatch *d, int v, con
         return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: tensor '%s' (%zu bytes at offset %zu) does not fit a "
                         "texel view of device '%s' (%zu bytes)", graph_op_name(pl->n->op), vk__tname(t), nbytes,
                         off, c->props.deviceName, max);
-    d->tex[v] = (backend_buffer *)buf;
+    d->tex[v] = buf;
     d->tex_start[v] = start;
     d->tex_range[v] = range;
     d->push.toff[v] = (uint32_t)((off - start) / VK_TEXEL_BYTES);
@@ -323,7 +323,7 @@ static enc_status vk__bind_cache(const vk__plan *pl, vk_dispatch *d, int base, c
                                  uint32_t *n_windows)
 {
     const vk_ctx *c = pl->c;
-    const backend_buffer *buf = t->buffer;
+    backend_buffer *buf = t->buffer;
     int64_t rb = t->shape[1] * 4, n_slots = t->shape[0], a = (int64_t)vk__align(c);
     int64_t per = (int64_t)vk__window(c) / rb, step = a / vk__gcd(rb, a); /* windows start aligned */
     per -= per % step;
@@ -336,7 +336,7 @@ static enc_status vk__bind_cache(const vk__plan *pl, vk_dispatch *d, int base, c
                         c->props.deviceName, c->props.limits.maxStorageBufferRange);
     for (int64_t w = 0; w < n_win; w++) {
         int64_t first = w * per, count = n_slots - first < per ? n_slots - first : per;
-        d->bufs[base + w] = (backend_buffer *)buf;
+        d->bufs[base + w] = buf;
         d->start[base + w] = t->offset + (size_t)(first * rb);
         d->range[base + w] = (VkDeviceSize)(count * rb);
     }
