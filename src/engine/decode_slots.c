@@ -193,37 +193,13 @@ bool decode_multi_ready(engine *e, const sched_batch *b)
     return true;
 }
 
-enc_status decode_build_multi(engine *e, graph *g, const step_inputs *in, backend_buffer *out_ids,
-                              int64_t P)
-{
-    int64_t K = e->cfg.decode_steps;
-    qwen3_step_io io;
-    qwen3_step_shape shape = {P, P, P, e->max_blocks_per_seq};
-    arena_reset(&e->graph_arena);
-    ENC_TRY(graph_init(g, &e->graph_arena, (int)K * (qwen3_graph_nodes_max(e->model) + 2),
-                       (int)K * (qwen3_graph_tensors_max(e->model) + 3) + 8));
-    qwen3_step_inputs(g, &shape, &io);
-    graph_tensor *t[IN_COUNT] = {io.input_ids, io.positions, io.slot_mapping, io.block_tables,
-                                 io.seq_lens, io.query_start_loc, io.logits_indices};
-    for (int i = 0; i < IN_COUNT; i++) graph_bind(t[i], in ? in->buf[i] : NULL, 0);
-    for (int64_t k = 0; k < K; k++) {
-        ENC_TRY(qwen3_build_forward(e->model, &e->kv, g, &io));
-        graph_tensor *out = graph_tensor_1d(g, GRAPH_INPUT, ENC_I32, P, "multi-step ids");
-        if (out) graph_bind(out, out_ids, (size_t)(k * P) * sizeof(int32_t));
-        graph_decode_advance(g, graph_argmax(g, io.logits), io.input_ids, io.positions, io.seq_lens,
-                             io.slot_mapping, io.block_tables, e->cfg.block_size, out);
-    }
-    ENC_TRY(graph_plan(g, e->arena_buf));
-    return e->arena_buf ? step_fit_arena(e, g) : ENC_OK;
-}
-
 static enc_status decode__record_multi(engine *e, decode_slot *slot)
 {
     int64_t P = slot->size, K = e->cfg.decode_steps;
     graph g;
     if (!slot->out_ids)
         ENC_TRY(backend_buffer_alloc(e->be, (size_t)(K * P) * sizeof(int32_t), "multi-step ids", &slot->out_ids));
-    ENC_TRY(decode_build_multi(e, &g, &slot->in, slot->out_ids, P));
+    ENC_TRY(step_build_multi(e, &g, &slot->in, slot->out_ids, P));
     ENC_TRY(decode__capture(e, &g, slot->out_ids, 0, (size_t)(K * P) * sizeof(int32_t), &slot->rec_multi));
     slot->multi_generation = e->generation;
     return ENC_OK;

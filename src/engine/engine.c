@@ -79,15 +79,6 @@ static enc_status engine__alloc_inputs(engine *e)
     return ENC_OK;
 }
 
-/* Plan the largest steps once; their arena holds every smaller step's too. */
-static enc_status engine__alloc_arena(engine *e)
-{
-    size_t per_pass = (size_t)(qwen3_graph_tensors_max(e->model) * 512 + qwen3_graph_nodes_max(e->model) * 256);
-    ENC_TRY(arena_init(&e->graph_arena, per_pass * (size_t)(e->cfg.decode_steps + 1) + (1 << 16)));
-    ENC_TRY(step_plan_arena(e, &e->arena_size));
-    return backend_buffer_alloc(e->be, e->arena_size, "step arena", &e->arena_buf);
-}
-
 enc_status engine_create(const engine_config *cfg, engine **out)
 {
     *out = NULL;
@@ -108,7 +99,7 @@ enc_status engine_create(const engine_config *cfg, engine **out)
         if (s == ENC_OK && !e->cfg.no_prefix_caching) s = kv_pool_enable_prefix_caching(&e->kv.pool);
     }
     if (s == ENC_OK) s = engine__alloc_inputs(e);
-    if (s == ENC_OK) s = engine__alloc_arena(e);
+    if (s == ENC_OK) s = step_arena_init(e);
     if (s == ENC_OK) s = decode_slots_init(e);
     if (s != ENC_OK) {
         engine_destroy(e);
@@ -140,15 +131,14 @@ void engine_destroy(engine *e)
     if (e->be) {
         decode_slots_free(e);
         step_inputs_free(e, &e->eager_in);
-        backend_buffer_free(e->be, e->arena_buf);
     }
+    step_arena_free(e);
     for (int i = 0; i < IN_COUNT; i++) free(e->host[i]);
     free(e->logits);
     free(e->verify_logits);
     free(e->multi_ids);
     sampler_free(&e->sampler);
     free(e->batch.entries);
-    arena_free(&e->graph_arena);
     if (e->kv.k) kv_cache_free(&e->kv);
     qwen3_model_free(e->model);
     backend_destroy(e->be);

@@ -142,18 +142,21 @@ void step_inputs_free(engine *e, step_inputs *in);
 void step_fill_inputs(engine *e, const sched_batch *b);
 /* Copy the first (T, S, L) host input rows to the device buffers. */
 enc_status step_write_inputs(engine *e, step_inputs *in, int64_t T, int64_t S, int64_t L);
-/* Build and plan the step graph for shape (T, S, L) bound to `in`. */
+/* Build and plan the step graph for shape (T, S, L) bound to `in` (NULL:
+ * unbound, to size the arena): one forward pass, its logits in io->logits. */
 enc_status step_build(engine *e, graph *g, const step_inputs *in, int64_t T, int64_t S,
                       int64_t L, qwen3_step_io *io);
+/* Build and plan the multi-step decode graph of P rows bound to `in`:
+ * cfg.decode_steps forward passes, each followed by argmax and decode_advance
+ * on the device; pass k's ids go to out_ids at [k * P]. */
+enc_status step_build_multi(engine *e, graph *g, const step_inputs *in, backend_buffer *out_ids,
+                            int64_t P);
 /* Run the batch eagerly; its logits land in e->logits. */
 enc_status step_run_eager(engine *e, const sched_batch *b);
-/* Make the step arena hold a planned graph: when it does not (first fit is
- * not monotone in the shape, so the plan made at creation may fall short),
- * grow it, bump the generation so that recordings bound to the old arena are
- * made again, and plan g into the new one. */
-enc_status step_fit_arena(engine *e, graph *g);
-/* The arena bytes the largest steps need. */
-enc_status step_plan_arena(engine *e, size_t *size);
+/* Plan the largest steps (eager, the largest decode slot and its multi-step
+ * graph) and allocate the graph bookkeeping arena and the step arena. */
+enc_status step_arena_init(engine *e);
+void step_arena_free(engine *e);
 
 /* --- decode_slots.c: capture and replay of decode steps ------------------ */
 enc_status decode_slots_init(engine *e);
@@ -169,8 +172,5 @@ enc_status decode_slots_run(engine *e, const sched_batch *b);
 bool decode_multi_ready(engine *e, const sched_batch *b);
 /* Run it: K steps, the chosen ids in e->multi_ids[k * e->multi_rows + i]. */
 enc_status decode_slots_run_multi(engine *e, const sched_batch *b);
-/* Build and plan the K-step decode graph of P rows bound to `in` (NULL: plan only). */
-enc_status decode_build_multi(engine *e, graph *g, const step_inputs *in, backend_buffer *out_ids,
-                              int64_t P);
 
 #endif

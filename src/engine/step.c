@@ -6,15 +6,37 @@
  *   block_tables[S, max_blocks_per_seq] seq_lens[S] query_start_loc[S + 1]
  *   logits_indices[L]                          (rows of T whose logits are wanted)
  * and are copied to a step_inputs set of device buffers before the step. */
+#include <stddef.h>
 #include <string.h>
 
 #include "base/log.h"
 #include "engine/engine_impl.h"
 
-static const char *const step__input_names[IN_COUNT] = {
-    "input_ids", "positions", "slot_mapping", "block_tables", "seq_lens", "query_start_loc",
-    "logits_indices",
+/* Each step input by IN_* index: its buffer's name, and where the builder
+ * leaves its tensor in qwen3_step_io. The binding goes through this table, so
+ * the IN_* order is tied to the struct's fields by name, not by convention. */
+static const struct {
+    const char *name;
+    size_t io_offset; /* of a graph_tensor * in qwen3_step_io */
+} step__inputs[IN_COUNT] = {
+    [IN_IDS] = {"input_ids", offsetof(qwen3_step_io, input_ids)},
+    [IN_POSITIONS] = {"positions", offsetof(qwen3_step_io, positions)},
+    [IN_SLOTS] = {"slot_mapping", offsetof(qwen3_step_io, slot_mapping)},
+    [IN_TABLES] = {"block_tables", offsetof(qwen3_step_io, block_tables)},
+    [IN_LENS] = {"seq_lens", offsetof(qwen3_step_io, seq_lens)},
+    [IN_QSL] = {"query_start_loc", offsetof(qwen3_step_io, query_start_loc)},
+    [IN_LOGIT_IDX] = {"logits_indices", offsetof(qwen3_step_io, logits_indices)},
 };
+/* qwen3_step_io holds the IN_COUNT input tensors, then the logits: an input
+ * added there without an IN_* index (or the other way round) fails here. */
+_Static_assert(offsetof(qwen3_step_io, logits) == IN_COUNT * sizeof(graph_tensor *),
+               "every input tensor of qwen3_step_io needs an IN_* index and a row of step__inputs");
+
+static graph_tensor *step__io_input(const qwen3_step_io *io, int i)
+{
+    return *(graph_tensor *const *)((const char *)io + step__inputs[i].io_offset);
+}
+
 
 /* Elements of input i for a step shape. */
 static int64_t step__elems(const engine *e, int i, int64_t T, int64_t S, int64_t L)
@@ -35,7 +57,7 @@ enc_status step_inputs_alloc(engine *e, step_inputs *in, int64_t T, int64_t S, i
     memset(in, 0, sizeof *in);
     for (int i = 0; i < IN_COUNT; i++)
         ENC_TRY(backend_buffer_alloc(e->be, (size_t)step__elems(e, i, T, S, L) * sizeof(int32_t),
-                                     step__input_names[i], &in->buf[i]));
+                                     step__inputs[i].name, &in->buf[i]));
     in->n_tokens = T;
     in->n_seqs = S;
     in->n_logits = L;
@@ -85,22 +107,11 @@ enc_status step_write_inputs(engine *e, step_inputs *in, int64_t T, int64_t S, i
     return ENC_OK;
 }
 
-enc_status step_build(engine *e, graph *g, const step_inputs *in, int64_t T, int64_t S, int64_t L,
-                      qwen3_step_io *io)
-{
-    arena_reset(&e->graph_arena);
-    qwen3_step_shape shape = {T, S, L, e->max_blocks_per_seq};
-    ENC_TRY(graph_init(g, &e->graph_arena, qwen3_graph_nodes_max(e->model),
-                       qwen3_graph_tensors_max(e->model)));
-    ENC_TRY(qwen3_build_step(e->model, &e->kv, g, &shape, io));
-    graph_tensor *t[IN_COUNT] = {io->input_ids, io->positions, io->slot_mapping, io->block_tables,
-                                 io->seq_lens, io->query_start_loc, io->logits_indices};
-    for (int i = 0; i < IN_COUNT; i++) graph_bind(t[i], in ? in->buf[i] : NULL, 0);
-    ENC_TRY(graph_plan(g, e->arena_buf));
-    return e->arena_buf ? step_fit_arena(e, g) : ENC_OK;
-}
-
-enc_status step_fit_arena(engine *e, graph *g)
+/* Make the step arena hold a planned graph: when it does not (first fit is
+ * not monotone in the shape, so the plan made at creation may fall short),
+ * grow it, bump the generation so that recordings bound to the old arena are
+ * made again, and plan g into the new one. */
+static enc_status step__fit_arena(engine *e, graph *g)
 {
     if (g->arena_size <= e->arena_size) return ENC_OK;
     size_t size = g->arena_size + g->arena_size / 4;
@@ -115,25 +126,93 @@ enc_status step_fit_arena(engine *e, graph *g)
     return graph_plan(g, e->arena_buf);
 }
 
-enc_status step_plan_arena(engine *e, size_t *size)
+/* Build and plan the graph of a step of shape (T, S, L) bound to `in` (NULL:
+ * unbound, to size the arena). n_device_steps 0: one forward pass whose
+ * logits the host reads (io->logits). n_device_steps K >= 1 (a decode shape,
+ * T = S = L = P): K forward passes over the same inputs, each followed by
+ * argmax and decode_advance on the device, pass k's ids bound to out_ids at
+ * [k * P] (NULL with `in`). When the engine has an arena, the plan is fitted
+ * to it (step__fit_arena). */
+static enc_status step__build(engine *e, graph *g, const step_inputs *in, int64_t T, int64_t S,
+                              int64_t L, int64_t n_device_steps, backend_buffer *out_ids,
+                              qwen3_step_io *io)
+{
+    int64_t K = n_device_steps, n_passes = K ? K : 1;
+    int nodes = (int)n_passes * qwen3_graph_nodes_max(e->model);
+    int tensors = (int)n_passes * qwen3_graph_tensors_max(e->model);
+    if (K) {
+        nodes += (int)K * 2;
+        tensors += (int)K * 3 + 8;
+    }
+    qwen3_step_shape shape = {T, S, L, e->max_blocks_per_seq};
+    arena_reset(&e->graph_arena);
+    ENC_TRY(graph_init(g, &e->graph_arena, nodes, tensors));
+    qwen3_step_inputs(g, &shape, io);
+    for (int i = 0; i < IN_COUNT; i++) graph_bind(step__io_input(io, i), in ? in->buf[i] : NULL, 0);
+    for (int64_t k = 0; k < n_passes; k++) {
+        ENC_TRY(qwen3_build_forward(e->model, &e->kv, g, io));
+        if (!K) continue;
+        graph_tensor *ids = graph_tensor_1d(g, GRAPH_INPUT, ENC_I32, T, "multi-step ids");
+        if (ids) graph_bind(ids, out_ids, (size_t)(k * T) * sizeof(int32_t));
+        graph_decode_advance(g, graph_argmax(g, io->logits), io->input_ids, io->positions,
+                             io->seq_lens, io->slot_mapping, io->block_tables, e->cfg.block_size,
+                             ids);
+    }
+    ENC_TRY(graph_plan(g, e->arena_buf));
+    return e->arena_buf ? step__fit_arena(e, g) : ENC_OK;
+}
+
+enc_status step_build(engine *e, graph *g, const step_inputs *in, int64_t T, int64_t S, int64_t L,
+                      qwen3_step_io *io)
+{
+    return step__build(e, g, in, T, S, L, 0, NULL, io);
+}
+
+enc_status step_build_multi(engine *e, graph *g, const step_inputs *in, backend_buffer *out_ids,
+                            int64_t P)
+{
+    qwen3_step_io io;
+    return step__build(e, g, in, P, P, P, e->cfg.decode_steps, out_ids, &io);
+}
+
+/* The arena bytes the largest steps need: the largest eager step, the
+ * largest decode slot, and its multi-step graph when multi-step decode is on. */
+static enc_status step__plan_arena(engine *e, size_t *size)
 {
     graph g;
     qwen3_step_io io;
-    int64_t shapes[2][3] = {
-        {e->cfg.max_num_batched_tokens, e->cfg.max_num_seqs, e->logits_rows_max},
-        {e->cfg.max_num_seqs, e->cfg.max_num_seqs, e->cfg.max_num_seqs}, /* the largest decode slot */
+    int64_t S = e->cfg.max_num_seqs;
+    int64_t shapes[3][4] = {
+        {e->cfg.max_num_batched_tokens, S, e->logits_rows_max, 0},
+        {S, S, S, 0},                   /* the largest decode slot */
+        {S, S, S, e->cfg.decode_steps}, /* its multi-step graph */
     };
+    int n_shapes = e->cfg.decode_steps > 1 ? 3 : 2;
     *size = 0;
-    for (int i = 0; i < 2; i++) {
-        ENC_TRY(step_build(e, &g, NULL, shapes[i][0], shapes[i][1], shapes[i][2], &io));
-        if (g.arena_size > *size) *size = g.arena_size;
-    }
-    if (e->cfg.decode_steps > 1) {
-        ENC_TRY(decode_build_multi(e, &g, NULL, NULL, e->cfg.max_num_seqs));
+    for (int i = 0; i < n_shapes; i++) {
+        ENC_TRY(step__build(e, &g, NULL, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3],
+                            NULL, &io));
         if (g.arena_size > *size) *size = g.arena_size;
     }
     *size += *size / 8; /* headroom: first fit is not monotone in the shape */
     return ENC_OK;
+}
+
+/* Plan the largest steps once; their arena holds every smaller step's too. */
+enc_status step_arena_init(engine *e)
+{
+    size_t per_pass = (size_t)(qwen3_graph_tensors_max(e->model) * 512 + qwen3_graph_nodes_max(e->model) * 256);
+    ENC_TRY(arena_init(&e->graph_arena, per_pass * (size_t)(e->cfg.decode_steps + 1) + (1 << 16)));
+    ENC_TRY(step__plan_arena(e, &e->arena_size));
+    return backend_buffer_alloc(e->be, e->arena_size, "step arena", &e->arena_buf);
+}
+
+void step_arena_free(engine *e)
+{
+    if (e->be) backend_buffer_free(e->be, e->arena_buf);
+    e->arena_buf = NULL;
+    e->arena_size = 0;
+    arena_free(&e->graph_arena);
 }
 
 enc_status step_run_eager(engine *e, const sched_batch *b)
