@@ -61,9 +61,8 @@ static enc_status engine__alloc_inputs(engine *e)
 {
     int64_t S = e->cfg.max_num_seqs, L = e->logits_rows_max;
     int64_t T = e->cfg.max_num_batched_tokens > S ? e->cfg.max_num_batched_tokens : S;
-    int64_t elems[IN_COUNT] = {T, T, T, S * e->max_blocks_per_seq, S, S + 1, L};
     for (int i = 0; i < IN_COUNT; i++) {
-        e->host[i] = calloc((size_t)elems[i], sizeof(int32_t));
+        e->host[i] = calloc((size_t)step_input_elems(e, i, T, S, L), sizeof(int32_t));
         if (!e->host[i]) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "step inputs for %lld tokens", (long long)T);
     }
     ENC_TRY(step_inputs_alloc(e, &e->eager_in, e->cfg.max_num_batched_tokens, S, L));

@@ -135,6 +135,8 @@ void sched_plan_step(engine *e, sched_batch *b);
 void sched_preempt(engine *e, engine_seq *s);
 
 /* --- step.c: inputs, graph, eager run ----------------------------------- */
+/* Elements (i32) of step input i (an IN_* index) for a step shape (T, S, L). */
+int64_t step_input_elems(const engine *e, int i, int64_t T, int64_t S, int64_t L);
 enc_status step_inputs_alloc(engine *e, step_inputs *in, int64_t n_tokens, int64_t n_seqs,
                              int64_t n_logits);
 void step_inputs_free(engine *e, step_inputs *in);

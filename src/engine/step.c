@@ -37,9 +37,7 @@ static graph_tensor *step__io_input(const qwen3_step_io *io, int i)
     return *(graph_tensor *const *)((const char *)io + step__inputs[i].io_offset);
 }
 
-
-/* Elements of input i for a step shape. */
-static int64_t step__elems(const engine *e, int i, int64_t T, int64_t S, int64_t L)
+int64_t step_input_elems(const engine *e, int i, int64_t T, int64_t S, int64_t L)
 {
     switch (i) {
     case IN_IDS:
@@ -56,7 +54,7 @@ enc_status step_inputs_alloc(engine *e, step_inputs *in, int64_t T, int64_t S, i
 {
     memset(in, 0, sizeof *in);
     for (int i = 0; i < IN_COUNT; i++)
-        ENC_TRY(backend_buffer_alloc(e->be, (size_t)step__elems(e, i, T, S, L) * sizeof(int32_t),
+        ENC_TRY(backend_buffer_alloc(e->be, (size_t)step_input_elems(e, i, T, S, L) * sizeof(int32_t),
                                      step__inputs[i].name, &in->buf[i]));
     in->n_tokens = T;
     in->n_seqs = S;
@@ -101,7 +99,7 @@ enc_status step_write_inputs(engine *e, step_inputs *in, int64_t T, int64_t S, i
                         (long long)T, (long long)S, (long long)L, (long long)in->n_tokens,
                         (long long)in->n_seqs, (long long)in->n_logits);
     for (int i = 0; i < IN_COUNT; i++) {
-        size_t bytes = (size_t)step__elems(e, i, T, S, L) * sizeof(int32_t);
+        size_t bytes = (size_t)step_input_elems(e, i, T, S, L) * sizeof(int32_t);
         if (bytes) ENC_TRY(backend_buffer_write(e->be, in->buf[i], 0, e->host[i], bytes));
     }
     return ENC_OK;
