@@ -166,7 +166,7 @@ enc_status decode_slots_run(engine *e, const sched_batch *b)
 
 /* --- multi-step decode ----------------------------------------------------- */
 
-bool decode_multi_ready(engine *e, const sched_batch *b)
+bool decode_multi_reserve(engine *e, const sched_batch *b)
 {
     int64_t K = e->cfg.decode_steps;
     if (e->cfg.eager || e->cfg.verify_capture || K < 2 || !decode_batch(b)) return false;
@@ -209,6 +209,12 @@ enc_status decode_slots_run_multi(engine *e, const sched_batch *b)
 {
     int64_t n = b->n_entries, K = e->cfg.decode_steps;
     decode_slot *slot = decode__slot_for(e, n);
+    ENC_ASSERT(slot && slot->state != SLOT_COLD); /* decode_multi_reserve took the batch */
+    for (int i = 0; i < n; i++) { /* and reserved the blocks of the K steps */
+        const engine_seq *s = b->entries[i].seq;
+        ENC_ASSERT(kv_blocks_needed(&e->kv.pool, &s->table, s->n_tokens + K - 1) == 0);
+    }
+    step_fill_inputs(e, b); /* the block tables now hold every block decode_advance reads */
     if (slot->rec_multi && slot->multi_generation != e->generation) {
         backend_recording_free(e->be, slot->rec_multi);
         slot->rec_multi = NULL;

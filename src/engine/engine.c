@@ -426,9 +426,11 @@ static int64_t engine__consume_multi(engine *e, const sched_batch *b, engine_ste
     return n_finished;
 }
 
-/* One step of one token per scheduled token: eager, or a decode slot. */
+/* Lay out the inputs and run one step of one token per scheduled token:
+ * eager, or a decode slot. */
 static enc_status engine__run_single(engine *e, const sched_batch *b, engine_step_stats *st)
 {
+    step_fill_inputs(e, b);
     if (!e->cfg.eager && decode_batch(b)) ENC_TRY(decode_slots_run(e, b));
     else ENC_TRY(step_run_eager(e, b));
     for (int i = 0; i < b->n_entries; i++) {
@@ -449,9 +451,7 @@ enc_status engine_step(engine *e, engine_step_stats *stats)
     engine_step_stats st = {.n_seqs = b->n_entries, .n_preempted = b->n_preempted,
                             .n_cached_tokens = b->n_cached_tokens};
     if (b->n_entries > 0) {
-        bool multi = decode_multi_ready(e, b); /* reserves blocks: before the inputs are laid out */
-        step_fill_inputs(e, b);
-        if (multi) {
+        if (decode_multi_reserve(e, b)) {
             ENC_TRY(decode_slots_run_multi(e, b));
             st.n_finished = engine__consume_multi(e, b, &st);
         } else {

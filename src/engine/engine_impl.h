@@ -35,7 +35,7 @@ typedef struct engine_seq {
     sampler_rng rng;
     engine_token_logprob *logprobs; /* [max_tokens] when sampling.logprobs, else NULL */
     bool host_pick; /* a multi-step replay chose an id >= sample_vocab: the next token is
-                     * picked on the host (decode_multi_ready refuses it) */
+                     * picked on the host (decode_multi_reserve refuses it) */
     kv_block_table table;
     engine_finish finish;
 } engine_seq;
@@ -168,11 +168,17 @@ bool decode_batch(const sched_batch *b);
 /* Run a decode batch through its slot (eager while cold, record when warm,
  * replay when captured); its logits land in e->logits. */
 enc_status decode_slots_run(engine *e, const sched_batch *b);
-/* Can this batch run cfg.decode_steps greedy steps in one replay (every
- * sequence plain greedy: sampler_is_plain_greedy, no host_pick)? Reserves
- * the KV blocks those steps need when it can. */
-bool decode_multi_ready(engine *e, const sched_batch *b);
-/* Run it: K steps, the chosen ids in e->multi_ids[k * e->multi_rows + i]. */
+/* Take the batch for multi-step decode when it can run cfg.decode_steps
+ * greedy steps in one replay (every sequence plain greedy:
+ * sampler_is_plain_greedy, no host_pick, room for K - 1 more tokens; its slot
+ * not cold; free blocks for all of them): reserve, in every sequence's block
+ * table, the KV blocks those K steps write, and return true. Otherwise
+ * reserve nothing and return false. */
+bool decode_multi_reserve(engine *e, const sched_batch *b);
+/* Run a batch decode_multi_reserve took: lay out its inputs (step_fill_inputs,
+ * after the reservation, so that the block tables the device's
+ * decode_advance reads hold the reserved blocks; asserted), then K steps in
+ * one replay, the chosen ids in e->multi_ids[k * e->multi_rows + i]. */
 enc_status decode_slots_run_multi(engine *e, const sched_batch *b);
 
 #endif
