@@ -18,6 +18,14 @@ const char *engine_finish_name(engine_finish f)
 
 /* --- creation ------------------------------------------------------------ */
 
+/* Logits rows a step may return beyond one per sequence (the row each
+ * sequence samples from): room for prompt_logits requests (encore logits),
+ * whose prefill chunks the scheduler cuts to the rows left (sched__chunk), so
+ * such a request's prompt advances by at most max_num_seqs + 64 tokens a
+ * step, fewer when other sequences take rows. 64 is a trade, not a bound:
+ * every row costs vocab_size floats in e->logits and in the step arena. */
+enum { ENGINE__PROMPT_LOGITS_ROWS = 64 };
+
 static enc_status engine__resolve_config(engine *e, const qwen3_config *mc)
 {
     engine_config *c = &e->cfg;
@@ -51,7 +59,7 @@ static enc_status engine__resolve_config(engine *e, const qwen3_config *mc)
     if (c->n_kv_blocks < 1 || c->n_kv_blocks > INT32_MAX / 64)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "KV cache of %lld blocks is out of range",
                         (long long)c->n_kv_blocks);
-    e->logits_rows_max = c->max_num_seqs + 64;
+    e->logits_rows_max = c->max_num_seqs + ENGINE__PROMPT_LOGITS_ROWS;
     return ENC_OK;
 }
 

@@ -105,6 +105,19 @@ enc_status step_write_inputs(engine *e, step_inputs *in, int64_t T, int64_t S, i
     return ENC_OK;
 }
 
+/* The step arena's headroom over the plans it must hold (size += size / DIV).
+ * Neither fraction is derived, and none could be: graph_plan's first fit
+ * over live ranges is not monotone in the shape and has no useful worst-case
+ * bound, so a smaller step may need more than the largest ones planned at
+ * creation. They are margins chosen by judgement, and step__fit_arena
+ * catches any step that still does not fit:
+ *   at creation, 1/8 over the largest plans, so that small excesses of
+ *     smaller shapes fit the first arena;
+ *   on growth, 1/4 over the plan that did not fit: a growth makes every
+ *     recording again, so it buys room for the next near miss rather than
+ *     the exact shortfall. */
+enum { STEP__ARENA_HEADROOM_DIV = 8, STEP__ARENA_GROWTH_DIV = 4 };
+
 /* Make the step arena hold a planned graph: when it does not (first fit is
  * not monotone in the shape, so the plan made at creation may fall short),
  * grow it, bump the generation so that recordings bound to the old arena are
@@ -112,7 +125,7 @@ enc_status step_write_inputs(engine *e, step_inputs *in, int64_t T, int64_t S, i
 static enc_status step__fit_arena(engine *e, graph *g)
 {
     if (g->arena_size <= e->arena_size) return ENC_OK;
-    size_t size = g->arena_size + g->arena_size / 4;
+    size_t size = g->arena_size + g->arena_size / STEP__ARENA_GROWTH_DIV;
     backend_buffer *bigger;
     ENC_TRY(backend_buffer_alloc(e->be, size, "step arena", &bigger));
     enc_log_info("engine: step arena grows from %zu to %zu bytes; recordings will be made again",
@@ -123,6 +136,12 @@ static enc_status step__fit_arena(engine *e, graph *g)
     e->generation++; /* every recording bound to the old arena is stale */
     return graph_plan(g, e->arena_buf);
 }
+
+/* What each device step of a multi-step graph adds after its forward pass:
+ * the argmax and decode_advance nodes; the argmax ids and the bound
+ * "multi-step ids" row (decode_advance writes into the latter, no tensor of
+ * its own). */
+enum { STEP__DEVICE_STEP_NODES = 2, STEP__DEVICE_STEP_TENSORS = 2 };
 
 /* Build and plan the graph of a step of shape (T, S, L) bound to `in` (NULL:
  * unbound, to size the arena). n_device_steps 0: one forward pass whose
@@ -135,19 +154,15 @@ static enc_status step__build(engine *e, graph *g, const step_inputs *in, int64_
                               int64_t L, int64_t n_device_steps, backend_buffer *out_ids,
                               qwen3_step_io *io)
 {
-    int64_t K = n_device_steps, n_passes = K ? K : 1;
-    int nodes = (int)n_passes * qwen3_graph_nodes_max(e->model);
-    int tensors = (int)n_passes * qwen3_graph_tensors_max(e->model);
-    if (K) {
-        nodes += (int)K * 2;
-        tensors += (int)K * 3 + 8;
-    }
+    int K = (int)n_device_steps, n_passes = K ? K : 1;
     qwen3_step_shape shape = {T, S, L, e->max_blocks_per_seq};
     arena_reset(&e->graph_arena);
-    ENC_TRY(graph_init(g, &e->graph_arena, nodes, tensors));
+    ENC_TRY(graph_init(g, &e->graph_arena,
+                       qwen3_graph_n_nodes(e->model, n_passes) + K * STEP__DEVICE_STEP_NODES,
+                       qwen3_graph_n_tensors(e->model, n_passes) + K * STEP__DEVICE_STEP_TENSORS));
     qwen3_step_inputs(g, &shape, io);
     for (int i = 0; i < IN_COUNT; i++) graph_bind(step__io_input(io, i), in ? in->buf[i] : NULL, 0);
-    for (int64_t k = 0; k < n_passes; k++) {
+    for (int k = 0; k < n_passes; k++) {
         ENC_TRY(qwen3_build_forward(e->model, &e->kv, g, io));
         if (!K) continue;
         graph_tensor *ids = graph_tensor_1d(g, GRAPH_INPUT, ENC_I32, T, "multi-step ids");
@@ -157,6 +172,7 @@ static enc_status step__build(engine *e, graph *g, const step_inputs *in, int64_
                              ids);
     }
     ENC_TRY(graph_plan(g, e->arena_buf));
+    ENC_ASSERT(g->n_nodes == g->n_nodes_max && g->n_tensors == g->n_tensors_max); /* the counts are exact */
     return e->arena_buf ? step__fit_arena(e, g) : ENC_OK;
 }
 
@@ -192,14 +208,24 @@ static enc_status step__plan_arena(engine *e, size_t *size)
                             NULL, &io));
         if (g.arena_size > *size) *size = g.arena_size;
     }
-    *size += *size / 8; /* headroom: first fit is not monotone in the shape */
+    *size += *size / STEP__ARENA_HEADROOM_DIV;
     return ENC_OK;
 }
+
+enum { STEP__HOST_BYTES_PER_TENSOR = 512, STEP__HOST_BYTES_PER_NODE = 256 };
+_Static_assert(sizeof(graph_tensor) + 63 + sizeof(graph_tensor *) <= STEP__HOST_BYTES_PER_TENSOR &&
+                   sizeof(graph_node) <= STEP__HOST_BYTES_PER_NODE,
+               "the graph's host bookkeeping fits the bytes budgeted per tensor and node");
 
 /* Plan the largest steps once; their arena holds every smaller step's too. */
 enc_status step_arena_init(engine *e)
 {
-    size_t per_pass = (size_t)(qwen3_graph_tensors_max(e->model) * 512 + qwen3_graph_nodes_max(e->model) * 256);
+    /* host bytes per tensor and node, with room to spare: a graph_tensor
+     * (64-byte aligned in the arena) and its pointer; a graph_node. K + 1
+     * passes cover the multi-step graph (K passes and their device steps)
+     * and the one-pass graphs. */
+    size_t per_pass = (size_t)qwen3_graph_n_tensors(e->model, 1) * STEP__HOST_BYTES_PER_TENSOR +
+                      (size_t)qwen3_graph_n_nodes(e->model, 1) * STEP__HOST_BYTES_PER_NODE;
     ENC_TRY(arena_init(&e->graph_arena, per_pass * (size_t)(e->cfg.decode_steps + 1) + (1 << 16)));
     ENC_TRY(step__plan_arena(e, &e->arena_size));
     return backend_buffer_alloc(e->be, e->arena_size, "step arena", &e->arena_buf);

@@ -84,8 +84,10 @@ enc_status qwen3_build_step(const qwen3_model *m, const kv_cache *kv, graph *g,
  * shape; add one forward pass over io's inputs, setting io->logits. */
 void qwen3_step_inputs(graph *g, const qwen3_step_shape *shape, qwen3_step_io *io);
 enc_status qwen3_build_forward(const qwen3_model *m, const kv_cache *kv, graph *g, qwen3_step_io *io);
-/* Upper bounds of nodes and tensors of one forward pass, for graph_init. */
-int qwen3_graph_nodes_max(const qwen3_model *m);
-int qwen3_graph_tensors_max(const qwen3_model *m);
+/* The nodes and tensors of a graph holding the step inputs and n_passes
+ * forward passes, for graph_init: exactly what qwen3_step_inputs and
+ * n_passes calls of qwen3_build_forward add (asserted on every pass). */
+int qwen3_graph_n_nodes(const qwen3_model *m, int n_passes);
+int qwen3_graph_n_tensors(const qwen3_model *m, int n_passes);
 
 #endif
