@@ -50,12 +50,18 @@ int64_t step_input_elems(const engine *e, int i, int64_t T, int64_t S, int64_t L
     }
 }
 
+/* On failure the buffers allocated so far are freed and `in` is left empty. */
 enc_status step_inputs_alloc(engine *e, step_inputs *in, int64_t T, int64_t S, int64_t L)
 {
     memset(in, 0, sizeof *in);
-    for (int i = 0; i < IN_COUNT; i++)
-        ENC_TRY(backend_buffer_alloc(e->be, (size_t)step_input_elems(e, i, T, S, L) * sizeof(int32_t),
-                                     step__inputs[i].name, &in->buf[i]));
+    for (int i = 0; i < IN_COUNT; i++) {
+        enc_status s = backend_buffer_alloc(e->be, (size_t)step_input_elems(e, i, T, S, L) * sizeof(int32_t),
+                                            step__inputs[i].name, &in->buf[i]);
+        if (s != ENC_OK) {
+            step_inputs_free(e, in);
+            return s;
+        }
+    }
     in->n_tokens = T;
     in->n_seqs = S;
     in->n_logits = L;
