@@ -452,6 +452,18 @@ static enc_status engine__run_single(engine *e, const sched_batch *b, engine_ste
     return ENC_OK;
 }
 
+/* On error nothing of the step's work is lost or half applied. The
+ * scheduler's decisions stand: sequences it admitted are running and hold
+ * the blocks of this step's tokens, those it preempted wait to be recomputed.
+ * But no sequence has computed, appended or finished anything (n_computed
+ * and its tokens are unchanged, and it commits no block to the prefix
+ * cache), so the next engine_step
+ * schedules those tokens again. A multi-step batch keeps the blocks reserved
+ * ahead in its tables, as after a replay that stopped early; they go back
+ * with the sequence. The decode slot and the step arena are as
+ * decode_slots_run and step.c's arena fitting leave them on error.
+ * stats.n_steps does not count the step; the counters of what did happen
+ * (eager runs, captures, replays, preemptions) do. *stats is not written. */
 enc_status engine_step(engine *e, engine_step_stats *stats)
 {
     sched_batch *b = &e->batch;

@@ -127,7 +127,14 @@ enum { STEP__ARENA_HEADROOM_DIV = 8, STEP__ARENA_GROWTH_DIV = 4 };
 /* Make the step arena hold a planned graph: when it does not (first fit is
  * not monotone in the shape, so the plan made at creation may fall short),
  * grow it, bump the generation so that recordings bound to the old arena are
- * made again, and plan g into the new one. */
+ * made again, and plan g into the new one.
+ *
+ * On error (no buffer for the bigger arena) the arena, its size and the
+ * generation are unchanged, and g stays planned into the old arena, which is
+ * too small for it: g must not run (every caller returns the error). Once
+ * the bigger buffer exists, the old one is freed and the generation bumped
+ * before g is planned again, so no later failure leaves a recording bound to
+ * a freed arena at the current generation. */
 static enc_status step__fit_arena(engine *e, graph *g)
 {
     if (g->arena_size <= e->arena_size) return ENC_OK;
