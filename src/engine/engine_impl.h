@@ -1,5 +1,10 @@
-/* engine_impl.h - the engine's internal state, shared by engine.c (requests
- * and the step loop) and scheduler.c (what runs in a step). */
+/* engine_impl.h - the engine's internal state, shared by the four files of
+ * the engine: engine.c (creation, requests and the step loop), scheduler.c
+ * (what runs in a step), step.c (the step inputs, building and planning
+ * every step graph, the arena, eager steps) and decode_slots.c (capture and
+ * replay of decode steps). Calls go one way: engine.c calls the other three,
+ * decode_slots.c calls step.c, and step.c and scheduler.c call none of them.
+ * struct engine says which file writes which of its fields. */
 #ifndef ENC_ENGINE_ENGINE_IMPL_H
 #define ENC_ENGINE_ENGINE_IMPL_H
 
@@ -58,7 +63,10 @@ typedef struct sched_batch {
     int64_t n_cached_tokens; /* prefix-cache hits of the sequences admitted */
 } sched_batch;
 
-/* The step inputs, in the order of qwen3_step_io. */
+/* The step inputs, in the order of qwen3_step_io's input fields. step.c
+ * binds them through its step__inputs table (offsetof each field, by IN_*
+ * index), so the order is not relied on; a static assertion there checks
+ * that qwen3_step_io has exactly IN_COUNT inputs. */
 enum {
     IN_IDS = 0,
     IN_POSITIONS,
@@ -96,6 +104,25 @@ typedef struct decode_slot {
     backend_buffer *out_ids; /* [K, P] i32: the ids each step chose */
 } decode_slot;
 
+/* Who writes what. Every field is set up by engine_create and freed by
+ * engine_destroy (engine.c, which leaves the arena to step_arena_init /
+ * step_arena_free and the slots to decode_slots_init / decode_slots_free);
+ * after creation only the file named writes it (everyone may read):
+ *   engine.c        cfg, be, model, max_blocks_per_seq, logits_rows_max (at
+ *                   creation only); seqs, n_seqs, cap_seqs, next_id;
+ *                   logits_fn, logits_user; stats.n_steps and the token counts
+ *   scheduler.c     batch; stats.n_preemptions and the prefix-cache counts
+ *   step.c          host[] (step_fill_inputs), eager_in, arena_buf,
+ *                   arena_size, graph_arena, generation (bumped when the
+ *                   arena grows); logits after an eager step;
+ *                   stats.n_eager_steps
+ *   decode_slots.c  slots, n_slots; host[] rows n..P-1 (padding);
+ *                   multi_ids, multi_rows; logits after a replay;
+ *                   verify_logits; stats of captures, replays, multi-step
+ *                   round trips and verified steps
+ *   kv (the block pool) is shared: the scheduler reserves and preempts,
+ *   engine.c commits, finishes and releases, decode_slots.c reserves ahead
+ *   for multi-step decode (decode_multi_reserve); the sampler is engine.c's. */
 struct engine {
     engine_config cfg; /* defaults resolved */
     backend *be;
