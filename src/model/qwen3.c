@@ -258,10 +258,3 @@ enc_status qwen3_build_forward(const qwen3_model *m, const kv_cache *kv, graph *
                                        g->n_tensors - n_tensors == qwen3__pass_tensors(m)));
     return g->status;
 }
-
-enc_status qwen3_build_step(const qwen3_model *m, const kv_cache *kv, graph *g,
-                            const qwen3_step_shape *shape, qwen3_step_io *io)
-{
-    qwen3_step_inputs(g, shape, io);
-    return qwen3_build_forward(m, kv, g, io);
-}
