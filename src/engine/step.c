@@ -1,5 +1,8 @@
-/* step.c - the inputs and the graph of one engine step, and running it
- * eagerly.
+/* step.c - the inputs and the graph of an engine step, and running it
+ * eagerly. Every step graph is built and planned here (step__build): the
+ * one-pass graph of eager steps and decode slots, and the K-pass graph of
+ * multi-step decode; so is the step arena that holds their intermediates.
+ * step.c calls nothing else of the engine.
  *
  * The host arrays hold the step inputs laid out from the scheduler's batch:
  *   input_ids[T] positions[T] slot_mapping[T]   (T tokens, sequence by sequence)
