@@ -63,6 +63,22 @@ bool decode_batch(const sched_batch *b)
     return true;
 }
 
+/* What each state holds (asserted where a slot is run):
+ *   cold      nothing: no inputs, no recording, no multi-step recording;
+ *   warm      its inputs; no recording;
+ *   captured  its inputs and a recording, made at slot->generation (stale,
+ *             and dropped before use, once e->generation has moved on).
+ * A multi-step recording needs the inputs and out_ids, in any state but
+ * cold, made at slot->multi_generation. */
+static void decode__check_slot(const engine *e, const decode_slot *slot)
+{
+    ENC_ASSERT((slot->in.buf[0] != NULL) == (slot->state != SLOT_COLD));
+    ENC_ASSERT((slot->rec != NULL) == (slot->state == SLOT_CAPTURED));
+    ENC_ASSERT(slot->state != SLOT_CAPTURED || slot->generation <= e->generation);
+    ENC_ASSERT(!slot->rec_multi ||
+               (slot->state != SLOT_COLD && slot->out_ids && slot->multi_generation <= e->generation));
+}
+
 static decode_slot *decode__slot_for(engine *e, int64_t n)
 {
     for (int i = 0; i < e->n_slots; i++)
@@ -138,16 +154,30 @@ static enc_status decode__verify(engine *e, const sched_batch *b)
     return ENC_OK;
 }
 
+/* On error the slot is left in a state that its next run handles, and no
+ * recording is half made; e->logits holds nothing usable:
+ *   cold      the eager step or the allocation of the inputs failed: still
+ *             cold, with no inputs (step_inputs_alloc keeps none), so the
+ *             next decode of this size runs eagerly again;
+ *   warm      building or recording failed: still warm (decode__capture
+ *             keeps nothing), so the next run records again; the arena may
+ *             have grown meanwhile, with the generation bumped;
+ *   captured  writing the inputs, the replay, the read or (verify mode) the
+ *             comparison failed: still captured, with its recording valid
+ *             at the current generation. */
 enc_status decode_slots_run(engine *e, const sched_batch *b)
 {
     int64_t n = b->n_entries;
     decode_slot *slot = decode__slot_for(e, n);
     if (!slot) return enc_fail(ENC_ERR_INTERNAL, "no decode slot for %lld sequences", (long long)n);
+    decode__check_slot(e, slot);
     if (slot->state == SLOT_CAPTURED && slot->generation != e->generation) {
         backend_recording_free(e->be, slot->rec); /* stale: it binds buffers that changed */
         slot->rec = NULL;
         slot->state = SLOT_WARM;
     }
+    /* from here the recording exists exactly when the slot is captured at the current generation */
+    ENC_ASSERT((slot->rec != NULL) == (slot->state == SLOT_CAPTURED && slot->generation == e->generation));
     if (slot->state == SLOT_COLD) {
         ENC_TRY(step_run_eager(e, b));
         ENC_TRY(step_inputs_alloc(e, &slot->in, slot->size, slot->size, slot->size));
@@ -166,7 +196,7 @@ enc_status decode_slots_run(engine *e, const sched_batch *b)
 
 /* --- multi-step decode ----------------------------------------------------- */
 
-bool decode_multi_ready(engine *e, const sched_batch *b)
+bool decode_multi_reserve(engine *e, const sched_batch *b)
 {
     int64_t K = e->cfg.decode_steps;
     if (e->cfg.eager || e->cfg.verify_capture || K < 2 || !decode_batch(b)) return false;
@@ -193,46 +223,33 @@ bool decode_multi_ready(engine *e, const sched_batch *b)
     return true;
 }
 
-enc_status decode_build_multi(engine *e, graph *g, const step_inputs *in, backend_buffer *out_ids,
-                              int64_t P)
-{
-    int64_t K = e->cfg.decode_steps;
-    qwen3_step_io io;
-    qwen3_step_shape shape = {P, P, P, e->max_blocks_per_seq};
-    arena_reset(&e->graph_arena);
-    ENC_TRY(graph_init(g, &e->graph_arena, (int)K * (qwen3_graph_nodes_max(e->model) + 2),
-                       (int)K * (qwen3_graph_tensors_max(e->model) + 3) + 8));
-    qwen3_step_inputs(g, &shape, &io);
-    graph_tensor *t[IN_COUNT] = {io.input_ids, io.positions, io.slot_mapping, io.block_tables,
-                                 io.seq_lens, io.query_start_loc, io.logits_indices};
-    for (int i = 0; i < IN_COUNT; i++) graph_bind(t[i], in ? in->buf[i] : NULL, 0);
-    for (int64_t k = 0; k < K; k++) {
-        ENC_TRY(qwen3_build_forward(e->model, &e->kv, g, &io));
-        graph_tensor *out = graph_tensor_1d(g, GRAPH_INPUT, ENC_I32, P, "multi-step ids");
-        if (out) graph_bind(out, out_ids, (size_t)(k * P) * sizeof(int32_t));
-        graph_decode_advance(g, graph_argmax(g, io.logits), io.input_ids, io.positions, io.seq_lens,
-                             io.slot_mapping, io.block_tables, e->cfg.block_size, out);
-    }
-    ENC_TRY(graph_plan(g, e->arena_buf));
-    return e->arena_buf ? step_fit_arena(e, g) : ENC_OK;
-}
-
 static enc_status decode__record_multi(engine *e, decode_slot *slot)
 {
     int64_t P = slot->size, K = e->cfg.decode_steps;
     graph g;
     if (!slot->out_ids)
         ENC_TRY(backend_buffer_alloc(e->be, (size_t)(K * P) * sizeof(int32_t), "multi-step ids", &slot->out_ids));
-    ENC_TRY(decode_build_multi(e, &g, &slot->in, slot->out_ids, P));
+    ENC_TRY(step_build_multi(e, &g, &slot->in, slot->out_ids, P));
     ENC_TRY(decode__capture(e, &g, slot->out_ids, 0, (size_t)(K * P) * sizeof(int32_t), &slot->rec_multi));
     slot->multi_generation = e->generation;
     return ENC_OK;
 }
 
+/* On error the slot's multi-step recording is either made at the current
+ * generation or absent (decode__capture keeps nothing), out_ids stays with
+ * the slot once allocated, and the reserved blocks stay with the sequences
+ * (engine_step says what that leaves). */
 enc_status decode_slots_run_multi(engine *e, const sched_batch *b)
 {
     int64_t n = b->n_entries, K = e->cfg.decode_steps;
     decode_slot *slot = decode__slot_for(e, n);
+    ENC_ASSERT(slot && slot->state != SLOT_COLD); /* decode_multi_reserve took the batch */
+    decode__check_slot(e, slot);
+    for (int i = 0; i < n; i++) { /* and reserved the blocks of the K steps */
+        const engine_seq *s = b->entries[i].seq;
+        ENC_ASSERT(kv_blocks_needed(&e->kv.pool, &s->table, s->n_tokens + K - 1) == 0);
+    }
+    step_fill_inputs(e, b); /* the block tables now hold every block decode_advance reads */
     if (slot->rec_multi && slot->multi_generation != e->generation) {
         backend_recording_free(e->be, slot->rec_multi);
         slot->rec_multi = NULL;

@@ -18,6 +18,14 @@ const char *engine_finish_name(engine_finish f)
 
 /* --- creation ------------------------------------------------------------ */
 
+/* Logits rows a step may return beyond one per sequence (the row each
+ * sequence samples from): room for prompt_logits requests (encore logits),
+ * whose prefill chunks the scheduler cuts to the rows left (sched__chunk), so
+ * such a request's prompt advances by at most max_num_seqs + 64 tokens a
+ * step, fewer when other sequences take rows. 64 is a trade, not a bound:
+ * every row costs vocab_size floats in e->logits and in the step arena. */
+enum { ENGINE__PROMPT_LOGITS_ROWS = 64 };
+
 static enc_status engine__resolve_config(engine *e, const qwen3_config *mc)
 {
     engine_config *c = &e->cfg;
@@ -51,7 +59,7 @@ static enc_status engine__resolve_config(engine *e, const qwen3_config *mc)
     if (c->n_kv_blocks < 1 || c->n_kv_blocks > INT32_MAX / 64)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "KV cache of %lld blocks is out of range",
                         (long long)c->n_kv_blocks);
-    e->logits_rows_max = c->max_num_seqs + 64;
+    e->logits_rows_max = c->max_num_seqs + ENGINE__PROMPT_LOGITS_ROWS;
     return ENC_OK;
 }
 
@@ -61,9 +69,8 @@ static enc_status engine__alloc_inputs(engine *e)
 {
     int64_t S = e->cfg.max_num_seqs, L = e->logits_rows_max;
     int64_t T = e->cfg.max_num_batched_tokens > S ? e->cfg.max_num_batched_tokens : S;
-    int64_t elems[IN_COUNT] = {T, T, T, S * e->max_blocks_per_seq, S, S + 1, L};
     for (int i = 0; i < IN_COUNT; i++) {
-        e->host[i] = calloc((size_t)elems[i], sizeof(int32_t));
+        e->host[i] = calloc((size_t)step_input_elems(e, i, T, S, L), sizeof(int32_t));
         if (!e->host[i]) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "step inputs for %lld tokens", (long long)T);
     }
     ENC_TRY(step_inputs_alloc(e, &e->eager_in, e->cfg.max_num_batched_tokens, S, L));
@@ -77,15 +84,6 @@ static enc_status engine__alloc_inputs(engine *e)
     if (!e->logits || !e->batch.entries || (e->cfg.verify_capture && !e->verify_logits))
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "logits buffer of %lld x %lld", (long long)L, (long long)V);
     return ENC_OK;
-}
-
-/* Plan the largest steps once; their arena holds every smaller step's too. */
-static enc_status engine__alloc_arena(engine *e)
-{
-    size_t per_pass = (size_t)(qwen3_graph_tensors_max(e->model) * 512 + qwen3_graph_nodes_max(e->model) * 256);
-    ENC_TRY(arena_init(&e->graph_arena, per_pass * (size_t)(e->cfg.decode_steps + 1) + (1 << 16)));
-    ENC_TRY(step_plan_arena(e, &e->arena_size));
-    return backend_buffer_alloc(e->be, e->arena_size, "step arena", &e->arena_buf);
 }
 
 enc_status engine_create(const engine_config *cfg, engine **out)
@@ -108,7 +106,7 @@ enc_status engine_create(const engine_config *cfg, engine **out)
         if (s == ENC_OK && !e->cfg.no_prefix_caching) s = kv_pool_enable_prefix_caching(&e->kv.pool);
     }
     if (s == ENC_OK) s = engine__alloc_inputs(e);
-    if (s == ENC_OK) s = engine__alloc_arena(e);
+    if (s == ENC_OK) s = step_arena_init(e);
     if (s == ENC_OK) s = decode_slots_init(e);
     if (s != ENC_OK) {
         engine_destroy(e);
@@ -140,15 +138,14 @@ void engine_destroy(engine *e)
     if (e->be) {
         decode_slots_free(e);
         step_inputs_free(e, &e->eager_in);
-        backend_buffer_free(e->be, e->arena_buf);
     }
+    step_arena_free(e);
     for (int i = 0; i < IN_COUNT; i++) free(e->host[i]);
     free(e->logits);
     free(e->verify_logits);
     free(e->multi_ids);
     sampler_free(&e->sampler);
     free(e->batch.entries);
-    arena_free(&e->graph_arena);
     if (e->kv.k) kv_cache_free(&e->kv);
     qwen3_model_free(e->model);
     backend_destroy(e->be);
@@ -437,9 +434,11 @@ static int64_t engine__consume_multi(engine *e, const sched_batch *b, engine_ste
     return n_finished;
 }
 
-/* One step of one token per scheduled token: eager, or a decode slot. */
+/* Lay out the inputs and run one step of one token per scheduled token:
+ * eager, or a decode slot. */
 static enc_status engine__run_single(engine *e, const sched_batch *b, engine_step_stats *st)
 {
+    step_fill_inputs(e, b);
     if (!e->cfg.eager && decode_batch(b)) ENC_TRY(decode_slots_run(e, b));
     else ENC_TRY(step_run_eager(e, b));
     for (int i = 0; i < b->n_entries; i++) {
@@ -453,6 +452,18 @@ static enc_status engine__run_single(engine *e, const sched_batch *b, engine_ste
     return ENC_OK;
 }
 
+/* On error nothing of the step's work is lost or half applied. The
+ * scheduler's decisions stand: sequences it admitted are running and hold
+ * the blocks of this step's tokens, those it preempted wait to be recomputed.
+ * But no sequence has computed, appended or finished anything (n_computed
+ * and its tokens are unchanged, and it commits no block to the prefix
+ * cache), so the next engine_step
+ * schedules those tokens again. A multi-step batch keeps the blocks reserved
+ * ahead in its tables, as after a replay that stopped early; they go back
+ * with the sequence. The decode slot and the step arena are as
+ * decode_slots_run and step.c's arena fitting leave them on error.
+ * stats.n_steps does not count the step; the counters of what did happen
+ * (eager runs, captures, replays, preemptions) do. *stats is not written. */
 enc_status engine_step(engine *e, engine_step_stats *stats)
 {
     sched_batch *b = &e->batch;
@@ -460,9 +471,7 @@ enc_status engine_step(engine *e, engine_step_stats *stats)
     engine_step_stats st = {.n_seqs = b->n_entries, .n_preempted = b->n_preempted,
                             .n_cached_tokens = b->n_cached_tokens};
     if (b->n_entries > 0) {
-        bool multi = decode_multi_ready(e, b); /* reserves blocks: before the inputs are laid out */
-        step_fill_inputs(e, b);
-        if (multi) {
+        if (decode_multi_reserve(e, b)) {
             ENC_TRY(decode_slots_run_multi(e, b));
             st.n_finished = engine__consume_multi(e, b, &st);
         } else {

@@ -1,5 +1,10 @@
-/* engine_impl.h - the engine's internal state, shared by engine.c (requests
- * and the step loop) and scheduler.c (what runs in a step). */
+/* engine_impl.h - the engine's internal state, shared by the four files of
+ * the engine: engine.c (creation, requests and the step loop), scheduler.c
+ * (what runs in a step), step.c (the step inputs, building and planning
+ * every step graph, the arena, eager steps) and decode_slots.c (capture and
+ * replay of decode steps). Calls go one way: engine.c calls the other three,
+ * decode_slots.c calls step.c, and step.c and scheduler.c call none of them.
+ * struct engine says which file writes which of its fields. */
 #ifndef ENC_ENGINE_ENGINE_IMPL_H
 #define ENC_ENGINE_ENGINE_IMPL_H
 
@@ -35,7 +40,7 @@ typedef struct engine_seq {
     sampler_rng rng;
     engine_token_logprob *logprobs; /* [max_tokens] when sampling.logprobs, else NULL */
     bool host_pick; /* a multi-step replay chose an id >= sample_vocab: the next token is
-                     * picked on the host (decode_multi_ready refuses it) */
+                     * picked on the host (decode_multi_reserve refuses it) */
     kv_block_table table;
     engine_finish finish;
 } engine_seq;
@@ -58,7 +63,10 @@ typedef struct sched_batch {
     int64_t n_cached_tokens; /* prefix-cache hits of the sequences admitted */
 } sched_batch;
 
-/* The step inputs, in the order of qwen3_step_io. */
+/* The step inputs, in the order of qwen3_step_io's input fields. step.c
+ * binds them through its step__inputs table (offsetof each field, by IN_*
+ * index), so the order is not relied on; a static assertion there checks
+ * that qwen3_step_io has exactly IN_COUNT inputs. */
 enum {
     IN_IDS = 0,
     IN_POSITIONS,
@@ -96,6 +104,25 @@ typedef struct decode_slot {
     backend_buffer *out_ids; /* [K, P] i32: the ids each step chose */
 } decode_slot;
 
+/* Who writes what. Every field is set up by engine_create and freed by
+ * engine_destroy (engine.c, which leaves the arena to step_arena_init /
+ * step_arena_free and the slots to decode_slots_init / decode_slots_free);
+ * after creation only the file named writes it (everyone may read):
+ *   engine.c        cfg, be, model, max_blocks_per_seq, logits_rows_max (at
+ *                   creation only); seqs, n_seqs, cap_seqs, next_id;
+ *                   logits_fn, logits_user; stats.n_steps and the token counts
+ *   scheduler.c     batch; stats.n_preemptions and the prefix-cache counts
+ *   step.c          host[] (step_fill_inputs), eager_in, arena_buf,
+ *                   arena_size, graph_arena, generation (bumped when the
+ *                   arena grows); logits after an eager step;
+ *                   stats.n_eager_steps
+ *   decode_slots.c  slots, n_slots; host[] rows n..P-1 (padding);
+ *                   multi_ids, multi_rows; logits after a replay;
+ *                   verify_logits; stats of captures, replays, multi-step
+ *                   round trips and verified steps
+ *   kv (the block pool) is shared: the scheduler reserves and preempts,
+ *   engine.c commits, finishes and releases, decode_slots.c reserves ahead
+ *   for multi-step decode (decode_multi_reserve); the sampler is engine.c's. */
 struct engine {
     engine_config cfg; /* defaults resolved */
     backend *be;
@@ -135,6 +162,8 @@ void sched_plan_step(engine *e, sched_batch *b);
 void sched_preempt(engine *e, engine_seq *s);
 
 /* --- step.c: inputs, graph, eager run ----------------------------------- */
+/* Elements (i32) of step input i (an IN_* index) for a step shape (T, S, L). */
+int64_t step_input_elems(const engine *e, int i, int64_t T, int64_t S, int64_t L);
 enc_status step_inputs_alloc(engine *e, step_inputs *in, int64_t n_tokens, int64_t n_seqs,
                              int64_t n_logits);
 void step_inputs_free(engine *e, step_inputs *in);
@@ -142,18 +171,21 @@ void step_inputs_free(engine *e, step_inputs *in);
 void step_fill_inputs(engine *e, const sched_batch *b);
 /* Copy the first (T, S, L) host input rows to the device buffers. */
 enc_status step_write_inputs(engine *e, step_inputs *in, int64_t T, int64_t S, int64_t L);
-/* Build and plan the step graph for shape (T, S, L) bound to `in`. */
+/* Build and plan the step graph for shape (T, S, L) bound to `in` (NULL:
+ * unbound, to size the arena): one forward pass, its logits in io->logits. */
 enc_status step_build(engine *e, graph *g, const step_inputs *in, int64_t T, int64_t S,
                       int64_t L, qwen3_step_io *io);
+/* Build and plan the multi-step decode graph of P rows bound to `in`:
+ * cfg.decode_steps forward passes, each followed by argmax and decode_advance
+ * on the device; pass k's ids go to out_ids at [k * P]. */
+enc_status step_build_multi(engine *e, graph *g, const step_inputs *in, backend_buffer *out_ids,
+                            int64_t P);
 /* Run the batch eagerly; its logits land in e->logits. */
 enc_status step_run_eager(engine *e, const sched_batch *b);
-/* Make the step arena hold a planned graph: when it does not (first fit is
- * not monotone in the shape, so the plan made at creation may fall short),
- * grow it, bump the generation so that recordings bound to the old arena are
- * made again, and plan g into the new one. */
-enc_status step_fit_arena(engine *e, graph *g);
-/* The arena bytes the largest steps need. */
-enc_status step_plan_arena(engine *e, size_t *size);
+/* Plan the largest steps (eager, the largest decode slot and its multi-step
+ * graph) and allocate the graph bookkeeping arena and the step arena. */
+enc_status step_arena_init(engine *e);
+void step_arena_free(engine *e);
 
 /* --- decode_slots.c: capture and replay of decode steps ------------------ */
 enc_status decode_slots_init(engine *e);
@@ -163,14 +195,17 @@ bool decode_batch(const sched_batch *b);
 /* Run a decode batch through its slot (eager while cold, record when warm,
  * replay when captured); its logits land in e->logits. */
 enc_status decode_slots_run(engine *e, const sched_batch *b);
-/* Can this batch run cfg.decode_steps greedy steps in one replay (every
- * sequence plain greedy: sampler_is_plain_greedy, no host_pick)? Reserves
- * the KV blocks those steps need when it can. */
-bool decode_multi_ready(engine *e, const sched_batch *b);
-/* Run it: K steps, the chosen ids in e->multi_ids[k * e->multi_rows + i]. */
+/* Take the batch for multi-step decode when it can run cfg.decode_steps
+ * greedy steps in one replay (every sequence plain greedy:
+ * sampler_is_plain_greedy, no host_pick, room for K - 1 more tokens; its slot
+ * not cold; free blocks for all of them): reserve, in every sequence's block
+ * table, the KV blocks those K steps write, and return true. Otherwise
+ * reserve nothing and return false. */
+bool decode_multi_reserve(engine *e, const sched_batch *b);
+/* Run a batch decode_multi_reserve took: lay out its inputs (step_fill_inputs,
+ * after the reservation, so that the block tables the device's
+ * decode_advance reads hold the reserved blocks; asserted), then K steps in
+ * one replay, the chosen ids in e->multi_ids[k * e->multi_rows + i]. */
 enc_status decode_slots_run_multi(engine *e, const sched_batch *b);
-/* Build and plan the K-step decode graph of P rows bound to `in` (NULL: plan only). */
-enc_status decode_build_multi(engine *e, graph *g, const step_inputs *in, backend_buffer *out_ids,
-                              int64_t P);
 
 #endif

@@ -1,23 +1,46 @@
-/* step.c - the inputs and the graph of one engine step, and running it
- * eagerly.
+/* step.c - the inputs and the graph of an engine step, and running it
+ * eagerly. Every step graph is built and planned here (step__build): the
+ * one-pass graph of eager steps and decode slots, and the K-pass graph of
+ * multi-step decode; so is the step arena that holds their intermediates.
+ * step.c calls nothing else of the engine.
  *
  * The host arrays hold the step inputs laid out from the scheduler's batch:
  *   input_ids[T] positions[T] slot_mapping[T]   (T tokens, sequence by sequence)
  *   block_tables[S, max_blocks_per_seq] seq_lens[S] query_start_loc[S + 1]
  *   logits_indices[L]                          (rows of T whose logits are wanted)
  * and are copied to a step_inputs set of device buffers before the step. */
+#include <stddef.h>
 #include <string.h>
 
 #include "base/log.h"
 #include "engine/engine_impl.h"
 
-static const char *const step__input_names[IN_COUNT] = {
-    "input_ids", "positions", "slot_mapping", "block_tables", "seq_lens", "query_start_loc",
-    "logits_indices",
+/* Each step input by IN_* index: its buffer's name, and where the builder
+ * leaves its tensor in qwen3_step_io. The binding goes through this table, so
+ * the IN_* order is tied to the struct's fields by name, not by convention. */
+static const struct {
+    const char *name;
+    size_t io_offset; /* of a graph_tensor * in qwen3_step_io */
+} step__inputs[IN_COUNT] = {
+    [IN_IDS] = {"input_ids", offsetof(qwen3_step_io, input_ids)},
+    [IN_POSITIONS] = {"positions", offsetof(qwen3_step_io, positions)},
+    [IN_SLOTS] = {"slot_mapping", offsetof(qwen3_step_io, slot_mapping)},
+    [IN_TABLES] = {"block_tables", offsetof(qwen3_step_io, block_tables)},
+    [IN_LENS] = {"seq_lens", offsetof(qwen3_step_io, seq_lens)},
+    [IN_QSL] = {"query_start_loc", offsetof(qwen3_step_io, query_start_loc)},
+    [IN_LOGIT_IDX] = {"logits_indices", offsetof(qwen3_step_io, logits_indices)},
 };
+/* qwen3_step_io holds the IN_COUNT input tensors, then the logits: an input
+ * added there without an IN_* index (or the other way round) fails here. */
+_Static_assert(offsetof(qwen3_step_io, logits) == IN_COUNT * sizeof(graph_tensor *),
+               "every input tensor of qwen3_step_io needs an IN_* index and a row of step__inputs");
 
-/* Elements of input i for a step shape. */
-static int64_t step__elems(const engine *e, int i, int64_t T, int64_t S, int64_t L)
+static graph_tensor *step__io_input(const qwen3_step_io *io, int i)
+{
+    return *(graph_tensor *const *)((const char *)io + step__inputs[i].io_offset);
+}
+
+int64_t step_input_elems(const engine *e, int i, int64_t T, int64_t S, int64_t L)
 {
     switch (i) {
     case IN_IDS:
@@ -30,12 +53,18 @@ static int64_t step__elems(const engine *e, int i, int64_t T, int64_t S, int64_t
     }
 }
 
+/* On failure the buffers allocated so far are freed and `in` is left empty. */
 enc_status step_inputs_alloc(engine *e, step_inputs *in, int64_t T, int64_t S, int64_t L)
 {
     memset(in, 0, sizeof *in);
-    for (int i = 0; i < IN_COUNT; i++)
-        ENC_TRY(backend_buffer_alloc(e->be, (size_t)step__elems(e, i, T, S, L) * sizeof(int32_t),
-                                     step__input_names[i], &in->buf[i]));
+    for (int i = 0; i < IN_COUNT; i++) {
+        enc_status s = backend_buffer_alloc(e->be, (size_t)step_input_elems(e, i, T, S, L) * sizeof(int32_t),
+                                            step__inputs[i].name, &in->buf[i]);
+        if (s != ENC_OK) {
+            step_inputs_free(e, in);
+            return s;
+        }
+    }
     in->n_tokens = T;
     in->n_seqs = S;
     in->n_logits = L;
@@ -79,31 +108,40 @@ enc_status step_write_inputs(engine *e, step_inputs *in, int64_t T, int64_t S, i
                         (long long)T, (long long)S, (long long)L, (long long)in->n_tokens,
                         (long long)in->n_seqs, (long long)in->n_logits);
     for (int i = 0; i < IN_COUNT; i++) {
-        size_t bytes = (size_t)step__elems(e, i, T, S, L) * sizeof(int32_t);
+        size_t bytes = (size_t)step_input_elems(e, i, T, S, L) * sizeof(int32_t);
         if (bytes) ENC_TRY(backend_buffer_write(e->be, in->buf[i], 0, e->host[i], bytes));
     }
     return ENC_OK;
 }
 
-enc_status step_build(engine *e, graph *g, const step_inputs *in, int64_t T, int64_t S, int64_t L,
-                      qwen3_step_io *io)
-{
-    arena_reset(&e->graph_arena);
-    qwen3_step_shape shape = {T, S, L, e->max_blocks_per_seq};
-    ENC_TRY(graph_init(g, &e->graph_arena, qwen3_graph_nodes_max(e->model),
-                       qwen3_graph_tensors_max(e->model)));
-    ENC_TRY(qwen3_build_step(e->model, &e->kv, g, &shape, io));
-    graph_tensor *t[IN_COUNT] = {io->input_ids, io->positions, io->slot_mapping, io->block_tables,
-                                 io->seq_lens, io->query_start_loc, io->logits_indices};
-    for (int i = 0; i < IN_COUNT; i++) graph_bind(t[i], in ? in->buf[i] : NULL, 0);
-    ENC_TRY(graph_plan(g, e->arena_buf));
-    return e->arena_buf ? step_fit_arena(e, g) : ENC_OK;
-}
+/* The step arena's headroom over the plans it must hold (size += size / DIV).
+ * Neither fraction is derived, and none could be: graph_plan's first fit
+ * over live ranges is not monotone in the shape and has no useful worst-case
+ * bound, so a smaller step may need more than the largest ones planned at
+ * creation. They are margins chosen by judgement, and step__fit_arena
+ * catches any step that still does not fit:
+ *   at creation, 1/8 over the largest plans, so that small excesses of
+ *     smaller shapes fit the first arena;
+ *   on growth, 1/4 over the plan that did not fit: a growth makes every
+ *     recording again, so it buys room for the next near miss rather than
+ *     the exact shortfall. */
+enum { STEP__ARENA_HEADROOM_DIV = 8, STEP__ARENA_GROWTH_DIV = 4 };
 
-enc_status step_fit_arena(engine *e, graph *g)
+/* Make the step arena hold a planned graph: when it does not (first fit is
+ * not monotone in the shape, so the plan made at creation may fall short),
+ * grow it, bump the generation so that recordings bound to the old arena are
+ * made again, and plan g into the new one.
+ *
+ * On error (no buffer for the bigger arena) the arena, its size and the
+ * generation are unchanged, and g stays planned into the old arena, which is
+ * too small for it: g must not run (every caller returns the error). Once
+ * the bigger buffer exists, the old one is freed and the generation bumped
+ * before g is planned again, so no later failure leaves a recording bound to
+ * a freed arena at the current generation. */
+static enc_status step__fit_arena(engine *e, graph *g)
 {
     if (g->arena_size <= e->arena_size) return ENC_OK;
-    size_t size = g->arena_size + g->arena_size / 4;
+    size_t size = g->arena_size + g->arena_size / STEP__ARENA_GROWTH_DIV;
     backend_buffer *bigger;
     ENC_TRY(backend_buffer_alloc(e->be, size, "step arena", &bigger));
     enc_log_info("engine: step arena grows from %zu to %zu bytes; recordings will be made again",
@@ -115,25 +153,106 @@ enc_status step_fit_arena(engine *e, graph *g)
     return graph_plan(g, e->arena_buf);
 }
 
-enc_status step_plan_arena(engine *e, size_t *size)
+/* What each device step of a multi-step graph adds after its forward pass:
+ * the argmax and decode_advance nodes; the argmax ids and the bound
+ * "multi-step ids" row (decode_advance writes into the latter, no tensor of
+ * its own). */
+enum { STEP__DEVICE_STEP_NODES = 2, STEP__DEVICE_STEP_TENSORS = 2 };
+
+/* Build and plan the graph of a step of shape (T, S, L) bound to `in` (NULL:
+ * unbound, to size the arena). n_device_steps 0: one forward pass whose
+ * logits the host reads (io->logits). n_device_steps K >= 1 (a decode shape,
+ * T = S = L = P): K forward passes over the same inputs, each followed by
+ * argmax and decode_advance on the device, pass k's ids bound to out_ids at
+ * [k * P] (NULL with `in`). When the engine has an arena, the plan is fitted
+ * to it (step__fit_arena). */
+static enc_status step__build(engine *e, graph *g, const step_inputs *in, int64_t T, int64_t S,
+                              int64_t L, int64_t n_device_steps, backend_buffer *out_ids,
+                              qwen3_step_io *io)
+{
+    int K = (int)n_device_steps, n_passes = K ? K : 1;
+    qwen3_step_shape shape = {T, S, L, e->max_blocks_per_seq};
+    arena_reset(&e->graph_arena);
+    ENC_TRY(graph_init(g, &e->graph_arena,
+                       qwen3_graph_n_nodes(e->model, n_passes) + K * STEP__DEVICE_STEP_NODES,
+                       qwen3_graph_n_tensors(e->model, n_passes) + K * STEP__DEVICE_STEP_TENSORS));
+    qwen3_step_inputs(g, &shape, io);
+    for (int i = 0; i < IN_COUNT; i++) graph_bind(step__io_input(io, i), in ? in->buf[i] : NULL, 0);
+    for (int k = 0; k < n_passes; k++) {
+        ENC_TRY(qwen3_build_forward(e->model, &e->kv, g, io));
+        if (!K) continue;
+        graph_tensor *ids = graph_tensor_1d(g, GRAPH_INPUT, ENC_I32, T, "multi-step ids");
+        if (ids) graph_bind(ids, out_ids, (size_t)(k * T) * sizeof(int32_t));
+        graph_decode_advance(g, graph_argmax(g, io->logits), io->input_ids, io->positions,
+                             io->seq_lens, io->slot_mapping, io->block_tables, e->cfg.block_size,
+                             ids);
+    }
+    ENC_TRY(graph_plan(g, e->arena_buf));
+    ENC_ASSERT(g->n_nodes == g->n_nodes_max && g->n_tensors == g->n_tensors_max); /* the counts are exact */
+    return e->arena_buf ? step__fit_arena(e, g) : ENC_OK;
+}
+
+enc_status step_build(engine *e, graph *g, const step_inputs *in, int64_t T, int64_t S, int64_t L,
+                      qwen3_step_io *io)
+{
+    return step__build(e, g, in, T, S, L, 0, NULL, io);
+}
+
+enc_status step_build_multi(engine *e, graph *g, const step_inputs *in, backend_buffer *out_ids,
+                            int64_t P)
+{
+    qwen3_step_io io;
+    return step__build(e, g, in, P, P, P, e->cfg.decode_steps, out_ids, &io);
+}
+
+/* The arena bytes the largest steps need: the largest eager step, the
+ * largest decode slot, and its multi-step graph when multi-step decode is on. */
+static enc_status step__plan_arena(engine *e, size_t *size)
 {
     graph g;
     qwen3_step_io io;
-    int64_t shapes[2][3] = {
-        {e->cfg.max_num_batched_tokens, e->cfg.max_num_seqs, e->logits_rows_max},
-        {e->cfg.max_num_seqs, e->cfg.max_num_seqs, e->cfg.max_num_seqs}, /* the largest decode slot */
+    int64_t S = e->cfg.max_num_seqs;
+    int64_t shapes[3][4] = {
+        {e->cfg.max_num_batched_tokens, S, e->logits_rows_max, 0},
+        {S, S, S, 0},                   /* the largest decode slot */
+        {S, S, S, e->cfg.decode_steps}, /* its multi-step graph */
     };
+    int n_shapes = e->cfg.decode_steps > 1 ? 3 : 2;
     *size = 0;
-    for (int i = 0; i < 2; i++) {
-        ENC_TRY(step_build(e, &g, NULL, shapes[i][0], shapes[i][1], shapes[i][2], &io));
+    for (int i = 0; i < n_shapes; i++) {
+        ENC_TRY(step__build(e, &g, NULL, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3],
+                            NULL, &io));
         if (g.arena_size > *size) *size = g.arena_size;
     }
-    if (e->cfg.decode_steps > 1) {
-        ENC_TRY(decode_build_multi(e, &g, NULL, NULL, e->cfg.max_num_seqs));
-        if (g.arena_size > *size) *size = g.arena_size;
-    }
-    *size += *size / 8; /* headroom: first fit is not monotone in the shape */
+    *size += *size / STEP__ARENA_HEADROOM_DIV;
     return ENC_OK;
+}
+
+enum { STEP__HOST_BYTES_PER_TENSOR = 512, STEP__HOST_BYTES_PER_NODE = 256 };
+_Static_assert(sizeof(graph_tensor) + 63 + sizeof(graph_tensor *) <= STEP__HOST_BYTES_PER_TENSOR &&
+                   sizeof(graph_node) <= STEP__HOST_BYTES_PER_NODE,
+               "the graph's host bookkeeping fits the bytes budgeted per tensor and node");
+
+/* Plan the largest steps once; their arena holds every smaller step's too. */
+enc_status step_arena_init(engine *e)
+{
+    /* host bytes per tensor and node, with room to spare: a graph_tensor
+     * (64-byte aligned in the arena) and its pointer; a graph_node. K + 1
+     * passes cover the multi-step graph (K passes and their device steps)
+     * and the one-pass graphs. */
+    size_t per_pass = (size_t)qwen3_graph_n_tensors(e->model, 1) * STEP__HOST_BYTES_PER_TENSOR +
+                      (size_t)qwen3_graph_n_nodes(e->model, 1) * STEP__HOST_BYTES_PER_NODE;
+    ENC_TRY(arena_init(&e->graph_arena, per_pass * (size_t)(e->cfg.decode_steps + 1) + (1 << 16)));
+    ENC_TRY(step__plan_arena(e, &e->arena_size));
+    return backend_buffer_alloc(e->be, e->arena_size, "step arena", &e->arena_buf);
+}
+
+void step_arena_free(engine *e)
+{
+    if (e->be) backend_buffer_free(e->be, e->arena_buf);
+    e->arena_buf = NULL;
+    e->arena_size = 0;
+    arena_free(&e->graph_arena);
 }
 
 enc_status step_run_eager(engine *e, const sched_batch *b)

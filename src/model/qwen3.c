@@ -2,6 +2,7 @@
 #include "model/qwen3.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,10 +149,43 @@ void qwen3_model_free(qwen3_model *m)
 
 /* --- the step graph ------------------------------------------------------ */
 
-int qwen3_graph_nodes_max(const qwen3_model *m) { return 24 * (int)m->cfg.n_layers + 16; }
+/* What the builder below adds, counted from its code; qwen3_build_forward
+ * asserts that every pass adds exactly this, so a builder change that does
+ * not update the counts fails at its first step.
+ *   inputs (qwen3__make_inputs): the 7 input tensors of qwen3_step_io.
+ *   a layer (qwen3__layer): 18 nodes: 4 rms_norm (input, q, k, post), 7
+ *     matmul (q, k, v, o, gate, up, down), 2 rope, store_kv, attention, 2
+ *     add, swiglu. 28 tensors: 11 weights, the 2 caches, and the outputs
+ *     of the 15 nodes that make one (not the in-place ropes nor store_kv).
+ *   around the layers: 4 nodes (the embedding's get_rows, the logits rows'
+ *     get_rows, the final rms_norm, the lm_head matmul), 7 tensors (their
+ *     3 weights and 4 outputs). */
+enum {
+    QWEN3__INPUT_TENSORS = 7,
+    QWEN3__LAYER_NODES = 18,
+    QWEN3__LAYER_TENSORS = 28,
+    QWEN3__OUTER_NODES = 4,
+    QWEN3__OUTER_TENSORS = 7,
+};
+_Static_assert(QWEN3__INPUT_TENSORS * sizeof(graph_tensor *) == offsetof(qwen3_step_io, logits),
+               "qwen3__make_inputs makes one tensor per input field of qwen3_step_io");
 
+static int qwen3__pass_nodes(const qwen3_model *m)
+{
+    return QWEN3__LAYER_NODES * (int)m->cfg.n_layers + QWEN3__OUTER_NODES;
+}
 
-int qwen3_graph_tensors_max(const qwen3_model *m) { return 48 * (int)m->cfg.n_layers + 32; }
+static int qwen3__pass_tensors(const qwen3_model *m)
+{
+    return QWEN3__LAYER_TENSORS * (int)m->cfg.n_layers + QWEN3__OUTER_TENSORS;
+}
+
+int qwen3_graph_n_nodes(const qwen3_model *m, int n_passes) { return n_passes * qwen3__pass_nodes(m); }
+
+int qwen3_graph_n_tensors(const qwen3_model *m, int n_passes)
+{
+    return QWEN3__INPUT_TENSORS + n_passes * qwen3__pass_tensors(m);
+}
 
 static graph_tensor *qwen3__weight(graph *g, const qwen3_weight *w)
 {
@@ -223,6 +257,7 @@ void qwen3_step_inputs(graph *g, const qwen3_step_shape *shape, qwen3_step_io *i
 
 enc_status qwen3_build_forward(const qwen3_model *m, const kv_cache *kv, graph *g, qwen3_step_io *io)
 {
+    int n_nodes = g->n_nodes, n_tensors = g->n_tensors;
     graph_tensor *x = graph_get_rows(g, qwen3__weight(g, &m->embed), io->input_ids);
     for (int64_t l = 0; l < m->cfg.n_layers; l++) x = qwen3__layer(m, kv, g, l, x, io);
     graph_tensor *last = graph_get_rows(g, x, io->logits_indices);
@@ -230,12 +265,7 @@ enc_status qwen3_build_forward(const qwen3_model *m, const kv_cache *kv, graph *
     qwen3_weight head = m->lm_head;
     if (!head.buf) head.buf = m->embed.buf; /* tied */
     io->logits = graph_matmul(g, last, qwen3__weight(g, &head));
+    ENC_ASSERT(g->status != ENC_OK || (g->n_nodes - n_nodes == qwen3__pass_nodes(m) &&
+                                       g->n_tensors - n_tensors == qwen3__pass_tensors(m)));
     return g->status;
-}
-
-enc_status qwen3_build_step(const qwen3_model *m, const kv_cache *kv, graph *g,
-                            const qwen3_step_shape *shape, qwen3_step_io *io)
-{
-    qwen3_step_inputs(g, shape, io);
-    return qwen3_build_forward(m, kv, g, io);
 }

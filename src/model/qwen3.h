@@ -75,17 +75,16 @@ typedef struct qwen3_step_io {
     graph_tensor *logits;          /* [L, vocab] f32 (output) */
 } qwen3_step_io;
 
-/* Add one forward step to g (which must be empty): the inputs, then the
- * forward pass. */
-enc_status qwen3_build_step(const qwen3_model *m, const kv_cache *kv, graph *g,
-                            const qwen3_step_shape *shape, qwen3_step_io *io);
-/* The two halves, for graphs that run several forward passes over one set
- * of inputs (multi-step decode): add the (unbound) input tensors of a
- * shape; add one forward pass over io's inputs, setting io->logits. */
+/* A step graph, in two parts: add the (unbound) input tensors of a shape to
+ * an empty g; then add one forward pass over io's inputs, setting
+ * io->logits, once per pass (several over one set of inputs for multi-step
+ * decode). */
 void qwen3_step_inputs(graph *g, const qwen3_step_shape *shape, qwen3_step_io *io);
 enc_status qwen3_build_forward(const qwen3_model *m, const kv_cache *kv, graph *g, qwen3_step_io *io);
-/* Upper bounds of nodes and tensors of one forward pass, for graph_init. */
-int qwen3_graph_nodes_max(const qwen3_model *m);
-int qwen3_graph_tensors_max(const qwen3_model *m);
+/* The nodes and tensors of a graph holding the step inputs and n_passes
+ * forward passes, for graph_init: exactly what qwen3_step_inputs and
+ * n_passes calls of qwen3_build_forward add (asserted on every pass). */
+int qwen3_graph_n_nodes(const qwen3_model *m, int n_passes);
+int qwen3_graph_n_tensors(const qwen3_model *m, int n_passes);
 
 #endif
