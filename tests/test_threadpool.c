@@ -71,7 +71,7 @@ enum { N_STAGES = 64 };
 typedef struct chain {
     enc_threadpool *pool;
     atomic_int claimed[N_STAGES], done[N_STAGES];
-    int64_t value[N_STAGES][MAX_THREADS];
+    uint64_t value[N_STAGES][MAX_THREADS]; /* wraps: the recurrence grows as n_chunks^stage */
     int n_chunks;
 } chain;
 
@@ -85,9 +85,9 @@ static void chain_share(void *arg, int ith, int nth)
         if (s > 0) threadpool_wait_for(c->pool, &c->done[s - 1], c->n_chunks);
         int n = 0;
         do {
-            int64_t prev = 0;
+            uint64_t prev = 0;
             for (int j = 0; s > 0 && j < c->n_chunks; j++) prev += c->value[s - 1][j];
-            c->value[s][k] = prev + k + 1;
+            c->value[s][k] = prev + (uint64_t)k + 1;
             n++;
         } while ((k = atomic_fetch_add(&c->claimed[s], 1)) < c->n_chunks);
         threadpool_advance(c->pool, &c->done[s], n);
@@ -100,12 +100,12 @@ static void test_dependent_stages(int n_threads, int n_runs)
     CHECK(threadpool_create(n_threads, &c->pool) == ENC_OK);
     c->n_chunks = n_threads;
     /* the reference: the same recurrence, one thread */
-    int64_t want[N_STAGES][MAX_THREADS];
+    uint64_t want[N_STAGES][MAX_THREADS];
     for (int s = 0; s < N_STAGES; s++)
         for (int k = 0; k < c->n_chunks; k++) {
-            int64_t prev = 0;
+            uint64_t prev = 0;
             for (int j = 0; s > 0 && j < c->n_chunks; j++) prev += want[s - 1][j];
-            want[s][k] = prev + k + 1;
+            want[s][k] = prev + (uint64_t)k + 1;
         }
     for (int r = 0; r < n_runs && !check_failures; r++) {
         for (int s = 0; s < N_STAGES; s++) {
