@@ -1,7 +1,9 @@
 # encore - the two set-up commands of the README, and friends.
 #   make run   [MODEL=DIR] [PROMPT="..."]  build and generate text (demo model by default)
 #   make test                             build and run the whole suite: release,
-#                                         sanitizers (ASan+UBSan), fuzzers
+#                                         forced narrower CPU ISAs, sanitizers
+#                                         (ASan+UBSan), fuzzers; a summary says
+#                                         which stage failed
 BUILD ?= build
 BUILD_ASAN ?= build-asan
 BUILD_FUZZ ?= build-fuzz
@@ -10,7 +12,7 @@ MODEL ?= $(BUILD)/models/demo
 PROMPT ?= The capital of France is
 TOKENS ?= 48
 
-.PHONY: deps build run test test-release test-asan test-fuzz bench-model clean
+.PHONY: deps build run test test-release test-isa test-asan test-fuzz bench-model clean
 
 deps:
 	@scripts/install-deps.sh
@@ -22,10 +24,18 @@ build: deps
 run: build
 	./$(BUILD)/encore generate -m $(MODEL) -p "$(PROMPT)" -n $(TOKENS) --temperature 0
 
-test: test-release test-asan test-fuzz
+test:
+	@scripts/test-stages.sh
 
 test-release: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# The CPU tests (all but Vulkan's and the tokenizer's) once per narrower ISA.
+test-isa: build
+	@set -e; for isa in $$(scripts/isa-variants.sh); do \
+	  echo "test-isa: ENCORE_CPU_ISA=$$isa"; \
+	  ENCORE_CPU_ISA=$$isa ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE 'vulkan|tokenizer'; \
+	done
 
 test-asan: deps
 	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENCORE_SANITIZE=ON
