@@ -20,3 +20,11 @@ add_executable(test_arena_growth ${ENCORE_TESTS_DIR}/test_arena_growth.c)
 target_link_libraries(test_arena_growth PRIVATE encore_internals)
 add_test(NAME capture_arena_growth COMMAND test_arena_growth ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
 set_tests_properties(capture_arena_growth PROPERTIES FIXTURES_REQUIRED tiny_models)
+
+# One engine switched between decode modes gives the eager engine's tokens
+# and keeps a recording per step count (white-box, engine_set_decode_mode).
+add_executable(test_decode_mode ${ENCORE_TESTS_DIR}/test_decode_mode.c)
+target_link_libraries(test_decode_mode PRIVATE encore_internals)
+target_include_directories(test_decode_mode PRIVATE ${ENCORE_TESTS_DIR})
+add_test(NAME capture_decode_mode COMMAND test_decode_mode ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
+set_tests_properties(capture_decode_mode PROPERTIES FIXTURES_REQUIRED tiny_models)

@@ -46,7 +46,7 @@ void decode_slots_free(engine *e)
 {
     for (int i = 0; i < e->n_slots; i++) {
         backend_recording_free(e->be, e->slots[i].rec);
-        backend_recording_free(e->be, e->slots[i].rec_multi);
+        for (int k = 0; k <= ENGINE_MAX_DECODE_STEPS; k++) backend_recording_free(e->be, e->slots[i].rec_multi[k]);
         backend_buffer_free(e->be, e->slots[i].out_ids);
         step_inputs_free(e, &e->slots[i].in);
     }
@@ -68,15 +68,16 @@ bool decode_batch(const sched_batch *b)
  *   warm      its inputs; no recording;
  *   captured  its inputs and a recording, made at slot->generation (stale,
  *             and dropped before use, once e->generation has moved on).
- * A multi-step recording needs the inputs and out_ids, in any state but
- * cold, made at slot->multi_generation. */
+ * A multi-step recording of K steps needs the inputs and out_ids, in any
+ * state but cold, made at slot->multi_generation[K]. */
 static void decode__check_slot(const engine *e, const decode_slot *slot)
 {
     ENC_ASSERT((slot->in.buf[0] != NULL) == (slot->state != SLOT_COLD));
     ENC_ASSERT((slot->rec != NULL) == (slot->state == SLOT_CAPTURED));
     ENC_ASSERT(slot->state != SLOT_CAPTURED || slot->generation <= e->generation);
-    ENC_ASSERT(!slot->rec_multi ||
-               (slot->state != SLOT_COLD && slot->out_ids && slot->multi_generation <= e->generation));
+    for (int k = 0; k <= ENGINE_MAX_DECODE_STEPS; k++)
+        ENC_ASSERT(!slot->rec_multi[k] || (k >= 2 && k <= e->decode_steps_max && slot->state != SLOT_COLD &&
+                                           slot->out_ids && slot->multi_generation[k] <= e->generation));
 }
 
 static decode_slot *decode__slot_for(engine *e, int64_t n)
@@ -228,10 +229,11 @@ static enc_status decode__record_multi(engine *e, decode_slot *slot)
     int64_t P = slot->size, K = e->cfg.decode_steps;
     graph g;
     if (!slot->out_ids)
-        ENC_TRY(backend_buffer_alloc(e->be, (size_t)(K * P) * sizeof(int32_t), "multi-step ids", &slot->out_ids));
+        ENC_TRY(backend_buffer_alloc(e->be, (size_t)(e->decode_steps_max * P) * sizeof(int32_t), "multi-step ids",
+                                     &slot->out_ids));
     ENC_TRY(step_build_multi(e, &g, &slot->in, slot->out_ids, P));
-    ENC_TRY(decode__capture(e, &g, slot->out_ids, 0, (size_t)(K * P) * sizeof(int32_t), &slot->rec_multi));
-    slot->multi_generation = e->generation;
+    ENC_TRY(decode__capture(e, &g, slot->out_ids, 0, (size_t)(K * P) * sizeof(int32_t), &slot->rec_multi[K]));
+    slot->multi_generation[K] = e->generation;
     return ENC_OK;
 }
 
@@ -250,14 +252,14 @@ enc_status decode_slots_run_multi(engine *e, const sched_batch *b)
         ENC_ASSERT(kv_blocks_needed(&e->kv.pool, &s->table, s->n_tokens + K - 1) == 0);
     }
     step_fill_inputs(e, b); /* the block tables now hold every block decode_advance reads */
-    if (slot->rec_multi && slot->multi_generation != e->generation) {
-        backend_recording_free(e->be, slot->rec_multi);
-        slot->rec_multi = NULL;
+    if (slot->rec_multi[K] && slot->multi_generation[K] != e->generation) {
+        backend_recording_free(e->be, slot->rec_multi[K]);
+        slot->rec_multi[K] = NULL;
     }
-    if (!slot->rec_multi) ENC_TRY(decode__record_multi(e, slot));
+    if (!slot->rec_multi[K]) ENC_TRY(decode__record_multi(e, slot));
     decode__pad(e, n, slot->size);
     ENC_TRY(step_write_inputs(e, &slot->in, slot->size, slot->size, slot->size));
-    ENC_TRY(backend_replay(e->be, slot->rec_multi));
+    ENC_TRY(backend_replay(e->be, slot->rec_multi[K]));
     e->stats.n_multi_round_trips++;
     e->multi_rows = slot->size;
     return backend_buffer_read(e->be, slot->out_ids, 0, e->multi_ids,

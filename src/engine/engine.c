@@ -32,8 +32,10 @@ static enc_status engine__resolve_config(engine *e, const qwen3_config *mc)
     if (c->block_size == 0) c->block_size = 16;
     if (c->max_num_seqs == 0) c->max_num_seqs = 64;
     if (c->decode_steps == 0) c->decode_steps = 4;
-    if (c->decode_steps < 1 || c->decode_steps > 64)
-        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "decode_steps %lld out of range [1, 64]", (long long)c->decode_steps);
+    if (c->decode_steps < 1 || c->decode_steps > ENGINE_MAX_DECODE_STEPS)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "decode_steps %lld out of range [1, %d]", (long long)c->decode_steps,
+                        ENGINE_MAX_DECODE_STEPS);
+    e->decode_steps_max = c->decode_steps;
     if (c->sample_vocab == 0) c->sample_vocab = mc->vocab_size;
     if (c->sample_vocab < 1 || c->sample_vocab > mc->vocab_size)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "sample_vocab %lld out of range [1, %lld] (vocab_size)",
@@ -78,7 +80,7 @@ static enc_status engine__alloc_inputs(engine *e)
     e->logits = malloc((size_t)(L * V) * sizeof *e->logits);
     ENC_TRY(sampler_init(&e->sampler, V));
     e->batch.entries = calloc((size_t)S, sizeof *e->batch.entries);
-    e->multi_ids = malloc((size_t)(e->cfg.decode_steps * S) * sizeof *e->multi_ids);
+    e->multi_ids = malloc((size_t)(e->decode_steps_max * S) * sizeof *e->multi_ids);
     if (!e->multi_ids) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "multi-step ids");
     if (e->cfg.verify_capture) e->verify_logits = malloc((size_t)(S * V) * sizeof *e->verify_logits);
     if (!e->logits || !e->batch.entries || (e->cfg.verify_capture && !e->verify_logits))
@@ -508,3 +510,15 @@ int64_t engine_decode_weight_bytes(const engine *e) { return e->model->decode_we
 int64_t engine_kv_free_blocks(const engine *e) { return e->kv.pool.n_free; }
 double engine_device_seconds(const engine *e) { return backend_device_seconds(e->be); }
 int64_t engine_kv_total_blocks(const engine *e) { return e->kv.pool.n_blocks; }
+
+enc_status engine_set_decode_mode(engine *e, bool eager, int64_t decode_steps)
+{
+    if (engine_has_unfinished(e))
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "decode mode: cannot change while requests are unfinished");
+    if (decode_steps < 1 || decode_steps > e->decode_steps_max)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "decode_steps %lld out of range [1, %lld] (the engine's at creation)",
+                        (long long)decode_steps, (long long)e->decode_steps_max);
+    e->cfg.eager = eager;
+    e->cfg.decode_steps = decode_steps;
+    return ENC_OK;
+}

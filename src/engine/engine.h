@@ -32,6 +32,8 @@ typedef struct engine engine;
 
 enum { ENGINE_MAX_STOP_IDS = 16, ENGINE_MAX_TOP_LOGPROBS = 20 };
 
+enum { ENGINE_MAX_DECODE_STEPS = 64 }; /* the most greedy decode steps one replay may run */
+
 typedef struct engine_config {
     const char *model_dir;
     const char *device;             /* "cpu" (NULL: the same), "vulkan" or "vulkan:N"; not copied */
@@ -45,7 +47,8 @@ typedef struct engine_config {
     bool eager;                     /* run every step eagerly (no capture) */
     bool verify_capture;            /* run each replayed step eagerly too; stop at a difference */
     int64_t decode_steps;           /* greedy decode steps per replay (0: the default, 4;
-                                     * 1: one step per round trip) */
+                                     * 1: one step per round trip; at most
+                                     * ENGINE_MAX_DECODE_STEPS) */
     int64_t sample_vocab;           /* ids >= this are never sampled (those the tokenizer
                                      * does not know); 0: the whole vocabulary. Multi-step
                                      * decode stays on: a masked id the device picks is
@@ -157,6 +160,13 @@ enc_status engine_check_request(const engine *e, const engine_request_params *p)
 /* Run one scheduler step. With nothing to run it does nothing. */
 enc_status engine_step(engine *e, engine_step_stats *stats);
 bool engine_has_unfinished(const engine *e);
+/* Change how decode steps run from now on: eagerly or captured, and the
+ * greedy steps per replay, 1 to the decode_steps the engine was created
+ * with (its buffers are sized for that). Refused while a request is
+ * unfinished. A slot keeps one multi-step recording per step count, so
+ * switching back and forth records nothing new. (`encore bench` measures
+ * every mode on one engine and one copy of the weights this way.) */
+enc_status engine_set_decode_mode(engine *e, bool eager, int64_t decode_steps);
 /* Requests holding KV blocks, and those queued or preempted. */
 void engine_count_requests(const engine *e, int64_t *n_running, int64_t *n_waiting);
 

@@ -98,18 +98,21 @@ typedef struct decode_slot {
     step_inputs in;      /* persistent, rewritten in full before every replay */
     backend_recording *rec;
     size_t logits_offset; /* where the recording leaves its logits in the arena */
-    /* multi-step decode: K greedy steps per replay (recorded on first use) */
-    backend_recording *rec_multi;
-    uint64_t multi_generation;
-    backend_buffer *out_ids; /* [K, P] i32: the ids each step chose */
+    /* multi-step decode: K greedy steps per replay, one recording per K
+     * (engine_set_decode_mode changes K), each recorded on first use */
+    backend_recording *rec_multi[ENGINE_MAX_DECODE_STEPS + 1];  /* [K] */
+    uint64_t multi_generation[ENGINE_MAX_DECODE_STEPS + 1];     /* [K] */
+    backend_buffer *out_ids; /* [decode_steps_max, P] i32: the ids each step chose */
 } decode_slot;
 
 /* Who writes what. Every field is set up by engine_create and freed by
  * engine_destroy (engine.c, which leaves the arena to step_arena_init /
  * step_arena_free and the slots to decode_slots_init / decode_slots_free);
  * after creation only the file named writes it (everyone may read):
- *   engine.c        cfg, be, model, max_blocks_per_seq, logits_rows_max (at
- *                   creation only); seqs, n_seqs, cap_seqs, next_id;
+ *   engine.c        cfg, be, model, max_blocks_per_seq, logits_rows_max,
+ *                   decode_steps_max (at creation only; cfg.eager and
+ *                   cfg.decode_steps also in engine_set_decode_mode, between
+ *                   requests); seqs, n_seqs, cap_seqs, next_id;
  *                   logits_fn, logits_user; stats.n_steps and the token counts
  *   scheduler.c     batch; stats.n_preemptions and the prefix-cache counts
  *   step.c          host[] (step_fill_inputs), eager_in, arena_buf,
@@ -130,6 +133,7 @@ struct engine {
     kv_cache kv;
     int64_t max_blocks_per_seq;
     int64_t logits_rows_max;
+    int64_t decode_steps_max; /* cfg.decode_steps at creation: what buffers are sized for */
 
     engine_seq **seqs; /* every request not yet released, in arrival order */
     int64_t n_seqs, cap_seqs;

@@ -215,9 +215,9 @@ static enc_status step__plan_arena(engine *e, size_t *size)
     int64_t shapes[3][4] = {
         {e->cfg.max_num_batched_tokens, S, e->logits_rows_max, 0},
         {S, S, S, 0},                   /* the largest decode slot */
-        {S, S, S, e->cfg.decode_steps}, /* its multi-step graph */
+        {S, S, S, e->decode_steps_max}, /* its multi-step graph */
     };
-    int n_shapes = e->cfg.decode_steps > 1 ? 3 : 2;
+    int n_shapes = e->decode_steps_max > 1 ? 3 : 2;
     *size = 0;
     for (int i = 0; i < n_shapes; i++) {
         ENC_TRY(step__build(e, &g, NULL, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3],
@@ -242,7 +242,7 @@ enc_status step_arena_init(engine *e)
      * and the one-pass graphs. */
     size_t per_pass = (size_t)qwen3_graph_n_tensors(e->model, 1) * STEP__HOST_BYTES_PER_TENSOR +
                       (size_t)qwen3_graph_n_nodes(e->model, 1) * STEP__HOST_BYTES_PER_NODE;
-    ENC_TRY(arena_init(&e->graph_arena, per_pass * (size_t)(e->cfg.decode_steps + 1) + (1 << 16)));
+    ENC_TRY(arena_init(&e->graph_arena, per_pass * (size_t)(e->decode_steps_max + 1) + (1 << 16)));
     ENC_TRY(step__plan_arena(e, &e->arena_size));
     return backend_buffer_alloc(e->be, e->arena_size, "step arena", &e->arena_buf);
 }
