@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -327,6 +328,12 @@ bool cli_is_demo_model(const char *model_dir)
     bool demo = strstr(text, "\"encore_demo\": true") || strstr(text, "\"encore_demo\":true");
     free(text);
     return demo;
+}
+
+double cli_peak_rss_bytes(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss * 1024.0 : 0; /* ru_maxrss is in KiB */
 }
 
 double cli_now_seconds(void)

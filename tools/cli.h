@@ -95,5 +95,7 @@ engine *cli_engine_create(const char *cmd, const engine_config *cfg);
 bool cli_is_demo_model(const char *model_dir);
 
 double cli_now_seconds(void);
+/* The peak resident set size of this process so far, in bytes. */
+double cli_peak_rss_bytes(void);
 
 #endif

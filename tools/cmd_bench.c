@@ -5,10 +5,14 @@
  *   prefill   one prompt of --prompt-len tokens, time to its first token
  *   decode    B sequences (B = 1, 4, 16 by default) generating --gen-len
  *             greedy tokens each, timed from the step after their prefill,
- *             in four modes side by side (one engine each, runs interleaved):
- *             eager, captured (one step per replay), and captured with 4 and
- *             16 decode steps per replay
- *   roofline  STREAM-triad bandwidth / weight bytes read per decode step
+ *             in four modes side by side (runs interleaved, on one engine
+ *             and one copy of the weights: engine_set_decode_mode between
+ *             runs): eager, captured (one step per replay), and captured
+ *             with 4 and 16 decode steps per replay
+ *   roofline  read bandwidth (a read-only sum over a huge buffer, as decode
+ *             reads its weights; membw.h) / weight bytes read per decode
+ *             step; the STREAM triad is printed beside it
+ *   memory    the process's peak resident set
  *   per step  for each decode mode, the wall time of one engine step (one
  *             host round trip) split into device time (timestamps, on a
  *             device backend) and host time (the rest) */
@@ -136,7 +140,8 @@ typedef struct bench_result {
     double decode_tps[BENCH_N_MODES][BENCH_MAX_BATCHES]; /* [mode][batch] medians */
     double step_ms[BENCH_N_MODES][BENCH_MAX_BATCHES];    /* wall time of a decode step */
     double device_ms[BENCH_N_MODES][BENCH_MAX_BATCHES];  /* its device time */
-    double bandwidth_gbps;
+    membw_result bw;
+    double peak_rss_bytes;
     double bytes_per_token;
 } bench_result;
 
@@ -173,18 +178,21 @@ static bool bench__decode_once(engine *e, const bench_args *a, int64_t batch, in
 
 /* Every mode and batch size, runs interleaved so that drift in the
  * machine's speed hits all modes alike; a warm-up run first (it also
- * records the decode slots). */
-static bool bench__run_decode(engine **engines, int64_t *next_ids, const bench_args *a, bench_result *r)
+ * records the decode slots). Each (run, mode) has prompts of its own. */
+static bool bench__run_decode(engine *e, int64_t *next_id, const bench_args *a, bench_result *r)
 {
     static double v[3][BENCH_N_MODES][BENCH_MAX_BATCHES][BENCH_MAX_RUNS]; /* tps, step ms, device ms */
     for (int64_t run = -1; run < a->runs; run++)
-        for (int m = 0; m < a->n_modes; m++)
+        for (int m = 0; m < a->n_modes; m++) {
+            const bench_mode *mode = &bench_modes[a->modes[m]];
+            if (engine_set_decode_mode(e, mode->eager, mode->decode_steps) != ENC_OK) return false;
             for (int b = 0; b < a->n_batches; b++) {
                 double got[3];
-                if (!bench__decode_once(engines[m], a, a->batches[b], &next_ids[m], 100 + (uint64_t)run, got))
-                    return false;
+                uint64_t seed = 100 + (uint64_t)(run + 1) * BENCH_N_MODES + (uint64_t)m;
+                if (!bench__decode_once(e, a, a->batches[b], next_id, seed, got)) return false;
                 for (int k = 0; k < 3 && run >= 0; k++) v[k][m][b][run] = got[k];
             }
+        }
     for (int m = 0; m < a->n_modes; m++)
         for (int b = 0; b < a->n_batches; b++) {
             r->decode_tps[m][b] = bench__median(v[0][m][b], a->runs);
@@ -218,14 +226,15 @@ static void bench__print_json(const bench_args *a, const engine *e, const bench_
                    (long long)a->batches[b], r->step_ms[m][b], r->device_ms[m][b], r->step_ms[m][b] - r->device_ms[m][b]);
         printf("}");
     }
-    printf("},\"memory_bandwidth_gb_per_s\":%.2f,\"decode_bytes_per_token\":%.0f,"
-           "\"decode_roofline_tokens_per_s\":%.2f,\"decode_fraction_of_roofline\":%.3f}\n",
-           r->bandwidth_gbps, r->bytes_per_token, roofline, r->decode_tps[0][0] / roofline);
+    printf("},\"memory_read_gb_per_s\":%.2f,\"memory_triad_gb_per_s\":%.2f,\"decode_bytes_per_token\":%.0f,"
+           "\"decode_roofline_tokens_per_s\":%.2f,\"decode_fraction_of_roofline\":%.3f,\"peak_rss_bytes\":%.0f}\n",
+           r->bw.read_gbps, r->bw.triad_gbps, r->bytes_per_token, roofline, r->decode_tps[0][0] / roofline,
+           r->peak_rss_bytes);
 }
 
 static void bench__print(const bench_args *a, const engine *e, const bench_result *r)
 {
-    double roofline = r->bandwidth_gbps * 1e9 / r->bytes_per_token;
+    double roofline = r->bw.read_gbps * 1e9 / r->bytes_per_token;
     const engine_config *c = engine_get_config(e);
     if (a->json) {
         bench__print_json(a, e, r, roofline);
@@ -255,10 +264,12 @@ static void bench__print(const bench_args *a, const engine *e, const bench_resul
                    r->step_ms[m][b] - r->device_ms[m][b]);
         printf("\n");
     }
-    printf("memory bandwidth (STREAM triad): %.1f GB/s; weights read per decode step: %.1f MB\n",
-           r->bandwidth_gbps, r->bytes_per_token / 1e6);
-    printf("decode roofline: %.1f tokens/s; %s batch-%lld decode reaches %.0f%% of it\n", roofline,
-           bench_modes[a->modes[0]].name, (long long)a->batches[0], 100.0 * r->decode_tps[0][0] / roofline);
+    printf("memory bandwidth: read %.1f GB/s (read-only sum, best of 5), STREAM triad %.1f GB/s "
+           "(write-allocate counted); weights read per decode step: %.1f MB\n",
+           r->bw.read_gbps, r->bw.triad_gbps, r->bytes_per_token / 1e6);
+    printf("decode roofline (read bandwidth / weight bytes): %.1f tokens/s; %s batch-%lld decode reaches %.0f%% of it\n",
+           roofline, bench_modes[a->modes[0]].name, (long long)a->batches[0], 100.0 * r->decode_tps[0][0] / roofline);
+    printf("peak resident memory: %.2f GB\n", r->peak_rss_bytes / 1e9);
 }
 
 static bool bench__parse_modes(const char *list, bench_args *a)
@@ -328,26 +339,28 @@ int cmd_bench(int argc, char **argv)
     memset(&a, 0, sizeof a);
     int rc = bench__parse(argc, argv, &a);
     if (rc) return rc;
-    engine *engines[BENCH_N_MODES] = {0};
-    int64_t next_ids[BENCH_N_MODES] = {0};
-    for (int m = 0; m < a.n_modes && rc == 0; m++) {
-        engine_config cfg = a.cfg;
-        cfg.eager = bench_modes[a.modes[m]].eager;
-        cfg.decode_steps = bench_modes[a.modes[m]].decode_steps;
-        if (!(engines[m] = cli_engine_create("bench", &cfg))) rc = CLI_FAILED;
-    }
-    if (!rc && !a.json) fprintf(stderr, "encore bench: measuring (%lld runs per figure)...\n", (long long)a.runs);
+    /* one engine for every mode, created for the most decode steps any uses */
+    engine_config cfg = a.cfg;
+    cfg.eager = bench_modes[a.modes[0]].eager;
+    cfg.decode_steps = 1;
+    for (int m = 0; m < a.n_modes; m++)
+        if (bench_modes[a.modes[m]].decode_steps > cfg.decode_steps) cfg.decode_steps = bench_modes[a.modes[m]].decode_steps;
+    engine *e = cli_engine_create("bench", &cfg);
+    if (!e) return CLI_FAILED;
+    int64_t next_id = 0;
+    if (!a.json) fprintf(stderr, "encore bench: measuring (%lld runs per figure)...\n", (long long)a.runs);
     bench_result r = {0};
-    if (!rc && (!bench__run_prefill(engines[0], &a, &next_ids[0], &r.prefill_tps) ||
-                !bench__run_decode(engines, next_ids, &a, &r))) {
+    if (engine_set_decode_mode(e, bench_modes[a.modes[0]].eager, bench_modes[a.modes[0]].decode_steps) != ENC_OK ||
+        !bench__run_prefill(e, &a, &next_id, &r.prefill_tps) || !bench__run_decode(e, &next_id, &a, &r)) {
         cli_error("bench", "%s", enc_last_error());
         rc = CLI_FAILED;
     }
     if (!rc) {
-        r.bandwidth_gbps = membw_triad_gbps(engine_get_config(engines[0])->n_threads, 5);
-        r.bytes_per_token = (double)engine_decode_weight_bytes(engines[0]);
-        bench__print(&a, engines[0], &r);
+        r.peak_rss_bytes = cli_peak_rss_bytes(); /* before membw's own buffers */
+        r.bw = membw_measure(engine_get_config(e)->n_threads, 5);
+        r.bytes_per_token = (double)engine_decode_weight_bytes(e);
+        bench__print(&a, e, &r);
     }
-    for (int m = 0; m < a.n_modes; m++) engine_destroy(engines[m]);
+    engine_destroy(e);
     return rc;
 }
