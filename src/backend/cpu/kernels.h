@@ -1,8 +1,9 @@
 /* kernels.h - the CPU compute kernels of the Qwen3 step.
  *
- * Every kernel takes (ith, nth): it is called once by each of nth threads and
- * does the ith share of the work, so the thread pool never needs to know what
- * it runs. Layouts are row-major, outermost dimension first.
+ * Every kernel takes (ith, nth): it is called once for each share ith of nth,
+ * by whichever pool thread claims that share (one thread may run several),
+ * and does the ith share of the work, so the thread pool never needs to know
+ * what it runs. Layouts are row-major, outermost dimension first.
  *
  * Batch invariance (DESIGN principle 5): the value computed for one token
  * never depends on nth, on how many other tokens or sequences are in the
