@@ -12,7 +12,8 @@
  *   roofline  read bandwidth (a read-only sum over a huge buffer, as decode
  *             reads its weights; membw.h) / weight bytes read per decode
  *             step; the STREAM triad is printed beside it
- *   memory    the process's peak resident set
+ *   memory    the process's peak resident set (the bandwidth is measured
+ *             first, its buffers freed before the engine is made)
  *   per step  for each decode mode, the wall time of one engine step (one
  *             host round trip) split into device time (timestamps, on a
  *             device backend) and host time (the rest) */
@@ -345,19 +346,20 @@ int cmd_bench(int argc, char **argv)
     cfg.decode_steps = 1;
     for (int m = 0; m < a.n_modes; m++)
         if (bench_modes[a.modes[m]].decode_steps > cfg.decode_steps) cfg.decode_steps = bench_modes[a.modes[m]].decode_steps;
+    /* the bandwidth first, so that its buffers are gone before the weights come */
+    bench_result r = {0};
+    r.bw = membw_measure(cfg.n_threads > 0 ? cfg.n_threads : enc_cpu_count(), 5);
     engine *e = cli_engine_create("bench", &cfg);
     if (!e) return CLI_FAILED;
     int64_t next_id = 0;
     if (!a.json) fprintf(stderr, "encore bench: measuring (%lld runs per figure)...\n", (long long)a.runs);
-    bench_result r = {0};
     if (engine_set_decode_mode(e, bench_modes[a.modes[0]].eager, bench_modes[a.modes[0]].decode_steps) != ENC_OK ||
         !bench__run_prefill(e, &a, &next_id, &r.prefill_tps) || !bench__run_decode(e, &next_id, &a, &r)) {
         cli_error("bench", "%s", enc_last_error());
         rc = CLI_FAILED;
     }
     if (!rc) {
-        r.peak_rss_bytes = cli_peak_rss_bytes(); /* before membw's own buffers */
-        r.bw = membw_measure(engine_get_config(e)->n_threads, 5);
+        r.peak_rss_bytes = cli_peak_rss_bytes();
         r.bytes_per_token = (double)engine_decode_weight_bytes(e);
         bench__print(&a, e, &r);
     }
