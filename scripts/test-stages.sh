@@ -4,7 +4,8 @@
 # went; exits non-zero when any stage failed.
 #
 #   release     the release build's whole suite (build/)
-#   isa         the suite's CPU tests again with the kernels forced to each
+#   isa         the suite again (less the tokenizer tests and the Vulkan
+#               validation reruns) with the kernels forced to each
 #               narrower instruction set this CPU runs (ENCORE_CPU_ISA=avx2
 #               and scalar on an AVX-512 machine, scalar on an AVX2 one), so
 #               a machine without AVX-512 is never the first to run a path
