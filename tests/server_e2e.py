@@ -16,6 +16,9 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                max_tokens, huge body, invalid UTF-8, prompt too long, unknown
                route, wrong method) get a 4xx and OpenAI's error object; --api-key
                is enforced; the server stays healthy
+  early        refused before the body is read: a request that sends only its
+               headers (a wrong API key, an unknown route, a wrong method, a
+               Content-Length over --max-body-bytes) gets its error at once
   queue        --max-queue 1: a second request while one runs gets 503 with
                Retry-After; afterwards requests are admitted again
   disconnect   a streaming client that goes away mid-stream (and one whose
@@ -360,6 +363,63 @@ def check_errors(a):
         if status != 200 or status2 != 200:
             fail(f"--api-key: {status} {r} / health {status2}")
         print("ok: --api-key enforced on /v1, not on /health")
+
+
+def headers_only(port, head):
+    """Send a request's headers (`head`, without the blank line) and no body;
+    return (status, error object) of the reply, which must come within 5 s."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(head.encode() + b"\r\n\r\n")
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        head_raw, _, body = data.partition(b"\r\n\r\n")
+        m = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head_raw)
+        while m and len(body) < int(m.group(1)):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            body += chunk
+    except socket.timeout:
+        fail(f"no reply within 5 s to headers alone: {head.splitlines()[0]!r} ({data[:100]!r})")
+    finally:
+        s.close()
+    lines = head_raw.decode(errors="replace").splitlines()
+    if not lines:
+        fail(f"empty reply to {head.splitlines()[0]!r}")
+    try:
+        err = json.loads(body)["error"]
+    except (ValueError, KeyError, TypeError):
+        fail(f"{head.splitlines()[0]!r}: no error object: {data[:300]!r}")
+    return int(lines[0].split()[1]), err
+
+
+def check_early(a):
+    with Server(a, "--api-key", "sesame", "--max-body-bytes", "4096") as srv:
+        ok = "Authorization: Bearer sesame\r\nContent-Type: application/json"
+        host = "Host: 127.0.0.1"
+        for want, head, needle in [
+            (401, f"POST /v1/completions HTTP/1.1\r\n{host}\r\nAuthorization: Bearer nope\r\n"
+                  "Content-Type: application/json\r\nContent-Length: 100", "API key"),
+            (401, f"POST /v1/chat/completions HTTP/1.1\r\n{host}\r\nContent-Type: application/json\r\n"
+                  "Content-Length: 100", "API key"),
+            (413, f"POST /v1/completions HTTP/1.1\r\n{host}\r\n{ok}\r\nContent-Length: 1000000",
+             "larger than"),
+            (404, f"POST /v2/nothing HTTP/1.1\r\n{host}\r\n{ok}\r\nContent-Length: 100", "no route"),
+            (405, f"PUT /v1/completions HTTP/1.1\r\n{host}\r\n{ok}\r\nContent-Length: 100",
+             "not allowed"),
+        ]:
+            got, err = headers_only(srv.port, head)
+            if got != want or needle not in err.get("message", ""):
+                fail(f"{head.splitlines()[0]!r}: {got} {err}, expected {want} with {needle!r}")
+            print(f"ok {got} before the body: {err['message'][:100]}")
+        status, _, _ = srv.request("GET", "/health")
+        if status != 200:
+            fail(f"/health after early refusals: {status}")
 
 
 def open_stream(port, body):

@@ -4,10 +4,12 @@
  * Completions and chat go to generation.c.
  *
  * libmicrohttpd calls http__handle several times per request: first with
- * no data (we make an http_conn), then with each piece of the body (kept, up
- * to max_body_bytes), then once with none left (we answer). Every answer is
- * queued on that last call, except a body announced too large by its
- * Content-Length, refused at once. */
+ * the headers and no data, then with each piece of the body, then once with
+ * none left. The first call makes an http_conn and refuses what the headers
+ * already condemn (http__refuse_early: route, method, API key, a
+ * Content-Length over max_body_bytes), answering at once without reading the
+ * body; the pieces are kept (the buffer never grows past max_body_bytes + 1)
+ * and the last call answers. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -24,7 +26,8 @@ typedef struct http_conn {
     char *body;        /* the request body so far (NUL-terminated) */
     size_t len, cap;
     int too_large;     /* more than max_body_bytes came: the body was dropped */
-    int started;
+    int answered;      /* a reply is queued: later pieces are dropped */
+    int route;         /* http_route, found on the first call */
     double t_arrival;  /* http_now() when the headers came */
 } http_conn;
 
@@ -225,23 +228,40 @@ static int http__authorized(http_server *s, struct MHD_Connection *conn, http_ro
     return diff == 0;
 }
 
-static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *conn, const char *url,
-                                      const char *method, http_conn *hc)
+/* On the first call, with the headers only: 1 with err filled when the
+ * request is refused whatever its body (unknown route, wrong method, no API
+ * key, a Content-Length over the limit); else 0 with hc->route set. */
+static int http__refuse_early(http_server *s, struct MHD_Connection *conn, const char *url,
+                              const char *method, http_conn *hc, oai_error *err)
 {
-    oai_error err;
     int wrong_method;
     http_route route = http__route(url, method, &wrong_method);
     if (route == HTTP_ROUTE_NONE) {
         if (wrong_method)
-            oai_error_set(&err, 405, NULL, "method %s is not allowed on %.200s", method, url);
+            oai_error_set(err, 405, NULL, "method %.20s is not allowed on %.200s", method, url);
         else
-            oai_error_set(&err, 404, NULL, "no route %s %.200s", method, url);
-        return http_reply_error(s, conn, &err);
+            oai_error_set(err, 404, NULL, "no route %.20s %.200s", method, url);
+        return 1;
     }
     if (!http__authorized(s, conn, route)) {
-        oai_error_set(&err, 401, NULL, "invalid or missing API key (Authorization: Bearer KEY)");
-        return http_reply_error(s, conn, &err);
+        oai_error_set(err, 401, NULL, "invalid or missing API key (Authorization: Bearer KEY)");
+        return 1;
     }
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body_bytes) {
+        oai_error_set(err, 413, NULL, "the request body (%.30s bytes) is larger than %zu bytes", cl,
+                      s->cfg.max_body_bytes);
+        return 1;
+    }
+    hc->route = (int)route;
+    return 0;
+}
+
+/* On the last call, with the whole body in hc. */
+static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *conn, http_conn *hc)
+{
+    oai_error err;
+    http_route route = (http_route)hc->route;
     if (hc->too_large) {
         oai_error_set(&err, 413, NULL, "the request body is larger than %zu bytes",
                       s->cfg.max_body_bytes);
@@ -274,6 +294,33 @@ static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *con
     return gen_handle(s, conn, &req, ci ? ci->connect_fd : -1, hc->t_arrival);
 }
 
+/* Keep one piece of the body: 1, or 0 when out of memory. Past
+ * max_body_bytes the body is dropped and too_large set; the buffer's
+ * capacity stays at most max_body_bytes + 1 (the NUL). */
+static int http__append(http_server *s, http_conn *hc, const char *data, size_t n)
+{
+    size_t max = s->cfg.max_body_bytes;
+    if (hc->too_large || n > max - hc->len) {
+        hc->too_large = 1;
+        free(hc->body);
+        hc->body = NULL;
+        hc->len = hc->cap = 0;
+        return 1;
+    }
+    if (hc->len + n + 1 > hc->cap) {
+        size_t cap = (hc->len + n + 1) * 2;
+        if (cap > max + 1) cap = max + 1;
+        char *p = realloc(hc->body, cap);
+        if (!p) return 0;
+        hc->body = p;
+        hc->cap = cap;
+    }
+    memcpy(hc->body + hc->len, data, n);
+    hc->len += n;
+    hc->body[hc->len] = '\0';
+    return 1;
+}
+
 static enum MHD_Result http__handle(void *cls, struct MHD_Connection *conn, const char *url,
                                     const char *method, const char *version,
                                     const char *upload_data, size_t *upload_data_size,
@@ -287,41 +334,20 @@ static enum MHD_Result http__handle(void *cls, struct MHD_Connection *conn, cons
         if (!hc) return MHD_NO;
         hc->t_arrival = http_now();
         *con_cls = hc;
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body_bytes) {
-            oai_error err;
-            oai_error_set(&err, 413, NULL, "the request body (%s bytes) is larger than %zu bytes",
-                          cl, s->cfg.max_body_bytes);
-            hc->too_large = 1;
-            return http_reply_error(s, conn, &err);
-        }
-        return MHD_YES;
+        oai_error err;
+        if (!http__refuse_early(s, conn, url, method, hc, &err)) return MHD_YES;
+        hc->answered = 1;
+        return http_reply_error(s, conn, &err);
     }
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (hc->too_large || hc->len + n > s->cfg.max_body_bytes) {
-            hc->too_large = 1;
-            free(hc->body);
-            hc->body = NULL;
-            hc->len = hc->cap = 0;
-            return MHD_YES;
-        }
-        if (hc->len + n + 1 > hc->cap) {
-            size_t cap = (hc->len + n + 1) * 2;
-            char *p = realloc(hc->body, cap);
-            if (!p) return MHD_NO;
-            hc->body = p;
-            hc->cap = cap;
-        }
-        memcpy(hc->body + hc->len, upload_data, n);
-        hc->len += n;
-        hc->body[hc->len] = '\0';
-        return MHD_YES;
+        if (hc->answered) return MHD_YES;
+        return http__append(s, hc, upload_data, n) ? MHD_YES : MHD_NO;
     }
-    if (hc->started) return MHD_YES; /* answered already (a 413 on the first call) */
-    hc->started = 1;
-    return http__dispatch(s, conn, url, method, hc);
+    if (hc->answered) return MHD_YES;
+    hc->answered = 1;
+    return http__dispatch(s, conn, hc);
 }
 
 static void http__completed(void *cls, struct MHD_Connection *conn, void **con_cls,
