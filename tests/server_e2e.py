@@ -18,7 +18,11 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                is enforced; the server stays healthy
   early        refused before the body is read: a request that sends only its
                headers (a wrong API key, an unknown route, a wrong method, a
-               Content-Length over --max-body-bytes) gets its error at once
+               Content-Length over --max-body-bytes, a Content-Type other than
+               application/json, a foreign Host) gets its error at once
+  hosts        bound to 127.0.0.1, a Host other than localhost, 127.0.0.1 or
+               [::1] gets 421 unless --allowed-hosts names it ('*': any);
+               application/json with a charset parameter is accepted
   queue        --max-queue 1: a second request while one runs gets 503 with
                Retry-After; afterwards requests are admitted again
   disconnect   a streaming client that goes away mid-stream (and one whose
@@ -334,7 +338,8 @@ def check_errors(a):
         expect_error(srv, 405, "GET", comp, None, "not allowed")
         # a huge body sent in chunks (no Content-Length) is refused too
         s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
-        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n")
         try:
             for _ in range(20):
                 s.sendall(b"1000\r\n" + b"x" * 0x1000 + b"\r\n")
@@ -412,6 +417,12 @@ def check_early(a):
             (404, f"POST /v2/nothing HTTP/1.1\r\n{host}\r\n{ok}\r\nContent-Length: 100", "no route"),
             (405, f"PUT /v1/completions HTTP/1.1\r\n{host}\r\n{ok}\r\nContent-Length: 100",
              "not allowed"),
+            (415, f"POST /v1/completions HTTP/1.1\r\n{host}\r\nAuthorization: Bearer sesame\r\n"
+                  "Content-Type: text/plain\r\nContent-Length: 100", "application/json"),
+            (415, f"POST /tokenize HTTP/1.1\r\n{host}\r\nAuthorization: Bearer sesame\r\n"
+                  "Content-Length: 100", "application/json"),
+            (421, f"POST /v1/completions HTTP/1.1\r\nHost: evil.example:8000\r\n{ok}\r\nContent-Length: 100",
+             "evil.example"),
         ]:
             got, err = headers_only(srv.port, head)
             if got != want or needle not in err.get("message", ""):
@@ -420,6 +431,38 @@ def check_early(a):
         status, _, _ = srv.request("GET", "/health")
         if status != 200:
             fail(f"/health after early refusals: {status}")
+
+
+def check_hosts(a):
+    body = {"prompt": "hi", "max_tokens": 2, "temperature": 0}
+    with Server(a) as srv:
+        for host in ["localhost", "localhost:8000", "127.0.0.1", f"127.0.0.1:{srv.port}", "[::1]", "[::1]:80",
+                     "LocalHost"]:
+            status, _, data = srv.request("GET", "/v1/models", headers={"Host": host})
+            if status != 200:
+                fail(f"Host {host}: {status} {data[:200]!r}")
+        for host in ["evil.example", "evil.example:8000", "127.0.0.1.evil.example", "localhostx", "[::2]:80"]:
+            expect_error(srv, 421, "GET", "/v1/models", None, host, headers={"Host": host})
+        expect_error(srv, 421, "POST", "/v1/completions", body, "evil.example", headers={"Host": "evil.example"})
+        for ctype in ["application/json; charset=utf-8", "Application/JSON", "application/json ;charset=UTF-8"]:
+            status, r, _ = srv.post("/v1/completions", body, headers={"Content-Type": ctype})
+            if status != 200:
+                fail(f"Content-Type {ctype!r}: {status} {r}")
+        for ctype in ["text/plain", "application/jsonx", "application/x-www-form-urlencoded", "multipart/form-data"]:
+            expect_error(srv, 415, "POST", "/v1/completions", body, "application/json", headers={"Content-Type": ctype})
+        print("ok: loopback Host names only; application/json with parameters")
+    with Server(a, "--allowed-hosts", "llm.example.com, other.example") as srv:
+        for host in ["llm.example.com", "LLM.example.com:443", "other.example", "localhost"]:
+            status, _, data = srv.request("GET", "/v1/models", headers={"Host": host})
+            if status != 200:
+                fail(f"--allowed-hosts, Host {host}: {status} {data[:200]!r}")
+        expect_error(srv, 421, "GET", "/v1/models", None, "evil.example", headers={"Host": "evil.example"})
+        print("ok: --allowed-hosts names")
+    with Server(a, "--allowed-hosts", "*") as srv:
+        status, _, _ = srv.request("GET", "/v1/models", headers={"Host": "anything.example"})
+        if status != 200:
+            fail(f"--allowed-hosts '*': {status}")
+        print("ok: --allowed-hosts '*' accepts any Host")
 
 
 def open_stream(port, body):
@@ -598,6 +641,7 @@ def check_args(a):
     run(["-m", m, "--max-queue", "0"], 2, "--max-queue")
     run(["-m", m, "--max-body-bytes", "10"], 2, "--max-body-bytes")
     run(["-m", m, "--bogus"], 2, "--bogus")
+    run(["-m", m, "--allowed-hosts", " , "], 2, "--allowed-hosts")
     run(["-m", m, "--verify-capture"], 2, "--verify-capture")
     run(["-m", m, "--host", "no-such-host.invalid"], 1, "no-such-host.invalid")
     run(["-m", os.path.join(a.models, "nonexistent")], 1, "nonexistent")

@@ -1,6 +1,6 @@
 /* test_server_unit.c - the server's pieces that need no engine: request
  * parsing and validation, response JSON, the <think> splitter, UTF-8, and
- * the Prometheus text. JSON made here is parsed back with cJSON and checked
+ * the Prometheus text, the header checks. JSON made here is parsed back with cJSON and checked
  * field by field. */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "server/http_guard.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -440,6 +441,40 @@ static void test_metrics(void)
     metrics_destroy(&m);
 }
 
+/* --- header checks ------------------------------------------------------------------ */
+
+static void test_http_guard(void)
+{
+    CHECK(http_guard_json_type("application/json"));
+    CHECK(http_guard_json_type("application/json; charset=utf-8"));
+    CHECK(http_guard_json_type(" Application/JSON ;charset=UTF-8"));
+    CHECK(!http_guard_json_type(NULL) && !http_guard_json_type(""));
+    CHECK(!http_guard_json_type("text/plain") && !http_guard_json_type("application/jsonx"));
+    CHECK(!http_guard_json_type("application/x-www-form-urlencoded"));
+    CHECK(!http_guard_json_type("multipart/form-data; boundary=x"));
+
+    const char *ok[] = {"localhost", "localhost:8000", "LOCALHOST", "127.0.0.1", "127.0.0.1:1",
+                        "[::1]", "[::1]:8000"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) CHECK(http_guard_host(ok[i], NULL));
+    const char *bad[] = {"", ":80", "evil.example", "evil.example:80", "localhost.evil.example",
+                         "127.0.0.1.evil.example", "localhostx", "[::1", "[::1]x", "[::2]", "::1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(!http_guard_host(bad[i], NULL));
+        CHECK(!http_guard_host(bad[i], "a.example,b.example"));
+        CHECK(http_guard_host(bad[i], "a.example,*"));
+    }
+    CHECK(http_guard_host(NULL, NULL));
+    CHECK(http_guard_host("b.example:443", " a.example , B.Example "));
+    CHECK(!http_guard_host("b.example", "a.example,,c.example"));
+    CHECK(!http_guard_host("", "a.example,,"));
+    CHECK(!http_guard_host("example", "a.example"));
+
+    CHECK(http_guard_bearer("Bearer sesame", "sesame"));
+    CHECK(!http_guard_bearer(NULL, "sesame") && !http_guard_bearer("Bearer sesam", "sesame"));
+    CHECK(!http_guard_bearer("Bearer sesamee", "sesame") && !http_guard_bearer("sesame", "sesame"));
+    CHECK(!http_guard_bearer("Basic sesame", "sesame") && !http_guard_bearer("Bearer ", "sesame"));
+}
+
 int main(void)
 {
     test_completion_request();
@@ -448,6 +483,7 @@ int main(void)
     test_responses();
     test_reasoning();
     test_metrics();
+    test_http_guard();
     if (!check_failures) printf("test_server_unit: all checks passed\n");
     return check_failures != 0;
 }

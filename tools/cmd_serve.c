@@ -26,6 +26,10 @@ static const char serve_help[] =
     "                           more get 503 with Retry-After (default 256)\n"
     "  --max-body-bytes N       largest request body; larger get 413 (default 8388608)\n"
     "  --max-connections N      open connections, one thread each (default 512)\n"
+    "  --allowed-hosts LIST     Host names accepted besides localhost, 127.0.0.1 and\n"
+    "                           [::1], comma-separated, '*' for any (default none); the\n"
+    "                           Host is checked when bound to a loopback address or when\n"
+    "                           this is set (others get 421)\n"
     "  -h, --help               show this help\n\n";
 
 typedef struct serve_args {
@@ -40,6 +44,16 @@ static int serve_option(void *args, const char *cmd, int argc, char **argv, int 
     int64_t v;
     if (!strcmp(o, "--host")) return (a->http.host = cli_value(cmd, argc, argv, i)) ? 1 : -1;
     if (!strcmp(o, "--api-key")) return (a->http.api_key = cli_value(cmd, argc, argv, i)) ? 1 : -1;
+    if (!strcmp(o, "--allowed-hosts")) {
+        const char *list = cli_value(cmd, argc, argv, i);
+        if (!list) return -1;
+        if (list[strspn(list, " ,")] == '\0') {
+            cli_error(cmd, "--allowed-hosts needs at least one name (or '*')");
+            return -1;
+        }
+        a->http.allowed_hosts = list;
+        return 1;
+    }
     if (!strcmp(o, "--served-model-name"))
         return (a->http.served_model_name = cli_value(cmd, argc, argv, i)) ? 1 : -1;
     if (!strcmp(o, "--port")) {

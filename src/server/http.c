@@ -6,8 +6,8 @@
  * libmicrohttpd calls http__handle several times per request: first with
  * the headers and no data, then with each piece of the body, then once with
  * none left. The first call makes an http_conn and refuses what the headers
- * already condemn (http__refuse_early: route, method, API key, a
- * Content-Length over max_body_bytes), answering at once without reading the
+ * already condemn (http__refuse_early: route, method, Host, API key, the
+ * Content-Type of a POST, a Content-Length over max_body_bytes), answering at once without reading the
  * body; the pieces are kept (the buffer never grows past max_body_bytes + 1)
  * and the last call answers. */
 #define _GNU_SOURCE
@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "http_guard.h"
 #include "openai_response.h"
 #include "server_impl.h"
 
@@ -189,6 +190,9 @@ typedef enum http_route {
     HTTP_ROUTE_DETOKENIZE,
 } http_route;
 
+/* Every POST route takes a JSON body (http__refuse_early checks its
+ * Content-Type: a browser's cross-site form or no-cors fetch cannot send
+ * application/json without a preflight). */
 static const struct {
     const char *path, *method;
     http_route route;
@@ -215,17 +219,16 @@ static http_route http__route(const char *url, const char *method, int *wrong_me
     return HTTP_ROUTE_NONE;
 }
 
+static const char *http__header(struct MHD_Connection *conn, const char *name)
+{
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
 /* The API key, compared in constant time. /health and /metrics need none. */
 static int http__authorized(http_server *s, struct MHD_Connection *conn, http_route route)
 {
     if (!s->api_key || route == HTTP_ROUTE_HEALTH || route == HTTP_ROUTE_METRICS) return 1;
-    const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (!h || strncmp(h, "Bearer ", 7) != 0) return 0;
-    h += 7;
-    size_t n = strlen(h), k = strlen(s->api_key);
-    unsigned diff = n != k;
-    for (size_t i = 0; i < n; i++) diff |= (unsigned char)h[i] ^ (unsigned char)s->api_key[i % (k ? k : 1)];
-    return diff == 0;
+    return http_guard_bearer(http__header(conn, MHD_HTTP_HEADER_AUTHORIZATION), s->api_key);
 }
 
 /* On the first call, with the headers only: 1 with err filled when the
@@ -243,11 +246,24 @@ static int http__refuse_early(http_server *s, struct MHD_Connection *conn, const
             oai_error_set(err, 404, NULL, "no route %.20s %.200s", method, url);
         return 1;
     }
+    const char *host = http__header(conn, MHD_HTTP_HEADER_HOST);
+    if (s->check_host && !http_guard_host(host, s->allowed_hosts)) {
+        oai_error_set(err, 421, NULL,
+                      "Host '%.200s' is not accepted: this server answers localhost, 127.0.0.1, "
+                      "[::1] and the names in --allowed-hosts", host);
+        return 1;
+    }
     if (!http__authorized(s, conn, route)) {
         oai_error_set(err, 401, NULL, "invalid or missing API key (Authorization: Bearer KEY)");
         return 1;
     }
-    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *type = http__header(conn, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!strcmp(method, "POST") && !http_guard_json_type(type)) {
+        oai_error_set(err, 415, NULL, "%.200s takes Content-Type: application/json, not '%.200s'",
+                      url, type ? type : "(none)");
+        return 1;
+    }
+    const char *cl = http__header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body_bytes) {
         oai_error_set(err, 413, NULL, "the request body (%.30s bytes) is larger than %zu bytes", cl,
                       s->cfg.max_body_bytes);
@@ -382,7 +398,18 @@ static void http__free(http_server *s)
     free(s->host);
     free(s->api_key);
     free(s->model_name);
+    free(s->allowed_hosts);
     free(s);
+}
+
+/* 1 for 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104 */
+static int http__loopback(const struct sockaddr *a)
+{
+    if (a->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr) >> 24) == 127;
+    if (a->sa_family != AF_INET6) return 0;
+    const struct in6_addr *v6 = &((const struct sockaddr_in6 *)(const void *)a)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(v6) || (IN6_IS_ADDR_V4MAPPED(v6) && v6->s6_addr[12] == 127);
 }
 
 int http_server_start(encore_engine *e, const http_server_config *cfg, http_server **out,
@@ -409,6 +436,8 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
     s->cfg.host = s->host;
     s->cfg.api_key = s->api_key;
     s->cfg.served_model_name = s->model_name;
+    s->allowed_hosts = http__strdup(cfg->allowed_hosts);
+    s->cfg.allowed_hosts = s->allowed_hosts;
     s->max_model_len = info.max_model_len;
     s->has_chat_template = info.has_chat_template;
     s->created = (int64_t)time(NULL);
@@ -417,7 +446,8 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->idle, NULL);
     metrics_init(&s->metrics);
-    if (!s->host || !s->model_name || (cfg->api_key && cfg->api_key[0] && !s->api_key)) {
+    if (!s->host || !s->model_name || (cfg->api_key && cfg->api_key[0] && !s->api_key) ||
+        (cfg->allowed_hosts && !s->allowed_hosts)) {
         snprintf(err, cap, "out of memory");
         http__free(s);
         return 0;
@@ -434,6 +464,7 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
         http__free(s);
         return 0;
     }
+    s->check_host = s->allowed_hosts || http__loopback(ai->ai_addr);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     s->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, http__handle, s,
