@@ -14,6 +14,20 @@
 #include "server/openai_response.h"
 #include "server/reasoning.h"
 
+/* --- failing allocations ------------------------------------------------------------
+ * test_server_unit links with -Wl,--wrap=realloc: every realloc of the server
+ * code comes here, and fails when realloc_fail_in counts down to 0. */
+
+void *__real_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+static int realloc_fail_in = -1; /* -1: never */
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    if (realloc_fail_in >= 0 && realloc_fail_in-- == 0) return NULL;
+    return __real_realloc(p, n);
+}
+
 /* --- requests --------------------------------------------------------------------- */
 
 static int parse(const char *body, oai_kind kind, oai_request *r, oai_error *err)
@@ -382,6 +396,38 @@ static void test_reasoning(void)
     split_case("<think>a</thinx>b</think>c<think>d", "a</thinx>b", "c<think>d");
     split_case("<think>a</thi", "a</thi", "");                           /* a partial close is reasoning */
     split_case("x<think>y</think>", NULL, "x<think>y</think>");          /* only at the start */
+
+    /* a NUL byte before the close tag (the splitter takes lengths, not C strings) */
+    static const char nul[] = "<think>a\0b</think>c";
+    reasoning_split rs;
+    reasoning_init(&rs);
+    char *r = NULL, *c = NULL;
+    size_t nr = 0, nc = 0;
+    CHECK(reasoning_put(&rs, nul, sizeof nul - 1, 1, &r, &nr, &c, &nc));
+    CHECK(r && nr == 3 && !memcmp(r, "a\0b", 3) && c && nc == 1 && !strcmp(c, "c"));
+    free(r);
+    free(c);
+
+    /* out of memory right after "</think>": 0, and nothing held past the 16 bytes */
+    struct {
+        reasoning_split rs;
+        char canary[64];
+    } guarded;
+    reasoning_init(&guarded.rs);
+    memset(guarded.canary, 0x5a, sizeof guarded.canary);
+    static const char long_tail[] = "<think>x</think>then a content part much longer than sixteen bytes, "
+                                    "long enough to run past the held-back buffer";
+    r = c = NULL;
+    nr = nc = 0;
+    realloc_fail_in = 0;
+    CHECK(!reasoning_put(&guarded.rs, long_tail, sizeof long_tail - 1, 0, &r, &nr, &c, &nc));
+    realloc_fail_in = -1;
+    CHECK(guarded.rs.n_held <= sizeof guarded.rs.held);
+    int intact = 1;
+    for (size_t i = 0; i < sizeof guarded.canary; i++) intact &= guarded.canary[i] == 0x5a;
+    CHECK(intact);
+    free(r);
+    free(c);
 }
 
 /* --- metrics -------------------------------------------------------------------------- */
