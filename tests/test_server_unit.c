@@ -95,6 +95,11 @@ static void test_completion_request(void)
     oai_request_free(&r);
 
     refused("{\"max_tokens\":3}", OAI_COMPLETION, "prompt", "required");
+    /* 2^63 passes d <= (double)INT64_MAX (which rounds up to 2^63) but is no int64_t */
+    refused("{\"prompt\":\"x\",\"seed\":9223372036854775808}", OAI_COMPLETION, "seed", "must be in");
+    refused("{\"prompt\":\"x\",\"max_tokens\":9223372036854775808}", OAI_COMPLETION, "max_tokens",
+            "must be in");
+    refused("{\"prompt\":\"x\",\"seed\":1e300}", OAI_COMPLETION, "seed", "must be in");
     refused("{\"prompt\":[]}", OAI_COMPLETION, "prompt", "empty");
     refused("{\"prompt\":[\"a\",\"b\"]}", OAI_COMPLETION, "prompt", "batch");
     refused("{\"prompt\":[1,\"b\"]}", OAI_COMPLETION, "prompt", "string or an array");

@@ -82,7 +82,9 @@ static int oai__int_value(const cJSON *v, const char *name, int64_t min, int64_t
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || floor(v->valuedouble) != v->valuedouble)
         return oai_error_set(err, 400, name, "'%s' must be an integer", name);
     double d = v->valuedouble;
-    if (d < (double)min || d > (double)max)
+    /* (double)INT64_MAX rounds up to 2^63, which is no int64_t: converting
+     * it is undefined, so 2^63 and above are refused before. */
+    if (d < (double)min || d > (double)max || d >= 0x1p63)
         return oai_error_set(err, 400, name, "'%s' must be in [%lld, %lld], got %.17g", name,
                              (long long)min, (long long)max, d);
     *out = (int64_t)d;
