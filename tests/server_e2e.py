@@ -365,6 +365,9 @@ def check_errors(a):
         expect_error(srv, 401, "GET", "/v1/models", None, "API key", headers={"Authorization": "Bearer sesam"})
         status, r, _ = srv.post("/v1/completions", body, headers={"Authorization": "Bearer sesame"})
         status2, _, _ = srv.request("GET", "/health")
+        status3, _, _ = srv.request("GET", "/v1/models", headers={"Authorization": "bearer sesame"})
+        if status3 != 200:
+            fail(f"the scheme 'bearer' in lower case: {status3}")
         if status != 200 or status2 != 200:
             fail(f"--api-key: {status} {r} / health {status2}")
         print("ok: --api-key enforced on /v1, not on /health")

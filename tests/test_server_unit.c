@@ -521,6 +521,9 @@ static void test_http_guard(void)
     CHECK(!http_guard_host("example", "a.example"));
 
     CHECK(http_guard_bearer("Bearer sesame", "sesame"));
+    CHECK(http_guard_bearer("bearer sesame", "sesame") && http_guard_bearer("BEARER sesame", "sesame"));
+    CHECK(http_guard_bearer("Bearer   sesame", "sesame"));
+    CHECK(!http_guard_bearer("Bearersesame", "sesame") && !http_guard_bearer("bearer Sesame", "sesame"));
     CHECK(!http_guard_bearer(NULL, "sesame") && !http_guard_bearer("Bearer sesam", "sesame"));
     CHECK(!http_guard_bearer("Bearer sesamee", "sesame") && !http_guard_bearer("sesame", "sesame"));
     CHECK(!http_guard_bearer("Basic sesame", "sesame") && !http_guard_bearer("Bearer ", "sesame"));

@@ -60,8 +60,10 @@ int http_guard_host(const char *host, const char *allowed)
 
 int http_guard_bearer(const char *authorization, const char *key)
 {
-    if (!authorization || strncmp(authorization, "Bearer ", 7) != 0) return 0;
+    /* RFC 7235: the scheme is case-insensitive, then one or more spaces */
+    if (!authorization || strncasecmp(authorization, "Bearer ", 7) != 0) return 0;
     const char *h = authorization + 7;
+    while (*h == ' ') h++;
     size_t n = strlen(h), k = strlen(key);
     unsigned diff = n != k;
     for (size_t i = 0; i < n; i++) diff |= (unsigned char)h[i] ^ (unsigned char)key[i % (k ? k : 1)];

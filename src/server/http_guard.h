@@ -15,8 +15,8 @@ int http_guard_json_type(const char *content_type);
 int http_guard_host(const char *host, const char *allowed);
 
 /* 1 when `authorization` (the header, NULL when absent) is "Bearer KEY",
- * the scheme in any case (RFC 7235), KEY equal to `key`, compared in time
- * independent of where they differ. */
+ * the scheme in any case (RFC 7235), then one or more spaces; KEY equal to
+ * `key`, compared in time independent of where they differ. */
 int http_guard_bearer(const char *authorization, const char *key);
 
 #endif
