@@ -47,6 +47,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -371,6 +372,28 @@ def check_errors(a):
         if status != 200 or status2 != 200:
             fail(f"--api-key: {status} {r} / health {status2}")
         print("ok: --api-key enforced on /v1, not on /health")
+    with tempfile.TemporaryDirectory() as tmp:
+        keyfile = os.path.join(tmp, "key")
+        with open(keyfile, "w") as f:
+            f.write("from-file\nsecond line\n")
+        with Server(a, "--api-key-file", keyfile) as srv:
+            check_key(srv, "from-file", "--api-key-file")
+    os.environ["ENCORE_API_KEY"] = "from-env"
+    try:
+        with Server(a) as srv:
+            check_key(srv, "from-env", "ENCORE_API_KEY")
+    finally:
+        del os.environ["ENCORE_API_KEY"]
+
+
+def check_key(srv, key, how):
+    """`key` (and nothing else) opens /v1/models."""
+    expect_error(srv, 401, "GET", "/v1/models", None, "API key", headers={"Authorization": "Bearer nope"})
+    expect_error(srv, 401, "GET", "/v1/models", None, "API key", headers={"Authorization": f"Bearer {key}x"})
+    status, _, _ = srv.request("GET", "/v1/models", headers={"Authorization": f"Bearer {key}"})
+    if status != 200:
+        fail(f"{how}: the key {key!r} got {status}")
+    print(f"ok: {how} sets the key")
 
 
 def headers_only(port, head):
@@ -645,6 +668,13 @@ def check_args(a):
     run(["-m", m, "--max-body-bytes", "10"], 2, "--max-body-bytes")
     run(["-m", m, "--bogus"], 2, "--bogus")
     run(["-m", m, "--allowed-hosts", " , "], 2, "--allowed-hosts")
+    with tempfile.TemporaryDirectory() as tmp:
+        missing, empty = os.path.join(tmp, "no-such-key"), os.path.join(tmp, "empty-key")
+        open(empty, "w").close()
+        run(["-m", m, "--api-key-file", missing], 2, missing)
+        run(["-m", m, "--api-key-file", empty], 2, empty)
+        run(["-m", m, "--api-key-file", tmp], 2, tmp)
+        run(["-m", m, "--api-key", "k", "--api-key-file", empty], 2, "not both")
     run(["-m", m, "--verify-capture"], 2, "--verify-capture")
     run(["-m", m, "--host", "no-such-host.invalid"], 1, "no-such-host.invalid")
     run(["-m", os.path.join(a.models, "nonexistent")], 1, "nonexistent")
