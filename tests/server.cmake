@@ -59,7 +59,8 @@ endforeach()
 if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   set(ENCORE_SERVER_FUZZ_OUT ${PROJECT_BINARY_DIR}/fuzz)
   add_executable(fuzz_openai_request ${ENCORE_TESTS_DIR}/fuzz_openai_request.c
-                 ${PROJECT_SOURCE_DIR}/src/server/openai_request.c)
+                 ${PROJECT_SOURCE_DIR}/src/server/openai_request.c
+                 ${PROJECT_SOURCE_DIR}/src/server/json_nul.c)
   target_include_directories(fuzz_openai_request PRIVATE ${PROJECT_SOURCE_DIR}/src
                              ${PROJECT_SOURCE_DIR}/include)
   target_compile_options(fuzz_openai_request PRIVATE -fsanitize=fuzzer,address,undefined

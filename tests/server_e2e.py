@@ -324,6 +324,9 @@ def check_errors(a):
         expect_error(srv, 404, "POST", comp, {"prompt": "hi", "model": "gpt-4"}, "gpt-4")
         expect_error(srv, 400, "POST", comp, b'{"prompt": "\xff\xfe"}', "UTF-8")
         expect_error(srv, 400, "POST", comp, b'{"prompt": "\xc0\xaf"}', "UTF-8")
+        expect_error(srv, 400, "POST", comp, '{"prompt": "cut\\u0000here"}', "prompt", "U+0000")
+        expect_error(srv, 400, "POST", chat, '{"messages": [{"role": "user", "content": "a\\u0000"}]}',
+                     "messages[0].content", "U+0000")
         expect_error(srv, 400, "POST", comp, {"prompt": "word " * 300, "max_tokens": 8}, "maximum context length")
         expect_error(srv, 400, "POST", comp, {"prompt": [5] * 250, "max_tokens": 8}, "maximum context length")
         expect_error(srv, 413, "POST", comp, {"prompt": "x" * 70000}, "larger than")

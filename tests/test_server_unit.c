@@ -95,6 +95,26 @@ static void test_completion_request(void)
     oai_request_free(&r);
 
     refused("{\"max_tokens\":3}", OAI_COMPLETION, "prompt", "required");
+    /* U+0000 would cut a string short: refused, naming where it is */
+    refused("{\"prompt\":\"a\\u0000b\"}", OAI_COMPLETION, "prompt", "U+0000");
+    refused("{\"prompt\":\"x\",\"stop\":[\"ok\",\"\\u0000\"]}", OAI_COMPLETION, "stop[1]", "U+0000");
+    refused("{\"model\":\"m\\\\\",\"prompt\":\"a\\u0000\"}", OAI_COMPLETION, "prompt", "U+0000");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
+            "{\"role\":\"user\",\"content\":\"a\\u0000\"}]}", OAI_CHAT, "messages[1].content", "U+0000");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+            "{\"type\":\"text\",\"text\":\"\\u0000\"}]}]}", OAI_CHAT, "messages[0].content[1].text",
+            "U+0000");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"user\":\"\\u0000\"}", OAI_CHAT, "user",
+            "U+0000");
+    {
+        static const char raw_nul[] = "{\"prompt\":\"a\0b\"}"; /* a raw NUL byte in the string */
+        CHECK(!oai_request_parse(raw_nul, sizeof raw_nul - 1, OAI_COMPLETION, &r, &err));
+        if (err.http_status == 400) CHECK(!strcmp(err.param, "prompt") || strstr(err.message, "JSON"));
+        /* an escaped backslash then "u0000" is text, not U+0000 */
+        CHECK(parse("{\"prompt\":\"a\\\\u0000\"}", OAI_COMPLETION, &r, &err));
+        CHECK(!strcmp(r.prompt, "a\\u0000"));
+        oai_request_free(&r);
+    }
     /* 2^63 passes d <= (double)INT64_MAX (which rounds up to 2^63) but is no int64_t */
     refused("{\"prompt\":\"x\",\"seed\":9223372036854775808}", OAI_COMPLETION, "seed", "must be in");
     refused("{\"prompt\":\"x\",\"max_tokens\":9223372036854775808}", OAI_COMPLETION, "max_tokens",

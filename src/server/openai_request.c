@@ -8,6 +8,7 @@
 #include "openai_request.h"
 
 #include <cjson/cJSON.h>
+#include "json_nul.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -445,6 +446,20 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
     return oai_error_set(err, 500, NULL, "unknown request kind");
 }
 
+/* The body is an object, and none of its strings holds U+0000 (which
+ * cJSON's NUL-terminated strings would cut short, silently). */
+static int oai__check_root(const char *body, size_t len, const cJSON *root, oai_error *err)
+{
+    if (!cJSON_IsObject(root))
+        return oai_error_set(err, 400, NULL, "the request body must be a JSON object");
+    char path[sizeof err->param];
+    if (json_nul_find(body, len, root, path, sizeof path))
+        return oai_error_set(err, 400, path,
+                             "'%s' holds U+0000 (a NUL character), which encore does not accept "
+                             "in a string", path);
+    return 1;
+}
+
 int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *out, oai_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -467,9 +482,7 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *
         return oai_error_set(err, 400, NULL, "the request body is not valid JSON (near byte %zu)",
                              off);
     }
-    int ok = cJSON_IsObject(root)
-                 ? oai__parse_fields(root, out, err)
-                 : oai_error_set(err, 400, NULL, "the request body must be a JSON object");
+    int ok = oai__check_root(body, len, root, err) && oai__parse_fields(root, out, err);
     cJSON_Delete(root);
     if (!ok) oai_request_free(out);
     return ok;
