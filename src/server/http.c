@@ -7,9 +7,9 @@
  * the headers and no data, then with each piece of the body, then once with
  * none left. The first call makes an http_conn and refuses what the headers
  * already condemn (http__refuse_early: route, method, Host, API key, the
- * Content-Type of a POST, a Content-Length over max_body_bytes), answering at once without reading the
- * body; the pieces are kept (the buffer never grows past max_body_bytes + 1)
- * and the last call answers. */
+ * Content-Type of a POST, a Content-Length over max_body_bytes), answering
+ * at once without reading the body; the pieces are kept (the buffer never
+ * grows past max_body_bytes + 1) and the last call answers. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -232,8 +232,9 @@ static int http__authorized(http_server *s, struct MHD_Connection *conn, http_ro
 }
 
 /* On the first call, with the headers only: 1 with err filled when the
- * request is refused whatever its body (unknown route, wrong method, no API
- * key, a Content-Length over the limit); else 0 with hc->route set. */
+ * request is refused whatever its body (unknown route 404, wrong method 405,
+ * a Host not answered 421, no API key 401, a POST not of application/json
+ * 415, a Content-Length over the limit 413); else 0 with hc->route set. */
 static int http__refuse_early(http_server *s, struct MHD_Connection *conn, const char *url,
                               const char *method, http_conn *hc, oai_error *err)
 {

@@ -11,7 +11,8 @@
 
 static const char *http_guard__skip_space(const char *p)
 {
-    while (*p == ' ' || *p == '\t') p++;
+    while (*p == ' ' || *p == '\t')
+        p++;
     return p;
 }
 
@@ -34,8 +35,10 @@ static int http_guard__in_list(const char *name, size_t n, const char *list)
         const char *item = http_guard__skip_space(list);
         const char *end = strchr(item, ',');
         size_t len = end ? (size_t)(end - item) : strlen(item);
-        while (len && (item[len - 1] == ' ' || item[len - 1] == '\t')) len--;
-        if ((len == 1 && item[0] == '*') || (len && len == n && strncasecmp(item, name, n) == 0)) return 1;
+        while (len && (item[len - 1] == ' ' || item[len - 1] == '\t'))
+            len--;
+        if ((len == 1 && item[0] == '*') || (len && len == n && strncasecmp(item, name, n) == 0))
+            return 1;
         list = end ? end + 1 : NULL;
     }
     return 0;
@@ -63,9 +66,11 @@ int http_guard_bearer(const char *authorization, const char *key)
     /* RFC 7235: the scheme is case-insensitive, then one or more spaces */
     if (!authorization || strncasecmp(authorization, "Bearer ", 7) != 0) return 0;
     const char *h = authorization + 7;
-    while (*h == ' ') h++;
+    while (*h == ' ')
+        h++;
     size_t n = strlen(h), k = strlen(key);
     unsigned diff = n != k;
-    for (size_t i = 0; i < n; i++) diff |= (unsigned char)h[i] ^ (unsigned char)key[i % (k ? k : 1)];
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)h[i] ^ (unsigned char)key[i % (k ? k : 1)];
     return diff == 0;
 }

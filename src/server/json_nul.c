@@ -36,7 +36,8 @@ static void json_nul__append(char *path, size_t cap, size_t *at, const char *fmt
                              int i)
 {
     if (*at >= cap) return;
-    int n = key ? snprintf(path + *at, cap - *at, fmt, key) : snprintf(path + *at, cap - *at, fmt, i);
+    int n =
+        key ? snprintf(path + *at, cap - *at, fmt, key) : snprintf(path + *at, cap - *at, fmt, i);
     if (n > 0) *at += (size_t)n < cap - *at ? (size_t)n : cap - *at - 1;
 }
 
