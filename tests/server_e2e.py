@@ -23,6 +23,10 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
   hosts        bound to 127.0.0.1, a Host other than localhost, 127.0.0.1 or
                [::1] gets 421 unless --allowed-hosts names it ('*': any);
                application/json with a charset parameter is accepted
+  failures     ENCORE_FAULT_STEPS=3 makes the engine's first three steps fail:
+               each request they end gets 500 (a stream, an SSE error event),
+               /health says 503 after them and /metrics counts them; the next
+               request succeeds and /health is 200 again
   queue        --max-queue 1: a second request while one runs gets 503 with
                Retry-After; afterwards requests are admitted again
   disconnect   a streaming client that goes away mid-stream (and one whose
@@ -492,6 +496,50 @@ def check_hosts(a):
         if status != 200:
             fail(f"--allowed-hosts '*': {status}")
         print("ok: --allowed-hosts '*' accepts any Host")
+
+
+def wait_health(srv, want, seconds=5):
+    """/health until it says `want` (the engine's stats are published just
+    after the callbacks of a step); returns the last (status, body)."""
+    deadline = time.time() + seconds
+    while True:
+        status, _, data = srv.request("GET", "/health")
+        if status == want or time.time() > deadline:
+            return status, data
+        time.sleep(0.02)
+
+
+def check_failures(a):
+    os.environ["ENCORE_FAULT_STEPS"] = "3"
+    try:
+        server = Server(a)
+    finally:
+        del os.environ["ENCORE_FAULT_STEPS"]
+    with server as srv:
+        comp = {"prompt": "hi", "max_tokens": 4, "temperature": 0}
+        expect_error(srv, 500, "POST", "/v1/completions", comp, "failed in the engine")
+        p = subprocess.run(["curl", "--noproxy", "*", "-sS", "-N", "--max-time", "60",
+                            "-H", "Content-Type: application/json", "-d", json.dumps(dict(comp, stream=True)),
+                            f"http://127.0.0.1:{srv.port}/v1/completions"], capture_output=True, timeout=90)
+        raw = p.stdout.decode()
+        m = re.search(r"(?m)^event: error\ndata: (.*)$", raw)
+        if not m or "failed in the engine" not in json.loads(m.group(1))["error"]["message"] \
+                or not raw.endswith("data: [DONE]\n\n"):
+            fail(f"stream after a failed step: {raw[-400:]!r}")
+        print("ok: a stream ended by a failed step gets an SSE error event")
+        chat = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+        expect_error(srv, 500, "POST", "/v1/chat/completions", chat, "failed in the engine")
+        status, data = wait_health(srv, 503)
+        failures = srv.metric("encore_engine_step_failures_total")
+        errors = srv.metric("encore_request_success_total", ',finished_reason="error"')
+        if status != 503 or failures != 3 or errors != 3:
+            fail(f"after 3 failed steps: /health {status} {data!r}, step failures {failures}, errors {errors}")
+        print(f"ok: /health 503 after three failed steps: {data.decode().strip()}")
+        status, r, _ = srv.post("/v1/completions", comp)
+        status2, _ = wait_health(srv, 200)
+        if status != 200 or status2 != 200:
+            fail(f"after a good step: {status} {r}, /health {status2}")
+        print("ok: healthy again after a step that works")
 
 
 def open_stream(port, body):

@@ -109,6 +109,24 @@ void http_error_from_encore(oai_error *err, encore_status st, const char *what)
 
 /* --- the small endpoints ------------------------------------------------------ */
 
+enum { HTTP_UNHEALTHY_STEP_FAILURES = 3 }; /* failed engine steps in a row: /health 503 */
+
+/* 200 when up; 503 once HTTP_UNHEALTHY_STEP_FAILURES engine steps in a row
+ * have failed, until one works again. */
+static enum MHD_Result http__health(http_server *s, struct MHD_Connection *conn)
+{
+    encore_stats st;
+    memset(&st, 0, sizeof st);
+    if (encore_get_stats(s->engine, &st) == ENCORE_OK &&
+        st.n_step_failures_in_a_row < HTTP_UNHEALTHY_STEP_FAILURES)
+        return http__reply(conn, MHD_HTTP_OK, "text/plain", calloc(1, 1), NULL, NULL);
+    char *body = malloc(128);
+    if (body)
+        snprintf(body, 128, "unhealthy: the last %lld engine steps failed\n",
+                 (long long)st.n_step_failures_in_a_row);
+    return http__reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", body, NULL, NULL);
+}
+
 static enum MHD_Result http__metrics(http_server *s, struct MHD_Connection *conn)
 {
     encore_stats st;
@@ -286,7 +304,7 @@ static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *con
     }
     switch (route) {
     case HTTP_ROUTE_HEALTH:
-        return http__reply(conn, MHD_HTTP_OK, "text/plain", calloc(1, 1), NULL, NULL);
+        return http__health(s, conn);
     case HTTP_ROUTE_METRICS:
         return http__metrics(s, conn);
     case HTTP_ROUTE_MODELS:
