@@ -466,11 +466,13 @@ static void test_metrics(void)
     metrics_observe_itl(&m, 0.08, 4); /* 4 tokens, 0.02 s apart */
     metrics_observe_finish(&m, "stop", 1.0);
     metrics_observe_finish(&m, "abort", 1.0);
+    metrics_observe_finish(&m, "error", 1.0);
+    metrics_observe_finish(&m, "error", 1.0);
     metrics_count_error(&m);
     encore_stats st = {.n_running = 2, .n_waiting = 3, .kv_blocks_total = 100, .kv_blocks_used = 25,
                        .prefix_queries_tokens = 200, .prefix_hit_tokens = 50, .prompt_tokens = 7,
                        .output_tokens = 9, .n_eager_steps = 4, .n_replays = 11, .n_captures = 2,
-                       .n_multi_round_trips = 5};
+                       .n_multi_round_trips = 5, .n_step_failures = 6};
     char *t = metrics_render(&m, &st, "ti\"ny");
     CHECK(t != NULL);
     if (!t) return;
@@ -496,6 +498,8 @@ static void test_metrics(void)
         "encore_inter_token_latency_seconds_count{model_name=\"ti\\\"ny\"} 4\n",
         "encore_request_success_total{model_name=\"ti\\\"ny\",finished_reason=\"stop\"} 1\n",
         "encore_request_success_total{model_name=\"ti\\\"ny\",finished_reason=\"abort\"} 1\n",
+        "encore_request_success_total{model_name=\"ti\\\"ny\",finished_reason=\"error\"} 2\n",
+        "encore_engine_step_failures_total{model_name=\"ti\\\"ny\"} 6\n",
         "encore_http_request_errors_total{model_name=\"ti\\\"ny\"} 1\n",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
