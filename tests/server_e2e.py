@@ -429,6 +429,9 @@ def headers_only(port, head):
     lines = head_raw.decode(errors="replace").splitlines()
     if not lines:
         fail(f"empty reply to {head.splitlines()[0]!r}")
+    # the body was not read: the connection must not take its bytes for a next request
+    if "connection: close" not in [x.lower() for x in lines[1:]]:
+        fail(f"{head.splitlines()[0]!r}: answered early without Connection: close: {lines}")
     try:
         err = json.loads(body)["error"]
     except (ValueError, KeyError, TypeError):
