@@ -142,7 +142,10 @@ typedef struct encore_output {
                                  * text that may begin a stop string is held back */
     size_t text_len;
     int finished;
-    const char *finish_reason;  /* once finished: "stop", "length" or "abort" */
+    const char *finish_reason;  /* once finished: "stop", "length", "abort" (cancelled, or the
+                                 * engine destroyed) or "error" (the engine failed: a step,
+                                 * adding the request, or its text; encore_last_error is not
+                                 * set on this thread, the log says why) */
     const char *stop_string;    /* the stop string that matched, else NULL */
     int32_t stop_token_id;      /* the id of stop_token_ids that ended it (not an EOS), else -1 */
     size_t n_prompt_tokens;
@@ -184,6 +187,9 @@ typedef struct encore_stats {
                                            * recomputed after preemption count again) */
     int64_t n_finished;                   /* requests */
     int64_t n_steps, n_eager_steps, n_captures, n_replays, n_multi_round_trips;
+    int64_t n_step_failures;              /* steps that failed (each ended its requests
+                                           * with "error") */
+    int64_t n_step_failures_in_a_row;     /* failed steps since the last one that worked */
 } encore_stats;
 
 ENCORE_API encore_status encore_get_stats(encore_engine *e, encore_stats *out);

@@ -59,7 +59,8 @@ console.log(`ok completions: ${JSON.stringify(comp.choices[0].text)}`);
 
 // completions from token ids give the same text as from the string
 const tok = await (await fetch(baseURL.replace(/\/v1$/, '') + '/tokenize', {
-  method: 'POST', body: JSON.stringify({ prompt: 'The capital of France is' }),
+  method: 'POST', headers: { 'Content-Type': 'application/json' },
+  body: JSON.stringify({ prompt: 'The capital of France is' }),
 })).json();
 const byIds = await client.completions.create({ ...greedy, prompt: tok.tokens, max_tokens: 10 });
 check(byIds.choices[0].text === comp.choices[0].text, 'completions from token ids', [byIds, comp]);

@@ -2,10 +2,11 @@
 #
 #   test_server_unit   request parsing and validation, response and chunk JSON,
 #                      the error object, the <think> splitter at every split
-#                      point, UTF-8 checks, the Prometheus text
+#                      point, UTF-8 checks, the Prometheus text, the header
+#                      checks (Content-Type, Host, Bearer)
 #   server_<check>     end to end over 127.0.0.1 (tests/server_e2e.py, one server
 #                      per check on a port of its own): sse, endpoints, errors,
-#                      queue, disconnect, concurrency, args, bench (`encore bench
+#                      early, hosts, failures, queue, disconnect, concurrency, args, bench (`encore bench
 #                      serve` against it: its counts equal the server's counters)
 # Labelled "network" (npm installs the official `openai` package into the build
 # tree; offline, server_npm_install fails and the two tests after it do not run,
@@ -19,12 +20,14 @@
 add_executable(test_server_unit ${ENCORE_TESTS_DIR}/test_server_unit.c)
 target_link_libraries(test_server_unit PRIVATE encore_server encore_internals)
 target_include_directories(test_server_unit PRIVATE ${ENCORE_TESTS_DIR})
+# the test makes chosen reallocs fail (out-of-memory paths)
+target_link_options(test_server_unit PRIVATE -Wl,--wrap=realloc)
 add_test(NAME test_server_unit COMMAND test_server_unit)
 set_tests_properties(test_server_unit PROPERTIES LABELS server)
 
 set(ENCORE_SERVER_E2E ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_e2e.py --encore $<TARGET_FILE:encore>
                       --models ${ENCORE_MODELS_DIR})
-foreach(check sse endpoints errors queue disconnect concurrency args bench)
+foreach(check sse endpoints errors early hosts failures queue disconnect concurrency args bench)
   add_test(NAME server_${check} COMMAND ${ENCORE_SERVER_E2E} ${check})
   set_tests_properties(server_${check} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300
                        LABELS server)
@@ -56,7 +59,8 @@ endforeach()
 if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   set(ENCORE_SERVER_FUZZ_OUT ${PROJECT_BINARY_DIR}/fuzz)
   add_executable(fuzz_openai_request ${ENCORE_TESTS_DIR}/fuzz_openai_request.c
-                 ${PROJECT_SOURCE_DIR}/src/server/openai_request.c)
+                 ${PROJECT_SOURCE_DIR}/src/server/openai_request.c
+                 ${PROJECT_SOURCE_DIR}/src/server/json_nul.c)
   target_include_directories(fuzz_openai_request PRIVATE ${PROJECT_SOURCE_DIR}/src
                              ${PROJECT_SOURCE_DIR}/include)
   target_compile_options(fuzz_openai_request PRIVATE -fsanitize=fuzzer,address,undefined

@@ -16,6 +16,17 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                max_tokens, huge body, invalid UTF-8, prompt too long, unknown
                route, wrong method) get a 4xx and OpenAI's error object; --api-key
                is enforced; the server stays healthy
+  early        refused before the body is read: a request that sends only its
+               headers (a wrong API key, an unknown route, a wrong method, a
+               Content-Length over --max-body-bytes, a Content-Type other than
+               application/json, a foreign Host) gets its error at once
+  hosts        bound to 127.0.0.1, a Host other than localhost, 127.0.0.1 or
+               [::1] gets 421 unless --allowed-hosts names it ('*': any);
+               application/json with a charset parameter is accepted
+  failures     ENCORE_FAULT_STEPS=3 makes the engine's first three steps fail:
+               each request they end gets 500 (a stream, an SSE error event),
+               /health says 503 after them and /metrics counts them; the next
+               request succeeds and /health is 200 again
   queue        --max-queue 1: a second request while one runs gets 503 with
                Retry-After; afterwards requests are admitted again
   disconnect   a streaming client that goes away mid-stream (and one whose
@@ -40,6 +51,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -316,6 +328,9 @@ def check_errors(a):
         expect_error(srv, 404, "POST", comp, {"prompt": "hi", "model": "gpt-4"}, "gpt-4")
         expect_error(srv, 400, "POST", comp, b'{"prompt": "\xff\xfe"}', "UTF-8")
         expect_error(srv, 400, "POST", comp, b'{"prompt": "\xc0\xaf"}', "UTF-8")
+        expect_error(srv, 400, "POST", comp, '{"prompt": "cut\\u0000here"}', "prompt", "U+0000")
+        expect_error(srv, 400, "POST", chat, '{"messages": [{"role": "user", "content": "a\\u0000"}]}',
+                     "messages[0].content", "U+0000")
         expect_error(srv, 400, "POST", comp, {"prompt": "word " * 300, "max_tokens": 8}, "maximum context length")
         expect_error(srv, 400, "POST", comp, {"prompt": [5] * 250, "max_tokens": 8}, "maximum context length")
         expect_error(srv, 413, "POST", comp, {"prompt": "x" * 70000}, "larger than")
@@ -331,7 +346,8 @@ def check_errors(a):
         expect_error(srv, 405, "GET", comp, None, "not allowed")
         # a huge body sent in chunks (no Content-Length) is refused too
         s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
-        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n")
         try:
             for _ in range(20):
                 s.sendall(b"1000\r\n" + b"x" * 0x1000 + b"\r\n")
@@ -357,9 +373,176 @@ def check_errors(a):
         expect_error(srv, 401, "GET", "/v1/models", None, "API key", headers={"Authorization": "Bearer sesam"})
         status, r, _ = srv.post("/v1/completions", body, headers={"Authorization": "Bearer sesame"})
         status2, _, _ = srv.request("GET", "/health")
+        status3, _, _ = srv.request("GET", "/v1/models", headers={"Authorization": "bearer sesame"})
+        if status3 != 200:
+            fail(f"the scheme 'bearer' in lower case: {status3}")
         if status != 200 or status2 != 200:
             fail(f"--api-key: {status} {r} / health {status2}")
         print("ok: --api-key enforced on /v1, not on /health")
+    with tempfile.TemporaryDirectory() as tmp:
+        keyfile = os.path.join(tmp, "key")
+        with open(keyfile, "w") as f:
+            f.write("from-file\nsecond line\n")
+        with Server(a, "--api-key-file", keyfile) as srv:
+            check_key(srv, "from-file", "--api-key-file")
+    os.environ["ENCORE_API_KEY"] = "from-env"
+    try:
+        with Server(a) as srv:
+            check_key(srv, "from-env", "ENCORE_API_KEY")
+    finally:
+        del os.environ["ENCORE_API_KEY"]
+
+
+def check_key(srv, key, how):
+    """`key` (and nothing else) opens /v1/models."""
+    expect_error(srv, 401, "GET", "/v1/models", None, "API key", headers={"Authorization": "Bearer nope"})
+    expect_error(srv, 401, "GET", "/v1/models", None, "API key", headers={"Authorization": f"Bearer {key}x"})
+    status, _, _ = srv.request("GET", "/v1/models", headers={"Authorization": f"Bearer {key}"})
+    if status != 200:
+        fail(f"{how}: the key {key!r} got {status}")
+    print(f"ok: {how} sets the key")
+
+
+def headers_only(port, head):
+    """Send a request's headers (`head`, without the blank line) and no body;
+    return (status, error object) of the reply, which must come within 5 s."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(head.encode() + b"\r\n\r\n")
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        head_raw, _, body = data.partition(b"\r\n\r\n")
+        m = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head_raw)
+        while m and len(body) < int(m.group(1)):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            body += chunk
+    except socket.timeout:
+        fail(f"no reply within 5 s to headers alone: {head.splitlines()[0]!r} ({data[:100]!r})")
+    finally:
+        s.close()
+    lines = head_raw.decode(errors="replace").splitlines()
+    if not lines:
+        fail(f"empty reply to {head.splitlines()[0]!r}")
+    # the body was not read: the connection must not take its bytes for a next request
+    if "connection: close" not in [x.lower() for x in lines[1:]]:
+        fail(f"{head.splitlines()[0]!r}: answered early without Connection: close: {lines}")
+    try:
+        err = json.loads(body)["error"]
+    except (ValueError, KeyError, TypeError):
+        fail(f"{head.splitlines()[0]!r}: no error object: {data[:300]!r}")
+    return int(lines[0].split()[1]), err
+
+
+def check_early(a):
+    with Server(a, "--api-key", "sesame", "--max-body-bytes", "4096") as srv:
+        ok = "Authorization: Bearer sesame\r\nContent-Type: application/json"
+        host = "Host: 127.0.0.1"
+        for want, head, needle in [
+            (401, f"POST /v1/completions HTTP/1.1\r\n{host}\r\nAuthorization: Bearer nope\r\n"
+                  "Content-Type: application/json\r\nContent-Length: 100", "API key"),
+            (401, f"POST /v1/chat/completions HTTP/1.1\r\n{host}\r\nContent-Type: application/json\r\n"
+                  "Content-Length: 100", "API key"),
+            (413, f"POST /v1/completions HTTP/1.1\r\n{host}\r\n{ok}\r\nContent-Length: 1000000",
+             "larger than"),
+            (404, f"POST /v2/nothing HTTP/1.1\r\n{host}\r\n{ok}\r\nContent-Length: 100", "no route"),
+            (405, f"PUT /v1/completions HTTP/1.1\r\n{host}\r\n{ok}\r\nContent-Length: 100",
+             "not allowed"),
+            (415, f"POST /v1/completions HTTP/1.1\r\n{host}\r\nAuthorization: Bearer sesame\r\n"
+                  "Content-Type: text/plain\r\nContent-Length: 100", "application/json"),
+            (415, f"POST /tokenize HTTP/1.1\r\n{host}\r\nAuthorization: Bearer sesame\r\n"
+                  "Content-Length: 100", "application/json"),
+            (421, f"POST /v1/completions HTTP/1.1\r\nHost: evil.example:8000\r\n{ok}\r\nContent-Length: 100",
+             "evil.example"),
+        ]:
+            got, err = headers_only(srv.port, head)
+            if got != want or needle not in err.get("message", ""):
+                fail(f"{head.splitlines()[0]!r}: {got} {err}, expected {want} with {needle!r}")
+            print(f"ok {got} before the body: {err['message'][:100]}")
+        status, _, _ = srv.request("GET", "/health")
+        if status != 200:
+            fail(f"/health after early refusals: {status}")
+
+
+def check_hosts(a):
+    body = {"prompt": "hi", "max_tokens": 2, "temperature": 0}
+    with Server(a) as srv:
+        for host in ["localhost", "localhost:8000", "127.0.0.1", f"127.0.0.1:{srv.port}", "[::1]", "[::1]:80",
+                     "LocalHost"]:
+            status, _, data = srv.request("GET", "/v1/models", headers={"Host": host})
+            if status != 200:
+                fail(f"Host {host}: {status} {data[:200]!r}")
+        for host in ["evil.example", "evil.example:8000", "127.0.0.1.evil.example", "localhostx", "[::2]:80"]:
+            expect_error(srv, 421, "GET", "/v1/models", None, host, headers={"Host": host})
+        expect_error(srv, 421, "POST", "/v1/completions", body, "evil.example", headers={"Host": "evil.example"})
+        for ctype in ["application/json; charset=utf-8", "Application/JSON", "application/json ;charset=UTF-8"]:
+            status, r, _ = srv.post("/v1/completions", body, headers={"Content-Type": ctype})
+            if status != 200:
+                fail(f"Content-Type {ctype!r}: {status} {r}")
+        for ctype in ["text/plain", "application/jsonx", "application/x-www-form-urlencoded", "multipart/form-data"]:
+            expect_error(srv, 415, "POST", "/v1/completions", body, "application/json", headers={"Content-Type": ctype})
+        print("ok: loopback Host names only; application/json with parameters")
+    with Server(a, "--allowed-hosts", "llm.example.com, other.example") as srv:
+        for host in ["llm.example.com", "LLM.example.com:443", "other.example", "localhost"]:
+            status, _, data = srv.request("GET", "/v1/models", headers={"Host": host})
+            if status != 200:
+                fail(f"--allowed-hosts, Host {host}: {status} {data[:200]!r}")
+        expect_error(srv, 421, "GET", "/v1/models", None, "evil.example", headers={"Host": "evil.example"})
+        print("ok: --allowed-hosts names")
+    with Server(a, "--allowed-hosts", "*") as srv:
+        status, _, _ = srv.request("GET", "/v1/models", headers={"Host": "anything.example"})
+        if status != 200:
+            fail(f"--allowed-hosts '*': {status}")
+        print("ok: --allowed-hosts '*' accepts any Host")
+
+
+def wait_health(srv, want, seconds=5):
+    """/health until it says `want` (the engine's stats are published just
+    after the callbacks of a step); returns the last (status, body)."""
+    deadline = time.time() + seconds
+    while True:
+        status, _, data = srv.request("GET", "/health")
+        if status == want or time.time() > deadline:
+            return status, data
+        time.sleep(0.02)
+
+
+def check_failures(a):
+    os.environ["ENCORE_FAULT_STEPS"] = "3"
+    try:
+        server = Server(a)
+    finally:
+        del os.environ["ENCORE_FAULT_STEPS"]
+    with server as srv:
+        comp = {"prompt": "hi", "max_tokens": 4, "temperature": 0}
+        expect_error(srv, 500, "POST", "/v1/completions", comp, "failed in the engine")
+        p = subprocess.run(["curl", "--noproxy", "*", "-sS", "-N", "--max-time", "60",
+                            "-H", "Content-Type: application/json", "-d", json.dumps(dict(comp, stream=True)),
+                            f"http://127.0.0.1:{srv.port}/v1/completions"], capture_output=True, timeout=90)
+        raw = p.stdout.decode()
+        m = re.search(r"(?m)^event: error\ndata: (.*)$", raw)
+        if not m or "failed in the engine" not in json.loads(m.group(1))["error"]["message"] \
+                or not raw.endswith("data: [DONE]\n\n"):
+            fail(f"stream after a failed step: {raw[-400:]!r}")
+        print("ok: a stream ended by a failed step gets an SSE error event")
+        chat = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+        expect_error(srv, 500, "POST", "/v1/chat/completions", chat, "failed in the engine")
+        status, data = wait_health(srv, 503)
+        failures = srv.metric("encore_engine_step_failures_total")
+        errors = srv.metric("encore_request_success_total", ',finished_reason="error"')
+        if status != 503 or failures != 3 or errors != 3:
+            fail(f"after 3 failed steps: /health {status} {data!r}, step failures {failures}, errors {errors}")
+        print(f"ok: /health 503 after three failed steps: {data.decode().strip()}")
+        status, r, _ = srv.post("/v1/completions", comp)
+        status2, _ = wait_health(srv, 200)
+        if status != 200 or status2 != 200:
+            fail(f"after a good step: {status} {r}, /health {status2}")
+        print("ok: healthy again after a step that works")
 
 
 def open_stream(port, body):
@@ -545,6 +728,14 @@ def check_args(a):
     run(["-m", m, "--max-queue", "0"], 2, "--max-queue")
     run(["-m", m, "--max-body-bytes", "10"], 2, "--max-body-bytes")
     run(["-m", m, "--bogus"], 2, "--bogus")
+    run(["-m", m, "--allowed-hosts", " , "], 2, "--allowed-hosts")
+    with tempfile.TemporaryDirectory() as tmp:
+        missing, empty = os.path.join(tmp, "no-such-key"), os.path.join(tmp, "empty-key")
+        open(empty, "w").close()
+        run(["-m", m, "--api-key-file", missing], 2, missing)
+        run(["-m", m, "--api-key-file", empty], 2, empty)
+        run(["-m", m, "--api-key-file", tmp], 2, tmp)
+        run(["-m", m, "--api-key", "k", "--api-key-file", empty], 2, "not both")
     run(["-m", m, "--verify-capture"], 2, "--verify-capture")
     run(["-m", m, "--host", "no-such-host.invalid"], 1, "no-such-host.invalid")
     run(["-m", os.path.join(a.models, "nonexistent")], 1, "nonexistent")

@@ -1,6 +1,6 @@
 /* test_server_unit.c - the server's pieces that need no engine: request
  * parsing and validation, response JSON, the <think> splitter, UTF-8, and
- * the Prometheus text. JSON made here is parsed back with cJSON and checked
+ * the Prometheus text, the header checks. JSON made here is parsed back with cJSON and checked
  * field by field. */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -8,10 +8,25 @@
 #include <string.h>
 
 #include "check.h"
+#include "server/http_guard.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/reasoning.h"
+
+/* --- failing allocations ------------------------------------------------------------
+ * test_server_unit links with -Wl,--wrap=realloc: every realloc of the server
+ * code comes here, and fails when realloc_fail_in counts down to 0. */
+
+void *__real_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+static int realloc_fail_in = -1; /* -1: never */
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    if (realloc_fail_in >= 0 && realloc_fail_in-- == 0) return NULL;
+    return __real_realloc(p, n);
+}
 
 /* --- requests --------------------------------------------------------------------- */
 
@@ -80,6 +95,31 @@ static void test_completion_request(void)
     oai_request_free(&r);
 
     refused("{\"max_tokens\":3}", OAI_COMPLETION, "prompt", "required");
+    /* U+0000 would cut a string short: refused, naming where it is */
+    refused("{\"prompt\":\"a\\u0000b\"}", OAI_COMPLETION, "prompt", "U+0000");
+    refused("{\"prompt\":\"x\",\"stop\":[\"ok\",\"\\u0000\"]}", OAI_COMPLETION, "stop[1]", "U+0000");
+    refused("{\"model\":\"m\\\\\",\"prompt\":\"a\\u0000\"}", OAI_COMPLETION, "prompt", "U+0000");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
+            "{\"role\":\"user\",\"content\":\"a\\u0000\"}]}", OAI_CHAT, "messages[1].content", "U+0000");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+            "{\"type\":\"text\",\"text\":\"\\u0000\"}]}]}", OAI_CHAT, "messages[0].content[1].text",
+            "U+0000");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"user\":\"\\u0000\"}", OAI_CHAT, "user",
+            "U+0000");
+    {
+        static const char raw_nul[] = "{\"prompt\":\"a\0b\"}"; /* a raw NUL byte in the string */
+        CHECK(!oai_request_parse(raw_nul, sizeof raw_nul - 1, OAI_COMPLETION, &r, &err));
+        if (err.http_status == 400) CHECK(!strcmp(err.param, "prompt") || strstr(err.message, "JSON"));
+        /* an escaped backslash then "u0000" is text, not U+0000 */
+        CHECK(parse("{\"prompt\":\"a\\\\u0000\"}", OAI_COMPLETION, &r, &err));
+        CHECK(!strcmp(r.prompt, "a\\u0000"));
+        oai_request_free(&r);
+    }
+    /* 2^63 passes d <= (double)INT64_MAX (which rounds up to 2^63) but is no int64_t */
+    refused("{\"prompt\":\"x\",\"seed\":9223372036854775808}", OAI_COMPLETION, "seed", "must be in");
+    refused("{\"prompt\":\"x\",\"max_tokens\":9223372036854775808}", OAI_COMPLETION, "max_tokens",
+            "must be in");
+    refused("{\"prompt\":\"x\",\"seed\":1e300}", OAI_COMPLETION, "seed", "must be in");
     refused("{\"prompt\":[]}", OAI_COMPLETION, "prompt", "empty");
     refused("{\"prompt\":[\"a\",\"b\"]}", OAI_COMPLETION, "prompt", "batch");
     refused("{\"prompt\":[1,\"b\"]}", OAI_COMPLETION, "prompt", "string or an array");
@@ -381,6 +421,38 @@ static void test_reasoning(void)
     split_case("<think>a</thinx>b</think>c<think>d", "a</thinx>b", "c<think>d");
     split_case("<think>a</thi", "a</thi", "");                           /* a partial close is reasoning */
     split_case("x<think>y</think>", NULL, "x<think>y</think>");          /* only at the start */
+
+    /* a NUL byte before the close tag (the splitter takes lengths, not C strings) */
+    static const char nul[] = "<think>a\0b</think>c";
+    reasoning_split rs;
+    reasoning_init(&rs);
+    char *r = NULL, *c = NULL;
+    size_t nr = 0, nc = 0;
+    CHECK(reasoning_put(&rs, nul, sizeof nul - 1, 1, &r, &nr, &c, &nc));
+    CHECK(r && nr == 3 && !memcmp(r, "a\0b", 3) && c && nc == 1 && !strcmp(c, "c"));
+    free(r);
+    free(c);
+
+    /* out of memory right after "</think>": 0, and nothing held past the 16 bytes */
+    struct {
+        reasoning_split rs;
+        char canary[64];
+    } guarded;
+    reasoning_init(&guarded.rs);
+    memset(guarded.canary, 0x5a, sizeof guarded.canary);
+    static const char long_tail[] = "<think>x</think>then a content part much longer than sixteen bytes, "
+                                    "long enough to run past the held-back buffer";
+    r = c = NULL;
+    nr = nc = 0;
+    realloc_fail_in = 0;
+    CHECK(!reasoning_put(&guarded.rs, long_tail, sizeof long_tail - 1, 0, &r, &nr, &c, &nc));
+    realloc_fail_in = -1;
+    CHECK(guarded.rs.n_held <= sizeof guarded.rs.held);
+    int intact = 1;
+    for (size_t i = 0; i < sizeof guarded.canary; i++) intact &= guarded.canary[i] == 0x5a;
+    CHECK(intact);
+    free(r);
+    free(c);
 }
 
 /* --- metrics -------------------------------------------------------------------------- */
@@ -394,11 +466,13 @@ static void test_metrics(void)
     metrics_observe_itl(&m, 0.08, 4); /* 4 tokens, 0.02 s apart */
     metrics_observe_finish(&m, "stop", 1.0);
     metrics_observe_finish(&m, "abort", 1.0);
+    metrics_observe_finish(&m, "error", 1.0);
+    metrics_observe_finish(&m, "error", 1.0);
     metrics_count_error(&m);
     encore_stats st = {.n_running = 2, .n_waiting = 3, .kv_blocks_total = 100, .kv_blocks_used = 25,
                        .prefix_queries_tokens = 200, .prefix_hit_tokens = 50, .prompt_tokens = 7,
                        .output_tokens = 9, .n_eager_steps = 4, .n_replays = 11, .n_captures = 2,
-                       .n_multi_round_trips = 5};
+                       .n_multi_round_trips = 5, .n_step_failures = 6};
     char *t = metrics_render(&m, &st, "ti\"ny");
     CHECK(t != NULL);
     if (!t) return;
@@ -424,6 +498,8 @@ static void test_metrics(void)
         "encore_inter_token_latency_seconds_count{model_name=\"ti\\\"ny\"} 4\n",
         "encore_request_success_total{model_name=\"ti\\\"ny\",finished_reason=\"stop\"} 1\n",
         "encore_request_success_total{model_name=\"ti\\\"ny\",finished_reason=\"abort\"} 1\n",
+        "encore_request_success_total{model_name=\"ti\\\"ny\",finished_reason=\"error\"} 2\n",
+        "encore_engine_step_failures_total{model_name=\"ti\\\"ny\"} 6\n",
         "encore_http_request_errors_total{model_name=\"ti\\\"ny\"} 1\n",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -440,6 +516,43 @@ static void test_metrics(void)
     metrics_destroy(&m);
 }
 
+/* --- header checks ------------------------------------------------------------------ */
+
+static void test_http_guard(void)
+{
+    CHECK(http_guard_json_type("application/json"));
+    CHECK(http_guard_json_type("application/json; charset=utf-8"));
+    CHECK(http_guard_json_type(" Application/JSON ;charset=UTF-8"));
+    CHECK(!http_guard_json_type(NULL) && !http_guard_json_type(""));
+    CHECK(!http_guard_json_type("text/plain") && !http_guard_json_type("application/jsonx"));
+    CHECK(!http_guard_json_type("application/x-www-form-urlencoded"));
+    CHECK(!http_guard_json_type("multipart/form-data; boundary=x"));
+
+    const char *ok[] = {"localhost", "localhost:8000", "LOCALHOST", "127.0.0.1", "127.0.0.1:1",
+                        "[::1]", "[::1]:8000"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) CHECK(http_guard_host(ok[i], NULL));
+    const char *bad[] = {"", ":80", "evil.example", "evil.example:80", "localhost.evil.example",
+                         "127.0.0.1.evil.example", "localhostx", "[::1", "[::1]x", "[::2]", "::1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(!http_guard_host(bad[i], NULL));
+        CHECK(!http_guard_host(bad[i], "a.example,b.example"));
+        CHECK(http_guard_host(bad[i], "a.example,*"));
+    }
+    CHECK(http_guard_host(NULL, NULL));
+    CHECK(http_guard_host("b.example:443", " a.example , B.Example "));
+    CHECK(!http_guard_host("b.example", "a.example,,c.example"));
+    CHECK(!http_guard_host("", "a.example,,"));
+    CHECK(!http_guard_host("example", "a.example"));
+
+    CHECK(http_guard_bearer("Bearer sesame", "sesame"));
+    CHECK(http_guard_bearer("bearer sesame", "sesame") && http_guard_bearer("BEARER sesame", "sesame"));
+    CHECK(http_guard_bearer("Bearer   sesame", "sesame"));
+    CHECK(!http_guard_bearer("Bearersesame", "sesame") && !http_guard_bearer("bearer Sesame", "sesame"));
+    CHECK(!http_guard_bearer(NULL, "sesame") && !http_guard_bearer("Bearer sesam", "sesame"));
+    CHECK(!http_guard_bearer("Bearer sesamee", "sesame") && !http_guard_bearer("sesame", "sesame"));
+    CHECK(!http_guard_bearer("Basic sesame", "sesame") && !http_guard_bearer("Bearer ", "sesame"));
+}
+
 int main(void)
 {
     test_completion_request();
@@ -448,6 +561,7 @@ int main(void)
     test_responses();
     test_reasoning();
     test_metrics();
+    test_http_guard();
     if (!check_failures) printf("test_server_unit: all checks passed\n");
     return check_failures != 0;
 }

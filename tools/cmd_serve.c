@@ -1,6 +1,7 @@
 /* cmd_serve.c - `encore serve`: the OpenAI-compatible HTTP server
  * (src/server) over one engine, until SIGINT or SIGTERM. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,16 +22,24 @@ static const char serve_help[] =
     "  --port N                 port (default 8000; 0 picks a free one, printed at start)\n"
     "  --api-key KEY            require 'Authorization: Bearer KEY' on every route but\n"
     "                           /health and /metrics (default: ENCORE_API_KEY, else none)\n"
+    "  --api-key-file PATH      the key is PATH's first line (kept out of the process's\n"
+    "                           command line, which other users can read)\n"
     "  --served-model-name NAME the model's name in the API (default: DIR's last component)\n"
     "  --max-queue N            generation requests admitted at once, running or waiting;\n"
     "                           more get 503 with Retry-After (default 256)\n"
     "  --max-body-bytes N       largest request body; larger get 413 (default 8388608)\n"
     "  --max-connections N      open connections, one thread each (default 512)\n"
+    "  --allowed-hosts LIST     Host names accepted besides localhost, 127.0.0.1 and\n"
+    "                           [::1], comma-separated, '*' for any (default none); the\n"
+    "                           Host is checked when bound to a loopback address or when\n"
+    "                           this is set (others get 421)\n"
     "  -h, --help               show this help\n\n";
 
 typedef struct serve_args {
     engine_config cfg;
     http_server_config http;
+    int key_flag;         /* --api-key given */
+    const char *key_file; /* --api-key-file, else NULL */
 } serve_args;
 
 static int serve_option(void *args, const char *cmd, int argc, char **argv, int *i)
@@ -39,7 +48,21 @@ static int serve_option(void *args, const char *cmd, int argc, char **argv, int 
     const char *o = argv[*i];
     int64_t v;
     if (!strcmp(o, "--host")) return (a->http.host = cli_value(cmd, argc, argv, i)) ? 1 : -1;
-    if (!strcmp(o, "--api-key")) return (a->http.api_key = cli_value(cmd, argc, argv, i)) ? 1 : -1;
+    if (!strcmp(o, "--api-key")) {
+        a->key_flag = 1;
+        return (a->http.api_key = cli_value(cmd, argc, argv, i)) ? 1 : -1;
+    }
+    if (!strcmp(o, "--api-key-file")) return (a->key_file = cli_value(cmd, argc, argv, i)) ? 1 : -1;
+    if (!strcmp(o, "--allowed-hosts")) {
+        const char *list = cli_value(cmd, argc, argv, i);
+        if (!list) return -1;
+        if (list[strspn(list, " ,")] == '\0') {
+            cli_error(cmd, "--allowed-hosts needs at least one name (or '*')");
+            return -1;
+        }
+        a->http.allowed_hosts = list;
+        return 1;
+    }
     if (!strcmp(o, "--served-model-name"))
         return (a->http.served_model_name = cli_value(cmd, argc, argv, i)) ? 1 : -1;
     if (!strcmp(o, "--port")) {
@@ -62,20 +85,35 @@ static int serve_option(void *args, const char *cmd, int argc, char **argv, int 
     return 0;
 }
 
-int cmd_serve(int argc, char **argv)
+/* The API key in `path`: its first line without the line end, malloc'd
+ * (the caller frees it); NULL, the reason printed, when the file cannot be
+ * read or its first line is empty. */
+static char *serve__read_key(const char *path)
 {
-    serve_args a;
-    memset(&a, 0, sizeof a);
-    a.http = http_server_config_default();
-    const char *key = getenv("ENCORE_API_KEY");
-    if (key && *key) a.http.api_key = key;
-    int rc = cli_parse_args("serve", serve_help, argc, argv, &a.cfg, serve_option, &a);
-    if (rc) return rc;
-    if (a.cfg.verify_capture) {
-        cli_error("serve", "--verify-capture is for generate and bench, not serve");
-        return CLI_BAD_ARGS;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        cli_error("serve", "--api-key-file %s: %s", path, strerror(errno));
+        return NULL;
     }
+    char *line = NULL;
+    size_t cap = 0;
+    errno = 0;
+    ssize_t n = getline(&line, &cap, f);
+    int read_error = n < 0 && ferror(f), e = errno;
+    fclose(f);
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+    if (n > 0) return line;
+    free(line);
+    if (read_error)
+        cli_error("serve", "--api-key-file %s: %s", path, strerror(e));
+    else
+        cli_error("serve", "--api-key-file %s: the first line (the key) is empty", path);
+    return NULL;
+}
 
+/* Load the engine, serve until SIGINT or SIGTERM, stop. */
+static int serve__run(serve_args a)
+{
     /* SIGINT and SIGTERM are taken by sigwait below: block them before any
      * thread starts, so that every thread inherits the mask. */
     sigset_t stop;
@@ -123,4 +161,29 @@ int cmd_serve(int argc, char **argv)
     http_server_stop(s);
     encore_engine_destroy(e);
     return CLI_OK;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    serve_args a;
+    memset(&a, 0, sizeof a);
+    a.http = http_server_config_default();
+    const char *key = getenv("ENCORE_API_KEY");
+    if (key && *key) a.http.api_key = key;
+    int rc = cli_parse_args("serve", serve_help, argc, argv, &a.cfg, serve_option, &a);
+    if (rc) return rc;
+    if (a.cfg.verify_capture) {
+        cli_error("serve", "--verify-capture is for generate and bench, not serve");
+        return CLI_BAD_ARGS;
+    }
+    if (a.key_flag && a.key_file) {
+        cli_error("serve", "give --api-key or --api-key-file, not both");
+        return CLI_BAD_ARGS;
+    }
+    char *file_key = a.key_file ? serve__read_key(a.key_file) : NULL; /* freed at the end */
+    if (a.key_file && !file_key) return CLI_BAD_ARGS;
+    if (file_key) a.http.api_key = file_key;
+    rc = serve__run(a);
+    free(file_key);
+    return rc;
 }

@@ -11,7 +11,10 @@
  *     a finished one is released from the engine (its KV blocks return)
  *   publish the stats snapshot (under mu)
  *
- * and sleeps on `wake` when it has nothing to do. Callbacks run without mu,
+ * and sleeps on `wake` when it has nothing to do. A failed step ends every
+ * request in the engine with "error" (a cancel or shutdown gives "abort").
+ * ENCORE_FAULT_STEPS=N (tests) makes the thread's first N steps fail as a
+ * failing backend would. Callbacks run without mu,
  * so they may call encore_cancel; a cancel takes effect before the next step.
  * encore_generate_ids is a submit and a wait on the caller's thread. */
 #include <math.h>
@@ -285,11 +288,12 @@ static void serve__retire(encore_engine *e, api_request **prev)
     serve__request_free(r);
 }
 
-/* The last callback of an aborted request: what it held back, no new ids. */
-static void serve__abort(encore_engine *e, api_request *r)
+/* The last callback of a request ended before its time, `reason` "abort"
+ * or "error": what it held back, no new ids. */
+static void serve__abort(encore_engine *e, api_request *r, const char *reason)
 {
     if (text_out_finish(&r->text, false) != ENC_OK) enc_log_warn("request %lld: %s", (long long)r->id, enc_last_error());
-    serve__call(e, r, NULL, 0, "abort");
+    serve__call(e, r, NULL, 0, reason);
 }
 
 /* Put the new requests into the engine, in order, behind the active ones. */
@@ -305,7 +309,7 @@ static void serve__admit(encore_engine *e, api_request *fresh)
         r->params.prompt_ids = NULL;
         if (s != ENC_OK) {
             enc_log_error("request %lld: %s", (long long)r->id, enc_last_error());
-            serve__abort(e, r);
+            serve__abort(e, r, "error");
             serve__request_free(r);
             continue;
         }
@@ -319,17 +323,17 @@ static void serve__cancel(encore_engine *e, int64_t id)
 {
     for (api_request **p = &e->active_head; *p; p = &(*p)->next) {
         if ((*p)->id == id) {
-            serve__abort(e, *p);
+            serve__abort(e, *p, "abort");
             serve__retire(e, p);
             return;
         }
     }
 }
 
-static void serve__abort_all(encore_engine *e)
+static void serve__abort_all(encore_engine *e, const char *reason)
 {
     while (e->active_head) {
-        serve__abort(e, e->active_head);
+        serve__abort(e, e->active_head, reason);
         serve__retire(e, &e->active_head);
     }
 }
@@ -356,7 +360,7 @@ static bool serve__update(encore_engine *e, api_request *r)
     const char *reason = NULL;
     if (s != ENC_OK) {
         enc_log_error("request %lld: %s", (long long)r->id, enc_last_error());
-        reason = "abort";
+        reason = "error";
     } else if (r->text.matched >= 0) {
         reason = "stop"; /* a stop string: the engine stops it when it is released */
     } else if (fin != ENGINE_NOT_FINISHED) {
@@ -366,13 +370,26 @@ static bool serve__update(encore_engine *e, api_request *r)
     return reason != NULL;
 }
 
+/* engine_step, or the failure ENCORE_FAULT_STEPS asks for. */
+static enc_status serve__engine_step(encore_engine *e)
+{
+    if (e->n_fault_steps > 0) {
+        e->n_fault_steps--;
+        return enc_fail(ENC_ERR_INTERNAL, "a step failed on purpose (ENCORE_FAULT_STEPS)");
+    }
+    return engine_step(e->eng, NULL);
+}
+
 static void serve__step(encore_engine *e)
 {
-    if (engine_step(e->eng, NULL) != ENC_OK) {
-        enc_log_error("engine step failed: %s; aborting every request", enc_last_error());
-        serve__abort_all(e);
+    if (serve__engine_step(e) != ENC_OK) {
+        enc_log_error("engine step failed: %s; ending every request", enc_last_error());
+        e->n_step_failures++;
+        e->n_step_failures_in_a_row++;
+        serve__abort_all(e, "error");
         return;
     }
+    e->n_step_failures_in_a_row = 0;
     api_request **p = &e->active_head;
     while (*p) {
         if (serve__update(e, *p)) serve__retire(e, p);
@@ -395,6 +412,8 @@ static void serve__publish_stats(encore_engine *e)
         .n_multi_round_trips = es.n_multi_round_trips,
         .prefix_queries_tokens = es.n_prefix_cache_queries,
         .prefix_hit_tokens = es.n_prefix_cache_hits,
+        .n_step_failures = e->n_step_failures,
+        .n_step_failures_in_a_row = e->n_step_failures_in_a_row,
     };
     st.kv_blocks_used = st.kv_blocks_total - engine_kv_free_blocks(e->eng);
     engine_count_requests(e->eng, &st.n_running, &st.n_waiting);
@@ -425,7 +444,7 @@ static void *serve__thread(void *arg)
 
         serve__admit(e, fresh);
         for (size_t i = 0; i < n_taken; i++) serve__cancel(e, taken[i]);
-        if (!running) serve__abort_all(e);
+        if (!running) serve__abort_all(e, "abort");
         else if (e->active_head) serve__step(e);
         serve__publish_stats(e);
     }
@@ -437,6 +456,8 @@ static void *serve__thread(void *arg)
 enc_status serve_init(encore_engine *e)
 {
     e->next_id = 1;
+    const char *fault = getenv("ENCORE_FAULT_STEPS");
+    e->n_fault_steps = fault ? strtoll(fault, NULL, 10) : 0;
     if (pthread_mutex_init(&e->mu, NULL)) return enc_fail(ENC_ERR_INTERNAL, "encore: mutex");
     if (pthread_mutex_init(&e->tok_mu, NULL)) {
         pthread_mutex_destroy(&e->mu);
@@ -484,7 +505,7 @@ static void serve__wait_output(void *user, const encore_output *o)
     if (!o->finished) return;
     pthread_mutex_lock(&w->mu);
     w->stopped = !strcmp(o->finish_reason, "stop");
-    w->aborted = !strcmp(o->finish_reason, "abort");
+    w->aborted = !strcmp(o->finish_reason, "abort") || !strcmp(o->finish_reason, "error");
     w->done = true;
     pthread_cond_signal(&w->done_cv);
     pthread_mutex_unlock(&w->mu);

@@ -92,6 +92,7 @@ typedef struct gen_job {
     char *out;             /* SSE bytes not yet handed to libmicrohttpd */
     size_t out_len, out_cap, out_off;
     int out_done, oom;
+    int error_sent;        /* stream: the SSE error event for an engine failure went out */
     int n;
     gen_choice choices[];
 } gen_job;
@@ -408,6 +409,22 @@ static oai_usage gen__usage(const gen_job *j)
 
 /* --- stream: false ------------------------------------------------------------------- */
 
+/* A choice the engine ended with "error" (a failed step, see encore.h): the
+ * whole request gets 500 (a stream, an SSE error event). */
+static void gen__engine_error(oai_error *err)
+{
+    oai_error_set(err, 500, NULL,
+                  "generation failed in the engine (a step, adding the request or decoding its "
+                  "text failed; the server's log says which)");
+}
+
+static int gen__any_error(const gen_job *j)
+{
+    for (int i = 0; i < j->n; i++)
+        if (!strcmp(j->choices[i].finish_reason, "error")) return 1;
+    return 0;
+}
+
 static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
 {
     gen_event *heads[OAI_MAX_N];
@@ -453,10 +470,15 @@ static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
         };
     }
     oai_usage u = gen__usage(j);
-    char *body = ok ? oai_response_body(&j->head, choices, j->n, &u) : NULL;
+    int failed = gen__any_error(j);
+    char *body = ok && !failed ? oai_response_body(&j->head, choices, j->n, &u) : NULL;
     enum MHD_Result r;
     if (body) {
         r = http_reply_json(conn, MHD_HTTP_OK, body);
+    } else if (failed) {
+        oai_error err;
+        gen__engine_error(&err);
+        r = http_reply_error(j->srv, conn, &err);
     } else {
         oai_error err;
         oai_error_set(&err, 500, NULL, "out of memory while building the reply");
@@ -498,10 +520,27 @@ static void gen__sse(gen_job *j, char *json)
     free(json);
 }
 
+/* "event: error\ndata: {error}\n\n", once per stream, for a choice the
+ * engine ended with "error". */
+static void gen__sse_error(gen_job *j)
+{
+    if (j->error_sent) return;
+    j->error_sent = 1;
+    oai_error err;
+    gen__engine_error(&err);
+    metrics_count_error(&j->srv->metrics);
+    gen__out(j, "event: error\n", 13);
+    gen__sse(j, oai_response_error(&err));
+}
+
 /* The chunk for what one event added to choice c. */
 static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
 {
     char *content = NULL, *reasoning = NULL;
+    if (ev->finished && !strcmp(c->finish_reason, "error")) {
+        gen__sse_error(j);
+        return;
+    }
     int chat = j->req.kind == OAI_CHAT;
     if (chat && !c->role_sent) {
         c->role_sent = 1;

@@ -4,10 +4,12 @@
  * Completions and chat go to generation.c.
  *
  * libmicrohttpd calls http__handle several times per request: first with
- * no data (we make an http_conn), then with each piece of the body (kept, up
- * to max_body_bytes), then once with none left (we answer). Every answer is
- * queued on that last call, except a body announced too large by its
- * Content-Length, refused at once. */
+ * the headers and no data, then with each piece of the body, then once with
+ * none left. The first call makes an http_conn and refuses what the headers
+ * already condemn (http__refuse_early: route, method, Host, API key, the
+ * Content-Type of a POST, a Content-Length over max_body_bytes), answering
+ * at once without reading the body; the pieces are kept (the buffer never
+ * grows past max_body_bytes + 1) and the last call answers. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "http_guard.h"
 #include "openai_response.h"
 #include "server_impl.h"
 
@@ -24,7 +27,8 @@ typedef struct http_conn {
     char *body;        /* the request body so far (NUL-terminated) */
     size_t len, cap;
     int too_large;     /* more than max_body_bytes came: the body was dropped */
-    int started;
+    int answered;      /* a reply is queued: later pieces are dropped */
+    int route;         /* http_route, found on the first call */
     double t_arrival;  /* http_now() when the headers came */
 } http_conn;
 
@@ -104,6 +108,24 @@ void http_error_from_encore(oai_error *err, encore_status st, const char *what)
 }
 
 /* --- the small endpoints ------------------------------------------------------ */
+
+enum { HTTP_UNHEALTHY_STEP_FAILURES = 3 }; /* failed engine steps in a row: /health 503 */
+
+/* 200 when up; 503 once HTTP_UNHEALTHY_STEP_FAILURES engine steps in a row
+ * have failed, until one works again. */
+static enum MHD_Result http__health(http_server *s, struct MHD_Connection *conn)
+{
+    encore_stats st;
+    memset(&st, 0, sizeof st);
+    if (encore_get_stats(s->engine, &st) == ENCORE_OK &&
+        st.n_step_failures_in_a_row < HTTP_UNHEALTHY_STEP_FAILURES)
+        return http__reply(conn, MHD_HTTP_OK, "text/plain", calloc(1, 1), NULL, NULL);
+    char *body = malloc(128);
+    if (body)
+        snprintf(body, 128, "unhealthy: the last %lld engine steps failed\n",
+                 (long long)st.n_step_failures_in_a_row);
+    return http__reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", body, NULL, NULL);
+}
 
 static enum MHD_Result http__metrics(http_server *s, struct MHD_Connection *conn)
 {
@@ -186,6 +208,9 @@ typedef enum http_route {
     HTTP_ROUTE_DETOKENIZE,
 } http_route;
 
+/* Every POST route takes a JSON body (http__refuse_early checks its
+ * Content-Type: a browser's cross-site form or no-cors fetch cannot send
+ * application/json without a preflight). */
 static const struct {
     const char *path, *method;
     http_route route;
@@ -212,36 +237,66 @@ static http_route http__route(const char *url, const char *method, int *wrong_me
     return HTTP_ROUTE_NONE;
 }
 
+static const char *http__header(struct MHD_Connection *conn, const char *name)
+{
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
 /* The API key, compared in constant time. /health and /metrics need none. */
 static int http__authorized(http_server *s, struct MHD_Connection *conn, http_route route)
 {
     if (!s->api_key || route == HTTP_ROUTE_HEALTH || route == HTTP_ROUTE_METRICS) return 1;
-    const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (!h || strncmp(h, "Bearer ", 7) != 0) return 0;
-    h += 7;
-    size_t n = strlen(h), k = strlen(s->api_key);
-    unsigned diff = n != k;
-    for (size_t i = 0; i < n; i++) diff |= (unsigned char)h[i] ^ (unsigned char)s->api_key[i % (k ? k : 1)];
-    return diff == 0;
+    return http_guard_bearer(http__header(conn, MHD_HTTP_HEADER_AUTHORIZATION), s->api_key);
 }
 
-static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *conn, const char *url,
-                                      const char *method, http_conn *hc)
+/* On the first call, with the headers only: 1 with err filled when the
+ * request is refused whatever its body (unknown route 404, wrong method 405,
+ * a Host not answered 421, no API key 401, a POST not of application/json
+ * 415, a Content-Length over the limit 413); else 0 with hc->route set. */
+static int http__refuse_early(http_server *s, struct MHD_Connection *conn, const char *url,
+                              const char *method, http_conn *hc, oai_error *err)
 {
-    oai_error err;
     int wrong_method;
     http_route route = http__route(url, method, &wrong_method);
     if (route == HTTP_ROUTE_NONE) {
         if (wrong_method)
-            oai_error_set(&err, 405, NULL, "method %s is not allowed on %.200s", method, url);
+            oai_error_set(err, 405, NULL, "method %.20s is not allowed on %.200s", method, url);
         else
-            oai_error_set(&err, 404, NULL, "no route %s %.200s", method, url);
-        return http_reply_error(s, conn, &err);
+            oai_error_set(err, 404, NULL, "no route %.20s %.200s", method, url);
+        return 1;
+    }
+    const char *host = http__header(conn, MHD_HTTP_HEADER_HOST);
+    if (s->check_host && !http_guard_host(host, s->allowed_hosts)) {
+        oai_error_set(err, 421, NULL,
+                      "Host '%.200s' is not accepted: this server answers localhost, 127.0.0.1, "
+                      "[::1] and the names in --allowed-hosts", host);
+        return 1;
     }
     if (!http__authorized(s, conn, route)) {
-        oai_error_set(&err, 401, NULL, "invalid or missing API key (Authorization: Bearer KEY)");
-        return http_reply_error(s, conn, &err);
+        oai_error_set(err, 401, NULL, "invalid or missing API key (Authorization: Bearer KEY)");
+        return 1;
     }
+    const char *type = http__header(conn, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!strcmp(method, "POST") && !http_guard_json_type(type)) {
+        oai_error_set(err, 415, NULL, "%.200s takes Content-Type: application/json, not '%.200s'",
+                      url, type ? type : "(none)");
+        return 1;
+    }
+    const char *cl = http__header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body_bytes) {
+        oai_error_set(err, 413, NULL, "the request body (%.30s bytes) is larger than %zu bytes", cl,
+                      s->cfg.max_body_bytes);
+        return 1;
+    }
+    hc->route = (int)route;
+    return 0;
+}
+
+/* On the last call, with the whole body in hc. */
+static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *conn, http_conn *hc)
+{
+    oai_error err;
+    http_route route = (http_route)hc->route;
     if (hc->too_large) {
         oai_error_set(&err, 413, NULL, "the request body is larger than %zu bytes",
                       s->cfg.max_body_bytes);
@@ -249,7 +304,7 @@ static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *con
     }
     switch (route) {
     case HTTP_ROUTE_HEALTH:
-        return http__reply(conn, MHD_HTTP_OK, "text/plain", calloc(1, 1), NULL, NULL);
+        return http__health(s, conn);
     case HTTP_ROUTE_METRICS:
         return http__metrics(s, conn);
     case HTTP_ROUTE_MODELS:
@@ -274,6 +329,33 @@ static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *con
     return gen_handle(s, conn, &req, ci ? ci->connect_fd : -1, hc->t_arrival);
 }
 
+/* Keep one piece of the body: 1, or 0 when out of memory. Past
+ * max_body_bytes the body is dropped and too_large set; the buffer's
+ * capacity stays at most max_body_bytes + 1 (the NUL). */
+static int http__append(http_server *s, http_conn *hc, const char *data, size_t n)
+{
+    size_t max = s->cfg.max_body_bytes;
+    if (hc->too_large || n > max - hc->len) {
+        hc->too_large = 1;
+        free(hc->body);
+        hc->body = NULL;
+        hc->len = hc->cap = 0;
+        return 1;
+    }
+    if (hc->len + n + 1 > hc->cap) {
+        size_t cap = (hc->len + n + 1) * 2;
+        if (cap > max + 1) cap = max + 1;
+        char *p = realloc(hc->body, cap);
+        if (!p) return 0;
+        hc->body = p;
+        hc->cap = cap;
+    }
+    memcpy(hc->body + hc->len, data, n);
+    hc->len += n;
+    hc->body[hc->len] = '\0';
+    return 1;
+}
+
 static enum MHD_Result http__handle(void *cls, struct MHD_Connection *conn, const char *url,
                                     const char *method, const char *version,
                                     const char *upload_data, size_t *upload_data_size,
@@ -287,41 +369,20 @@ static enum MHD_Result http__handle(void *cls, struct MHD_Connection *conn, cons
         if (!hc) return MHD_NO;
         hc->t_arrival = http_now();
         *con_cls = hc;
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body_bytes) {
-            oai_error err;
-            oai_error_set(&err, 413, NULL, "the request body (%s bytes) is larger than %zu bytes",
-                          cl, s->cfg.max_body_bytes);
-            hc->too_large = 1;
-            return http_reply_error(s, conn, &err);
-        }
-        return MHD_YES;
+        oai_error err;
+        if (!http__refuse_early(s, conn, url, method, hc, &err)) return MHD_YES;
+        hc->answered = 1;
+        return http_reply_error(s, conn, &err);
     }
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (hc->too_large || hc->len + n > s->cfg.max_body_bytes) {
-            hc->too_large = 1;
-            free(hc->body);
-            hc->body = NULL;
-            hc->len = hc->cap = 0;
-            return MHD_YES;
-        }
-        if (hc->len + n + 1 > hc->cap) {
-            size_t cap = (hc->len + n + 1) * 2;
-            char *p = realloc(hc->body, cap);
-            if (!p) return MHD_NO;
-            hc->body = p;
-            hc->cap = cap;
-        }
-        memcpy(hc->body + hc->len, upload_data, n);
-        hc->len += n;
-        hc->body[hc->len] = '\0';
-        return MHD_YES;
+        if (hc->answered) return MHD_YES;
+        return http__append(s, hc, upload_data, n) ? MHD_YES : MHD_NO;
     }
-    if (hc->started) return MHD_YES; /* answered already (a 413 on the first call) */
-    hc->started = 1;
-    return http__dispatch(s, conn, url, method, hc);
+    if (hc->answered) return MHD_YES;
+    hc->answered = 1;
+    return http__dispatch(s, conn, hc);
 }
 
 static void http__completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -356,7 +417,18 @@ static void http__free(http_server *s)
     free(s->host);
     free(s->api_key);
     free(s->model_name);
+    free(s->allowed_hosts);
     free(s);
+}
+
+/* 1 for 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104 */
+static int http__loopback(const struct sockaddr *a)
+{
+    if (a->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr) >> 24) == 127;
+    if (a->sa_family != AF_INET6) return 0;
+    const struct in6_addr *v6 = &((const struct sockaddr_in6 *)(const void *)a)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(v6) || (IN6_IS_ADDR_V4MAPPED(v6) && v6->s6_addr[12] == 127);
 }
 
 int http_server_start(encore_engine *e, const http_server_config *cfg, http_server **out,
@@ -383,6 +455,8 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
     s->cfg.host = s->host;
     s->cfg.api_key = s->api_key;
     s->cfg.served_model_name = s->model_name;
+    s->allowed_hosts = http__strdup(cfg->allowed_hosts);
+    s->cfg.allowed_hosts = s->allowed_hosts;
     s->max_model_len = info.max_model_len;
     s->has_chat_template = info.has_chat_template;
     s->created = (int64_t)time(NULL);
@@ -391,7 +465,8 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->idle, NULL);
     metrics_init(&s->metrics);
-    if (!s->host || !s->model_name || (cfg->api_key && cfg->api_key[0] && !s->api_key)) {
+    if (!s->host || !s->model_name || (cfg->api_key && cfg->api_key[0] && !s->api_key) ||
+        (cfg->allowed_hosts && !s->allowed_hosts)) {
         snprintf(err, cap, "out of memory");
         http__free(s);
         return 0;
@@ -408,6 +483,7 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
         http__free(s);
         return 0;
     }
+    s->check_host = s->allowed_hosts || http__loopback(ai->ai_addr);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     s->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, http__handle, s,

@@ -81,6 +81,8 @@ void metrics_observe_finish(metrics *m, const char *finish_reason, double e2e_se
         m->n_finished_stop++;
     else if (finish_reason && !strcmp(finish_reason, "length"))
         m->n_finished_length++;
+    else if (finish_reason && !strcmp(finish_reason, "error"))
+        m->n_finished_error++;
     else
         m->n_finished_abort++;
     metrics__observe(&m->e2e, e2e_seconds, 1);
@@ -211,17 +213,24 @@ char *metrics_render(metrics *m, const encore_stats *st, const char *model_name)
          (double)st->n_multi_round_trips},
         {"encore_engine_captures_total", "counter", "Decode steps recorded.",
          (double)st->n_captures},
+        {"encore_engine_step_failures_total", "counter",
+         "Engine steps that failed (each ended its requests with an error).",
+         (double)st->n_step_failures},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         metrics__one(&t, rows[i].name, rows[i].type, rows[i].help, model, rows[i].value);
     pthread_mutex_lock(&m->mu);
     metrics__head(&t, "encore_request_success_total", "counter", "Requests finished, by reason.");
-    metrics__printf(&t, "encore_request_success_total{model_name=\"%s\",finished_reason=\"stop\"} %lld\n",
-                    model, (long long)m->n_finished_stop);
-    metrics__printf(&t, "encore_request_success_total{model_name=\"%s\",finished_reason=\"length\"} %lld\n",
-                    model, (long long)m->n_finished_length);
-    metrics__printf(&t, "encore_request_success_total{model_name=\"%s\",finished_reason=\"abort\"} %lld\n",
-                    model, (long long)m->n_finished_abort);
+    const struct {
+        const char *reason;
+        int64_t n;
+    } finished[] = {{"stop", m->n_finished_stop},
+                    {"length", m->n_finished_length},
+                    {"abort", m->n_finished_abort},
+                    {"error", m->n_finished_error}};
+    for (size_t i = 0; i < sizeof finished / sizeof finished[0]; i++)
+        metrics__printf(&t, "encore_request_success_total{model_name=\"%s\",finished_reason=\"%s\"} %lld\n",
+                        model, finished[i].reason, (long long)finished[i].n);
     metrics__one(&t, "encore_http_request_errors_total", "counter",
                  "Requests refused with a 4xx or 5xx status.", model, (double)m->n_http_errors);
     metrics__histogram(&t, &m->ttft, model);

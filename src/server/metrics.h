@@ -26,6 +26,7 @@ typedef struct metrics {
     metrics_histogram itl;  /* between consecutive tokens of one request */
     metrics_histogram e2e;  /* request arrival to its end */
     int64_t n_finished_stop, n_finished_length, n_finished_abort;
+    int64_t n_finished_error; /* ended by the engine's failure */
     int64_t n_http_errors;  /* requests refused with a 4xx or 5xx */
 } metrics;
 

@@ -8,6 +8,7 @@
 #include "openai_request.h"
 
 #include <cjson/cJSON.h>
+#include "json_nul.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -82,7 +83,9 @@ static int oai__int_value(const cJSON *v, const char *name, int64_t min, int64_t
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || floor(v->valuedouble) != v->valuedouble)
         return oai_error_set(err, 400, name, "'%s' must be an integer", name);
     double d = v->valuedouble;
-    if (d < (double)min || d > (double)max)
+    /* (double)INT64_MAX rounds up to 2^63, which is no int64_t: converting
+     * it is undefined, so 2^63 and above are refused before. */
+    if (d < (double)min || d > (double)max || d >= 0x1p63)
         return oai_error_set(err, 400, name, "'%s' must be in [%lld, %lld], got %.17g", name,
                              (long long)min, (long long)max, d);
     *out = (int64_t)d;
@@ -443,6 +446,20 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
     return oai_error_set(err, 500, NULL, "unknown request kind");
 }
 
+/* The body is an object, and none of its strings holds U+0000 (which
+ * cJSON's NUL-terminated strings would cut short, silently). */
+static int oai__check_root(const char *body, size_t len, const cJSON *root, oai_error *err)
+{
+    if (!cJSON_IsObject(root))
+        return oai_error_set(err, 400, NULL, "the request body must be a JSON object");
+    char path[sizeof err->param];
+    if (json_nul_find(body, len, root, path, sizeof path))
+        return oai_error_set(err, 400, path,
+                             "'%s' holds U+0000 (a NUL character), which encore does not accept "
+                             "in a string", path);
+    return 1;
+}
+
 int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *out, oai_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -465,9 +482,7 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *
         return oai_error_set(err, 400, NULL, "the request body is not valid JSON (near byte %zu)",
                              off);
     }
-    int ok = cJSON_IsObject(root)
-                 ? oai__parse_fields(root, out, err)
-                 : oai_error_set(err, 400, NULL, "the request body must be a JSON object");
+    int ok = oai__check_root(body, len, root, err) && oai__parse_fields(root, out, err);
     cJSON_Delete(root);
     if (!ok) oai_request_free(out);
     return ok;

@@ -4,7 +4,10 @@
  *
  *   START   --"<think>"-->  THINK  --"</think>"-->  CONTENT
  *     '--- anything else ------------------------------^
- */
+ *
+ * The text is bytes with a length (a NUL byte is text like any other), so
+ * tags are searched with memmem, not strstr. */
+#define _GNU_SOURCE /* memmem */
 #include "reasoning.h"
 
 #include <stdlib.h>
@@ -63,9 +66,10 @@ int reasoning_put(reasoning_split *r, const char *text, size_t len, int final, c
                 r->state = REASONING_CONTENT;
             }
         } else if (r->state == REASONING_THINK) {
-            const char *close = strstr(p, reasoning_close);
+            const char *close = memmem(p, rest, reasoning_close, sizeof reasoning_close - 1);
             if (close) {
                 ok = reasoning__append(reasoning, n_reasoning, p, (size_t)(close - p));
+                if (!ok) break; /* the rest is dropped, not held */
                 p = close + sizeof reasoning_close - 1;
                 r->state = REASONING_CONTENT;
                 continue;
@@ -79,8 +83,9 @@ int reasoning_put(reasoning_split *r, const char *text, size_t len, int final, c
             p = end;
         }
     }
-    /* what is left is a possible tag start, shorter than either tag */
-    r->n_held = (size_t)(end - p);
+    /* What is left is a possible tag start, shorter than either tag; after
+     * a failed append, nothing is kept. */
+    r->n_held = ok ? (size_t)(end - p) : 0;
     memcpy(r->held, p, r->n_held);
     free(buf);
     return ok;

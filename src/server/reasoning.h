@@ -27,7 +27,7 @@ void reasoning_init(reasoning_split *r);
 /* Append what `text[0..len)` adds to *reasoning and *content: each is a
  * malloc'd NUL-terminated string the caller owns, grown with realloc, and
  * *n_reasoning / *n_content its length. `final` flushes held-back text.
- * Returns 0 when out of memory. */
+ * Returns 0 when out of memory (the piece is then lost, and nothing held). */
 int reasoning_put(reasoning_split *r, const char *text, size_t len, int final, char **reasoning,
                   size_t *n_reasoning, char **content, size_t *n_content);
 

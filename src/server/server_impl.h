@@ -15,8 +15,9 @@ struct http_server {
     encore_engine *engine;
     struct MHD_Daemon *daemon;
     http_server_config cfg;     /* strings point into the copies below */
-    char *host, *api_key, *model_name;
+    char *host, *api_key, *model_name, *allowed_hosts;
     int port;
+    int check_host;             /* bound to a loopback address, or allowed_hosts set */
     int64_t max_model_len;
     int has_chat_template;
     int64_t created;            /* Unix seconds at start, for /v1/models */
