@@ -27,6 +27,10 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                each request they end gets 500 (a stream, an SSE error event),
                /health says 503 after them and /metrics counts them; the next
                request succeeds and /health is 200 again
+  keepalive    --timeout 1 with every engine step 2.5 s long (ENCORE_STEP_DELAY_MS):
+               a stream silent for longer than the timeout still completes, the
+               wait filled with SSE comments (": keep-alive") that a parser
+               following the SSE spec skips
   queue        --max-queue 1: a second request while one runs gets 503 with
                Retry-After; afterwards requests are admitted again
   disconnect   a streaming client that goes away mid-stream (and one whose
@@ -564,6 +568,58 @@ def read_until(s, needle, limit=1 << 20):
     return buf
 
 
+def sse_spec_events(raw):
+    """The data of each event of an SSE stream parsed as the WHATWG spec says
+    (a line starting with ':' is a comment; a blank line ends an event), and
+    the number of comment lines."""
+    events, data, comments = [], [], 0
+    for line in raw.split("\n"):
+        if line == "":
+            if data:
+                events.append("\n".join(data))
+            data = []
+        elif line.startswith(":"):
+            comments += 1
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+    return events, comments
+
+
+def check_keepalive(a):
+    os.environ["ENCORE_STEP_DELAY_MS"] = "2500"
+    try:
+        server = Server(a, "--timeout", "1")
+    finally:
+        del os.environ["ENCORE_STEP_DELAY_MS"]
+    with server as srv:
+        for path, body in [
+            ("/v1/completions", {"prompt": "hi", "max_tokens": 2, "temperature": 0, "ignore_eos": True}),
+            ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2,
+                                      "temperature": 0, "ignore_eos": True}),
+        ]:
+            t0 = time.time()
+            p = subprocess.run(["curl", "--noproxy", "*", "-sS", "-N", "--max-time", "60",
+                                "-H", "Content-Type: application/json",
+                                "-d", json.dumps(dict(body, stream=True, stream_options={"include_usage": True})),
+                                f"http://127.0.0.1:{srv.port}{path}"], capture_output=True, timeout=90)
+            raw = p.stdout.decode()
+            if p.returncode != 0 or not raw.endswith("data: [DONE]\n\n"):
+                fail(f"{path}: a stream silent past --timeout was cut (curl {p.returncode} {p.stderr!r}): {raw[-300:]!r}")
+            events, comments = sse_spec_events(raw)
+            if comments == 0 or events[-1] != "[DONE]":
+                fail(f"{path}: no keep-alive comments in {raw[:300]!r}")
+            for line in raw.split("\n"):
+                if line.startswith(":") and line != ": keep-alive":
+                    fail(f"{path}: comment {line!r}")
+            chunks = [json.loads(e) for e in events[:-1]]
+            if chunks[-1]["usage"]["completion_tokens"] != 2:
+                fail(f"{path}: usage {chunks[-1]}")
+            # with the comments removed the stream is the usual one
+            sse_events(re.sub(r"(?m)^: keep-alive\n\n", "", raw))
+            print(f"ok {path}: {comments} keep-alive comments over {time.time() - t0:.1f} s, "
+                  f"{len(chunks)} chunks, [DONE] last")
+
+
 def check_queue(a):
     with Server(a, "--max-queue", "1") as srv:
         long = {"prompt": "Once upon a time", "max_tokens": 4000, "ignore_eos": True, "temperature": 0, "stream": True}
@@ -727,6 +783,7 @@ def check_args(a):
     run(["-m", m, "--port", "70000"], 2, "--port")
     run(["-m", m, "--max-queue", "0"], 2, "--max-queue")
     run(["-m", m, "--max-body-bytes", "10"], 2, "--max-body-bytes")
+    run(["-m", m, "--timeout", "0"], 2, "--timeout")
     run(["-m", m, "--bogus"], 2, "--bogus")
     run(["-m", m, "--allowed-hosts", " , "], 2, "--allowed-hosts")
     with tempfile.TemporaryDirectory() as tmp:

@@ -29,6 +29,9 @@ static const char serve_help[] =
     "                           more get 503 with Retry-After (default 256)\n"
     "  --max-body-bytes N       largest request body; larger get 413 (default 8388608)\n"
     "  --max-connections N      open connections, one thread each (default 512)\n"
+    "  --timeout SECONDS        close a connection silent this long (default 120); a\n"
+    "                           stream still waiting for tokens sends an SSE comment\n"
+    "                           every min(5, SECONDS/4) seconds meanwhile\n"
     "  --allowed-hosts LIST     Host names accepted besides localhost, 127.0.0.1 and\n"
     "                           [::1], comma-separated, '*' for any (default none); the\n"
     "                           Host is checked when bound to a loopback address or when\n"
@@ -75,6 +78,11 @@ static int serve_option(void *args, const char *cmd, int argc, char **argv, int 
     if (!strcmp(o, "--max-body-bytes")) {
         if (!cli_option_i64(cmd, argc, argv, i, 1024, (int64_t)1 << 32, &v)) return -1;
         a->http.max_body_bytes = (size_t)v;
+        return 1;
+    }
+    if (!strcmp(o, "--timeout")) {
+        if (!cli_option_i64(cmd, argc, argv, i, 1, 86400, &v)) return -1;
+        a->http.timeout_s = (int)v;
         return 1;
     }
     if (!strcmp(o, "--max-connections")) {

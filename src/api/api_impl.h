@@ -50,6 +50,7 @@ struct encore_engine {
     int64_t n_output_tokens, n_finished;
     int64_t n_step_failures, n_step_failures_in_a_row;
     int64_t n_fault_steps;      /* ENCORE_FAULT_STEPS: steps still to fail on purpose (tests) */
+    int64_t step_delay_ms;      /* ENCORE_STEP_DELAY_MS: sleep before each step (tests), <= 60000 */
     float *lp;                  /* [cap_lp] logprobs of one callback */
     encore_logprob *lp_top;     /* [cap_lp * ENGINE_MAX_TOP_LOGPROBS] their alternatives */
     size_t cap_lp;

@@ -14,12 +14,15 @@
  * and sleeps on `wake` when it has nothing to do. A failed step ends every
  * request in the engine with "error" (a cancel or shutdown gives "abort").
  * ENCORE_FAULT_STEPS=N (tests) makes the thread's first N steps fail as a
- * failing backend would. Callbacks run without mu,
+ * failing backend would; ENCORE_STEP_DELAY_MS=MS (tests) makes every step
+ * sleep MS first, as a slow backend would. Callbacks run without mu,
  * so they may call encore_cancel; a cancel takes effect before the next step.
  * encore_generate_ids is a submit and a wait on the caller's thread. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/api_impl.h"
 #include "api/text_out.h"
@@ -370,9 +373,15 @@ static bool serve__update(encore_engine *e, api_request *r)
     return reason != NULL;
 }
 
-/* engine_step, or the failure ENCORE_FAULT_STEPS asks for. */
+/* engine_step, or the failure ENCORE_FAULT_STEPS asks for; after the
+ * sleep ENCORE_STEP_DELAY_MS asks for. */
 static enc_status serve__engine_step(encore_engine *e)
 {
+    if (e->step_delay_ms > 0) {
+        struct timespec ts = {.tv_sec = (time_t)(e->step_delay_ms / 1000),
+                              .tv_nsec = (long)(e->step_delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     if (e->n_fault_steps > 0) {
         e->n_fault_steps--;
         return enc_fail(ENC_ERR_INTERNAL, "a step failed on purpose (ENCORE_FAULT_STEPS)");
@@ -458,6 +467,9 @@ enc_status serve_init(encore_engine *e)
     e->next_id = 1;
     const char *fault = getenv("ENCORE_FAULT_STEPS");
     e->n_fault_steps = fault ? strtoll(fault, NULL, 10) : 0;
+    const char *delay = getenv("ENCORE_STEP_DELAY_MS");
+    e->step_delay_ms = delay ? strtoll(delay, NULL, 10) : 0;
+    if (e->step_delay_ms > 60000) e->step_delay_ms = 60000;
     if (pthread_mutex_init(&e->mu, NULL)) return enc_fail(ENC_ERR_INTERNAL, "encore: mutex");
     if (pthread_mutex_init(&e->tok_mu, NULL)) {
         pthread_mutex_destroy(&e->mu);

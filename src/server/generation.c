@@ -16,7 +16,12 @@
  * submitted choice, dropped by the engine's last call for it, so that
  * whichever side ends last frees it. A client that goes away (a failed write
  * ends the response; or, while nothing is written, its socket polled every
- * GEN_POLL_MS shows the hang-up) gets its requests cancelled. */
+ * GEN_POLL_MS shows the hang-up) gets its requests cancelled.
+ *
+ * A stream that has sent nothing for its keep-alive interval, min(
+ * GEN_KEEPALIVE_MAX_S, --timeout / 4) seconds (waiting in the queue, in a
+ * long prefill, or preempted), sends the SSE comment ": keep-alive", which
+ * clients skip: libmicrohttpd closes a connection silent for --timeout. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -30,7 +35,7 @@
 #include "reasoning.h"
 #include "server_impl.h"
 
-enum { GEN_POLL_MS = 50 };
+enum { GEN_POLL_MS = 50, GEN_KEEPALIVE_MAX_S = 5 };
 
 typedef struct gen_event {
     struct gen_event *next;
@@ -91,6 +96,8 @@ typedef struct gen_job {
     double t_polled;       /* when gen__wait last looked at it */
     char *out;             /* SSE bytes not yet handed to libmicrohttpd */
     size_t out_len, out_cap, out_off;
+    double t_out;          /* stream: when SSE bytes were last made (http_now) */
+    double keepalive_s;    /* stream: silence before a ": keep-alive" comment */
     int out_done, oom;
     int error_sent;        /* stream: the SSE error event for an engine failure went out */
     int n;
@@ -596,6 +603,13 @@ static int gen__stream_fill(gen_job *j)
             gen__sse_event(j, &j->choices[i], ev);
             gen__event_free(ev);
         }
+    double now = http_now();
+    if (j->out_len > 0) {
+        j->t_out = now;
+    } else if (now - j->t_out >= j->keepalive_s) {
+        gen__out(j, ": keep-alive\n\n", 14);
+        j->t_out = now;
+    }
     if (gen__all_done(j)) {
         if (j->req.include_usage) {
             oai_usage u = gen__usage(j);
@@ -633,6 +647,9 @@ static void gen__stream_free(void *cls)
 
 static enum MHD_Result gen__reply_stream(gen_job *j, struct MHD_Connection *conn)
 {
+    j->t_out = http_now();
+    j->keepalive_s = j->srv->cfg.timeout_s / 4.0;
+    if (j->keepalive_s > GEN_KEEPALIVE_MAX_S) j->keepalive_s = GEN_KEEPALIVE_MAX_S;
     struct MHD_Response *r =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, gen__stream_read, j,
                                           gen__stream_free);

@@ -47,6 +47,7 @@ http_server_config http_server_config_default(void)
         .max_queue = 256,
         .max_body_bytes = 8u << 20,
         .max_connections = 512,
+        .timeout_s = 120,
     };
 }
 
@@ -447,6 +448,7 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
     }
     s->engine = e;
     s->cfg = *cfg;
+    if (s->cfg.timeout_s < 1) s->cfg.timeout_s = 120;
     s->host = http__strdup(cfg->host ? cfg->host : "127.0.0.1");
     s->api_key = cfg->api_key && cfg->api_key[0] ? http__strdup(cfg->api_key) : NULL;
     s->model_name = http__strdup(cfg->served_model_name ? cfg->served_model_name
@@ -489,7 +491,7 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
     s->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, http__handle, s,
                                  MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.timeout_s,
                                  MHD_OPTION_NOTIFY_COMPLETED, http__completed, s,
                                  MHD_OPTION_END);
     freeaddrinfo(ai);

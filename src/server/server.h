@@ -29,6 +29,8 @@ typedef struct http_server_config {
     size_t max_body_bytes;         /* larger request bodies: 413 */
     const char *served_model_name; /* NULL: the model directory's name */
     int max_connections;           /* open connections (one thread each) */
+    int timeout_s;                 /* a connection silent this long is closed (default 120);
+                                      a stream still waiting sends SSE keep-alive comments */
     const char *allowed_hosts;     /* comma-separated Host names accepted besides localhost,
                                       127.0.0.1 and ::1 ("*": any); NULL: none. The Host header
                                       is checked when bound to a loopback address or when set */
