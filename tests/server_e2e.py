@@ -31,6 +31,10 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                a stream silent for longer than the timeout still completes, the
                wait filled with SSE comments (": keep-alive") that a parser
                following the SSE spec skips
+  limits       per-request memory bounds, each a 400 naming the field: /detokenize
+               and /tokenize ids past max_model_len, /tokenize text past 32 bytes
+               per token of it, a stop string over 1 KiB, n x max_tokens x
+               top_logprobs over 2^20; /tokenize counts in --max-queue (503)
   queue        --max-queue 1: a second request while one runs gets 503 with
                Retry-After; afterwards requests are admitted again
   disconnect   a streaming client that goes away mid-stream (and one whose
@@ -291,8 +295,8 @@ def check_endpoints(a):
         print(f"ok: /metrics has the gauges, counters and histograms")
 
 
-def expect_error(srv, status, method, path, body, *needles, headers=None):
-    got, hdrs, data = srv.request(method, path, body, headers=headers)
+def expect_error(srv, status, method, path, body, *needles, headers=None, timeout=120):
+    got, hdrs, data = srv.request(method, path, body, headers=headers, timeout=timeout)
     try:
         err = json.loads(data)["error"]
     except (ValueError, KeyError, TypeError):
@@ -618,6 +622,58 @@ def check_keepalive(a):
             sse_events(re.sub(r"(?m)^: keep-alive\n\n", "", raw))
             print(f"ok {path}: {comments} keep-alive comments over {time.time() - t0:.1f} s, "
                   f"{len(chunks)} chunks, [DONE] last")
+
+
+def check_limits(a):
+    with Server(a, "--max-model-len", "1024", "--max-queue", "1") as srv:
+        comp = "/v1/completions"
+        expect_error(srv, 400, "POST", "/detokenize", {"tokens": [1] * 1025}, "tokens", "max_model_len")
+        status, r, _ = srv.post("/detokenize", {"tokens": [1] * 1024})
+        if status != 200:
+            fail(f"/detokenize of max_model_len ids: {status} {r}")
+        expect_error(srv, 400, "POST", "/tokenize", {"prompt": [1] * 1025}, "prompt", "max_model_len")
+        expect_error(srv, 400, "POST", "/tokenize", {"prompt": "a" * (32 * 1024 + 1)}, "prompt", "bytes")
+        expect_error(srv, 400, "POST", "/tokenize", {"prompt": "hi " * 3000}, "prompt", "max_model_len")
+        expect_error(srv, 400, "POST", "/tokenize", {"messages": [{"role": "user", "content": "hi " * 3000}]},
+                     "messages", "max_model_len")
+        status, r, _ = srv.post("/tokenize", {"prompt": "hi " * 100})
+        if status != 200 or r["count"] < 100:
+            fail(f"/tokenize of a short text: {status} {r}")
+        expect_error(srv, 400, "POST", comp, {"prompt": "hi", "max_tokens": 2, "stop": ["x" * 1025]},
+                     "stop", "1024 bytes")
+        expect_error(srv, 400, "POST", comp, {"prompt": "hi", "max_tokens": 2, "stop": ["x"] * 17}, "stop")
+        status, r, _ = srv.post(comp, {"prompt": "hi", "max_tokens": 2, "stop": ["x" * 1024]})
+        if status != 200:
+            fail(f"a stop string of 1024 bytes: {status} {r}")
+    # n x max_tokens x top_logprobs: 16 x 4000 x 20 = 1280000 > 2^20
+    with Server(a, "--max-model-len", "4096") as srv:
+        comp = "/v1/completions"
+        over = {"prompt": "hi", "n": 16, "max_tokens": 4000, "logprobs": 20, "ignore_eos": True}
+        expect_error(srv, 400, "POST", comp, over, "logprobs", "1048576", timeout=20)
+        chat = {"messages": [{"role": "user", "content": "hi"}], "n": 16, "logprobs": True,
+                "top_logprobs": 20, "ignore_eos": True}  # the default max_tokens: the rest of 4096
+        expect_error(srv, 400, "POST", "/v1/chat/completions", chat, "top_logprobs", "1048576", timeout=20)
+        status, r, _ = srv.post(comp, dict(over, max_tokens=3))
+        if status != 200 or len(r["choices"]) != 16:
+            fail(f"n x max_tokens x logprobs within the budget: {status} {r}")
+    with Server(a, "--max-queue", "1") as srv:
+        long = {"prompt": "Once upon a time", "max_tokens": 4000, "ignore_eos": True, "temperature": 0,
+                "stream": True}
+        s = open_stream(srv.port, long)
+        read_until(s, b"data: ")
+        expect_error(srv, 503, "POST", "/tokenize", {"prompt": "hi"}, "busy")
+        expect_error(srv, 503, "POST", "/detokenize", {"tokens": [1, 2]}, "busy")
+        s.close()
+        srv.wait_idle()
+        deadline = time.time() + 10
+        while True:
+            status, r, _ = srv.post("/tokenize", {"prompt": "hi"})
+            if status != 503 or time.time() > deadline:
+                break
+            time.sleep(0.05)
+        if status != 200:
+            fail(f"/tokenize after the queue drained: {status} {r}")
+        print("ok: /tokenize and /detokenize count in --max-queue")
 
 
 def check_queue(a):

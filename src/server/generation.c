@@ -170,11 +170,7 @@ static void gen__job_free(gen_job *j)
     pthread_cond_destroy(&j->cond);
     int n = j->n;
     free(j);
-    pthread_mutex_lock(&s->mu);
-    s->n_admitted -= n;
-    s->n_jobs--;
-    pthread_cond_broadcast(&s->idle);
-    pthread_mutex_unlock(&s->mu);
+    http_admit_release(s, n, 1);
 }
 
 static void gen__release(gen_job *j)
@@ -705,7 +701,22 @@ static int gen__prompt(http_server *s, const oai_request *req, int32_t **ids, si
     return *ids ? 1 : oai_error_set(err, 500, NULL, "out of memory");
 }
 
-/* max_tokens against the prompt and max_model_len (OpenAI's message). */
+/* n x max_tokens x top_logprobs within OAI_MAX_LOGPROB_ALTERNATIVES. */
+static int gen__check_logprobs(const oai_request *req, oai_error *err)
+{
+    int64_t alternatives = (int64_t)req->n * req->max_tokens * req->top_logprobs;
+    if (alternatives <= OAI_MAX_LOGPROB_ALTERNATIVES) return 1;
+    const char *param = req->kind == OAI_CHAT ? "top_logprobs" : "logprobs";
+    return oai_error_set(err, 400, param,
+                         "n (%d) x max_tokens (%lld) x %s (%d) is %lld log-probability "
+                         "alternatives, more than the %d one request may ask for; lower one of "
+                         "them (max_tokens defaults to the rest of max_model_len)",
+                         req->n, (long long)req->max_tokens, param, req->top_logprobs,
+                         (long long)alternatives, OAI_MAX_LOGPROB_ALTERNATIVES);
+}
+
+/* max_tokens against the prompt and max_model_len (OpenAI's message), then
+ * the log-probability budget. */
 static int gen__check_length(http_server *s, oai_request *req, size_t n_prompt, oai_error *err)
 {
     const char *param = req->kind == OAI_CHAT ? "messages" : "prompt";
@@ -730,20 +741,7 @@ static int gen__check_length(http_server *s, oai_request *req, size_t n_prompt, 
     }
     if (req->sampling.min_tokens > req->max_tokens) req->sampling.min_tokens = req->max_tokens;
     req->sampling.max_tokens = req->max_tokens;
-    return 1;
-}
-
-/* Admit n more requests, or 0 (queue full). */
-static int gen__admit(http_server *s, int n)
-{
-    pthread_mutex_lock(&s->mu);
-    int ok = s->n_admitted + n <= s->cfg.max_queue;
-    if (ok) {
-        s->n_admitted += n;
-        s->n_jobs++;
-    }
-    pthread_mutex_unlock(&s->mu);
-    return ok;
+    return gen__check_logprobs(req, err);
 }
 
 /* Submit the job's n choices (seeds seed, seed+1, ...). On failure the ones
@@ -790,11 +788,8 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
     }
     if (!gen__prompt(s, req, &ids, &n_ids, &err) || !gen__check_length(s, req, n_ids, &err))
         goto refuse;
-    if (!gen__admit(s, req->n)) {
-        oai_error_set(&err, 503, NULL,
-                      "the server is busy: %lld requests are queued or running (--max-queue); "
-                      "retry later",
-                      (long long)s->cfg.max_queue);
+    if (!http_admit(s, req->n, 1)) {
+        http_error_busy(s, &err);
         goto refuse;
     }
     if (req->echo && req->kind == OAI_COMPLETION && !req->prompt) {
@@ -804,10 +799,7 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
     }
     gen_job *j = gen__job_new(s, req, fd, t_arrival);
     if (!j) {
-        pthread_mutex_lock(&s->mu);
-        s->n_admitted -= req->n;
-        s->n_jobs--;
-        pthread_mutex_unlock(&s->mu);
+        http_admit_release(s, req->n, 1);
         oai_error_set(&err, 500, NULL, "out of memory");
         goto refuse;
     }

@@ -137,50 +137,121 @@ static enum MHD_Result http__metrics(http_server *s, struct MHD_Connection *conn
                        metrics_render(&s->metrics, &st, s->model_name), NULL, NULL);
 }
 
+/* --- admission ---------------------------------------------------------------- */
+
+int http_admit(http_server *s, int64_t n, int job)
+{
+    pthread_mutex_lock(&s->mu);
+    int ok = s->n_admitted + n <= s->cfg.max_queue;
+    if (ok) {
+        s->n_admitted += n;
+        s->n_jobs += job;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
+void http_admit_release(http_server *s, int64_t n, int job)
+{
+    pthread_mutex_lock(&s->mu);
+    s->n_admitted -= n;
+    s->n_jobs -= job;
+    pthread_cond_broadcast(&s->idle);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void http_error_busy(http_server *s, oai_error *err)
+{
+    oai_error_set(err, 503, NULL,
+                  "the server is busy: %lld requests are queued or running (--max-queue); "
+                  "retry later",
+                  (long long)s->cfg.max_queue);
+}
+
+/* --- /tokenize and /detokenize ------------------------------------------------- */
+
+/* Text longer than this many bytes per token of max_model_len is refused
+ * before it is tokenized (no tokenizer makes tokens that long on average). */
+enum { HTTP_TOKENIZE_BYTES_PER_TOKEN = 32 };
+
+/* 0 with err filled when `n` ids of `param` are more than max_model_len. */
+static int http__check_ids(const http_server *s, const char *param, size_t n, oai_error *err)
+{
+    if ((int64_t)n <= s->max_model_len) return 1;
+    return oai_error_set(err, 400, param, "'%s' has %zu tokens, more than max_model_len (%lld)",
+                         param, n, (long long)s->max_model_len);
+}
+
+/* 0 with err filled when `len` bytes of text are too long to tokenize. */
+static int http__check_text(const http_server *s, const char *param, size_t len, oai_error *err)
+{
+    int64_t max = s->max_model_len * HTTP_TOKENIZE_BYTES_PER_TOKEN;
+    if ((int64_t)len <= max) return 1;
+    return oai_error_set(err, 400, param,
+                         "'%s' is %zu bytes long, more than %d bytes per token of max_model_len "
+                         "(%lld bytes)",
+                         param, len, HTTP_TOKENIZE_BYTES_PER_TOKEN, (long long)max);
+}
+
+static enum MHD_Result http__detokenize(http_server *s, struct MHD_Connection *conn,
+                                        oai_request *req)
+{
+    oai_error err;
+    char *text = NULL;
+    size_t len = 0;
+    if (!http__check_ids(s, "tokens", req->n_prompt_ids, &err)) return http_reply_error(s, conn, &err);
+    encore_status st = encore_detokenize(s->engine, req->prompt_ids, req->n_prompt_ids, 1, &text, &len);
+    if (st != ENCORE_OK) {
+        http_error_from_encore(&err, st, "cannot detokenize");
+        return http_reply_error(s, conn, &err);
+    }
+    char *clean = malloc(3 * len + 1);
+    cJSON *o = cJSON_CreateObject();
+    if (clean) oai_utf8_sanitize(text, len, clean, 3 * len + 1);
+    cJSON_AddStringToObject(o, "prompt", clean ? clean : "");
+    encore_free(text);
+    free(clean);
+    char *body = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return http_reply_json(conn, MHD_HTTP_OK, body);
+}
+
+/* The ids of /tokenize's prompt or messages into *ids (encore_free) and *n;
+ * ids NULL when the prompt is ids already. 0 with err filled when refused. */
+static int http__tokenize_ids(http_server *s, const oai_request *req, int32_t **ids, size_t *n,
+                              oai_error *err)
+{
+    const char *param = req->messages ? "messages" : "prompt";
+    char *chat = NULL;
+    encore_status st = ENCORE_OK;
+    if (req->messages) {
+        if (!s->has_chat_template)
+            return oai_error_set(err, 400, "messages",
+                                 "this model has no chat template encore can render");
+        st = encore_chat_prompt(s->engine, req->messages, req->n_messages, req->enable_thinking, &chat);
+    }
+    const char *text = chat ? chat : req->prompt;
+    int ok = st == ENCORE_OK;
+    if (!ok) http_error_from_encore(err, st, "cannot tokenize");
+    if (ok && text) ok = http__check_text(s, param, strlen(text), err);
+    if (ok && text) {
+        st = encore_tokenize(s->engine, text, strlen(text), ids, n);
+        if (st != ENCORE_OK) http_error_from_encore(err, st, "cannot tokenize");
+        ok = st == ENCORE_OK;
+    }
+    encore_free(chat);
+    if (ok) ok = http__check_ids(s, param, *ids ? *n : req->n_prompt_ids, err);
+    return ok;
+}
+
 static enum MHD_Result http__tokenize(http_server *s, struct MHD_Connection *conn,
                                       oai_request *req)
 {
     oai_error err;
     int32_t *ids = NULL;
     size_t n = 0;
-    char *chat = NULL;
-    encore_status st = ENCORE_OK;
-    if (req->model && strcmp(req->model, s->model_name) != 0) {
-        oai_error_set(&err, 404, "model", "The model '%.200s' does not exist.", req->model);
-        return http_reply_error(s, conn, &err);
-    }
-    if (req->kind == OAI_DETOKENIZE) {
-        char *text = NULL;
-        size_t len = 0;
-        st = encore_detokenize(s->engine, req->prompt_ids, req->n_prompt_ids, 1, &text, &len);
-        if (st != ENCORE_OK) {
-            http_error_from_encore(&err, st, "cannot detokenize");
-            return http_reply_error(s, conn, &err);
-        }
-        char *clean = malloc(3 * len + 1);
-        cJSON *o = cJSON_CreateObject();
-        if (clean) oai_utf8_sanitize(text, len, clean, 3 * len + 1);
-        cJSON_AddStringToObject(o, "prompt", clean ? clean : "");
-        encore_free(text);
-        free(clean);
-        char *body = cJSON_PrintUnformatted(o);
-        cJSON_Delete(o);
-        return http_reply_json(conn, MHD_HTTP_OK, body);
-    }
-    if (req->messages) {
-        if (!s->has_chat_template) {
-            oai_error_set(&err, 400, "messages", "this model has no chat template encore can render");
-            return http_reply_error(s, conn, &err);
-        }
-        st = encore_chat_prompt(s->engine, req->messages, req->n_messages, req->enable_thinking, &chat);
-    }
-    if (st == ENCORE_OK && (chat || req->prompt)) {
-        const char *text = chat ? chat : req->prompt;
-        st = encore_tokenize(s->engine, text, strlen(text), &ids, &n);
-    }
-    encore_free(chat);
-    if (st != ENCORE_OK) {
-        http_error_from_encore(&err, st, "cannot tokenize");
+    if (!http__tokenize_ids(s, req, &ids, &n, &err)) {
+        encore_free(ids);
         return http_reply_error(s, conn, &err);
     }
     const int32_t *out = ids ? ids : req->prompt_ids;
@@ -194,6 +265,25 @@ static enum MHD_Result http__tokenize(http_server *s, struct MHD_Connection *con
     char *body = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return http_reply_json(conn, MHD_HTTP_OK, body);
+}
+
+/* /tokenize and /detokenize, each counted as one request in --max-queue
+ * while it runs. */
+static enum MHD_Result http__tokens(http_server *s, struct MHD_Connection *conn, oai_request *req)
+{
+    oai_error err;
+    if (req->model && strcmp(req->model, s->model_name) != 0) {
+        oai_error_set(&err, 404, "model", "The model '%.200s' does not exist.", req->model);
+        return http_reply_error(s, conn, &err);
+    }
+    if (!http_admit(s, 1, 0)) {
+        http_error_busy(s, &err);
+        return http_reply_error(s, conn, &err);
+    }
+    enum MHD_Result r = req->kind == OAI_DETOKENIZE ? http__detokenize(s, conn, req)
+                                                    : http__tokenize(s, conn, req);
+    http_admit_release(s, 1, 0);
+    return r;
 }
 
 /* --- routing ------------------------------------------------------------------- */
@@ -322,7 +412,7 @@ static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *con
     if (!oai_request_parse(hc->body ? hc->body : "", hc->len, kind, &req, &err))
         return http_reply_error(s, conn, &err);
     if (kind == OAI_TOKENIZE || kind == OAI_DETOKENIZE) {
-        enum MHD_Result r = http__tokenize(s, conn, &req);
+        enum MHD_Result r = http__tokens(s, conn, &req);
         oai_request_free(&req);
         return r;
     }

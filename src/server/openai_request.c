@@ -310,6 +310,9 @@ static int oai__stop(const cJSON *obj, oai_request *r, oai_error *err)
             return oai_error_set(err, 400, "stop", "'stop' must be a string or an array of strings");
         if (!x->valuestring[0])
             return oai_error_set(err, 400, "stop", "'stop' strings must not be empty");
+        if (strlen(x->valuestring) > OAI_MAX_STOP_BYTES)
+            return oai_error_set(err, 400, "stop", "'stop' strings are at most %d bytes, got %zu",
+                                 OAI_MAX_STOP_BYTES, strlen(x->valuestring));
         if (!(r->stop[r->sampling.n_stop++] = oai__strdup(x->valuestring))) return oai__oom(err);
     }
     r->sampling.stop = (const char *const *)r->stop;

@@ -17,9 +17,13 @@
 enum {
     OAI_MAX_N = 16,         /* choices per request */
     OAI_MAX_STOP = 16,      /* stop strings */
+    OAI_MAX_STOP_BYTES = 1024, /* bytes of one stop string */
     OAI_MAX_STOP_IDS = 16,  /* stop_token_ids (the engine's limit) */
     OAI_MAX_TOP_LOGPROBS = 20,
     OAI_MAX_MESSAGES = 4096,
+    /* n x max_tokens x top_logprobs: the log-probability alternatives one
+     * request may ask for (8 bytes each: 8 MiB) */
+    OAI_MAX_LOGPROB_ALTERNATIVES = 1 << 20,
 };
 
 typedef enum oai_kind {

@@ -35,6 +35,14 @@ enum MHD_Result http_reply_json(struct MHD_Connection *conn, unsigned status, ch
 /* Queue OpenAI's error object for err (503 gets Retry-After). */
 enum MHD_Result http_reply_error(http_server *s, struct MHD_Connection *conn, const oai_error *err);
 
+/* Admit n generation requests (choices) and `job` (0 or 1) jobs against
+ * --max-queue: 1, or 0 when the queue is full. http_admit_release gives
+ * them back. */
+int http_admit(http_server *s, int64_t n, int job);
+void http_admit_release(http_server *s, int64_t n, int job);
+/* The 503 for a full queue (--max-queue). */
+void http_error_busy(http_server *s, oai_error *err);
+
 /* The error for a failed encore call: 400 for bad input, 500 otherwise. */
 void http_error_from_encore(oai_error *err, encore_status st, const char *what);
 
