@@ -6,7 +6,7 @@
 #                      checks (Content-Type, Host, Bearer)
 #   server_<check>     end to end over 127.0.0.1 (tests/server_e2e.py, one server
 #                      per check on a port of its own): sse, endpoints, errors,
-#                      early, hosts, failures, keepalive, limits, queue, disconnect, concurrency, args, bench (`encore bench
+#                      early, hosts, failures, keepalive, limits, fairness, queue, disconnect, concurrency, args, bench (`encore bench
 #                      serve` against it: its counts equal the server's counters)
 # Labelled "network" (npm installs the official `openai` package into the build
 # tree; offline, server_npm_install fails and the two tests after it do not run,
@@ -27,7 +27,7 @@ set_tests_properties(test_server_unit PROPERTIES LABELS server)
 
 set(ENCORE_SERVER_E2E ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_e2e.py --encore $<TARGET_FILE:encore>
                       --models ${ENCORE_MODELS_DIR})
-foreach(check sse endpoints errors early hosts failures keepalive limits queue disconnect concurrency args bench)
+foreach(check sse endpoints errors early hosts failures keepalive limits fairness queue disconnect concurrency args bench)
   add_test(NAME server_${check} COMMAND ${ENCORE_SERVER_E2E} ${check})
   set_tests_properties(server_${check} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300
                        LABELS server)

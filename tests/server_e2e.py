@@ -35,6 +35,10 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                and /tokenize ids past max_model_len, /tokenize text past 32 bytes
                per token of it, a stop string over 1 KiB, n x max_tokens x
                top_logprobs over 2^20; /tokenize counts in --max-queue (503)
+  fairness     --max-queue-per-client 1: a second request from 127.0.0.1 while
+               one runs gets 429 with Retry-After, one from 127.0.0.2 is admitted;
+               with --api-key every key holder is one client; the default is half
+               of --max-queue; --max-tokens-default caps a missing max_tokens
   queue        --max-queue 1: a second request while one runs gets 503 with
                Retry-After; afterwards requests are admitted again
   disconnect   a streaming client that goes away mid-stream (and one whose
@@ -116,8 +120,9 @@ class Server:
         if exc[0] is None and rc != 0:
             fail(f"server exited {rc}: {err}")
 
-    def request(self, method, path, body=None, headers=None, timeout=120):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+    def request(self, method, path, body=None, headers=None, timeout=120, source=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout,
+                                       source_address=(source, 0) if source else None)
         h = {"Content-Type": "application/json"}
         h.update(headers or {})
         if isinstance(body, (dict, list)):
@@ -553,12 +558,12 @@ def check_failures(a):
         print("ok: healthy again after a step that works")
 
 
-def open_stream(port, body):
+def open_stream(port, body, extra_headers=b""):
     """Send a streaming request on a raw socket; return the socket."""
     s = socket.create_connection(("127.0.0.1", port), timeout=60)
     data = json.dumps(body).encode()
     s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-              b"Content-Length: " + str(len(data)).encode() + b"\r\n\r\n" + data)
+              + extra_headers + b"Content-Length: " + str(len(data)).encode() + b"\r\n\r\n" + data)
     return s
 
 
@@ -674,6 +679,54 @@ def check_limits(a):
         if status != 200:
             fail(f"/tokenize after the queue drained: {status} {r}")
         print("ok: /tokenize and /detokenize count in --max-queue")
+
+
+def expect_per_client_cap(srv, headers=None):
+    """With one long stream of 127.0.0.1 running: another from 127.0.0.1 gets
+    429 with Retry-After; returns the status of one from 127.0.0.2."""
+    long = {"prompt": "Once upon a time", "max_tokens": 4000, "ignore_eos": True, "temperature": 0,
+            "stream": True}
+    auth = b"".join(f"{k}: {v}\r\n".encode() for k, v in (headers or {}).items())
+    s = open_stream(srv.port, long, auth)
+    read_until(s, b"data: ")
+    short = {"prompt": "hi", "max_tokens": 2}
+    hdrs = expect_error(srv, 429, "POST", "/v1/completions", short, "--max-queue-per-client", headers=headers)
+    if hdrs.get("Retry-After") != "1":
+        fail(f"429 without Retry-After: {hdrs}")
+    expect_error(srv, 429, "POST", "/tokenize", {"prompt": "hi"}, "--max-queue-per-client", headers=headers)
+    status, _, data = srv.request("POST", "/v1/completions", short, headers=headers, source="127.0.0.2")
+    s.close()
+    srv.wait_idle()
+    return status, data
+
+
+def check_fairness(a):
+    with Server(a, "--max-queue", "8", "--max-queue-per-client", "1") as srv:
+        status, data = expect_per_client_cap(srv)
+        if status != 200:
+            fail(f"another client (127.0.0.2) was not admitted: {status} {data[:200]!r}")
+        print("ok: 127.0.0.2 admitted while 127.0.0.1 is at its cap")
+    with Server(a, "--max-queue", "8", "--max-queue-per-client", "1", "--api-key", "k") as srv:
+        status, data = expect_per_client_cap(srv, {"Authorization": "Bearer k"})
+        if status != 429:
+            fail(f"with --api-key, 127.0.0.2 holding the key is the same client: {status} {data[:200]!r}")
+        print("ok: with --api-key, every holder of the key is one client")
+    with Server(a, "--max-queue", "2", "--max-tokens-default", "3") as srv:  # per client: 2 / 2 = 1
+        expect_per_client_cap(srv)
+        print("ok: the default per-client cap is half of --max-queue")
+        body = {"prompt": "hi", "temperature": 0, "ignore_eos": True}
+        deadline = time.time() + 10
+        while True:  # the stream's admission is given back when its connection is torn down
+            status, r, _ = srv.post("/v1/completions", body)
+            if status != 429 or time.time() > deadline:
+                break
+            time.sleep(0.05)
+        if status != 200 or r["usage"]["completion_tokens"] != 3:
+            fail(f"--max-tokens-default 3: {status} {r}")
+        status, r, _ = srv.post("/v1/completions", dict(body, max_tokens=5))
+        if status != 200 or r["usage"]["completion_tokens"] != 5:
+            fail(f"--max-tokens-default with max_tokens 5 given: {status} {r}")
+        print("ok: --max-tokens-default 3 caps a missing max_tokens, a given one is kept")
 
 
 def check_queue(a):
@@ -840,6 +893,8 @@ def check_args(a):
     run(["-m", m, "--max-queue", "0"], 2, "--max-queue")
     run(["-m", m, "--max-body-bytes", "10"], 2, "--max-body-bytes")
     run(["-m", m, "--timeout", "0"], 2, "--timeout")
+    run(["-m", m, "--max-queue-per-client", "0"], 2, "--max-queue-per-client")
+    run(["-m", m, "--max-tokens-default", "0"], 2, "--max-tokens-default")
     run(["-m", m, "--bogus"], 2, "--bogus")
     run(["-m", m, "--allowed-hosts", " , "], 2, "--allowed-hosts")
     with tempfile.TemporaryDirectory() as tmp:

@@ -27,6 +27,11 @@ static const char serve_help[] =
     "  --served-model-name NAME the model's name in the API (default: DIR's last component)\n"
     "  --max-queue N            generation requests admitted at once, running or waiting;\n"
     "                           more get 503 with Retry-After (default 256)\n"
+    "  --max-queue-per-client N of those, from one client (the API key's holders when\n"
+    "                           a key is set, else one IP address); more get 429 with\n"
+    "                           Retry-After (default: half of --max-queue, at least 1)\n"
+    "  --max-tokens-default N   max_tokens of a request that gives none, at most N\n"
+    "                           (default: the rest of --max-model-len)\n"
     "  --max-body-bytes N       largest request body; larger get 413 (default 8388608)\n"
     "  --max-connections N      open connections, one thread each (default 512)\n"
     "  --timeout SECONDS        close a connection silent this long (default 120); a\n"
@@ -75,6 +80,10 @@ static int serve_option(void *args, const char *cmd, int argc, char **argv, int 
     }
     if (!strcmp(o, "--max-queue"))
         return cli_option_i64(cmd, argc, argv, i, 1, 1 << 20, &a->http.max_queue) ? 1 : -1;
+    if (!strcmp(o, "--max-queue-per-client"))
+        return cli_option_i64(cmd, argc, argv, i, 1, 1 << 20, &a->http.max_queue_per_client) ? 1 : -1;
+    if (!strcmp(o, "--max-tokens-default"))
+        return cli_option_i64(cmd, argc, argv, i, 1, 1 << 30, &a->http.max_tokens_default) ? 1 : -1;
     if (!strcmp(o, "--max-body-bytes")) {
         if (!cli_option_i64(cmd, argc, argv, i, 1024, (int64_t)1 << 32, &v)) return -1;
         a->http.max_body_bytes = (size_t)v;

@@ -91,6 +91,7 @@ typedef struct gen_job {
     oai_head head;
     char id[64];
     double t_arrival;
+    char client[HTTP_CLIENT_ID_MAX]; /* http_client_id: its admission is given back to it */
     size_t n_prompt;
     int fd;                /* the client's socket, -1 if unknown */
     double t_polled;       /* when gen__wait last looked at it */
@@ -117,7 +118,8 @@ static void gen__event_free(gen_event *ev)
     free(ev);
 }
 
-static gen_job *gen__job_new(http_server *s, oai_request *req, int fd, double t_arrival)
+static gen_job *gen__job_new(http_server *s, oai_request *req, int fd, double t_arrival,
+                             const char *client)
 {
     gen_job *j = calloc(1, sizeof *j + (size_t)req->n * sizeof(gen_choice));
     if (!j) return NULL;
@@ -134,6 +136,7 @@ static gen_job *gen__job_new(http_server *s, oai_request *req, int fd, double t_
     j->fd = fd;
     j->n = j->req.n;
     j->t_arrival = t_arrival;
+    snprintf(j->client, sizeof j->client, "%s", client);
     http_new_id(s, j->req.kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", j->id, sizeof j->id);
     j->head = (oai_head){.kind = j->req.kind, .id = j->id, .created = (int64_t)time(NULL),
                          .model = s->model_name};
@@ -169,8 +172,10 @@ static void gen__job_free(gen_job *j)
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cond);
     int n = j->n;
+    char client[HTTP_CLIENT_ID_MAX];
+    memcpy(client, j->client, sizeof client);
     free(j);
-    http_admit_release(s, n, 1);
+    http_admit_release(s, client, n, 1);
 }
 
 static void gen__release(gen_job *j)
@@ -730,6 +735,8 @@ static int gen__check_length(http_server *s, oai_request *req, size_t n_prompt, 
                                  "completion. Please reduce the length of the prompt.",
                                  (long long)s->max_model_len, n_prompt);
         req->max_tokens = room;
+        int64_t cap = s->cfg.max_tokens_default;
+        if (cap > 0 && cap < room) req->max_tokens = cap;
     } else if (req->max_tokens > room) {
         return oai_error_set(err, 400, param,
                              "This model's maximum context length is %lld tokens. However, you "
@@ -775,7 +782,7 @@ static int gen__submit(gen_job *j, const int32_t *ids, size_t n_ids, oai_error *
 }
 
 enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_request *req, int fd,
-                           double t_arrival)
+                           double t_arrival, const char *client)
 {
     oai_error err;
     int32_t *ids = NULL;
@@ -788,18 +795,15 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
     }
     if (!gen__prompt(s, req, &ids, &n_ids, &err) || !gen__check_length(s, req, n_ids, &err))
         goto refuse;
-    if (!http_admit(s, req->n, 1)) {
-        http_error_busy(s, &err);
-        goto refuse;
-    }
+    if (!http_admit(s, client, req->n, 1, &err)) goto refuse;
     if (req->echo && req->kind == OAI_COMPLETION && !req->prompt) {
         size_t len = 0;
         if (encore_detokenize(s->engine, ids, n_ids, 0, &req->prompt, &len) != ENCORE_OK)
             req->prompt = NULL;
     }
-    gen_job *j = gen__job_new(s, req, fd, t_arrival);
+    gen_job *j = gen__job_new(s, req, fd, t_arrival, client);
     if (!j) {
-        http_admit_release(s, req->n, 1);
+        http_admit_release(s, client, req->n, 1);
         oai_error_set(&err, 500, NULL, "out of memory");
         goto refuse;
     }

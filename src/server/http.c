@@ -93,11 +93,12 @@ enum MHD_Result http_reply_json(struct MHD_Connection *conn, unsigned status, ch
 enum MHD_Result http_reply_error(http_server *s, struct MHD_Connection *conn, const oai_error *err)
 {
     metrics_count_error(&s->metrics);
-    const char *header = err->http_status == 503   ? MHD_HTTP_HEADER_RETRY_AFTER
+    int retry = err->http_status == 503 || err->http_status == 429;
+    const char *header = retry                     ? MHD_HTTP_HEADER_RETRY_AFTER
                          : err->http_status == 401 ? MHD_HTTP_HEADER_WWW_AUTHENTICATE
                                                    : NULL;
     return http__reply(conn, (unsigned)err->http_status, "application/json",
-                       oai_response_error(err), header, err->http_status == 503 ? "1" : "Bearer");
+                       oai_response_error(err), header, retry ? "1" : "Bearer");
 }
 
 void http_error_from_encore(oai_error *err, encore_status st, const char *what)
@@ -139,33 +140,62 @@ static enum MHD_Result http__metrics(http_server *s, struct MHD_Connection *conn
 
 /* --- admission ---------------------------------------------------------------- */
 
-int http_admit(http_server *s, int64_t n, int job)
+/* --max-queue-per-client, or its default: half of --max-queue, at least 1 */
+static int64_t http__max_per_client(const http_server *s)
 {
+    if (s->cfg.max_queue_per_client > 0) return s->cfg.max_queue_per_client;
+    return s->cfg.max_queue / 2 > 1 ? s->cfg.max_queue / 2 : 1;
+}
+
+int http_admit(http_server *s, const char *client, int64_t n, int job, oai_error *err)
+{
+    int64_t was = 0, max = http__max_per_client(s);
     pthread_mutex_lock(&s->mu);
-    int ok = s->n_admitted + n <= s->cfg.max_queue;
+    int full = s->n_admitted + n > s->cfg.max_queue;
+    int ok = !full && http_clients_add(&s->clients, client, n, max, &was);
     if (ok) {
         s->n_admitted += n;
         s->n_jobs += job;
     }
     pthread_mutex_unlock(&s->mu);
+    if (full)
+        oai_error_set(err, 503, NULL,
+                      "the server is busy: %lld requests are queued or running (--max-queue); "
+                      "retry later",
+                      (long long)s->cfg.max_queue);
+    else if (!ok && was < 0)
+        oai_error_set(err, 503, NULL, "out of memory while admitting the request; retry later");
+    else if (!ok)
+        oai_error_set(err, 429, NULL,
+                      "too many requests from this client: %lld queued or running, %lld more "
+                      "asked, at most %lld (--max-queue-per-client); retry later",
+                      (long long)was, (long long)n, (long long)max);
     return ok;
 }
 
-void http_admit_release(http_server *s, int64_t n, int job)
+void http_admit_release(http_server *s, const char *client, int64_t n, int job)
 {
     pthread_mutex_lock(&s->mu);
     s->n_admitted -= n;
     s->n_jobs -= job;
+    http_clients_sub(&s->clients, client, n);
     pthread_cond_broadcast(&s->idle);
     pthread_mutex_unlock(&s->mu);
 }
 
-void http_error_busy(http_server *s, oai_error *err)
+void http_client_id(const http_server *s, struct MHD_Connection *conn,
+                    char out[HTTP_CLIENT_ID_MAX])
 {
-    oai_error_set(err, 503, NULL,
-                  "the server is busy: %lld requests are queued or running (--max-queue); "
-                  "retry later",
-                  (long long)s->cfg.max_queue);
+    snprintf(out, HTTP_CLIENT_ID_MAX, "%s", s->api_key ? "api-key" : "unknown");
+    if (s->api_key) return;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *a = ci ? ci->client_addr : NULL;
+    if (a && a->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)a)->sin_addr, out,
+                  HTTP_CLIENT_ID_MAX);
+    else if (a && a->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)a)->sin6_addr, out,
+                  HTTP_CLIENT_ID_MAX);
 }
 
 /* --- /tokenize and /detokenize ------------------------------------------------- */
@@ -269,20 +299,18 @@ static enum MHD_Result http__tokenize(http_server *s, struct MHD_Connection *con
 
 /* /tokenize and /detokenize, each counted as one request in --max-queue
  * while it runs. */
-static enum MHD_Result http__tokens(http_server *s, struct MHD_Connection *conn, oai_request *req)
+static enum MHD_Result http__tokens(http_server *s, struct MHD_Connection *conn, oai_request *req,
+                                    const char *client)
 {
     oai_error err;
     if (req->model && strcmp(req->model, s->model_name) != 0) {
         oai_error_set(&err, 404, "model", "The model '%.200s' does not exist.", req->model);
         return http_reply_error(s, conn, &err);
     }
-    if (!http_admit(s, 1, 0)) {
-        http_error_busy(s, &err);
-        return http_reply_error(s, conn, &err);
-    }
+    if (!http_admit(s, client, 1, 0, &err)) return http_reply_error(s, conn, &err);
     enum MHD_Result r = req->kind == OAI_DETOKENIZE ? http__detokenize(s, conn, req)
                                                     : http__tokenize(s, conn, req);
-    http_admit_release(s, 1, 0);
+    http_admit_release(s, client, 1, 0);
     return r;
 }
 
@@ -411,13 +439,15 @@ static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *con
     oai_request req;
     if (!oai_request_parse(hc->body ? hc->body : "", hc->len, kind, &req, &err))
         return http_reply_error(s, conn, &err);
+    char client[HTTP_CLIENT_ID_MAX];
+    http_client_id(s, conn, client);
     if (kind == OAI_TOKENIZE || kind == OAI_DETOKENIZE) {
-        enum MHD_Result r = http__tokens(s, conn, &req);
+        enum MHD_Result r = http__tokens(s, conn, &req, client);
         oai_request_free(&req);
         return r;
     }
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    return gen_handle(s, conn, &req, ci ? ci->connect_fd : -1, hc->t_arrival);
+    return gen_handle(s, conn, &req, ci ? ci->connect_fd : -1, hc->t_arrival, client);
 }
 
 /* Keep one piece of the body: 1, or 0 when out of memory. Past
@@ -503,6 +533,7 @@ static char *http__strdup(const char *s)
 static void http__free(http_server *s)
 {
     metrics_destroy(&s->metrics);
+    http_clients_free(&s->clients);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->idle);
     free(s->host);

@@ -26,6 +26,11 @@ typedef struct http_server_config {
     int port;                      /* 0: any free port (default 8000) */
     const char *api_key;           /* NULL: none; else "Authorization: Bearer KEY" required */
     int64_t max_queue;             /* generation requests admitted at once; beyond: 503 */
+    int64_t max_queue_per_client;  /* of those, from one client (the API key's holders when a
+                                      key is set, else one peer IP); beyond: 429. 0: half of
+                                      max_queue, at least 1 */
+    int64_t max_tokens_default;    /* max_tokens of a request that gives none: at most this;
+                                      0: no cap (the rest of max_model_len) */
     size_t max_body_bytes;         /* larger request bodies: 413 */
     const char *served_model_name; /* NULL: the model directory's name */
     int max_connections;           /* open connections (one thread each) */

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "http_clients.h"
 #include "metrics.h"
 #include "openai_request.h"
 #include "server.h"
@@ -28,6 +29,7 @@ struct http_server {
     pthread_cond_t idle;
     int64_t n_admitted;         /* generation requests (choices) admitted, not yet freed */
     int64_t n_jobs;             /* generation jobs alive (a job holds n choices) */
+    http_clients clients;       /* n_admitted per client */
 };
 
 /* Queue a JSON reply (body malloc'd, taken) with `status`. */
@@ -35,13 +37,16 @@ enum MHD_Result http_reply_json(struct MHD_Connection *conn, unsigned status, ch
 /* Queue OpenAI's error object for err (503 gets Retry-After). */
 enum MHD_Result http_reply_error(http_server *s, struct MHD_Connection *conn, const oai_error *err);
 
-/* Admit n generation requests (choices) and `job` (0 or 1) jobs against
- * --max-queue: 1, or 0 when the queue is full. http_admit_release gives
- * them back. */
-int http_admit(http_server *s, int64_t n, int job);
-void http_admit_release(http_server *s, int64_t n, int job);
-/* The 503 for a full queue (--max-queue). */
-void http_error_busy(http_server *s, oai_error *err);
+/* Admit n generation requests (choices) and `job` (0 or 1) jobs of
+ * `client` (http_client_id) against --max-queue and --max-queue-per-client:
+ * 1, or 0 with err filled (503 when the queue is full, 429 when the
+ * client's share is). http_admit_release gives them back. */
+int http_admit(http_server *s, const char *client, int64_t n, int job, oai_error *err);
+void http_admit_release(http_server *s, const char *client, int64_t n, int job);
+/* The client a request counts against: "api-key" when the server has one
+ * (every holder of it is one client), else the peer's IP address. */
+void http_client_id(const http_server *s, struct MHD_Connection *conn,
+                    char out[HTTP_CLIENT_ID_MAX]);
 
 /* The error for a failed encore call: 400 for bad input, 500 otherwise. */
 void http_error_from_encore(oai_error *err, encore_status st, const char *what);
@@ -54,9 +59,9 @@ uint64_t http_random(http_server *s);
 /* POST /v1/completions and /v1/chat/completions with a parsed request (taken:
  * freed here). `fd` is the client's socket, polled to notice a client that
  * went away while its request waits; `t_arrival` (http_now) when its headers
- * came, the start of its time to first token. */
+ * came, the start of its time to first token; `client` its http_client_id. */
 enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_request *req, int fd,
-                           double t_arrival);
+                           double t_arrival, const char *client);
 
 double http_now(void); /* monotonic seconds */
 
