@@ -629,6 +629,18 @@ def check_keepalive(a):
                   f"{len(chunks)} chunks, [DONE] last")
 
 
+def post_once_admitted(srv, path, body, refused):
+    """POST until the answer is not `refused` (10 s at most): the engine may be
+    idle while a closed stream's admission is given back only when its
+    connection is torn down, a moment later."""
+    deadline = time.time() + 10
+    while True:
+        status, r, _ = srv.post(path, body)
+        if status != refused or time.time() > deadline:
+            return status, r
+        time.sleep(0.05)
+
+
 def check_limits(a):
     with Server(a, "--max-model-len", "1024", "--max-queue", "1") as srv:
         comp = "/v1/completions"
@@ -670,12 +682,7 @@ def check_limits(a):
         expect_error(srv, 503, "POST", "/detokenize", {"tokens": [1, 2]}, "busy")
         s.close()
         srv.wait_idle()
-        deadline = time.time() + 10
-        while True:
-            status, r, _ = srv.post("/tokenize", {"prompt": "hi"})
-            if status != 503 or time.time() > deadline:
-                break
-            time.sleep(0.05)
+        status, r = post_once_admitted(srv, "/tokenize", {"prompt": "hi"}, 503)
         if status != 200:
             fail(f"/tokenize after the queue drained: {status} {r}")
         print("ok: /tokenize and /detokenize count in --max-queue")
@@ -715,12 +722,7 @@ def check_fairness(a):
         expect_per_client_cap(srv)
         print("ok: the default per-client cap is half of --max-queue")
         body = {"prompt": "hi", "temperature": 0, "ignore_eos": True}
-        deadline = time.time() + 10
-        while True:  # the stream's admission is given back when its connection is torn down
-            status, r, _ = srv.post("/v1/completions", body)
-            if status != 429 or time.time() > deadline:
-                break
-            time.sleep(0.05)
+        status, r = post_once_admitted(srv, "/v1/completions", body, 429)
         if status != 200 or r["usage"]["completion_tokens"] != 3:
             fail(f"--max-tokens-default 3: {status} {r}")
         status, r, _ = srv.post("/v1/completions", dict(body, max_tokens=5))
@@ -739,14 +741,7 @@ def check_queue(a):
             fail(f"503 without Retry-After: {hdrs}")
         s.close()
         srv.wait_idle()
-        # The engine is idle, but the closed stream's admission is given back
-        # when its connection is torn down, which may come a moment later.
-        deadline = time.time() + 10
-        while True:
-            status, r, _ = srv.post("/v1/completions", {"prompt": "hi", "max_tokens": 2})
-            if status != 503 or time.time() > deadline:
-                break
-            time.sleep(0.05)
+        status, r = post_once_admitted(srv, "/v1/completions", {"prompt": "hi", "max_tokens": 2}, 503)
         if status != 200:
             fail(f"after the queue drained: {status} {r}")
         print("ok: admitted again once the queue drained")
