@@ -1,12 +1,14 @@
 // openai_client.mjs - `encore serve` through the official `openai` npm package.
 //
-//   node openai_client.mjs NODE_PREFIX BASE_URL MODEL [logprobs]
+//   node openai_client.mjs NODE_PREFIX BASE_URL MODEL [logprobs|keepalive]
 //
 // NODE_PREFIX is where `npm install --prefix` put the package (the test
 // fixture server_npm_install). Runs completions, chat, streaming chat (with
 // usage), n > 1 with a seed, stop strings and error cases, or with
 // `logprobs` the logprobs of completions and chat (a test of its own: it
-// needs an engine that records log-probabilities); prints one "ok" line per
+// needs an engine that records log-probabilities), or with `keepalive` one
+// stream against a server whose first tokens come after its --timeout (the
+// SSE ": keep-alive" comments in between must be skipped); prints one "ok" line per
 // check and exits 1 at the first failure.
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -42,6 +44,20 @@ if (mode === 'logprobs') {
   // greedy: the chosen token is the most likely one
   check(content.every((t) => t.top_logprobs[0].logprob === t.logprob), 'greedy picks the top logprob', content);
   console.log('ok chat logprobs with top_logprobs 3');
+  process.exit(0);
+}
+
+if (mode === 'keepalive') {
+  let text = '', usage = null, chunks = 0;
+  const stream = await client.chat.completions.create({ ...greedy, messages, max_tokens: 2, ignore_eos: true,
+                                                        stream: true, stream_options: { include_usage: true } });
+  for await (const chunk of stream) {
+    chunks++;
+    text += chunk.choices[0]?.delta?.content ?? '';
+    usage = chunk.usage ?? usage;
+  }
+  check(usage && usage.completion_tokens === 2, 'a stream kept alive by SSE comments', { chunks, text, usage });
+  console.log(`ok stream past --timeout: ${chunks} chunks, the keep-alive comments skipped`);
   process.exit(0);
 }
 

@@ -53,6 +53,8 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
   openai       the official `openai` npm package (tests/openai_client.mjs):
                completions, chat, streaming, n > 1, stop strings, errors
   openai_logprobs  the same client: logprobs of completions and chat
+  openai_keepalive the same client: a chat stream whose tokens come after
+               --timeout 1 (ENCORE_STEP_DELAY_MS=2500) skips the keep-alive comments
 """
 import argparse
 import http.client
@@ -594,13 +596,18 @@ def sse_spec_events(raw):
     return events, comments
 
 
-def check_keepalive(a):
+def slow_server(a):
+    """A server with --timeout 1 whose engine steps take 2.5 s each
+    (ENCORE_STEP_DELAY_MS): a stream is silent past the timeout."""
     os.environ["ENCORE_STEP_DELAY_MS"] = "2500"
     try:
-        server = Server(a, "--timeout", "1")
+        return Server(a, "--timeout", "1")
     finally:
         del os.environ["ENCORE_STEP_DELAY_MS"]
-    with server as srv:
+
+
+def check_keepalive(a):
+    with slow_server(a) as srv:
         for path, body in [
             ("/v1/completions", {"prompt": "hi", "max_tokens": 2, "temperature": 0, "ignore_eos": True}),
             ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2,
@@ -859,10 +866,10 @@ def check_concurrency(a):
         print("ok: each of the 24 completed requests equals its prompt run alone")
 
 
-def run_openai_client(a, *mode):
+def run_openai_client(a, *mode, server=None):
     if not a.node_dir or not os.path.isdir(os.path.join(a.node_dir, "node_modules", "openai")):
         fail(f"the openai npm package is not installed under {a.node_dir} (test server_npm_install)")
-    with Server(a) as srv:
+    with server or Server(a) as srv:
         p = subprocess.run([a.node, os.path.join(os.path.dirname(os.path.abspath(__file__)), "openai_client.mjs"),
                             a.node_dir, f"http://127.0.0.1:{srv.port}/v1", MODEL, *mode],
                            capture_output=True, text=True, timeout=200)
@@ -939,6 +946,10 @@ def check_openai(a):
 
 def check_openai_logprobs(a):
     run_openai_client(a, "logprobs")
+
+
+def check_openai_keepalive(a):
+    run_openai_client(a, "keepalive", server=slow_server(a))
 
 
 def main():
