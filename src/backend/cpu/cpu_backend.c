@@ -406,8 +406,7 @@ static enc_status cpu__segment_recording(backend_recording *rec, int n_threads)
     int n = 0;
     for (int i = 0; i < rec->n_calls; i++) {
         bool serial = rec->calls[i].serial;
-        if (serial && n > 0 && rec->segments[n - 1].n_chunks == 1 &&
-            rec->calls[rec->segments[n - 1].first].serial) {
+        if (serial && n > 0 && rec->calls[rec->segments[n - 1].first].serial) { /* extend the serial run */
             rec->segments[n - 1].n_calls++;
             continue;
         }
