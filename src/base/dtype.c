@@ -19,8 +19,49 @@ const char *enc_dtype_name(enc_dtype t)
     case ENC_BF16: return "BF16";
     case ENC_F16: return "F16";
     case ENC_I32: return "I32";
+    case ENC_Q8_0: return "Q8_0";
+    case ENC_Q4_0: return "Q4_0";
+    case ENC_Q4_K: return "Q4_K";
+    case ENC_Q5_K: return "Q5_K";
+    case ENC_Q6_K: return "Q6_K";
     default: return "?";
     }
+}
+
+int enc_dtype_is_quantized(enc_dtype t)
+{
+    return t >= ENC_Q8_0 && t < ENC_DTYPE_COUNT;
+}
+
+int64_t enc_dtype_block_elems(enc_dtype t)
+{
+    switch (t) {
+    case ENC_Q8_0:
+    case ENC_Q4_0: return 32;
+    case ENC_Q4_K:
+    case ENC_Q5_K:
+    case ENC_Q6_K: return 256;
+    default: return 1;
+    }
+}
+
+size_t enc_dtype_block_bytes(enc_dtype t)
+{
+    switch (t) {
+    case ENC_Q8_0: return 2 + 32;                 /* 34 */
+    case ENC_Q4_0: return 2 + 16;                 /* 18 */
+    case ENC_Q4_K: return 2 + 2 + 12 + 128;       /* 144 */
+    case ENC_Q5_K: return 2 + 2 + 12 + 32 + 128;  /* 176 */
+    case ENC_Q6_K: return 128 + 64 + 16 + 2;      /* 210 */
+    default: return enc_dtype_size(t);
+    }
+}
+
+size_t enc_dtype_row_bytes(enc_dtype t, int64_t n)
+{
+    int64_t be = enc_dtype_block_elems(t);
+    if (n < 0 || n % be != 0) return 0;
+    return (size_t)(n / be) * enc_dtype_block_bytes(t);
 }
 
 float enc_f16_to_f32(uint16_t h)

@@ -1,7 +1,13 @@
 /* dtype.h - element types of tensors, and bf16/f16 <-> f32 conversion.
  *
  * bf16 is the top half of an f32 (round-to-nearest-even when narrowing);
- * f16 is IEEE binary16, converted in portable C (the SIMD kernels use F16C). */
+ * f16 is IEEE binary16, converted in portable C (the SIMD kernels use F16C).
+ *
+ * Block types (Q8_0 ... Q6_K) hold weights quantized in blocks of
+ * enc_dtype_block_elems() values stored in enc_dtype_block_bytes() bytes,
+ * byte for byte the GGUF block layouts of ggml. A row of such a tensor is a
+ * whole number of blocks; its size is enc_dtype_row_bytes(). Element types
+ * have blocks of one element. */
 #ifndef ENC_BASE_DTYPE_H
 #define ENC_BASE_DTYPE_H
 
@@ -14,11 +20,24 @@ typedef enum enc_dtype {
     ENC_BF16,
     ENC_F16,
     ENC_I32,
+    ENC_Q8_0, /* 32 values: f16 scale d, 32 x int8;  x = d * q                 */
+    ENC_Q4_0, /* 32 values: f16 d, 16 bytes of nibbles; x = d * (q - 8)        */
+    ENC_Q4_K, /* 256 values: f16 d, dmin, 12 bytes of 6-bit scales/mins, 128 B  */
+    ENC_Q5_K, /* 256 values: as Q4_K plus 32 bytes of fifth bits               */
+    ENC_Q6_K, /* 256 values: 128 B low nibbles, 64 B high bits, 16 int8 scales, f16 d */
     ENC_DTYPE_COUNT
 } enc_dtype;
 
+/* Bytes of one element; 0 for block types (use enc_dtype_row_bytes). */
 size_t enc_dtype_size(enc_dtype t);
 const char *enc_dtype_name(enc_dtype t);
+/* 1 for the quantized block types. */
+int enc_dtype_is_quantized(enc_dtype t);
+/* Values per block (1 for element types) and bytes per block. */
+int64_t enc_dtype_block_elems(enc_dtype t);
+size_t enc_dtype_block_bytes(enc_dtype t);
+/* Bytes of n consecutive values (n a multiple of the block size; 0 if not). */
+size_t enc_dtype_row_bytes(enc_dtype t, int64_t n);
 
 static inline float enc_bf16_to_f32(uint16_t h)
 {

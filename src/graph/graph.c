@@ -90,7 +90,9 @@ int64_t graph_tensor_nelements(const graph_tensor *t)
 
 size_t graph_tensor_nbytes(const graph_tensor *t)
 {
-    return (size_t)graph_tensor_nelements(t) * enc_dtype_size(t->dtype);
+    int64_t rows = 1;
+    for (int d = 0; d < t->n_dims - 1; d++) rows *= t->shape[d];
+    return (size_t)rows * enc_dtype_row_bytes(t->dtype, t->shape[t->n_dims - 1]);
 }
 
 /* --- ops ------------------------------------------------------------------ */
