@@ -57,6 +57,9 @@ typedef struct encore_options {
     int eager;                      /* nonzero: no decode capture */
     int64_t decode_steps;           /* greedy decode steps per replay (0: default) */
     int no_prefix_caching;          /* nonzero: automatic prefix caching off */
+    const char *kv_cache_dtype;     /* "auto" (NULL), "f32", "f16" or "bf16": the KV cache's
+                                     * element type; auto is f16 for an f16 model, bf16
+                                     * otherwise, where the backend runs it, else f32 */
     const char *device;             /* "cpu" (NULL), "vulkan" or "vulkan:N" (a build with
                                      * the Vulkan backend); an unknown name is an error */
 } encore_options;

@@ -15,6 +15,17 @@ foreach(scenario long join_after_capture grow_shrink block_crossing_32 same_and_
   set_tests_properties(capture_${scenario} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 600)
 endforeach()
 
+# The same on the KV cache dtypes other than the default (bf16 on the CPU).
+foreach(kv f32 f16)
+  foreach(scenario long block_crossing_32 prefix_hits)
+    add_test(NAME capture_${scenario}_kv${kv}
+      COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py
+              --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${scenario})
+    set_tests_properties(capture_${scenario}_kv${kv} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 600
+      ENVIRONMENT ENCORE_KV_CACHE_DTYPE=${kv})
+  endforeach()
+endforeach()
+
 # A growing step arena makes the decode slots record again (white-box).
 add_executable(test_arena_growth ${ENCORE_TESTS_DIR}/test_arena_growth.c)
 target_link_libraries(test_arena_growth PRIVATE encore_internals)

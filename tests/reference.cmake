@@ -7,6 +7,9 @@
 #   ref_batch_<preset>         5 concurrent requests (encore batch), ids identical
 #   invariance_batch_<preset>  bit-exact: a request alone vs among 7 others
 #   invariance_threads_<preset> bit-exact: generate --threads 1 vs --threads 2
+#   ref_<check>_<preset>_kv<T> logits / greedy with a 16-bit KV cache (T = bf16,
+#                              f16), the reference rounding its cache the same way;
+#                              the invariance checks run on a bf16 cache
 #   reference_detects_breakage the harness catches a deliberately broken forward
 #   reference_selfcheck        bf16 rounding, safetensors round trip, incremental
 #                              vs full forward, the tolerance's headroom, bad
@@ -30,11 +33,29 @@ foreach(preset ${ENCORE_REF_PRESETS})
     else()
       set(name "ref_${cname}_${preset}")
     endif()
+    if(check MATCHES "^invariance-")
+      set(kv bf16)
+    else()
+      set(kv f32)
+    endif()
     add_test(NAME ${name}
-      COMMAND ${ENCORE_PYTHON} ${ENCORE_REF_SCRIPT} ${check}
+      COMMAND ${ENCORE_PYTHON} ${ENCORE_REF_SCRIPT} ${check} --kv-cache-dtype ${kv}
               --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/${preset})
     set_tests_properties(${name} PROPERTIES
       FIXTURES_REQUIRED tiny_models LABELS reference TIMEOUT 300)
+  endforeach()
+endforeach()
+
+foreach(preset tiny-gqa4-hd128-bf16 tiny-gqa2-hd128-f16-sharded)
+  foreach(kv bf16 f16)
+    foreach(check logits greedy)
+      set(name "ref_${check}_${preset}_kv${kv}")
+      add_test(NAME ${name}
+        COMMAND ${ENCORE_PYTHON} ${ENCORE_REF_SCRIPT} ${check} --kv-cache-dtype ${kv}
+                --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/${preset})
+      set_tests_properties(${name} PROPERTIES
+        FIXTURES_REQUIRED tiny_models LABELS reference TIMEOUT 300)
+    endforeach()
   endforeach()
 endforeach()
 

@@ -590,7 +590,7 @@ typedef struct rc_ctx {
 static void rc_task(void *p, int ith, int nth)
 {
     rc_ctx *c = p;
-    cpu_reshape_and_cache(c->k, c->v, c->n, c->kv_dim, c->slots, c->kc, c->vc, ith, nth);
+    cpu_reshape_and_cache(c->k, c->v, c->n, c->kv_dim, c->slots, ENC_F32, c->kc, c->vc, ith, nth);
 }
 
 static void att_world_init(att_world *w, int64_t nh, int64_t nkv, int64_t hd, int64_t bs,
@@ -748,9 +748,12 @@ static void att_call_build(att_call *c, const att_world *w, const att_entry *e, 
                        (size_t)(nh * hd) * sizeof(float));
         }
     }
-    cpu_attention_args a = {c->q,        w->k_cache,    w->v_cache, c->out,        c->bt,
-                            c->seq_lens, c->qsl,        n,          w->max_blocks, w->block_size,
-                            nh,          w->n_kv_heads, hd,         w->scale};
+    cpu_attention_args a = {
+        .q = c->q, .k_cache = w->k_cache, .v_cache = w->v_cache, .cache_dtype = ENC_F32,
+        .out = c->out, .block_tables = c->bt, .seq_lens = c->seq_lens, .query_start_loc = c->qsl,
+        .n_seqs = n, .max_blocks = w->max_blocks, .block_size = w->block_size, .n_heads = nh,
+        .n_kv_heads = w->n_kv_heads, .head_dim = hd, .scale = w->scale,
+    };
     c->a = a;
 }
 
@@ -923,6 +926,91 @@ static double test_attention_cfg(const att_cfg *cfg)
     return worst;
 }
 
+/* A 16-bit cache (F16 or BF16): store_kv must write every row rounded to
+ * nearest even (enc_f32_to_*), and attention over it must give exactly the
+ * bits attention over an f32 cache holding the rounded values gives, for a
+ * mixed batch at 1 and 3 threads. */
+static uint16_t round16(enc_dtype dt, float x)
+{
+    return dt == ENC_BF16 ? enc_f32_to_bf16(x) : enc_f32_to_f16(x);
+}
+
+static float widen16(enc_dtype dt, uint16_t h)
+{
+    return dt == ENC_BF16 ? enc_bf16_to_f32(h) : enc_f16_to_f32(h);
+}
+
+static void test_cache16_store(enc_dtype dt)
+{
+    enum { N = 5, KV = 40, SLOTS = 9 };
+    float k[N * KV], v[N * KV];
+    fill_uniform(k, N * KV, -300.0f, 300.0f);
+    fill_uniform(v, N * KV, -1e-3f, 1e-3f);
+    const int32_t slots[N] = {7, -1, 0, 3, 8};
+    uint16_t kc[SLOTS * KV], vc[SLOTS * KV];
+    for (int i = 0; i < SLOTS * KV; i++) kc[i] = vc[i] = 0xabcd;
+    for (int nth = 1; nth <= 2; nth++) {
+        for (int ith = 0; ith < nth; ith++)
+            cpu_reshape_and_cache(k, v, N, KV, slots, dt, kc, vc, ith, nth);
+        for (int t = 0; t < N; t++)
+            for (int d = 0; d < KV; d++) {
+                if (slots[t] < 0) continue;
+                int64_t at = (int64_t)slots[t] * KV + d;
+                if (kc[at] != round16(dt, k[t * KV + d]) || vc[at] != round16(dt, v[t * KV + d]))
+                    fail("store_kv %s: token %d dim %d stored wrongly", enc_dtype_name(dt), t, d);
+            }
+        for (int s = 0; s < SLOTS; s++)
+            if ((s == 1 || s == 2 || s == 4 || s == 5 || s == 6) && kc[s * KV] != 0xabcd)
+                fail("store_kv %s: slot %d written but no token maps there", enc_dtype_name(dt), s);
+    }
+}
+
+static void test_cache16_attention(const att_cfg *cfg, enc_dtype dt)
+{
+    static const int64_t lens[ATT_SEQS] = {70, 33, 1, 40};
+    att_world w;
+    att_world_init(&w, cfg->nh, cfg->nkv, cfg->hd, cfg->bs, lens);
+    int64_t n = w.n_blocks * w.block_size * w.n_kv_heads * w.head_dim;
+    uint16_t *kc = xmalloc((size_t)n * sizeof *kc), *vc = xmalloc((size_t)n * sizeof *vc);
+    for (int64_t i = 0; i < n; i++) {
+        kc[i] = round16(dt, w.k_cache[i]);
+        vc[i] = round16(dt, w.v_cache[i]);
+        w.k_cache[i] = widen16(dt, kc[i]);
+        w.v_cache[i] = widen16(dt, vc[i]);
+    }
+    att_entry e[5] = {{1, 33, 1}, {-1, 0, 1}, {0, 70, 20}, {2, 1, 1}, {3, 40, 40}};
+    att_call ref, c;
+    att_call_build(&ref, &w, e, 5);
+    att_run(&ref, 2);
+    att_call_build(&c, &w, e, 5);
+    memcpy(c.q, ref.q, (size_t)(ref.n_rows * cfg->nh * cfg->hd) * sizeof(float));
+    c.a.k_cache = kc;
+    c.a.v_cache = vc;
+    c.a.cache_dtype = dt;
+    for (int nth = 1; nth <= 3; nth += 2) {
+        att_run(&c, nth);
+        if (memcmp(ref.out, c.out, (size_t)(ref.n_rows * cfg->nh * cfg->hd) * sizeof(float)))
+            fail("attention over a %s cache (nh %lld, nkv %lld, hd %lld, nth %d) differs from f32 "
+                 "over the same values", enc_dtype_name(dt), (long long)cfg->nh, (long long)cfg->nkv,
+                 (long long)cfg->hd, nth);
+    }
+    att_call_free(&ref);
+    att_call_free(&c);
+    free(kc);
+    free(vc);
+    att_world_free(&w);
+}
+
+static void test_cache16(void)
+{
+    static const att_cfg cfgs[] = {{4, 2, 128, 16}, {8, 2, 64, 32}, {6, 2, 36, 3}, {16, 1, 64, 16}};
+    static const enc_dtype dts[] = {ENC_F16, ENC_BF16};
+    for (size_t d = 0; d < 2; d++) {
+        test_cache16_store(dts[d]);
+        for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++) test_cache16_attention(&cfgs[i], dts[d]);
+    }
+}
+
 static double test_attention(void)
 {
     /* GQA 1, 2, 4, 3 and 16 (more query heads than one pass takes); head_dim
@@ -984,6 +1072,7 @@ int main(int argc, char **argv)
         test_elementwise();
         test_argmax();
         double att = test_attention();
+        test_cache16();
         printf("[%s] %s: matmul max err/bound %.3g, %d invariance comparisons; "
                "attention max err/bound %.3g\n",
                g_isa, g_failures == before ? "ok" : "FAILED", mm, n_inv, att);

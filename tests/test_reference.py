@@ -135,18 +135,19 @@ def _parse_logits(rows, what):
 class EngineCLI:
     """The `encore` program: logits, generate, batch."""
 
-    def __init__(self, binary, model_dir, threads=None):
+    def __init__(self, binary, model_dir, threads=None, kv_cache_dtype="f32"):
         self.binary, self.model_dir, self.threads = binary, model_dir, threads
+        self.kv = ["--kv-cache-dtype", kv_cache_dtype]
         self.name = "engine"
 
     def logits(self, ids, top):
         cmd = [self.binary, "logits", "-m", self.model_dir, "--prompt-ids", " ".join(map(str, ids)),
-               "--top", str(top)]
+               "--top", str(top)] + self.kv
         return _parse_logits(_json_lines(_run(cmd, "encore logits"), "encore logits"), "encore logits")
 
     def generate(self, ids, n, threads=None):
         cmd = [self.binary, "generate", "-m", self.model_dir, "--prompt-ids", " ".join(map(str, ids)),
-               "-n", str(n), "--temperature", "0", "--print-ids"]
+               "-n", str(n), "--temperature", "0", "--print-ids"] + self.kv
         threads = threads if threads is not None else self.threads
         if threads is not None:
             cmd += ["--threads", str(threads)]
@@ -159,7 +160,7 @@ class EngineCLI:
             with open(path, "w", encoding="utf-8") as f:
                 for r in requests:
                     f.write(json.dumps(r) + "\n")
-            cmd = [self.binary, "batch", "-m", self.model_dir, "--requests", path]
+            cmd = [self.binary, "batch", "-m", self.model_dir, "--requests", path] + self.kv
             rows = _json_lines(_run(cmd, "encore batch"), "encore batch")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -496,6 +497,8 @@ def main(argv=None):
     ap.add_argument("-m", "--model", required=True, help="checkpoint directory")
     ap.add_argument("--engine", help="path of the encore program (checks that run the engine)")
     ap.add_argument("--threads", type=int, help="pass --threads T to `encore generate`")
+    ap.add_argument("--kv-cache-dtype", choices=sorted(ref.KV_ROUND), default="f32",
+                    help="the engine's KV cache dtype, whose rounding the reference then applies too (default f32)")
     ap.add_argument("--tol-rel", type=float, default=TOL_REL, help=f"logit tolerance relative to max |logit| (default {TOL_REL})")
     args = ap.parse_args(argv)
     needs_engine = args.check not in ("breakage", "selfcheck")
@@ -507,7 +510,7 @@ def main(argv=None):
     try:
         if args.check in ("invariance-batch", "invariance-threads"):
             cfg = ref.load_config(args.model)
-            sut = EngineCLI(args.engine, args.model, args.threads)
+            sut = EngineCLI(args.engine, args.model, args.threads, args.kv_cache_dtype)
             fn = check_invariance_batch if args.check == "invariance-batch" else check_invariance_threads
             fails, summary = fn(cfg, sut)
         elif args.check == "selfcheck":
@@ -518,10 +521,11 @@ def main(argv=None):
                 shutil.rmtree(tmp, ignore_errors=True)
         else:
             model = ref.load_model(args.model)
+            model.kv_cache_dtype = args.kv_cache_dtype
             if args.check == "breakage":
                 fails, summary = check_breakage(model, args.model)
             else:
-                sut = EngineCLI(args.engine, args.model, args.threads)
+                sut = EngineCLI(args.engine, args.model, args.threads, args.kv_cache_dtype)
                 if args.check == "logits":
                     prompt = draw_prompt(rng_for("logits"), model.cfg, 70)
                     fails, summary = check_logits(model, sut, prompt, TOP_K, args.tol_rel)

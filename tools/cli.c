@@ -24,6 +24,8 @@ const char cli_engine_options_help[] =
     "  --block-size N               KV cache block size, 16 or 32 (default 16)\n"
     "  --kv-blocks N                KV cache blocks (default: enough for max-num-seqs full\n"
     "                               sequences, at most 2 GiB)\n"
+    "  --kv-cache-dtype T           auto, f32, f16 or bf16 (default auto: f16 for an f16 model,\n"
+    "                               bf16 otherwise, on a backend that has it; else f32)\n"
     "  --max-num-seqs N             sequences in one step (default 64)\n"
     "  --max-num-batched-tokens N   tokens in one step (default 2048)\n"
     "  --max-model-len N            longest sequence (default min(max_position_embeddings, 8192))\n"
@@ -56,6 +58,7 @@ void cli_engine_defaults(engine_config *cfg)
     const char *t = getenv("ENCORE_THREADS");
     if (t && *t) cfg->n_threads = atoi(t);
     cfg->device = getenv("ENCORE_DEVICE");
+    cfg->kv_cache_dtype = getenv("ENCORE_KV_CACHE_DTYPE");
     cfg->eager = cli__env_flag("ENCORE_EAGER");
     cfg->verify_capture = cli__env_flag("ENCORE_VERIFY_CAPTURE");
     cfg->no_prefix_caching = cli__env_flag("ENCORE_NO_PREFIX_CACHING");
@@ -253,6 +256,15 @@ int cli_engine_option(const char *cmd, int argc, char **argv, int *i, engine_con
     if (!strcmp(a, "--no-prefix-caching")) {
         cfg->no_prefix_caching = true;
         return 1;
+    }
+    if (!strcmp(a, "--kv-cache-dtype")) {
+        cfg->kv_cache_dtype = cli_value(cmd, argc, argv, i);
+        const char *t = cfg->kv_cache_dtype;
+        if (t && strcmp(t, "auto") && strcmp(t, "f32") && strcmp(t, "f16") && strcmp(t, "bf16")) {
+            cli_error(cmd, "--kv-cache-dtype: expected auto, f32, f16 or bf16, got '%s'", t);
+            return -1;
+        }
+        return t ? 1 : -1;
     }
     if (!strcmp(a, "--decode-steps")) return cli__i64_option(cmd, argc, argv, i, 1, 64, &cfg->decode_steps);
     if (!strcmp(a, "--kv-blocks")) return cli__i64_option(cmd, argc, argv, i, 1, 1 << 24, &cfg->n_kv_blocks);

@@ -228,9 +228,10 @@ static void bench__print_json(const bench_args *a, const engine *e, const bench_
         printf("}");
     }
     printf("},\"memory_read_gb_per_s\":%.2f,\"memory_triad_gb_per_s\":%.2f,\"decode_bytes_per_token\":%.0f,"
-           "\"decode_roofline_tokens_per_s\":%.2f,\"decode_fraction_of_roofline\":%.3f,\"peak_rss_bytes\":%.0f}\n",
+           "\"decode_roofline_tokens_per_s\":%.2f,\"decode_fraction_of_roofline\":%.3f,\"peak_rss_bytes\":%.0f,"
+           "\"kv_cache_dtype\":\"%s\",\"kv_bytes_per_token\":%lld}\n",
            r->bw.read_gbps, r->bw.triad_gbps, r->bytes_per_token, roofline, r->decode_tps[0][0] / roofline,
-           r->peak_rss_bytes);
+           r->peak_rss_bytes, engine_kv_cache_dtype(e), (long long)engine_kv_bytes_per_token(e));
 }
 
 static void bench__print(const bench_args *a, const engine *e, const bench_result *r)
@@ -270,7 +271,8 @@ static void bench__print(const bench_args *a, const engine *e, const bench_resul
            r->bw.read_gbps, r->bw.triad_gbps, r->bytes_per_token / 1e6);
     printf("decode roofline (read bandwidth / weight bytes): %.1f tokens/s; %s batch-%lld decode reaches %.0f%% of it\n",
            roofline, bench_modes[a->modes[0]].name, (long long)a->batches[0], 100.0 * r->decode_tps[0][0] / roofline);
-    printf("peak resident memory: %.2f GB\n", r->peak_rss_bytes / 1e9);
+    printf("peak resident memory: %.2f GB; KV cache %s, %lld bytes per token\n", r->peak_rss_bytes / 1e9,
+           engine_kv_cache_dtype(e), (long long)engine_kv_bytes_per_token(e));
 }
 
 static bool bench__parse_modes(const char *list, bench_args *a)

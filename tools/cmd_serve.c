@@ -151,6 +151,7 @@ static int serve__run(serve_args a)
     opt.eager = a.cfg.eager;
     opt.decode_steps = a.cfg.decode_steps;
     opt.no_prefix_caching = a.cfg.no_prefix_caching;
+    opt.kv_cache_dtype = a.cfg.kv_cache_dtype;
     opt.device = a.cfg.device;
     encore_engine *e = NULL;
     if (encore_engine_create(&opt, &e) != ENCORE_OK) {

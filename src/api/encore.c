@@ -86,6 +86,7 @@ static enc_status encore__config(const encore_options *opt, engine_config *cfg)
         .eager = opt->eager != 0,
         .decode_steps = opt->decode_steps,
         .no_prefix_caching = opt->no_prefix_caching != 0,
+        .kv_cache_dtype = opt->kv_cache_dtype,
         .device = opt->device,
     };
     return ENC_OK;

@@ -63,6 +63,12 @@ bool backend_supports_capture(const backend *be)
     return be->iface->capture_begin && be->iface->capture_end && be->iface->replay;
 }
 
+bool backend_supports_kv_cache_dtype(const backend *be, enc_dtype dtype)
+{
+    unsigned mask = be->iface->kv_cache_dtypes ? be->iface->kv_cache_dtypes : 1u << ENC_F32;
+    return (unsigned)dtype < ENC_DTYPE_COUNT && (mask >> dtype & 1u);
+}
+
 enc_status backend_refuse_in_capture(const backend *be, bool capturing, const char *call, const char *what)
 {
     if (!capturing) return ENC_OK;

@@ -22,6 +22,9 @@ typedef struct backend_recording backend_recording; /* defined by each backend *
 struct backend_i {
     /* Short name for logs and errors ("cpu"). */
     const char *name;
+    /* The KV cache dtypes its store_kv and attention run, as bits
+     * 1u << enc_dtype; 0 means F32 only. */
+    unsigned kv_cache_dtypes;
     /* Allocate size bytes of device memory, zeroed; `what` names it in errors. */
     enc_status (*buffer_alloc)(backend *be, size_t size, const char *what, backend_buffer **out);
     /* (optional) Use host memory that outlives the buffer (a mapped weight
@@ -103,6 +106,8 @@ int backend_host_threads(const backend *be);
 
 /* --- capture and replay (DESIGN principles 1-3) ----------------------------- */
 bool backend_supports_capture(const backend *be);
+/* Whether store_kv and attention run over a KV cache of dtype. */
+bool backend_supports_kv_cache_dtype(const backend *be, enc_dtype dtype);
 /* For implementations: ENC_OK when not capturing, else the capture
  * contract's refusal of `call` ("write", "read", ...) on buffer `what`. */
 enc_status backend_refuse_in_capture(const backend *be, bool capturing, const char *call, const char *what);

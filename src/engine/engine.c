@@ -18,6 +18,32 @@ const char *engine_finish_name(engine_finish f)
 
 /* --- creation ------------------------------------------------------------ */
 
+/* The KV cache dtype of the config's name: the model's 16-bit type for
+ * "auto" where the backend runs it (f16 for an f16 model, bf16 otherwise),
+ * else f32; a named dtype the backend lacks is an error. */
+static enc_status engine__kv_dtype(const engine *e, const qwen3_config *mc, enc_dtype *out)
+{
+    const char *name = e->cfg.kv_cache_dtype ? e->cfg.kv_cache_dtype : "auto";
+    static const struct { const char *name; enc_dtype dtype; } known[] = {
+        {"f32", ENC_F32}, {"float32", ENC_F32}, {"f16", ENC_F16}, {"float16", ENC_F16},
+        {"half", ENC_F16}, {"bf16", ENC_BF16}, {"bfloat16", ENC_BF16},
+    };
+    if (strcmp(name, "auto") == 0) {
+        enc_dtype want = mc->torch_dtype == ENC_F16 ? ENC_F16 : ENC_BF16;
+        *out = backend_supports_kv_cache_dtype(e->be, want) ? want : ENC_F32;
+        return ENC_OK;
+    }
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        if (strcmp(name, known[i].name) != 0) continue;
+        if (!backend_supports_kv_cache_dtype(e->be, known[i].dtype))
+            return enc_fail(ENC_ERR_UNSUPPORTED, "kv_cache_dtype %s: the %s backend keeps the KV cache in f32 only",
+                            name, e->be->iface->name);
+        *out = known[i].dtype;
+        return ENC_OK;
+    }
+    return enc_fail(ENC_ERR_INVALID_ARGUMENT, "kv_cache_dtype '%s' is not auto, f32, f16 or bf16", name);
+}
+
 /* Logits rows a step may return beyond one per sequence (the row each
  * sequence samples from): room for prompt_logits requests (encore logits),
  * whose prefill chunks the scheduler cuts to the rows left (sched__chunk), so
@@ -52,8 +78,10 @@ static enc_status engine__resolve_config(engine *e, const qwen3_config *mc)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "max_model_len %lld out of range [2, %lld] (max_position_embeddings)",
                         (long long)c->max_model_len, (long long)mc->max_position_embeddings);
     e->max_blocks_per_seq = (c->max_model_len + c->block_size - 1) / c->block_size;
+    ENC_TRY(engine__kv_dtype(e, mc, &e->kv_dtype));
     if (c->n_kv_blocks == 0) {
-        int64_t per_block = kv_cache_bytes_per_token(mc->n_layers, mc->n_kv_heads * mc->head_dim) * c->block_size;
+        int64_t per_block =
+            kv_cache_bytes_per_token(mc->n_layers, mc->n_kv_heads * mc->head_dim, e->kv_dtype) * c->block_size;
         int64_t budget = c->kv_cache_bytes ? c->kv_cache_bytes : (int64_t)2 << 30;
         int64_t want = e->max_blocks_per_seq * c->max_num_seqs;
         c->n_kv_blocks = budget / per_block < want ? budget / per_block : want;
@@ -103,7 +131,7 @@ enc_status engine_create(const engine_config *cfg, engine **out)
     if (s == ENC_OK) s = engine__resolve_config(e, &e->model->cfg);
     if (s == ENC_OK) {
         const qwen3_config *mc = &e->model->cfg;
-        s = kv_cache_init(&e->kv, e->be, mc->n_layers, mc->n_kv_heads * mc->head_dim,
+        s = kv_cache_init(&e->kv, e->be, mc->n_layers, mc->n_kv_heads * mc->head_dim, e->kv_dtype,
                           (int32_t)e->cfg.n_kv_blocks, e->cfg.block_size);
         if (s == ENC_OK && !e->cfg.no_prefix_caching) s = kv_pool_enable_prefix_caching(&e->kv.pool);
     }
@@ -114,8 +142,9 @@ enc_status engine_create(const engine_config *cfg, engine **out)
         engine_destroy(e);
         return s;
     }
-    enc_log_info("engine: %lld KV blocks of %d tokens, max_model_len %lld, max_num_seqs %d, arena %.1f MiB",
-                 (long long)e->cfg.n_kv_blocks, e->cfg.block_size, (long long)e->cfg.max_model_len,
+    enc_log_info("engine: %lld KV blocks of %d tokens (%s), max_model_len %lld, max_num_seqs %d, arena %.1f MiB",
+                 (long long)e->cfg.n_kv_blocks, e->cfg.block_size, enc_dtype_name(e->kv_dtype),
+                 (long long)e->cfg.max_model_len,
                  e->cfg.max_num_seqs, (double)e->arena_size / (1 << 20));
     *out = e;
     return ENC_OK;
@@ -505,6 +534,16 @@ engine_stats engine_get_stats(const engine *e)
     st.n_kv_blocks_used = e->kv.pool.n_blocks - e->kv.pool.n_free;
     st.n_kv_blocks_cached = e->kv.pool.prefix ? e->kv.pool.prefix->n_cached : 0;
     return st;
+}
+
+const char *engine_kv_cache_dtype(const engine *e)
+{
+    return enc_dtype_name(e->kv.dtype);
+}
+
+int64_t engine_kv_bytes_per_token(const engine *e)
+{
+    return kv_cache_bytes_per_token(e->kv.n_layers, e->kv.kv_dim, e->kv.dtype);
 }
 int64_t engine_decode_weight_bytes(const engine *e) { return e->model->decode_weight_bytes; }
 int64_t engine_kv_free_blocks(const engine *e) { return e->kv.pool.n_free; }

@@ -41,6 +41,9 @@ typedef struct engine_config {
     int block_size;                 /* 16 (default) or 32 */
     int64_t n_kv_blocks;            /* 0: sized from kv_cache_bytes */
     int64_t kv_cache_bytes;         /* 0: 2 GiB, capped at what max_num_seqs x max_model_len needs */
+    const char *kv_cache_dtype;     /* "auto" (NULL: the same), "f32", "f16" or "bf16"; auto is
+                                     * f16 for an f16 model, bf16 otherwise, where the backend
+                                     * runs it, else f32; not copied */
     int max_num_seqs;               /* 0: 64 */
     int64_t max_num_batched_tokens; /* 0: 2048 */
     int64_t max_model_len;          /* 0: min(max_position_embeddings, 8192) */
@@ -193,6 +196,10 @@ void engine_release_request(engine *e, int64_t request_id);
 void engine_set_logits_callback(engine *e, engine_logits_fn fn, void *user);
 const qwen3_config *engine_model_config(const engine *e);
 const engine_config *engine_get_config(const engine *e); /* with defaults resolved */
+/* The KV cache's dtype ("F32", "F16", "BF16") and the bytes one token takes in
+ * it over all layers (K and V). */
+const char *engine_kv_cache_dtype(const engine *e);
+int64_t engine_kv_bytes_per_token(const engine *e);
 engine_stats engine_get_stats(const engine *e);
 /* Weight bytes one decode step reads (all matrices, the lm_head, norms). */
 int64_t engine_decode_weight_bytes(const engine *e);

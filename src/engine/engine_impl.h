@@ -132,6 +132,7 @@ struct engine {
     qwen3_model *model;
     kv_cache kv;
     int64_t max_blocks_per_seq;
+    enc_dtype kv_dtype; /* of the KV cache, resolved from cfg.kv_cache_dtype */
     int64_t logits_rows_max;
     int64_t decode_steps_max; /* cfg.decode_steps at creation: what buffers are sized for */
 

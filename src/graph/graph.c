@@ -226,11 +226,19 @@ graph_tensor *graph_add(graph *g, graph_tensor *a, graph_tensor *b)
     return graph__elementwise(g, GRAPH_OP_ADD, a, b);
 }
 
+/* The K and V caches of a layer: 2-D, of one cache dtype (F32, F16, BF16). */
+static int graph__is_cache(const graph_tensor *k_cache, const graph_tensor *v_cache)
+{
+    return k_cache && v_cache && k_cache->n_dims == 2 && v_cache->n_dims == 2 &&
+           k_cache->dtype == v_cache->dtype &&
+           (k_cache->dtype == ENC_F32 || k_cache->dtype == ENC_F16 || k_cache->dtype == ENC_BF16);
+}
+
 void graph_store_kv(graph *g, graph_tensor *k, graph_tensor *v, graph_tensor *slot_mapping,
                     graph_tensor *k_cache, graph_tensor *v_cache)
 {
-    if (!graph__ok(g, graph__is_f32_2d(k) && graph__is_f32_2d(v) && graph__is_f32_2d(k_cache) &&
-                          graph__is_f32_2d(v_cache) && slot_mapping &&
+    if (!graph__ok(g, graph__is_f32_2d(k) && graph__is_f32_2d(v) && graph__is_cache(k_cache, v_cache) &&
+                          slot_mapping &&
                           slot_mapping->dtype == ENC_I32 && slot_mapping->shape[0] == k->shape[0] &&
                           k_cache->shape[1] == k->shape[1] && v_cache->shape[1] == v->shape[1],
                    "store_kv: shapes do not match", k))
@@ -248,6 +256,8 @@ graph_tensor *graph_attention(graph *g, graph_tensor *q, graph_tensor *k_cache,
                               const graph_attention_params *p)
 {
     if (!graph__ok(g, graph__is_f32_2d(q) && q->shape[1] == p->n_heads * p->head_dim &&
+                          graph__is_cache(k_cache, v_cache) &&
+                          (k_cache->dtype == ENC_F32 || p->head_dim <= GRAPH_CACHE16_HEAD_DIM_MAX) &&
                           p->n_kv_heads > 0 && p->n_heads % p->n_kv_heads == 0 && block_tables &&
                           block_tables->n_dims == 2 && seq_lens &&
                           seq_lens->shape[0] == block_tables->shape[0] && query_start_loc &&

@@ -112,16 +112,20 @@ void kv_block_table_release(kv_pool *p, kv_block_table *t)
 
 /* --- device buffers ------------------------------------------------------ */
 
-int64_t kv_cache_bytes_per_token(int64_t n_layers, int64_t kv_dim)
+int64_t kv_cache_bytes_per_token(int64_t n_layers, int64_t kv_dim, enc_dtype dtype)
 {
-    return 2 * n_layers * kv_dim * (int64_t)sizeof(float);
+    return 2 * n_layers * kv_dim * (int64_t)enc_dtype_size(dtype);
 }
 
 enc_status kv_cache_init(kv_cache *c, backend *be, int64_t n_layers, int64_t kv_dim,
-                         int32_t n_blocks, int32_t block_size)
+                         enc_dtype dtype, int32_t n_blocks, int32_t block_size)
 {
     memset(c, 0, sizeof *c);
+    if (dtype != ENC_F32 && dtype != ENC_F16 && dtype != ENC_BF16)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "kv cache: dtype %s is not F32, F16 or BF16",
+                        enc_dtype_name(dtype));
     c->be = be;
+    c->dtype = dtype;
     ENC_TRY(kv_pool_init(&c->pool, n_blocks, block_size));
     c->n_layers = n_layers;
     c->kv_dim = kv_dim;
@@ -131,7 +135,7 @@ enc_status kv_cache_init(kv_cache *c, backend *be, int64_t n_layers, int64_t kv_
         kv_cache_free(c);
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "kv cache: layer table");
     }
-    size_t bytes = (size_t)n_blocks * (size_t)block_size * (size_t)kv_dim * sizeof(float);
+    size_t bytes = (size_t)n_blocks * (size_t)block_size * (size_t)kv_dim * enc_dtype_size(dtype);
     for (int64_t l = 0; l < n_layers; l++) {
         enc_status s = backend_buffer_alloc(be, bytes, "kv cache K", &c->k[l]);
         if (s == ENC_OK) s = backend_buffer_alloc(be, bytes, "kv cache V", &c->v[l]);

@@ -14,8 +14,11 @@
  * left. Shared blocks are full and never written again: a sequence only
  * writes positions past its cached prefix, in blocks it holds alone.
  *
- *   k_cache[layer]: [n_blocks * block_size, n_kv_heads * head_dim] f32
+ *   k_cache[layer]: [n_blocks * block_size, n_kv_heads * head_dim] of dtype
  *   v_cache[layer]: same
+ *
+ * dtype is the cache's element type: F32, or F16 / BF16 (half the bytes;
+ * attention widens them to f32 exactly, store_kv rounds to nearest even).
  */
 #ifndef ENC_KV_KV_CACHE_H
 #define ENC_KV_KV_CACHE_H
@@ -93,14 +96,15 @@ typedef struct kv_cache {
     kv_pool pool;
     int64_t n_layers;
     int64_t kv_dim; /* n_kv_heads * head_dim */
+    enc_dtype dtype;    /* F32, F16 or BF16 */
     backend_buffer **k; /* [n_layers] */
     backend_buffer **v; /* [n_layers] */
 } kv_cache;
 
 enc_status kv_cache_init(kv_cache *c, backend *be, int64_t n_layers, int64_t kv_dim,
-                         int32_t n_blocks, int32_t block_size);
+                         enc_dtype dtype, int32_t n_blocks, int32_t block_size);
 void kv_cache_free(kv_cache *c);
-/* Bytes of K+V one token takes in the cache, over all layers. */
-int64_t kv_cache_bytes_per_token(int64_t n_layers, int64_t kv_dim);
+/* Bytes of K+V one token takes in a cache of dtype, over all layers. */
+int64_t kv_cache_bytes_per_token(int64_t n_layers, int64_t kv_dim, enc_dtype dtype);
 
 #endif

@@ -226,8 +226,8 @@ static graph_tensor *qwen3__layer(const qwen3_model *m, const kv_cache *kv, grap
     graph_rope_neox(g, k, io->positions, c->n_kv_heads, c->head_dim, c->rope_theta);
 
     int64_t n_slots = (int64_t)kv->pool.n_blocks * kv->pool.block_size;
-    graph_tensor *kc = graph_tensor_2d(g, GRAPH_CACHE, ENC_F32, n_slots, kv->kv_dim, "k_cache");
-    graph_tensor *vc = graph_tensor_2d(g, GRAPH_CACHE, ENC_F32, n_slots, kv->kv_dim, "v_cache");
+    graph_tensor *kc = graph_tensor_2d(g, GRAPH_CACHE, kv->dtype, n_slots, kv->kv_dim, "k_cache");
+    graph_tensor *vc = graph_tensor_2d(g, GRAPH_CACHE, kv->dtype, n_slots, kv->kv_dim, "v_cache");
     if (kc) graph_bind(kc, kv->k[l], 0);
     if (vc) graph_bind(vc, kv->v[l], 0);
     graph_store_kv(g, k, v, io->slot_mapping, kc, vc);

@@ -242,6 +242,21 @@ def _rope(x, cos, sin, interleaved=False):
     return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
 
 
+def round_to_bf16(x):
+    """x rounded to the nearest bfloat16 (ties to even), via float32 as the engine does."""
+    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32)
+
+
+# The KV cache's element type: what stored keys and values are rounded to.
+KV_ROUND = {
+    "f32": lambda x: x,
+    "f16": lambda x: np.asarray(x, dtype=np.float32).astype(np.float16),
+    "bf16": round_to_bf16,
+}
+
+
 class KVCache:
     """Contiguous per-layer K and V: [n_layers][max_len, KVH, hd]; n = tokens stored."""
 
@@ -291,8 +306,9 @@ def forward_step(model, cache, ids, last_only=False):
             k = _rmsnorm(k, L["k_norm"], eps)
         if "norm-after-rope" not in br:
             q, k = _rope(q, cos, sin, interleaved), _rope(k, cos, sin, interleaved)
-        cache.k[li][start:S] = k
-        cache.v[li][start:S] = v
+        kv_round = KV_ROUND[getattr(model, "kv_cache_dtype", "f32")]
+        cache.k[li][start:S] = kv_round(k)
+        cache.v[li][start:S] = kv_round(v)
         K, Vv = cache.k[li][:S], cache.v[li][:S]  # [S, KVH, hd]
         if "gqa-modulo" in br:
             kv_of_head = np.arange(H) % KVH
@@ -391,6 +407,8 @@ def main(argv=None):
                        help=argparse.SUPPRESS)
         p.add_argument("--compute-dtype", choices=["float64", "float32"], default="float64",
                        help=argparse.SUPPRESS)
+        p.add_argument("--kv-cache-dtype", choices=sorted(KV_ROUND), default="f32",
+                       help="round stored keys and values as a cache of this type does (default f32: exact)")
         if name == "logits":
             p.add_argument("--top", type=int, default=10, help="how many best logits per position (default 10)")
         else:
@@ -405,6 +423,7 @@ def main(argv=None):
         print(f"qwen3_ref: {e}", file=sys.stderr)
         return 1
     model.breaks = set(args.brk)
+    model.kv_cache_dtype = args.kv_cache_dtype
     try:
         if args.cmd == "logits":
             logits = forward_logits(model, args.prompt_ids)

@@ -126,7 +126,7 @@ typedef struct cpu__call {
         struct { enc_dtype w_dtype; int64_t n_tokens, k, n_out; } matmul;
         struct { int64_t n_tokens, n_heads, head_dim; double theta; } rope_neox;
         struct { int64_t n; } elementwise; /* swiglu, add: elements */
-        struct { int64_t n_tokens, kv_dim; } store_kv;
+        struct { int64_t n_tokens, kv_dim; enc_dtype cache_dtype; } store_kv;
         cpu_attention_args attention;
         struct { int64_t rows, cols; } argmax;
         cpu_advance_args decode_advance;
@@ -236,6 +236,7 @@ static void cpu__prepare_store_kv(const graph_node *n, cpu__call *c)
 {
     c->store_kv.n_tokens = n->src[0]->shape[0];
     c->store_kv.kv_dim = n->src[0]->shape[1];
+    c->store_kv.cache_dtype = n->src[3]->dtype;
 }
 static int64_t cpu__cost_store_kv(const cpu__call *c)
 {
@@ -244,7 +245,7 @@ static int64_t cpu__cost_store_kv(const cpu__call *c)
 static void cpu__run_store_kv(const cpu__call *c, int ith, int nth)
 {
     cpu_reshape_and_cache(c->src[0], c->src[1], c->store_kv.n_tokens, c->store_kv.kv_dim, c->src[2],
-                          c->src[3], c->src[4], ith, nth);
+                          c->store_kv.cache_dtype, c->src[3], c->src[4], ith, nth);
 }
 
 /* attention: the kernel's own argument struct */
@@ -254,6 +255,7 @@ static void cpu__prepare_attention(const graph_node *n, cpu__call *c)
     a->q = c->src[0];
     a->k_cache = c->src[1];
     a->v_cache = c->src[2];
+    a->cache_dtype = n->src[1]->dtype;
     a->block_tables = c->src[3];
     a->seq_lens = c->src[4];
     a->query_start_loc = c->src[5];
@@ -527,6 +529,7 @@ static void cpu__destroy(backend *be)
 
 static const struct backend_i cpu__iface = {
     .name = "cpu",
+    .kv_cache_dtypes = 1u << ENC_F32 | 1u << ENC_F16 | 1u << ENC_BF16,
     .buffer_alloc = cpu__buffer_alloc,
     .buffer_from_host = NULL, /* weights are copied into huge-page buffers (see cpu__buffer_alloc) */
     .buffer_free = cpu__buffer_free,

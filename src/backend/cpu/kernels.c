@@ -317,18 +317,32 @@ void cpu_add(const float *a, const float *b, float *out, int64_t n, int ith, int
 
 /* --- KV cache ------------------------------------------------------------ */
 
+/* n values of src into a cache row of dtype dt (rounded to nearest even). */
+static void cpu__cache_row_store(enc_dtype dt, const float *src, int64_t n, void *dst)
+{
+    if (dt == ENC_F32) {
+        memcpy(dst, src, (size_t)n * sizeof(float));
+        return;
+    }
+    uint16_t *h = dst;
+    if (dt == ENC_BF16)
+        for (int64_t i = 0; i < n; i++) h[i] = enc_f32_to_bf16(src[i]);
+    else
+        for (int64_t i = 0; i < n; i++) h[i] = enc_f32_to_f16(src[i]);
+}
+
 void cpu_reshape_and_cache(const float *k, const float *v, int64_t n_tokens, int64_t kv_dim,
-                           const int32_t *slot_mapping, float *k_cache, float *v_cache, int ith,
-                           int nth)
+                           const int32_t *slot_mapping, enc_dtype cache_dtype, void *k_cache,
+                           void *v_cache, int ith, int nth)
 {
     int64_t t0, t1;
     cpu__split(n_tokens, 1, ith, nth, &t0, &t1);
-    size_t bytes = (size_t)kv_dim * sizeof(float);
+    size_t row_bytes = (size_t)kv_dim * enc_dtype_size(cache_dtype);
     for (int64_t t = t0; t < t1; t++) {
         int64_t slot = slot_mapping[t];
         if (slot < 0) continue;
-        memcpy(k_cache + slot * kv_dim, k + t * kv_dim, bytes);
-        memcpy(v_cache + slot * kv_dim, v + t * kv_dim, bytes);
+        cpu__cache_row_store(cache_dtype, k + t * kv_dim, kv_dim, (char *)k_cache + slot * row_bytes);
+        cpu__cache_row_store(cache_dtype, v + t * kv_dim, kv_dim, (char *)v_cache + slot * row_bytes);
     }
 }
 

@@ -67,12 +67,14 @@ void cpu_add(const float *a, const float *b, float *out, int64_t n, int ith,
              int nth);
 
 /* Write the new keys and values into the paged cache:
- * k, v [n_tokens, kv_dim]; k_cache, v_cache [n_slots, kv_dim], where slot =
+ * k, v [n_tokens, kv_dim] f32; k_cache, v_cache [n_slots, kv_dim] of
+ * cache_dtype (F32, or F16 / BF16 rounded to nearest even), where slot =
  * block * block_size + offset. slot_mapping[t] < 0 means "write nothing"
  * (padding rows). */
 void cpu_reshape_and_cache(const float *k, const float *v, int64_t n_tokens,
                            int64_t kv_dim, const int32_t *slot_mapping,
-                           float *k_cache, float *v_cache, int ith, int nth);
+                           enc_dtype cache_dtype, void *k_cache, void *v_cache,
+                           int ith, int nth);
 
 /* Causal paged attention for a batch of sequences, prefill and decode alike.
  * Sequence s owns query rows [query_start_loc[s], query_start_loc[s+1]) of q;
@@ -85,11 +87,14 @@ void cpu_reshape_and_cache(const float *k, const float *v, int64_t n_tokens,
  * head_dim]; query head h reads kv head h / (n_heads / n_kv_heads).
  * softmax(q.k * scale) v, accumulated over positions in increasing order with
  * a fixed order inside each dot product, whatever the batch. Sequences with
- * seq_lens[s] == 0 (padding) produce zero rows. */
+ * seq_lens[s] == 0 (padding) produce zero rows. The caches hold cache_dtype
+ * (F32, F16 or BF16); 16-bit rows are widened to f32 exactly before use, so
+ * a 16-bit cache gives the bits an f32 cache holding the same values gives. */
 typedef struct cpu_attention_args {
     const float *q;
-    const float *k_cache;
-    const float *v_cache;
+    const void *k_cache;
+    const void *v_cache;
+    enc_dtype cache_dtype;
     float *out;
     const int32_t *block_tables; /* [n_seqs, max_blocks] */
     const int32_t *seq_lens;     /* [n_seqs] */

@@ -307,28 +307,52 @@ typedef struct cpu__att_item {
 } cpu__att_item;
 
 /* The key and value rows of kv head kvh at positions [p0, p0 + pn) of
- * sequence s, found through its block table. */
+ * sequence s, found through its block table (rows of the cache's dtype). */
 static void cpu__att_rows(const cpu_attention_args *a, const cpu__att_item *it, int64_t p0, int pn,
-                          const void **krow, const float **vrow)
+                          const void **krow, const void **vrow)
 {
+    size_t es = enc_dtype_size(a->cache_dtype);
     int64_t hd = a->head_dim, kv_dim = a->n_kv_heads * hd;
     const int32_t *bt = a->block_tables + it->s * a->max_blocks;
     for (int i = 0; i < pn; i++) {
         int64_t p = p0 + i;
         int64_t slot = (int64_t)bt[p / a->block_size] * a->block_size + p % a->block_size;
-        krow[i] = a->k_cache + slot * kv_dim + it->kvh * hd;
-        vrow[i] = a->v_cache + slot * kv_dim + it->kvh * hd;
+        size_t off = (size_t)(slot * kv_dim + it->kvh * hd) * es;
+        krow[i] = (const char *)a->k_cache + off;
+        vrow[i] = (const char *)a->v_cache + off;
+    }
+}
+
+/* Widen pn 16-bit key and value rows (BF16 or F16) into kbuf, vbuf [pn, hd]
+ * f32 and point krow, vrow there; exact, so it changes no value. */
+static void cpu__att_widen(enc_dtype dt, int64_t hd, int pn, const void **krow,
+                           const void *const *vraw, const float **vrow, float *kbuf, float *vbuf)
+{
+    for (int i = 0; i < pn; i++) {
+        float *kd = kbuf + i * hd, *vd = vbuf + i * hd;
+        int64_t d = 0;
+        for (; d + VW <= hd; d += VW) {
+            V_STORE(kd + d, cpu__v_load_w(dt, krow[i], d));
+            V_STORE(vd + d, cpu__v_load_w(dt, vraw[i], d));
+        }
+        for (; d < hd; d++) {
+            const uint16_t *kh = krow[i], *vh = vraw[i];
+            kd[d] = dt == ENC_BF16 ? enc_bf16_to_f32(kh[d]) : enc_f16_to_f32(kh[d]);
+            vd[d] = dt == ENC_BF16 ? enc_bf16_to_f32(vh[d]) : enc_f16_to_f32(vh[d]);
+        }
+        krow[i] = kd;
+        vrow[i] = vd;
     }
 }
 
 /* Copy pn key and value rows into kbuf, vbuf [pn, hd] and point the rows
  * there: every later pass over the block reads L1. Copies change no value. */
-static void cpu__att_pack(int64_t hd, int pn, const void **krow, const float **vrow, float *kbuf,
-                          float *vbuf)
+static void cpu__att_pack(int64_t hd, int pn, const void **krow, const void *const *vraw,
+                          const float **vrow, float *kbuf, float *vbuf)
 {
     for (int i = 0; i < pn; i++) {
         memcpy(kbuf + i * hd, krow[i], (size_t)hd * sizeof(float));
-        memcpy(vbuf + i * hd, vrow[i], (size_t)hd * sizeof(float));
+        memcpy(vbuf + i * hd, vraw[i], (size_t)hd * sizeof(float));
         krow[i] = kbuf + i * hd;
         vrow[i] = vbuf + i * hd;
     }
@@ -486,17 +510,24 @@ static void cpu__att_item_run(const cpu_attention_args *a, const cpu__att_item *
         }
     int64_t end = it->ctx0 + it->nr - 1; /* the keys the last row sees */
     float S[CPU__ATT_QT * CPU__ATT_HG * CPU__ATT_PB];
-    const void *krow[CPU__ATT_PB];
+    const void *krow[CPU__ATT_PB], *vraw[CPU__ATT_PB];
     const float *vrow[CPU__ATT_PB];
     float kbuf[CPU__ATT_PB * CPU__ATT_COPY_HD], vbuf[CPU__ATT_PB * CPU__ATT_COPY_HD];
     /* Packing pays when the rows are read again by several (row, head) pairs;
      * for one or two (a decode row of a small GQA group) the copy is more
-     * traffic than it saves. */
-    int pack = hd <= CPU__ATT_COPY_HD && it->nr * it->hg >= CPU__ATT_PACK_MIN_READS;
+     * traffic than it saves. A 16-bit cache is always widened into the
+     * buffers (head_dim <= CPU__ATT_COPY_HD, graph_attention checks). */
+    int widen = a->cache_dtype != ENC_F32;
+    int pack = !widen && hd <= CPU__ATT_COPY_HD && it->nr * it->hg >= CPU__ATT_PACK_MIN_READS;
     for (int64_t p0 = 0; p0 < end; p0 += CPU__ATT_PB) {
         int pn = end - p0 >= CPU__ATT_PB ? CPU__ATT_PB : (int)(end - p0);
-        cpu__att_rows(a, it, p0, pn, krow, vrow);
-        if (pack) cpu__att_pack(hd, pn, krow, vrow, kbuf, vbuf);
+        cpu__att_rows(a, it, p0, pn, krow, vraw);
+        if (widen)
+            cpu__att_widen(a->cache_dtype, hd, pn, krow, vraw, vrow, kbuf, vbuf);
+        else if (pack)
+            cpu__att_pack(hd, pn, krow, vraw, vrow, kbuf, vbuf);
+        else
+            for (int i = 0; i < pn; i++) vrow[i] = vraw[i];
         cpu__att_scores(a, it, krow, pn, S);
         for (int r = 0; r < it->nr; r++) {
             int64_t left = it->ctx0 + r - p0; /* keys of this block row r sees */

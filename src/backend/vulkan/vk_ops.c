@@ -324,6 +324,10 @@ static enc_status vk__bind_cache(const vk__plan *pl, vk_dispatch *d, int base, c
 {
     const vk_ctx *c = pl->c;
     backend_buffer *buf = t->buffer;
+    if (t->dtype != ENC_F32)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: KV cache '%s' has dtype %s; this backend keeps the KV "
+                        "cache in F32 (--kv-cache-dtype f32)", graph_op_name(pl->n->op), vk__tname(t),
+                        enc_dtype_name(t->dtype));
     int64_t rb = t->shape[1] * 4, n_slots = t->shape[0], a = (int64_t)vk__align(c);
     int64_t per = (int64_t)vk__window(c) / rb, step = a / vk__gcd(rb, a); /* windows start aligned */
     per -= per % step;
