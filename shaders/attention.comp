@@ -21,8 +21,8 @@
 // p: 0 n_seqs, 1 max_blocks, 2 block_size, 3 n_heads, 4 n_kv_heads,
 //    5 head_dim (<= 256), 6 scale (f32 bits), 7 slots per window,
 //    8 windows (1: the common case, read without choosing a window),
-//    9 texel path (subgroup variant; head_dim a multiple of 4 and each
-//      cache in one texel view: tex 0 the K cache, tex 1 the V cache);
+//    9 texel path (subgroup variant; an f32 cache, head_dim a multiple of 4
+//      and each cache in one texel view: tex 0 the K cache, tex 1 the V cache);
 //    specialization constant 0: NT, below
 #version 450
 #include "common.glsl"
@@ -128,10 +128,10 @@ void main()
         }
 #define KEY_PART_(b) [[dont_unroll]] for (uint j = 0u; j < nj; j++) { \
                 uint d = lane + j * SS; \
-                if (d < hd) part = fma(qv[j], uintBitsToFloat(buf[b].d[kb + d]), part); }
+                if (d < hd) part = fma(qv[j], KV_LD(b, kb + d), part); }
 #define VAL_ACC_(b) [[dont_unroll]] for (uint j = 0u; j < nj; j++) { \
                 uint d = lane + j * SS; \
-                if (d < hd) o[j] = fma(e, uintBitsToFloat(buf[b].d[kb + d]), o[j] * c); }
+                if (d < hd) o[j] = fma(e, KV_LD(b, kb + d), o[j] * c); }
         // The keys, with the caches read through binding KEYS(KV_K) and VALUES(KV_V).
 #define KEY_LOOP_(KEYS, VALUES) \
         for (int p = int(g); p < ctx; p += int(NS)) { \
@@ -197,7 +197,7 @@ shared uint slots[WG];
 float key_dot(uint w, uint kb, uint hd)
 {
     float dot = 0.0;
-#define KEY_DOT_(b) for (uint d = 0u; d < hd; d++) dot = fma(qs[d], uintBitsToFloat(buf[b].d[kb + d]), dot)
+#define KEY_DOT_(b) for (uint d = 0u; d < hd; d++) dot = fma(qs[d], KV_LD(b, kb + d), dot)
     if (pc.p[8] == 1u) {
         KEY_DOT_(KV_K);
         return dot;
@@ -208,7 +208,7 @@ float key_dot(uint w, uint kb, uint hd)
 
 float value(uint slot, uint spw, uint e)
 {
-    return pc.p[8] == 1u ? uintBitsToFloat(buf[KV_V].d[slot * pc.p[4] * pc.p[5] + e])
+    return pc.p[8] == 1u ? KV_LD(KV_V, slot * pc.p[4] * pc.p[5] + e)
                          : kv_ld_v(slot / spw, (slot % spw) * pc.p[4] * pc.p[5] + e);
 }
 void main()

@@ -56,6 +56,44 @@ float ld_w_word(uint word, uint e, uint dt)
     return unpackHalf2x16(h).x;
 }
 
+// The KV caches' element type, specialization constant 3: DT_F32, DT_BF16 or
+// DT_F16. Element i of a cache binding is word i (f32), or half i % 2 of word
+// i / 2 (16-bit: the lower element in the low half, as ld_w_word reads).
+layout(constant_id = 3) const uint KV_DT = 0u;
+#define KV_LD(b, i) ld_w_word(buf[b].d[KV_DT == DT_F32 ? (i) : ((i) >> 1u)], (i), KV_DT)
+
+// f32 -> bf16 / f16 bits, rounded to nearest even exactly as base/dtype.c
+// does it on the host (NaN stays NaN, overflow is infinity).
+uint f32_to_bf16(uint u)
+{
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16u) | 0x40u;
+    return (u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u;
+}
+uint f32_to_f16(uint u)
+{
+    uint sign = (u >> 16u) & 0x8000u, man = u & 0x7fffffu;
+    int e = int((u >> 23u) & 0xffu) - 127 + 15;
+    if (((u >> 23u) & 0xffu) == 0xffu) return sign | 0x7c00u | (man != 0u ? 0x200u : 0u);
+    if (e >= 31) return sign | 0x7c00u;
+    if (e <= 0) { // subnormal or zero
+        if (e < -10) return sign;
+        man |= 0x800000u;
+        uint shift = uint(14 - e), hv = man >> shift;
+        uint rem = man & ((1u << shift) - 1u), mid = 1u << (shift - 1u);
+        if (rem > mid || (rem == mid && (hv & 1u) != 0u)) hv++;
+        return sign | hv;
+    }
+    uint hv = sign | (uint(e) << 10u) | (man >> 13u), rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (hv & 1u) != 0u)) hv++;
+    return hv;
+}
+// Two f32 (as bits) as one word of the 16-bit cache type KV_DT.
+uint kv_pack(uint lo, uint hi)
+{
+    return KV_DT == DT_BF16 ? f32_to_bf16(lo) | (f32_to_bf16(hi) << 16u)
+                            : f32_to_f16(lo) | (f32_to_f16(hi) << 16u);
+}
+
 // Element i of KV cache window w (constant indices only: no descriptor
 // indexing feature needed).
 #define KV_SWITCH(B, w, stmt) \
@@ -69,15 +107,16 @@ float ld_w_word(uint word, uint e, uint dt)
 #define KV_V 16
 float kv_ld_v(uint w, uint i)
 {
-    uint u = 0u;
-#define KV_LD_(b) u = buf[b].d[i]
+    float x = 0.0;
+#define KV_LD_(b) x = KV_LD(b, i)
     KV_SWITCH(KV_V, w, KV_LD_)
-    return uintBitsToFloat(u);
+    return x;
 }
-void kv_st(uint w, uint i, float k, float v)
+// Word i of window w of the K and V caches.
+void kv_st(uint w, uint i, uint k, uint v)
 {
-#define KV_ST_K_(b) buf[b].d[i] = floatBitsToUint(k)
-#define KV_ST_V_(b) buf[b].d[i] = floatBitsToUint(v)
+#define KV_ST_K_(b) buf[b].d[i] = k
+#define KV_ST_V_(b) buf[b].d[i] = v
     KV_SWITCH(KV_K, w, KV_ST_K_)
     KV_SWITCH(KV_V, w, KV_ST_V_)
 }

@@ -46,12 +46,19 @@ foreach(preset ${ENCORE_REF_PRESETS})
   endforeach()
 endforeach()
 
+# With a 16-bit cache the engine's keys and the reference's, a float32
+# rounding apart, now and then round to neighbouring 16-bit values (one bf16
+# step is 2^-8 of the value); such flips moved the logits of the tiny models
+# by up to 2.3e-4 of the largest |logit| (1.17x the f32 tolerance, on
+# lavapipe). So these checks allow 6e-4: 2.6x that, and still 20x below the
+# smallest real mistake test_reference.py's header lists.
+set(ENCORE_REF_TOL_KV16 6e-4)
 foreach(preset tiny-gqa4-hd128-bf16 tiny-gqa2-hd128-f16-sharded)
   foreach(kv bf16 f16)
     foreach(check logits greedy)
       set(name "ref_${check}_${preset}_kv${kv}")
       add_test(NAME ${name}
-        COMMAND ${ENCORE_PYTHON} ${ENCORE_REF_SCRIPT} ${check} --kv-cache-dtype ${kv}
+        COMMAND ${ENCORE_PYTHON} ${ENCORE_REF_SCRIPT} ${check} --kv-cache-dtype ${kv} --tol-rel ${ENCORE_REF_TOL_KV16}
                 --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/${preset})
       set_tests_properties(${name} PROPERTIES
         FIXTURES_REQUIRED tiny_models LABELS reference TIMEOUT 300)

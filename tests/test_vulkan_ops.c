@@ -308,21 +308,43 @@ static void cases_elementwise(backend *cpu, backend *vk)
         }
 }
 
-/* store_kv: a copy, exact; slots distinct, some -1 (padding). */
+/* Values where rounding to 16 bits is delicate: ties, subnormals, overflow,
+ * infinities, NaN, signed zero. */
+static void plant_rounding_cases(op_in *in)
+{
+    static const uint32_t bits[] = {
+        0x3f808000u, 0x3f818000u, /* bf16 ties: to even down, to even up */
+        0x3f801000u, 0x3f803000u, /* f16 ties */
+        0x33800000u, 0x33c00000u, 0x387fc000u, /* f16 subnormals, their edge */
+        0x477fe000u, 0x47800000u, 0x7f7fffffu, /* f16 largest, overflow; bf16 overflow */
+        0x7f800000u, 0xff800000u, 0x7fc00001u, 0x80000000u,
+    };
+    int64_t n = in->sh[0] * (in->sh[1] ? in->sh[1] : 1);
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0] && (int64_t)i < n; i++)
+        memcpy((float *)in->data + i * 3 % n, &bits[i], 4);
+}
+
+/* store_kv: a copy, exact (16-bit caches: rounded to nearest even, bit for
+ * bit as the CPU rounds); slots distinct, some -1 (padding). */
 static void cases_store_kv(backend *cpu, backend *vk)
 {
     const int64_t shapes[][3] = {{1, 4, 16}, {7, 256, 64}, {20, 48, 40}};
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        int64_t T = shapes[s][0], D = shapes[s][1], n_slots = shapes[s][2];
+    const enc_dtype dts[] = {ENC_F32, ENC_BF16, ENC_F16};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0] * 3; s++) {
+        enc_dtype dt = dts[s % 3];
+        int64_t T = shapes[s / 3][0], D = shapes[s / 3][1], n_slots = shapes[s / 3][2];
         op_case c = {.build = b_store_kv, .tol = 0};
-        snprintf(c.what, sizeof c.what, "store_kv T=%lld kv_dim=%lld", (long long)T, (long long)D);
-        fill_random(add_in(&c, "k", ENC_F32, T, D, GRAPH_INTERMEDIATE), 1.0f);
+        snprintf(c.what, sizeof c.what, "store_kv T=%lld kv_dim=%lld cache %s", (long long)T, (long long)D,
+                 enc_dtype_name(dt));
+        op_in *k = add_in(&c, "k", ENC_F32, T, D, GRAPH_INTERMEDIATE);
+        fill_random(k, 1.0f);
+        if (dt != ENC_F32) plant_rounding_cases(k);
         fill_random(add_in(&c, "v", ENC_F32, T, D, GRAPH_INTERMEDIATE), 1.0f);
         op_in *sm = add_in(&c, "slot_mapping", ENC_I32, T, 0, GRAPH_INPUT);
         for (int64_t i = 0; i < T; i++) ints(sm)[i] = (int32_t)((i * 7 + 3) % n_slots);
         if (T > 2) ints(sm)[1] = -1;
-        add_in(&c, "k_cache", ENC_F32, n_slots, D, GRAPH_CACHE)->check = 1;
-        add_in(&c, "v_cache", ENC_F32, n_slots, D, GRAPH_CACHE)->check = 1;
+        add_in(&c, "k_cache", dt, n_slots, D, GRAPH_CACHE)->check = 1;
+        add_in(&c, "v_cache", dt, n_slots, D, GRAPH_CACHE)->check = 1;
         check_case(cpu, vk, &c);
     }
 }
@@ -335,6 +357,7 @@ typedef struct att_shape {
     int n_seqs;
     int64_t n_q[4], ctx[4];
     int64_t pool_blocks; /* > 0: a pool this large, the tables' blocks at both of its ends */
+    enc_dtype cache;     /* the caches' dtype (0: F32) */
 } att_shape;
 
 static void att_case(backend *cpu, backend *vk, const att_shape *a)
@@ -345,12 +368,12 @@ static void att_case(backend *cpu, backend *vk, const att_shape *a)
     if (a->pool_blocks > n_blocks) n_blocks = a->pool_blocks;
     op_case c = {.build = b_attention, .ip = {a->H, a->KVH, a->hd, a->bs}, .fp = 1.0 / sqrt((double)a->hd),
                  .tol = 2e-5};
-    snprintf(c.what, sizeof c.what, "attention H=%lld KVH=%lld hd=%lld bs=%lld seqs=%d ctx0=%lld nq0=%lld",
+    snprintf(c.what, sizeof c.what, "attention H=%lld KVH=%lld hd=%lld bs=%lld seqs=%d ctx0=%lld nq0=%lld cache %s",
              (long long)a->H, (long long)a->KVH, (long long)a->hd, (long long)a->bs, a->n_seqs,
-             (long long)a->ctx[0], (long long)a->n_q[0]);
+             (long long)a->ctx[0], (long long)a->n_q[0], enc_dtype_name(a->cache));
     fill_random(add_in(&c, "q", ENC_F32, T, a->H * a->hd, GRAPH_INTERMEDIATE), 2.0f);
-    fill_random(add_in(&c, "k_cache", ENC_F32, n_blocks * a->bs, kv, GRAPH_CACHE), 1.0f);
-    fill_random(add_in(&c, "v_cache", ENC_F32, n_blocks * a->bs, kv, GRAPH_CACHE), 1.0f);
+    fill_random(add_in(&c, "k_cache", a->cache, n_blocks * a->bs, kv, GRAPH_CACHE), 1.0f);
+    fill_random(add_in(&c, "v_cache", a->cache, n_blocks * a->bs, kv, GRAPH_CACHE), 1.0f);
     op_in *bt = add_in(&c, "block_tables", ENC_I32, a->n_seqs, maxb, GRAPH_INPUT);
     for (int64_t i = 0; i < a->n_seqs * maxb; i++) /* a large pool: odd entries from its far end */
         ints(bt)[i] = (int32_t)(a->pool_blocks && i % 2 ? n_blocks - 1 - i * 3 : (i * 5 + 2) % n_blocks);
@@ -366,18 +389,32 @@ static void att_case(backend *cpu, backend *vk, const att_shape *a)
 static void cases_attention(backend *cpu, backend *vk)
 {
     const att_shape shapes[] = {
-        {1, 1, 64, 16, 1, {1}, {1}, 0},                    /* one key */
-        {4, 1, 64, 16, 1, {1}, {150}, 0},                  /* decode, GQA 4, past a 64-key block */
-        {8, 2, 128, 16, 2, {5, 1}, {5, 70}, 0},            /* prefill beside decode, GQA 4 */
-        {2, 2, 40, 32, 3, {3, 1, 2}, {40, 17, 66}, 0},     /* MHA, odd head_dim, blocks of 32 */
-        {16, 2, 128, 16, 1, {9}, {200}, 0},                /* GQA 8, a chunk at the end of a context */
-        {4, 4, 256, 16, 2, {1, 1}, {0, 33}, 0},            /* head_dim 256; an empty (padding) row */
-        {4, 2, 42, 16, 1, {2}, {75}, 0},                   /* head_dim not a multiple of the subgroup size */
+        {1, 1, 64, 16, 1, {1}, {1}, 0, ENC_F32}, /* one key */
+        {4, 1, 64, 16, 1, {1}, {150}, 0, ENC_F32}, /* decode, GQA 4, past a 64-key block */
+        {8, 2, 128, 16, 2, {5, 1}, {5, 70}, 0, ENC_F32}, /* prefill beside decode, GQA 4 */
+        {2, 2, 40, 32, 3, {3, 1, 2}, {40, 17, 66}, 0, ENC_F32}, /* MHA, odd head_dim, blocks of 32 */
+        {16, 2, 128, 16, 1, {9}, {200}, 0, ENC_F32}, /* GQA 8, a chunk at the end of a context */
+        {4, 4, 256, 16, 2, {1, 1}, {0, 33}, 0, ENC_F32}, /* head_dim 256; an empty (padding) row */
+        {4, 2, 42, 16, 1, {2}, {75}, 0, ENC_F32}, /* head_dim not a multiple of the subgroup size */
         /* K and V of 140 MiB each, more than one storage-buffer range on
          * lavapipe (128 MiB): the keys are read through several windows */
-        {4, 1, 64, 16, 2, {1, 3}, {300, 90}, 36000},
+        {4, 1, 64, 16, 2, {1, 3}, {300, 90}, 36000, ENC_F32},
     };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) att_case(cpu, vk, &shapes[s]);
+    /* 16-bit caches: decode, prefill beside decode, odd head_dims, and K and
+     * V of 140 MiB each again (twice the blocks), through several windows */
+    const size_t half[] = {1, 2, 3, 6};
+    for (int dt = 0; dt < 2; dt++) {
+        for (size_t i = 0; i < sizeof half / sizeof half[0]; i++) {
+            att_shape a = shapes[half[i]];
+            a.cache = dt ? ENC_F16 : ENC_BF16;
+            att_case(cpu, vk, &a);
+        }
+        att_shape big = shapes[sizeof shapes / sizeof shapes[0] - 1];
+        big.pool_blocks *= 2;
+        big.cache = dt ? ENC_F16 : ENC_BF16;
+        att_case(cpu, vk, &big);
+    }
 }
 
 /* argmax and decode_advance: integers, exact. */

@@ -354,6 +354,7 @@ static double vk__device_seconds(const backend *be)
 
 static const struct backend_i vk__iface = {
     .name = "vulkan",
+    .kv_cache_dtypes = 1u << ENC_F32 | 1u << ENC_F16 | 1u << ENC_BF16,
     .buffer_alloc = vk__buffer_alloc,
     .buffer_from_host = NULL, /* weights are uploaded to device-local memory */
     .buffer_free = vk__buffer_free,

@@ -37,7 +37,8 @@ enum {
     VK_MIRROR_MAX = 1 << 20,            /* buffers up to this size get a host mirror */
     VK_STAGING_SIZE = 16 << 20,         /* the shared staging buffer */
     VK_MAX_DISPATCHES = 64,             /* per graph node (windows of large weights) */
-    VK_N_SPECS = 8,                     /* pipelines per op: see vk_dispatch.spec */
+    VK_SPEC_KV_SHIFT = 3,               /* vk_dispatch.spec >> 3: the KV cache dtype */
+    VK_N_SPECS = 32,                    /* pipelines per op: see vk_dispatch.spec */
     VK_MAX_EXPECTED_READS = 4,          /* ranges the host promised to read after a step (expect_read) */
 };
 
@@ -84,7 +85,9 @@ typedef struct vk_dispatch {
     graph_op op;
     int spec;  /* its op's pipeline: specialization constant 0 = 1 << (spec & 3) (a loop's
                 * trip count, unrolled); spec & 4: a workgroup of one subgroup (constant 1,
-                * the workgroup size, = the subgroup size instead of 64; constant 2 = true) */
+                * the workgroup size, = the subgroup size instead of 64; constant 2 = true);
+                * spec >> VK_SPEC_KV_SHIFT: constant 3, the KV caches' dtype (0 f32, 1 bf16,
+                * 2 f16; store_kv and attention) */
     backend_buffer *bufs[VK_N_DESCRIPTORS]; /* NULL: the dummy buffer */
     VkDeviceSize start[VK_N_DESCRIPTORS], range[VK_N_DESCRIPTORS];
     backend_buffer *tex[VK_N_TEXELS];       /* NULL: the dummy buffer's view */

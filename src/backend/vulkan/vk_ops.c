@@ -324,11 +324,11 @@ static enc_status vk__bind_cache(const vk__plan *pl, vk_dispatch *d, int base, c
 {
     const vk_ctx *c = pl->c;
     backend_buffer *buf = t->buffer;
-    if (t->dtype != ENC_F32)
-        return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: KV cache '%s' has dtype %s; this backend keeps the KV "
-                        "cache in F32 (--kv-cache-dtype f32)", graph_op_name(pl->n->op), vk__tname(t),
-                        enc_dtype_name(t->dtype));
-    int64_t rb = t->shape[1] * 4, n_slots = t->shape[0], a = (int64_t)vk__align(c);
+    if (t->dtype != ENC_F32 && t->shape[1] % 2)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: KV cache '%s' of dtype %s has rows of %lld elements "
+                        "(an even number expected)", graph_op_name(pl->n->op), vk__tname(t),
+                        enc_dtype_name(t->dtype), (long long)t->shape[1]);
+    int64_t rb = t->shape[1] * (int64_t)enc_dtype_size(t->dtype), n_slots = t->shape[0], a = (int64_t)vk__align(c);
     int64_t per = (int64_t)vk__window(c) / rb, step = a / vk__gcd(rb, a); /* windows start aligned */
     per -= per % step;
     int64_t n_win = per > 0 ? (n_slots + per - 1) / per : 0;
@@ -351,6 +351,14 @@ static enc_status vk__bind_cache(const vk__plan *pl, vk_dispatch *d, int base, c
 
 enum { VK__K_WINDOWS = VK_N_BINDINGS, VK__V_WINDOWS = VK_N_BINDINGS + VK_KV_WINDOWS };
 
+/* The pipeline variant bits of a cache's dtype (specialization constant 3,
+ * shaders/common.glsl KV_DT: 0 f32, 1 bf16, 2 f16). */
+static int vk__kv_spec(const graph_tensor *cache)
+{
+    int dt = cache->dtype == ENC_BF16 ? 1 : cache->dtype == ENC_F16 ? 2 : 0;
+    return dt << VK_SPEC_KV_SHIFT;
+}
+
 static enc_status vk__store_kv(vk__plan *pl)
 {
     const graph_node *n = pl->n;
@@ -361,7 +369,8 @@ static enc_status vk__store_kv(vk__plan *pl)
     int64_t T = n->src[0]->shape[0], kv_dim = n->src[0]->shape[1];
     d->push.p[0] = (uint32_t)T;
     d->push.p[1] = (uint32_t)kv_dim;
-    vk__grid_1d(d, T * kv_dim, 256);
+    d->spec |= vk__kv_spec(n->src[3]);
+    vk__grid_1d(d, n->src[3]->dtype == ENC_F32 ? T * kv_dim : T * kv_dim / 2, 256); /* a word each */
     return ENC_OK;
 }
 
@@ -385,8 +394,9 @@ static enc_status vk__attention(vk__plan *pl)
     int64_t T = n->src[0]->shape[0];
     /* The caches through texel views where both fit one (attention.comp's
      * texel path, subgroup variant): fixed for the caches' lifetime. */
-    bool texels = pl->c->subgroup && hd % 4 == 0 && vk__texels_fit(pl->c, n->src[1]) &&
-                  vk__texels_fit(pl->c, n->src[2]);
+    bool texels = pl->c->subgroup && hd % 4 == 0 && n->src[1]->dtype == ENC_F32 &&
+                  vk__texels_fit(pl->c, n->src[1]) && vk__texels_fit(pl->c, n->src[2]);
+    d->spec |= vk__kv_spec(n->src[1]);
     if (texels) {
         ENC_TRY(vk__bind_texels(pl, d, 0, n->src[1], 0, graph_tensor_nbytes(n->src[1])));
         ENC_TRY(vk__bind_texels(pl, d, 1, n->src[2], 0, graph_tensor_nbytes(n->src[2])));
