@@ -8,6 +8,10 @@
 #                      per check on a port of its own): sse, endpoints, errors,
 #                      early, hosts, failures, keepalive, limits, fairness, queue, disconnect, concurrency, args, bench (`encore bench
 #                      serve` against it: its counts equal the server's counters)
+#   server_<check>     connection slots (tests/server_connections.py): slowloris
+#                      (600 trickling connections closed at --request-read-timeout,
+#                      a normal client answered within 1 s meanwhile), per_ip
+#                      (--max-connections-per-ip), fds (sockets numbered past 1024)
 # Labelled "network" (npm installs the official `openai` package into the build
 # tree; offline, server_npm_install fails and the two tests after it do not run,
 # which ctest reports as failures):
@@ -30,6 +34,14 @@ set(ENCORE_SERVER_E2E ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_e2e.py --encor
 foreach(check sse endpoints errors early hosts failures keepalive limits fairness queue disconnect concurrency args bench)
   add_test(NAME server_${check} COMMAND ${ENCORE_SERVER_E2E} ${check})
   set_tests_properties(server_${check} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300
+                       LABELS server)
+endforeach()
+
+set(ENCORE_SERVER_CONNECTIONS ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_connections.py
+    --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR})
+foreach(check slowloris per_ip fds)
+  add_test(NAME server_${check} COMMAND ${ENCORE_SERVER_CONNECTIONS} ${check})
+  set_tests_properties(server_${check} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 150
                        LABELS server)
 endforeach()
 

@@ -1,13 +1,19 @@
 /* test_server_unit.c - the server's pieces that need no engine: request
  * parsing and validation, response JSON, the <think> splitter, UTF-8, and
- * the Prometheus text, the header checks. JSON made here is parsed back with cJSON and checked
+ * the Prometheus text, the header checks, the request read deadline. JSON made here is parsed back with cJSON and checked
  * field by field. */
+#define _GNU_SOURCE /* MSG_DONTWAIT, usleep */
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "check.h"
+#include "server/http_deadline.h"
 #include "server/http_guard.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
@@ -553,6 +559,55 @@ static void test_http_guard(void)
     CHECK(!http_guard_bearer("Basic sesame", "sesame") && !http_guard_bearer("Bearer ", "sesame"));
 }
 
+/* 1 when the peer of `fd` shut its socket down (recv sees the end), 0 when
+ * it is open with nothing to read. */
+static int peer_closed(int fd)
+{
+    char b;
+    ssize_t r = recv(fd, &b, 1, MSG_DONTWAIT);
+    return r == 0 ? 1 : r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+}
+
+static void test_http_deadline(void)
+{
+    int a[2], b[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0 && socketpair(AF_UNIX, SOCK_STREAM, 0, b) == 0);
+    http_deadline *d = http_deadline_create(2.0, 0);
+    CHECK(d != NULL);
+    http_deadline_conn *ca = http_deadline_add(d, a[0]), *cb = http_deadline_add(d, b[0]);
+    CHECK(ca && cb);
+    CHECK(http_deadline_add(d, -1) == NULL);
+    http_deadline_reading(d, cb, 0); /* b's request is in: no deadline */
+    double now = http_deadline_now();
+    CHECK(http_deadline_expire(d, now + 1.0) == 0);
+    CHECK(peer_closed(a[1]) == 0 && peer_closed(b[1]) == 0);
+    CHECK(http_deadline_expire(d, now + 2.5) == 1); /* a, still reading after 2 s */
+    CHECK(peer_closed(a[1]) == 1 && peer_closed(b[1]) == 0);
+    CHECK(http_deadline_expire(d, now + 9.0) == 0); /* each once; b is not reading */
+    http_deadline_reading(d, cb, 1);                /* b waits for its next request: from now */
+    double again = http_deadline_now();
+    CHECK(http_deadline_expire(d, again + 1.5) == 0);
+    CHECK(http_deadline_expire(d, again + 2.5) == 1 && peer_closed(b[1]) == 1);
+    http_deadline_remove(d, ca); /* closes its dup, not the socket */
+    CHECK(fcntl(a[0], F_GETFD) != -1);
+    http_deadline_destroy(d); /* frees cb still in it */
+    for (int i = 0; i < 2; i++) close(a[i]), close(b[i]);
+
+    /* the watchdog thread enforces it on its own */
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
+    d = http_deadline_create(0.2, 1);
+    CHECK(d && http_deadline_add(d, a[0]));
+    int closed = 0;
+    for (int i = 0; i < 200 && !closed; i++) {
+        usleep(10000);
+        closed = peer_closed(a[1]) == 1;
+    }
+    CHECK(closed);
+    http_deadline_destroy(d);
+    close(a[0]);
+    close(a[1]);
+}
+
 int main(void)
 {
     test_completion_request();
@@ -562,6 +617,7 @@ int main(void)
     test_reasoning();
     test_metrics();
     test_http_guard();
+    test_http_deadline();
     if (!check_failures) printf("test_server_unit: all checks passed\n");
     return check_failures != 0;
 }

@@ -34,6 +34,13 @@ static const char serve_help[] =
     "                           (default: the rest of --max-model-len)\n"
     "  --max-body-bytes N       largest request body; larger get 413 (default 8388608)\n"
     "  --max-connections N      open connections, one thread each (default 512)\n"
+    "  --max-connections-per-ip N  of those, from one IP address; more are closed at\n"
+    "                           once (default 32; 0: no limit; behind a proxy every\n"
+    "                           client has the proxy's address)\n"
+    "  --request-read-timeout SECONDS  a request's headers and body must all arrive\n"
+    "                           within SECONDS of the connection's accept (or of its\n"
+    "                           previous reply), however slowly they trickle; else the\n"
+    "                           connection is closed (default 15)\n"
     "  --timeout SECONDS        close a connection silent this long (default 120); a\n"
     "                           stream still waiting for tokens sends an SSE comment\n"
     "                           every min(5, SECONDS/4) seconds meanwhile\n"
@@ -92,6 +99,16 @@ static int serve_option(void *args, const char *cmd, int argc, char **argv, int 
     if (!strcmp(o, "--timeout")) {
         if (!cli_option_i64(cmd, argc, argv, i, 1, 86400, &v)) return -1;
         a->http.timeout_s = (int)v;
+        return 1;
+    }
+    if (!strcmp(o, "--max-connections-per-ip")) {
+        if (!cli_option_i64(cmd, argc, argv, i, 0, 1 << 16, &v)) return -1;
+        a->http.max_connections_per_ip = (int)v;
+        return 1;
+    }
+    if (!strcmp(o, "--request-read-timeout")) {
+        if (!cli_option_i64(cmd, argc, argv, i, 1, 3600, &v)) return -1;
+        a->http.request_read_timeout_s = (int)v;
         return 1;
     }
     if (!strcmp(o, "--max-connections")) {

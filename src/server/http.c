@@ -3,6 +3,13 @@
  * endpoints (/health, /metrics, /v1/models, /tokenize, /detokenize).
  * Completions and chat go to generation.c.
  *
+ * Connections: one thread each (a handler blocks while the engine works, so
+ * a thread pool would stall), every thread waiting in poll(), not select(),
+ * so that sockets numbered 1024 and above work; at most --max-connections,
+ * at most --max-connections-per-ip from one address (libmicrohttpd closes
+ * the others at accept), and each request read within
+ * --request-read-timeout seconds (http_deadline.c).
+ *
  * libmicrohttpd calls http__handle several times per request: first with
  * the headers and no data, then with each piece of the body, then once with
  * none left. The first call makes an http_conn and refuses what the headers
@@ -14,6 +21,8 @@
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <netdb.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +56,8 @@ http_server_config http_server_config_default(void)
         .max_queue = 256,
         .max_body_bytes = 8u << 20,
         .max_connections = 512,
+        .max_connections_per_ip = 32,
+        .request_read_timeout_s = 15,
         .timeout_s = 120,
     };
 }
@@ -477,6 +488,13 @@ static int http__append(http_server *s, http_conn *hc, const char *data, size_t 
     return 1;
 }
 
+/* The connection's entry in s->deadline (NULL when it has none). */
+static http_deadline_conn *http__watch(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result http__handle(void *cls, struct MHD_Connection *conn, const char *url,
                                     const char *method, const char *version,
                                     const char *upload_data, size_t *upload_data_size,
@@ -503,20 +521,52 @@ static enum MHD_Result http__handle(void *cls, struct MHD_Connection *conn, cons
     }
     if (hc->answered) return MHD_YES;
     hc->answered = 1;
+    http_deadline_reading(s->deadline, http__watch(conn), 0); /* the request is in */
     return http__dispatch(s, conn, hc);
 }
 
 static void http__completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                             enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)conn;
+    http_server *s = cls;
     (void)toe;
+    /* a kept-alive connection has the same time for its next request */
+    http_deadline_reading(s->deadline, http__watch(conn), 1);
     http_conn *hc = *con_cls;
     if (!hc) return;
     free(hc->body);
     free(hc);
     *con_cls = NULL;
+}
+
+/* A connection opens (watched by s->deadline from now) or closes. One
+ * that cannot be watched (out of memory or descriptors) is shut down. */
+static void http__notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                         enum MHD_ConnectionNotificationCode code)
+{
+    http_server *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        http_deadline_remove(s->deadline, *socket_context);
+        *socket_context = NULL;
+        return;
+    }
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    int fd = ci ? ci->connect_fd : -1;
+    *socket_context = fd >= 0 ? http_deadline_add(s->deadline, fd) : NULL;
+    if (!*socket_context && fd >= 0) shutdown(fd, SHUT_RDWR);
+}
+
+/* Raise the soft limit on open files to what max_connections needs (each
+ * connection holds its socket and the deadline's dup of it), within the
+ * hard limit. */
+static void http__raise_fd_limit(int max_connections)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+    rlim_t need = 2 * (rlim_t)max_connections + 256;
+    if (rl.rlim_cur >= need) return;
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+    setrlimit(RLIMIT_NOFILE, &rl);
 }
 
 /* --- start and stop -------------------------------------------------------------- */
@@ -532,6 +582,7 @@ static char *http__strdup(const char *s)
 
 static void http__free(http_server *s)
 {
+    http_deadline_destroy(s->deadline);
     metrics_destroy(&s->metrics);
     http_clients_free(&s->clients);
     pthread_mutex_destroy(&s->mu);
@@ -570,6 +621,8 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
     s->engine = e;
     s->cfg = *cfg;
     if (s->cfg.timeout_s < 1) s->cfg.timeout_s = 120;
+    if (s->cfg.request_read_timeout_s < 1) s->cfg.request_read_timeout_s = 15;
+    if (s->cfg.max_connections_per_ip < 0) s->cfg.max_connections_per_ip = 0;
     s->host = http__strdup(cfg->host ? cfg->host : "127.0.0.1");
     s->api_key = cfg->api_key && cfg->api_key[0] ? http__strdup(cfg->api_key) : NULL;
     s->model_name = http__strdup(cfg->served_model_name ? cfg->served_model_name
@@ -588,7 +641,8 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->idle, NULL);
     metrics_init(&s->metrics);
-    if (!s->host || !s->model_name || (cfg->api_key && cfg->api_key[0] && !s->api_key) ||
+    s->deadline = http_deadline_create(s->cfg.request_read_timeout_s, 1);
+    if (!s->deadline || !s->host || !s->model_name || (cfg->api_key && cfg->api_key[0] && !s->api_key) ||
         (cfg->allowed_hosts && !s->allowed_hosts)) {
         snprintf(err, cap, "out of memory");
         http__free(s);
@@ -607,13 +661,17 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
         return 0;
     }
     s->check_host = s->allowed_hosts || http__loopback(ai->ai_addr);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
+    http__raise_fd_limit(cfg->max_connections);
+    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     s->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, http__handle, s,
                                  MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                 (unsigned)s->cfg.max_connections_per_ip,
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.timeout_s,
                                  MHD_OPTION_NOTIFY_COMPLETED, http__completed, s,
+                                 MHD_OPTION_NOTIFY_CONNECTION, http__notify, s,
                                  MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!s->daemon) {
@@ -639,6 +697,8 @@ void http_server_stop(http_server *s)
     /* Connection threads waiting on the engine see `stopping` within a poll
      * interval, cancel and end; MHD_stop_daemon joins them. */
     MHD_stop_daemon(s->daemon);
+    http_deadline_destroy(s->deadline); /* every connection is closed: its list is empty */
+    s->deadline = NULL;
     /* Jobs whose last engine call has not come yet still point at s. */
     pthread_mutex_lock(&s->mu);
     double deadline = http_now() + 30;

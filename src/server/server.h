@@ -34,6 +34,10 @@ typedef struct http_server_config {
     size_t max_body_bytes;         /* larger request bodies: 413 */
     const char *served_model_name; /* NULL: the model directory's name */
     int max_connections;           /* open connections (one thread each) */
+    int max_connections_per_ip;    /* of those, from one IP address; 0: no limit (default 32) */
+    int request_read_timeout_s;    /* a request's headers and body must all arrive within this
+                                      many seconds of its connection's accept (or of the end of
+                                      its previous request), however they trickle (default 15) */
     int timeout_s;                 /* a connection silent this long is closed (default 120);
                                       a stream still waiting sends SSE keep-alive comments */
     const char *allowed_hosts;     /* comma-separated Host names accepted besides localhost,

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 
 #include "http_clients.h"
+#include "http_deadline.h"
 #include "metrics.h"
 #include "openai_request.h"
 #include "server.h"
@@ -15,6 +16,7 @@
 struct http_server {
     encore_engine *engine;
     struct MHD_Daemon *daemon;
+    http_deadline *deadline;    /* --request-read-timeout, watched on a thread of its own */
     http_server_config cfg;     /* strings point into the copies below */
     char *host, *api_key, *model_name, *allowed_hosts;
     int port;
