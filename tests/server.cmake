@@ -4,6 +4,8 @@
 #                      the error object, the <think> splitter at every split
 #                      point, UTF-8 checks, the Prometheus text, the header
 #                      checks (Content-Type, Host, Bearer)
+#   test_server_json   the JSON writer against cJSON: every number and escape
+#                      byte for byte, replies with 3000 x 20 log-probabilities
 #   server_<check>     end to end over 127.0.0.1 (tests/server_e2e.py, one server
 #                      per check on a port of its own): sse, endpoints, errors,
 #                      early, hosts, failures, keepalive, limits, fairness, queue, disconnect, concurrency, args, bench (`encore bench
@@ -28,6 +30,13 @@ target_include_directories(test_server_unit PRIVATE ${ENCORE_TESTS_DIR})
 target_link_options(test_server_unit PRIVATE -Wl,--wrap=realloc)
 add_test(NAME test_server_unit COMMAND test_server_unit)
 set_tests_properties(test_server_unit PROPERTIES LABELS server)
+
+add_executable(test_server_json ${ENCORE_TESTS_DIR}/test_server_json.c)
+target_link_libraries(test_server_json PRIVATE encore_server encore_internals)
+target_include_directories(test_server_json PRIVATE ${ENCORE_TESTS_DIR})
+target_link_options(test_server_json PRIVATE -Wl,--wrap=realloc)
+add_test(NAME test_server_json COMMAND test_server_json)
+set_tests_properties(test_server_json PROPERTIES LABELS server)
 
 set(ENCORE_SERVER_E2E ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_e2e.py --encore $<TARGET_FILE:encore>
                       --models ${ENCORE_MODELS_DIR})

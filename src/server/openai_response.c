@@ -1,4 +1,7 @@
-/* openai_response.c - OpenAI's response objects built with cJSON.
+/* openai_response.c - OpenAI's response objects, written out as JSON text
+ * (json_out.c) as they are walked: no tree is built, so a reply with
+ * log-probabilities costs its text and no node per token, byte or
+ * alternative.
  *
  *   completion    {"id","object":"text_completion","created","model",
  *                  "choices":[{"index","text","logprobs","finish_reason","stop_reason"}],
@@ -8,15 +11,17 @@
  *                  "finish_reason","stop_reason"}],"usage"}
  *   chat chunk    {"object":"chat.completion.chunk",...,"choices":[{"index",
  *                  "delta":{"role"?,"content"?,"reasoning_content"?},"logprobs","finish_reason"}]}
- *   logprobs      completions: {"tokens","token_logprobs","top_logprobs":[{text: lp}],"text_offset"}
- *                 chat: {"content":[{"token","logprob","bytes","top_logprobs":[{"token","logprob","bytes"}]}]}
+ *   logprobs      completions: {"tokens","token_logprobs","top_logprobs":[{text:
+ * lp}],"text_offset"} chat:
+ * {"content":[{"token","logprob","bytes","top_logprobs":[{"token","logprob","bytes"}]}]}
  */
 #include "openai_response.h"
 
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "json_out.h"
 
 size_t oai_utf8_sanitize(const char *str, size_t len, char *out, size_t cap)
 {
@@ -58,192 +63,263 @@ static void oai__token(const oai_logprobs *lp, int32_t id, oai_token *t)
     oai_utf8_sanitize(t->raw, t->n_raw, t->text, sizeof t->text);
 }
 
-static cJSON *oai__bytes(const oai_token *t)
+static const encore_logprob *oai__alt(const oai_logprobs *lp, size_t i, int k)
 {
-    cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; a && i < t->n_raw; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateNumber((unsigned char)t->raw[i]));
-    return a;
+    return &lp->top[i * (size_t)lp->n_top + (size_t)k];
 }
 
-static cJSON *oai__chat_logprob(const oai_token *t, float logprob)
+/* {"token","logprob","bytes":[...]} without its closing brace (the entry of
+ * "content" adds its top_logprobs first). */
+static void oai__chat_logprob_open(json_out *w, const oai_token *t, float logprob)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "token", t->text);
-    cJSON_AddNumberToObject(o, "logprob", logprob);
-    cJSON_AddItemToObject(o, "bytes", oai__bytes(t));
-    return o;
+    json_out_begin_object(w);
+    json_out_key(w, "token");
+    json_out_string(w, t->text);
+    json_out_key(w, "logprob");
+    json_out_number(w, logprob);
+    json_out_key(w, "bytes");
+    json_out_begin_array(w);
+    for (size_t i = 0; i < t->n_raw; i++)
+        json_out_number(w, (unsigned char)t->raw[i]);
+    json_out_end_array(w);
 }
 
-static cJSON *oai__logprobs_chat(const oai_logprobs *lp)
+static void oai__logprobs_chat(json_out *w, const oai_logprobs *lp, oai_token *t)
 {
-    cJSON *o = cJSON_CreateObject(), *content = cJSON_AddArrayToObject(o, "content");
-    oai_token *t = malloc(sizeof *t);
-    if (!t || !content) {
-        free(t);
-        cJSON_Delete(o);
-        return NULL;
-    }
-    for (size_t i = 0; i < lp->n; i++) {
+    json_out_begin_object(w);
+    json_out_key(w, "content");
+    json_out_begin_array(w);
+    for (size_t i = 0; i < lp->n && !w->oom; i++) {
         oai__token(lp, lp->ids[i], t);
-        cJSON *entry = oai__chat_logprob(t, lp->logprobs[i]);
-        cJSON *top = cJSON_AddArrayToObject(entry, "top_logprobs");
+        oai__chat_logprob_open(w, t, lp->logprobs[i]);
+        json_out_key(w, "top_logprobs");
+        json_out_begin_array(w);
         for (int k = 0; k < lp->n_top; k++) {
-            const encore_logprob *alt = &lp->top[i * (size_t)lp->n_top + (size_t)k];
-            oai__token(lp, alt->id, t);
-            cJSON_AddItemToArray(top, oai__chat_logprob(t, alt->logprob));
+            oai__token(lp, oai__alt(lp, i, k)->id, t);
+            oai__chat_logprob_open(w, t, oai__alt(lp, i, k)->logprob);
+            json_out_end_object(w);
         }
-        cJSON_AddItemToArray(content, entry);
+        json_out_end_array(w);
+        json_out_end_object(w);
     }
-    free(t);
-    return o;
+    json_out_end_array(w);
+    json_out_end_object(w);
 }
 
-static cJSON *oai__logprobs_completion(const oai_logprobs *lp)
+/* completions: four arrays of one entry per token, written one after the
+ * other (the token texts are looked up again for each that needs them). */
+static void oai__logprobs_completion(json_out *w, const oai_logprobs *lp, oai_token *t)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON *tokens = cJSON_AddArrayToObject(o, "tokens");
-    cJSON *lps = cJSON_AddArrayToObject(o, "token_logprobs");
-    cJSON *tops = cJSON_AddArrayToObject(o, "top_logprobs");
-    cJSON *offsets = cJSON_AddArrayToObject(o, "text_offset");
-    oai_token *t = malloc(sizeof *t);
-    if (!t || !offsets) {
-        free(t);
-        cJSON_Delete(o);
-        return NULL;
+    json_out_begin_object(w);
+    json_out_key(w, "tokens");
+    json_out_begin_array(w);
+    for (size_t i = 0; i < lp->n && !w->oom; i++) {
+        oai__token(lp, lp->ids[i], t);
+        json_out_string(w, t->text);
     }
+    json_out_end_array(w);
+    json_out_key(w, "token_logprobs");
+    json_out_begin_array(w);
+    for (size_t i = 0; i < lp->n; i++)
+        json_out_number(w, lp->logprobs[i]);
+    json_out_end_array(w);
+    json_out_key(w, "top_logprobs");
+    json_out_begin_array(w);
+    for (size_t i = 0; i < lp->n && !w->oom; i++) {
+        json_out_begin_object(w);
+        for (int k = 0; k < lp->n_top; k++) {
+            oai__token(lp, oai__alt(lp, i, k)->id, t);
+            json_out_key(w, t->text);
+            json_out_number(w, oai__alt(lp, i, k)->logprob);
+        }
+        json_out_end_object(w);
+    }
+    json_out_end_array(w);
+    json_out_key(w, "text_offset");
+    json_out_begin_array(w);
     size_t offset = lp->text_offset;
-    for (size_t i = 0; i < lp->n; i++) {
+    for (size_t i = 0; i < lp->n && !w->oom; i++) {
+        json_out_number(w, (double)offset);
         oai__token(lp, lp->ids[i], t);
-        cJSON_AddItemToArray(tokens, cJSON_CreateString(t->text));
-        cJSON_AddItemToArray(lps, cJSON_CreateNumber(lp->logprobs[i]));
-        cJSON_AddItemToArray(offsets, cJSON_CreateNumber((double)offset));
         offset += t->n_raw;
-        cJSON *top = cJSON_CreateObject();
-        for (int k = 0; k < lp->n_top; k++) {
-            const encore_logprob *alt = &lp->top[i * (size_t)lp->n_top + (size_t)k];
-            oai__token(lp, alt->id, t);
-            cJSON_AddNumberToObject(top, t->text, alt->logprob);
-        }
-        cJSON_AddItemToArray(tops, top);
+    }
+    json_out_end_array(w);
+    json_out_end_object(w);
+}
+
+/* "logprobs": null, or the object of the choice's kind. */
+static void oai__logprobs(json_out *w, oai_kind kind, const oai_logprobs *lp)
+{
+    json_out_key(w, "logprobs");
+    oai_token *t = lp ? malloc(sizeof *t) : NULL;
+    if (!lp) {
+        json_out_null(w);
+    } else if (!t) {
+        w->oom = 1;
+    } else if (kind == OAI_CHAT) {
+        oai__logprobs_chat(w, lp, t);
+    } else {
+        oai__logprobs_completion(w, lp, t);
     }
     free(t);
-    return o;
 }
 
 /* --- objects ----------------------------------------------------------------------- */
 
-static cJSON *oai__head(const oai_head *h, const char *object)
+static void oai__member_string(json_out *w, const char *name, const char *s)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "id", h->id);
-    cJSON_AddStringToObject(o, "object", object);
-    cJSON_AddNumberToObject(o, "created", (double)h->created);
-    cJSON_AddStringToObject(o, "model", h->model);
-    return o;
+    json_out_key(w, name);
+    json_out_string(w, s);
 }
 
-static void oai__add_string_or_null(cJSON *o, const char *name, const char *s)
+static void oai__member_number(json_out *w, const char *name, double d)
 {
-    if (s)
-        cJSON_AddStringToObject(o, name, s);
-    else
-        cJSON_AddNullToObject(o, name);
+    json_out_key(w, name);
+    json_out_number(w, d);
 }
 
-static cJSON *oai__usage(const oai_usage *u)
+/* The object opened, with "id", "object", "created", "model". */
+static void oai__head(json_out *w, const oai_head *h, const char *object)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "prompt_tokens", (double)u->prompt_tokens);
-    cJSON_AddNumberToObject(o, "total_tokens", (double)(u->prompt_tokens + u->completion_tokens));
-    cJSON_AddNumberToObject(o, "completion_tokens", (double)u->completion_tokens);
-    cJSON *details = cJSON_AddObjectToObject(o, "prompt_tokens_details");
-    cJSON_AddNumberToObject(details, "cached_tokens", (double)u->cached_tokens);
-    return o;
+    json_out_begin_object(w);
+    oai__member_string(w, "id", h->id);
+    oai__member_string(w, "object", object);
+    oai__member_number(w, "created", (double)h->created);
+    oai__member_string(w, "model", h->model);
+}
+
+static void oai__usage(json_out *w, const oai_usage *u)
+{
+    json_out_key(w, "usage");
+    json_out_begin_object(w);
+    oai__member_number(w, "prompt_tokens", (double)u->prompt_tokens);
+    oai__member_number(w, "total_tokens", (double)(u->prompt_tokens + u->completion_tokens));
+    oai__member_number(w, "completion_tokens", (double)u->completion_tokens);
+    json_out_key(w, "prompt_tokens_details");
+    json_out_begin_object(w);
+    oai__member_number(w, "cached_tokens", (double)u->cached_tokens);
+    json_out_end_object(w);
+    json_out_end_object(w);
+}
+
+/* chat: "message" (a whole reply) or "delta" (a chunk). */
+static void oai__message(json_out *w, const oai_choice *c, int chunk)
+{
+    json_out_key(w, chunk ? "delta" : "message");
+    json_out_begin_object(w);
+    if (!chunk || c->role) oai__member_string(w, "role", "assistant");
+    if (!chunk) {
+        json_out_key(w, "content");
+        json_out_string_or_null(w, c->text);
+    } else if (c->text) {
+        oai__member_string(w, "content", c->text);
+    }
+    if (c->reasoning) oai__member_string(w, "reasoning_content", c->reasoning);
+    json_out_end_object(w);
 }
 
 /* One entry of "choices"; `chunk` picks "delta" over "message" for chat. */
-static cJSON *oai__choice(oai_kind kind, int index, const oai_choice *c, int chunk)
+static void oai__choice(json_out *w, oai_kind kind, int index, const oai_choice *c, int chunk)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "index", index);
-    if (kind == OAI_CHAT) {
-        cJSON *m = cJSON_AddObjectToObject(o, chunk ? "delta" : "message");
-        if (!chunk || c->role) cJSON_AddStringToObject(m, "role", "assistant");
-        if (!chunk)
-            oai__add_string_or_null(m, "content", c->text);
-        else if (c->text)
-            cJSON_AddStringToObject(m, "content", c->text);
-        if (c->reasoning) cJSON_AddStringToObject(m, "reasoning_content", c->reasoning);
-    } else {
-        cJSON_AddStringToObject(o, "text", c->text ? c->text : "");
-    }
-    if (c->lp)
-        cJSON_AddItemToObject(o, "logprobs", kind == OAI_CHAT ? oai__logprobs_chat(c->lp)
-                                                              : oai__logprobs_completion(c->lp));
+    json_out_begin_object(w);
+    oai__member_number(w, "index", index);
+    if (kind == OAI_CHAT)
+        oai__message(w, c, chunk);
     else
-        cJSON_AddNullToObject(o, "logprobs");
-    oai__add_string_or_null(o, "finish_reason", c->finish_reason);
-    if ((!chunk || c->finish_reason) && !c->stop_reason && c->stop_token_id)
-        cJSON_AddNumberToObject(o, "stop_reason", *c->stop_token_id);
-    else if (!chunk || c->finish_reason)
-        oai__add_string_or_null(o, "stop_reason", c->stop_reason);
-    return o;
+        oai__member_string(w, "text", c->text ? c->text : "");
+    oai__logprobs(w, kind, c->lp);
+    json_out_key(w, "finish_reason");
+    json_out_string_or_null(w, c->finish_reason);
+    if ((!chunk || c->finish_reason) && !c->stop_reason && c->stop_token_id) {
+        oai__member_number(w, "stop_reason", *c->stop_token_id);
+    } else if (!chunk || c->finish_reason) {
+        json_out_key(w, "stop_reason");
+        json_out_string_or_null(w, c->stop_reason);
+    }
+    json_out_end_object(w);
 }
 
-static char *oai__print(cJSON *o)
+static const char *oai__object(const oai_head *h, int chunk)
 {
-    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
-    cJSON_Delete(o);
-    return s;
+    if (h->kind != OAI_CHAT) return "text_completion";
+    return chunk ? "chat.completion.chunk" : "chat.completion";
 }
 
 char *oai_response_body(const oai_head *h, const oai_choice *choices, int n, const oai_usage *u)
 {
-    cJSON *o = oai__head(h, h->kind == OAI_CHAT ? "chat.completion" : "text_completion");
-    cJSON *arr = cJSON_AddArrayToObject(o, "choices");
-    for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, oai__choice(h->kind, i, &choices[i], 0));
-    cJSON_AddItemToObject(o, "usage", oai__usage(u));
-    return oai__print(o);
+    json_out w;
+    json_out_init(&w);
+    oai__head(&w, h, oai__object(h, 0));
+    json_out_key(&w, "choices");
+    json_out_begin_array(&w);
+    for (int i = 0; i < n; i++)
+        oai__choice(&w, h->kind, i, &choices[i], 0);
+    json_out_end_array(&w);
+    oai__usage(&w, u);
+    json_out_end_object(&w);
+    return json_out_finish(&w);
 }
 
 char *oai_response_chunk(const oai_head *h, int index, const oai_choice *c)
 {
-    cJSON *o = oai__head(h, h->kind == OAI_CHAT ? "chat.completion.chunk" : "text_completion");
-    cJSON *arr = cJSON_AddArrayToObject(o, "choices");
-    cJSON_AddItemToArray(arr, oai__choice(h->kind, index, c, 1));
-    return oai__print(o);
+    json_out w;
+    json_out_init(&w);
+    oai__head(&w, h, oai__object(h, 1));
+    json_out_key(&w, "choices");
+    json_out_begin_array(&w);
+    oai__choice(&w, h->kind, index, c, 1);
+    json_out_end_array(&w);
+    json_out_end_object(&w);
+    return json_out_finish(&w);
 }
 
 char *oai_response_usage_chunk(const oai_head *h, const oai_usage *u)
 {
-    cJSON *o = oai__head(h, h->kind == OAI_CHAT ? "chat.completion.chunk" : "text_completion");
-    cJSON_AddArrayToObject(o, "choices");
-    cJSON_AddItemToObject(o, "usage", oai__usage(u));
-    return oai__print(o);
+    json_out w;
+    json_out_init(&w);
+    oai__head(&w, h, oai__object(h, 1));
+    json_out_key(&w, "choices");
+    json_out_begin_array(&w);
+    json_out_end_array(&w);
+    oai__usage(&w, u);
+    json_out_end_object(&w);
+    return json_out_finish(&w);
 }
 
 char *oai_response_error(const oai_error *err)
 {
-    cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
-    cJSON_AddStringToObject(e, "message", err->message);
-    cJSON_AddStringToObject(e, "type", err->type ? err->type : "invalid_request_error");
-    oai__add_string_or_null(e, "param", err->param[0] ? err->param : NULL);
-    cJSON_AddNumberToObject(e, "code", err->http_status);
-    return oai__print(o);
+    json_out w;
+    json_out_init(&w);
+    json_out_begin_object(&w);
+    json_out_key(&w, "error");
+    json_out_begin_object(&w);
+    oai__member_string(&w, "message", err->message);
+    oai__member_string(&w, "type", err->type ? err->type : "invalid_request_error");
+    json_out_key(&w, "param");
+    json_out_string_or_null(&w, err->param[0] ? err->param : NULL);
+    oai__member_number(&w, "code", err->http_status);
+    json_out_end_object(&w);
+    json_out_end_object(&w);
+    return json_out_finish(&w);
 }
 
 char *oai_response_models(const char *name, int64_t created, int64_t max_model_len)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "object", "list");
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "id", name);
-    cJSON_AddStringToObject(m, "object", "model");
-    cJSON_AddNumberToObject(m, "created", (double)created);
-    cJSON_AddStringToObject(m, "owned_by", "encore");
-    cJSON_AddStringToObject(m, "root", name);
-    cJSON_AddNumberToObject(m, "max_model_len", (double)max_model_len);
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "data"), m);
-    return oai__print(o);
+    json_out w;
+    json_out_init(&w);
+    json_out_begin_object(&w);
+    oai__member_string(&w, "object", "list");
+    json_out_key(&w, "data");
+    json_out_begin_array(&w);
+    json_out_begin_object(&w);
+    oai__member_string(&w, "id", name);
+    oai__member_string(&w, "object", "model");
+    oai__member_number(&w, "created", (double)created);
+    oai__member_string(&w, "owned_by", "encore");
+    oai__member_string(&w, "root", name);
+    oai__member_number(&w, "max_model_len", (double)max_model_len);
+    json_out_end_object(&w);
+    json_out_end_array(&w);
+    json_out_end_object(&w);
+    return json_out_finish(&w);
 }

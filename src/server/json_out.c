@@ -1,0 +1,177 @@
+/* json_out.c - JSON into a growable string (json_out.h). The buffer doubles
+ * as it fills; commas come from one flag per open object or array (first
+ * item yet to come) and one for a value that follows its key. */
+#include "json_out.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void json_out_init(json_out *w)
+{
+    memset(w, 0, sizeof *w);
+    w->first[0] = 1;
+}
+
+void json_out_free(json_out *w)
+{
+    free(w->buf);
+    json_out_init(w);
+}
+
+char *json_out_finish(json_out *w)
+{
+    char *text = w->oom ? NULL : w->buf ? w->buf : calloc(1, 1);
+    if (w->oom) free(w->buf);
+    json_out_init(w);
+    return text;
+}
+
+static void json_out__put(json_out *w, const char *s, size_t n)
+{
+    if (w->oom) return;
+    if (w->len + n + 1 > w->cap) {
+        size_t cap = w->cap ? w->cap : 256;
+        while (cap < w->len + n + 1)
+            cap *= 2;
+        char *p = realloc(w->buf, cap);
+        if (!p) {
+            w->oom = 1;
+            return;
+        }
+        w->buf = p;
+        w->cap = cap;
+    }
+    memcpy(w->buf + w->len, s, n);
+    w->len += n;
+    w->buf[w->len] = '\0';
+}
+
+/* The comma before an item, unless it is the first of its object or array
+ * or the value of the key just written. */
+static void json_out__sep(json_out *w)
+{
+    if (w->after_key) {
+        w->after_key = 0;
+        return;
+    }
+    if (!w->first[w->depth]) json_out__put(w, ",", 1);
+    w->first[w->depth] = 0;
+}
+
+static void json_out__open(json_out *w, const char *bracket)
+{
+    json_out__sep(w);
+    if (w->depth == JSON_OUT_MAX_DEPTH) {
+        w->oom = 1; /* too deep: fails as out of memory does */
+        return;
+    }
+    json_out__put(w, bracket, 1);
+    w->first[++w->depth] = 1;
+}
+
+static void json_out__close(json_out *w, const char *bracket)
+{
+    if (w->depth == 0) {
+        w->oom = 1; /* nothing open */
+        return;
+    }
+    w->depth--;
+    json_out__put(w, bracket, 1);
+}
+
+void json_out_begin_object(json_out *w)
+{
+    json_out__open(w, "{");
+}
+void json_out_end_object(json_out *w)
+{
+    json_out__close(w, "}");
+}
+void json_out_begin_array(json_out *w)
+{
+    json_out__open(w, "[");
+}
+void json_out_end_array(json_out *w)
+{
+    json_out__close(w, "]");
+}
+
+/* s quoted: '"' and '\\' escaped, \b \f \n \r \t by name, the other bytes
+ * below 0x20 as \u00xx; every other byte as it is (cJSON's escapes). */
+static void json_out__quoted(json_out *w, const char *s)
+{
+    json_out__put(w, "\"", 1);
+    const char *run = s;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        json_out__put(w, run, (size_t)(s - run));
+        run = s + 1;
+        char esc[8];
+        const char *named = c == '"'    ? "\\\""
+                            : c == '\\' ? "\\\\"
+                            : c == '\b' ? "\\b"
+                            : c == '\f' ? "\\f"
+                            : c == '\n' ? "\\n"
+                            : c == '\r' ? "\\r"
+                            : c == '\t' ? "\\t"
+                                        : NULL;
+        if (!named) snprintf(esc, sizeof esc, "\\u%04x", c);
+        json_out__put(w, named ? named : esc, strlen(named ? named : esc));
+    }
+    json_out__put(w, run, (size_t)(s - run));
+    json_out__put(w, "\"", 1);
+}
+
+void json_out_key(json_out *w, const char *key)
+{
+    json_out__sep(w);
+    json_out__quoted(w, key ? key : "");
+    json_out__put(w, ":", 1);
+    w->after_key = 1;
+}
+
+void json_out_string(json_out *w, const char *s)
+{
+    json_out__sep(w);
+    json_out__quoted(w, s ? s : "");
+}
+
+void json_out_null(json_out *w)
+{
+    json_out__sep(w);
+    json_out__put(w, "null", 4);
+}
+
+void json_out_string_or_null(json_out *w, const char *s)
+{
+    if (s)
+        json_out_string(w, s);
+    else
+        json_out_null(w);
+}
+
+/* 1 when a and b differ by at most one rounding step of the larger */
+static int json_out__close_enough(double a, double b)
+{
+    double big = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+    return fabs(a - b) <= big * DBL_EPSILON;
+}
+
+/* cJSON's format: 15 significant digits when they read back (within a
+ * rounding step), else 17. */
+void json_out_number(json_out *w, double d)
+{
+    if (isnan(d) || isinf(d)) {
+        json_out_null(w);
+        return;
+    }
+    char buf[32];
+    snprintf(buf, sizeof buf, "%1.15g", d);
+    if (!json_out__close_enough(strtod(buf, NULL), d)) snprintf(buf, sizeof buf, "%1.17g", d);
+    json_out__sep(w);
+    json_out__put(w, buf, strlen(buf));
+}
