@@ -19,7 +19,6 @@
  * grows past max_body_bytes + 1) and the last call answers. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <cjson/cJSON.h>
 #include <netdb.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -29,6 +28,7 @@
 #include <time.h>
 
 #include "http_guard.h"
+#include "json_out.h"
 #include "openai_response.h"
 #include "server_impl.h"
 
@@ -247,14 +247,17 @@ static enum MHD_Result http__detokenize(http_server *s, struct MHD_Connection *c
         return http_reply_error(s, conn, &err);
     }
     char *clean = malloc(3 * len + 1);
-    cJSON *o = cJSON_CreateObject();
     if (clean) oai_utf8_sanitize(text, len, clean, 3 * len + 1);
-    cJSON_AddStringToObject(o, "prompt", clean ? clean : "");
     encore_free(text);
+    if (!clean) return MHD_NO; /* out of memory: the connection closes unanswered */
+    json_out w;
+    json_out_init(&w);
+    json_out_begin_object(&w);
+    json_out_key(&w, "prompt");
+    json_out_string(&w, clean);
+    json_out_end_object(&w);
     free(clean);
-    char *body = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    return http_reply_json(conn, MHD_HTTP_OK, body);
+    return http_reply_json(conn, MHD_HTTP_OK, json_out_finish(&w));
 }
 
 /* The ids of /tokenize's prompt or messages into *ids (encore_free) and *n;
@@ -297,15 +300,20 @@ static enum MHD_Result http__tokenize(http_server *s, struct MHD_Connection *con
     }
     const int32_t *out = ids ? ids : req->prompt_ids;
     size_t n_out = ids ? n : req->n_prompt_ids;
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "count", (double)n_out);
-    cJSON_AddNumberToObject(o, "max_model_len", (double)s->max_model_len);
-    cJSON *arr = cJSON_AddArrayToObject(o, "tokens");
-    for (size_t i = 0; i < n_out; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(out[i]));
+    json_out w;
+    json_out_init(&w);
+    json_out_begin_object(&w);
+    json_out_key(&w, "count");
+    json_out_number(&w, (double)n_out);
+    json_out_key(&w, "max_model_len");
+    json_out_number(&w, (double)s->max_model_len);
+    json_out_key(&w, "tokens");
+    json_out_begin_array(&w);
+    for (size_t i = 0; i < n_out; i++) json_out_number(&w, out[i]);
+    json_out_end_array(&w);
+    json_out_end_object(&w);
     encore_free(ids);
-    char *body = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    return http_reply_json(conn, MHD_HTTP_OK, body);
+    return http_reply_json(conn, MHD_HTTP_OK, json_out_finish(&w));
 }
 
 /* /tokenize and /detokenize, each counted as one request in --max-queue
