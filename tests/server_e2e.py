@@ -27,6 +27,11 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                each request they end gets 500 (a stream, an SSE error event),
                /health says 503 after them and /metrics counts them; the next
                request succeeds and /health is 200 again
+  oom          ENCORE_FAULT_FINAL_COPIES=2 makes the copies of two requests' last
+               outputs fail as out of memory would: each of those non-streamed
+               replies is a 500 at once (not a wait for the lost output, which
+               hung before), n = 3 included; afterwards nothing runs, every KV
+               block is free, and the next request works
   keepalive    --timeout 1 with every engine step 2.5 s long (ENCORE_STEP_DELAY_MS):
                a stream silent for longer than the timeout still completes, the
                wait filled with SSE comments (": keep-alive") that a parser
@@ -558,6 +563,26 @@ def check_failures(a):
         if status != 200 or status2 != 200:
             fail(f"after a good step: {status} {r}, /health {status2}")
         print("ok: healthy again after a step that works")
+
+
+def check_oom(a):
+    os.environ["ENCORE_FAULT_FINAL_COPIES"] = "2"
+    try:
+        server = Server(a)
+    finally:
+        del os.environ["ENCORE_FAULT_FINAL_COPIES"]
+    with server as srv:
+        comp = {"prompt": "hi", "max_tokens": 4, "temperature": 0}
+        # each reply would wait forever for the last output it lost
+        expect_error(srv, 500, "POST", "/v1/completions", comp, "out of memory", timeout=10)
+        expect_error(srv, 500, "POST", "/v1/completions", dict(comp, n=3, max_tokens=64, ignore_eos=True),
+                     "out of memory", timeout=10)
+        srv.wait_idle()
+        print("ok: afterwards nothing runs and every KV block is free")
+        status, r, _ = srv.post("/v1/completions", comp, timeout=10)
+        if status != 200 or not r["choices"][0]["text"]:
+            fail(f"after the lost copies: {status} {r}")
+        print("ok: the next request is answered")
 
 
 def open_stream(port, body, extra_headers=b""):

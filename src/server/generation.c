@@ -240,6 +240,14 @@ static gen_event *gen__event_new(const encore_output *o)
     return ev;
 }
 
+/* ENCORE_FAULT_FINAL_COPIES (tests): 1 while the first N copies of a
+ * request's last output are to fail as out of memory would. */
+static int gen__fault(http_server *s)
+{
+    if (atomic_load(&s->n_fault_final_copies) <= 0) return 0;
+    return atomic_fetch_sub(&s->n_fault_final_copies, 1) > 0;
+}
+
 /* The encore_output callback, on the engine thread: copy, append, signal. */
 static void gen__on_output(void *user, const encore_output *o)
 {
@@ -255,7 +263,7 @@ static void gen__on_output(void *user, const encore_output *o)
         c->t_last = now;
     }
     if (o->finished) metrics_observe_finish(m, o->finish_reason, now - j->t_arrival);
-    gen_event *ev = gen__event_new(o);
+    gen_event *ev = o->finished && gen__fault(j->srv) ? NULL : gen__event_new(o);
     pthread_mutex_lock(&j->mu);
     if (!ev) {
         j->oom = 1; /* the reply ends with a server error */
@@ -438,7 +446,9 @@ static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
     gen_event *heads[OAI_MAX_N];
     int gone = 0, ok = 1;
     pthread_mutex_lock(&j->mu);
-    while (!gen__all_done(j) && !gone) {
+    /* an event lost for lack of memory (j->oom) may be a choice's last: stop
+     * waiting for it */
+    while (!gen__all_done(j) && !gone && !j->oom) {
         if (!gen__take(j, heads)) {
             gone = !gen__wait(j);
             continue;
@@ -455,6 +465,7 @@ static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
     }
     ok &= !j->oom;
     pthread_mutex_unlock(&j->mu);
+    if (!ok) gen__cancel(j); /* the reply is a 500: end what still runs */
     if (gone) {
         gen__cancel(j);
         gen__release(j);

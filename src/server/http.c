@@ -645,6 +645,8 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
     s->has_chat_template = info.has_chat_template;
     s->created = (int64_t)time(NULL);
     atomic_init(&s->stopping, 0);
+    const char *fault = getenv("ENCORE_FAULT_FINAL_COPIES");
+    atomic_init(&s->n_fault_final_copies, fault ? strtoll(fault, NULL, 10) : 0);
     atomic_init(&s->next_id, (uint64_t)time(NULL) ^ ((uint64_t)(http_now() * 1e9) << 20));
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->idle, NULL);

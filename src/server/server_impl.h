@@ -27,6 +27,8 @@ struct http_server {
     metrics metrics;
     atomic_int stopping;        /* set by http_server_stop: waits give up */
     atomic_uint_fast64_t next_id;
+    atomic_llong n_fault_final_copies; /* ENCORE_FAULT_FINAL_COPIES: last outputs whose copy
+                                          fails as out of memory would (tests) */
     pthread_mutex_t mu;         /* guards the two counts and signals `idle` */
     pthread_cond_t idle;
     int64_t n_admitted;         /* generation requests (choices) admitted, not yet freed */
