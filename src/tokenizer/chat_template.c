@@ -52,12 +52,43 @@ typedef struct chat__str {
 
 static chat__str chat__s(const char *p) { return (chat__str){p ? p : "", p ? strlen(p) : 0}; }
 
-static enc_status chat__put(tok__bytes *out, const char *s)
+/* The text being made, and where in it the caller's strings went. */
+typedef struct chat__out {
+    tok__bytes b;
+    size_t *spans; /* [2 * n_spans] begin, end of each caller's string; NULL: not kept */
+    size_t n_spans, cap_spans;
+    int keep_spans;
+} chat__out;
+
+/* The template's own text. */
+static enc_status chat__put(chat__out *out, const char *s)
 {
-    return tok__bytes_append(out, s, strlen(s));
+    return tok__bytes_append(&out->b, s, strlen(s));
 }
 
-static enc_status chat__puts(tok__bytes *out, chat__str s) { return tok__bytes_append(out, s.p, s.n); }
+/* A string of the caller's (a content, reasoning, a tool call's name or
+ * arguments): appended, and its span kept when asked. */
+static enc_status chat__puts(chat__out *out, chat__str s)
+{
+    size_t at = out->b.len;
+    ENC_TRY(tok__bytes_append(&out->b, s.p, s.n));
+    if (!out->keep_spans || s.n == 0) return ENC_OK;
+    if (out->n_spans && out->spans[2 * out->n_spans - 1] == at) { /* adjacent: one span */
+        out->spans[2 * out->n_spans - 1] = out->b.len;
+        return ENC_OK;
+    }
+    if (out->n_spans == out->cap_spans) {
+        size_t cap = out->cap_spans ? 2 * out->cap_spans : 8;
+        size_t *p = realloc(out->spans, 2 * cap * sizeof *p);
+        if (!p) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "chat template: %zu spans", cap);
+        out->spans = p;
+        out->cap_spans = cap;
+    }
+    out->spans[2 * out->n_spans] = at;
+    out->spans[2 * out->n_spans + 1] = out->b.len;
+    out->n_spans++;
+    return ENC_OK;
+}
 
 static chat__str chat__lstrip_nl(chat__str s)
 {
@@ -105,7 +136,7 @@ static int chat__is(const chat_message *m, const char *role)
 
 /* {%- if tools %} ... {%- else %} system message {%- endif %} */
 static enc_status chat__qwen3_head(const chat_message *m, const char *tools_json,
-                                   tok__bytes *out)
+                                   chat__out *out)
 {
     tok__bytes tools = {0};
     size_t any = 0; /* {%- for tool in tools %}{{- "\n" }}{{- tool | tojson }} */
@@ -121,7 +152,7 @@ static enc_status chat__qwen3_head(const chat_message *m, const char *tools_json
             s = chat__put(out, "# Tools\n\nYou may call one or more functions to assist with "
                           "the user query.\n\nYou are provided with function signatures "
                           "within <tools></tools> XML tags:\n<tools>");
-        if (s == ENC_OK) s = tok__bytes_append(out, tools.data, tools.len);
+        if (s == ENC_OK) s = tok__bytes_append(&out->b, tools.data, tools.len);
         if (s == ENC_OK)
             s = chat__put(out, "\n</tools>\n\nFor each function call, return a json object "
                           "with function name and arguments within <tool_call></tool_call> "
@@ -149,7 +180,7 @@ static size_t chat__last_query(const chat_message *m, size_t n)
 }
 
 static enc_status chat__qwen3_tool_calls(const chat_message *m, chat__str content,
-                                         tok__bytes *out)
+                                         chat__out *out)
 {
     for (size_t k = 0; k < m->n_tool_calls; k++) {
         const chat_tool_call *tc = &m->tool_calls[k];
@@ -165,7 +196,7 @@ static enc_status chat__qwen3_tool_calls(const chat_message *m, chat__str conten
 }
 
 static enc_status chat__qwen3_assistant(const chat_message *m, size_t i, size_t n,
-                                        size_t last_query, tok__bytes *out)
+                                        size_t last_query, chat__out *out)
 {
     chat__str content = chat__s(m[i].content), reasoning = chat__s("");
     if (m[i].reasoning_content) {
@@ -195,7 +226,7 @@ static enc_status chat__qwen3_assistant(const chat_message *m, size_t i, size_t 
     return chat__put(out, "<|im_end|>\n");
 }
 
-static enc_status chat__qwen3_tool(const chat_message *m, size_t i, size_t n, tok__bytes *out)
+static enc_status chat__qwen3_tool(const chat_message *m, size_t i, size_t n, chat__out *out)
 {
     if (i == 0 || !chat__is(&m[i - 1], "tool")) ENC_TRY(chat__put(out, "<|im_start|>user"));
     ENC_TRY(chat__put(out, "\n<tool_response>\n"));
@@ -206,7 +237,7 @@ static enc_status chat__qwen3_tool(const chat_message *m, size_t i, size_t n, to
 }
 
 static enc_status chat__qwen3(const chat_message *m, size_t n, const chat_template_opts *o,
-                              tok__bytes *out)
+                              chat__out *out)
 {
     ENC_TRY(chat__qwen3_head(m, o->tools_json, out));
     size_t last_query = chat__last_query(m, n);
@@ -250,8 +281,11 @@ static enc_status chat__check(const chat_message *m, size_t n)
     return ENC_OK;
 }
 
-enc_status chat_template_render(const tokenizer *t, const chat_message *msgs, size_t n,
-                                const chat_template_opts *opts, char **out)
+/* chat_template_render, with the spans of the caller's strings when
+ * `spans` is not NULL. */
+static enc_status chat__render(const tokenizer *t, const chat_message *msgs, size_t n,
+                               const chat_template_opts *opts, char **out, size_t **spans,
+                               size_t *n_spans)
 {
     *out = NULL;
     if (t->family == CHAT_TEMPLATE_NONE)
@@ -261,15 +295,36 @@ enc_status chat_template_render(const tokenizer *t, const chat_message *msgs, si
         return enc_fail(ENC_ERR_UNSUPPORTED, "chat template: the model's chat_template is "
                         "not one encore knows (known: qwen3); pass a raw prompt instead");
     ENC_TRY(chat__check(msgs, n));
-    tok__bytes b = {0};
-    enc_status s = chat__qwen3(msgs, n, opts, &b);
-    if (s == ENC_OK) s = tok__bytes_append(&b, "", 0);
+    chat__out o = {.keep_spans = spans != NULL};
+    enc_status s = chat__qwen3(msgs, n, opts, &o);
+    if (s == ENC_OK) s = tok__bytes_append(&o.b, "", 0);
+    if (s == ENC_OK && spans && !o.spans) {
+        o.spans = malloc(sizeof *o.spans); /* none: still not NULL */
+        if (!o.spans) s = enc_fail(ENC_ERR_OUT_OF_MEMORY, "chat template: spans");
+    }
     if (s != ENC_OK) {
-        free(b.data);
+        free(o.b.data);
+        free(o.spans);
         return enc_fail_context(s, "chat template");
     }
-    *out = b.data;
+    *out = o.b.data;
+    if (spans) *spans = o.spans, *n_spans = o.n_spans;
     return ENC_OK;
+}
+
+enc_status chat_template_render(const tokenizer *t, const chat_message *msgs, size_t n,
+                                const chat_template_opts *opts, char **out)
+{
+    return chat__render(t, msgs, n, opts, out, NULL, NULL);
+}
+
+enc_status chat_template_render_spans(const tokenizer *t, const chat_message *msgs, size_t n,
+                                      const chat_template_opts *opts, char **out,
+                                      size_t **spans, size_t *n_spans)
+{
+    *spans = NULL;
+    *n_spans = 0;
+    return chat__render(t, msgs, n, opts, out, spans, n_spans);
 }
 
 enc_status chat_template_apply(const tokenizer *t, const chat_message *msgs, size_t n,

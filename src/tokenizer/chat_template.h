@@ -61,6 +61,14 @@ enc_status chat_template_apply(const tokenizer *t, const chat_message *msgs,
 enc_status chat_template_render(const tokenizer *t, const chat_message *msgs,
                                 size_t n, const chat_template_opts *opts,
                                 char **out);
+/* The same, also giving where the caller's strings went in *out: *spans
+ * (malloc'd, caller frees; not NULL on success) holds *n_spans byte ranges
+ * [begin, end), ascending, one per stretch of message content, reasoning,
+ * tool-call name or arguments (adjacent ones merged), for
+ * tokenizer_encode_plain. */
+enc_status chat_template_render_spans(const tokenizer *t, const chat_message *msgs,
+                                      size_t n, const chat_template_opts *opts,
+                                      char **out, size_t **spans, size_t *n_spans);
 
 /* Reformat the JSON text json[0..len) as the templates' `tojson` filter prints
  * it (Python's json.dumps with ensure_ascii=False: ", " and ": " separators,

@@ -78,6 +78,15 @@ static size_t tok__ws_before(const unsigned char *s, size_t lo, size_t end)
     return end;
 }
 
+/* 1 when bytes [lo, hi) of the text being encoded overlap a plain range. */
+static int tok__overlaps_plain(const tokenizer *t, size_t lo, size_t hi)
+{
+    const tok__scratch *sc = &t->scratch;
+    for (size_t k = 0; k < sc->n_plain; k++)
+        if (lo < sc->plain[2 * k + 1] && sc->plain[2 * k] < hi) return 1;
+    return 0;
+}
+
 /* Find the first added token (of the normalized class given) in s[from..n),
  * longest at the leftmost position. The match [*ms, *me) includes the
  * whitespace an lstrip/rstrip token swallows. Returns NULL when none. */
@@ -87,6 +96,7 @@ static const tok__added *tok__find_added(const tokenizer *t, int normalized,
 {
     const uint8_t *first = t->added_first[normalized];
     const unsigned char *u = (const unsigned char *)s;
+    if (normalized && t->scratch.gap_plain) return NULL;
     for (size_t p = from; p < n; p++) {
         if (!first[u[p]]) continue;
         for (size_t i = 0; i < t->n_added; i++) {
@@ -94,6 +104,8 @@ static const tok__added *tok__find_added(const tokenizer *t, int normalized,
             if (a->normalized != normalized || a->len > n - p ||
                 memcmp(s + p, t->strs.data + a->off, a->len) != 0)
                 continue;
+            /* the raw class searches the whole text: p is its offset */
+            if (!normalized && tok__overlaps_plain(t, p, p + a->len)) continue;
             *ms = a->lstrip ? tok__ws_before(u, from, p) : p;
             *me = p + a->len;
             while (a->rstrip && *me < n) {
@@ -137,6 +149,8 @@ static enc_status tok__encode_split(tokenizer *t, int normalized, const char *s,
 static enc_status tok__encode_section(tokenizer *t, const char *s, size_t n)
 {
     if (n == 0) return ENC_OK;
+    size_t at = (size_t)(s - t->scratch.plain_base);
+    t->scratch.gap_plain = tok__overlaps_plain(t, at, at + n);
     if (t->nfc && !tok__nfc_quick(s, n)) {
         ENC_TRY(tok__nfc(t, s, n, &t->scratch.norm));
         s = t->scratch.norm.data, n = t->scratch.norm.len;
@@ -147,6 +161,13 @@ static enc_status tok__encode_section(tokenizer *t, const char *s, size_t n)
 enc_status tokenizer_encode(tokenizer *t, const char *text, size_t len,
                             int32_t **ids, size_t *n_ids)
 {
+    return tokenizer_encode_plain(t, text, len, NULL, 0, ids, n_ids);
+}
+
+enc_status tokenizer_encode_plain(tokenizer *t, const char *text, size_t len,
+                                  const size_t *plain, size_t n_plain, int32_t **ids,
+                                  size_t *n_ids)
+{
     *ids = NULL;
     *n_ids = 0;
     if (!text && len) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "tokenizer_encode: text is NULL");
@@ -154,9 +175,18 @@ enc_status tokenizer_encode(tokenizer *t, const char *text, size_t len,
     if (bad < len)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "tokenizer_encode: invalid UTF-8 at "
                         "byte %zu (0x%02X)", bad, (unsigned char)text[bad]);
+    if (n_plain && !plain)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "tokenizer_encode: plain ranges are NULL");
     tok__ids *out = &t->scratch.out;
     out->len = 0;
-    ENC_TRY(tok__encode_split(t, 0, text ? text : "", len, tok__encode_section));
+    const char *s = text ? text : "";
+    t->scratch.plain_base = s;
+    t->scratch.plain = plain;
+    t->scratch.n_plain = n_plain;
+    enc_status st = tok__encode_split(t, 0, s, len, tok__encode_section);
+    t->scratch.plain = NULL;
+    t->scratch.n_plain = 0;
+    ENC_TRY(st);
     *ids = malloc((out->len ? out->len : 1) * sizeof **ids);
     if (!*ids) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "tokenizer_encode: %zu ids", out->len);
     if (out->len) memcpy(*ids, out->data, out->len * sizeof **ids);

@@ -66,6 +66,16 @@ void tokenizer_free(tokenizer *t);
 enc_status tokenizer_encode(tokenizer *t, const char *text, size_t len,
                             int32_t **ids, size_t *n_ids);
 
+/* The same, but an added token is not matched where it would overlap one of
+ * the n_plain byte ranges [plain[2k], plain[2k+1]) of the text: there,
+ * "<|im_start|>" is ordinary text (Hugging Face's split_special_tokens, for
+ * those ranges only). Added tokens that match after normalization
+ * (normalized: true; Qwen3 has none) are not matched anywhere in a stretch
+ * between other added tokens that overlaps a range. */
+enc_status tokenizer_encode_plain(tokenizer *t, const char *text, size_t len,
+                                  const size_t *plain, size_t n_plain, int32_t **ids,
+                                  size_t *n_ids);
+
 /* --- decoding --------------------------------------------------------------- */
 
 /* Decode ids to a malloc'd NUL-terminated UTF-8 string (caller frees). With

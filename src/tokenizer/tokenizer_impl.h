@@ -139,6 +139,10 @@ typedef struct tok__scratch {
     uint64_t *heap;     /* BPE candidate merges: rank << 32 | position */
     size_t n_heap_cap;
     tok__ids out;       /* ids of the encode in progress */
+    const char *plain_base; /* the text of the encode in progress, and its byte ranges where */
+    const size_t *plain;    /* added tokens are not matched: [2 * n_plain] begin, end */
+    size_t n_plain;
+    int gap_plain;      /* the gap being encoded overlaps one of them */
     pcre2_match_data *md;
     pcre2_match_context *mctx;
     pcre2_jit_stack *jit_stack;
