@@ -153,6 +153,24 @@ static enc_status encore__need_tokenizer(const encore_engine *e, const char *wha
     return ENC_OK;
 }
 
+/* The messages as the chat template takes them (*cm malloc'd, the caller
+ * frees it), each with a role. */
+static enc_status encore__chat_messages(const encore_chat_message *msgs, size_t n,
+                                        chat_message **cm, const char *what)
+{
+    *cm = calloc(n ? n : 1, sizeof **cm);
+    if (!*cm) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "%s: %zu messages", what, n);
+    for (size_t i = 0; i < n; i++) {
+        (*cm)[i] = (chat_message){.role = msgs[i].role, .content = msgs[i].content,
+                                  .reasoning_content = msgs[i].reasoning_content};
+        if (msgs[i].role) continue;
+        free(*cm);
+        *cm = NULL;
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "%s: message %zu has no role", what, i);
+    }
+    return ENC_OK;
+}
+
 encore_status encore_chat_prompt(encore_engine *e, const encore_chat_message *msgs, size_t n,
                                  int enable_thinking, char **out)
 {
@@ -160,15 +178,38 @@ encore_status encore_chat_prompt(encore_engine *e, const encore_chat_message *ms
     if (s != ENC_OK) return (encore_status)s;
     if (!out || (n && !msgs)) return (encore_status)enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_chat_prompt: NULL argument");
     *out = NULL;
-    chat_message *cm = calloc(n ? n : 1, sizeof *cm);
-    if (!cm) return (encore_status)enc_fail(ENC_ERR_OUT_OF_MEMORY, "encore_chat_prompt: %zu messages", n);
-    for (size_t i = 0; i < n; i++)
-        cm[i] = (chat_message){.role = msgs[i].role, .content = msgs[i].content,
-                               .reasoning_content = msgs[i].reasoning_content};
-    for (size_t i = 0; i < n && s == ENC_OK; i++)
-        if (!cm[i].role) s = enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_chat_prompt: message %zu has no role", i);
+    chat_message *cm = NULL;
+    s = encore__chat_messages(msgs, n, &cm, "encore_chat_prompt");
     if (s == ENC_OK) s = chat_template_apply(e->tok, cm, n, 1, enable_thinking, out);
     free(cm);
+    return (encore_status)s;
+}
+
+encore_status encore_chat_tokenize(encore_engine *e, const encore_chat_message *msgs, size_t n,
+                                   int enable_thinking, int plain_content, int32_t **ids,
+                                   size_t *n_ids)
+{
+    enc_status s = encore__need_tokenizer(e, "encore_chat_tokenize");
+    if (s != ENC_OK) return (encore_status)s;
+    if (!ids || !n_ids || (n && !msgs))
+        return (encore_status)enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_chat_tokenize: NULL argument");
+    *ids = NULL;
+    *n_ids = 0;
+    chat_message *cm = NULL;
+    char *text = NULL;
+    size_t *spans = NULL, n_spans = 0;
+    chat_template_opts opts = {.add_generation_prompt = 1, .enable_thinking = enable_thinking};
+    s = encore__chat_messages(msgs, n, &cm, "encore_chat_tokenize");
+    if (s == ENC_OK) s = chat_template_render_spans(e->tok, cm, n, &opts, &text, &spans, &n_spans);
+    if (s == ENC_OK) {
+        pthread_mutex_lock(&e->tok_mu);
+        s = tokenizer_encode_plain(e->tok, text, strlen(text), spans, plain_content ? n_spans : 0,
+                                   ids, n_ids);
+        pthread_mutex_unlock(&e->tok_mu);
+    }
+    free(cm);
+    free(text);
+    free(spans);
     return (encore_status)s;
 }
 
