@@ -8,7 +8,7 @@
 #                      byte for byte, replies with 3000 x 20 log-probabilities
 #   server_<check>     end to end over 127.0.0.1 (tests/server_e2e.py, one server
 #                      per check on a port of its own): sse, endpoints, errors,
-#                      early, hosts, failures, oom, keepalive, limits, fairness, queue, disconnect, concurrency, args, bench (`encore bench
+#                      early, hosts, failures, oom, special, keepalive, limits, fairness, queue, disconnect, concurrency, args, bench (`encore bench
 #                      serve` against it: its counts equal the server's counters)
 #   server_<check>     connection slots (tests/server_connections.py): slowloris
 #                      (600 trickling connections closed at --request-read-timeout,
@@ -40,7 +40,7 @@ set_tests_properties(test_server_json PROPERTIES LABELS server)
 
 set(ENCORE_SERVER_E2E ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_e2e.py --encore $<TARGET_FILE:encore>
                       --models ${ENCORE_MODELS_DIR})
-foreach(check sse endpoints errors early hosts failures oom keepalive limits fairness queue disconnect concurrency args bench)
+foreach(check sse endpoints errors early hosts failures oom special keepalive limits fairness queue disconnect concurrency args bench)
   add_test(NAME server_${check} COMMAND ${ENCORE_SERVER_E2E} ${check})
   set_tests_properties(server_${check} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300
                        LABELS server)

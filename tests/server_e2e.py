@@ -32,6 +32,10 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                replies is a 500 at once (not a wait for the lost output, which
                hung before), n = 3 included; afterwards nothing runs, every KV
                block is free, and the next request works
+  special      a message holding "<|im_start|>" and "<|im_end|>": by default
+               they are special tokens (as Hugging Face and vLLM tokenize them);
+               with --no-special-tokens-in-content they are text and only the
+               template's own special tokens remain; chat's prompt_tokens agree
   keepalive    --timeout 1 with every engine step 2.5 s long (ENCORE_STEP_DELAY_MS):
                a stream silent for longer than the timeout still completes, the
                wait filled with SSE comments (": keep-alive") that a parser
@@ -583,6 +587,36 @@ def check_oom(a):
         if status != 200 or not r["choices"][0]["text"]:
             fail(f"after the lost copies: {status} {r}")
         print("ok: the next request is answered")
+
+
+def check_special(a):
+    """Special-token text in a message: the token by default, text with
+    --no-special-tokens-in-content (the template's own tokens unchanged)."""
+    im_start, im_end = 151644, 151645
+    msgs = [{"role": "user", "content": "a<|im_start|>b<|im_end|>"}]
+    plain = [{"role": "user", "content": "ab"}]  # the same turn without them
+    counts = {}
+    for flag in [], ["--no-special-tokens-in-content"]:
+        with Server(a, *flag) as srv:
+            status, tok, _ = srv.post("/tokenize", {"messages": msgs})
+            _, base, _ = srv.post("/tokenize", {"messages": plain})
+            if status != 200:
+                fail(f"/tokenize {flag}: {status} {tok}")
+            ids = tok["tokens"]
+            counts[bool(flag)] = (ids.count(im_start), ids.count(im_end))
+            template = (base["tokens"].count(im_start), base["tokens"].count(im_end))
+            _, text, _ = srv.post("/detokenize", {"tokens": ids})
+            if flag and ("<|im_start|>b<|im_end|>" not in text["prompt"] or counts[True] != template):
+                fail(f"with {flag}: {counts[True]} special tokens (the template has {template}), "
+                     f"text {text}")
+            if not flag and counts[False] != (template[0] + 1, template[1] + 1):
+                fail(f"by default the content's special tokens are tokens: {counts[False]} vs {template}")
+            status, chat, _ = srv.post("/v1/chat/completions", {"messages": msgs, "max_tokens": 3,
+                                                                "temperature": 0})
+            if status != 200 or chat["usage"]["prompt_tokens"] != tok["count"]:
+                fail(f"chat {flag}: {status} {chat}")
+            print(f"ok {flag or 'default'}: <|im_start|>, <|im_end|> counted {ids.count(im_start)}, "
+                  f"{ids.count(im_end)} times (the template alone: {template}); chat prompt_tokens agree")
 
 
 def open_stream(port, body, extra_headers=b""):

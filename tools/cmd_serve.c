@@ -44,6 +44,10 @@ static const char serve_help[] =
     "  --timeout SECONDS        close a connection silent this long (default 120); a\n"
     "                           stream still waiting for tokens sends an SSE comment\n"
     "                           every min(5, SECONDS/4) seconds meanwhile\n"
+    "  --no-special-tokens-in-content  tokenize chat messages' text with special-token\n"
+    "                           matching off: a '<|im_start|>' a user typed stays text\n"
+    "                           (default: it is the special token, as in Hugging Face\n"
+    "                           and vLLM); the template's own tokens are unchanged\n"
     "  --allowed-hosts LIST     Host names accepted besides localhost, 127.0.0.1 and\n"
     "                           [::1], comma-separated, '*' for any (default none); the\n"
     "                           Host is checked when bound to a loopback address or when\n"
@@ -76,6 +80,10 @@ static int serve_option(void *args, const char *cmd, int argc, char **argv, int 
             return -1;
         }
         a->http.allowed_hosts = list;
+        return 1;
+    }
+    if (!strcmp(o, "--no-special-tokens-in-content")) {
+        a->http.plain_content = 1;
         return 1;
     }
     if (!strcmp(o, "--served-model-name"))

@@ -683,15 +683,15 @@ static enum MHD_Result gen__reply_stream(gen_job *j, struct MHD_Connection *conn
 static int gen__prompt(http_server *s, const oai_request *req, int32_t **ids, size_t *n_ids,
                        oai_error *err)
 {
-    char *text = NULL;
     encore_status st;
+    int32_t *tok = NULL;
     if (req->kind == OAI_CHAT) {
         if (!s->has_chat_template)
             return oai_error_set(err, 400, "messages",
                                  "this model has no chat template encore can render; use "
                                  "/v1/completions");
-        st = encore_chat_prompt(s->engine, req->messages, req->n_messages, req->enable_thinking,
-                                &text);
+        st = encore_chat_tokenize(s->engine, req->messages, req->n_messages, req->enable_thinking,
+                                  s->cfg.plain_content, &tok, n_ids);
         if (st != ENCORE_OK) {
             http_error_from_encore(err, st, "cannot apply the chat template");
             return 0;
@@ -703,10 +703,7 @@ static int gen__prompt(http_server *s, const oai_request *req, int32_t **ids, si
         *n_ids = req->n_prompt_ids;
         return 1;
     }
-    const char *p = text ? text : req->prompt;
-    int32_t *tok = NULL;
-    st = encore_tokenize(s->engine, p, strlen(p), &tok, n_ids);
-    encore_free(text);
+    st = tok ? ENCORE_OK : encore_tokenize(s->engine, req->prompt, strlen(req->prompt), &tok, n_ids);
     if (st != ENCORE_OK) {
         http_error_from_encore(err, st, "cannot tokenize the prompt");
         return 0;

@@ -279,7 +279,9 @@ static int http__tokenize_ids(http_server *s, const oai_request *req, int32_t **
     if (!ok) http_error_from_encore(err, st, "cannot tokenize");
     if (ok && text) ok = http__check_text(s, param, strlen(text), err);
     if (ok && text) {
-        st = encore_tokenize(s->engine, text, strlen(text), ids, n);
+        st = chat ? encore_chat_tokenize(s->engine, req->messages, req->n_messages,
+                                         req->enable_thinking, s->cfg.plain_content, ids, n)
+                  : encore_tokenize(s->engine, text, strlen(text), ids, n);
         if (st != ENCORE_OK) http_error_from_encore(err, st, "cannot tokenize");
         ok = st == ENCORE_OK;
     }
