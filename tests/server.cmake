@@ -21,7 +21,9 @@
 # server_openai_logprobs needs an engine that reports log-probabilities in
 # encore_output (include/encore.h); with one that does not, it fails, saying
 # that the logprobs came back empty.
-# With ENCORE_FUZZ (clang): fuzz_openai_request, 20 s, labelled "fuzz".
+# With ENCORE_FUZZ (clang): fuzz_openai_request, 20 s, and fuzz_http (raw bytes
+# on a connection to a real server: request lines, header framing, bad chunk
+# sizes, lines without colons, 1,000 headers), 20 s, labelled "fuzz".
 
 add_executable(test_server_unit ${ENCORE_TESTS_DIR}/test_server_unit.c)
 target_link_libraries(test_server_unit PRIVATE encore_server encore_internals)
@@ -97,4 +99,26 @@ if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
             ${ENCORE_TESTS_DIR}/fuzz/corpus/openai_request
     WORKING_DIRECTORY ${ENCORE_SERVER_FUZZ_OUT})
   set_tests_properties(fuzz_openai_request PROPERTIES TIMEOUT 120 LABELS "fuzz;server")
+
+  # The HTTP layer: the server's sources carry the fuzzer's instrumentation,
+  # the engine (encore_core) does not; inputs go over TCP to a real server.
+  add_executable(fuzz_http ${ENCORE_TESTS_DIR}/fuzz_http.c ${ENCORE_SERVER_SOURCES})
+  target_include_directories(fuzz_http PRIVATE ${PROJECT_SOURCE_DIR}/src
+                             ${PROJECT_SOURCE_DIR}/include)
+  target_compile_options(fuzz_http PRIVATE -fsanitize=fuzzer,address,undefined
+    -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1)
+  target_link_options(fuzz_http PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(fuzz_http PRIVATE encore_core PkgConfig::MHD PkgConfig::CJSON
+                        Threads::Threads m)
+  file(MAKE_DIRECTORY ${ENCORE_SERVER_FUZZ_OUT}/corpus-http)
+  add_test(NAME fuzz_http
+    COMMAND fuzz_http -max_total_time=20 -max_len=16384 -timeout=30
+            -dict=${ENCORE_TESTS_DIR}/fuzz/http.dict
+            -artifact_prefix=${ENCORE_SERVER_FUZZ_OUT}/crash-http-
+            ${ENCORE_SERVER_FUZZ_OUT}/corpus-http
+            ${ENCORE_TESTS_DIR}/fuzz/corpus/http
+    WORKING_DIRECTORY ${ENCORE_SERVER_FUZZ_OUT})
+  set_tests_properties(fuzz_http PROPERTIES TIMEOUT 120 LABELS "fuzz;server"
+                       FIXTURES_REQUIRED tiny_models
+                       ENVIRONMENT "ENCORE_FUZZ_MODEL=${ENCORE_MODELS_DIR}/tiny-qwen3vocab")
 endif()
