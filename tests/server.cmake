@@ -25,20 +25,15 @@
 # on a connection to a real server: request lines, header framing, bad chunk
 # sizes, lines without colons, 1,000 headers), 20 s, labelled "fuzz".
 
-add_executable(test_server_unit ${ENCORE_TESTS_DIR}/test_server_unit.c)
-target_link_libraries(test_server_unit PRIVATE encore_server encore_internals)
-target_include_directories(test_server_unit PRIVATE ${ENCORE_TESTS_DIR})
-# the test makes chosen reallocs fail (out-of-memory paths)
-target_link_options(test_server_unit PRIVATE -Wl,--wrap=realloc)
-add_test(NAME test_server_unit COMMAND test_server_unit)
-set_tests_properties(test_server_unit PROPERTIES LABELS server)
-
-add_executable(test_server_json ${ENCORE_TESTS_DIR}/test_server_json.c)
-target_link_libraries(test_server_json PRIVATE encore_server encore_internals)
-target_include_directories(test_server_json PRIVATE ${ENCORE_TESTS_DIR})
-target_link_options(test_server_json PRIVATE -Wl,--wrap=realloc)
-add_test(NAME test_server_json COMMAND test_server_json)
-set_tests_properties(test_server_json PROPERTIES LABELS server)
+foreach(name test_server_unit test_server_json)
+  add_executable(${name} ${ENCORE_TESTS_DIR}/${name}.c)
+  target_link_libraries(${name} PRIVATE encore_server encore_internals)
+  target_include_directories(${name} PRIVATE ${ENCORE_TESTS_DIR})
+  # the tests make chosen reallocs fail (out-of-memory paths, tests/fail_realloc.h)
+  target_link_options(${name} PRIVATE -Wl,--wrap=realloc)
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES LABELS server)
+endforeach()
 
 set(ENCORE_SERVER_E2E ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_e2e.py --encore $<TARGET_FILE:encore>
                       --models ${ENCORE_MODELS_DIR})

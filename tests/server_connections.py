@@ -2,7 +2,8 @@
 """server_connections.py - `encore serve`'s connection slots, with real sockets on 127.0.0.1.
 
 `server_connections.py --encore BIN --models DIR CHECK`, one ctest test per check;
-servers are started and stopped by server_e2e.py's Server.
+servers are started and stopped by server_e2e.py's Server, each check under its
+deadline (run_check).
 
   slowloris  600 connections trickle header bytes (one every 0.5 s) into a server
              with --request-read-timeout 3: a normal client still gets each of its
@@ -16,7 +17,6 @@ servers are started and stopped by server_e2e.py's Server.
              are numbered past 1024, where select() cannot go, and a normal client
              is still answered
 """
-import argparse
 import os
 import resource
 import select
@@ -26,9 +26,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_e2e import SERVERS, Server, fail  # noqa: E402
+from server_e2e import Server, fail, run_check  # noqa: E402
 
-DEADLINE_S = 120  # the whole check
 HEAD = b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
 
 
@@ -170,26 +169,26 @@ def settle():
     time.sleep(0.3)  # the server's listening thread accepts the connections
 
 
+def expect_ip_limit(srv, limit):
+    """`limit` connections from 127.0.0.1 held open: one more is closed
+    unanswered, one from 127.0.0.2 is served; once one closes, 127.0.0.1 is
+    served again."""
+    held = open_idle(srv.port, limit, first=b"GET /health HTTP/1.1\r\n")
+    settle()
+    expect_refused(srv.port, "127.0.0.1", f"connection {limit + 1} from 127.0.0.1 (limit {limit})")
+    expect_served(srv.port, "127.0.0.2", "one from 127.0.0.2 meanwhile")
+    held.pop().close()
+    settle()
+    expect_served(srv.port, "127.0.0.1", f"127.0.0.1 once one of its {limit} closed")
+    for s in held:
+        s.close()
+
+
 def check_per_ip(a):
     with Server(a, "--max-connections-per-ip", "4") as srv:
-        held = open_idle(srv.port, 4, first=b"GET /health HTTP/1.1\r\n")
-        settle()
-        expect_refused(srv.port, "127.0.0.1", "a fifth connection from 127.0.0.1 (limit 4)")
-        expect_served(srv.port, "127.0.0.2", "one from 127.0.0.2 meanwhile")
-        held.pop().close()
-        settle()
-        expect_served(srv.port, "127.0.0.1", "127.0.0.1 once one of its four closed")
-        for s in held:
-            s.close()
+        expect_ip_limit(srv, 4)
     with Server(a) as srv:
-        held = open_idle(srv.port, 32, first=b"GET /health HTTP/1.1\r\n")
-        settle()
-        expect_refused(srv.port, "127.0.0.1", "the 33rd connection by default")
-        held.pop().close()
-        settle()
-        expect_served(srv.port, "127.0.0.1", "after one of 32 closed")
-        for s in held:
-            s.close()
+        expect_ip_limit(srv, 32)  # the default
 
 
 def check_fds(a):
@@ -214,24 +213,5 @@ def check_fds(a):
             s.close()
 
 
-def past_deadline():
-    for p in SERVERS:
-        p.kill()
-    print(f"FAIL: the check ran past {DEADLINE_S} s", flush=True)
-    os._exit(3)
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--encore", required=True)
-    ap.add_argument("--models", required=True)
-    ap.add_argument("check", choices=[n[len("check_"):] for n in globals() if n.startswith("check_")])
-    a = ap.parse_args()
-    timer = threading.Timer(DEADLINE_S, past_deadline)
-    timer.daemon = True
-    timer.start()
-    globals()["check_" + a.check](a)
-
-
 if __name__ == "__main__":
-    main()
+    run_check(__doc__, globals())

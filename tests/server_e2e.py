@@ -536,13 +536,17 @@ def wait_health(srv, want, seconds=5):
         time.sleep(0.02)
 
 
-def check_failures(a):
-    os.environ["ENCORE_FAULT_STEPS"] = "3"
+def server_with_env(a, name, value):
+    """A Server started with the environment variable name=value."""
+    os.environ[name] = value
     try:
-        server = Server(a)
+        return Server(a)
     finally:
-        del os.environ["ENCORE_FAULT_STEPS"]
-    with server as srv:
+        del os.environ[name]
+
+
+def check_failures(a):
+    with server_with_env(a, "ENCORE_FAULT_STEPS", "3") as srv:
         comp = {"prompt": "hi", "max_tokens": 4, "temperature": 0}
         expect_error(srv, 500, "POST", "/v1/completions", comp, "failed in the engine")
         p = subprocess.run(["curl", "--noproxy", "*", "-sS", "-N", "--max-time", "60",
@@ -570,12 +574,7 @@ def check_failures(a):
 
 
 def check_oom(a):
-    os.environ["ENCORE_FAULT_FINAL_COPIES"] = "2"
-    try:
-        server = Server(a)
-    finally:
-        del os.environ["ENCORE_FAULT_FINAL_COPIES"]
-    with server as srv:
+    with server_with_env(a, "ENCORE_FAULT_FINAL_COPIES", "2") as srv:
         comp = {"prompt": "hi", "max_tokens": 4, "temperature": 0}
         # each reply would wait forever for the last output it lost
         expect_error(srv, 500, "POST", "/v1/completions", comp, "out of memory", timeout=10)
@@ -1011,18 +1010,24 @@ def check_openai_keepalive(a):
     run_openai_client(a, "keepalive", server=slow_server(a))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_check(doc, names):
+    """Parse the arguments and run the check named, check_NAME in `names`
+    (a module's globals), under DEADLINE_S."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--encore", required=True)
     ap.add_argument("--models", required=True)
     ap.add_argument("--node", default="node")
     ap.add_argument("--node-dir", help="the prefix npm installed openai into")
-    ap.add_argument("check", choices=[n[len("check_"):] for n in globals() if n.startswith("check_")])
+    ap.add_argument("check", choices=[n[len("check_"):] for n in names if n.startswith("check_")])
     a = ap.parse_args()
     timer = threading.Timer(DEADLINE_S, deadline_passed)
     timer.daemon = True
     timer.start()
-    globals()["check_" + a.check](a)
+    names["check_" + a.check](a)
+
+
+def main():
+    run_check(__doc__, globals())
 
 
 if __name__ == "__main__":

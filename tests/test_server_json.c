@@ -14,20 +14,10 @@
 #include <string.h>
 
 #include "check.h"
+#include "fail_realloc.h" /* realloc_fail_in */
 #include "server/json_out.h"
 #include "server/openai_response.h"
 
-/* test_server_json links with -Wl,--wrap=realloc: realloc fails when
- * realloc_fail_in counts down to 0. */
-void *__real_realloc(void *p, size_t n);
-void *__wrap_realloc(void *p, size_t n);
-static int realloc_fail_in = -1; /* -1: never */
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    if (realloc_fail_in >= 0 && realloc_fail_in-- == 0) return NULL;
-    return __real_realloc(p, n);
-}
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fail_realloc.h" /* realloc_fail_in */
 #include "server/http_deadline.h"
 #include "server/http_guard.h"
 #include "server/metrics.h"
@@ -20,19 +21,6 @@
 #include "server/openai_response.h"
 #include "server/reasoning.h"
 
-/* --- failing allocations ------------------------------------------------------------
- * test_server_unit links with -Wl,--wrap=realloc: every realloc of the server
- * code comes here, and fails when realloc_fail_in counts down to 0. */
-
-void *__real_realloc(void *p, size_t n);
-void *__wrap_realloc(void *p, size_t n);
-static int realloc_fail_in = -1; /* -1: never */
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    if (realloc_fail_in >= 0 && realloc_fail_in-- == 0) return NULL;
-    return __real_realloc(p, n);
-}
 
 /* --- requests --------------------------------------------------------------------- */
 
