@@ -4,6 +4,8 @@
  * compiled in as ENCORE_FUZZ_TOKENIZER_DIR). For every input:
  *   - valid UTF-8 encodes, and decode(encode(s)) == NFC(s), also streamed;
  *   - invalid UTF-8 is refused with ENC_ERR_INVALID_ARGUMENT;
+ *   - with a plain range over all of it (tokenizer_encode_plain) no added
+ *     token is matched and the ids decode to NFC(s);
  *   - the JSON helpers (unquote, tojson) return a status on it, never crash. */
 #include <stdint.h>
 #include <stdio.h>
@@ -89,10 +91,39 @@ static void fuzz_roundtrip(tokenizer *t, const uint8_t *data, size_t size)
     free(ids);
 }
 
+/* With one plain range over all of valid UTF-8 text no added token is
+ * matched, so the text is one section: its ids decode to NFC of it. A range
+ * over part of it encodes too. */
+static void fuzz_plain(tokenizer *t, const uint8_t *data, size_t size)
+{
+    if (!fuzz_valid_utf8(data, size)) return;
+    size_t all[2] = {0, size}, part[2] = {size / 3, 2 * size / 3};
+    int32_t *ids;
+    size_t n_ids;
+    if (tokenizer_encode_plain(t, (const char *)data, size, part, 1, &ids, &n_ids) != ENC_OK)
+        abort();
+    free(ids);
+    if (tokenizer_encode_plain(t, (const char *)data, size, all, 1, &ids, &n_ids) != ENC_OK)
+        abort();
+    for (size_t i = 0; i < n_ids; i++)
+        if (ids[i] >= 151643) abort(); /* Qwen3's added tokens are 151643 and up */
+    char *text;
+    size_t len;
+    if (tokenizer_decode_bytes(t, ids, n_ids, 0, &text, &len) != ENC_OK) abort();
+    utf8proc_uint8_t *nfc = NULL;
+    utf8proc_ssize_t n_nfc = utf8proc_map(data, (utf8proc_ssize_t)size, &nfc,
+                                          UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+    if (n_nfc >= 0 && ((size_t)n_nfc != len || memcmp(nfc, text, len) != 0)) abort();
+    free(nfc);
+    free(text);
+    free(ids);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     tokenizer *t = fuzz_tokenizer();
     fuzz_roundtrip(t, data, size);
+    fuzz_plain(t, data, size);
     char *out;
     size_t n;
     if (tokenizer_json_unquote((const char *)data, size, &out, &n) == ENC_OK) free(out);
