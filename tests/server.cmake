@@ -3,13 +3,15 @@
 #   test_server_unit   request parsing and validation, response and chunk JSON,
 #                      the error object, the <think> splitter at every split
 #                      point, UTF-8 checks, the Prometheus text, the header
-#                      checks (Content-Type, Host, Bearer)
+#                      checks (Content-Type, Host, Bearer), the read deadline
 #   test_server_json   the JSON writer against cJSON: every number and escape
 #                      byte for byte, replies with 3000 x 20 log-probabilities
 #   server_<check>     end to end over 127.0.0.1 (tests/server_e2e.py, one server
 #                      per check on a port of its own): sse, endpoints, errors,
-#                      early, hosts, failures, oom, special, keepalive, limits, fairness, queue, disconnect, concurrency, args, bench (`encore bench
-#                      serve` against it: its counts equal the server's counters)
+#                      early, hosts, failures, oom, special, keepalive, limits,
+#                      fairness, queue, disconnect, concurrency, args, bench
+#                      (`encore bench serve` against it: its counts equal the
+#                      server's counters)
 #   server_<check>     connection slots (tests/server_connections.py): slowloris
 #                      (600 trickling connections closed at --request-read-timeout,
 #                      a normal client answered within 1 s meanwhile), per_ip
