@@ -1,7 +1,7 @@
 /* test_server_unit.c - the server's pieces that need no engine: request
- * parsing and validation, response JSON, the <think> splitter, UTF-8, and
- * the Prometheus text, the header checks, the request read deadline. JSON made here is parsed back with cJSON and checked
- * field by field. */
+ * parsing and validation, response JSON, the <think> splitter, UTF-8, the
+ * Prometheus text, the header checks and the request read deadline. JSON
+ * made here is parsed back with cJSON and checked field by field. */
 #define _GNU_SOURCE /* MSG_DONTWAIT, usleep */
 #include <cjson/cJSON.h>
 #include <errno.h>
