@@ -1,7 +1,7 @@
 # Checkpoint loading: safetensors, config.json and the Qwen3 tensor set.
 encore_add_c_test(test_checkpoint ${ENCORE_TESTS_DIR}/test_checkpoint.c)
 
-# libFuzzer targets for the two parsers (ENCORE_FUZZ=ON, clang only). They
+# libFuzzer targets for the checkpoint parsers (ENCORE_FUZZ=ON, clang only). They
 # compile the reader's sources themselves, so that the code under test carries
 # the fuzzer's coverage instrumentation, and each runs as a bounded ctest on
 # the committed seed corpus. New inputs go to the build tree (the first corpus
@@ -17,9 +17,11 @@ if(ENCORE_FUZZ)
                          ${PROJECT_SOURCE_DIR}/src/base/log.c
                          ${PROJECT_SOURCE_DIR}/src/base/dtype.c
                          ${PROJECT_SOURCE_DIR}/src/base/mapfile.c)
-    foreach(target safetensors config)
+    foreach(target safetensors config gguf)
       if(target STREQUAL "safetensors")
         set(srcs ${PROJECT_SOURCE_DIR}/src/model/safetensors.c)
+      elseif(target STREQUAL "gguf")
+        set(srcs ${PROJECT_SOURCE_DIR}/src/model/gguf.c)
       else()
         set(srcs ${PROJECT_SOURCE_DIR}/src/model/config.c)
       endif()

@@ -12,41 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz_file.h"
 #include "model/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char fuzz__path[256];
-
-static void fuzz__cleanup(void)
-{
-    unlink(fuzz__path);
-}
-
-/* The temp file path, created on first use and removed at exit. */
-static const char *fuzz__file(void)
-{
-    if (fuzz__path[0]) return fuzz__path;
-    /* /dev/shm when there is one: a file write per input is ~10x faster there */
-    const char *tmp = getenv("TMPDIR");
-    if (!tmp) tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(fuzz__path, sizeof fuzz__path, "%s/encore-fuzz-st-XXXXXX", tmp);
-    int fd = mkstemp(fuzz__path);
-    if (fd < 0) {
-        perror("mkstemp");
-        abort();
-    }
-    close(fd);
-    atexit(fuzz__cleanup);
-    return fuzz__path;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const char *path = fuzz__file();
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0) abort();
-
+    const char *path = fuzz_write_file("st", data, size);
     st_archive *a = NULL;
     if (st_open_file(path, &a) != ENC_OK) {
         if (a) abort(); /* failure must leave nothing behind */
