@@ -21,6 +21,13 @@ enc_status backend_buffer_from_host(backend *be, const void *data, size_t size, 
 
 bool backend_buffer_keeps_host(const backend *be) { return be->iface->buffer_from_host != NULL; }
 
+bool backend_supports_weight_dtype(const backend *be, graph_op op, enc_dtype t)
+{
+    if (t == ENC_F32 || t == ENC_BF16 || t == ENC_F16) return true;
+    return enc_dtype_is_quantized(t) && be->iface->supports_weight_dtype &&
+           be->iface->supports_weight_dtype(be, op, t);
+}
+
 enc_status backend_buffer_free(backend *be, backend_buffer *buf)
 {
     return buf ? be->iface->buffer_free(be, buf) : ENC_OK;

@@ -63,6 +63,10 @@ struct backend_i {
     /* (optional) Seconds of device time spent by all submissions so far
      * (from device timestamps). */
     double (*device_seconds)(const backend *be);
+    /* (optional) Whether op (GRAPH_OP_MATMUL, GRAPH_OP_GET_ROWS) can read a
+     * weight of the block type t (enc_dtype_is_quantized). NULL: no block
+     * type at all (F32, BF16 and F16 weights only). */
+    bool (*supports_weight_dtype)(const backend *be, graph_op op, enc_dtype t);
     /* Release the backend and everything it owns. */
     void (*destroy)(backend *be);
 };
@@ -92,6 +96,9 @@ void backend_destroy(backend *be); /* NULL is a no-op */
 /* Device time so far in seconds; 0 where the backend does not measure it
  * (the CPU: there, all time is host time). */
 double backend_device_seconds(const backend *be);
+/* Whether op can read a weight of dtype t: F32, BF16 and F16 always, a
+ * block type where the backend says so (backend_i.supports_weight_dtype). */
+bool backend_supports_weight_dtype(const backend *be, graph_op op, enc_dtype t);
 
 /* --- choosing a backend (backend_select.c) ------------------------------------ */
 /* "cpu" (also NULL or ""), "vulkan" or "vulkan:N"; n_threads is the CPU

@@ -1,4 +1,11 @@
-/* qwen3.c - loading Qwen3 weights onto a backend and building its step graph. */
+/* qwen3.c - loading Qwen3 weights onto a backend and building its step graph.
+ *
+ * The weights come from a tensor source (tensor_source.h): a safetensors
+ * checkpoint with config.json, or a GGUF file whose metadata gives the
+ * config. Both go through one check (qwen3_tensors_find_in) and one upload
+ * path below. GGUF's q/k weights need no un-permuting: llama.cpp's converter
+ * permutes them only for the llama architecture, never for qwen2/qwen3,
+ * whose RoPE it runs in the NeoX (rotate-half) form this graph uses. */
 #include "model/qwen3.h"
 
 #include <math.h>
@@ -9,6 +16,7 @@
 
 #include "base/log.h"
 #include "base/mapfile.h"
+#include "model/gguf_config.h"
 #include "model/qwen3_tensors.h"
 
 /* --- loading ------------------------------------------------------------- */
@@ -21,9 +29,21 @@ static void qwen3__release_source(backend *be, const st_tensor *t)
     if (!backend_buffer_keeps_host(be)) mapfile_drop_pages(t->data, t->n_bytes);
 }
 
+/* A weight of a type op cannot read on this backend is refused here, at
+ * load, naming the tensor and the type. */
+static enc_status qwen3__check_dtype(backend *be, const st_tensor *t, graph_op op)
+{
+    if (backend_supports_weight_dtype(be, op, t->dtype)) return ENC_OK;
+    return enc_fail(ENC_ERR_UNSUPPORTED,
+                    "%s: tensor '%s' has type %s, which the %s backend lacks for %s", t->file,
+                    t->name, enc_dtype_name(t->dtype), be->iface->name,
+                    op == GRAPH_OP_GET_ROWS ? "the embedding lookup" : "matmul");
+}
+
 /* Matrices and the embedding stay in their stored dtype (zero-copy where the
- * backend can); norm weights become f32, the kernels' format for them. */
-static enc_status qwen3__put_matrix(backend *be, const st_tensor *t, qwen3_weight *w)
+ * backend can); a block type is uploaded as its raw blocks. Norm weights
+ * become f32, the kernels' format for them (qwen3__put_norm). */
+static enc_status qwen3__upload(backend *be, const st_tensor *t, qwen3_weight *w)
 {
     w->dtype = t->dtype;
     w->n_dims = t->n_dims;
@@ -33,6 +53,19 @@ static enc_status qwen3__put_matrix(backend *be, const st_tensor *t, qwen3_weigh
     enc_status s = backend_buffer_from_host(be, t->data, t->n_bytes, t->name, &w->buf);
     if (s == ENC_OK) qwen3__release_source(be, t);
     return s == ENC_OK ? s : enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
+}
+
+static enc_status qwen3__put_matrix(backend *be, const st_tensor *t, qwen3_weight *w)
+{
+    ENC_TRY(qwen3__check_dtype(be, t, GRAPH_OP_MATMUL));
+    return qwen3__upload(be, t, w);
+}
+
+/* The embedding: a table for get_rows, and the lm_head's matrix when tied. */
+static enc_status qwen3__put_embedding(backend *be, const st_tensor *t, int tied, qwen3_weight *w)
+{
+    ENC_TRY(qwen3__check_dtype(be, t, GRAPH_OP_GET_ROWS));
+    return tied ? qwen3__put_matrix(be, t, w) : qwen3__upload(be, t, w);
 }
 
 static void qwen3__to_f32(const st_tensor *t, float *out)
@@ -83,10 +116,15 @@ static enc_status qwen3__put_layer(backend *be, const qwen3_layer_tensors *t, qw
     return ENC_OK;
 }
 
+static tensor_source qwen3__source(const qwen3_model *m)
+{
+    return m->gguf ? tensor_source_gguf(m->gguf) : tensor_source_safetensors(m->archive);
+}
+
 static enc_status qwen3__put_weights(qwen3_model *m, const qwen3_tensors *t,
                                      qwen3_progress_fn progress, void *user)
 {
-    ENC_TRY(qwen3__put_matrix(m->be, t->embed, &m->embed));
+    ENC_TRY(qwen3__put_embedding(m->be, t->embed, t->lm_head == t->embed, &m->embed));
     ENC_TRY(qwen3__put_norm(m->be, t->final_norm, &m->final_norm));
     if (t->lm_head == t->embed)
         m->lm_head = m->embed, m->lm_head.buf = NULL; /* tied: shares embed's buffer */
@@ -97,10 +135,23 @@ static enc_status qwen3__put_weights(qwen3_model *m, const qwen3_tensors *t,
         if (progress) progress(user, (double)(l + 1) / (double)m->cfg.n_layers);
     }
     m->decode_weight_bytes = 0;
-    for (size_t i = 0; i < st_count(m->archive); i++)
-        m->decode_weight_bytes += (int64_t)st_get(m->archive, i)->n_bytes;
+    tensor_source src = qwen3__source(m);
+    for (size_t i = 0; i < src.count(src.ctx); i++)
+        m->decode_weight_bytes += (int64_t)src.get(src.ctx, i)->n_bytes;
     if (t->lm_head != t->embed) m->decode_weight_bytes -= (int64_t)t->embed->n_bytes;
     return ENC_OK;
+}
+
+/* The config and the tensors' file(s): a GGUF file, or config.json and the
+ * safetensors of a directory. */
+static enc_status qwen3__open(const char *path, qwen3_model *m)
+{
+    if (gguf_is_model_file(path)) {
+        ENC_TRY(gguf_open(path, &m->gguf));
+        return qwen3_config_from_gguf(m->gguf, &m->cfg);
+    }
+    ENC_TRY(qwen3_config_load(path, &m->cfg));
+    return st_open_dir(path, &m->archive);
 }
 
 enc_status qwen3_model_load(const char *model_dir, backend *be, qwen3_progress_fn progress,
@@ -111,9 +162,9 @@ enc_status qwen3_model_load(const char *model_dir, backend *be, qwen3_progress_f
     if (!m) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "model");
     m->be = be;
     qwen3_tensors tensors = {0};
-    enc_status s = qwen3_config_load(model_dir, &m->cfg);
-    if (s == ENC_OK) s = st_open_dir(model_dir, &m->archive);
-    if (s == ENC_OK) s = qwen3_tensors_find(&m->cfg, m->archive, &tensors);
+    enc_status s = qwen3__open(model_dir, m);
+    tensor_source src = qwen3__source(m);
+    if (s == ENC_OK) s = qwen3_tensors_find_in(&m->cfg, &src, &tensors);
     if (s == ENC_OK) {
         m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
         s = m->layers ? qwen3__put_weights(m, &tensors, progress, progress_user)
@@ -144,6 +195,7 @@ void qwen3_model_free(qwen3_model *m)
     backend_buffer_free(m->be, m->final_norm.buf);
     backend_buffer_free(m->be, m->lm_head.buf);
     st_close(m->archive);
+    gguf_close(m->gguf);
     free(m);
 }
 

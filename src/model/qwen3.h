@@ -1,5 +1,5 @@
 /* qwen3.h - a Qwen3 model on a backend: its weights, loaded from a Hugging
- * Face checkpoint, and the builder of its step graph.
+ * Face checkpoint or a GGUF file, and the builder of its step graph.
  *
  * The builder describes one forward step for a batch shape. It reads no
  * device data and is cheap; the engine calls it per step (or once per
@@ -20,6 +20,7 @@
 #include "graph/graph.h"
 #include "kv/kv_cache.h"
 #include "model/config.h"
+#include "model/gguf.h"
 #include "model/safetensors.h"
 
 typedef struct qwen3_weight {
@@ -37,7 +38,8 @@ typedef struct qwen3_layer {
 typedef struct qwen3_model {
     qwen3_config cfg;
     backend *be;          /* not owned */
-    st_archive *archive;  /* keeps the mapped weights alive */
+    st_archive *archive;  /* keeps the mapped weights alive (safetensors) */
+    gguf_file *gguf;      /* or this (a GGUF file); the other is NULL */
     qwen3_weight embed, final_norm, lm_head;
     qwen3_layer *layers;  /* [n_layers] */
     int64_t decode_weight_bytes; /* weight bytes a decode step reads: all but an
@@ -47,9 +49,11 @@ typedef struct qwen3_model {
 /* Called while weights go onto the backend, with the fraction done (0..1]. */
 typedef void (*qwen3_progress_fn)(void *user, double fraction);
 
-/* Read DIR/config.json and the safetensors checkpoint, check every tensor
- * against the config, and put the weights on the backend, reporting progress
- * layer by layer to `progress` (may be NULL). */
+/* Read DIR/config.json and the safetensors checkpoint, or (when the path is
+ * a file, not a directory) a GGUF file's metadata and tensors; check every
+ * tensor against the config, and put the weights on the backend, reporting
+ * progress layer by layer to `progress` (may be NULL). A weight of a block
+ * type the backend cannot run is an error naming the tensor and the type. */
 enc_status qwen3_model_load(const char *model_dir, backend *be, qwen3_progress_fn progress,
                             void *progress_user, qwen3_model **out);
 void qwen3_model_free(qwen3_model *m); /* NULL is a no-op */

@@ -7,7 +7,13 @@
  * instead of a silently ignored weight. rotary_emb.inv_freq buffers, which
  * old exports carry, are ignored. With tied embeddings lm_head is the
  * embedding, and an lm_head.weight shipped anyway is ignored (as
- * transformers does). Tensors may mix F32, BF16 and F16. */
+ * transformers does). Tensors may mix F32, BF16 and F16; matrices may also
+ * be of a block type (Q8_0 ... Q6_K, from GGUF files).
+ *
+ * The source is a safetensors checkpoint (Hugging Face names) or a GGUF file
+ * (llama.cpp's names: token_embd, blk.L.attn_q, ..., output_norm, output);
+ * the table holds both spellings of each per-layer tensor. Shapes are the
+ * same in both: GGUF's ne reversed is the row-major shape. */
 #include "model/qwen3_tensors.h"
 
 #include <stddef.h>
@@ -29,25 +35,51 @@ typedef enum qwen3__dim {
 
 typedef struct qwen3__layer_entry {
     const char *suffix; /* after "model.layers.L." */
+    const char *gguf;   /* after "blk.L." */
     size_t field;       /* offsetof(qwen3_layer_tensors, ...) */
     qwen3__dim rows, cols;
 } qwen3__layer_entry;
 
 static const qwen3__layer_entry qwen3__layer_table[] = {
-    {"input_layernorm.weight", offsetof(qwen3_layer_tensors, input_norm), QWEN3__D, QWEN3__NONE},
-    {"self_attn.q_proj.weight", offsetof(qwen3_layer_tensors, q), QWEN3__Q, QWEN3__D},
-    {"self_attn.k_proj.weight", offsetof(qwen3_layer_tensors, k), QWEN3__KV, QWEN3__D},
-    {"self_attn.v_proj.weight", offsetof(qwen3_layer_tensors, v), QWEN3__KV, QWEN3__D},
-    {"self_attn.o_proj.weight", offsetof(qwen3_layer_tensors, o), QWEN3__D, QWEN3__Q},
-    {"self_attn.q_norm.weight", offsetof(qwen3_layer_tensors, q_norm), QWEN3__HD, QWEN3__NONE},
-    {"self_attn.k_norm.weight", offsetof(qwen3_layer_tensors, k_norm), QWEN3__HD, QWEN3__NONE},
-    {"post_attention_layernorm.weight", offsetof(qwen3_layer_tensors, post_norm), QWEN3__D,
-     QWEN3__NONE},
-    {"mlp.gate_proj.weight", offsetof(qwen3_layer_tensors, gate), QWEN3__F, QWEN3__D},
-    {"mlp.up_proj.weight", offsetof(qwen3_layer_tensors, up), QWEN3__F, QWEN3__D},
-    {"mlp.down_proj.weight", offsetof(qwen3_layer_tensors, down), QWEN3__D, QWEN3__F},
+    {"input_layernorm.weight", "attn_norm.weight", offsetof(qwen3_layer_tensors, input_norm),
+     QWEN3__D, QWEN3__NONE},
+    {"self_attn.q_proj.weight", "attn_q.weight", offsetof(qwen3_layer_tensors, q), QWEN3__Q,
+     QWEN3__D},
+    {"self_attn.k_proj.weight", "attn_k.weight", offsetof(qwen3_layer_tensors, k), QWEN3__KV,
+     QWEN3__D},
+    {"self_attn.v_proj.weight", "attn_v.weight", offsetof(qwen3_layer_tensors, v), QWEN3__KV,
+     QWEN3__D},
+    {"self_attn.o_proj.weight", "attn_output.weight", offsetof(qwen3_layer_tensors, o), QWEN3__D,
+     QWEN3__Q},
+    {"self_attn.q_norm.weight", "attn_q_norm.weight", offsetof(qwen3_layer_tensors, q_norm),
+     QWEN3__HD, QWEN3__NONE},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight", offsetof(qwen3_layer_tensors, k_norm),
+     QWEN3__HD, QWEN3__NONE},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", offsetof(qwen3_layer_tensors, post_norm),
+     QWEN3__D, QWEN3__NONE},
+    {"mlp.gate_proj.weight", "ffn_gate.weight", offsetof(qwen3_layer_tensors, gate), QWEN3__F,
+     QWEN3__D},
+    {"mlp.up_proj.weight", "ffn_up.weight", offsetof(qwen3_layer_tensors, up), QWEN3__F, QWEN3__D},
+    {"mlp.down_proj.weight", "ffn_down.weight", offsetof(qwen3_layer_tensors, down), QWEN3__D,
+     QWEN3__F},
 };
 enum { QWEN3__N_LAYER_TENSORS = sizeof qwen3__layer_table / sizeof qwen3__layer_table[0] };
+
+/* The names outside the layers, and the layers' prefix, per naming. */
+typedef struct qwen3__names {
+    const char *embed, *final_norm, *lm_head, *layer_prefix;
+} qwen3__names;
+
+static const qwen3__names qwen3__names_of[] = {
+    [TENSOR_NAMES_HF] = {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight",
+                         "model.layers."},
+    [TENSOR_NAMES_GGUF] = {"token_embd.weight", "output_norm.weight", "output.weight", "blk."},
+};
+
+static const char *qwen3__suffix(const qwen3__layer_entry *e, tensor_naming n)
+{
+    return n == TENSOR_NAMES_GGUF ? e->gguf : e->suffix;
+}
 
 static int64_t qwen3__dim_size(const qwen3_config *c, qwen3__dim d)
 {
@@ -70,9 +102,13 @@ static int64_t qwen3__dim_size(const qwen3_config *c, qwen3__dim d)
 
 /* The directory of the checkpoint's files, for messages: *n bytes of the
  * returned string. */
-static const char *qwen3__dir(const st_archive *a, int *n)
+static const char *qwen3__dir(const tensor_source *src, int *n)
 {
-    const st_tensor *t = st_get(a, 0);
+    const st_tensor *t = src->count(src->ctx) ? src->get(src->ctx, 0) : NULL;
+    if (t && src->naming == TENSOR_NAMES_GGUF) {
+        *n = (int)strlen(t->file);
+        return t->file;
+    }
     if (!t) {
         *n = 1;
         return "?";
@@ -91,14 +127,21 @@ static void qwen3__format_shape(const int64_t *shape, int n, char *buf, size_t s
     if (k < size) snprintf(buf + k, size - k, "]");
 }
 
-/* Find `name` and check it is [rows] or [rows, cols] (cols <= 0: 1-d). */
-static enc_status qwen3__expect(const st_archive *a, const char *name, int64_t rows, int64_t cols,
-                                const st_tensor **out)
+/* The dtypes a tensor may have: any float type; a matrix (cols > 0) may
+ * also be of a block type. */
+static int qwen3__dtype_ok(enc_dtype t, int64_t cols)
 {
-    const st_tensor *t = st_find(a, name);
+    return t == ENC_F32 || t == ENC_BF16 || t == ENC_F16 || (cols > 0 && enc_dtype_is_quantized(t));
+}
+
+/* Find `name` and check it is [rows] or [rows, cols] (cols <= 0: 1-d). */
+static enc_status qwen3__expect(const tensor_source *src, const char *name, int64_t rows,
+                                int64_t cols, const st_tensor **out)
+{
+    const st_tensor *t = src->find(src->ctx, name);
     if (!t) {
         int n = 0;
-        const char *dir = qwen3__dir(a, &n);
+        const char *dir = qwen3__dir(src, &n);
         return enc_fail(ENC_ERR_FORMAT, "tensor '%s' is missing from the checkpoint in %.*s", name,
                         n, dir);
     }
@@ -111,26 +154,28 @@ static enc_status qwen3__expect(const st_archive *a, const char *name, int64_t r
         char got_s[96], want_s[64];
         qwen3__format_shape(t->shape, t->n_dims, got_s, sizeof got_s);
         qwen3__format_shape(want, n_want, want_s, sizeof want_s);
-        return enc_fail(ENC_ERR_FORMAT, "%s: tensor '%s' has shape %s, config.json implies %s",
-                        t->file, name, got_s, want_s);
+        return enc_fail(ENC_ERR_FORMAT, "%s: tensor '%s' has shape %s, %s implies %s", t->file,
+                        name, got_s, src->config_name, want_s);
     }
-    if (t->dtype != ENC_F32 && t->dtype != ENC_BF16 && t->dtype != ENC_F16)
-        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (F32, BF16 or F16)",
-                        t->file, name, enc_dtype_name(t->dtype));
+    if (!qwen3__dtype_ok(t->dtype, cols))
+        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (%s)", t->file, name,
+                        enc_dtype_name(t->dtype),
+                        cols > 0 ? "F32, BF16, F16 or a block type" : "F32, BF16 or F16");
     *out = t;
     return ENC_OK;
 }
 
-static enc_status qwen3__find_layer(const qwen3_config *c, const st_archive *a, int64_t l,
+static enc_status qwen3__find_layer(const qwen3_config *c, const tensor_source *src, int64_t l,
                                     qwen3_layer_tensors *lt)
 {
     char name[128];
     for (int i = 0; i < QWEN3__N_LAYER_TENSORS; i++) {
         const qwen3__layer_entry *e = &qwen3__layer_table[i];
-        snprintf(name, sizeof name, "model.layers.%lld.%s", (long long)l, e->suffix);
+        snprintf(name, sizeof name, "%s%lld.%s", qwen3__names_of[src->naming].layer_prefix,
+                 (long long)l, qwen3__suffix(e, src->naming));
         const st_tensor **slot = (const st_tensor **)((char *)lt + e->field);
-        ENC_TRY(
-            qwen3__expect(a, name, qwen3__dim_size(c, e->rows), qwen3__dim_size(c, e->cols), slot));
+        ENC_TRY(qwen3__expect(src, name, qwen3__dim_size(c, e->rows), qwen3__dim_size(c, e->cols),
+                              slot));
     }
     return ENC_OK;
 }
@@ -143,14 +188,15 @@ static int qwen3__ends_with(const char *s, const char *suffix)
     return n >= k && !strcmp(s + n - k, suffix);
 }
 
-/* "model.layers.L.<suffix>": 1 if L < n_layers and the suffix is known;
+/* "<prefix>L.<suffix>": 1 if L < n_layers and the suffix is known;
  * *layer gets L (or -1 when the name does not have that form). */
-static int qwen3__is_layer_tensor(const char *name, int64_t n_layers, int64_t *layer)
+static int qwen3__is_layer_tensor(const char *name, tensor_naming naming, int64_t n_layers,
+                                  int64_t *layer)
 {
-    static const char prefix[] = "model.layers.";
+    const char *prefix = qwen3__names_of[naming].layer_prefix;
     *layer = -1;
-    if (strncmp(name, prefix, sizeof prefix - 1)) return 0;
-    const char *p = name + sizeof prefix - 1;
+    if (strncmp(name, prefix, strlen(prefix))) return 0;
+    const char *p = name + strlen(prefix);
     if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9')) return 0;
     int64_t l = 0;
     for (; *p >= '0' && *p <= '9'; p++) {
@@ -160,25 +206,26 @@ static int qwen3__is_layer_tensor(const char *name, int64_t n_layers, int64_t *l
     if (*p != '.') return 0;
     *layer = l;
     for (int i = 0; i < QWEN3__N_LAYER_TENSORS; i++)
-        if (!strcmp(p + 1, qwen3__layer_table[i].suffix)) return l < n_layers;
+        if (!strcmp(p + 1, qwen3__suffix(&qwen3__layer_table[i], naming))) return l < n_layers;
     return 0;
 }
 
-static enc_status qwen3__check_unused(const qwen3_config *c, const st_archive *a)
+static enc_status qwen3__check_unused(const qwen3_config *c, const tensor_source *src)
 {
-    for (size_t i = 0; i < st_count(a); i++) {
-        const st_tensor *t = st_get(a, i);
+    const qwen3__names *nm = &qwen3__names_of[src->naming];
+    for (size_t i = 0; i < src->count(src->ctx); i++) {
+        const st_tensor *t = src->get(src->ctx, i);
         int64_t l = -1;
-        if (!strcmp(t->name, "model.embed_tokens.weight") ||
-            !strcmp(t->name, "model.norm.weight") || !strcmp(t->name, "lm_head.weight") ||
-            qwen3__ends_with(t->name, "rotary_emb.inv_freq") ||
-            qwen3__is_layer_tensor(t->name, c->n_layers, &l))
+        if (!strcmp(t->name, nm->embed) || !strcmp(t->name, nm->final_norm) ||
+            !strcmp(t->name, nm->lm_head) ||
+            (src->naming == TENSOR_NAMES_HF && qwen3__ends_with(t->name, "rotary_emb.inv_freq")) ||
+            qwen3__is_layer_tensor(t->name, src->naming, c->n_layers, &l))
             continue;
         if (l >= c->n_layers)
             return enc_fail(ENC_ERR_FORMAT,
-                            "%s: tensor '%s' is for layer %lld, but config.json has "
-                            "num_hidden_layers = %lld",
-                            t->file, t->name, (long long)l, (long long)c->n_layers);
+                            "%s: tensor '%s' is for layer %lld, but %s has %s = %lld", t->file,
+                            t->name, (long long)l, src->config_name, src->layers_key,
+                            (long long)c->n_layers);
         return enc_fail(ENC_ERR_FORMAT,
                         "%s: tensor '%s' is not used by a Qwen3 model (unexpected tensor)", t->file,
                         t->name);
@@ -186,20 +233,30 @@ static enc_status qwen3__check_unused(const qwen3_config *c, const st_archive *a
     return ENC_OK;
 }
 
-static void qwen3__log_dtypes(const st_archive *a)
+static void qwen3__log_dtypes(const tensor_source *src)
 {
     size_t n[ENC_DTYPE_COUNT] = {0};
-    for (size_t i = 0; i < st_count(a); i++) {
-        const st_tensor *t = st_get(a, i);
+    for (size_t i = 0; i < src->count(src->ctx); i++) {
+        const st_tensor *t = src->get(src->ctx, i);
         if ((unsigned)t->dtype < ENC_DTYPE_COUNT) n[t->dtype]++;
     }
-    enc_log_debug("qwen3 tensors: %zu F32, %zu BF16, %zu F16", n[ENC_F32], n[ENC_BF16], n[ENC_F16]);
+    enc_log_debug("qwen3 tensors: %zu F32, %zu BF16, %zu F16, %zu of block types", n[ENC_F32],
+                  n[ENC_BF16], n[ENC_F16],
+                  n[ENC_Q8_0] + n[ENC_Q4_0] + n[ENC_Q4_K] + n[ENC_Q5_K] + n[ENC_Q6_K]);
 }
 
 /* --- public API -------------------------------------------------------- */
 
 enc_status qwen3_tensors_find(const qwen3_config *cfg, const st_archive *a, qwen3_tensors *out)
 {
+    tensor_source src = tensor_source_safetensors(a);
+    return qwen3_tensors_find_in(cfg, &src, out);
+}
+
+enc_status qwen3_tensors_find_in(const qwen3_config *cfg, const tensor_source *src,
+                                 qwen3_tensors *out)
+{
+    const qwen3__names *nm = &qwen3__names_of[src->naming];
     qwen3_tensors t;
     memset(&t, 0, sizeof t);
     memset(out, 0, sizeof *out);
@@ -207,19 +264,19 @@ enc_status qwen3_tensors_find(const qwen3_config *cfg, const st_archive *a, qwen
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "qwen3 config has %lld layers",
                         (long long)cfg->n_layers);
     int64_t V = cfg->vocab_size, D = cfg->hidden_size;
-    ENC_TRY(qwen3__expect(a, "model.embed_tokens.weight", V, D, &t.embed));
-    ENC_TRY(qwen3__expect(a, "model.norm.weight", D, 0, &t.final_norm));
+    ENC_TRY(qwen3__expect(src, nm->embed, V, D, &t.embed));
+    ENC_TRY(qwen3__expect(src, nm->final_norm, D, 0, &t.final_norm));
     if (cfg->tie_word_embeddings)
         t.lm_head = t.embed;
     else
-        ENC_TRY(qwen3__expect(a, "lm_head.weight", V, D, &t.lm_head));
+        ENC_TRY(qwen3__expect(src, nm->lm_head, V, D, &t.lm_head));
 
-    if ((uint64_t)cfg->n_layers > st_count(a) / QWEN3__N_LAYER_TENSORS) {
+    if ((uint64_t)cfg->n_layers > src->count(src->ctx) / QWEN3__N_LAYER_TENSORS) {
         /* Too few tensors for that many layers: report the first missing one
          * without allocating a table sized by an untrusted count. */
         qwen3_layer_tensors tmp;
         for (int64_t l = 0; l < cfg->n_layers; l++)
-            ENC_TRY(qwen3__find_layer(cfg, a, l, &tmp));
+            ENC_TRY(qwen3__find_layer(cfg, src, l, &tmp));
         return enc_fail(ENC_ERR_INTERNAL, "qwen3 tensors: counted too few, found all");
     }
     t.layers = calloc((size_t)cfg->n_layers, sizeof *t.layers); /* freed by qwen3_tensors_free */
@@ -228,13 +285,13 @@ enc_status qwen3_tensors_find(const qwen3_config *cfg, const st_archive *a, qwen
                         (long long)cfg->n_layers);
     enc_status s = ENC_OK;
     for (int64_t l = 0; l < cfg->n_layers && s == ENC_OK; l++)
-        s = qwen3__find_layer(cfg, a, l, &t.layers[l]);
-    if (s == ENC_OK) s = qwen3__check_unused(cfg, a);
+        s = qwen3__find_layer(cfg, src, l, &t.layers[l]);
+    if (s == ENC_OK) s = qwen3__check_unused(cfg, src);
     if (s != ENC_OK) {
         qwen3_tensors_free(&t);
         return s;
     }
-    qwen3__log_dtypes(a);
+    qwen3__log_dtypes(src);
     *out = t;
     return ENC_OK;
 }

@@ -15,12 +15,18 @@
  *   model.layers.L.mlp.down_proj.weight       [D, F]
  *   model.norm.weight                         [D]
  *   lm_head.weight                            [V, D]  (absent when tied)
+ *
+ * or, in a GGUF file, llama.cpp's names for the same tensors: token_embd,
+ * blk.L.{attn_norm, attn_q, attn_k, attn_v, attn_output, attn_q_norm,
+ * attn_k_norm, ffn_norm, ffn_gate, ffn_up, ffn_down}, output_norm, output
+ * (each ".weight"; output absent when tied).
  */
 #ifndef ENC_MODEL_QWEN3_TENSORS_H
 #define ENC_MODEL_QWEN3_TENSORS_H
 
 #include "model/config.h"
 #include "model/safetensors.h"
+#include "model/tensor_source.h"
 
 typedef struct qwen3_layer_tensors {
     const st_tensor *input_norm, *q, *k, *v, *o, *q_norm, *k_norm;
@@ -35,10 +41,14 @@ typedef struct qwen3_tensors {
 } qwen3_tensors;
 
 /* Find every tensor the config calls for and check its shape and dtype
- * (F32/BF16/F16). A missing tensor, a wrong shape, or a tensor the model
+ * (F32/BF16/F16; a matrix may also be of a block type). A missing tensor, a wrong shape, or a tensor the model
  * does not use is an error naming the tensor and its file. */
 enc_status qwen3_tensors_find(const qwen3_config *cfg, const st_archive *a,
                               qwen3_tensors *out);
+/* The same over any tensor source (a GGUF file: its names, and matrices of
+ * block types allowed). */
+enc_status qwen3_tensors_find_in(const qwen3_config *cfg, const tensor_source *src,
+                                 qwen3_tensors *out);
 void qwen3_tensors_free(qwen3_tensors *t);
 
 #endif

@@ -1,0 +1,220 @@
+/* gguf_config.c - qwen3_config from GGUF metadata.
+ *
+ *   general.architecture                     "qwen3" (or "qwen3moe")
+ *   <arch>.context_length                    max_position_embeddings
+ *   <arch>.embedding_length                  hidden_size
+ *   <arch>.block_count                       num_hidden_layers
+ *   <arch>.feed_forward_length               intermediate_size
+ *   <arch>.attention.head_count              num_attention_heads
+ *   <arch>.attention.head_count_kv           num_key_value_heads (default: heads)
+ *   <arch>.attention.key_length              head_dim (default: D / heads)
+ *   <arch>.attention.value_length            must equal key_length
+ *   <arch>.rope.freq_base                    rope_theta (default 10000, as llama.cpp)
+ *   <arch>.attention.layer_norm_rms_epsilon  rms_norm_eps
+ *   tokenizer.ggml.bos_token_id / eos_token_id / eot_token_id
+ *
+ * vocab_size is the row count of token_embd.weight and the embeddings are
+ * tied when output.weight is absent, as llama.cpp decides it. */
+#define _POSIX_C_SOURCE 200809L
+#include "model/gguf_config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+
+enum { GGUF__KEY_MAX = 96 };
+
+typedef struct gguf__cfg_ctx {
+    const gguf_file *g;
+    char arch[32];
+} gguf__cfg_ctx;
+
+/* "<arch>.<suffix>" */
+static const char *gguf__key(const gguf__cfg_ctx *c, const char *suffix, char *buf)
+{
+    snprintf(buf, GGUF__KEY_MAX, "%s.%s", c->arch, suffix);
+    return buf;
+}
+
+/* An integer in [1, 2^31); def < 0 means required. */
+static enc_status gguf__int(const gguf__cfg_ctx *c, const char *suffix, int64_t def, int64_t *out)
+{
+    char key[GGUF__KEY_MAX];
+    int found = 0;
+    int64_t v = 0;
+    ENC_TRY(gguf_get_int(c->g, gguf__key(c, suffix, key), &v, &found));
+    if (!found) {
+        if (def < 0)
+            return enc_fail(ENC_ERR_FORMAT, "%s: key '%s' is missing", gguf_path(c->g), key);
+        *out = def;
+        return ENC_OK;
+    }
+    if (v < 1 || v > INT32_MAX)
+        return enc_fail(ENC_ERR_FORMAT, "%s: key '%s' at byte offset %zu is %lld, not in [1, 2^31)",
+                        gguf_path(c->g), key, gguf_find_kv(c->g, key)->offset, (long long)v);
+    *out = v;
+    return ENC_OK;
+}
+
+/* A positive finite float (below hi when hi > 0); def <= 0 means required. */
+static enc_status gguf__float(const gguf__cfg_ctx *c, const char *suffix, double def, double hi,
+                              double *out)
+{
+    char key[GGUF__KEY_MAX];
+    int found = 0;
+    double v = 0;
+    ENC_TRY(gguf_get_float(c->g, gguf__key(c, suffix, key), &v, &found));
+    if (!found) {
+        if (def <= 0)
+            return enc_fail(ENC_ERR_FORMAT, "%s: key '%s' is missing", gguf_path(c->g), key);
+        *out = def;
+        return ENC_OK;
+    }
+    if (!isfinite(v) || v <= 0 || (hi > 0 && v >= hi))
+        return enc_fail(ENC_ERR_FORMAT, "%s: key '%s' at byte offset %zu is %g, not a positive "
+                        "number%s", gguf_path(c->g), key, gguf_find_kv(c->g, key)->offset, v,
+                        hi > 0 ? " below 1" : "");
+    *out = v;
+    return ENC_OK;
+}
+
+static enc_status gguf__arch(gguf__cfg_ctx *c)
+{
+    gguf_str a = {0};
+    int found = 0;
+    ENC_TRY(gguf_get_str(c->g, "general.architecture", &a, &found));
+    if (!found)
+        return enc_fail(ENC_ERR_FORMAT, "%s: key 'general.architecture' is missing",
+                        gguf_path(c->g));
+    int known = (a.len == 5 && !memcmp(a.p, "qwen3", 5)) ||
+                (a.len == 8 && !memcmp(a.p, "qwen3moe", 8));
+    if (!known)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: architecture '%.*s' is not supported (encore "
+                        "runs qwen3)", gguf_path(c->g), (int)(a.len < 64 ? a.len : 64), a.p);
+    memcpy(c->arch, a.p, (size_t)a.len);
+    c->arch[a.len] = '\0';
+    return ENC_OK;
+}
+
+/* The MoE keys of qwen3moe. They are read and checked here; qwen3_config
+ * has no MoE fields yet, so the architecture is then refused. When the MoE
+ * model lands, store them in the config and drop the refusal. */
+static enc_status gguf__moe(const gguf__cfg_ctx *c)
+{
+    int64_t n_experts = 0, n_used = 0, expert_ff = 0;
+    ENC_TRY(gguf__int(c, "expert_count", -1, &n_experts));
+    ENC_TRY(gguf__int(c, "expert_used_count", -1, &n_used));
+    ENC_TRY(gguf__int(c, "expert_feed_forward_length", -1, &expert_ff));
+    return enc_fail(ENC_ERR_UNSUPPORTED, "%s: architecture 'qwen3moe' (%lld experts, %lld used) "
+                    "is not supported yet", gguf_path(c->g), (long long)n_experts,
+                    (long long)n_used);
+}
+
+/* Rope scaling other than none is refused, as config.json's rope_scaling is. */
+static enc_status gguf__rope_scaling(const gguf__cfg_ctx *c)
+{
+    char key[GGUF__KEY_MAX];
+    gguf_str s = {0};
+    int found = 0;
+    ENC_TRY(gguf_get_str(c->g, gguf__key(c, "rope.scaling.type", key), &s, &found));
+    if (found && !(s.len == 4 && !memcmp(s.p, "none", 4)))
+        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: key '%s' is '%.*s'; only unscaled RoPE is "
+                        "supported", gguf_path(c->g), key, (int)(s.len < 32 ? s.len : 32), s.p);
+    return ENC_OK;
+}
+
+static enc_status gguf__shapes(const gguf__cfg_ctx *c, qwen3_config *q)
+{
+    ENC_TRY(gguf__int(c, "embedding_length", -1, &q->hidden_size));
+    ENC_TRY(gguf__int(c, "feed_forward_length", -1, &q->intermediate_size));
+    ENC_TRY(gguf__int(c, "block_count", -1, &q->n_layers));
+    ENC_TRY(gguf__int(c, "attention.head_count", -1, &q->n_heads));
+    ENC_TRY(gguf__int(c, "attention.head_count_kv", q->n_heads, &q->n_kv_heads));
+    ENC_TRY(gguf__int(c, "context_length", -1, &q->max_position_embeddings));
+    const char *p = gguf_path(c->g);
+    char key[GGUF__KEY_MAX];
+    if (q->hidden_size % q->n_heads && !gguf_find_kv(c->g, gguf__key(c, "attention.key_length", key)))
+        return enc_fail(ENC_ERR_FORMAT, "%s: no key_length and embedding_length %lld is not a "
+                        "multiple of head_count %lld", p, (long long)q->hidden_size,
+                        (long long)q->n_heads);
+    ENC_TRY(gguf__int(c, "attention.key_length", q->hidden_size / q->n_heads, &q->head_dim));
+    int64_t v_len = 0;
+    ENC_TRY(gguf__int(c, "attention.value_length", q->head_dim, &v_len));
+    if (v_len != q->head_dim)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: key '%s.attention.value_length' (%lld) differs "
+                        "from key_length (%lld)", p, c->arch, (long long)v_len,
+                        (long long)q->head_dim);
+    if (q->n_heads % q->n_kv_heads)
+        return enc_fail(ENC_ERR_FORMAT, "%s: key '%s.attention.head_count_kv' (%lld) does not "
+                        "divide head_count (%lld)", p, c->arch, (long long)q->n_kv_heads,
+                        (long long)q->n_heads);
+    if (q->head_dim % 2)
+        return enc_fail(ENC_ERR_FORMAT, "%s: key '%s.attention.key_length' is %lld; RoPE needs "
+                        "it even", p, c->arch, (long long)q->head_dim);
+    return ENC_OK;
+}
+
+/* vocab_size and tying from the tensors; the float dtype of the embedding. */
+static enc_status gguf__from_tensors(const gguf_file *g, qwen3_config *q)
+{
+    const st_tensor *e = gguf_find_tensor(g, "token_embd.weight");
+    if (!e || e->n_dims != 2)
+        return enc_fail(ENC_ERR_FORMAT, "%s: tensor 'token_embd.weight' is missing or not 2-d",
+                        gguf_path(g));
+    q->vocab_size = e->shape[0];
+    q->tie_word_embeddings = gguf_find_tensor(g, "output.weight") == NULL;
+    q->torch_dtype = enc_dtype_is_quantized(e->dtype) ? ENC_F32 : e->dtype;
+    return ENC_OK;
+}
+
+/* A token id key, -1 when absent. */
+static enc_status gguf__token(const gguf_file *g, const char *key, int64_t vocab, int32_t *out)
+{
+    int64_t v = -1;
+    int found = 0;
+    *out = -1;
+    ENC_TRY(gguf_get_int(g, key, &v, &found));
+    if (!found) return ENC_OK;
+    if (v < 0 || v >= vocab)
+        return enc_fail(ENC_ERR_FORMAT, "%s: key '%s' at byte offset %zu is %lld, not below the "
+                        "vocabulary size %lld", gguf_path(g), key, gguf_find_kv(g, key)->offset,
+                        (long long)v, (long long)vocab);
+    *out = (int32_t)v;
+    return ENC_OK;
+}
+
+static enc_status gguf__tokens(const gguf_file *g, qwen3_config *q)
+{
+    int32_t eos = -1, eot = -1;
+    ENC_TRY(gguf__token(g, "tokenizer.ggml.bos_token_id", q->vocab_size, &q->bos_token_id));
+    ENC_TRY(gguf__token(g, "tokenizer.ggml.eos_token_id", q->vocab_size, &eos));
+    ENC_TRY(gguf__token(g, "tokenizer.ggml.eot_token_id", q->vocab_size, &eot));
+    q->n_eos = 0;
+    if (eos >= 0) q->eos_token_ids[q->n_eos++] = eos;
+    if (eot >= 0 && eot != eos) q->eos_token_ids[q->n_eos++] = eot;
+    return ENC_OK;
+}
+
+enc_status qwen3_config_from_gguf(const gguf_file *g, qwen3_config *out)
+{
+    gguf__cfg_ctx c = {g, {0}};
+    qwen3_config q;
+    memset(&q, 0, sizeof q);
+    ENC_TRY(gguf__arch(&c));
+    if (!strcmp(c.arch, "qwen3moe")) ENC_TRY(gguf__moe(&c));
+    ENC_TRY(gguf__rope_scaling(&c));
+    ENC_TRY(gguf__shapes(&c, &q));
+    ENC_TRY(gguf__float(&c, "attention.layer_norm_rms_epsilon", 0, 1, &q.rms_norm_eps));
+    ENC_TRY(gguf__float(&c, "rope.freq_base", 10000.0, 0, &q.rope_theta));
+    ENC_TRY(gguf__from_tensors(g, &q));
+    ENC_TRY(gguf__tokens(g, &q));
+    *out = q;
+    enc_log_debug("%s: %s D=%lld F=%lld layers=%lld heads=%lld/%lld head_dim=%lld vocab=%lld "
+                  "tied=%d", gguf_path(g), c.arch, (long long)q.hidden_size,
+                  (long long)q.intermediate_size, (long long)q.n_layers, (long long)q.n_heads,
+                  (long long)q.n_kv_heads, (long long)q.head_dim, (long long)q.vocab_size,
+                  q.tie_word_embeddings);
+    return ENC_OK;
+}
