@@ -102,8 +102,8 @@ static size_t tok__text_to_bytes(const char *text, size_t len, char *dst)
 
 /* Make id the token text[0..len): its text and its bytes go to the string
  * pool, each followed by a NUL. */
-static enc_status tok__set_token(tokenizer *t, int32_t id, const char *text,
-                                 size_t len, uint8_t kind)
+enc_status tok__set_token(tokenizer *t, int32_t id, const char *text, size_t len,
+                          uint8_t kind)
 {
     if (t->strs.len + 2 * len + 2 > UINT32_MAX)
         return enc_fail(ENC_ERR_FORMAT, "the vocabulary text is too large");
@@ -156,7 +156,7 @@ static void tok__index_insert(tokenizer *t, int32_t id)
     }
 }
 
-static enc_status tok__build_index(tokenizer *t)
+enc_status tok__build_index(tokenizer *t)
 {
     size_t cap = 16;
     while (cap < 2 * (size_t)t->n_ids) cap *= 2;
@@ -224,14 +224,19 @@ static enc_status tok__load_added_token(tokenizer *t, const cJSON *e,
     if (single_word)
         return enc_fail(ENC_ERR_UNSUPPORTED, "%s.single_word: true is not supported", where);
     int32_t id = (int32_t)tok__get(e, "id")->valuedouble; /* checked */
+    return tok__add_added(t, id, content, strlen(content), special, normalized, lstrip, rstrip,
+                          where);
+}
+
+enc_status tok__add_added(tokenizer *t, int32_t id, const char *content, size_t len, int special,
+                          int normalized, int lstrip, int rstrip, const char *where)
+{
     if (t->tokens[id].kind >= TOK__ADDED)
         return enc_fail(ENC_ERR_FORMAT, "%s: id %d is used twice", where, id);
-    ENC_TRY(tok__set_token(t, id, content, strlen(content),
-                           special ? TOK__SPECIAL : TOK__ADDED));
+    ENC_TRY(tok__set_token(t, id, content, len, special ? TOK__SPECIAL : TOK__ADDED));
 
     /* What is matched: the content, normalized like the text it is found in. */
     tok__bytes norm = {0};
-    size_t len = strlen(content);
     if (normalized && t->nfc) {
         enc_status s = tok__nfc(t, content, len, &norm);
         if (s != ENC_OK) {
@@ -272,9 +277,14 @@ static enc_status tok__load_added(tokenizer *t, const cJSON *added)
         snprintf(where, sizeof where, "added_tokens[%zu]", i++);
         ENC_TRY(tok__load_added_token(t, e, where));
     }
+    tok__sort_added(t);
+    return ENC_OK;
+}
+
+void tok__sort_added(tokenizer *t)
+{
     /* Longest first: the first that matches at a position is the longest. */
     qsort(t->added, t->n_added, sizeof *t->added, tok__added_longer);
-    return ENC_OK;
 }
 
 static enc_status tok__load_tokens(tokenizer *t, const cJSON *model,
@@ -345,18 +355,40 @@ static enc_status tok__merge_parts(const cJSON *e, size_t i, const char **a,
     return ENC_OK;
 }
 
+enc_status tok__merges_alloc(tokenizer *t, size_t n, const char *field)
+{
+    size_t cap = 16;
+    if (n >= (size_t)INT32_MAX) return enc_fail(ENC_ERR_FORMAT, "%s: too many", field);
+    while (cap < 2 * n) cap *= 2;
+    t->merges = malloc(cap * sizeof *t->merges);
+    if (!t->merges) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "%s", field);
+    t->merges_cap = cap;
+    for (size_t i = 0; i < cap; i++) t->merges[i].key = TOK__EMPTY_KEY;
+    return ENC_OK;
+}
+
+enc_status tok__add_merge(tokenizer *t, const char *a, size_t na, const char *b, size_t nb,
+                          size_t rank, tok__bytes *joined, const char *field)
+{
+    int32_t left = tok__lookup(t, a, na), right = tok__lookup(t, b, nb);
+    joined->len = 0;
+    ENC_TRY(tok__bytes_append(joined, a, na));
+    ENC_TRY(tok__bytes_append(joined, b, nb));
+    ENC_TRY(tok__bytes_append(joined, "", 1)); /* NUL-terminated for the message */
+    joined->len--;
+    int32_t id = tok__lookup(t, joined->data, joined->len);
+    if (left < 0 || right < 0 || id < 0)
+        return enc_fail(ENC_ERR_FORMAT, "%s[%zu]: \"%.*s\" is not in the vocabulary", field, rank,
+                        left < 0 ? (int)na : right < 0 ? (int)nb : (int)joined->len,
+                        left < 0 ? a : right < 0 ? b : joined->data);
+    return tok__merges_insert(t, left, right, (int32_t)rank, id);
+}
+
 static enc_status tok__load_merges(tokenizer *t, const cJSON *merges)
 {
     if (!cJSON_IsArray(merges))
         return enc_fail(ENC_ERR_FORMAT, "model.merges: missing or not an array");
-    size_t n = (size_t)cJSON_GetArraySize(merges), cap = 16;
-    if (n >= (size_t)INT32_MAX) return enc_fail(ENC_ERR_FORMAT, "model.merges: too many");
-    while (cap < 2 * n) cap *= 2;
-    t->merges = malloc(cap * sizeof *t->merges);
-    if (!t->merges) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "model.merges");
-    t->merges_cap = cap;
-    for (size_t i = 0; i < cap; i++) t->merges[i].key = TOK__EMPTY_KEY;
-
+    ENC_TRY(tok__merges_alloc(t, (size_t)cJSON_GetArraySize(merges), "model.merges"));
     tok__bytes joined = {0};
     enc_status s = ENC_OK;
     size_t i = 0;
@@ -365,27 +397,15 @@ static enc_status tok__load_merges(tokenizer *t, const cJSON *merges)
         const char *a = NULL, *b = NULL;
         size_t na = 0, nb = 0;
         if ((s = tok__merge_parts(e, i, &a, &na, &b, &nb)) != ENC_OK) break;
-        int32_t left = tok__lookup(t, a, na), right = tok__lookup(t, b, nb);
-        joined.len = 0;
-        if ((s = tok__bytes_append(&joined, a, na)) != ENC_OK ||
-            (s = tok__bytes_append(&joined, b, nb)) != ENC_OK)
-            break;
-        int32_t id = tok__lookup(t, joined.data, joined.len);
-        if (left < 0 || right < 0 || id < 0) {
-            s = enc_fail(ENC_ERR_FORMAT, "model.merges[%zu]: \"%s\" is not in the "
-                         "vocabulary", i, left < 0 ? a : right < 0 ? b : joined.data);
-            break;
-        }
-        if ((s = tok__merges_insert(t, left, right, (int32_t)i, id)) != ENC_OK) break;
+        if ((s = tok__add_merge(t, a, na, b, nb, i, &joined, "model.merges")) != ENC_OK) break;
         i++;
     }
     free(joined.data);
     return s;
 }
 
-static enc_status tok__load_bpe(tokenizer *t, const cJSON *model)
+void tok__init_byte_ids(tokenizer *t)
 {
-    ENC_TRY(tok__load_merges(t, tok__get(model, "merges")));
     for (int b = 0; b < 256; b++) {
         char u[4];
         uint16_t cp = tok__byte_to_cp[b];
@@ -394,6 +414,12 @@ static enc_status tok__load_bpe(tokenizer *t, const cJSON *model)
         else u[0] = (char)(0xC0 | cp >> 6), u[1] = (char)(0x80 | (cp & 0x3F));
         t->byte_id[b] = tok__lookup(t, u, n);
     }
+}
+
+static enc_status tok__load_bpe(tokenizer *t, const cJSON *model)
+{
+    ENC_TRY(tok__load_merges(t, tok__get(model, "merges")));
+    tok__init_byte_ids(t);
     const char *unk;
     ENC_TRY(tok__get_str(model, "unk_token", "model", &unk));
     t->unk_id = -1;
@@ -441,7 +467,7 @@ static enc_status tok__load_normalizer(tokenizer *t, const cJSON *n, const char 
 static const char tok__gpt2_pattern[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
-static enc_status tok__add_step(tokenizer *t, const char *where, tok__step **out)
+enc_status tok__add_step(tokenizer *t, const char *where, tok__step **out)
 {
     if (t->n_steps == TOK__MAX_STEPS)
         return enc_fail(ENC_ERR_UNSUPPORTED, "%s: more than %d pre-tokenizer steps",
@@ -574,10 +600,11 @@ static enc_status tok__config_token(tokenizer *t, const cJSON *root,
     return ENC_OK;
 }
 
-static enc_status tok__set_template(tokenizer *t, const char *text)
+enc_status tok__set_template(tokenizer *t, const char *text, size_t len)
 {
     free(t->chat_template);
-    t->chat_template = strdup(text);
+    t->chat_template = malloc(len + 1);
+    if (t->chat_template) memcpy(t->chat_template, text, len), t->chat_template[len] = '\0';
     if (!t->chat_template) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "chat_template");
     t->family = chat_template_detect(text);
     return ENC_OK;
@@ -586,14 +613,14 @@ static enc_status tok__set_template(tokenizer *t, const char *text)
 static enc_status tok__config_template(tokenizer *t, const cJSON *j)
 {
     if (tok__absent(j)) return ENC_OK;
-    if (cJSON_IsString(j)) return tok__set_template(t, j->valuestring);
+    if (cJSON_IsString(j)) return tok__set_template(t, j->valuestring, strlen(j->valuestring));
     if (cJSON_IsArray(j)) { /* [{"name": ..., "template": ...}]: the default */
         const cJSON *e;
         cJSON_ArrayForEach(e, j) {
             const cJSON *name = tok__get(e, "name"), *tpl = tok__get(e, "template");
             if (cJSON_IsString(name) && strcmp(name->valuestring, "default") == 0 &&
                 cJSON_IsString(tpl))
-                return tok__set_template(t, tpl->valuestring);
+                return tok__set_template(t, tpl->valuestring, strlen(tpl->valuestring));
         }
         return enc_fail(ENC_ERR_FORMAT, "chat_template: the list has no \"default\" template");
     }
@@ -616,7 +643,7 @@ static enc_status tok__load_config(tokenizer *t, const char *json, size_t len)
 
 /* --- entry points ---------------------------------------------------------------------- */
 
-static tokenizer *tok__alloc(void)
+tokenizer *tok__alloc(void)
 {
     tokenizer *t = calloc(1, sizeof *t);
     if (!t) return NULL;
@@ -680,7 +707,7 @@ static enc_status tok__load_paths(const char *json_path, const char *config_path
     }
     if (s == ENC_OK && !t->chat_template && jinja_path && access(jinja_path, R_OK) == 0) {
         if ((s = file_read_all(jinja_path, &text, &n)) == ENC_OK)
-            s = tok__set_template(t, text);
+            s = tok__set_template(t, text, n);
         free(text);
     }
     if (s != ENC_OK) {
@@ -759,6 +786,45 @@ int tokenizer_is_special(const tokenizer *t, int32_t id)
 {
     return id >= 0 && id < t->n_ids && t->tokens[id].kind == TOK__SPECIAL;
 }
+
+int tokenizer_is_added(const tokenizer *t, int32_t id)
+{
+    return id >= 0 && id < t->n_ids && t->tokens[id].kind >= TOK__ADDED;
+}
+
+static int tok__merge_by_rank(const void *x, const void *y)
+{
+    const tok__merge *a = x, *b = y;
+    return a->rank < b->rank ? -1 : a->rank > b->rank;
+}
+
+enc_status tokenizer_merges(const tokenizer *t, int32_t **pairs, size_t *n)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < t->merges_cap; i++) count += t->merges[i].key != TOK__EMPTY_KEY;
+    tok__merge *m = malloc((count ? count : 1) * sizeof *m);
+    int32_t *p = malloc((count ? count : 1) * 2 * sizeof *p);
+    if (!m || !p) {
+        free(m);
+        free(p);
+        return enc_fail(ENC_ERR_OUT_OF_MEMORY, "tokenizer merges");
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < t->merges_cap; i++)
+        if (t->merges[i].key != TOK__EMPTY_KEY) m[k++] = t->merges[i];
+    /* ranks are indexes into the source list (a pair listed twice kept its last) */
+    qsort(m, count, sizeof *m, tok__merge_by_rank);
+    for (size_t i = 0; i < count; i++) {
+        p[2 * i] = (int32_t)(m[i].key >> 32);
+        p[2 * i + 1] = (int32_t)(m[i].key & 0xffffffffu);
+    }
+    free(m);
+    *pairs = p;
+    *n = count;
+    return ENC_OK;
+}
+
+const char *tokenizer_chat_template(const tokenizer *t) { return t->chat_template; }
 
 int32_t tokenizer_eos_id(const tokenizer *t) { return t->eos_id; }
 int32_t tokenizer_pad_id(const tokenizer *t) { return t->pad_id; }

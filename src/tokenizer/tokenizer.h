@@ -52,6 +52,31 @@ enc_status tokenizer_load_buffer(const char *json, size_t len,
                                  const char *config_json, size_t config_len,
                                  tokenizer **out);
 
+/* A byte-level BPE tokenizer from lists, as a GGUF file stores them
+ * (tokenizer.ggml.*): the token texts (written as in tokenizer.json), their
+ * types, the merges "a b" in rank order, and the pre-tokenizer by name. */
+typedef struct tokenizer_lists {
+    size_t n_tokens;
+    const char *const *tokens; /* [n_tokens], token_lens[i] bytes each */
+    const size_t *token_lens;
+    /* [n_tokens] or NULL (all normal): GGUF's token types, 1 normal, 2 unknown,
+     * 3 control (a special added token), 4 user-defined (an added token),
+     * 5 unused (no token: padding ids), 6 byte */
+    const int32_t *token_types;
+    size_t n_merges;
+    const char *const *merges; /* [n_merges], merge_lens[i] bytes each */
+    const size_t *merge_lens;
+    const char *pre;       /* the pre-tokenizer: "qwen2" (others are refused) */
+    int32_t bos_id, eos_id, pad_id; /* -1 when absent */
+    const char *chat_template; /* chat_template_len bytes, or NULL */
+    size_t chat_template_len;
+} tokenizer_lists;
+
+/* Build a tokenizer from lists; the lists are not kept. Anything it cannot
+ * honour (a pre-tokenizer it does not know, a bad type, a merge of tokens
+ * not in the vocabulary) is refused naming the tokenizer.ggml key. */
+enc_status tokenizer_load_lists(const tokenizer_lists *l, tokenizer **out);
+
 /* Destroying NULL is a no-op. */
 void tokenizer_free(tokenizer *t);
 
@@ -130,6 +155,16 @@ const char *tokenizer_token_bytes(const tokenizer *t, int32_t id, size_t *len);
 
 /* Whether id is an added token marked "special" (skipped by skip_special). */
 int tokenizer_is_special(const tokenizer *t, int32_t id);
+
+/* Whether id is an added token, special or not. */
+int tokenizer_is_added(const tokenizer *t, int32_t id);
+
+/* The merges in rank order, as (left id, right id) pairs: *pairs is a
+ * malloc'd [*n][2] array the caller frees. */
+enc_status tokenizer_merges(const tokenizer *t, int32_t **pairs, size_t *n);
+
+/* The chat template text, or NULL when the model has none. */
+const char *tokenizer_chat_template(const tokenizer *t);
 
 /* Ids of the tokens named by tokenizer_config.json, or -1 when absent. */
 int32_t tokenizer_eos_id(const tokenizer *t);

@@ -206,7 +206,23 @@ void tok__scratch_free(tok__scratch *s);
 enc_status tok__json_each(const char *json, const char *before, tok__bytes *out,
                           size_t *count);
 
-/* tokenizer.c */
+/* tokenizer.c: the building blocks of a loader, shared by the tokenizer.json
+ * loader and tokenizer_load_lists (lists.c). Messages name `where` / `field`. */
 int32_t tok__lookup(const tokenizer *t, const char *text, size_t len);
+tokenizer *tok__alloc(void); /* ids -1, everything else empty */
+/* Make id the token text[0..len) of the given kind (its text and bytes). */
+enc_status tok__set_token(tokenizer *t, int32_t id, const char *text, size_t len, uint8_t kind);
+/* An added token (t->added has room for it); call tok__sort_added after the last. */
+enc_status tok__add_added(tokenizer *t, int32_t id, const char *content, size_t len, int special,
+                          int normalized, int lstrip, int rstrip, const char *where);
+void tok__sort_added(tokenizer *t);
+enc_status tok__build_index(tokenizer *t); /* after every token is set */
+enc_status tok__merges_alloc(tokenizer *t, size_t n, const char *field);
+/* The merge of rank `rank`, a + b; joined is scratch (caller frees its data). */
+enc_status tok__add_merge(tokenizer *t, const char *a, size_t na, const char *b, size_t nb,
+                          size_t rank, tok__bytes *joined, const char *field);
+void tok__init_byte_ids(tokenizer *t); /* after the index is built */
+enc_status tok__add_step(tokenizer *t, const char *where, tok__step **out);
+enc_status tok__set_template(tokenizer *t, const char *text, size_t len);
 
 #endif
