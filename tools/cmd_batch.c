@@ -303,7 +303,7 @@ int cmd_batch(int argc, char **argv)
         return CLI_BAD_ARGS;
     }
     tokenizer *tok = NULL;
-    if (tokenizer_load(cfg.model_dir, &tok) != ENC_OK) tok = NULL; /* only "prompt" needs it */
+    if (model_tokenizer_load(cfg.model_dir, 0, &tok) != ENC_OK) tok = NULL; /* only "prompt" needs it */
     batch_set b = {0};
     rc = batch_read(a.path, tok, &b) ? CLI_OK : CLI_FAILED;
     engine *e = rc ? NULL : cli_engine_create(cmd, &cfg);

@@ -195,7 +195,7 @@ int cmd_chat(int argc, char **argv)
     int rc = chat_parse(argc, argv, &a);
     if (rc) return rc;
     tokenizer *tok = NULL;
-    if (tokenizer_load(a.cfg.model_dir, &tok) != ENC_OK) {
+    if (model_tokenizer_load(a.cfg.model_dir, 0, &tok) != ENC_OK) {
         cli_error("chat", "cannot load the tokenizer: %s", enc_last_error());
         return CLI_FAILED;
     }

@@ -170,7 +170,7 @@ int cmd_generate(int argc, char **argv)
     if (rc) return rc;
     tokenizer *tok = NULL;
     if (!a.print_ids || a.prompt) {
-        enc_status s = tokenizer_load(a.cfg.model_dir, &tok);
+        enc_status s = model_tokenizer_load(a.cfg.model_dir, 0, &tok);
         if (s != ENC_OK && a.prompt) {
             cli_error("generate", "cannot load the tokenizer: %s", enc_last_error());
             return CLI_FAILED;

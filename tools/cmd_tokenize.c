@@ -146,7 +146,7 @@ static int tokcmd__run(int argc, char **argv, int detok)
     int rc = tokcmd__parse(argc, argv, &a);
     if (rc >= 0) return rc;
     tokenizer *t;
-    if (tokenizer_load(a.model_dir, &t) != ENC_OK) {
+    if (model_tokenizer_load(a.model_dir, 0, &t) != ENC_OK) {
         fprintf(stderr, "encore %s: %s\n", argv[0], enc_last_error());
         return 1;
     }

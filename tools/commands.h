@@ -16,5 +16,6 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@ static const encore_command encore_commands[] = {
     {"batch", cmd_batch, "run many requests at once from a JSON-lines file"},
     {"serve", cmd_serve, "serve a model over HTTP with OpenAI's API (completions, chat, streaming)"},
     {"bench", cmd_bench, "measure prefill and decode speed"},
+    {"quantize", cmd_quantize, "write a checkpoint as one GGUF file (f32, f16, bf16)"},
     {"devices", cmd_devices, "list the devices encore can run on (--device)"},
     {"tokenize", cmd_tokenize, "encode JSON strings (one per line) into token ids"},
     {"detokenize", cmd_detokenize, "decode JSON arrays of token ids into strings"},

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/api_impl.h"
+#include "api/model_tokenizer.h"
 #include "tokenizer/chat_template.h"
 
 const char *encore_status_to_string(encore_status s)
@@ -47,21 +48,6 @@ static char *encore__model_name(const char *dir)
         name[end - start] = '\0';
     }
     return name;
-}
-
-/* Load DIR/tokenizer.json when there is one; a broken one is an error. */
-static enc_status encore__load_tokenizer(const char *dir, tokenizer **out)
-{
-    *out = NULL;
-    size_t n = strlen(dir) + sizeof "/tokenizer.json";
-    char *path = malloc(n);
-    if (!path) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "path");
-    snprintf(path, n, "%s/tokenizer.json", dir);
-    FILE *f = fopen(path, "rb");
-    free(path);
-    if (!f) return ENC_OK;
-    fclose(f);
-    return tokenizer_load(dir, out);
 }
 
 /* Sampling must never pick an id the tokenizer has no token for (the
@@ -107,7 +93,7 @@ encore_status encore_engine_create(const encore_options *opt, encore_engine **ou
     }
     e->name = encore__model_name(opt->model_dir);
     if (!e->name) s = enc_fail(ENC_ERR_OUT_OF_MEMORY, "encore_engine_create");
-    if (s == ENC_OK) s = encore__load_tokenizer(opt->model_dir, &e->tok);
+    if (s == ENC_OK) s = model_tokenizer_load(opt->model_dir, 1, &e->tok);
     if (s == ENC_OK) {
         encore__bound_sampling(&cfg, e->tok);
         s = engine_create(&cfg, &e->eng);

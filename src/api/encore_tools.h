@@ -1,7 +1,7 @@
 /* encore_tools.h - the engine's internals that the `encore` program
  * (tools/) uses beyond include/encore.h: the engine itself (stepping it by
  * hand, per-step statistics, the logits callback), the tokenizer and chat
- * template, backend names and the CPU kernels' ISA, the Vulkan device list,
+ * template (and the tokenizer of a model path, tokenizer.json or GGUF), writing GGUF files (`encore quantize`), backend names and the CPU kernels' ISA, the Vulkan device list,
  * the thread pool (for `encore bench`'s memory-bandwidth probe), and reading
  * a whole file.
  *
@@ -20,6 +20,8 @@
 #include "engine/engine.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "api/model_tokenizer.h"
+#include "api/quantize.h"
 #ifdef ENCORE_HAVE_VULKAN
 #include "backend/vulkan/vk_backend.h"
 #endif

@@ -172,8 +172,8 @@ static size_t gguf__tensor_bytes(enc_dtype dtype, int n_dims, const int64_t *sha
     return rows * enc_dtype_row_bytes(dtype, shape[n_dims - 1]);
 }
 
-enc_status gguf_writer_add_tensor(gguf_writer *w, const char *name, enc_dtype dtype, int n_dims,
-                                  const int64_t *shape, const void *data, size_t n_bytes, int own)
+static enc_status gguf__add_tensor(gguf_writer *w, const char *name, enc_dtype dtype, int n_dims,
+                                   const int64_t *shape, const void *data, size_t n_bytes, int own)
 {
     if (n_dims < 1 || n_dims > 4 || gguf_ggml_from_dtype(dtype) == UINT32_MAX ||
         gguf__tensor_bytes(dtype, n_dims, shape) != n_bytes)
@@ -198,6 +198,14 @@ enc_status gguf_writer_add_tensor(gguf_writer *w, const char *name, enc_dtype dt
     t->own = own;
     w->n_tensors++;
     return ENC_OK;
+}
+
+enc_status gguf_writer_add_tensor(gguf_writer *w, const char *name, enc_dtype dtype, int n_dims,
+                                  const int64_t *shape, const void *data, size_t n_bytes, int own)
+{
+    enc_status s = gguf__add_tensor(w, name, dtype, n_dims, shape, data, n_bytes, own);
+    if (s != ENC_OK && own) free((void *)data); /* owned from the call on, even when refused */
+    return s;
 }
 
 static size_t gguf__align(size_t x, size_t a) { return (x + a - 1) / a * a; }

@@ -35,7 +35,8 @@ enc_status gguf_writer_add_i32_array(gguf_writer *w, const char *key, const int3
 
 /* A tensor of encore shape [shape[0], ..., shape[n_dims-1]] (row-major;
  * written as ggml's ne, reversed). n_bytes must equal rows x row bytes.
- * With own, the writer free()s data when it is freed; otherwise data must
+ * With own, the writer free()s data when it is freed (or at once when the
+ * tensor is refused); otherwise data must
  * stay valid until gguf_writer_write returns. */
 enc_status gguf_writer_add_tensor(gguf_writer *w, const char *name, enc_dtype dtype, int n_dims,
                                   const int64_t *shape, const void *data, size_t n_bytes, int own);

@@ -1,0 +1,27 @@
+/* model_tokenizer.h - the tokenizer of a model path: DIR/tokenizer.json (and
+ * tokenizer_config.json) for a Hugging Face directory, or the tokenizer.ggml.*
+ * metadata of a GGUF file. */
+#ifndef ENC_API_MODEL_TOKENIZER_H
+#define ENC_API_MODEL_TOKENIZER_H
+
+#include "base/status.h"
+#include "model/gguf.h"
+#include "model/gguf_write.h"
+#include "tokenizer/tokenizer.h"
+
+/* Load the tokenizer of path (a directory or a GGUF file). With optional, a
+ * model that has none (no tokenizer.json, no tokenizer.ggml.tokens) gives
+ * *out = NULL and ENC_OK; otherwise that is an error. A broken one is always
+ * an error naming the file and the field or key. */
+enc_status model_tokenizer_load(const char *path, int optional, tokenizer **out);
+
+/* Add t to a GGUF file as llama.cpp's converter writes it: tokenizer.ggml.model
+ * "gpt2", pre "qwen2", tokens padded with "[PADn]" (type unused) to
+ * vocab_size, token_type, merges, eos/padding ids, add_bos_token false, and
+ * tokenizer.chat_template. */
+enc_status model_tokenizer_to_gguf(const tokenizer *t, int64_t vocab_size, gguf_writer *w);
+
+/* The tokenizer stored in an open GGUF file (tokenizer.ggml.model "gpt2"). */
+enc_status model_tokenizer_from_gguf(const gguf_file *g, tokenizer **out);
+
+#endif

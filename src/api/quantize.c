@@ -1,0 +1,56 @@
+/* quantize.c - `encore quantize`: the model's part (model/gguf_export.c)
+ * and the tokenizer's part (model_tokenizer_to_gguf) of one GGUF file. */
+#include "api/quantize.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/model_tokenizer.h"
+#include "model/gguf_export.h"
+
+int quantize_type_parse(const char *name, enc_dtype *out)
+{
+    static const struct {
+        const char *name;
+        enc_dtype t;
+    } types[] = {{"f32", ENC_F32},   {"f16", ENC_F16},   {"bf16", ENC_BF16}, {"q8_0", ENC_Q8_0},
+                 {"q4_0", ENC_Q4_0}, {"q4_k", ENC_Q4_K}, {"q5_k", ENC_Q5_K}, {"q6_k", ENC_Q6_K}};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(name, types[i].name)) {
+            *out = types[i].t;
+            return 1;
+        }
+    return 0;
+}
+
+/* The last path component of dir (into buf). */
+static const char *quantize__name(const char *dir, char *buf, size_t cap)
+{
+    size_t end = strlen(dir);
+    while (end > 1 && dir[end - 1] == '/') end--;
+    size_t start = end;
+    while (start > 0 && dir[start - 1] != '/') start--;
+    size_t n = end - start < cap - 1 ? end - start : cap - 1;
+    memcpy(buf, dir + start, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+enc_status quantize_to_gguf(const char *model_dir, const char *out_path, enc_dtype type,
+                            qwen3_progress_fn progress, void *user)
+{
+    gguf_writer *w = NULL;
+    tokenizer *tok = NULL;
+    int64_t vocab = 0;
+    char name[256];
+    ENC_TRY(gguf_writer_create(&w));
+    enc_status s = model_tokenizer_load(model_dir, 1, &tok);
+    if (s == ENC_OK)
+        s = qwen3_export_gguf(model_dir, type, quantize__name(model_dir, name, sizeof name),
+                              progress, user, w, &vocab);
+    if (s == ENC_OK && tok) s = model_tokenizer_to_gguf(tok, vocab, w);
+    if (s == ENC_OK) s = gguf_writer_write(w, out_path);
+    tokenizer_free(tok);
+    gguf_writer_free(w);
+    return s;
+}

@@ -1,0 +1,79 @@
+/* cmd_quantize.c - `encore quantize`: write a Hugging Face checkpoint as one
+ * GGUF file (llama.cpp's keys and tensor names, the tokenizer included).
+ *
+ *   encore quantize -m DIR -o FILE.gguf --type f32|f16|bf16
+ *
+ * The block types (q8_0, q4_0, q4_k, ...) are accepted by name and refused
+ * with a clear error while their quantizers are missing. Exit status: 0 when
+ * the file was written, 1 when it could not be, 2 for bad arguments. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/encore_tools.h"
+#include "cli.h"
+#include "commands.h"
+
+static void quantize__usage(FILE *f)
+{
+    fprintf(f, "usage: encore quantize -m DIR -o FILE.gguf --type TYPE\n\n"
+               "Writes the checkpoint in DIR (config.json, safetensors, tokenizer.json) as one\n"
+               "GGUF file that encore and llama.cpp load, matrices in TYPE and norms in f32.\n\n"
+               "  -m, --model DIR      Hugging Face checkpoint directory\n"
+               "  -o, --output FILE    the GGUF file to write (through FILE.tmp)\n"
+               "  --type TYPE          f32, f16 or bf16 (q8_0, q4_0, q4_k need the quantizers)\n"
+               "  -h, --help           show this help\n");
+}
+
+static void quantize__progress(void *user, double fraction)
+{
+    int *last = user, pct = (int)(fraction * 100.0);
+    if (pct == *last) return;
+    *last = pct;
+    fprintf(stderr, "\rencore: converting tensors %3d%%%s", pct, pct == 100 ? "\n" : "");
+    fflush(stderr);
+}
+
+int cmd_quantize(int argc, char **argv)
+{
+    const char *dir = NULL, *out = NULL, *type_name = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        const char **slot = !strcmp(o, "-m") || !strcmp(o, "--model")    ? &dir
+                            : !strcmp(o, "-o") || !strcmp(o, "--output") ? &out
+                            : !strcmp(o, "--type")                       ? &type_name
+                                                                         : NULL;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            quantize__usage(stdout);
+            return CLI_OK;
+        }
+        if (!slot) {
+            cli_error("quantize", "unknown option '%s' (try --help)", o);
+            return CLI_BAD_ARGS;
+        }
+        if (i + 1 >= argc) {
+            cli_error("quantize", "%s needs a value", o);
+            return CLI_BAD_ARGS;
+        }
+        *slot = argv[++i];
+    }
+    enc_dtype type = ENC_F32;
+    if (!dir || !out || !type_name) {
+        cli_error("quantize", "needs -m DIR, -o FILE.gguf and --type (try --help)");
+        return CLI_BAD_ARGS;
+    }
+    if (!quantize_type_parse(type_name, &type)) {
+        cli_error("quantize", "--type '%s' is not one of f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, "
+                  "q6_k", type_name);
+        return CLI_BAD_ARGS;
+    }
+    int last = -1;
+    int tty = isatty(STDERR_FILENO);
+    enc_status s = quantize_to_gguf(dir, out, type, tty ? quantize__progress : NULL, &last);
+    if (s != ENC_OK) {
+        cli_error("quantize", "cannot write %s from %s: %s", out, dir, enc_last_error());
+        return CLI_FAILED;
+    }
+    fprintf(stderr, "encore: wrote %s (%s)\n", out, type_name);
+    return CLI_OK;
+}
