@@ -3,3 +3,26 @@
 # metadata end to end through the encore program (test_gguf.py).
 encore_add_c_test(test_gguf ${ENCORE_TESTS_DIR}/test_gguf.c)
 set_tests_properties(test_gguf PROPERTIES LABELS gguf)
+
+# encore_gguf_test(NAME CHECK ARGS...) - one check of tests/test_gguf.py.
+function(encore_gguf_test name check)
+  add_test(NAME ${name}
+    COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_gguf.py ${check}
+            --engine $<TARGET_FILE:encore> ${ARGN})
+  set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED tiny_models LABELS gguf TIMEOUT 120)
+endfunction()
+
+# Lossless: each checkpoint written in its own type, untied f32, tied bf16,
+# sharded f16, and the real Qwen3 vocabulary (whose tokenizer rides along).
+encore_gguf_test(gguf_lossless_f32_untied lossless -m ${ENCORE_MODELS_DIR}/tiny-gqa1-hd64-f32 --type f32)
+encore_gguf_test(gguf_lossless_bf16_tied lossless -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 --type bf16)
+encore_gguf_test(gguf_lossless_f16_sharded lossless -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd128-f16-sharded --type f16)
+encore_gguf_test(gguf_lossless_qwen3vocab lossless -m ${ENCORE_MODELS_DIR}/tiny-qwen3vocab --type bf16)
+encore_gguf_test(gguf_pywriter pywriter -m ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16)
+encore_gguf_test(gguf_bad_files bad -m ${ENCORE_MODELS_DIR}/tiny-gqa1-hd64-f32)
+encore_gguf_test(gguf_quantized_q8_0 quantized -m ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16)
+# The tokenizer from GGUF metadata on the tokenizer tests' corpus and goldens.
+encore_gguf_test(gguf_tokenizer tokenizer --tokenizer-dir ${ENCORE_TOKENIZER_DIR}
+                 --strings ${ENCORE_TESTS_DIR}/tokenizer/strings.jsonl
+                 --golden ${ENCORE_TESTS_DIR}/tokenizer/golden_qwen3.jsonl)
+set_tests_properties(gguf_tokenizer PROPERTIES FIXTURES_REQUIRED "")

@@ -13,6 +13,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "model/gguf.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -157,7 +158,9 @@ static enc_status gguf__read_strs(gguf__cur *c, gguf_kv *kv)
     gguf_str *s = malloc((size_t)(kv->n ? kv->n : 1) * sizeof *s);
     if (!s) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "%s: key '%s'", c->path, kv->key);
     kv->strs = s; /* freed by gguf_close */
-    for (uint64_t i = 0; i < kv->n; i++) ENC_TRY(gguf__str(c, kv->key, &s[i]));
+    char what[GGUF__MAX_NAME + 16];
+    snprintf(what, sizeof what, "key '%s'", kv->key);
+    for (uint64_t i = 0; i < kv->n; i++) ENC_TRY(gguf__str(c, what, &s[i]));
     return ENC_OK;
 }
 

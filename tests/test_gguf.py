@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""test_gguf.py - GGUF files end to end through the encore program.
+
+  lossless  -m DIR --type T  `encore quantize` writes DIR as GGUF in its own
+                             type; greedy ids and top logits from the GGUF
+                             equal the safetensors' bit for bit
+  pywriter  -m DIR           a GGUF laid out by tests/gguf_py.py (independent
+                             of encore's writer; alignment 64, tensors in
+                             reverse order) gives the same ids and logits
+  bad       -m DIR           each malformed file: exit 1 and a message naming
+                             the key or tensor and the byte offset
+  tokenizer --tokenizer-dir D --strings S --golden G
+                             a GGUF carrying the real Qwen3 vocabulary and
+                             merges (written by gguf_py from tokenizer.json)
+                             tokenizes the corpus to the golden ids
+  quantized -m DIR           a GGUF with Q8_0 matrices: the metadata loads,
+                             and the model runs or fails naming the tensor
+                             and the type the backend lacks
+"""
+
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gguf_py as G  # noqa: E402
+
+PROMPT = "3 14 15 92 65 35 89 79 32 38"
+
+
+def run(cmd, stdin=None, check=True):
+    p = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=300)
+    if check and p.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
+    return p
+
+
+def outputs(engine, model):
+    """Greedy ids and the teacher-forced top logits of a model path."""
+    ids = run([engine, "generate", "-m", model, "--prompt-ids", PROMPT, "-n", "24",
+               "--temperature", "0", "--ignore-eos", "--print-ids", "-t", "2"]).stdout
+    logits = run([engine, "logits", "-m", model, "--prompt-ids", PROMPT, "--top", "20",
+                  "-t", "2"]).stdout
+    return ids, logits
+
+
+def same_as_safetensors(engine, model_dir, gguf, what):
+    want, got = outputs(engine, model_dir), outputs(engine, gguf)
+    if want[0] != got[0]:
+        sys.exit(f"FAIL {what}: greedy ids differ:\n  safetensors {want[0]}  gguf        {got[0]}")
+    if want[1] != got[1]:
+        sys.exit(f"FAIL {what}: logits differ")
+    if not want[0].split():
+        sys.exit(f"FAIL {what}: no ids generated")
+    print(f"ok {what}: {len(want[0].split())} greedy ids and {len(want[1].splitlines())} "
+          "logits rows identical")
+
+
+def cmd_lossless(a, tmp):
+    out = os.path.join(tmp, "model.gguf")
+    run([a.engine, "quantize", "-m", a.model, "-o", out, "--type", a.type])
+    if os.path.exists(out + ".tmp"):
+        sys.exit("FAIL: the temporary file was left behind")
+    same_as_safetensors(a.engine, a.model, out, f"lossless {a.type}")
+    if os.path.exists(os.path.join(a.model, "tokenizer.json")):
+        # the file alone: its own tokenizer turns the text into ids and back
+        cmd = ["generate", "-p", "The GGUF file carries its tokenizer: ", "-n", "16",
+               "--temperature", "0", "--ignore-eos", "-t", "2", "-m"]
+        want = run([a.engine] + cmd + [a.model]).stdout
+        got = run([a.engine] + cmd + [out]).stdout
+        if want != got or not want.strip():
+            sys.exit(f"FAIL: text from the GGUF file {got!r} != {want!r}")
+        print(f"ok: text prompt and output through the GGUF's own tokenizer identical: {got.strip()!r}")
+
+
+def checkpoint(model_dir):
+    cfg = json.load(open(os.path.join(model_dir, "config.json")))
+    return cfg, G.model_kvs(cfg), G.model_tensors(model_dir, cfg)
+
+
+def cmd_pywriter(a, tmp):
+    cfg, kvs, tensors = checkpoint(a.model)
+    out = os.path.join(tmp, "py.gguf")
+    G.write(out, kvs + [("general.alignment", G.U32, 64)], list(reversed(tensors)), alignment=64)
+    same_as_safetensors(a.engine, a.model, out, "python-written GGUF")
+
+
+# --- bad files ------------------------------------------------------------
+
+def bad_cases(cfg, kvs, tensors):
+    """(name, bytes, substrings the message must hold)."""
+    good = G.build(kvs, tensors)
+    t0 = tensors[0]
+    n_kv_bytes = sum(len(G.kv_bytes(*kv)) for kv in kvs)
+    # byte offset of tensor 0's ggml type: after its name, n_dims and ne[]
+    type_at = 24 + n_kv_bytes + len(G.gstr(t0.name)) + 4 + 8 * len(t0.shape)
+
+    def with_tensor(i, **kw):
+        ts = list(tensors)
+        t = ts[i]
+        ts[i] = G.Tensor(kw.get("name", t.name), kw.get("ggml_type", t.ggml_type),
+                         kw.get("shape", t.shape), kw.get("data", t.data), kw.get("offset"),
+                         kw.get("n_dims"))
+        return G.build(kvs, ts)
+
+    def without_kv(key):
+        return G.build([kv for kv in kvs if kv[0] != key], tensors)
+
+    huge_str = (G.gstr("general.name") + struct.pack("<I", G.STR) + struct.pack("<Q", 1 << 62) + b"x")
+    huge_arr = (G.gstr("x.arr") + struct.pack("<IIQ", G.ARR, G.U32, 1 << 60))
+    last_end = len(G.build(kvs, tensors[:-1]))  # where the data of the last tensor would start
+    return [
+        ("cut_in_half", good[:len(good) // 2], ["past the end", "byte offset"]),
+        ("truncated_header", good[:20], ["truncated", "24"]),
+        ("bad_magic", b"GGUX" + good[4:], ["bad magic", "byte offset 0"]),
+        ("version_2", good[:4] + struct.pack("<I", 2) + good[8:], ["version 2", "byte offset 4"]),
+        ("past_end", with_tensor(len(tensors) - 1, offset=(last_end // 32 + 64) * 32)[:len(good)],
+         [f"'{tensors[-1].name}'", "past the end", "byte offset"]),
+        ("overlap", with_tensor(1, offset=0), ["overlap", f"'{tensors[1].name}'", f"'{t0.name}'"]),
+        ("unknown_type", with_tensor(0, ggml_type=3), [f"'{t0.name}'", "ggml type 3",
+                                                       f"byte offset {type_at}"]),
+        ("n_dims_5", with_tensor(0, n_dims=5), [f"'{t0.name}'", "n_dims 5", "byte offset"]),
+        ("huge_string", G.build(kvs, tensors, raw_kvs=[huge_str]),
+         ["key 'general.name'", "string length", "4611686018427387904", "byte offset"]),
+        ("huge_array", G.build(kvs, tensors, raw_kvs=[huge_arr]), ["'x.arr'", "byte offset"]),
+        ("duplicate_key", G.build(kvs + [kvs[3]], tensors), [f"'{kvs[3][0]}'", "twice"]),
+        ("duplicate_tensor", G.build(kvs, tensors + [tensors[1]]), [f"'{tensors[1].name}'", "twice"]),
+        ("misaligned", with_tensor(1, offset=t0.offset or 8), [f"'{tensors[1].name}'", "alignment"]),
+        ("bad_alignment", G.build(kvs + [("general.alignment", G.U32, 48)], tensors),
+         ["'general.alignment'", "power of two"]),
+        ("no_block_count", without_kv("qwen3.block_count"), ["'qwen3.block_count'", "missing"]),
+        ("wrong_key_type", G.build([kv if kv[0] != "qwen3.block_count" else (kv[0], G.STR, "two")
+                                    for kv in kvs], tensors),
+         ["'qwen3.block_count'", "byte offset", "not an integer"]),
+        ("unknown_arch", G.build([("general.architecture", G.STR, "llama")] + kvs[1:], tensors),
+         ["architecture 'llama'", "not supported"]),
+        ("qwen3moe", G.build(G.model_kvs(cfg, "qwen3moe") + [("qwen3moe.expert_count", G.U32, 8),
+                                                              ("qwen3moe.expert_used_count", G.U32, 2),
+                                                              ("qwen3moe.expert_feed_forward_length", G.U32, 16)],
+                             tensors), ["'qwen3moe'", "not supported yet"]),
+        ("missing_tensor", G.build(kvs, [t for t in tensors if t.name != "blk.0.attn_q.weight"]),
+         ["'blk.0.attn_q.weight'", "missing"]),
+        ("wrong_shape", with_tensor(2, shape=[tensors[2].shape[0] * 2] + tensors[2].shape[1:],
+                                    data=tensors[2].data * 2),
+         [f"'{tensors[2].name}'", "shape", "GGUF metadata"]),
+        ("extra_tensor", G.build(kvs, tensors + [G.Tensor("blk.0.attn_q.bias", G.GGML_F32, [4], bytes(16))]),
+         ["'blk.0.attn_q.bias'", "not used"]),
+    ]
+
+
+def cmd_bad(a, tmp):
+    cfg, kvs, tensors = checkpoint(a.model)
+    n_ok = 0
+    for name, blob, want in bad_cases(cfg, kvs, tensors):
+        path = os.path.join(tmp, f"{name}.gguf")
+        with open(path, "wb") as f:
+            f.write(blob)
+        p = run([a.engine, "generate", "-m", path, "--prompt-ids", "1 2", "-n", "1", "--print-ids"],
+                check=False)
+        err = p.stderr
+        missing = [w for w in want if w not in err]
+        if p.returncode != 1 or missing or path not in err:
+            sys.exit(f"FAIL bad file {name}: exit {p.returncode}, message {err.strip()!r} "
+                     f"lacks {missing or [path]}")
+        print(f"ok {name}: {err.strip().splitlines()[-1]}")
+        n_ok += 1
+    print(f"ok: {n_ok} bad files refused")
+
+
+# --- the tokenizer ----------------------------------------------------------
+
+def cmd_tokenizer(a, tmp):
+    tok_json = os.path.join(a.tokenizer_dir, "tokenizer.json")
+    tok_cfg = os.path.join(a.tokenizer_dir, "tokenizer_config.json")
+    out = os.path.join(tmp, "vocab.gguf")
+    G.write(out, [("general.architecture", G.STR, "qwen3")] +
+            G.tokenizer_kvs(tok_json, tok_cfg, vocab_size=151936), [])
+    lines = open(a.strings, encoding="utf-8").read()
+    got = run([a.engine, "tokenize", "-m", out], stdin=lines).stdout.splitlines()
+    golden = [json.loads(l)["ids"] for l in open(a.golden, encoding="utf-8")]
+    if len(got) != len(golden):
+        sys.exit(f"FAIL: {len(got)} lines of ids for {len(golden)} strings")
+    for i, (g, w) in enumerate(zip(got, golden)):
+        if json.loads(g) != w:
+            sys.exit(f"FAIL tokenizer from GGUF: string {i + 1}: {g} != golden {w}")
+    print(f"ok: {len(got)} strings tokenized from GGUF metadata identical to the golden ids")
+    # ... and decoded back, special tokens included, equal to tokenizer.json's
+    ids = "\n".join(got) + "\n"
+    dec_gguf = run([a.engine, "detokenize", "-m", out], stdin=ids).stdout
+    dec_json = run([a.engine, "detokenize", "-m", a.tokenizer_dir], stdin=ids).stdout
+    if dec_gguf != dec_json:
+        sys.exit("FAIL: detokenize from GGUF differs from tokenizer.json's")
+    print("ok: detokenized identically")
+
+
+def cmd_quantized(a, tmp):
+    cfg, kvs, tensors = checkpoint(a.model)
+    q = []
+    for t in tensors:  # the matrices as Q8_0 blocks (zero scales: the bytes only need a layout)
+        if len(t.shape) == 2 and t.name != "token_embd.weight" and t.shape[1] % 32 == 0:
+            rows, cols = t.shape
+            t = G.Tensor(t.name, G.GGML_Q8_0, t.shape, bytes(rows * cols // 32 * 34))
+        q.append(t)
+    path = os.path.join(tmp, "q8.gguf")
+    G.write(path, kvs, q)
+    p = run([a.engine, "generate", "-m", path, "--prompt-ids", "1 2", "-n", "2", "--print-ids"],
+            check=False)
+    if p.returncode == 0:
+        print(f"ok: the Q8_0 file runs: {p.stdout.strip()}")
+        return
+    err = p.stderr
+    if p.returncode != 1 or "has type Q8_0" not in err or ".weight'" not in err or "lacks" not in err:
+        sys.exit(f"FAIL: Q8_0 file: exit {p.returncode}, {err.strip()!r}")
+    print(f"ok: Q8_0 metadata loaded, refused clearly: {err.strip().splitlines()[-1]}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("check", choices=["lossless", "pywriter", "bad", "tokenizer", "quantized"])
+    ap.add_argument("--engine", required=True)
+    ap.add_argument("-m", "--model")
+    ap.add_argument("--type")
+    ap.add_argument("--tokenizer-dir")
+    ap.add_argument("--strings")
+    ap.add_argument("--golden")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="encore-gguf-") as tmp:
+        {"lossless": cmd_lossless, "pywriter": cmd_pywriter, "bad": cmd_bad,
+         "tokenizer": cmd_tokenizer, "quantized": cmd_quantized}[a.check](a, tmp)
+
+
+if __name__ == "__main__":
+    main()
