@@ -113,11 +113,7 @@ LAYER_NAMES = [("input_layernorm", "attn_norm"), ("self_attn.q_proj", "attn_q"),
 
 
 def _norm_f32(dtype, raw):
-    if dtype == "F32":
-        return raw
-    if dtype == "BF16":
-        return (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32).tobytes()
-    return np.frombuffer(raw, "<f2").astype(np.float32).tobytes()
+    return to_f32(dtype, raw).tobytes()
 
 
 def model_kvs(cfg, arch="qwen3"):
@@ -152,6 +148,27 @@ def model_tensors(model_dir, cfg):
     if not cfg.get("tie_word_embeddings", False):
         out.append(put("lm_head.weight", "output.weight"))
     return out
+
+
+def to_f32(dtype, raw):
+    if dtype == "F32":
+        return np.frombuffer(raw, "<f4")
+    if dtype == "BF16":
+        return (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
+    return np.frombuffer(raw, "<f2").astype(np.float32)
+
+
+def quantize_q8_0(x):
+    """Q8_0 from its definition: per 32 values an f16 scale d = max|x| / 127
+    and int8 q = round(x / d); returns (block bytes, the dequantized f32
+    values d * q, exact in f32)."""
+    b = x.astype(np.float32).reshape(-1, 32)
+    d = (np.abs(b).max(axis=1) / 127.0).astype(np.float16)
+    df = d.astype(np.float32)
+    q = np.where(df[:, None] > 0, np.round(b / np.where(df > 0, df, 1)[:, None]), 0)
+    q = np.clip(q, -127, 127).astype(np.int8)
+    blocks = np.concatenate([d.view(np.uint8).reshape(-1, 2), q.view(np.uint8)], axis=1)
+    return blocks.tobytes(), (df[:, None] * q.astype(np.float32)).reshape(x.shape)
 
 
 def tokenizer_kvs(tokenizer_json, tokenizer_config=None, vocab_size=None):

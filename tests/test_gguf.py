@@ -197,20 +197,44 @@ def cmd_tokenizer(a, tmp):
     print("ok: detokenized identically")
 
 
+def top1(logits_text):
+    """[(id, logit)] of the largest logit at every position."""
+    return [tuple(json.loads(l)["top"][0]) for l in logits_text.splitlines()]
+
+
 def cmd_quantized(a, tmp):
+    """The matrices quantized to Q8_0 (gguf_py.quantize_q8_0), and beside it the
+    same model with those matrices dequantized to F32. The Q8_0 file either
+    runs, and then its top logit at every position is within 5% of the
+    dequantized model's (activations are quantized too), or is refused at load
+    naming a tensor and the type the backend lacks."""
     cfg, kvs, tensors = checkpoint(a.model)
-    q = []
-    for t in tensors:  # the matrices as Q8_0 blocks (zero scales: the bytes only need a layout)
+    q8, deq = [], []
+    for t in tensors:
         if len(t.shape) == 2 and t.name != "token_embd.weight" and t.shape[1] % 32 == 0:
-            rows, cols = t.shape
-            t = G.Tensor(t.name, G.GGML_Q8_0, t.shape, bytes(rows * cols // 32 * 34))
-        q.append(t)
-    path = os.path.join(tmp, "q8.gguf")
-    G.write(path, kvs, q)
-    p = run([a.engine, "generate", "-m", path, "--prompt-ids", "1 2", "-n", "2", "--print-ids"],
+            x = G.to_f32({G.GGML_F32: "F32", G.GGML_F16: "F16", G.GGML_BF16: "BF16"}[t.ggml_type],
+                         t.data).reshape(t.shape)
+            blocks, dq = G.quantize_q8_0(x)
+            q8.append(G.Tensor(t.name, G.GGML_Q8_0, t.shape, blocks))
+            deq.append(G.Tensor(t.name, G.GGML_F32, t.shape, dq.astype("<f4").tobytes()))
+        else:
+            q8.append(t)
+            deq.append(t)
+    path, ref = os.path.join(tmp, "q8.gguf"), os.path.join(tmp, "deq.gguf")
+    G.write(path, kvs, q8)
+    G.write(ref, kvs, deq)
+    p = run([a.engine, "logits", "-m", path, "--prompt-ids", PROMPT, "--top", "1", "-t", "2"],
             check=False)
     if p.returncode == 0:
-        print(f"ok: the Q8_0 file runs: {p.stdout.strip()}")
+        want = top1(run([a.engine, "logits", "-m", ref, "--prompt-ids", PROMPT, "--top", "1",
+                         "-t", "2"]).stdout)
+        got = top1(p.stdout)
+        scale = max(abs(l) for _, l in want)
+        worst = max(abs(g[1] - w[1]) for g, w in zip(got, want)) if len(got) == len(want) else 1e9
+        if worst > 0.05 * scale:
+            sys.exit(f"FAIL: the Q8_0 file runs, but its top logits {got} are not within 5% of "
+                     f"the dequantized model's {want}")
+        print(f"ok: the Q8_0 file runs; top logits within {worst:.4g} of the dequantized model's")
         return
     err = p.stderr
     if p.returncode != 1 or "has type Q8_0" not in err or ".weight'" not in err or "lacks" not in err:
