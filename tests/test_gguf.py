@@ -75,6 +75,13 @@ def cmd_lossless(a, tmp):
         if want != got or not want.strip():
             sys.exit(f"FAIL: text from the GGUF file {got!r} != {want!r}")
         print(f"ok: text prompt and output through the GGUF's own tokenizer identical: {got.strip()!r}")
+        # and its chat template: `encore chat` renders, generates and decodes alike
+        chat = ["chat", "-n", "12", "--temperature", "0", "-t", "2", "-m"]
+        want = run([a.engine] + chat + [a.model], stdin="Hello there\n/reset\nAgain\n").stdout
+        got = run([a.engine] + chat + [out], stdin="Hello there\n/reset\nAgain\n").stdout
+        if want != got or not want.strip():
+            sys.exit(f"FAIL: encore chat on the GGUF file {got!r} != {want!r}")
+        print("ok: encore chat through the GGUF's chat template identical")
 
 
 def checkpoint(model_dir):
