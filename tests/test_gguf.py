@@ -149,6 +149,11 @@ def bad_cases(cfg, kvs, tensors):
                                                               ("qwen3moe.expert_used_count", G.U32, 2),
                                                               ("qwen3moe.expert_feed_forward_length", G.U32, 16)],
                              tensors), ["'qwen3moe'", "not supported yet"]),
+        ("value_length", G.build([kv if kv[0] != "qwen3.attention.value_length" else (kv[0], G.U32, kv[2] * 2)
+                                  for kv in kvs], tensors),
+         ["'qwen3.attention.value_length'", "differs"]),
+        ("rope_scaling", G.build(kvs + [("qwen3.rope.scaling.type", G.STR, "yarn")], tensors),
+         ["'qwen3.rope.scaling.type'", "'yarn'"]),
         ("missing_tensor", G.build(kvs, [t for t in tensors if t.name != "blk.0.attn_q.weight"]),
          ["'blk.0.attn_q.weight'", "missing"]),
         ("wrong_shape", with_tensor(2, shape=[tensors[2].shape[0] * 2] + tensors[2].shape[1:],

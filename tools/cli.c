@@ -17,7 +17,8 @@
 
 const char cli_engine_options_help[] =
     "engine options:\n"
-    "  -m, --model DIR              Hugging Face Qwen3 checkpoint directory (required)\n"
+    "  -m, --model DIR|FILE.gguf    Hugging Face Qwen3 checkpoint directory, or a GGUF file\n"
+    "                               (config, tokenizer and chat template inside) (required)\n"
     "  --device NAME                cpu, vulkan (the best Vulkan device) or vulkan:N (see\n"
     "                               `encore devices`; default: ENCORE_DEVICE, else cpu)\n"
     "  -t, --threads N              compute threads (default: ENCORE_THREADS, else one per CPU)\n"
@@ -298,7 +299,7 @@ int cli_parse_args(const char *cmd, const char *help, int argc, char **argv, eng
         return CLI_BAD_ARGS;
     }
     if (!cfg->model_dir) {
-        cli_error(cmd, "no model given (-m DIR)");
+        cli_error(cmd, "no model given (-m DIR or -m FILE.gguf)");
         return CLI_BAD_ARGS;
     }
     return 0;
