@@ -281,14 +281,15 @@ uint32_t gguf_ggml_from_dtype(enc_dtype t)
 }
 
 /* ne[0..n_dims) of tensor t: each below 2^40 (no real tensor comes close),
- * the product within 2^62, ne[0] a whole number of blocks. Fills t->shape
+ * the product within 2^60 (so bytes, at most 4 per value, fit), ne[0] a
+ * whole number of blocks. Fills t->shape
  * reversed and *bytes. */
 static enc_status gguf__shape(gguf__cur *c, st_tensor *t, uint32_t n_dims, size_t at,
                               const uint64_t *ne, uint64_t *bytes)
 {
     uint64_t n = 1;
     for (uint32_t i = 0; i < n_dims; i++) {
-        if (ne[i] >= (1ull << 40) || (ne[i] && n > (1ull << 62) / ne[i]))
+        if (ne[i] >= (1ull << 40) || (ne[i] && n > (1ull << 60) / ne[i]))
             return enc_fail(ENC_ERR_FORMAT, "%s: tensor '%s' at byte offset %zu: dims too large",
                             c->path, t->name, at);
         n *= ne[i];
