@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static unsigned fuzz__sum(const void *p, size_t n)
 {
     unsigned s = 0;
-    for (size_t i = 0; i < n; i++) s += ((const unsigned char *)p)[i];
+    for (size_t i = 0; i < n; i++)
+        s += ((const unsigned char *)p)[i];
     return s;
 }
 
@@ -28,14 +29,16 @@ static unsigned fuzz__kv(const gguf_file *g, const gguf_kv *kv)
     if (gguf_find_kv(g, kv->key) != kv) abort();
     unsigned s = 0;
     if (kv->strs) {
-        for (uint64_t i = 0; i < kv->n; i++) s += fuzz__sum(kv->strs[i].p, (size_t)kv->strs[i].len);
+        for (uint64_t i = 0; i < kv->n; i++)
+            s += fuzz__sum(kv->strs[i].p, (size_t)kv->strs[i].len);
         return s;
     }
     int64_t iv = 0;
     int found = 0;
     if (gguf_get_int(g, kv->key, &iv, &found) == ENC_OK) s += (unsigned)iv;
     if (kv->type == GGUF_TYPE_ARRAY && gguf_get_int_array(g, kv->key, &kv, &found) == ENC_OK)
-        for (uint64_t i = 0; i < kv->n; i++) s += (unsigned)gguf_array_int(kv, i);
+        for (uint64_t i = 0; i < kv->n; i++)
+            s += (unsigned)gguf_array_int(kv, i);
     return s;
 }
 
@@ -48,7 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     unsigned sum = 0;
-    for (size_t i = 0; i < gguf_kv_count(g); i++) sum += fuzz__kv(g, gguf_kv_at(g, i));
+    for (size_t i = 0; i < gguf_kv_count(g); i++)
+        sum += fuzz__kv(g, gguf_kv_at(g, i));
     for (size_t i = 0; i < gguf_tensor_count(g); i++) {
         const st_tensor *t = gguf_tensor_at(g, i);
         if (gguf_find_tensor(g, t->name) != t) abort();

@@ -66,7 +66,8 @@ static void test_round_trip(void)
     CHECK(gguf_writer_add_i32_array(w, "x.ints", ints, 3) == ENC_OK);
     for (int i = 0; i < NT; i++) {
         t[i].data = malloc(t[i].n_bytes);
-        for (size_t k = 0; k < t[i].n_bytes; k++) t[i].data[k] = rng_byte();
+        for (size_t k = 0; k < t[i].n_bytes; k++)
+            t[i].data[k] = rng_byte();
         CHECK(gguf_writer_add_tensor(w, t[i].name, t[i].dtype, t[i].n_dims, t[i].shape, t[i].data,
                                      t[i].n_bytes, 0) == ENC_OK);
     }
@@ -88,12 +89,13 @@ static void test_round_trip(void)
     int found = 0;
     int64_t iv = 0;
     double fv = 0;
-    CHECK(gguf_get_str(g, "general.architecture", &s, &found) == ENC_OK && found &&
-          s.len == 5 && !memcmp(s.p, "qwen3", 5));
+    CHECK(gguf_get_str(g, "general.architecture", &s, &found) == ENC_OK && found && s.len == 5 &&
+          !memcmp(s.p, "qwen3", 5));
     CHECK(gguf_get_int(g, "qwen3.block_count", &iv, &found) == ENC_OK && found && iv == 28);
     CHECK(gguf_get_int(g, "x.neg", &iv, &found) == ENC_OK && iv == -7);
     CHECK(gguf_get_float(g, "x.eps", &fv, &found) == ENC_OK && fv == (double)1e-6f);
-    CHECK(gguf_find_kv(g, "x.flag")->type == GGUF_TYPE_BOOL && gguf_find_kv(g, "x.flag")->data[0] == 1);
+    CHECK(gguf_find_kv(g, "x.flag")->type == GGUF_TYPE_BOOL &&
+          gguf_find_kv(g, "x.flag")->data[0] == 1);
     const gguf_str *arr = NULL;
     uint64_t n = 0;
     CHECK(gguf_get_str_array(g, "x.strs", &arr, &n, &found) == ENC_OK && n == 3);
@@ -101,7 +103,8 @@ static void test_round_trip(void)
         CHECK(arr[i].len == strlen(strs[i]) && !memcmp(arr[i].p, strs[i], arr[i].len));
     const gguf_kv *ia = NULL;
     CHECK(gguf_get_int_array(g, "x.ints", &ia, &found) == ENC_OK && ia && ia->n == 3);
-    for (uint64_t i = 0; ia && i < 3; i++) CHECK(gguf_array_int(ia, i) == ints[i]);
+    for (uint64_t i = 0; ia && i < 3; i++)
+        CHECK(gguf_array_int(ia, i) == ints[i]);
     CHECK(gguf_get_int(g, "absent", &iv, &found) == ENC_OK && !found);
 
     /* typed getters refuse other types, naming the key */
@@ -116,12 +119,14 @@ static void test_round_trip(void)
         CHECK(r != NULL);
         if (!r) continue;
         CHECK(r->dtype == t[i].dtype && r->n_dims == t[i].n_dims && r->n_bytes == t[i].n_bytes);
-        for (int d = 0; d < t[i].n_dims; d++) CHECK(r->shape[d] == t[i].shape[d]);
+        for (int d = 0; d < t[i].n_dims; d++)
+            CHECK(r->shape[d] == t[i].shape[d]);
         CHECK(!memcmp(r->data, t[i].data, t[i].n_bytes));
         CHECK(r->file_offset % 64 == 0);
     }
     gguf_close(g);
-    for (int i = 0; i < NT; i++) free(t[i].data);
+    for (int i = 0; i < NT; i++)
+        free(t[i].data);
 }
 
 /* --- a file laid out by hand -------------------------------------------- */
@@ -133,7 +138,8 @@ typedef struct hbuf {
 
 static void h_le(hbuf *h, uint64_t v, int k)
 {
-    for (int i = 0; i < k; i++) h->b[h->n++] = (unsigned char)(v >> (8 * i));
+    for (int i = 0; i < k; i++)
+        h->b[h->n++] = (unsigned char)(v >> (8 * i));
 }
 static void h_str(hbuf *h, const char *s)
 {
@@ -160,13 +166,14 @@ static void test_by_hand(void)
     h_le(&h, 250, 1);
     h_le(&h, 7, 1);
     h_str(&h, "w");
-    h_le(&h, 2, 4);  /* n_dims */
-    h_le(&h, 4, 8);  /* ne[0]: the row length */
-    h_le(&h, 2, 8);  /* ne[1]: rows */
-    h_le(&h, 0, 4);  /* F32 */
-    h_le(&h, 0, 8);  /* offset */
+    h_le(&h, 2, 4); /* n_dims */
+    h_le(&h, 4, 8); /* ne[0]: the row length */
+    h_le(&h, 2, 8); /* ne[1]: rows */
+    h_le(&h, 0, 4); /* F32 */
+    h_le(&h, 0, 8); /* offset */
     size_t data = (h.n + 31) / 32 * 32;
-    while (h.n < data) h.b[h.n++] = 0;
+    while (h.n < data)
+        h.b[h.n++] = 0;
     for (int i = 0; i < 8; i++) {
         float f = (float)i + 0.5f;
         memcpy(h.b + h.n, &f, 4);

@@ -63,8 +63,10 @@ int cmd_quantize(int argc, char **argv)
         return CLI_BAD_ARGS;
     }
     if (!quantize_type_parse(type_name, &type)) {
-        cli_error("quantize", "--type '%s' is not one of f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, "
-                  "q6_k", type_name);
+        cli_error("quantize",
+                  "--type '%s' is not one of f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, "
+                  "q6_k",
+                  type_name);
         return CLI_BAD_ARGS;
     }
     int last = -1;

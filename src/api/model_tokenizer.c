@@ -33,9 +33,11 @@ static enc_status mtok__model(const gguf_file *g, char *pre, size_t pre_cap)
     int found = 0;
     ENC_TRY(gguf_get_str(g, "tokenizer.ggml.model", &s, &found));
     if (!found || s.len != 4 || memcmp(s.p, "gpt2", 4))
-        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: key 'tokenizer.ggml.model' is '%.*s'; encore "
-                        "reads gpt2 (byte-level BPE)", gguf_path(g),
-                        found ? (int)(s.len < 32 ? s.len : 32) : 9, found ? s.p : "(absent)");
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "%s: key 'tokenizer.ggml.model' is '%.*s'; encore "
+                        "reads gpt2 (byte-level BPE)",
+                        gguf_path(g), found ? (int)(s.len < 32 ? s.len : 32) : 9,
+                        found ? s.p : "(absent)");
     ENC_TRY(gguf_get_str(g, "tokenizer.ggml.pre", &s, &found));
     size_t n = found ? (size_t)s.len : 0;
     if (n >= pre_cap) n = pre_cap - 1;
@@ -50,7 +52,8 @@ static enc_status mtok__table(const gguf_str *s, uint64_t n, const char ***p, si
     *p = malloc((size_t)(n ? n : 1) * sizeof **p);
     *len = malloc((size_t)(n ? n : 1) * sizeof **len);
     if (!*p || !*len) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "tokenizer lists");
-    for (uint64_t i = 0; i < n; i++) (*p)[i] = s[i].p, (*len)[i] = (size_t)s[i].len;
+    for (uint64_t i = 0; i < n; i++)
+        (*p)[i] = s[i].p, (*len)[i] = (size_t)s[i].len;
     return ENC_OK;
 }
 
@@ -63,9 +66,11 @@ static enc_status mtok__types(const gguf_file *g, uint64_t n_tokens, int32_t **o
     ENC_TRY(gguf_get_int_array(g, "tokenizer.ggml.token_type", &kv, &found));
     if (!found) return ENC_OK;
     if (kv->n != n_tokens)
-        return enc_fail(ENC_ERR_FORMAT, "%s: key 'tokenizer.ggml.token_type' at byte offset %zu "
-                        "has %llu entries for %llu tokens", gguf_path(g), kv->offset,
-                        (unsigned long long)kv->n, (unsigned long long)n_tokens);
+        return enc_fail(ENC_ERR_FORMAT,
+                        "%s: key 'tokenizer.ggml.token_type' at byte offset %zu "
+                        "has %llu entries for %llu tokens",
+                        gguf_path(g), kv->offset, (unsigned long long)kv->n,
+                        (unsigned long long)n_tokens);
     *out = malloc((size_t)(n_tokens ? n_tokens : 1) * sizeof **out);
     if (!*out) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "token types");
     for (uint64_t i = 0; i < n_tokens; i++) {
@@ -105,10 +110,14 @@ static enc_status mtok__lists(const gguf_file *g, tokenizer_lists *l, mtok__tabl
     ENC_TRY(mtok__table(tokens, n_tokens, &t->tokens, &t->token_lens));
     ENC_TRY(mtok__table(merges, n_merges, &t->merges, &t->merge_lens));
     ENC_TRY(mtok__types(g, n_tokens, &t->types));
-    *l = (tokenizer_lists){.n_tokens = (size_t)n_tokens, .tokens = t->tokens,
-                           .token_lens = t->token_lens, .token_types = t->types,
-                           .n_merges = (size_t)n_merges, .merges = t->merges,
-                           .merge_lens = t->merge_lens, .pre = pre};
+    *l = (tokenizer_lists){.n_tokens = (size_t)n_tokens,
+                           .tokens = t->tokens,
+                           .token_lens = t->token_lens,
+                           .token_types = t->types,
+                           .n_merges = (size_t)n_merges,
+                           .merges = t->merges,
+                           .merge_lens = t->merge_lens,
+                           .pre = pre};
     ENC_TRY(mtok__id(g, "tokenizer.ggml.bos_token_id", &l->bos_id));
     ENC_TRY(mtok__id(g, "tokenizer.ggml.eos_token_id", &l->eos_id));
     ENC_TRY(mtok__id(g, "tokenizer.ggml.padding_token_id", &l->pad_id));
@@ -142,7 +151,8 @@ static int32_t mtok__type_of(const tokenizer *t, int32_t id)
 
 static enc_status mtok__write_tokens(const tokenizer *t, int64_t vocab_size, gguf_writer *w)
 {
-    size_t n = (size_t)(vocab_size > tokenizer_vocab_size(t) ? vocab_size : tokenizer_vocab_size(t));
+    size_t n =
+        (size_t)(vocab_size > tokenizer_vocab_size(t) ? vocab_size : tokenizer_vocab_size(t));
     const char **text = malloc(n * sizeof *text);
     char *pads = malloc(n * 32);
     int32_t *types = malloc(n * sizeof *types);
@@ -169,13 +179,18 @@ static enc_status mtok__write_merges(const tokenizer *t, gguf_writer *w)
     char **m = calloc(n ? n : 1, sizeof *m);
     enc_status s = m ? ENC_OK : enc_fail(ENC_ERR_OUT_OF_MEMORY, "merges");
     for (size_t i = 0; s == ENC_OK && i < n; i++) {
-        const char *a = tokenizer_token_text(t, pairs[2 * i]), *b = tokenizer_token_text(t, pairs[2 * i + 1]);
+        const char *a = tokenizer_token_text(t, pairs[2 * i]),
+                   *b = tokenizer_token_text(t, pairs[2 * i + 1]);
         size_t len = strlen(a) + 1 + strlen(b) + 1;
-        if (!(m[i] = malloc(len))) s = enc_fail(ENC_ERR_OUT_OF_MEMORY, "merges");
-        else snprintf(m[i], len, "%s %s", a, b);
+        if (!(m[i] = malloc(len)))
+            s = enc_fail(ENC_ERR_OUT_OF_MEMORY, "merges");
+        else
+            snprintf(m[i], len, "%s %s", a, b);
     }
-    if (s == ENC_OK) s = gguf_writer_add_str_array(w, "tokenizer.ggml.merges", (const char *const *)m, NULL, n);
-    for (size_t i = 0; m && i < n; i++) free(m[i]);
+    if (s == ENC_OK)
+        s = gguf_writer_add_str_array(w, "tokenizer.ggml.merges", (const char *const *)m, NULL, n);
+    for (size_t i = 0; m && i < n; i++)
+        free(m[i]);
     free(m);
     free(pairs);
     return s;
@@ -188,11 +203,14 @@ enc_status model_tokenizer_to_gguf(const tokenizer *t, int64_t vocab_size, gguf_
     ENC_TRY(mtok__write_tokens(t, vocab_size, w));
     ENC_TRY(mtok__write_merges(t, w));
     if (tokenizer_eos_id(t) >= 0)
-        ENC_TRY(gguf_writer_add_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)tokenizer_eos_id(t)));
+        ENC_TRY(
+            gguf_writer_add_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)tokenizer_eos_id(t)));
     if (tokenizer_pad_id(t) >= 0)
-        ENC_TRY(gguf_writer_add_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)tokenizer_pad_id(t)));
+        ENC_TRY(gguf_writer_add_u32(w, "tokenizer.ggml.padding_token_id",
+                                    (uint32_t)tokenizer_pad_id(t)));
     if (tokenizer_bos_id(t) >= 0)
-        ENC_TRY(gguf_writer_add_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)tokenizer_bos_id(t)));
+        ENC_TRY(
+            gguf_writer_add_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)tokenizer_bos_id(t)));
     ENC_TRY(gguf_writer_add_bool(w, "tokenizer.ggml.add_bos_token", 0));
     const char *tpl = tokenizer_chat_template(t);
     return tpl ? gguf_writer_add_str(w, "tokenizer.chat_template", tpl, strlen(tpl)) : ENC_OK;
@@ -205,7 +223,8 @@ static enc_status mtok__from_gguf_path(const char *path, int optional, tokenizer
     gguf_file *g = NULL;
     ENC_TRY(gguf_open(path, &g));
     enc_status s = ENC_OK;
-    if (!optional || gguf_find_kv(g, "tokenizer.ggml.tokens")) s = model_tokenizer_from_gguf(g, out);
+    if (!optional || gguf_find_kv(g, "tokenizer.ggml.tokens"))
+        s = model_tokenizer_from_gguf(g, out);
     gguf_close(g);
     return s;
 }

@@ -27,9 +27,11 @@ int quantize_type_parse(const char *name, enc_dtype *out)
 static const char *quantize__name(const char *dir, char *buf, size_t cap)
 {
     size_t end = strlen(dir);
-    while (end > 1 && dir[end - 1] == '/') end--;
+    while (end > 1 && dir[end - 1] == '/')
+        end--;
     size_t start = end;
-    while (start > 0 && dir[start - 1] != '/') start--;
+    while (start > 0 && dir[start - 1] != '/')
+        start--;
     size_t n = end - start < cap - 1 ? end - start : cap - 1;
     memcpy(buf, dir + start, n);
     buf[n] = '\0';

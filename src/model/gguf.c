@@ -45,7 +45,10 @@ typedef struct gguf__cur {
     const char *path;
 } gguf__cur;
 
-static size_t gguf__left(const gguf__cur *c) { return c->size - c->pos; }
+static size_t gguf__left(const gguf__cur *c)
+{
+    return c->size - c->pos;
+}
 
 /* Take n bytes; what names the field in the error. */
 static enc_status gguf__take(gguf__cur *c, size_t n, const char *what, const unsigned char **out)
@@ -62,7 +65,8 @@ static enc_status gguf__take(gguf__cur *c, size_t n, const char *what, const uns
 static uint64_t gguf__le(const unsigned char *b, int n)
 {
     uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--) v = v << 8 | b[i];
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | b[i];
     return v;
 }
 
@@ -118,8 +122,8 @@ static enc_status gguf__name(gguf__cur *c, const char *what, char **out)
 /* --- metadata --------------------------------------------------------------- */
 
 static const char *const gguf__type_names[GGUF_TYPE_COUNT] = {
-    "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
-    "bool",  "string", "array", "uint64", "int64", "float64",
+    "uint8", "int8",   "uint16", "int16",  "uint32", "int32",   "float32",
+    "bool",  "string", "array",  "uint64", "int64",  "float64",
 };
 
 const char *gguf_type_name(gguf_type t)
@@ -133,16 +137,21 @@ static size_t gguf__scalar_size(gguf_type t)
     switch (t) {
     case GGUF_TYPE_UINT8:
     case GGUF_TYPE_INT8:
-    case GGUF_TYPE_BOOL: return 1;
+    case GGUF_TYPE_BOOL:
+        return 1;
     case GGUF_TYPE_UINT16:
-    case GGUF_TYPE_INT16: return 2;
+    case GGUF_TYPE_INT16:
+        return 2;
     case GGUF_TYPE_UINT32:
     case GGUF_TYPE_INT32:
-    case GGUF_TYPE_FLOAT32: return 4;
+    case GGUF_TYPE_FLOAT32:
+        return 4;
     case GGUF_TYPE_UINT64:
     case GGUF_TYPE_INT64:
-    case GGUF_TYPE_FLOAT64: return 8;
-    default: return 0;
+    case GGUF_TYPE_FLOAT64:
+        return 8;
+    default:
+        return 0;
     }
 }
 
@@ -160,7 +169,8 @@ static enc_status gguf__read_strs(gguf__cur *c, gguf_kv *kv)
     kv->strs = s; /* freed by gguf_close */
     char what[GGUF__MAX_NAME + 16];
     snprintf(what, sizeof what, "key '%s'", kv->key);
-    for (uint64_t i = 0; i < kv->n; i++) ENC_TRY(gguf__str(c, what, &s[i]));
+    for (uint64_t i = 0; i < kv->n; i++)
+        ENC_TRY(gguf__str(c, what, &s[i]));
     return ENC_OK;
 }
 
@@ -221,7 +231,8 @@ static enc_status gguf__index_kvs(gguf_file *g)
 {
     g->kv_sorted = malloc((g->n_kv ? g->n_kv : 1) * sizeof *g->kv_sorted);
     if (!g->kv_sorted) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "%s: metadata index", g->path);
-    for (size_t i = 0; i < g->n_kv; i++) g->kv_sorted[i] = &g->kvs[i];
+    for (size_t i = 0; i < g->n_kv; i++)
+        g->kv_sorted[i] = &g->kvs[i];
     qsort(g->kv_sorted, g->n_kv, sizeof *g->kv_sorted, gguf__cmp_kv);
     for (size_t i = 1; i < g->n_kv; i++)
         if (!strcmp(g->kv_sorted[i - 1]->key, g->kv_sorted[i]->key))
@@ -238,12 +249,16 @@ static enc_status gguf__alignment(gguf_file *g)
     const gguf_kv *kv = gguf_find_kv(g, "general.alignment");
     if (!kv) return ENC_OK;
     if (kv->type != GGUF_TYPE_UINT32)
-        return enc_fail(ENC_ERR_FORMAT, "%s: key 'general.alignment' at byte offset %zu is %s, "
-                        "not uint32", g->path, kv->offset, gguf_type_name(kv->type));
+        return enc_fail(ENC_ERR_FORMAT,
+                        "%s: key 'general.alignment' at byte offset %zu is %s, "
+                        "not uint32",
+                        g->path, kv->offset, gguf_type_name(kv->type));
     uint64_t a = gguf__le(kv->data, 4);
     if (a == 0 || (a & (a - 1)))
-        return enc_fail(ENC_ERR_FORMAT, "%s: key 'general.alignment' at byte offset %zu is %llu, "
-                        "not a power of two", g->path, kv->offset, (unsigned long long)a);
+        return enc_fail(ENC_ERR_FORMAT,
+                        "%s: key 'general.alignment' at byte offset %zu is %llu, "
+                        "not a power of two",
+                        g->path, kv->offset, (unsigned long long)a);
     g->alignment = (size_t)a;
     return ENC_OK;
 }
@@ -253,30 +268,56 @@ static enc_status gguf__alignment(gguf_file *g)
 int gguf_dtype_from_ggml(uint32_t ggml_type, enc_dtype *out)
 {
     switch (ggml_type) {
-    case GGML_TYPE_F32: *out = ENC_F32; return 1;
-    case GGML_TYPE_F16: *out = ENC_F16; return 1;
-    case GGML_TYPE_BF16: *out = ENC_BF16; return 1;
-    case GGML_TYPE_Q4_0: *out = ENC_Q4_0; return 1;
-    case GGML_TYPE_Q8_0: *out = ENC_Q8_0; return 1;
-    case GGML_TYPE_Q4_K: *out = ENC_Q4_K; return 1;
-    case GGML_TYPE_Q5_K: *out = ENC_Q5_K; return 1;
-    case GGML_TYPE_Q6_K: *out = ENC_Q6_K; return 1;
-    default: return 0;
+    case GGML_TYPE_F32:
+        *out = ENC_F32;
+        return 1;
+    case GGML_TYPE_F16:
+        *out = ENC_F16;
+        return 1;
+    case GGML_TYPE_BF16:
+        *out = ENC_BF16;
+        return 1;
+    case GGML_TYPE_Q4_0:
+        *out = ENC_Q4_0;
+        return 1;
+    case GGML_TYPE_Q8_0:
+        *out = ENC_Q8_0;
+        return 1;
+    case GGML_TYPE_Q4_K:
+        *out = ENC_Q4_K;
+        return 1;
+    case GGML_TYPE_Q5_K:
+        *out = ENC_Q5_K;
+        return 1;
+    case GGML_TYPE_Q6_K:
+        *out = ENC_Q6_K;
+        return 1;
+    default:
+        return 0;
     }
 }
 
 uint32_t gguf_ggml_from_dtype(enc_dtype t)
 {
     switch (t) {
-    case ENC_F32: return GGML_TYPE_F32;
-    case ENC_F16: return GGML_TYPE_F16;
-    case ENC_BF16: return GGML_TYPE_BF16;
-    case ENC_Q4_0: return GGML_TYPE_Q4_0;
-    case ENC_Q8_0: return GGML_TYPE_Q8_0;
-    case ENC_Q4_K: return GGML_TYPE_Q4_K;
-    case ENC_Q5_K: return GGML_TYPE_Q5_K;
-    case ENC_Q6_K: return GGML_TYPE_Q6_K;
-    default: return UINT32_MAX;
+    case ENC_F32:
+        return GGML_TYPE_F32;
+    case ENC_F16:
+        return GGML_TYPE_F16;
+    case ENC_BF16:
+        return GGML_TYPE_BF16;
+    case ENC_Q4_0:
+        return GGML_TYPE_Q4_0;
+    case ENC_Q8_0:
+        return GGML_TYPE_Q8_0;
+    case ENC_Q4_K:
+        return GGML_TYPE_Q4_K;
+    case ENC_Q5_K:
+        return GGML_TYPE_Q5_K;
+    case ENC_Q6_K:
+        return GGML_TYPE_Q6_K;
+    default:
+        return UINT32_MAX;
     }
 }
 
@@ -300,8 +341,8 @@ static enc_status gguf__shape(gguf__cur *c, st_tensor *t, uint32_t n_dims, size_
         return enc_fail(ENC_ERR_FORMAT,
                         "%s: tensor '%s' at byte offset %zu: rows of %llu values are not whole "
                         "%s blocks of %lld",
-                        c->path, t->name, at, (unsigned long long)ne[0],
-                        enc_dtype_name(t->dtype), (long long)be);
+                        c->path, t->name, at, (unsigned long long)ne[0], enc_dtype_name(t->dtype),
+                        (long long)be);
     uint64_t rows = ne[0] ? n / ne[0] : 0;
     *bytes = rows * (uint64_t)enc_dtype_row_bytes(t->dtype, (int64_t)ne[0]);
     return ENC_OK;
@@ -317,10 +358,12 @@ static enc_status gguf__read_tensor_info(gguf__cur *c, size_t alignment, st_tens
     uint32_t n_dims = 0, type = 0;
     ENC_TRY(gguf__u32(c, name, &n_dims));
     if (n_dims < 1 || n_dims > GGUF__MAX_DIMS)
-        return enc_fail(ENC_ERR_FORMAT, "%s: tensor '%s' at byte offset %zu has n_dims %u (1 to %d)",
-                        c->path, name, at, n_dims, GGUF__MAX_DIMS);
+        return enc_fail(ENC_ERR_FORMAT,
+                        "%s: tensor '%s' at byte offset %zu has n_dims %u (1 to %d)", c->path, name,
+                        at, n_dims, GGUF__MAX_DIMS);
     uint64_t ne[GGUF__MAX_DIMS], off = 0, bytes = 0;
-    for (uint32_t i = 0; i < n_dims; i++) ENC_TRY(gguf__u64(c, name, &ne[i]));
+    for (uint32_t i = 0; i < n_dims; i++)
+        ENC_TRY(gguf__u64(c, name, &ne[i]));
     size_t type_at = c->pos;
     ENC_TRY(gguf__u32(c, name, &type));
     if (!gguf_dtype_from_ggml(type, &t->dtype))
@@ -337,8 +380,9 @@ static enc_status gguf__read_tensor_info(gguf__cur *c, size_t alignment, st_tens
                         "of the alignment %zu",
                         c->path, name, at, (unsigned long long)off, alignment);
     if (off > SIZE_MAX / 2 || bytes > SIZE_MAX / 2)
-        return enc_fail(ENC_ERR_FORMAT, "%s: tensor '%s' at byte offset %zu: offset or size too large",
-                        c->path, name, at);
+        return enc_fail(ENC_ERR_FORMAT,
+                        "%s: tensor '%s' at byte offset %zu: offset or size too large", c->path,
+                        name, at);
     t->file_offset = (size_t)off;
     t->n_bytes = (size_t)bytes;
     t->file = c->path;
@@ -365,24 +409,28 @@ static enc_status gguf__place_tensors(gguf_file *g)
     st_tensor *t = g->tensors;
     size_t n = g->n_tensors, size = g->map.size;
     if (n && g->data_start > size)
-        return enc_fail(ENC_ERR_FORMAT, "%s: truncated: the data section would start at byte "
-                        "offset %zu, past the end of the file (%zu bytes)", g->path,
-                        g->data_start, size);
+        return enc_fail(ENC_ERR_FORMAT,
+                        "%s: truncated: the data section would start at byte "
+                        "offset %zu, past the end of the file (%zu bytes)",
+                        g->path, g->data_start, size);
     qsort(t, n, sizeof *t, gguf__cmp_offset);
     const st_tensor *prev = NULL; /* the non-empty tensor reaching furthest */
     for (size_t i = 0; i < n; i++) {
         size_t begin = g->data_start + t[i].file_offset;
         if (t[i].file_offset > size - g->data_start || t[i].n_bytes > size - begin)
-            return enc_fail(ENC_ERR_FORMAT, "%s: tensor '%s': data at byte offset %zu (%zu bytes) "
-                            "runs past the end of the file (%zu bytes)", g->path, t[i].name,
-                            begin, t[i].n_bytes, size);
+            return enc_fail(ENC_ERR_FORMAT,
+                            "%s: tensor '%s': data at byte offset %zu (%zu bytes) "
+                            "runs past the end of the file (%zu bytes)",
+                            g->path, t[i].name, begin, t[i].n_bytes, size);
         if (prev && t[i].n_bytes && t[i].file_offset < prev->file_offset + prev->n_bytes)
-            return enc_fail(ENC_ERR_FORMAT, "%s: tensors '%s' (data bytes %zu..%zu) and '%s' (data "
-                            "bytes %zu..%zu) overlap", g->path, prev->name,
-                            g->data_start + prev->file_offset,
+            return enc_fail(ENC_ERR_FORMAT,
+                            "%s: tensors '%s' (data bytes %zu..%zu) and '%s' (data "
+                            "bytes %zu..%zu) overlap",
+                            g->path, prev->name, g->data_start + prev->file_offset,
                             g->data_start + prev->file_offset + prev->n_bytes, t[i].name, begin,
                             begin + t[i].n_bytes);
-        if (t[i].n_bytes && (!prev || t[i].file_offset + t[i].n_bytes > prev->file_offset + prev->n_bytes))
+        if (t[i].n_bytes &&
+            (!prev || t[i].file_offset + t[i].n_bytes > prev->file_offset + prev->n_bytes))
             prev = &t[i];
     }
     for (size_t i = 0; i < n; i++) {
@@ -403,24 +451,27 @@ static enc_status gguf__header(gguf__cur *c, uint64_t *n_tensors, uint64_t *n_kv
     const unsigned char *magic = NULL;
     uint32_t version;
     if (c->size < 24)
-        return enc_fail(ENC_ERR_FORMAT, "%s: truncated: %zu bytes, a GGUF header needs 24",
-                        c->path, c->size);
+        return enc_fail(ENC_ERR_FORMAT, "%s: truncated: %zu bytes, a GGUF header needs 24", c->path,
+                        c->size);
     ENC_TRY(gguf__take(c, 4, "magic", &magic));
     if (memcmp(magic, "GGUF", 4))
         return enc_fail(ENC_ERR_FORMAT, "%s: bad magic at byte offset 0 (not a GGUF file)",
                         c->path);
     ENC_TRY(gguf__u32(c, "version", &version));
     if (version != GGUF_VERSION)
-        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: GGUF version %u at byte offset 4 is not "
-                        "supported (encore reads version 3, little-endian)%s", c->path, version,
-                        version > 0xffff ? "; a big-endian file?" : "");
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "%s: GGUF version %u at byte offset 4 is not "
+                        "supported (encore reads version 3, little-endian)%s",
+                        c->path, version, version > 0xffff ? "; a big-endian file?" : "");
     ENC_TRY(gguf__u64(c, "tensor count", n_tensors));
     ENC_TRY(gguf__u64(c, "metadata count", n_kv));
     /* A kv takes >= 8 + 1 + 4 + 1 bytes, a tensor info >= 8 + 1 + 4 + 8 + 4 + 8. */
     if (*n_kv > gguf__left(c) / 14 || *n_tensors > gguf__left(c) / 33)
-        return enc_fail(ENC_ERR_FORMAT, "%s: %llu metadata keys and %llu tensors (byte offsets "
-                        "16 and 8) cannot fit in a %zu-byte file", c->path,
-                        (unsigned long long)*n_kv, (unsigned long long)*n_tensors, c->size);
+        return enc_fail(ENC_ERR_FORMAT,
+                        "%s: %llu metadata keys and %llu tensors (byte offsets "
+                        "16 and 8) cannot fit in a %zu-byte file",
+                        c->path, (unsigned long long)*n_kv, (unsigned long long)*n_tensors,
+                        c->size);
     return ENC_OK;
 }
 
@@ -433,7 +484,8 @@ static enc_status gguf__parse(gguf_file *g)
     g->kvs = calloc((size_t)n_kv + 1, sizeof *g->kvs);
     g->tensors = calloc((size_t)n_tensors + 1, sizeof *g->tensors);
     if (!g->kvs || !g->tensors) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "%s: header", g->path);
-    for (; g->n_kv < n_kv; g->n_kv++) ENC_TRY(gguf__read_kv(&c, &g->kvs[g->n_kv]));
+    for (; g->n_kv < n_kv; g->n_kv++)
+        ENC_TRY(gguf__read_kv(&c, &g->kvs[g->n_kv]));
     ENC_TRY(gguf__index_kvs(g));
     ENC_TRY(gguf__alignment(g));
     for (; g->n_tensors < n_tensors; g->n_tensors++)
@@ -477,7 +529,8 @@ void gguf_close(gguf_file *g)
         free((char *)g->kvs[g->n_kv].key);
         free((gguf_str *)g->kvs[g->n_kv].strs);
     }
-    for (size_t i = 0; i <= g->n_tensors && g->tensors; i++) free((char *)g->tensors[i].name);
+    for (size_t i = 0; i <= g->n_tensors && g->tensors; i++)
+        free((char *)g->tensors[i].name);
     free(g->kvs);
     free(g->kv_sorted);
     free(g->tensors);
@@ -488,11 +541,26 @@ void gguf_close(gguf_file *g)
 
 /* --- lookups ------------------------------------------------------------------ */
 
-const char *gguf_path(const gguf_file *g) { return g->path; }
-size_t gguf_alignment(const gguf_file *g) { return g->alignment; }
-size_t gguf_kv_count(const gguf_file *g) { return g->n_kv; }
-const gguf_kv *gguf_kv_at(const gguf_file *g, size_t i) { return i < g->n_kv ? &g->kvs[i] : NULL; }
-size_t gguf_tensor_count(const gguf_file *g) { return g->n_tensors; }
+const char *gguf_path(const gguf_file *g)
+{
+    return g->path;
+}
+size_t gguf_alignment(const gguf_file *g)
+{
+    return g->alignment;
+}
+size_t gguf_kv_count(const gguf_file *g)
+{
+    return g->n_kv;
+}
+const gguf_kv *gguf_kv_at(const gguf_file *g, size_t i)
+{
+    return i < g->n_kv ? &g->kvs[i] : NULL;
+}
+size_t gguf_tensor_count(const gguf_file *g)
+{
+    return g->n_tensors;
+}
 
 const st_tensor *gguf_tensor_at(const gguf_file *g, size_t i)
 {
@@ -526,11 +594,16 @@ int64_t gguf_array_int(const gguf_kv *kv, uint64_t i)
     size_t es = gguf__scalar_size(kv->elem_type);
     uint64_t u = gguf__le(kv->data + i * es, (int)es);
     switch (kv->elem_type) {
-    case GGUF_TYPE_INT8: return (int8_t)u;
-    case GGUF_TYPE_INT16: return (int16_t)u;
-    case GGUF_TYPE_INT32: return (int32_t)u;
-    case GGUF_TYPE_INT64: return (int64_t)u;
-    default: return (int64_t)u; /* unsigned; a u64 above INT64_MAX is refused by gguf_get_int */
+    case GGUF_TYPE_INT8:
+        return (int8_t)u;
+    case GGUF_TYPE_INT16:
+        return (int16_t)u;
+    case GGUF_TYPE_INT32:
+        return (int32_t)u;
+    case GGUF_TYPE_INT64:
+        return (int64_t)u;
+    default:
+        return (int64_t)u; /* unsigned; a u64 above INT64_MAX is refused by gguf_get_int */
     }
 }
 
@@ -542,14 +615,20 @@ static enc_status gguf__typed(const gguf_file *g, const char *key, int array, in
     *found = *out != NULL;
     if (!*out) return ENC_OK;
     if ((array != ((*out)->type == GGUF_TYPE_ARRAY)) || !ok((*out)->elem_type))
-        return enc_fail(ENC_ERR_FORMAT, "%s: key '%s' at byte offset %zu is %s%s, not %s",
-                        g->path, key, (*out)->offset, (*out)->type == GGUF_TYPE_ARRAY ? "an array of " : "",
+        return enc_fail(ENC_ERR_FORMAT, "%s: key '%s' at byte offset %zu is %s%s, not %s", g->path,
+                        key, (*out)->offset, (*out)->type == GGUF_TYPE_ARRAY ? "an array of " : "",
                         gguf_type_name((*out)->elem_type), what);
     return ENC_OK;
 }
 
-static int gguf__is_float(gguf_type t) { return t == GGUF_TYPE_FLOAT32 || t == GGUF_TYPE_FLOAT64; }
-static int gguf__is_string(gguf_type t) { return t == GGUF_TYPE_STRING; }
+static int gguf__is_float(gguf_type t)
+{
+    return t == GGUF_TYPE_FLOAT32 || t == GGUF_TYPE_FLOAT64;
+}
+static int gguf__is_string(gguf_type t)
+{
+    return t == GGUF_TYPE_STRING;
+}
 
 enc_status gguf_get_int(const gguf_file *g, const char *key, int64_t *out, int *found)
 {

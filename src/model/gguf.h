@@ -66,10 +66,10 @@ typedef struct gguf_str {
 } gguf_str;
 
 typedef struct gguf_kv {
-    const char *key;     /* NUL-terminated, owned by the file */
-    gguf_type type;      /* GGUF_TYPE_ARRAY for arrays */
-    gguf_type elem_type; /* arrays: the element type; else == type */
-    uint64_t n;          /* elements (1 for a scalar) */
+    const char *key;           /* NUL-terminated, owned by the file */
+    gguf_type type;            /* GGUF_TYPE_ARRAY for arrays */
+    gguf_type elem_type;       /* arrays: the element type; else == type */
+    uint64_t n;                /* elements (1 for a scalar) */
     const unsigned char *data; /* the first element in the mapping (not for strings) */
     const gguf_str *strs;      /* strings: [n], owned by the file; else NULL */
     size_t offset;             /* byte offset of the value in the file */
@@ -90,7 +90,7 @@ const char *gguf_path(const gguf_file *g);
 size_t gguf_alignment(const gguf_file *g);
 
 size_t gguf_kv_count(const gguf_file *g);
-const gguf_kv *gguf_kv_at(const gguf_file *g, size_t i); /* in file order */
+const gguf_kv *gguf_kv_at(const gguf_file *g, size_t i);          /* in file order */
 const gguf_kv *gguf_find_kv(const gguf_file *g, const char *key); /* NULL if absent */
 
 /* Typed getters. An absent key gives *found = 0 and ENC_OK; a key of another
@@ -104,12 +104,11 @@ enc_status gguf_get_str(const gguf_file *g, const char *key, gguf_str *out, int 
 enc_status gguf_get_str_array(const gguf_file *g, const char *key, const gguf_str **out,
                               uint64_t *n, int *found);
 /* An array of integers (any width): *out is the kv, read with gguf_array_int. */
-enc_status gguf_get_int_array(const gguf_file *g, const char *key, const gguf_kv **out,
-                              int *found);
+enc_status gguf_get_int_array(const gguf_file *g, const char *key, const gguf_kv **out, int *found);
 int64_t gguf_array_int(const gguf_kv *kv, uint64_t i);
 
 size_t gguf_tensor_count(const gguf_file *g);
-const st_tensor *gguf_tensor_at(const gguf_file *g, size_t i); /* in name order */
+const st_tensor *gguf_tensor_at(const gguf_file *g, size_t i);           /* in name order */
 const st_tensor *gguf_find_tensor(const gguf_file *g, const char *name); /* NULL if absent */
 
 /* The GGUF name of a value type and the enc_dtype of a ggml type id (0 when

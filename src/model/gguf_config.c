@@ -73,8 +73,10 @@ static enc_status gguf__float(const gguf__cfg_ctx *c, const char *suffix, double
         return ENC_OK;
     }
     if (!isfinite(v) || v <= 0 || (hi > 0 && v >= hi))
-        return enc_fail(ENC_ERR_FORMAT, "%s: key '%s' at byte offset %zu is %g, not a positive "
-                        "number%s", gguf_path(c->g), key, gguf_find_kv(c->g, key)->offset, v,
+        return enc_fail(ENC_ERR_FORMAT,
+                        "%s: key '%s' at byte offset %zu is %g, not a positive "
+                        "number%s",
+                        gguf_path(c->g), key, gguf_find_kv(c->g, key)->offset, v,
                         hi > 0 ? " below 1" : "");
     *out = v;
     return ENC_OK;
@@ -88,11 +90,13 @@ static enc_status gguf__arch(gguf__cfg_ctx *c)
     if (!found)
         return enc_fail(ENC_ERR_FORMAT, "%s: key 'general.architecture' is missing",
                         gguf_path(c->g));
-    int known = (a.len == 5 && !memcmp(a.p, "qwen3", 5)) ||
-                (a.len == 8 && !memcmp(a.p, "qwen3moe", 8));
+    int known =
+        (a.len == 5 && !memcmp(a.p, "qwen3", 5)) || (a.len == 8 && !memcmp(a.p, "qwen3moe", 8));
     if (!known)
-        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: architecture '%.*s' is not supported (encore "
-                        "runs qwen3)", gguf_path(c->g), (int)(a.len < 64 ? a.len : 64), a.p);
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "%s: architecture '%.*s' is not supported (encore "
+                        "runs qwen3)",
+                        gguf_path(c->g), (int)(a.len < 64 ? a.len : 64), a.p);
     memcpy(c->arch, a.p, (size_t)a.len);
     c->arch[a.len] = '\0';
     return ENC_OK;
@@ -107,9 +111,10 @@ static enc_status gguf__moe(const gguf__cfg_ctx *c)
     ENC_TRY(gguf__int(c, "expert_count", -1, &n_experts));
     ENC_TRY(gguf__int(c, "expert_used_count", -1, &n_used));
     ENC_TRY(gguf__int(c, "expert_feed_forward_length", -1, &expert_ff));
-    return enc_fail(ENC_ERR_UNSUPPORTED, "%s: architecture 'qwen3moe' (%lld experts, %lld used) "
-                    "is not supported yet", gguf_path(c->g), (long long)n_experts,
-                    (long long)n_used);
+    return enc_fail(ENC_ERR_UNSUPPORTED,
+                    "%s: architecture 'qwen3moe' (%lld experts, %lld used) "
+                    "is not supported yet",
+                    gguf_path(c->g), (long long)n_experts, (long long)n_used);
 }
 
 /* Rope scaling other than none is refused, as config.json's rope_scaling is. */
@@ -120,8 +125,10 @@ static enc_status gguf__rope_scaling(const gguf__cfg_ctx *c)
     int found = 0;
     ENC_TRY(gguf_get_str(c->g, gguf__key(c, "rope.scaling.type", key), &s, &found));
     if (found && !(s.len == 4 && !memcmp(s.p, "none", 4)))
-        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: key '%s' is '%.*s'; only unscaled RoPE is "
-                        "supported", gguf_path(c->g), key, (int)(s.len < 32 ? s.len : 32), s.p);
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "%s: key '%s' is '%.*s'; only unscaled RoPE is "
+                        "supported",
+                        gguf_path(c->g), key, (int)(s.len < 32 ? s.len : 32), s.p);
     return ENC_OK;
 }
 
@@ -135,24 +142,30 @@ static enc_status gguf__shapes(const gguf__cfg_ctx *c, qwen3_config *q)
     ENC_TRY(gguf__int(c, "context_length", -1, &q->max_position_embeddings));
     const char *p = gguf_path(c->g);
     char key[GGUF__KEY_MAX];
-    if (q->hidden_size % q->n_heads && !gguf_find_kv(c->g, gguf__key(c, "attention.key_length", key)))
-        return enc_fail(ENC_ERR_FORMAT, "%s: no key_length and embedding_length %lld is not a "
-                        "multiple of head_count %lld", p, (long long)q->hidden_size,
-                        (long long)q->n_heads);
+    if (q->hidden_size % q->n_heads &&
+        !gguf_find_kv(c->g, gguf__key(c, "attention.key_length", key)))
+        return enc_fail(ENC_ERR_FORMAT,
+                        "%s: no key_length and embedding_length %lld is not a "
+                        "multiple of head_count %lld",
+                        p, (long long)q->hidden_size, (long long)q->n_heads);
     ENC_TRY(gguf__int(c, "attention.key_length", q->hidden_size / q->n_heads, &q->head_dim));
     int64_t v_len = 0;
     ENC_TRY(gguf__int(c, "attention.value_length", q->head_dim, &v_len));
     if (v_len != q->head_dim)
-        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: key '%s.attention.value_length' (%lld) differs "
-                        "from key_length (%lld)", p, c->arch, (long long)v_len,
-                        (long long)q->head_dim);
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "%s: key '%s.attention.value_length' (%lld) differs "
+                        "from key_length (%lld)",
+                        p, c->arch, (long long)v_len, (long long)q->head_dim);
     if (q->n_heads % q->n_kv_heads)
-        return enc_fail(ENC_ERR_FORMAT, "%s: key '%s.attention.head_count_kv' (%lld) does not "
-                        "divide head_count (%lld)", p, c->arch, (long long)q->n_kv_heads,
-                        (long long)q->n_heads);
+        return enc_fail(ENC_ERR_FORMAT,
+                        "%s: key '%s.attention.head_count_kv' (%lld) does not "
+                        "divide head_count (%lld)",
+                        p, c->arch, (long long)q->n_kv_heads, (long long)q->n_heads);
     if (q->head_dim % 2)
-        return enc_fail(ENC_ERR_FORMAT, "%s: key '%s.attention.key_length' is %lld; RoPE needs "
-                        "it even", p, c->arch, (long long)q->head_dim);
+        return enc_fail(ENC_ERR_FORMAT,
+                        "%s: key '%s.attention.key_length' is %lld; RoPE needs "
+                        "it even",
+                        p, c->arch, (long long)q->head_dim);
     return ENC_OK;
 }
 
@@ -178,9 +191,11 @@ static enc_status gguf__token(const gguf_file *g, const char *key, int64_t vocab
     ENC_TRY(gguf_get_int(g, key, &v, &found));
     if (!found) return ENC_OK;
     if (v < 0 || v >= vocab)
-        return enc_fail(ENC_ERR_FORMAT, "%s: key '%s' at byte offset %zu is %lld, not below the "
-                        "vocabulary size %lld", gguf_path(g), key, gguf_find_kv(g, key)->offset,
-                        (long long)v, (long long)vocab);
+        return enc_fail(ENC_ERR_FORMAT,
+                        "%s: key '%s' at byte offset %zu is %lld, not below the "
+                        "vocabulary size %lld",
+                        gguf_path(g), key, gguf_find_kv(g, key)->offset, (long long)v,
+                        (long long)vocab);
     *out = (int32_t)v;
     return ENC_OK;
 }
@@ -212,9 +227,9 @@ enc_status qwen3_config_from_gguf(const gguf_file *g, qwen3_config *out)
     ENC_TRY(gguf__tokens(g, &q));
     *out = q;
     enc_log_debug("%s: %s D=%lld F=%lld layers=%lld heads=%lld/%lld head_dim=%lld vocab=%lld "
-                  "tied=%d", gguf_path(g), c.arch, (long long)q.hidden_size,
-                  (long long)q.intermediate_size, (long long)q.n_layers, (long long)q.n_heads,
-                  (long long)q.n_kv_heads, (long long)q.head_dim, (long long)q.vocab_size,
-                  q.tie_word_embeddings);
+                  "tied=%d",
+                  gguf_path(g), c.arch, (long long)q.hidden_size, (long long)q.intermediate_size,
+                  (long long)q.n_layers, (long long)q.n_heads, (long long)q.n_kv_heads,
+                  (long long)q.head_dim, (long long)q.vocab_size, q.tie_word_embeddings);
     return ENC_OK;
 }

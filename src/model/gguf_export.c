@@ -34,7 +34,9 @@ static float gguf__elem(const st_tensor *t, int64_t i)
 static enc_status gguf__convert_row(const float *x, int64_t n, enc_dtype to, unsigned char *dst)
 {
     switch (to) {
-    case ENC_F32: memcpy(dst, x, (size_t)n * 4); return ENC_OK;
+    case ENC_F32:
+        memcpy(dst, x, (size_t)n * 4);
+        return ENC_OK;
     case ENC_F16:
     case ENC_BF16:
         for (int64_t i = 0; i < n; i++) {
@@ -45,8 +47,10 @@ static enc_status gguf__convert_row(const float *x, int64_t n, enc_dtype to, uns
     /* The block types: one case each calling its row quantizer (x -> blocks)
      * once the reference quantizers exist. */
     default:
-        return enc_fail(ENC_ERR_UNSUPPORTED, "quantizing to %s is not available in this build "
-                        "(its quantizer is missing)", enc_dtype_name(to));
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "quantizing to %s is not available in this build "
+                        "(its quantizer is missing)",
+                        enc_dtype_name(to));
     }
 }
 
@@ -54,17 +58,21 @@ static enc_status gguf__convert_row(const float *x, int64_t n, enc_dtype to, uns
 static enc_status gguf__add(gguf_writer *w, const char *name, const st_tensor *t, enc_dtype to)
 {
     int64_t cols = t->shape[t->n_dims - 1], rows = 1;
-    for (int d = 0; d + 1 < t->n_dims; d++) rows *= t->shape[d];
+    for (int d = 0; d + 1 < t->n_dims; d++)
+        rows *= t->shape[d];
     size_t row_bytes = enc_dtype_row_bytes(to, cols);
     if (row_bytes == 0)
-        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: tensor '%s': rows of %lld values are not whole "
-                        "%s blocks", t->file, t->name, (long long)cols, enc_dtype_name(to));
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "%s: tensor '%s': rows of %lld values are not whole "
+                        "%s blocks",
+                        t->file, t->name, (long long)cols, enc_dtype_name(to));
     size_t n_bytes = (size_t)rows * row_bytes;
     unsigned char *out = malloc(n_bytes ? n_bytes : 1);
     float *row = malloc((size_t)cols * sizeof *row);
     enc_status s = out && row ? ENC_OK : enc_fail(ENC_ERR_OUT_OF_MEMORY, "tensor '%s'", t->name);
     for (int64_t r = 0; s == ENC_OK && r < rows; r++) {
-        for (int64_t c = 0; c < cols; c++) row[c] = gguf__elem(t, r * cols + c);
+        for (int64_t c = 0; c < cols; c++)
+            row[c] = gguf__elem(t, r * cols + c);
         s = gguf__convert_row(row, cols, to, out + (size_t)r * row_bytes);
     }
     free(row);
@@ -80,14 +88,22 @@ static enc_status gguf__add(gguf_writer *w, const char *name, const st_tensor *t
 static uint32_t gguf__file_type(enc_dtype t)
 {
     switch (t) {
-    case ENC_F32: return 0;
-    case ENC_F16: return 1;
-    case ENC_Q4_0: return 2;
-    case ENC_Q8_0: return 7;
-    case ENC_Q4_K: return 14; /* Q4_K_S: every matrix Q4_K */
-    case ENC_Q5_K: return 16; /* Q5_K_S */
-    case ENC_Q6_K: return 18;
-    default: return 32; /* BF16 */
+    case ENC_F32:
+        return 0;
+    case ENC_F16:
+        return 1;
+    case ENC_Q4_0:
+        return 2;
+    case ENC_Q8_0:
+        return 7;
+    case ENC_Q4_K:
+        return 14; /* Q4_K_S: every matrix Q4_K */
+    case ENC_Q5_K:
+        return 16; /* Q5_K_S */
+    case ENC_Q6_K:
+        return 18;
+    default:
+        return 32; /* BF16 */
     }
 }
 
@@ -97,7 +113,8 @@ static enc_status gguf__metadata(gguf_writer *w, const qwen3_config *c, enc_dtyp
     ENC_TRY(gguf_writer_add_str(w, "general.architecture", "qwen3", 5));
     ENC_TRY(gguf_writer_add_str(w, "general.name", name, strlen(name)));
     ENC_TRY(gguf_writer_add_u32(w, "general.file_type", gguf__file_type(type)));
-    if (enc_dtype_is_quantized(type)) ENC_TRY(gguf_writer_add_u32(w, "general.quantization_version", 2));
+    if (enc_dtype_is_quantized(type))
+        ENC_TRY(gguf_writer_add_u32(w, "general.quantization_version", 2));
     ENC_TRY(gguf_writer_add_u32(w, "qwen3.context_length", (uint32_t)c->max_position_embeddings));
     ENC_TRY(gguf_writer_add_u32(w, "qwen3.embedding_length", (uint32_t)c->hidden_size));
     ENC_TRY(gguf_writer_add_u32(w, "qwen3.block_count", (uint32_t)c->n_layers));
@@ -112,17 +129,25 @@ static enc_status gguf__metadata(gguf_writer *w, const qwen3_config *c, enc_dtyp
 
 /* --- tensors ------------------------------------------------------------------- */
 
-static enc_status gguf__layer(gguf_writer *w, int64_t l, const qwen3_layer_tensors *t, enc_dtype type)
+static enc_status gguf__layer(gguf_writer *w, int64_t l, const qwen3_layer_tensors *t,
+                              enc_dtype type)
 {
     const struct {
         const char *name;
         const st_tensor *t;
         int norm;
     } e[] = {
-        {"attn_norm", t->input_norm, 1}, {"attn_q", t->q, 0},          {"attn_k", t->k, 0},
-        {"attn_v", t->v, 0},             {"attn_output", t->o, 0},     {"attn_q_norm", t->q_norm, 1},
-        {"attn_k_norm", t->k_norm, 1},   {"ffn_norm", t->post_norm, 1}, {"ffn_gate", t->gate, 0},
-        {"ffn_up", t->up, 0},            {"ffn_down", t->down, 0},
+        {"attn_norm", t->input_norm, 1},
+        {"attn_q", t->q, 0},
+        {"attn_k", t->k, 0},
+        {"attn_v", t->v, 0},
+        {"attn_output", t->o, 0},
+        {"attn_q_norm", t->q_norm, 1},
+        {"attn_k_norm", t->k_norm, 1},
+        {"ffn_norm", t->post_norm, 1},
+        {"ffn_gate", t->gate, 0},
+        {"ffn_up", t->up, 0},
+        {"ffn_down", t->down, 0},
     };
     char name[96];
     for (size_t i = 0; i < sizeof e / sizeof e[0]; i++) {

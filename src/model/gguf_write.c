@@ -44,7 +44,8 @@ static enc_status gguf__put(gguf__buf *b, const void *p, size_t n)
 {
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n) cap *= 2;
+        while (cap < b->len + n)
+            cap *= 2;
         unsigned char *q = realloc(b->p, cap);
         if (!q) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "gguf writer: %zu bytes of metadata", cap);
         b->p = q;
@@ -58,7 +59,8 @@ static enc_status gguf__put(gguf__buf *b, const void *p, size_t n)
 static enc_status gguf__put_le(gguf__buf *b, uint64_t v, int n)
 {
     unsigned char x[8];
-    for (int i = 0; i < n; i++) x[i] = (unsigned char)(v >> (8 * i));
+    for (int i = 0; i < n; i++)
+        x[i] = (unsigned char)(v >> (8 * i));
     return gguf__put(b, x, (size_t)n);
 }
 
@@ -159,7 +161,8 @@ enc_status gguf_writer_add_str_array(gguf_writer *w, const char *key, const char
 enc_status gguf_writer_add_i32_array(gguf_writer *w, const char *key, const int32_t *v, size_t n)
 {
     ENC_TRY(gguf__array(w, key, GGUF_TYPE_INT32, n));
-    for (size_t i = 0; i < n; i++) ENC_TRY(gguf__put_le(&w->kv, (uint32_t)v[i], 4));
+    for (size_t i = 0; i < n; i++)
+        ENC_TRY(gguf__put_le(&w->kv, (uint32_t)v[i], 4));
     return ENC_OK;
 }
 
@@ -168,7 +171,8 @@ enc_status gguf_writer_add_i32_array(gguf_writer *w, const char *key, const int3
 static size_t gguf__tensor_bytes(enc_dtype dtype, int n_dims, const int64_t *shape)
 {
     size_t rows = 1;
-    for (int i = 0; i + 1 < n_dims; i++) rows *= (size_t)shape[i];
+    for (int i = 0; i + 1 < n_dims; i++)
+        rows *= (size_t)shape[i];
     return rows * enc_dtype_row_bytes(dtype, shape[n_dims - 1]);
 }
 
@@ -189,7 +193,8 @@ static enc_status gguf__add_tensor(gguf_writer *w, const char *name, enc_dtype d
     }
     gguf__wtensor *t = &w->tensors[w->n_tensors];
     memset(t, 0, sizeof *t);
-    if (!(t->name = strdup(name))) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "gguf writer: '%s'", name);
+    if (!(t->name = strdup(name)))
+        return enc_fail(ENC_ERR_OUT_OF_MEMORY, "gguf writer: '%s'", name);
     t->dtype = dtype;
     t->n_dims = n_dims;
     memcpy(t->shape, shape, (size_t)n_dims * sizeof *shape);
@@ -208,7 +213,10 @@ enc_status gguf_writer_add_tensor(gguf_writer *w, const char *name, enc_dtype dt
     return s;
 }
 
-static size_t gguf__align(size_t x, size_t a) { return (x + a - 1) / a * a; }
+static size_t gguf__align(size_t x, size_t a)
+{
+    return (x + a - 1) / a * a;
+}
 
 /* The header: magic, counts, kvs and tensor infos with their offsets. */
 static enc_status gguf__header_bytes(const gguf_writer *w, gguf__buf *h)
@@ -223,7 +231,8 @@ static enc_status gguf__header_bytes(const gguf_writer *w, gguf__buf *h)
         const gguf__wtensor *t = &w->tensors[i];
         ENC_TRY(gguf__put_str(h, t->name, strlen(t->name)));
         ENC_TRY(gguf__put_le(h, (uint64_t)t->n_dims, 4));
-        for (int d = t->n_dims - 1; d >= 0; d--) ENC_TRY(gguf__put_le(h, (uint64_t)t->shape[d], 8));
+        for (int d = t->n_dims - 1; d >= 0; d--)
+            ENC_TRY(gguf__put_le(h, (uint64_t)t->shape[d], 8));
         ENC_TRY(gguf__put_le(h, gguf_ggml_from_dtype(t->dtype), 4));
         ENC_TRY(gguf__put_le(h, off, 8));
         off = gguf__align(off + t->n_bytes, w->alignment);
@@ -238,7 +247,10 @@ static enc_status gguf__header_bytes(const gguf_writer *w, gguf__buf *h)
     return ENC_OK;
 }
 
-static int gguf__write_all(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n; }
+static int gguf__write_all(FILE *f, const void *p, size_t n)
+{
+    return fwrite(p, 1, n, f) == n;
+}
 
 static int gguf__write_body(const gguf_writer *w, FILE *f, const gguf__buf *h)
 {

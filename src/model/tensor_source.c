@@ -2,22 +2,50 @@
  * GGUF file, adapted to the interface of tensor_source.h. */
 #include "model/tensor_source.h"
 
-static size_t ts__st_count(const void *c) { return st_count(c); }
-static const st_tensor *ts__st_get(const void *c, size_t i) { return st_get(c, i); }
-static const st_tensor *ts__st_find(const void *c, const char *n) { return st_find(c, n); }
+static size_t ts__st_count(const void *c)
+{
+    return st_count(c);
+}
+static const st_tensor *ts__st_get(const void *c, size_t i)
+{
+    return st_get(c, i);
+}
+static const st_tensor *ts__st_find(const void *c, const char *n)
+{
+    return st_find(c, n);
+}
 
-static size_t ts__gguf_count(const void *c) { return gguf_tensor_count(c); }
-static const st_tensor *ts__gguf_get(const void *c, size_t i) { return gguf_tensor_at(c, i); }
-static const st_tensor *ts__gguf_find(const void *c, const char *n) { return gguf_find_tensor(c, n); }
+static size_t ts__gguf_count(const void *c)
+{
+    return gguf_tensor_count(c);
+}
+static const st_tensor *ts__gguf_get(const void *c, size_t i)
+{
+    return gguf_tensor_at(c, i);
+}
+static const st_tensor *ts__gguf_find(const void *c, const char *n)
+{
+    return gguf_find_tensor(c, n);
+}
 
 tensor_source tensor_source_safetensors(const st_archive *a)
 {
-    return (tensor_source){a, ts__st_count, ts__st_get, ts__st_find, TENSOR_NAMES_HF,
-                           "config.json", "num_hidden_layers"};
+    return (tensor_source){a,
+                           ts__st_count,
+                           ts__st_get,
+                           ts__st_find,
+                           TENSOR_NAMES_HF,
+                           "config.json",
+                           "num_hidden_layers"};
 }
 
 tensor_source tensor_source_gguf(const gguf_file *g)
 {
-    return (tensor_source){g, ts__gguf_count, ts__gguf_get, ts__gguf_find, TENSOR_NAMES_GGUF,
-                           "the GGUF metadata", "qwen3.block_count"};
+    return (tensor_source){g,
+                           ts__gguf_count,
+                           ts__gguf_get,
+                           ts__gguf_find,
+                           TENSOR_NAMES_GGUF,
+                           "the GGUF metadata",
+                           "qwen3.block_count"};
 }

@@ -20,7 +20,7 @@ typedef enum tensor_naming {
 typedef struct tensor_source {
     const void *ctx; /* the archive or the GGUF file; not owned */
     size_t (*count)(const void *ctx);
-    const st_tensor *(*get)(const void *ctx, size_t i); /* name order */
+    const st_tensor *(*get)(const void *ctx, size_t i);          /* name order */
     const st_tensor *(*find)(const void *ctx, const char *name); /* NULL if absent */
     tensor_naming naming;
     const char *config_name; /* what holds the hyper-parameters, for messages */

@@ -23,9 +23,9 @@ enum {
     TOK__TYPE_BYTE = 6,
 };
 
-static const char tok__qwen2_pattern[] =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char tok__qwen2_pattern[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}"
+                                         "+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+                                         "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 static int tok__type(const tokenizer_lists *l, size_t i)
 {
@@ -78,8 +78,10 @@ static enc_status tok__lists_merges(tokenizer *t, const tokenizer_lists *l)
         size_t n = l->merge_lens[i];
         const char *sp = memchr(m, ' ', n);
         if (!sp || sp == m || sp + 1 == m + n || memchr(sp + 1, ' ', (size_t)(m + n - sp - 1)))
-            s = enc_fail(ENC_ERR_FORMAT, "tokenizer.ggml.merges[%zu]: \"%.*s\" is not two tokens "
-                         "separated by one space", i, (int)(n < 80 ? n : 80), m);
+            s = enc_fail(ENC_ERR_FORMAT,
+                         "tokenizer.ggml.merges[%zu]: \"%.*s\" is not two tokens "
+                         "separated by one space",
+                         i, (int)(n < 80 ? n : 80), m);
         else
             s = tok__add_merge(t, m, (size_t)(sp - m), sp + 1, (size_t)(m + n - sp - 1), i, &joined,
                                "tokenizer.ggml.merges");
@@ -92,8 +94,10 @@ static enc_status tok__lists_merges(tokenizer *t, const tokenizer_lists *l)
 static enc_status tok__lists_pre(tokenizer *t, const char *pre)
 {
     if (!pre || strcmp(pre, "qwen2"))
-        return enc_fail(ENC_ERR_UNSUPPORTED, "tokenizer.ggml.pre '%s' is not supported (encore "
-                        "knows qwen2)", pre ? pre : "(absent)");
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "tokenizer.ggml.pre '%s' is not supported (encore "
+                        "knows qwen2)",
+                        pre ? pre : "(absent)");
     tok__step *split = NULL, *bytelevel = NULL;
     t->nfc = 1;
     ENC_TRY(tok__add_step(t, "tokenizer.ggml.pre", &split));
