@@ -21,10 +21,13 @@
 import argparse
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_py as G  # noqa: E402
@@ -75,6 +78,7 @@ def cmd_lossless(a, tmp):
         if want != got or not want.strip():
             sys.exit(f"FAIL: text from the GGUF file {got!r} != {want!r}")
         print(f"ok: text prompt and output through the GGUF's own tokenizer identical: {got.strip()!r}")
+        generated = got
         # and its chat template: `encore chat` renders, generates and decodes alike
         chat = ["chat", "-n", "12", "--temperature", "0", "-t", "2", "-m"]
         want = run([a.engine] + chat + [a.model], stdin="Hello there\n/reset\nAgain\n").stdout
@@ -82,6 +86,38 @@ def cmd_lossless(a, tmp):
         if want != got or not want.strip():
             sys.exit(f"FAIL: encore chat on the GGUF file {got!r} != {want!r}")
         print("ok: encore chat through the GGUF's chat template identical")
+        served = serve_completion(a.engine, out, "The GGUF file carries its tokenizer: ")
+        if served != generated.rstrip("\n"):
+            sys.exit(f"FAIL: encore serve on the GGUF file answered {served!r}, generate "
+                     f"{generated!r}")
+        print("ok: encore serve on the GGUF file answers what generate prints")
+
+
+def serve_completion(engine, model, prompt):
+    """`encore serve -m model` on a free port: one greedy /v1/completions."""
+    srv = subprocess.Popen([engine, "serve", "-m", model, "--port", "0", "-t", "2"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        port = None
+        deadline = time.time() + 60
+        while port is None and time.time() < deadline:
+            line = srv.stdout.readline()
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+            port = m and m.group(1)
+            if not line and srv.poll() is not None:
+                break
+        if not port:
+            sys.exit("FAIL: encore serve on the GGUF file did not start")
+        body = json.dumps({"prompt": prompt, "max_tokens": 16, "temperature": 0,
+                           "ignore_eos": True}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body,
+                                     {"Content-Type": "application/json"})
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a proxy
+        with opener.open(req, timeout=60) as r:
+            return json.load(r)["choices"][0]["text"]
+    finally:
+        srv.terminate()
+        srv.wait(timeout=30)
 
 
 def checkpoint(model_dir):
@@ -207,6 +243,23 @@ def cmd_tokenizer(a, tmp):
     if dec_gguf != dec_json:
         sys.exit("FAIL: detokenize from GGUF differs from tokenizer.json's")
     print("ok: detokenized identically")
+    # tokenizer metadata encore cannot honour: refused naming the key
+    base = G.tokenizer_kvs(tok_json, tok_cfg, vocab_size=151936)
+    def replaced(key, t, v):
+        return [(k, t, v) if k == key else (k, tt, vv) for k, tt, vv in base]
+    cases = [("llama-bpe", replaced("tokenizer.ggml.pre", G.STR, "llama-bpe"), "'llama-bpe'"),
+             ("llama_model", replaced("tokenizer.ggml.model", G.STR, "llama"), "'tokenizer.ggml.model'"),
+             ("bad_merge", replaced("tokenizer.ggml.merges", G.ARR, (G.STR, ["a b", "zz\u0120 q"])),
+              "tokenizer.ggml.merges[1]"),
+             ("types_short", replaced("tokenizer.ggml.token_type", G.ARR, (G.I32, [1, 1])),
+              "'tokenizer.ggml.token_type'")]
+    for name, kvs, want in cases:
+        path = os.path.join(tmp, name + ".gguf")
+        G.write(path, [("general.architecture", G.STR, "qwen3")] + kvs, [])
+        p = run([a.engine, "tokenize", "-m", path], stdin='"x"\n', check=False)
+        if p.returncode != 1 or want not in p.stderr or path not in p.stderr:
+            sys.exit(f"FAIL bad tokenizer {name}: exit {p.returncode}, {p.stderr.strip()!r}")
+        print(f"ok bad tokenizer {name}: {p.stderr.strip()}")
 
 
 def top1(logits_text):
