@@ -102,12 +102,13 @@ static void check_filter(sampler *s, const char *what, const float *x, int64_t n
     if (!same) fprintf(stderr, "%s: %lld candidates, the reference keeps %lld\n", what, (long long)nc, (long long)n_ref);
     CHECK(same);
 
-    sampler_rng rng;
-    sampler_rng_seed(&rng, 12345);
     float *row = malloc((size_t)n * sizeof *row);
     memcpy(row, x, (size_t)n * sizeof *row);
-    sampler_input in = {.logits = row, .n_sample = n, .params = &p, .rng = &rng};
-    for (int64_t d = 0; d < n_draws; d++) hits[sampler_pick(s, &in, NULL)]++;
+    sampler_input in = {.logits = row, .n_sample = n, .params = &p, .seed = 12345};
+    for (int64_t d = 0; d < n_draws; d++) {
+        in.position = d; /* one draw per position */
+        hits[sampler_pick(s, &in, NULL)]++;
+    }
     /* kept ids expected >= 20 times are checked one by one, the rest pooled */
     int bad = 0;
     double pool_p = 0.0;
@@ -274,11 +275,10 @@ static void test_min_tokens(sampler *s)
     CHECK(sampler_pick(s, &in, NULL) == 1);
     in.n_eos = 1;
     p.temperature = 1.0; /* sampled: the masked ids are never drawn */
-    sampler_rng rng;
-    sampler_rng_seed(&rng, 7);
-    in.rng = &rng;
+    in.seed = 7;
     int masked = 0;
     for (int d = 0; d < 20000; d++) {
+        in.position = d;
         int32_t id = sampler_pick(s, &in, NULL);
         masked += id == 1 || id == 3;
     }
@@ -306,11 +306,12 @@ static void test_greedy(sampler *s)
     CHECK(sampler_pick(s, &in, NULL) == 2);
     /* sampled with n_sample: the masked id is never drawn, even as the argmax */
     p = (engine_sampling){.temperature = 1.0};
-    sampler_rng rng;
-    sampler_rng_seed(&rng, 3);
-    in = (sampler_input){.logits = x, .n_sample = 5, .params = &p, .rng = &rng};
+    in = (sampler_input){.logits = x, .n_sample = 5, .params = &p, .seed = 3};
     int hit5 = 0;
-    for (int d = 0; d < 10000; d++) hit5 += sampler_pick(s, &in, NULL) == 5;
+    for (int d = 0; d < 10000; d++) {
+        in.position = d;
+        hit5 += sampler_pick(s, &in, NULL) == 5;
+    }
     CHECK(hit5 == 0);
     printf("ok greedy and n_sample\n");
 }
@@ -335,9 +336,7 @@ static void test_logprobs(sampler *s)
         const int32_t out[] = {17, 5, 5};
         engine_sampling p = {.temperature = 0.6, .top_k = 30, .repetition_penalty = 1.5, .frequency_penalty = 1,
                              .logprobs = true, .top_logprobs = 20};
-        sampler_rng rng;
-        sampler_rng_seed(&rng, 99);
-        sampler_input in = {.logits = x, .n_sample = n_sample, .params = &p, .output = out, .n_output = 3, .rng = &rng};
+        sampler_input in = {.logits = x, .n_sample = n_sample, .params = &p, .output = out, .n_output = 3, .seed = 99};
         engine_token_logprob lp;
         memset(&lp, 0xff, sizeof lp);
         int32_t id = sampler_pick(s, &in, &lp);
@@ -383,10 +382,11 @@ static void test_seed(sampler *s)
     int32_t *runs[3] = {a, b, c};
     uint64_t seeds[3] = {42, 42, 43};
     for (int r = 0; r < 3; r++) {
-        sampler_rng rng;
-        sampler_rng_seed(&rng, seeds[r]);
-        sampler_input in = {.logits = x, .n_sample = N, .params = &p, .rng = &rng};
-        for (int t = 0; t < T; t++) runs[r][t] = sampler_pick(s, &in, NULL);
+        sampler_input in = {.logits = x, .n_sample = N, .params = &p, .seed = seeds[r]};
+        for (int t = 0; t < T; t++) {
+            in.position = t;
+            runs[r][t] = sampler_pick(s, &in, NULL);
+        }
     }
     CHECK(memcmp(a, b, sizeof a) == 0);
     CHECK(memcmp(a, c, sizeof a) != 0);

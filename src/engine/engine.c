@@ -272,7 +272,6 @@ enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t
     s->n_stop_ids = p->n_stop_ids;
     s->stop_token = -1;
     if (p->n_stop_ids) memcpy(s->stop_ids, p->stop_ids, (size_t)p->n_stop_ids * sizeof *s->stop_ids);
-    sampler_rng_seed(&s->rng, p->sampling.seed);
     s->id = e->next_id++;
     e->seqs[e->n_seqs++] = s;
     *request_id = s->id;
@@ -410,7 +409,8 @@ static int32_t engine__pick(engine *e, engine_seq *s, const float *row)
         .n_eos = s->ignore_eos ? 0 : mc->n_eos,
         .stop_ids = s->stop_ids,
         .n_stop_ids = s->n_stop_ids,
-        .rng = &s->rng,
+        .seed = s->sampling.seed,
+        .position = s->n_tokens,
     };
     s->host_pick = false;
     return sampler_pick(&e->sampler, &in, s->logprobs ? &s->logprobs[n_out] : NULL);

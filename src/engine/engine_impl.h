@@ -37,7 +37,6 @@ typedef struct engine_seq {
     int n_stop_ids;
     int32_t stop_token;      /* the stop id (not an EOS) that finished it, else -1 */
     int64_t n_logits_sent; /* prompt positions whose logits were delivered */
-    sampler_rng rng;
     engine_token_logprob *logprobs; /* [max_tokens] when sampling.logprobs, else NULL */
     bool host_pick; /* a multi-step replay chose an id >= sample_vocab: the next token is
                      * picked on the host (decode_multi_reserve refuses it) */

@@ -1,42 +1,13 @@
 /* sampler.c - penalties, masks, temperature, top-k / top-p / min-p and the
  * draw, with a per-request random stream; raw logprobs. The order and the
- * meanings are vLLM's (sampler.h). */
+ * meanings are vLLM's (sampler.h); the draw is base/philox.h's. */
 #include "engine/sampler.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* --- the random stream ------------------------------------------------------ */
-
-static uint64_t sampler__splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-void sampler_rng_seed(sampler_rng *r, uint64_t seed)
-{
-    for (int i = 0; i < 4; i++) r->s[i] = sampler__splitmix64(&seed);
-}
-
-static uint64_t sampler__rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-double sampler_rng_next(sampler_rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t result = sampler__rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = sampler__rotl(s[3], 45);
-    return (double)(result >> 11) * 0x1.0p-53;
-}
+#include "base/philox.h"
 
 /* --- scratch ------------------------------------------------------------------ */
 
@@ -235,12 +206,12 @@ int64_t sampler_candidates(sampler *s, const float *x, int64_t n, const engine_s
     return nc;
 }
 
-static int32_t sampler__draw(sampler *s, const float *x, int64_t n, const engine_sampling *p, sampler_rng *rng)
+static int32_t sampler__draw(sampler *s, const float *x, int64_t n, const engine_sampling *p, double u01)
 {
     int64_t nc = sampler_candidates(s, x, n, p);
     double sum = 0.0;
     for (int64_t i = 0; i < nc; i++) sum += s->cand[i].w;
-    double u = sampler_rng_next(rng) * sum, acc = 0.0;
+    double u = u01 * sum, acc = 0.0;
     for (int64_t i = 0; i < nc; i++) {
         acc += s->cand[i].w;
         if (u < acc) return s->cand[i].id;
@@ -283,7 +254,7 @@ int32_t sampler_pick(sampler *s, const sampler_input *in, engine_token_logprob *
     double lse = lp ? sampler__logprobs(in->logits, n, p->top_logprobs, lp) : 0.0;
     const float *x = in->logits;
     if (sampler__penalties_on(p) || in->n_output < p->min_tokens) x = sampler_process(s, in);
-    int32_t id = p->temperature == 0.0 ? sampler_argmax(x, n) : sampler__draw(s, x, n, p, in->rng);
+    int32_t id = p->temperature == 0.0 ? sampler_argmax(x, n) : sampler__draw(s, x, n, p, philox_uniform(in->seed, in->position));
     if (lp) {
         lp->id = id;
         lp->logprob = (float)((double)in->logits[id] - lse);

@@ -15,9 +15,10 @@
  *      ├─ top_k   keep the ids whose weight is >= the k-th largest (ties kept)
  *      ├─ top_p   keep the smallest prefix (weight descending, id ascending) of
  *      │          the top-k set whose mass reaches top_p of that set's mass
- *      └─ draw    inverse CDF with the request's stream (xoshiro256** seeded
- *                 by splitmix64), so a seeded request is reproducible whatever
- *                 runs beside it
+ *      └─ draw    inverse CDF with u = philox_uniform(seed, position of the
+ *                 token) (base/philox.h): a counter-based draw, so a seeded
+ *                 request gives the same tokens whatever runs beside it, on
+ *                 the host or in the device's sample op (GRAPH_OP_SAMPLE)
  *
  * Ids >= n_sample (ids the tokenizer does not know) are never chosen and are
  * left out of the logprobs. Logprobs are those of the raw model distribution
@@ -35,14 +36,6 @@
 
 #include "base/status.h"
 #include "engine/engine.h"
-
-typedef struct sampler_rng {
-    uint64_t s[4];
-} sampler_rng;
-
-void sampler_rng_seed(sampler_rng *r, uint64_t seed);
-/* Uniform in [0, 1). */
-double sampler_rng_next(sampler_rng *r);
 
 /* The first index of the largest of n logits. */
 int32_t sampler_argmax(const float *logits, int64_t n);
@@ -79,7 +72,8 @@ typedef struct sampler_input {
     int n_eos;
     const int32_t *stop_ids; /* masked likewise */
     int n_stop_ids;
-    sampler_rng *rng; /* advanced once per sampled (temperature > 0) token */
+    uint64_t seed;    /* the request's seed */
+    int64_t position; /* of the token being chosen (n_prompt + n_output): the draw's counter */
 } sampler_input;
 
 /* The row after penalties and the min_tokens mask (ids < n_sample), in
