@@ -1,6 +1,8 @@
 # The sampler: unit tests through its API against reference computations
 # (tests/test_sampler.c), and the engine's sampling end to end.
 #   test_philox             the generator: Random123's known answers, the uniform
+#   test_sample_op          the device sampler op against a plain reference picker,
+#                           batch invariance, the whole vocabulary, chi-square
 #   test_sampler            filters, penalties, min_tokens, greedy, logprobs, seeds
 #   sampler_engine          sample_vocab through the engine (eager, single-step and
 #                           multi-step decode agree; masked ids never come out),
@@ -10,6 +12,7 @@
 
 encore_add_c_test(test_philox ${ENCORE_TESTS_DIR}/test_philox.c)
 encore_add_c_test(test_sampler ${ENCORE_TESTS_DIR}/test_sampler.c)
+encore_add_c_test(test_sample_op ${ENCORE_TESTS_DIR}/test_sample_op.c)
 set_tests_properties(test_sampler PROPERTIES TIMEOUT 300)
 
 add_executable(test_sampler_engine ${ENCORE_TESTS_DIR}/test_sampler_engine.c)

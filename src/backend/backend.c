@@ -76,6 +76,11 @@ bool backend_supports_kv_cache_dtype(const backend *be, enc_dtype dtype)
     return (unsigned)dtype < ENC_DTYPE_COUNT && (mask >> dtype & 1u);
 }
 
+bool backend_supports_op(const backend *be, graph_op op)
+{
+    return be->iface->supports_op ? be->iface->supports_op(be, op) : (unsigned)op < GRAPH_OP_COUNT;
+}
+
 enc_status backend_refuse_in_capture(const backend *be, bool capturing, const char *call, const char *what)
 {
     if (!capturing) return ENC_OK;

@@ -67,6 +67,9 @@ struct backend_i {
      * weight of the block type t (enc_dtype_is_quantized). NULL: no block
      * type at all (F32, BF16 and F16 weights only). */
     bool (*supports_weight_dtype)(const backend *be, graph_op op, enc_dtype t);
+    /* (optional) Whether graph_compute runs nodes of this op. NULL: every
+     * op of the graph. (The engine asks before it builds GRAPH_OP_SAMPLE.) */
+    bool (*supports_op)(const backend *be, graph_op op);
     /* Release the backend and everything it owns. */
     void (*destroy)(backend *be);
 };
@@ -115,6 +118,8 @@ int backend_host_threads(const backend *be);
 bool backend_supports_capture(const backend *be);
 /* Whether store_kv and attention run over a KV cache of dtype. */
 bool backend_supports_kv_cache_dtype(const backend *be, enc_dtype dtype);
+/* See backend_i.supports_op. */
+bool backend_supports_op(const backend *be, graph_op op);
 /* For implementations: ENC_OK when not capturing, else the capture
  * contract's refusal of `call` ("write", "read", ...) on buffer `what`. */
 enc_status backend_refuse_in_capture(const backend *be, bool capturing, const char *call, const char *what);

@@ -3,12 +3,15 @@
 
 #include <string.h>
 
+#include "graph/sample_row.h"
+
 static const char *const graph__op_names[] = {
     [GRAPH_OP_GET_ROWS] = "get_rows",   [GRAPH_OP_RMS_NORM] = "rms_norm",
     [GRAPH_OP_MATMUL] = "matmul",       [GRAPH_OP_ROPE_NEOX] = "rope_neox",
     [GRAPH_OP_SWIGLU] = "swiglu",       [GRAPH_OP_ADD] = "add",
     [GRAPH_OP_STORE_KV] = "store_kv",   [GRAPH_OP_ATTENTION] = "attention",
     [GRAPH_OP_ARGMAX] = "argmax",       [GRAPH_OP_DECODE_ADVANCE] = "decode_advance",
+    [GRAPH_OP_SAMPLE] = "sample",
 };
 /* The last op has a name; test_graph_plan checks that none in between lacks one. */
 _Static_assert(sizeof graph__op_names / sizeof graph__op_names[0] == GRAPH_OP_COUNT,
@@ -311,6 +314,29 @@ void graph_decode_advance(graph *g, graph_tensor *next, graph_tensor *input_ids,
     graph__commit(g, n);
 }
 
+graph_tensor *graph_sample(graph *g, graph_tensor *logits, graph_tensor *params, graph_tensor *positions,
+                           graph_tensor *history)
+{
+    int ok = graph__is_f32_2d(logits) && params && positions && history;
+    int64_t S = ok ? logits->shape[0] : 0;
+    ok = ok && params->dtype == ENC_I32 && params->n_dims == 2 && params->shape[0] == S &&
+         params->shape[1] == GRAPH_SAMPLE_ROW_WORDS && positions->dtype == ENC_I32 && positions->n_dims == 1 &&
+         positions->shape[0] == S && history->dtype == ENC_I32 && history->n_dims == 2 && history->shape[0] == S;
+    if (!graph__ok(g, ok, "sample: needs logits [S, V] f32, params [S, W], positions [S], history [S, H] i32",
+                   logits))
+        return NULL;
+    int64_t workers = S < GRAPH_SAMPLE_WORKERS ? S : GRAPH_SAMPLE_WORKERS;
+    graph_tensor *scratch = graph_tensor_2d(g, GRAPH_INTERMEDIATE, ENC_I32, workers,
+                                            logits->shape[1] * GRAPH_SAMPLE_SCRATCH_WORDS, "sample scratch");
+    graph_tensor *dst = graph_tensor_1d(g, GRAPH_INTERMEDIATE, ENC_I32, S, "sampled ids");
+    graph_node *n = graph__node(g, GRAPH_OP_SAMPLE, dst, logits, params, positions);
+    if (!n || !scratch) return NULL;
+    n->src[3] = history;
+    n->src[4] = scratch;
+    graph__commit(g, n);
+    return dst;
+}
+
 /* --- planning ------------------------------------------------------------ */
 
 /* A live interval of the arena: [offset, offset + size) owned by a tensor
@@ -352,19 +378,31 @@ enc_status graph_plan(graph *g, backend_buffer *arena_buffer)
     int n_live = 0;
     size_t peak = 0;
     /* Walk the nodes in order; a node's output is placed when the node is
-     * reached, after freeing what died before it (inputs of this node stay). */
+     * reached, after freeing what died before it (inputs of this node stay),
+     * and so is an intermediate source that no earlier node touched (a
+     * kernel's scratch, such as the sampler's). */
     for (int node = 0; node < g->n_nodes; node++) {
         int keep = 0;
         for (int i = 0; i < n_live; i++)
             if (live[i].last_use >= node) live[keep++] = live[i];
         n_live = keep;
-        graph_tensor *t = g->nodes[node].dst;
-        if (!t || t->kind != GRAPH_INTERMEDIATE || t->first_use != node) continue;
-        size_t size = graph__align(graph_tensor_nbytes(t));
-        size_t at = graph__first_fit(live, n_live, size);
-        graph__insert_live(live, &n_live, (graph__live){at, size, t->last_use});
-        graph_bind(t, arena_buffer, at);
-        if (at + size > peak) peak = at + size;
+        const graph_node *n = &g->nodes[node];
+        graph_tensor *place[1 + GRAPH_MAX_SRC];
+        int n_place = 0;
+        place[n_place++] = n->dst;
+        for (int i = 0; i < GRAPH_MAX_SRC; i++)
+            if (n->src[i] && n->src[i] != n->dst) place[n_place++] = n->src[i];
+        for (int i = 0; i < n_place; i++) {
+            graph_tensor *t = place[i];
+            int again = 0; /* a tensor named twice by the node is placed once */
+            for (int j = 0; j < i; j++) again |= place[j] == t;
+            if (!t || again || t->kind != GRAPH_INTERMEDIATE || t->first_use != node) continue;
+            size_t size = graph__align(graph_tensor_nbytes(t));
+            size_t at = graph__first_fit(live, n_live, size);
+            graph__insert_live(live, &n_live, (graph__live){at, size, t->last_use});
+            graph_bind(t, arena_buffer, at);
+            if (at + size > peak) peak = at + size;
+        }
     }
     g->arena_size = peak;
     return ENC_OK;

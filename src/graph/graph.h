@@ -61,6 +61,12 @@ typedef enum graph_op {
                               * slot_mapping src4 (all updated in place),
                               * block_tables src5; dst = the chosen ids;
                               * i[0] = block_size */
+    GRAPH_OP_SAMPLE,         /* dst[S] i32 = the token each row samples (graph/sample_row.h):
+                              * logits src0 [S, V] f32 (rows overwritten with the row
+                              * after penalties and masks), params src1 [S, W] i32,
+                              * positions src2 [S] i32, history src3 [S, H] i32 (the
+                              * chosen id written at positions + 1), scratch src4
+                              * (planned) */
     GRAPH_OP_COUNT
 } graph_op;
 
@@ -139,6 +145,12 @@ void graph_decode_advance(graph *g, graph_tensor *next, graph_tensor *input_ids,
                           graph_tensor *positions, graph_tensor *seq_lens,
                           graph_tensor *slot_mapping, graph_tensor *block_tables, int64_t block_size,
                           graph_tensor *out);
+
+/* The device sampler: the token of every row of logits [S, V] under the
+ * per-row parameters in `params` (graph/sample_row.h); `logits` is
+ * overwritten. */
+graph_tensor *graph_sample(graph *g, graph_tensor *logits, graph_tensor *params, graph_tensor *positions,
+                           graph_tensor *history);
 
 /* Place every intermediate in one arena of g->arena_size bytes with reuse,
  * binding each to (arena_buffer, offset). Returns g->status. */

@@ -130,6 +130,7 @@ typedef struct cpu__call {
         cpu_attention_args attention;
         struct { int64_t rows, cols; } argmax;
         cpu_advance_args decode_advance;
+        cpu_sample_args sample;
     };
     bool serial; /* too small to be worth waking the other threads */
 } cpu__call;
@@ -314,6 +315,26 @@ static void cpu__run_decode_advance(const cpu__call *c, int ith, int nth)
     cpu_decode_advance(&c->decode_advance, ith, nth);
 }
 
+/* sample: the kernel's own argument struct */
+static void cpu__prepare_sample(const graph_node *n, cpu__call *c)
+{
+    c->sample = (cpu_sample_args){
+        .logits = c->src[0],
+        .params = c->src[1],
+        .positions = c->src[2],
+        .history = c->src[3],
+        .scratch = c->src[4],
+        .out = c->dst,
+        .n_rows = n->src[0]->shape[0],
+        .n_vocab = n->src[0]->shape[1],
+        .hist_len = n->src[3]->shape[1],
+        .n_workers = n->src[4]->shape[0],
+    };
+}
+/* A row costs a few passes over the vocabulary (exp in the sampled ones). */
+static int64_t cpu__cost_sample(const cpu__call *c) { return 8 * c->sample.n_rows * c->sample.n_vocab; }
+static void cpu__run_sample(const cpu__call *c, int ith, int nth) { cpu_sample(&c->sample, ith, nth); }
+
 /* Every op of the graph, one row each: a new op adds its row here. */
 static const cpu__op cpu__op_table[GRAPH_OP_COUNT] = {
     [GRAPH_OP_GET_ROWS] = {cpu__prepare_get_rows, cpu__cost_get_rows, cpu__run_get_rows},
@@ -327,6 +348,7 @@ static const cpu__op cpu__op_table[GRAPH_OP_COUNT] = {
     [GRAPH_OP_ARGMAX] = {cpu__prepare_argmax, cpu__cost_argmax, cpu__run_argmax},
     [GRAPH_OP_DECODE_ADVANCE] = {cpu__prepare_decode_advance, cpu__cost_decode_advance,
                                  cpu__run_decode_advance},
+    [GRAPH_OP_SAMPLE] = {cpu__prepare_sample, cpu__cost_sample, cpu__run_sample},
 };
 
 /* Below this many arithmetic operations a call runs on one thread: waking and

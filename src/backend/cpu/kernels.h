@@ -132,4 +132,19 @@ typedef struct cpu_advance_args {
 
 void cpu_decode_advance(const cpu_advance_args *a, int ith, int nth);
 
+/* The device sampler (kernels_sample.c, GRAPH_OP_SAMPLE): out[r] = the token
+ * row r of logits chooses under its graph_sample_row (graph/sample_row.h).
+ * The logits rows are overwritten; history rows get the chosen id. */
+typedef struct cpu_sample_args {
+    float *logits;           /* [n_rows, n_vocab] */
+    const int32_t *params;   /* [n_rows, GRAPH_SAMPLE_ROW_WORDS] */
+    const int32_t *positions; /* [n_rows] */
+    int32_t *history;        /* [n_rows, hist_len] */
+    int32_t *scratch;        /* [n_workers, n_vocab * GRAPH_SAMPLE_SCRATCH_WORDS] */
+    int32_t *out;            /* [n_rows] */
+    int64_t n_rows, n_vocab, hist_len, n_workers;
+} cpu_sample_args;
+
+void cpu_sample(const cpu_sample_args *a, int ith, int nth);
+
 #endif

@@ -352,6 +352,14 @@ static double vk__device_seconds(const backend *be)
     return c->total_device_s;
 }
 
+/* Every op but the device sampler, which has no shader yet: sampled
+ * requests read their logits rows and sample on the host. */
+static bool vk__supports_op(const backend *be, graph_op op)
+{
+    (void)be;
+    return (unsigned)op < GRAPH_OP_COUNT && op != GRAPH_OP_SAMPLE;
+}
+
 static const struct backend_i vk__iface = {
     .name = "vulkan",
     .kv_cache_dtypes = 1u << ENC_F32 | 1u << ENC_F16 | 1u << ENC_BF16,
@@ -367,6 +375,7 @@ static const struct backend_i vk__iface = {
     .replay = vk__replay,
     .recording_free = vk__recording_free,
     .device_seconds = vk__device_seconds,
+    .supports_op = vk__supports_op,
     .destroy = vk__destroy,
 };
 

@@ -1,0 +1,49 @@
+/* sample_row.h - the per-row parameters of the device sampler
+ * (GRAPH_OP_SAMPLE): what the engine writes for each row of a decode slot
+ * before every replay, and what every backend's sample kernel reads. The
+ * meanings and the order of the rules are the host sampler's
+ * (engine/sampler.h); this is its contract with the device.
+ *
+ *   params    [rows, GRAPH_SAMPLE_ROW_WORDS] i32 words, each row one
+ *             graph_sample_row (doubles and u64 in native byte order)
+ *   positions [rows] i32   the position of each row's input token; the row
+ *                          chooses the token at positions[i] + 1
+ *   history   [rows, H] i32 the row's tokens by position: the prompt at
+ *                          [0, n_prompt), then the output; read at [0, pos)
+ *                          when penalties are on, and the kernel writes the
+ *                          chosen id at [pos] (pos = positions[i] + 1 < H)
+ *
+ * A row with n_sample == 0 is padding: it chooses 0 and touches nothing. */
+#ifndef ENC_GRAPH_SAMPLE_ROW_H
+#define ENC_GRAPH_SAMPLE_ROW_H
+
+#include <stdint.h>
+
+enum {
+    GRAPH_SAMPLE_MAX_MASK = 32,   /* EOS and stop ids masked until min_tokens */
+    GRAPH_SAMPLE_PENALTIES = 1,   /* flags: repetition / presence / frequency on */
+    GRAPH_SAMPLE_WORKERS = 8,     /* rows sampled at once (scratch slices) */
+    GRAPH_SAMPLE_SCRATCH_WORDS = 6 /* i32 words of scratch per vocabulary id per worker (even: the doubles stay aligned) */
+};
+
+typedef struct graph_sample_row {
+    double temperature;        /* 0: greedy (argmax after penalties and masks) */
+    double top_p;              /* 0 or 1: off */
+    double min_p;              /* 0: off */
+    double repetition_penalty; /* applied when GRAPH_SAMPLE_PENALTIES is set */
+    double presence_penalty;
+    double frequency_penalty;
+    uint64_t seed;             /* the draw is philox_uniform(seed, position) */
+    int32_t top_k;             /* <= 0 or >= n_sample: off */
+    int32_t n_prompt;          /* history [0, n_prompt) is the prompt */
+    int32_t min_tokens;        /* mask_ids are -inf while n_output < min_tokens */
+    int32_t n_sample;          /* ids >= n_sample are never chosen; 0: padding row */
+    int32_t n_mask;            /* entries of mask_ids */
+    int32_t flags;             /* GRAPH_SAMPLE_PENALTIES */
+    int32_t mask_ids[GRAPH_SAMPLE_MAX_MASK];
+} graph_sample_row;
+
+enum { GRAPH_SAMPLE_ROW_WORDS = (int)(sizeof(graph_sample_row) / sizeof(int32_t)) };
+_Static_assert(sizeof(graph_sample_row) % sizeof(int32_t) == 0, "a sample row is whole i32 words");
+
+#endif

@@ -1,0 +1,434 @@
+/* test_sample_op.c - the device sampler (GRAPH_OP_SAMPLE) on the CPU
+ * backend, against a reference picker written here plainly from the rules of
+ * engine/sampler.h: penalties id by id from their definitions, a full sort of
+ * the vocabulary for top-k / top-p, and the same draw (philox_uniform). The
+ * host sampler (engine/sampler.c) is held to the same reference.
+ *
+ *   matrix     temperature 0 / 0.3 / 1 / 1.7 x top-k off / 1 / 20 / all x
+ *              top-p 0.1 / 0.9 / 1 x min-p 0 / 0.05 x five penalty sets,
+ *              with min_tokens masks and n_sample below the vocabulary: the
+ *              op's ids equal the reference's and the host sampler's, each
+ *              row's history gets its id at position + 1
+ *   invariance the rows of a batch of 8 give the same ids alone, and with 1
+ *              or 3 threads
+ *   large      a 151936-id row, flat enough at T = 1.7 and top-p 0.95 that the
+ *              kept set spans many bins, and a row of ties
+ *   chi2       20,000 draws from one row (T 0.8, top-k 20, top-p 0.9): the
+ *              frequencies match softmax(l / T) truncated and renormalised,
+ *              chi-square at significance 0.001; a draw of an excluded id
+ *              fails outright
+ *
+ * usage: test_sample_op */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "base/philox.h"
+#include "check.h"
+#include "engine/sampler.h"
+#include "graph/sample_row.h"
+
+/* --- running the op ------------------------------------------------------------ */
+
+typedef struct sample_case {
+    int64_t S, V, H;
+    const float *logits;           /* [S, V] */
+    const graph_sample_row *rows;  /* [S] */
+    const int32_t *positions;      /* [S] */
+    const int32_t *history;        /* [S, H] */
+} sample_case;
+
+static backend_buffer *upload(backend *be, const void *data, size_t bytes, const char *what)
+{
+    backend_buffer *b = NULL;
+    CHECK(backend_buffer_alloc(be, bytes, what, &b) == ENC_OK);
+    CHECK(backend_buffer_write(be, b, 0, data, bytes) == ENC_OK);
+    return b;
+}
+
+/* The op's ids in ids[S], and the history after it in hist_out[S, H]. */
+static void run_op(backend *be, const sample_case *c, int32_t *ids, int32_t *hist_out)
+{
+    enc_arena host;
+    CHECK(arena_init(&host, 1 << 16) == ENC_OK);
+    graph g;
+    CHECK(graph_init(&g, &host, 2, 8) == ENC_OK);
+    backend_buffer *b[4] = {
+        upload(be, c->logits, (size_t)(c->S * c->V) * sizeof(float), "logits"),
+        upload(be, c->rows, (size_t)c->S * sizeof(graph_sample_row), "params"),
+        upload(be, c->positions, (size_t)c->S * sizeof(int32_t), "positions"),
+        upload(be, c->history, (size_t)(c->S * c->H) * sizeof(int32_t), "history"),
+    };
+    graph_tensor *t[4] = {
+        graph_tensor_2d(&g, GRAPH_INPUT, ENC_F32, c->S, c->V, "logits"),
+        graph_tensor_2d(&g, GRAPH_INPUT, ENC_I32, c->S, GRAPH_SAMPLE_ROW_WORDS, "params"),
+        graph_tensor_1d(&g, GRAPH_INPUT, ENC_I32, c->S, "positions"),
+        graph_tensor_2d(&g, GRAPH_INPUT, ENC_I32, c->S, c->H, "history"),
+    };
+    for (int i = 0; i < 4; i++) graph_bind(t[i], b[i], 0);
+    graph_tensor *dst = graph_sample(&g, t[0], t[1], t[2], t[3]);
+    CHECK(dst != NULL);
+    backend_buffer *arena = NULL;
+    CHECK(graph_plan(&g, NULL) == ENC_OK);
+    CHECK(backend_buffer_alloc(be, g.arena_size, "arena", &arena) == ENC_OK);
+    CHECK(graph_plan(&g, arena) == ENC_OK);
+    enc_status st = backend_graph_compute(be, &g);
+    if (st != ENC_OK) fprintf(stderr, "sample op: %s\n", enc_last_error());
+    CHECK(st == ENC_OK);
+    CHECK(backend_buffer_read(be, arena, dst->offset, ids, (size_t)c->S * sizeof(int32_t)) == ENC_OK);
+    if (hist_out)
+        CHECK(backend_buffer_read(be, b[3], 0, hist_out, (size_t)(c->S * c->H) * sizeof(int32_t)) == ENC_OK);
+    for (int i = 0; i < 4; i++) CHECK(backend_buffer_free(be, b[i]) == ENC_OK);
+    CHECK(backend_buffer_free(be, arena) == ENC_OK);
+    arena_free(&host);
+}
+
+/* --- the reference ------------------------------------------------------------- */
+
+typedef struct ref_w {
+    double w;
+    int32_t id;
+} ref_w;
+
+static int ref_cmp(const void *a, const void *b)
+{
+    const ref_w *x = a, *y = b;
+    if (x->w != y->w) return x->w > y->w ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static bool ref_penalties_on(const graph_sample_row *p) { return (p->flags & GRAPH_SAMPLE_PENALTIES) != 0; }
+
+/* The row after penalties and the min_tokens mask, from the definitions. */
+static void ref_process(const float *logits, const graph_sample_row *p, const int32_t *hist, int64_t pos, float *x)
+{
+    int64_t n = p->n_sample;
+    memcpy(x, logits, (size_t)n * sizeof *x);
+    for (int64_t t = 0; ref_penalties_on(p) && t < n; t++) {
+        bool in_prompt = false;
+        int64_t c = 0;
+        for (int64_t j = 0; j < pos; j++) {
+            if (hist[j] != t) continue;
+            if (j < p->n_prompt) in_prompt = true;
+            else c++;
+        }
+        if (!in_prompt && c == 0) continue;
+        double l = x[t], r = p->repetition_penalty;
+        if (r != 0.0 && r != 1.0) l = l > 0.0 ? l / r : l * r;
+        l -= p->frequency_penalty * (double)c + p->presence_penalty * (c > 0);
+        x[t] = (float)l;
+    }
+    if (pos - p->n_prompt < p->min_tokens)
+        for (int i = 0; i < p->n_mask; i++)
+            if (p->mask_ids[i] < n) x[p->mask_ids[i]] = -INFINITY;
+}
+
+static int32_t ref_argmax(const float *x, int64_t n)
+{
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return (int32_t)best;
+}
+
+/* The kept set by a full sort: it[0..return), in the order the draw walks. */
+static int64_t ref_kept(const float *x, const graph_sample_row *p, ref_w *it)
+{
+    int64_t n = p->n_sample;
+    double max = x[ref_argmax(x, n)], total = 0.0;
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double w = exp(((double)x[i] - max) / p->temperature);
+        if (w < p->min_p) w = 0.0;
+        total += w;
+        if (w > 0.0) it[m++] = (ref_w){w, (int32_t)i};
+    }
+    bool k_on = p->top_k > 0 && p->top_k < n, p_on = p->top_p > 0.0 && p->top_p < 1.0;
+    if (!k_on && !p_on) return m; /* id order */
+    qsort(it, (size_t)m, sizeof *it, ref_cmp);
+    double mass = total;
+    if (k_on && m > p->top_k) {
+        int64_t k = p->top_k;
+        while (k < m && it[k].w == it[p->top_k - 1].w) k++;
+        m = k;
+    }
+    if (k_on) {
+        mass = 0.0;
+        for (int64_t i = 0; i < m; i++) mass += it[i].w;
+    }
+    if (!p_on) return m;
+    int64_t r = 0;
+    double cum = 0.0;
+    while (r < m && cum < p->top_p * mass) cum += it[r++].w;
+    return r;
+}
+
+static int32_t ref_pick(const float *logits, const graph_sample_row *p, const int32_t *hist, int64_t pos,
+                        float *x, ref_w *it)
+{
+    ref_process(logits, p, hist, pos, x);
+    if (p->temperature == 0.0) return ref_argmax(x, p->n_sample);
+    int64_t m = ref_kept(x, p, it);
+    double sum = 0.0, acc = 0.0;
+    for (int64_t i = 0; i < m; i++) sum += it[i].w;
+    double u = philox_uniform(p->seed, pos) * sum;
+    for (int64_t i = 0; i < m; i++) {
+        acc += it[i].w;
+        if (u < acc) return it[i].id;
+    }
+    return it[m - 1].id;
+}
+
+/* The host sampler on the same row (engine/sampler.c). */
+static int32_t host_pick(sampler *s, const float *logits, const graph_sample_row *p, const int32_t *hist,
+                         int64_t pos)
+{
+    engine_sampling sp = {
+        .temperature = p->temperature, .top_k = p->top_k, .top_p = p->top_p, .min_p = p->min_p,
+        .repetition_penalty = ref_penalties_on(p) ? p->repetition_penalty : 0.0,
+        .presence_penalty = ref_penalties_on(p) ? p->presence_penalty : 0.0,
+        .frequency_penalty = ref_penalties_on(p) ? p->frequency_penalty : 0.0,
+        .seed = p->seed, .min_tokens = p->min_tokens,
+    };
+    sampler_input in = {
+        .logits = logits, .n_sample = p->n_sample, .params = &sp,
+        .prompt = hist, .n_prompt = p->n_prompt, .output = hist + p->n_prompt, .n_output = pos - p->n_prompt,
+        .eos_ids = p->mask_ids, .n_eos = p->n_mask, .seed = p->seed, .position = pos,
+    };
+    return sampler_pick(s, &in, NULL);
+}
+
+/* --- the matrix -------------------------------------------------------------- */
+
+enum { MV = 600, MS = 8, MH = 40, M_PROMPT = 12 };
+
+/* Logits with ties, a few large values and a long tail. */
+static void matrix_logits(float *x, int64_t S, int64_t V)
+{
+    for (int64_t r = 0; r < S; r++)
+        for (int64_t i = 0; i < V; i++)
+            x[r * V + i] = (float)(3.0 * sin(0.37 * (double)(i + 13 * r)) + (i % 50 == 7 ? 2.5 : 0.0)) +
+                           (float)((i * 7 + r) % 5) * 0.25f;
+}
+
+static void matrix_history(int32_t *h, int64_t S, int64_t H)
+{
+    for (int64_t r = 0; r < S; r++)
+        for (int64_t j = 0; j < H; j++) h[r * H + j] = (int32_t)((j * 37 + r * 11) % 64 + (j % 3 == 0 ? 300 : 0));
+}
+
+static const double m_temps[] = {0.0, 0.3, 1.0, 1.7};
+static const int32_t m_topk[] = {0, 1, 20, MV};
+static const double m_topp[] = {0.1, 0.9, 1.0};
+static const double m_minp[] = {0.0, 0.05};
+static const double m_pen[][3] = {{1, 0, 0}, {1.3, 0, 0}, {1, 0.5, 0}, {1, 0, 0.7}, {1.2, -0.4, 0.3}};
+
+/* Row r of a batch: the combination's parameters, a seed and a position of its own. */
+static graph_sample_row matrix_row(int ti, int ki, int pi, int mi, int qi, int64_t r)
+{
+    graph_sample_row p = {
+        .temperature = m_temps[ti], .top_k = m_topk[ki], .top_p = m_topp[pi], .min_p = m_minp[mi],
+        .repetition_penalty = m_pen[qi][0], .presence_penalty = m_pen[qi][1], .frequency_penalty = m_pen[qi][2],
+        .seed = 1000003u * (uint64_t)(ti * 97 + ki * 31 + pi * 7 + mi * 3 + qi) + (uint64_t)r,
+        .n_prompt = M_PROMPT, .min_tokens = r % 2 ? 30 : 0, .n_sample = r % 3 ? MV : MV - 17,
+        .n_mask = 3, .flags = qi ? GRAPH_SAMPLE_PENALTIES : 0,
+        .mask_ids = {7, 57, 107},
+    };
+    return p;
+}
+
+static void test_matrix(backend *be, sampler *hs)
+{
+    float *logits = malloc(sizeof(float) * MS * MV), *x = malloc(sizeof(float) * MV);
+    ref_w *it = malloc(sizeof(ref_w) * MV);
+    int32_t hist[MS * MH], hist_out[MS * MH], pos[MS], ids[MS];
+    matrix_logits(logits, MS, MV);
+    matrix_history(hist, MS, MH);
+    for (int r = 0; r < MS; r++) pos[r] = M_PROMPT + 2 + 3 * r; /* 2..23 tokens generated */
+    int64_t n_rows = 0, bad = 0, bad_host = 0, bad_hist = 0;
+    graph_sample_row rows[MS];
+    for (int ti = 0; ti < 4; ti++)
+        for (int ki = 0; ki < 4; ki++)
+            for (int pi = 0; pi < 3; pi++)
+                for (int mi = 0; mi < 2; mi++)
+                    for (int qi = 0; qi < 5; qi++) {
+                        for (int r = 0; r < MS; r++) rows[r] = matrix_row(ti, ki, pi, mi, qi, r);
+                        sample_case c = {MS, MV, MH, logits, rows, pos, hist};
+                        run_op(be, &c, ids, hist_out);
+                        for (int r = 0; r < MS; r++, n_rows++) {
+                            int32_t want = ref_pick(logits + r * MV, &rows[r], hist + r * MH, pos[r] + 1, x, it);
+                            int32_t host = host_pick(hs, logits + r * MV, &rows[r], hist + r * MH, pos[r] + 1);
+                            if (ids[r] != want && bad < 5)
+                                fprintf(stderr, "matrix T %g k %d p %g min_p %g pen %d row %d: %d, want %d\n",
+                                        m_temps[ti], m_topk[ki], m_topp[pi], m_minp[mi], qi, r, ids[r], want);
+                            bad += ids[r] != want;
+                            bad_host += host != want;
+                            bad_hist += hist_out[r * MH + pos[r] + 1] != ids[r];
+                        }
+                    }
+    CHECK(bad == 0);
+    CHECK(bad_host == 0);
+    CHECK(bad_hist == 0);
+    printf("ok matrix: %lld rows, %lld differ from the reference (host sampler: %lld)\n", (long long)n_rows,
+           (long long)bad, (long long)bad_host);
+    free(logits);
+    free(x);
+    free(it);
+}
+
+/* Every row of a batch alone, and the batch on other thread counts. */
+static void test_invariance(backend *be)
+{
+    float *logits = malloc(sizeof(float) * MS * MV);
+    int32_t hist[MS * MH], pos[MS], ids[MS], one[1];
+    matrix_logits(logits, MS, MV);
+    matrix_history(hist, MS, MH);
+    graph_sample_row rows[MS];
+    for (int r = 0; r < MS; r++) {
+        rows[r] = matrix_row(r % 4, r % 4, r % 3, r % 2, r % 5, r);
+        pos[r] = M_PROMPT + r;
+    }
+    sample_case c = {MS, MV, MH, logits, rows, pos, hist};
+    run_op(be, &c, ids, NULL);
+    int bad = 0;
+    for (int r = 0; r < MS; r++) {
+        sample_case alone = {1, MV, MH, logits + r * MV, &rows[r], &pos[r], hist + r * MH};
+        run_op(be, &alone, one, NULL);
+        bad += one[0] != ids[r];
+    }
+    for (int nt = 1; nt <= 3; nt += 2) {
+        backend *other = NULL;
+        CHECK(cpu_backend_create(nt, &other) == ENC_OK);
+        int32_t ids_t[MS];
+        run_op(other, &c, ids_t, NULL);
+        bad += memcmp(ids, ids_t, sizeof ids) != 0;
+        backend_destroy(other);
+    }
+    CHECK(bad == 0);
+    printf("ok invariance\n");
+    free(logits);
+}
+
+/* --- the whole vocabulary ------------------------------------------------------ */
+
+static void test_large(backend *be, sampler *hs)
+{
+    enum { V = 151936, S = 3, H = 4 };
+    float *logits = malloc(sizeof(float) * S * V), *x = malloc(sizeof(float) * V);
+    ref_w *it = malloc(sizeof(ref_w) * V);
+    for (int64_t i = 0; i < V; i++) {
+        logits[i] = (float)(4.0 * cos(0.001 * (double)i) - 0.00002 * (double)i); /* slow: wide kept sets */
+        logits[V + i] = (float)((i * 2654435761u) % 1000) * 0.01f;               /* many ties */
+        logits[2 * V + i] = (float)(i % 97) * 0.05f;
+    }
+    graph_sample_row rows[S] = {
+        {.temperature = 1.7, .top_p = 0.95, .n_sample = V, .seed = 5},
+        {.temperature = 1.0, .top_k = 50, .top_p = 0.5, .n_sample = V - 267, .seed = 6},
+        {.temperature = 0.7, .top_p = 0.3, .min_p = 0.1, .n_sample = V, .seed = 7},
+    };
+    int32_t hist[S * H] = {0}, pos[S] = {0, 1, 2}, ids[S];
+    sample_case c = {S, V, H, logits, rows, pos, hist};
+    int bad = 0;
+    for (int trial = 0; trial < 3; trial++) {
+        for (int r = 0; r < S; r++) rows[r].seed += 100;
+        run_op(be, &c, ids, NULL);
+        for (int r = 0; r < S; r++) {
+            int32_t want = ref_pick(logits + r * V, &rows[r], hist + r * H, pos[r] + 1, x, it);
+            bad += ids[r] != want;
+            bad += host_pick(hs, logits + r * V, &rows[r], hist + r * H, pos[r] + 1) != want;
+        }
+    }
+    CHECK(bad == 0);
+    printf("ok large\n");
+    free(logits);
+    free(x);
+    free(it);
+}
+
+/* --- the distribution ------------------------------------------------------------ */
+
+/* The chi-square critical value of df degrees of freedom at significance
+ * 0.001 (Wilson-Hilferty; z = 3.0902). */
+static double chi2_critical(int df)
+{
+    double a = 2.0 / (9.0 * df), z = 3.0902;
+    return df * pow(1.0 - a + z * sqrt(a), 3.0);
+}
+
+static void test_chi2(backend *be)
+{
+    enum { V = 64, S = 2000, ROUNDS = 10, N = S * ROUNDS };
+    float *logits = malloc(sizeof(float) * S * V);
+    float row[V];
+    for (int i = 0; i < V; i++) row[i] = (float)(2.0 * sin(0.7 * i) + 0.05 * i);
+    for (int r = 0; r < S; r++) memcpy(logits + r * V, row, sizeof row);
+    graph_sample_row *rows = calloc(S, sizeof *rows);
+    int32_t *pos = malloc(sizeof(int32_t) * S), *ids = malloc(sizeof(int32_t) * S), hist[S] = {0};
+    for (int r = 0; r < S; r++)
+        rows[r] = (graph_sample_row){.temperature = 0.8, .top_k = 20, .top_p = 0.9, .n_sample = V, .seed = 77};
+    /* the expected distribution, in probabilities: softmax(l / T), the 20
+     * most likely, the smallest prefix of those holding 0.9 of their mass */
+    double prob[V] = {0}, z = 0.0;
+    int order[V];
+    for (int i = 0; i < V; i++) order[i] = i;
+    for (int i = 0; i < V; i++) /* selection sort by logit, descending (no ties here) */
+        for (int j = i + 1; j < V; j++)
+            if (row[order[j]] > row[order[i]]) {
+                int t = order[i];
+                order[i] = order[j];
+                order[j] = t;
+            }
+    for (int i = 0; i < 20; i++) z += exp(row[order[i]] / 0.8);
+    double cum = 0.0, zk = 0.0;
+    int kept = 0;
+    while (kept < 20 && cum < 0.9) {
+        cum += exp(row[order[kept]] / 0.8) / z;
+        zk += exp(row[order[kept]] / 0.8);
+        kept++;
+    }
+    for (int i = 0; i < kept; i++) prob[order[i]] = exp(row[order[i]] / 0.8) / zk;
+    int64_t hits[V] = {0};
+    for (int round = 0; round < ROUNDS; round++) {
+        for (int r = 0; r < S; r++) pos[r] = round * S + r;
+        sample_case c = {S, V, 1, logits, rows, pos, hist};
+        run_op(be, &c, ids, NULL);
+        for (int r = 0; r < S; r++) hits[ids[r]]++;
+    }
+    double chi2 = 0.0;
+    int df = -1;
+    for (int i = 0; i < V; i++) {
+        if (prob[i] == 0.0) {
+            if (hits[i]) chi2 = INFINITY; /* an excluded id was drawn */
+            continue;
+        }
+        double e = prob[i] * N;
+        chi2 += (hits[i] - e) * (hits[i] - e) / e;
+        df++;
+    }
+    double crit = chi2_critical(df);
+    printf("chi2: %d kept ids, statistic %.1f, critical value %.1f (df %d, significance 0.001)\n", kept, chi2,
+           crit, df);
+    CHECK(kept > 2 && kept < 20); /* top-p cuts inside the top-k set */
+    CHECK(chi2 < crit);
+    free(logits);
+    free(rows);
+    free(pos);
+    free(ids);
+}
+
+int main(void)
+{
+    backend *be = NULL;
+    sampler hs;
+    if (cpu_backend_create(2, &be) != ENC_OK || sampler_init(&hs, 151936) != ENC_OK) return 1;
+    test_matrix(be, &hs);
+    test_invariance(be);
+    test_large(be, &hs);
+    test_chi2(be);
+    sampler_free(&hs);
+    backend_destroy(be);
+    if (check_failures) fprintf(stderr, "test_sample_op: %d checks failed\n", check_failures);
+    return check_failures != 0;
+}
