@@ -8,6 +8,10 @@
 #                           multi-step decode agree; masked ids never come out),
 #                           logprobs against the prompt logits of the same tokens,
 #                           engine_request_logprobs, sample_vocab refused out of range
+#   sample_engine           sampled requests with the device sampler in the multi-step
+#                           replay: every token the reference picker's over the prompt
+#                           logits of the same tokens; the same alone, staggered, eager,
+#                           K = 1 / 4 / 16, preempted in a small KV pool
 #   sampler_<check>         through `encore` (tests/sampler_cli.py): see its header
 
 encore_add_c_test(test_philox ${ENCORE_TESTS_DIR}/test_philox.c)
@@ -20,6 +24,12 @@ target_link_libraries(test_sampler_engine PRIVATE encore_internals)
 target_include_directories(test_sampler_engine PRIVATE ${ENCORE_TESTS_DIR})
 add_test(NAME sampler_engine COMMAND test_sampler_engine ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
 set_tests_properties(sampler_engine PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300)
+
+add_executable(test_sample_engine ${ENCORE_TESTS_DIR}/test_sample_engine.c)
+target_link_libraries(test_sample_engine PRIVATE encore_internals)
+target_include_directories(test_sample_engine PRIVATE ${ENCORE_TESTS_DIR})
+add_test(NAME sample_engine COMMAND test_sample_engine ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
+set_tests_properties(sample_engine PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300)
 
 foreach(check modes seed logprobs bad_args)
   add_test(NAME sampler_${check}

@@ -20,7 +20,15 @@
  * in one recording; after each, argmax picks the tokens and decode_advance
  * moves every row to its next token (input id, position, sequence length,
  * and the slot mapping from the block table, whose blocks the engine
- * reserved beforehand). One replay yields K tokens per sequence. */
+ * reserved beforehand). One replay yields K tokens per sequence.
+ *
+ * With the device sampler (a backend that runs GRAPH_OP_SAMPLE) the pick is
+ * the sampler instead of argmax, and every request but a logprobs one runs
+ * multi-step: before each replay the slot's sample params get one
+ * graph_sample_row per sequence (padding rows zero), and the history rows of
+ * the penalised sequences their tokens so far; inside the replay the kernel
+ * appends each chosen id to the history, so the penalties of step k see the
+ * tokens of steps 0..k-1. The host reads back the ids only. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +56,8 @@ void decode_slots_free(engine *e)
         backend_recording_free(e->be, e->slots[i].rec);
         for (int k = 0; k <= ENGINE_MAX_DECODE_STEPS; k++) backend_recording_free(e->be, e->slots[i].rec_multi[k]);
         backend_buffer_free(e->be, e->slots[i].out_ids);
+        backend_buffer_free(e->be, e->slots[i].sample.params);
+        backend_buffer_free(e->be, e->slots[i].sample.history);
         step_inputs_free(e, &e->slots[i].in);
     }
     free(e->slots);
@@ -197,6 +207,16 @@ enc_status decode_slots_run(engine *e, const sched_batch *b)
 
 /* --- multi-step decode ----------------------------------------------------- */
 
+/* Can the device pick s's next tokens? The device sampler takes every
+ * request but logprobs ones (logprobs are computed on the host); argmax
+ * alone takes plain greedy ones (penalties, unmet min_tokens, logprobs and
+ * sampling need the host), unless the last replay chose a masked id. */
+static bool decode__device_picks(const engine *e, const engine_seq *s)
+{
+    if (e->device_sampler) return !s->sampling.logprobs;
+    return sampler_is_plain_greedy(&s->sampling, s->n_tokens - s->n_prompt) && !s->host_pick;
+}
+
 bool decode_multi_reserve(engine *e, const sched_batch *b)
 {
     int64_t K = e->cfg.decode_steps;
@@ -205,10 +225,7 @@ bool decode_multi_reserve(engine *e, const sched_batch *b)
     if (!slot || slot->state == SLOT_COLD) return false; /* the first decode of a size runs eagerly */
     for (int i = 0; i < b->n_entries; i++) {
         const engine_seq *s = b->entries[i].seq;
-        /* the device computes the argmax of the raw row: penalties, unmet
-         * min_tokens, logprobs and sampling need the host */
-        if (!sampler_is_plain_greedy(&s->sampling, s->n_tokens - s->n_prompt) || s->host_pick ||
-            s->prompt_logits || s->n_tokens + K - 1 > e->cfg.max_model_len)
+        if (!decode__device_picks(e, s) || s->prompt_logits || s->n_tokens + K - 1 > e->cfg.max_model_len)
             return false;
     }
     int32_t need = 0;
@@ -231,10 +248,57 @@ static enc_status decode__record_multi(engine *e, decode_slot *slot)
     if (!slot->out_ids)
         ENC_TRY(backend_buffer_alloc(e->be, (size_t)(e->decode_steps_max * P) * sizeof(int32_t), "multi-step ids",
                                      &slot->out_ids));
-    ENC_TRY(step_build_multi(e, &g, &slot->in, slot->out_ids, P));
+    if (e->device_sampler && !slot->sample.params)
+        ENC_TRY(backend_buffer_alloc(e->be, (size_t)P * sizeof(graph_sample_row), "sample params",
+                                     &slot->sample.params));
+    if (e->device_sampler && !slot->sample.history)
+        ENC_TRY(backend_buffer_alloc(e->be, (size_t)(P * e->cfg.max_model_len) * sizeof(int32_t), "sample history",
+                                     &slot->sample.history));
+    ENC_TRY(step_build_multi(e, &g, &slot->in, slot->out_ids, &slot->sample, P));
     ENC_TRY(decode__capture(e, &g, slot->out_ids, 0, (size_t)(K * P) * sizeof(int32_t), &slot->rec_multi[K]));
     slot->multi_generation[K] = e->generation;
     return ENC_OK;
+}
+
+/* The device sampler's row of a sequence (graph/sample_row.h). */
+static graph_sample_row decode__sample_row(const engine *e, const engine_seq *s)
+{
+    const engine_sampling *sp = &s->sampling;
+    const qwen3_config *mc = &e->model->cfg;
+    graph_sample_row r = {
+        .temperature = sp->temperature,
+        .top_p = sp->top_p,
+        .min_p = sp->min_p,
+        .repetition_penalty = sp->repetition_penalty,
+        .presence_penalty = sp->presence_penalty,
+        .frequency_penalty = sp->frequency_penalty,
+        .seed = sp->seed,
+        .top_k = sp->top_k > INT32_MAX ? INT32_MAX : (int32_t)sp->top_k,
+        .n_prompt = (int32_t)s->n_prompt,
+        .min_tokens = (int32_t)sp->min_tokens,
+        .n_sample = (int32_t)e->cfg.sample_vocab,
+        .flags = sampler_penalties_on(sp) ? GRAPH_SAMPLE_PENALTIES : 0,
+    };
+    _Static_assert(QWEN3_MAX_EOS + ENGINE_MAX_STOP_IDS <= GRAPH_SAMPLE_MAX_MASK, "every EOS and stop id fits a row");
+    for (int i = 0; !s->ignore_eos && i < mc->n_eos; i++) r.mask_ids[r.n_mask++] = mc->eos_token_ids[i];
+    for (int i = 0; i < s->n_stop_ids; i++) r.mask_ids[r.n_mask++] = s->stop_ids[i];
+    return r;
+}
+
+/* Rewrite the device sampler's inputs of the slot for the batch: every row's
+ * parameters (padding rows zero), and the history of the penalised rows. */
+static enc_status decode__write_sampling(engine *e, decode_slot *slot, const sched_batch *b)
+{
+    int64_t P = slot->size, H = e->cfg.max_model_len;
+    memset(e->sample_rows, 0, (size_t)P * sizeof *e->sample_rows);
+    for (int i = 0; i < b->n_entries; i++) {
+        const engine_seq *s = b->entries[i].seq;
+        e->sample_rows[i] = decode__sample_row(e, s);
+        if (e->sample_rows[i].flags & GRAPH_SAMPLE_PENALTIES)
+            ENC_TRY(backend_buffer_write(e->be, slot->sample.history, (size_t)(i * H) * sizeof(int32_t), s->tokens,
+                                         (size_t)s->n_tokens * sizeof(int32_t)));
+    }
+    return backend_buffer_write(e->be, slot->sample.params, 0, e->sample_rows, (size_t)P * sizeof *e->sample_rows);
 }
 
 /* On error the slot's multi-step recording is either made at the current
@@ -259,6 +323,7 @@ enc_status decode_slots_run_multi(engine *e, const sched_batch *b)
     if (!slot->rec_multi[K]) ENC_TRY(decode__record_multi(e, slot));
     decode__pad(e, n, slot->size);
     ENC_TRY(step_write_inputs(e, &slot->in, slot->size, slot->size, slot->size));
+    if (e->device_sampler) ENC_TRY(decode__write_sampling(e, slot, b));
     ENC_TRY(backend_replay(e->be, slot->rec_multi[K]));
     e->stats.n_multi_round_trips++;
     e->multi_rows = slot->size;

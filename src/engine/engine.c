@@ -109,7 +109,8 @@ static enc_status engine__alloc_inputs(engine *e)
     ENC_TRY(sampler_init(&e->sampler, V));
     e->batch.entries = calloc((size_t)S, sizeof *e->batch.entries);
     e->multi_ids = malloc((size_t)(e->decode_steps_max * S) * sizeof *e->multi_ids);
-    if (!e->multi_ids) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "multi-step ids");
+    e->sample_rows = calloc((size_t)S, sizeof *e->sample_rows);
+    if (!e->multi_ids || !e->sample_rows) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "multi-step ids");
     if (e->cfg.verify_capture) e->verify_logits = malloc((size_t)(S * V) * sizeof *e->verify_logits);
     if (!e->logits || !e->batch.entries || (e->cfg.verify_capture && !e->verify_logits))
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "logits buffer of %lld x %lld", (long long)L, (long long)V);
@@ -124,6 +125,7 @@ enc_status engine_create(const engine_config *cfg, engine **out)
     e->cfg = *cfg;
     enc_status s = backend_create_named(cfg->device, cfg->n_threads, &e->be);
     if (s == ENC_OK) e->cfg.n_threads = backend_host_threads(e->be);
+    if (s == ENC_OK) e->device_sampler = backend_supports_op(e->be, GRAPH_OP_SAMPLE);
     if (s == ENC_OK)
         s = qwen3_model_load(cfg->model_dir, e->be, cfg->load_progress, cfg->load_progress_user, &e->model);
     e->cfg.load_progress = NULL; /* used while loading only: its user data may not outlive the call */
@@ -175,6 +177,7 @@ void engine_destroy(engine *e)
     free(e->logits);
     free(e->verify_logits);
     free(e->multi_ids);
+    free(e->sample_rows);
     sampler_free(&e->sampler);
     free(e->batch.entries);
     if (e->kv.k) kv_cache_free(&e->kv);

@@ -12,6 +12,7 @@
 #include "base/arena.h"
 #include "engine/engine.h"
 #include "engine/sampler.h"
+#include "graph/sample_row.h"
 #include "kv/kv_cache.h"
 #include "model/qwen3.h"
 
@@ -89,6 +90,13 @@ typedef enum slot_state {
     SLOT_CAPTURED, /* recording made: every later decode of this size replays */
 } slot_state;
 
+/* The device sampler's persistent inputs of a decode slot of P rows
+ * (graph/sample_row.h), rewritten before every multi-step replay. */
+typedef struct step_sample_bufs {
+    backend_buffer *params;  /* [P, GRAPH_SAMPLE_ROW_WORDS] i32: graph_sample_row per row */
+    backend_buffer *history; /* [P, max_model_len] i32: each penalised row's tokens */
+} step_sample_bufs;
+
 /* A decode slot: the captured decode step of one padded batch size. */
 typedef struct decode_slot {
     int64_t size; /* padded batch size P: tokens = sequences = logits rows = P */
@@ -102,6 +110,7 @@ typedef struct decode_slot {
     backend_recording *rec_multi[ENGINE_MAX_DECODE_STEPS + 1];  /* [K] */
     uint64_t multi_generation[ENGINE_MAX_DECODE_STEPS + 1];     /* [K] */
     backend_buffer *out_ids; /* [decode_steps_max, P] i32: the ids each step chose */
+    step_sample_bufs sample; /* with out_ids, when the engine has the device sampler */
 } decode_slot;
 
 /* Who writes what. Every field is set up by engine_create and freed by
@@ -109,7 +118,7 @@ typedef struct decode_slot {
  * step_arena_free and the slots to decode_slots_init / decode_slots_free);
  * after creation only the file named writes it (everyone may read):
  *   engine.c        cfg, be, model, max_blocks_per_seq, logits_rows_max,
- *                   decode_steps_max (at creation only; cfg.eager and
+ *                   decode_steps_max, device_sampler (at creation only; cfg.eager and
  *                   cfg.decode_steps also in engine_set_decode_mode, between
  *                   requests); seqs, n_seqs, cap_seqs, next_id;
  *                   logits_fn, logits_user; stats.n_steps and the token counts
@@ -119,7 +128,7 @@ typedef struct decode_slot {
  *                   arena grows); logits after an eager step;
  *                   stats.n_eager_steps
  *   decode_slots.c  slots, n_slots; host[] rows n..P-1 (padding);
- *                   multi_ids, multi_rows; logits after a replay;
+ *                   multi_ids, multi_rows, sample_rows; logits after a replay;
  *                   verify_logits; stats of captures, replays, multi-step
  *                   round trips and verified steps
  *   kv (the block pool) is shared: the scheduler reserves and preempts,
@@ -134,6 +143,9 @@ struct engine {
     enc_dtype kv_dtype; /* of the KV cache, resolved from cfg.kv_cache_dtype */
     int64_t logits_rows_max;
     int64_t decode_steps_max; /* cfg.decode_steps at creation: what buffers are sized for */
+    bool device_sampler;      /* the backend runs GRAPH_OP_SAMPLE: multi-step decode
+                               * samples on the device, for every request but logprobs */
+    graph_sample_row *sample_rows; /* [max_num_seqs] host copy of a slot's sample params */
 
     engine_seq **seqs; /* every request not yet released, in arrival order */
     int64_t n_seqs, cap_seqs;
@@ -180,10 +192,11 @@ enc_status step_write_inputs(engine *e, step_inputs *in, int64_t T, int64_t S, i
 enc_status step_build(engine *e, graph *g, const step_inputs *in, int64_t T, int64_t S,
                       int64_t L, qwen3_step_io *io);
 /* Build and plan the multi-step decode graph of P rows bound to `in`:
- * cfg.decode_steps forward passes, each followed by argmax and decode_advance
+ * cfg.decode_steps forward passes, each followed by the pick (the device
+ * sampler reading sb when e->device_sampler, else argmax) and decode_advance
  * on the device; pass k's ids go to out_ids at [k * P]. */
 enc_status step_build_multi(engine *e, graph *g, const step_inputs *in, backend_buffer *out_ids,
-                            int64_t P);
+                            const step_sample_bufs *sb, int64_t P);
 /* Run the batch eagerly; its logits land in e->logits. */
 enc_status step_run_eager(engine *e, const sched_batch *b);
 /* Plan the largest steps (eager, the largest decode slot and its multi-step
@@ -200,9 +213,10 @@ bool decode_batch(const sched_batch *b);
  * replay when captured); its logits land in e->logits. */
 enc_status decode_slots_run(engine *e, const sched_batch *b);
 /* Take the batch for multi-step decode when it can run cfg.decode_steps
- * greedy steps in one replay (every sequence plain greedy:
- * sampler_is_plain_greedy, no host_pick, room for K - 1 more tokens; its slot
- * not cold; free blocks for all of them): reserve, in every sequence's block
+ * steps in one replay (every sequence sampled on the device: with the device
+ * sampler any request but a logprobs one, without it plain greedy ones,
+ * sampler_is_plain_greedy, and no host_pick; room for K - 1 more tokens; its
+ * slot not cold; free blocks for all of them): reserve, in every sequence's block
  * table, the KV blocks those K steps write, and return true. Otherwise
  * reserve nothing and return false. */
 bool decode_multi_reserve(engine *e, const sched_batch *b);

@@ -50,14 +50,14 @@ static bool sampler__repetition_on(const engine_sampling *p)
     return p->repetition_penalty != 0.0 && p->repetition_penalty != 1.0;
 }
 
-static bool sampler__penalties_on(const engine_sampling *p)
+bool sampler_penalties_on(const engine_sampling *p)
 {
     return sampler__repetition_on(p) || p->presence_penalty != 0.0 || p->frequency_penalty != 0.0;
 }
 
 bool sampler_is_plain_greedy(const engine_sampling *p, int64_t n_output)
 {
-    return p->temperature == 0.0 && !sampler__penalties_on(p) && !p->logprobs && n_output >= p->min_tokens;
+    return p->temperature == 0.0 && !sampler_penalties_on(p) && !p->logprobs && n_output >= p->min_tokens;
 }
 
 /* --- penalties and masks ------------------------------------------------------ */
@@ -95,7 +95,7 @@ const float *sampler_process(sampler *s, const sampler_input *in)
     const engine_sampling *p = in->params;
     int64_t n = in->n_sample;
     memcpy(s->work, in->logits, (size_t)n * sizeof *s->work);
-    if (sampler__penalties_on(p)) {
+    if (sampler_penalties_on(p)) {
         for (int64_t i = 0; i < in->n_output; i++)
             if (in->output[i] >= 0 && in->output[i] < n) s->counts[in->output[i]]++;
         sampler__penalize_ids(s, p, in->output, in->n_output, n);
@@ -253,7 +253,7 @@ int32_t sampler_pick(sampler *s, const sampler_input *in, engine_token_logprob *
     int64_t n = in->n_sample;
     double lse = lp ? sampler__logprobs(in->logits, n, p->top_logprobs, lp) : 0.0;
     const float *x = in->logits;
-    if (sampler__penalties_on(p) || in->n_output < p->min_tokens) x = sampler_process(s, in);
+    if (sampler_penalties_on(p) || in->n_output < p->min_tokens) x = sampler_process(s, in);
     int32_t id = p->temperature == 0.0 ? sampler_argmax(x, n) : sampler__draw(s, x, n, p, philox_uniform(in->seed, in->position));
     if (lp) {
         lp->id = id;

@@ -95,4 +95,7 @@ int32_t sampler_pick(sampler *s, const sampler_input *in, engine_token_logprob *
  * min_tokens met. The n_sample mask is the caller's to handle. */
 bool sampler_is_plain_greedy(const engine_sampling *p, int64_t n_output);
 
+/* True when a repetition, presence or frequency penalty is on. */
+bool sampler_penalties_on(const engine_sampling *p);
+
 #endif

@@ -14,6 +14,7 @@
 
 #include "base/log.h"
 #include "engine/engine_impl.h"
+#include "graph/sample_row.h"
 
 /* Each step input by IN_* index: its buffer's name, and where the builder
  * leaves its tensor in qwen3_step_io. The binding goes through this table, so
@@ -154,10 +155,41 @@ static enc_status step__fit_arena(engine *e, graph *g)
 }
 
 /* What each device step of a multi-step graph adds after its forward pass:
- * the argmax and decode_advance nodes; the argmax ids and the bound
- * "multi-step ids" row (decode_advance writes into the latter, no tensor of
- * its own). */
+ * the pick (argmax, or the device sampler) and decode_advance nodes; the
+ * picked ids and the bound "multi-step ids" row (decode_advance writes into
+ * the latter, no tensor of its own), and the sampler's scratch. The sampler
+ * also reads two bound inputs shared by every step: its parameters and the
+ * token history. */
 enum { STEP__DEVICE_STEP_NODES = 2, STEP__DEVICE_STEP_TENSORS = 2 };
+enum { STEP__SAMPLE_STEP_TENSORS = 1, STEP__SAMPLE_INPUT_TENSORS = 2 };
+
+/* The tensors a K-step graph adds to its forward passes. */
+static int step__device_tensors(const engine *e, int K)
+{
+    if (!K) return 0;
+    int n = K * STEP__DEVICE_STEP_TENSORS;
+    return e->device_sampler ? n + K * STEP__SAMPLE_STEP_TENSORS + STEP__SAMPLE_INPUT_TENSORS : n;
+}
+
+/* The sampler's inputs of a K-step graph of P rows, bound to the slot's
+ * buffers (NULL: unbound, to size the arena). */
+static void step__sample_inputs(engine *e, graph *g, int64_t P, const step_sample_bufs *sb, graph_tensor **params,
+                                graph_tensor **history)
+{
+    *params = graph_tensor_2d(g, GRAPH_INPUT, ENC_I32, P, GRAPH_SAMPLE_ROW_WORDS, "sample params");
+    *history = graph_tensor_2d(g, GRAPH_INPUT, ENC_I32, P, e->cfg.max_model_len, "sample history");
+    if (*params) graph_bind(*params, sb ? sb->params : NULL, 0);
+    if (*history) graph_bind(*history, sb ? sb->history : NULL, 0);
+}
+
+/* The ids one device step picks from io->logits: the device sampler when
+ * the backend has it, else the argmax. */
+static graph_tensor *step__pick(engine *e, graph *g, qwen3_step_io *io, graph_tensor *params,
+                                graph_tensor *history)
+{
+    if (!e->device_sampler) return graph_argmax(g, io->logits);
+    return graph_sample(g, io->logits, params, io->positions, history);
+}
 
 /* Build and plan the graph of a step of shape (T, S, L) bound to `in` (NULL:
  * unbound, to size the arena). n_device_steps 0: one forward pass whose
@@ -168,22 +200,24 @@ enum { STEP__DEVICE_STEP_NODES = 2, STEP__DEVICE_STEP_TENSORS = 2 };
  * to it (step__fit_arena). */
 static enc_status step__build(engine *e, graph *g, const step_inputs *in, int64_t T, int64_t S,
                               int64_t L, int64_t n_device_steps, backend_buffer *out_ids,
-                              qwen3_step_io *io)
+                              const step_sample_bufs *sb, qwen3_step_io *io)
 {
     int K = (int)n_device_steps, n_passes = K ? K : 1;
     qwen3_step_shape shape = {T, S, L, e->max_blocks_per_seq};
     arena_reset(&e->graph_arena);
     ENC_TRY(graph_init(g, &e->graph_arena,
                        qwen3_graph_n_nodes(e->model, n_passes) + K * STEP__DEVICE_STEP_NODES,
-                       qwen3_graph_n_tensors(e->model, n_passes) + K * STEP__DEVICE_STEP_TENSORS));
+                       qwen3_graph_n_tensors(e->model, n_passes) + step__device_tensors(e, K)));
     qwen3_step_inputs(g, &shape, io);
     for (int i = 0; i < IN_COUNT; i++) graph_bind(step__io_input(io, i), in ? in->buf[i] : NULL, 0);
+    graph_tensor *params = NULL, *history = NULL;
+    if (K && e->device_sampler) step__sample_inputs(e, g, T, sb, &params, &history);
     for (int k = 0; k < n_passes; k++) {
         ENC_TRY(qwen3_build_forward(e->model, &e->kv, g, io));
         if (!K) continue;
         graph_tensor *ids = graph_tensor_1d(g, GRAPH_INPUT, ENC_I32, T, "multi-step ids");
         if (ids) graph_bind(ids, out_ids, (size_t)(k * T) * sizeof(int32_t));
-        graph_decode_advance(g, graph_argmax(g, io->logits), io->input_ids, io->positions,
+        graph_decode_advance(g, step__pick(e, g, io, params, history), io->input_ids, io->positions,
                              io->seq_lens, io->slot_mapping, io->block_tables, e->cfg.block_size,
                              ids);
     }
@@ -195,14 +229,14 @@ static enc_status step__build(engine *e, graph *g, const step_inputs *in, int64_
 enc_status step_build(engine *e, graph *g, const step_inputs *in, int64_t T, int64_t S, int64_t L,
                       qwen3_step_io *io)
 {
-    return step__build(e, g, in, T, S, L, 0, NULL, io);
+    return step__build(e, g, in, T, S, L, 0, NULL, NULL, io);
 }
 
 enc_status step_build_multi(engine *e, graph *g, const step_inputs *in, backend_buffer *out_ids,
-                            int64_t P)
+                            const step_sample_bufs *sb, int64_t P)
 {
     qwen3_step_io io;
-    return step__build(e, g, in, P, P, P, e->cfg.decode_steps, out_ids, &io);
+    return step__build(e, g, in, P, P, P, e->cfg.decode_steps, out_ids, sb, &io);
 }
 
 /* The arena bytes the largest steps need: the largest eager step, the
@@ -221,7 +255,7 @@ static enc_status step__plan_arena(engine *e, size_t *size)
     *size = 0;
     for (int i = 0; i < n_shapes; i++) {
         ENC_TRY(step__build(e, &g, NULL, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3],
-                            NULL, &io));
+                            NULL, NULL, &io));
         if (g.arena_size > *size) *size = g.arena_size;
     }
     *size += *size / STEP__ARENA_HEADROOM_DIV;

@@ -1,0 +1,250 @@
+/* test_sample_engine.c - sampled requests through the engine, with the
+ * device sampler (GRAPH_OP_SAMPLE) inside the multi-step replay, on a tiny
+ * checkpoint.
+ *
+ *   reference  each token of eight seeded requests (temperature 0.3 / 1 /
+ *              1.7, top-k, top-p, min-p, each penalty, min_tokens with a stop
+ *              id, a greedy penalised one; ids >= sample_vocab masked) is the
+ *              pick of the plain reference picker (tests/ref_sampler.h) over
+ *              the logits the engine gives for the same tokens as a prompt
+ *   modes      the same tokens alone, in a staggered batch of 8 (one request
+ *              joining every second step), eager, K = 1, 4 and 16, and with a
+ *              KV pool so small that sequences are preempted and recomputed;
+ *              the K = 4 and 16 runs are multi-step (round trips counted) and
+ *              the small pool preempts
+ *
+ * usage: test_sample_engine MODEL_DIR */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "engine/engine.h"
+#include "ref_sampler.h"
+
+enum { N_REQ = 8, MAX_OUT = 24, MAX_PROMPT = 16, SAMPLE_VOCAB = 480, STOP_ID = 77 };
+
+static const char *g_model;
+
+typedef struct run_out {
+    int32_t ids[N_REQ][MAX_OUT];
+    int64_t n[N_REQ];
+    engine_stats stats;
+} run_out;
+
+static void prompt_of(int i, int32_t *ids, int64_t *n)
+{
+    *n = 4 + i % 5 + (i == 3 ? 9 : 0);
+    for (int64_t j = 0; j < *n; j++) ids[j] = (int32_t)((i * 131 + j * 29 + 5) % 470 + 3);
+}
+
+static engine_sampling sampling_of(int i)
+{
+    static const engine_sampling s[N_REQ] = {
+        {.temperature = 0.3, .top_k = 20},
+        {.temperature = 1.0, .top_p = 0.9},
+        {.temperature = 1.7, .min_p = 0.05},
+        {.temperature = 0.8, .top_p = 0.95, .repetition_penalty = 1.1},
+        {.temperature = 1.0, .presence_penalty = 0.5, .frequency_penalty = 0.7},
+        {.temperature = 0.0, .repetition_penalty = 1.3},
+        {.temperature = 1.0, .top_k = 40, .min_tokens = 20},
+        {.temperature = 1.2, .top_k = 1, .top_p = 0.5, .frequency_penalty = -0.4},
+    };
+    engine_sampling r = s[i];
+    r.seed = 9000 + (uint64_t)i * 7919;
+    return r;
+}
+
+static engine *make_engine(bool eager, int64_t decode_steps, int64_t n_kv_blocks)
+{
+    engine_config cfg = {.model_dir = g_model, .n_threads = 2, .max_num_seqs = 8, .max_model_len = 64,
+                         .eager = eager, .decode_steps = decode_steps, .n_kv_blocks = n_kv_blocks,
+                         .sample_vocab = SAMPLE_VOCAB};
+    engine *e = NULL;
+    if (engine_create(&cfg, &e) != ENC_OK) {
+        fprintf(stderr, "engine_create: %s\n", enc_last_error());
+        exit(1);
+    }
+    return e;
+}
+
+static int64_t add(engine *e, int i)
+{
+    int32_t prompt[MAX_PROMPT], stop = STOP_ID;
+    engine_request_params p = {.prompt_ids = prompt, .max_tokens = MAX_OUT, .sampling = sampling_of(i),
+                               .ignore_eos = i != 6, .stop_ids = i == 6 ? &stop : NULL, .n_stop_ids = i == 6};
+    prompt_of(i, prompt, &p.n_prompt);
+    int64_t id = -1;
+    CHECK(engine_add_request(e, &p, &id) == ENC_OK);
+    return id;
+}
+
+static void collect(engine *e, const int64_t *ids, int first, int n, run_out *r)
+{
+    for (int i = first; i < first + n; i++) {
+        const int32_t *out;
+        engine_finish f;
+        CHECK(engine_request_output(e, ids[i], &out, &r->n[i], &f) == ENC_OK);
+        memcpy(r->ids[i], out, (size_t)r->n[i] * sizeof *out);
+        engine_release_request(e, ids[i]);
+    }
+}
+
+/* Every request alone, one after the other. */
+static void run_alone(engine *e, run_out *r)
+{
+    int64_t ids[N_REQ];
+    memset(r, 0, sizeof *r);
+    for (int i = 0; i < N_REQ; i++) {
+        ids[i] = add(e, i);
+        while (engine_has_unfinished(e)) CHECK(engine_step(e, NULL) == ENC_OK);
+        collect(e, ids, i, 1, r);
+    }
+    r->stats = engine_get_stats(e);
+}
+
+/* All of them, request i joining at step 2 i. */
+static void run_staggered(engine *e, run_out *r)
+{
+    int64_t ids[N_REQ];
+    int added = 0;
+    memset(r, 0, sizeof *r);
+    for (int step = 0; added < N_REQ || engine_has_unfinished(e); step++) {
+        if (added < N_REQ && step == 2 * added) ids[added] = add(e, added), added++;
+        CHECK(engine_step(e, NULL) == ENC_OK);
+    }
+    collect(e, ids, 0, N_REQ, r);
+    r->stats = engine_get_stats(e);
+}
+
+static bool same(const run_out *a, const run_out *b, const char *what)
+{
+    for (int i = 0; i < N_REQ; i++)
+        if (a->n[i] != b->n[i] || memcmp(a->ids[i], b->ids[i], (size_t)a->n[i] * sizeof(int32_t))) {
+            fprintf(stderr, "%s: request %d differs from its tokens alone\n", what, i);
+            return false;
+        }
+    return true;
+}
+
+/* --- the reference ------------------------------------------------------------- */
+
+typedef struct logits_sink {
+    float *rows; /* [n_pos, vocab] */
+    int64_t n_pos, vocab;
+} logits_sink;
+
+static void sink_fn(void *user, int64_t request_id, int64_t pos, const float *logits, int64_t vocab)
+{
+    (void)request_id;
+    logits_sink *k = user;
+    if (pos < k->n_pos) memcpy(&k->rows[pos * vocab], logits, (size_t)vocab * sizeof(float));
+    k->vocab = vocab;
+}
+
+/* The logits at every position of tokens[0..n), as the engine computes them for a prompt. */
+static float *prompt_logits(engine *e, const int32_t *tokens, int64_t n, int64_t vocab)
+{
+    logits_sink k = {.rows = malloc((size_t)(n * vocab) * sizeof(float)), .n_pos = n};
+    engine_set_logits_callback(e, sink_fn, &k);
+    engine_request_params p = {.prompt_ids = tokens, .n_prompt = n, .max_tokens = 1, .prompt_logits = true};
+    int64_t id;
+    CHECK(engine_add_request(e, &p, &id) == ENC_OK);
+    while (engine_has_unfinished(e)) CHECK(engine_step(e, NULL) == ENC_OK);
+    engine_release_request(e, id);
+    engine_set_logits_callback(e, NULL, NULL);
+    CHECK(k.vocab == vocab);
+    return k.rows;
+}
+
+static graph_sample_row ref_row(int i, int64_t n_prompt, const qwen3_config *mc)
+{
+    engine_sampling s = sampling_of(i);
+    graph_sample_row r = {
+        .temperature = s.temperature, .top_p = s.top_p, .min_p = s.min_p,
+        .repetition_penalty = s.repetition_penalty, .presence_penalty = s.presence_penalty,
+        .frequency_penalty = s.frequency_penalty, .seed = s.seed, .top_k = (int32_t)s.top_k,
+        .n_prompt = (int32_t)n_prompt, .min_tokens = (int32_t)s.min_tokens, .n_sample = SAMPLE_VOCAB,
+        .flags = (s.repetition_penalty != 0.0 && s.repetition_penalty != 1.0) || s.presence_penalty != 0.0 ||
+                         s.frequency_penalty != 0.0
+                     ? GRAPH_SAMPLE_PENALTIES
+                     : 0,
+    };
+    if (i == 6) {
+        for (int j = 0; j < mc->n_eos; j++) r.mask_ids[r.n_mask++] = mc->eos_token_ids[j];
+        r.mask_ids[r.n_mask++] = STOP_ID;
+    }
+    return r;
+}
+
+static void test_reference(engine *e, const run_out *alone)
+{
+    const qwen3_config *mc = engine_model_config(e);
+    int64_t V = mc->vocab_size;
+    float *x = malloc((size_t)V * sizeof *x);
+    ref_w *it = malloc((size_t)V * sizeof *it);
+    int bad = 0, n_tokens = 0;
+    for (int i = 0; i < N_REQ; i++) {
+        int32_t tokens[MAX_PROMPT + MAX_OUT];
+        int64_t n_prompt;
+        prompt_of(i, tokens, &n_prompt);
+        memcpy(tokens + n_prompt, alone->ids[i], (size_t)alone->n[i] * sizeof(int32_t));
+        int64_t n = n_prompt + alone->n[i];
+        float *logits = prompt_logits(e, tokens, n, V);
+        graph_sample_row row = ref_row(i, n_prompt, mc);
+        for (int64_t pos = n_prompt; pos < n; pos++, n_tokens++) {
+            int32_t want = ref_pick(&logits[(pos - 1) * V], &row, tokens, pos, x, it);
+            if (want != tokens[pos] && bad < 5)
+                fprintf(stderr, "reference: request %d position %lld: %d, the reference picks %d\n", i,
+                        (long long)pos, tokens[pos], want);
+            bad += want != tokens[pos];
+        }
+        if (i == 6) CHECK(alone->n[i] >= 20); /* min_tokens held the stop id back */
+        free(logits);
+    }
+    CHECK(bad == 0);
+    printf("ok reference: %d tokens of %d requests\n", n_tokens, N_REQ);
+    free(x);
+    free(it);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_sample_engine MODEL_DIR\n");
+        return 2;
+    }
+    g_model = argv[1];
+    run_out *alone = malloc(sizeof *alone), *r = malloc(sizeof *r);
+    engine *e = make_engine(false, 4, 0);
+    run_alone(e, alone);
+    CHECK(alone->stats.n_multi_round_trips > 0);
+    test_reference(e, alone);
+    run_staggered(e, r);
+    CHECK(same(alone, r, "staggered, K = 4"));
+    engine_destroy(e);
+
+    static const struct {
+        bool eager;
+        int64_t K, n_kv_blocks;
+        const char *what;
+    } modes[] = {
+        {true, 1, 0, "eager"},
+        {false, 1, 0, "K = 1"},
+        {false, 16, 0, "K = 16"},
+        {false, 4, 9, "K = 4, 9 KV blocks"},
+    };
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        e = make_engine(modes[m].eager, modes[m].K, modes[m].n_kv_blocks);
+        run_staggered(e, r);
+        CHECK(same(alone, r, modes[m].what));
+        if (modes[m].K > 1) CHECK(r->stats.n_multi_round_trips > 0);
+        if (modes[m].n_kv_blocks) CHECK(r->stats.n_preemptions > 0);
+        printf("ok %s: %lld multi-step round trips, %lld preemptions\n", modes[m].what,
+               (long long)r->stats.n_multi_round_trips, (long long)r->stats.n_preemptions);
+        engine_destroy(e);
+    }
+    free(alone);
+    free(r);
+    if (check_failures) fprintf(stderr, "test_sample_engine: %d checks failed\n", check_failures);
+    return check_failures != 0;
+}
