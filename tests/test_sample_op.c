@@ -70,7 +70,7 @@ static void run_op(backend *be, const sample_case *c, int32_t *ids, int32_t *his
         graph_tensor_2d(&g, GRAPH_INPUT, ENC_I32, c->S, c->H, "history"),
     };
     for (int i = 0; i < 4; i++) graph_bind(t[i], b[i], 0);
-    graph_tensor *dst = graph_sample(&g, t[0], t[1], t[2], t[3]);
+    graph_tensor *dst = graph_sample(&g, t[0], t[1], t[2], t[3], NULL);
     CHECK(dst != NULL);
     backend_buffer *arena = NULL;
     CHECK(graph_plan(&g, NULL) == ENC_OK);

@@ -23,12 +23,12 @@
  * reserved beforehand). One replay yields K tokens per sequence.
  *
  * With the device sampler (a backend that runs GRAPH_OP_SAMPLE) the pick is
- * the sampler instead of argmax, and every request but a logprobs one runs
- * multi-step: before each replay the slot's sample params get one
+ * the sampler instead of argmax, and every request runs multi-step: before each replay the slot's sample params get one
  * graph_sample_row per sequence (padding rows zero), and the history rows of
  * the penalised sequences their tokens so far; inside the replay the kernel
  * appends each chosen id to the history, so the penalties of step k see the
- * tokens of steps 0..k-1. The host reads back the ids only. */
+ * tokens of steps 0..k-1. The host reads back the ids, and the logprobs
+ * records of the K steps when a sequence of the batch asked for them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +58,7 @@ void decode_slots_free(engine *e)
         backend_buffer_free(e->be, e->slots[i].out_ids);
         backend_buffer_free(e->be, e->slots[i].sample.params);
         backend_buffer_free(e->be, e->slots[i].sample.history);
+        backend_buffer_free(e->be, e->slots[i].sample.logprobs);
         step_inputs_free(e, &e->slots[i].in);
     }
     free(e->slots);
@@ -208,12 +209,12 @@ enc_status decode_slots_run(engine *e, const sched_batch *b)
 /* --- multi-step decode ----------------------------------------------------- */
 
 /* Can the device pick s's next tokens? The device sampler takes every
- * request but logprobs ones (logprobs are computed on the host); argmax
+ * request (and computes logprobs); argmax
  * alone takes plain greedy ones (penalties, unmet min_tokens, logprobs and
  * sampling need the host), unless the last replay chose a masked id. */
 static bool decode__device_picks(const engine *e, const engine_seq *s)
 {
-    if (e->device_sampler) return !s->sampling.logprobs;
+    if (e->device_sampler) return true;
     return sampler_is_plain_greedy(&s->sampling, s->n_tokens - s->n_prompt) && !s->host_pick;
 }
 
@@ -254,6 +255,9 @@ static enc_status decode__record_multi(engine *e, decode_slot *slot)
     if (e->device_sampler && !slot->sample.history)
         ENC_TRY(backend_buffer_alloc(e->be, (size_t)(P * e->cfg.max_model_len) * sizeof(int32_t), "sample history",
                                      &slot->sample.history));
+    if (e->device_sampler && !slot->sample.logprobs)
+        ENC_TRY(backend_buffer_alloc(e->be, (size_t)(e->decode_steps_max * P) * sizeof(graph_sample_logprobs),
+                                     "sample logprobs", &slot->sample.logprobs));
     ENC_TRY(step_build_multi(e, &g, &slot->in, slot->out_ids, &slot->sample, P));
     ENC_TRY(decode__capture(e, &g, slot->out_ids, 0, (size_t)(K * P) * sizeof(int32_t), &slot->rec_multi[K]));
     slot->multi_generation[K] = e->generation;
@@ -277,7 +281,8 @@ static graph_sample_row decode__sample_row(const engine *e, const engine_seq *s)
         .n_prompt = (int32_t)s->n_prompt,
         .min_tokens = (int32_t)sp->min_tokens,
         .n_sample = (int32_t)e->cfg.sample_vocab,
-        .flags = sampler_penalties_on(sp) ? GRAPH_SAMPLE_PENALTIES : 0,
+        .flags = (sampler_penalties_on(sp) ? GRAPH_SAMPLE_PENALTIES : 0) | (sp->logprobs ? GRAPH_SAMPLE_LOGPROBS : 0),
+        .n_top = sp->top_logprobs,
     };
     _Static_assert(QWEN3_MAX_EOS + ENGINE_MAX_STOP_IDS <= GRAPH_SAMPLE_MAX_MASK, "every EOS and stop id fits a row");
     for (int i = 0; !s->ignore_eos && i < mc->n_eos; i++) r.mask_ids[r.n_mask++] = mc->eos_token_ids[i];
@@ -327,6 +332,11 @@ enc_status decode_slots_run_multi(engine *e, const sched_batch *b)
     ENC_TRY(backend_replay(e->be, slot->rec_multi[K]));
     e->stats.n_multi_round_trips++;
     e->multi_rows = slot->size;
+    bool want_lp = false;
+    for (int i = 0; i < n; i++) want_lp |= b->entries[i].seq->sampling.logprobs;
+    if (want_lp) /* only when asked: K x P records of 172 bytes */
+        ENC_TRY(backend_buffer_read(e->be, slot->sample.logprobs, 0, e->multi_lp,
+                                    (size_t)(K * slot->size) * sizeof *e->multi_lp));
     return backend_buffer_read(e->be, slot->out_ids, 0, e->multi_ids,
                                (size_t)(K * slot->size) * sizeof(int32_t));
 }

@@ -110,7 +110,9 @@ static enc_status engine__alloc_inputs(engine *e)
     e->batch.entries = calloc((size_t)S, sizeof *e->batch.entries);
     e->multi_ids = malloc((size_t)(e->decode_steps_max * S) * sizeof *e->multi_ids);
     e->sample_rows = calloc((size_t)S, sizeof *e->sample_rows);
-    if (!e->multi_ids || !e->sample_rows) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "multi-step ids");
+    e->multi_lp = malloc((size_t)(e->decode_steps_max * S) * sizeof *e->multi_lp);
+    if (!e->multi_ids || !e->sample_rows || !e->multi_lp)
+        return enc_fail(ENC_ERR_OUT_OF_MEMORY, "multi-step ids");
     if (e->cfg.verify_capture) e->verify_logits = malloc((size_t)(S * V) * sizeof *e->verify_logits);
     if (!e->logits || !e->batch.entries || (e->cfg.verify_capture && !e->verify_logits))
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "logits buffer of %lld x %lld", (long long)L, (long long)V);
@@ -178,6 +180,7 @@ void engine_destroy(engine *e)
     free(e->verify_logits);
     free(e->multi_ids);
     free(e->sample_rows);
+    free(e->multi_lp);
     sampler_free(&e->sampler);
     free(e->batch.entries);
     if (e->kv.k) kv_cache_free(&e->kv);
@@ -441,6 +444,18 @@ static int64_t engine__consume(engine *e, const sched_batch *b)
     return n_finished;
 }
 
+/* Record the device's logprobs of s's next token (before it is appended). */
+static void engine__take_logprobs(engine_seq *s, const graph_sample_logprobs *d)
+{
+    _Static_assert((int)GRAPH_SAMPLE_MAX_TOP == (int)ENGINE_MAX_TOP_LOGPROBS, "a device record holds every alternative");
+    engine_token_logprob *lp = &s->logprobs[s->n_tokens - s->n_prompt];
+    lp->id = d->id;
+    lp->logprob = d->logprob;
+    lp->n_top = d->n_top;
+    memcpy(lp->top_ids, d->top_ids, (size_t)d->n_top * sizeof *lp->top_ids);
+    memcpy(lp->top_logprobs, d->top_logprobs, (size_t)d->n_top * sizeof *lp->top_logprobs);
+}
+
 /* Take the K tokens per sequence of a multi-step replay, stopping each
  * sequence at its first stop condition (later tokens are discarded). The
  * device's argmax spans the whole vocabulary: an id >= sample_vocab is
@@ -462,6 +477,7 @@ static int64_t engine__consume_multi(engine *e, const sched_batch *b, engine_ste
             if (s->n_computed < s->n_prompt) st->n_prefill_tokens++;
             else st->n_decode_tokens++;
             engine__computed(e, s, 1); /* step k wrote the K/V of the token it read */
+            if (s->logprobs) engine__take_logprobs(s, &e->multi_lp[k * P + i]);
             if (engine__append(e, s, id)) n_finished++;
         }
     }

@@ -95,6 +95,7 @@ typedef enum slot_state {
 typedef struct step_sample_bufs {
     backend_buffer *params;  /* [P, GRAPH_SAMPLE_ROW_WORDS] i32: graph_sample_row per row */
     backend_buffer *history; /* [P, max_model_len] i32: each penalised row's tokens */
+    backend_buffer *logprobs; /* [decode_steps_max, P] graph_sample_logprobs: step k's at [k * P] */
 } step_sample_bufs;
 
 /* A decode slot: the captured decode step of one padded batch size. */
@@ -128,7 +129,8 @@ typedef struct decode_slot {
  *                   arena grows); logits after an eager step;
  *                   stats.n_eager_steps
  *   decode_slots.c  slots, n_slots; host[] rows n..P-1 (padding);
- *                   multi_ids, multi_rows, sample_rows; logits after a replay;
+ *                   multi_ids, multi_rows, sample_rows, multi_lp;
+ *                   logits after a replay;
  *                   verify_logits; stats of captures, replays, multi-step
  *                   round trips and verified steps
  *   kv (the block pool) is shared: the scheduler reserves and preempts,
@@ -146,6 +148,8 @@ struct engine {
     bool device_sampler;      /* the backend runs GRAPH_OP_SAMPLE: multi-step decode
                                * samples on the device, for every request but logprobs */
     graph_sample_row *sample_rows; /* [max_num_seqs] host copy of a slot's sample params */
+    graph_sample_logprobs *multi_lp; /* [decode_steps_max, max_num_seqs]: logprobs of a
+                                      * multi-step replay, at [k * multi_rows + i] */
 
     engine_seq **seqs; /* every request not yet released, in arrival order */
     int64_t n_seqs, cap_seqs;
@@ -214,7 +218,7 @@ bool decode_batch(const sched_batch *b);
 enc_status decode_slots_run(engine *e, const sched_batch *b);
 /* Take the batch for multi-step decode when it can run cfg.decode_steps
  * steps in one replay (every sequence sampled on the device: with the device
- * sampler any request but a logprobs one, without it plain greedy ones,
+ * sampler any request, without it plain greedy ones,
  * sampler_is_plain_greedy, and no host_pick; room for K - 1 more tokens; its
  * slot not cold; free blocks for all of them): reserve, in every sequence's block
  * table, the KV blocks those K steps write, and return true. Otherwise
@@ -223,7 +227,8 @@ bool decode_multi_reserve(engine *e, const sched_batch *b);
 /* Run a batch decode_multi_reserve took: lay out its inputs (step_fill_inputs,
  * after the reservation, so that the block tables the device's
  * decode_advance reads hold the reserved blocks; asserted), then K steps in
- * one replay, the chosen ids in e->multi_ids[k * e->multi_rows + i]. */
+ * one replay, the chosen ids in e->multi_ids[k * e->multi_rows + i] (and,
+ * when a sequence asked for logprobs, their records in e->multi_lp). */
 enc_status decode_slots_run_multi(engine *e, const sched_batch *b);
 
 #endif

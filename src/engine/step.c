@@ -157,11 +157,11 @@ static enc_status step__fit_arena(engine *e, graph *g)
 /* What each device step of a multi-step graph adds after its forward pass:
  * the pick (argmax, or the device sampler) and decode_advance nodes; the
  * picked ids and the bound "multi-step ids" row (decode_advance writes into
- * the latter, no tensor of its own), and the sampler's scratch. The sampler
- * also reads two bound inputs shared by every step: its parameters and the
- * token history. */
+ * the latter, no tensor of its own), and the sampler's scratch and its
+ * bound logprobs records. The sampler also reads two bound inputs shared by
+ * every step: its parameters and the token history. */
 enum { STEP__DEVICE_STEP_NODES = 2, STEP__DEVICE_STEP_TENSORS = 2 };
-enum { STEP__SAMPLE_STEP_TENSORS = 1, STEP__SAMPLE_INPUT_TENSORS = 2 };
+enum { STEP__SAMPLE_STEP_TENSORS = 2, STEP__SAMPLE_INPUT_TENSORS = 2 }; /* scratch, logprobs; params, history */
 
 /* The tensors a K-step graph adds to its forward passes. */
 static int step__device_tensors(const engine *e, int K)
@@ -182,13 +182,17 @@ static void step__sample_inputs(engine *e, graph *g, int64_t P, const step_sampl
     if (*history) graph_bind(*history, sb ? sb->history : NULL, 0);
 }
 
-/* The ids one device step picks from io->logits: the device sampler when
- * the backend has it, else the argmax. */
+/* The ids device step k of P rows picks from io->logits: the device sampler
+ * when the backend has it (its logprobs records bound at step k of
+ * sb->logprobs), else the argmax. */
 static graph_tensor *step__pick(engine *e, graph *g, qwen3_step_io *io, graph_tensor *params,
-                                graph_tensor *history)
+                                graph_tensor *history, const step_sample_bufs *sb, int64_t k)
 {
     if (!e->device_sampler) return graph_argmax(g, io->logits);
-    return graph_sample(g, io->logits, params, io->positions, history);
+    int64_t P = io->logits->shape[0];
+    graph_tensor *lp = graph_tensor_2d(g, GRAPH_INPUT, ENC_I32, P, GRAPH_SAMPLE_LP_WORDS, "sample logprobs");
+    if (lp) graph_bind(lp, sb ? sb->logprobs : NULL, (size_t)(k * P) * sizeof(graph_sample_logprobs));
+    return graph_sample(g, io->logits, params, io->positions, history, lp);
 }
 
 /* Build and plan the graph of a step of shape (T, S, L) bound to `in` (NULL:
@@ -217,7 +221,7 @@ static enc_status step__build(engine *e, graph *g, const step_inputs *in, int64_
         if (!K) continue;
         graph_tensor *ids = graph_tensor_1d(g, GRAPH_INPUT, ENC_I32, T, "multi-step ids");
         if (ids) graph_bind(ids, out_ids, (size_t)(k * T) * sizeof(int32_t));
-        graph_decode_advance(g, step__pick(e, g, io, params, history), io->input_ids, io->positions,
+        graph_decode_advance(g, step__pick(e, g, io, params, history, sb, k), io->input_ids, io->positions,
                              io->seq_lens, io->slot_mapping, io->block_tables, e->cfg.block_size,
                              ids);
     }

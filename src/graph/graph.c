@@ -315,14 +315,18 @@ void graph_decode_advance(graph *g, graph_tensor *next, graph_tensor *input_ids,
 }
 
 graph_tensor *graph_sample(graph *g, graph_tensor *logits, graph_tensor *params, graph_tensor *positions,
-                           graph_tensor *history)
+                           graph_tensor *history, graph_tensor *logprobs)
 {
     int ok = graph__is_f32_2d(logits) && params && positions && history;
     int64_t S = ok ? logits->shape[0] : 0;
     ok = ok && params->dtype == ENC_I32 && params->n_dims == 2 && params->shape[0] == S &&
          params->shape[1] == GRAPH_SAMPLE_ROW_WORDS && positions->dtype == ENC_I32 && positions->n_dims == 1 &&
          positions->shape[0] == S && history->dtype == ENC_I32 && history->n_dims == 2 && history->shape[0] == S;
-    if (!graph__ok(g, ok, "sample: needs logits [S, V] f32, params [S, W], positions [S], history [S, H] i32",
+    ok = ok && (!logprobs || (logprobs->dtype == ENC_I32 && logprobs->n_dims == 2 && logprobs->shape[0] == S &&
+                              logprobs->shape[1] == GRAPH_SAMPLE_LP_WORDS));
+    if (!graph__ok(g, ok,
+                   "sample: needs logits [S, V] f32, params [S, W], positions [S], history [S, H], "
+                   "logprobs [S, LP] i32",
                    logits))
         return NULL;
     int64_t workers = S < GRAPH_SAMPLE_WORKERS ? S : GRAPH_SAMPLE_WORKERS;
@@ -333,6 +337,7 @@ graph_tensor *graph_sample(graph *g, graph_tensor *logits, graph_tensor *params,
     if (!n || !scratch) return NULL;
     n->src[3] = history;
     n->src[4] = scratch;
+    n->src[5] = logprobs;
     graph__commit(g, n);
     return dst;
 }

@@ -66,7 +66,8 @@ typedef enum graph_op {
                               * after penalties and masks), params src1 [S, W] i32,
                               * positions src2 [S] i32, history src3 [S, H] i32 (the
                               * chosen id written at positions + 1), scratch src4
-                              * (planned) */
+                              * (planned), logprobs src5 [S, LP] i32 (optional,
+                              * written) */
     GRAPH_OP_COUNT
 } graph_op;
 
@@ -148,9 +149,10 @@ void graph_decode_advance(graph *g, graph_tensor *next, graph_tensor *input_ids,
 
 /* The device sampler: the token of every row of logits [S, V] under the
  * per-row parameters in `params` (graph/sample_row.h); `logits` is
- * overwritten. */
+ * overwritten. `logprobs` (NULL: none) gets the logprobs records of the rows
+ * that ask. */
 graph_tensor *graph_sample(graph *g, graph_tensor *logits, graph_tensor *params, graph_tensor *positions,
-                           graph_tensor *history);
+                           graph_tensor *history, graph_tensor *logprobs);
 
 /* Place every intermediate in one arena of g->arena_size bytes with reuse,
  * binding each to (arena_buffer, offset). Returns g->status. */

@@ -13,6 +13,9 @@
  *                          when penalties are on, and the kernel writes the
  *                          chosen id at [pos] (pos = positions[i] + 1 < H)
  *
+ *   logprobs  [rows, GRAPH_SAMPLE_LP_WORDS] (optional) each row's
+ *             graph_sample_logprobs, for the rows that ask
+ *
  * A row with n_sample == 0 is padding: it chooses 0 and touches nothing. */
 #ifndef ENC_GRAPH_SAMPLE_ROW_H
 #define ENC_GRAPH_SAMPLE_ROW_H
@@ -22,8 +25,10 @@
 enum {
     GRAPH_SAMPLE_MAX_MASK = 32,   /* EOS and stop ids masked until min_tokens */
     GRAPH_SAMPLE_PENALTIES = 1,   /* flags: repetition / presence / frequency on */
+    GRAPH_SAMPLE_LOGPROBS = 2,    /* flags: write the row's logprobs record */
+    GRAPH_SAMPLE_MAX_TOP = 20,    /* alternatives a logprobs record holds */
     GRAPH_SAMPLE_WORKERS = 8,     /* rows sampled at once (scratch slices) */
-    GRAPH_SAMPLE_SCRATCH_WORDS = 6 /* i32 words of scratch per vocabulary id per worker (even: the doubles stay aligned) */
+    GRAPH_SAMPLE_SCRATCH_WORDS = 6 /* i32 words of scratch per vocabulary id per worker (even: doubles stay aligned) */
 };
 
 typedef struct graph_sample_row {
@@ -39,11 +44,27 @@ typedef struct graph_sample_row {
     int32_t min_tokens;        /* mask_ids are -inf while n_output < min_tokens */
     int32_t n_sample;          /* ids >= n_sample are never chosen; 0: padding row */
     int32_t n_mask;            /* entries of mask_ids */
-    int32_t flags;             /* GRAPH_SAMPLE_PENALTIES */
+    int32_t flags;             /* GRAPH_SAMPLE_PENALTIES, GRAPH_SAMPLE_LOGPROBS */
+    int32_t n_top;             /* alternatives in the logprobs record, 0..GRAPH_SAMPLE_MAX_TOP */
     int32_t mask_ids[GRAPH_SAMPLE_MAX_MASK];
 } graph_sample_row;
 
-enum { GRAPH_SAMPLE_ROW_WORDS = (int)(sizeof(graph_sample_row) / sizeof(int32_t)) };
+/* A row's logprobs record, under the raw model distribution (log_softmax of
+ * the unprocessed logits over ids < n_sample), written when the row has
+ * GRAPH_SAMPLE_LOGPROBS: the chosen id and its logprob, and the n_top most
+ * likely ids (ties: lower id first) with theirs. */
+typedef struct graph_sample_logprobs {
+    int32_t id;
+    float logprob;
+    int32_t n_top;
+    int32_t top_ids[GRAPH_SAMPLE_MAX_TOP];
+    float top_logprobs[GRAPH_SAMPLE_MAX_TOP];
+} graph_sample_logprobs;
+
+enum {
+    GRAPH_SAMPLE_ROW_WORDS = (int)(sizeof(graph_sample_row) / sizeof(int32_t)),
+    GRAPH_SAMPLE_LP_WORDS = (int)(sizeof(graph_sample_logprobs) / sizeof(int32_t)),
+};
 _Static_assert(sizeof(graph_sample_row) % sizeof(int32_t) == 0, "a sample row is whole i32 words");
 
 #endif

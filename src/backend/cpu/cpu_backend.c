@@ -324,6 +324,7 @@ static void cpu__prepare_sample(const graph_node *n, cpu__call *c)
         .positions = c->src[2],
         .history = c->src[3],
         .scratch = c->src[4],
+        .logprobs = c->src[5],
         .out = c->dst,
         .n_rows = n->src[0]->shape[0],
         .n_vocab = n->src[0]->shape[1],

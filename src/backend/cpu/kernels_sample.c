@@ -4,8 +4,11 @@
  * so that both choose the same token bit for bit.
  *
  * One row, in its worker's scratch slice ([V] doubles w, then [V] i32 each
- * of idx, tmp and cnt, and one spare word that keeps the slices 8-byte aligned):
+ * of idx, tmp and cnt, and [V] floats raw):
  *
+ *   logprobs    (rows that ask) log_softmax of the raw row and its n_top
+ *               best ids, in the host sampler's arithmetic; the raw row is
+ *               kept for the chosen id's
  *   penalties   cnt[t] = output count of t, | PROMPT_BIT when t is in the
  *               prompt; each distinct id of the history is changed once
  *   min_tokens  mask ids -> -inf while n_output < min_tokens
@@ -38,6 +41,7 @@ enum { SAMPLE__BINS = 64 };
 typedef struct sample__scratch {
     double *w;
     int32_t *idx, *tmp, *cnt; /* [V] each */
+    float *raw;               /* [V] the raw row, kept for its logprobs */
 } sample__scratch;
 
 /* --- penalties and masks ------------------------------------------------------ */
@@ -168,6 +172,43 @@ static int64_t sample__top_k_top_p(const graph_sample_row *p, const sample__scra
     }
 }
 
+/* --- logprobs ------------------------------------------------------------------- */
+
+/* Where id x[i] goes among the n best so far (raw logit descending, ties:
+ * lower id first, and i comes after every id already there). */
+static int sample__top_slot(const float *x, const int32_t *top, int n, int64_t i)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (x[top[mid]] >= x[i]) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* The raw row's log-normaliser and n_top best ids into lp; the chosen id's
+ * logprob is added once it is known (sample__logprob_of). */
+static double sample__logprobs(const float *x, int64_t n, int n_top, graph_sample_logprobs *lp)
+{
+    double max = x[sample__argmax(x, n)], sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += exp((double)x[i] - max);
+    double lse = max + log(sum);
+    if (n_top > n) n_top = (int)n;
+    if (n_top > GRAPH_SAMPLE_MAX_TOP) n_top = GRAPH_SAMPLE_MAX_TOP;
+    int have = 0;
+    for (int64_t i = 0; i < n && n_top > 0; i++) {
+        int at = sample__top_slot(x, lp->top_ids, have, i);
+        if (at >= n_top) continue;
+        int last = have < n_top ? have++ : have - 1; /* the worst falls off when full */
+        memmove(&lp->top_ids[at + 1], &lp->top_ids[at], (size_t)(last - at) * sizeof *lp->top_ids);
+        lp->top_ids[at] = (int32_t)i;
+    }
+    lp->n_top = have;
+    for (int j = 0; j < have; j++) lp->top_logprobs[j] = (float)((double)x[lp->top_ids[j]] - lse);
+    return lse;
+}
+
 /* --- one row ------------------------------------------------------------------ */
 
 static int32_t sample__draw(const float *x, const graph_sample_row *p, const sample__scratch *sc, int64_t pos)
@@ -207,10 +248,23 @@ static int32_t sample__row(const cpu_sample_args *a, int64_t r, const sample__sc
     int32_t *hist = a->history + r * a->hist_len;
     int64_t pos = (int64_t)a->positions[r] + 1; /* the token being chosen */
     int64_t n_hist = pos < a->hist_len ? pos : a->hist_len;
+    graph_sample_logprobs lp;
+    double lse = 0.0, raw = 0.0;
+    bool want_lp = (p.flags & GRAPH_SAMPLE_LOGPROBS) && a->logprobs;
+    if (want_lp) { /* of the raw row: before penalties and masks change it */
+        lse = sample__logprobs(x, p.n_sample, p.n_top, &lp);
+        memcpy(sc->raw, x, (size_t)p.n_sample * sizeof *x);
+    }
     if (p.flags & GRAPH_SAMPLE_PENALTIES) sample__penalize(x, &p, hist, n_hist, sc->cnt);
     sample__mask(x, &p, pos - p.n_prompt);
     int32_t id = p.temperature == 0.0 ? sample__argmax(x, p.n_sample) : sample__draw(x, &p, sc, pos);
     if (pos < a->hist_len) hist[pos] = id;
+    if (want_lp) {
+        raw = sc->raw[id];
+        lp.id = id;
+        lp.logprob = (float)(raw - lse);
+        memcpy(a->logprobs + r * GRAPH_SAMPLE_LP_WORDS, &lp, sizeof lp);
+    }
     return id;
 }
 
@@ -220,6 +274,7 @@ void cpu_sample(const cpu_sample_args *a, int ith, int nth)
     if (ith >= n_workers) return;
     int64_t V = a->n_vocab;
     int32_t *base = a->scratch + ith * V * GRAPH_SAMPLE_SCRATCH_WORDS;
-    sample__scratch sc = {(double *)(void *)base, base + 2 * V, base + 3 * V, base + 4 * V};
+    sample__scratch sc = {(double *)(void *)base, base + 2 * V, base + 3 * V, base + 4 * V,
+                          (float *)(void *)(base + 5 * V)};
     for (int64_t r = ith; r < a->n_rows; r += n_workers) a->out[r] = sample__row(a, r, &sc);
 }
