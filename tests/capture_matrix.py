@@ -5,11 +5,12 @@ Each scenario runs one `encore batch` five ways: --eager (no capture),
 captured single-step (--decode-steps 1), captured with --verify-capture, which
 runs every replayed decode step eagerly as well and fails at the first logit
 that is not bit-identical (naming the step, the request and the logit), and
-captured multi-step decode with K = 4 (the default) and K = 16 greedy steps
-per replay. A scenario passes when all five give the same tokens, the verify
+captured multi-step decode with K = 4 (the default) and K = 16 steps per
+replay. A scenario passes when all five give the same tokens, the verify
 run found no difference, the single-step run really replayed (captures > 0,
 replays > 0), and, where every request is greedy, the multi-step runs really
-ran several steps per replay. Stop conditions inside a multi-step round trip
+ran several steps per replay (every request: the CPU samples on the device,
+logprobs included). Stop conditions inside a multi-step round trip
 (EOS, max_tokens) are honoured: the "eos_stops" scenario stops requests at
 EOS after 15, 29 and 32 tokens. The "prefix_hits" scenario has requests
 joining on cached prefix blocks (48 tokens, whole prompts at block
@@ -77,9 +78,21 @@ SCENARIOS = {
     # and the others decode
     "prefix_hits": ([shared_req(48, 5, 50, 0), shared_req(48, 3, 40, 4), shared_req(32, 0, 30, 6),
                      shared_req(33, 0, 30, 8), shared_req(48, 9, 30, 10, temperature=0.8, seed=3)], []),
-    # sampled requests replay the same as eager too
-    "sampling": ([req(6, 40, seed=20, temperature=0.9), req(9, 30, seed=21, temperature=1.3),
-                  req(4, 35, seed=22)], []),
+    # sampled requests replay the same as eager too, sampled on the device in
+    # the multi-step runs: filters, penalties, min_tokens, requests joining
+    "sampling": ([req(6, 40, seed=20, temperature=0.9, top_p=0.9),
+                  req(9, 30, seed=21, temperature=1.3, top_k=20, repetition_penalty=1.1),
+                  req(4, 35, seed=22),
+                  req(7, 33, arrive=3, seed=23, temperature=0.7, presence_penalty=0.5, frequency_penalty=0.3,
+                      min_p=0.05),
+                  req(5, 30, arrive=6, seed=24, temperature=1.0, min_tokens=20, ignore_eos=False)], []),
+    # and with logprobs, computed on the device in the multi-step runs
+    "sampling_logprobs": ([req(6, 30, seed=30, temperature=0.8, logprobs=3),
+                           req(8, 25, arrive=2, seed=31, repetition_penalty=1.2, logprobs=True),
+                           req(5, 28, arrive=4, seed=32, temperature=1.1, top_p=0.95, logprobs=5)], []),
+    # sampled requests preempted and recomputed in a small KV pool
+    "sampling_preemption": ([req(20, 60, arrive=i, seed=11 + i, temperature=0.8, top_p=0.95, repetition_penalty=1.1)
+                             for i in range(5)], ["--kv-blocks", "10", "--max-num-batched-tokens", "32"]),
 }
 
 
@@ -114,14 +127,15 @@ def main():
         sys.exit(f"FAIL: the captured run never replayed: {st_cap}")
     if st_ver["verified_steps"] != st_ver["replays"] or st_ver["replays"] == 0:
         sys.exit(f"FAIL: verify mode checked {st_ver['verified_steps']} of {st_ver['replays']} replays")
-    greedy = all(r.get("temperature", 0) == 0 for r in requests)
-    for k, (out, st) in multi.items():
-        if greedy and st["multi_step_round_trips"] == 0:
+    for k, (out, st) in multi.items():  # the CPU samples every request on the device
+        if st["multi_step_round_trips"] == 0:
             sys.exit(f"FAIL: --decode-steps {k} never ran a multi-step replay: {st}")
         if out != eager:
             sys.exit(f"FAIL: tokens differ with --decode-steps {k}\neager:\n{eager}\nmulti:\n{out}")
     if eager != captured or eager != verified:
         sys.exit(f"FAIL: tokens differ\neager:\n{eager}\ncaptured:\n{captured}")
+    if a.scenario == "sampling_preemption" and any(st["preemptions"] == 0 for _, st in multi.values()):
+        sys.exit(f"FAIL: the small pool never preempted: {[st for _, st in multi.values()]}")
     if a.scenario == "prefix_hits":
         runs = [st_eager, st_cap, st_ver] + [st for _, st in multi.values()]
         if any(st["prefix_cache_hits"] != 48 + 16 + 32 + 48 for st in runs):
