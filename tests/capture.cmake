@@ -8,7 +8,8 @@ foreach(case write read alloc free nested replay end replay_matches_eager)
 endforeach()
 
 foreach(scenario long join_after_capture grow_shrink block_crossing_32 same_and_different
-                 pool_exhaustion eos_stops sampling sampling_logprobs sampling_preemption prefix_hits)
+                 pool_exhaustion eos_stops sampling sampling_filters sampling_logprobs
+                 sampling_preemption prefix_hits)
   add_test(NAME capture_${scenario}
     COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py
             --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${scenario})
