@@ -12,6 +12,9 @@
  *              KV pool so small that sequences are preempted and recomputed;
  *              the K = 4 and 16 runs are multi-step (round trips counted) and
  *              the small pool preempts
+ *   readback   a multi-step round trip of a sampled request reads back K ids
+ *              and nothing else (K logprobs records more when it asks for
+ *              them), counted by engine_stats.n_bytes_read
  *
  * usage: test_sample_engine MODEL_DIR */
 #include <stdlib.h>
@@ -207,6 +210,42 @@ static void test_reference(engine *e, const run_out *alone)
     free(it);
 }
 
+/* --- what the host reads --------------------------------------------------------- */
+
+/* A sampled request with penalties, and one with logprobs: every multi-step
+ * round trip of one sequence reads K ids (and K logprobs records), nothing
+ * else. */
+static void test_readback(void)
+{
+    enum { K = 4 };
+    engine *e = make_engine(false, K, 0);
+    for (int lp = 0; lp < 2; lp++) {
+        int32_t prompt[MAX_PROMPT];
+        engine_request_params p = {.prompt_ids = prompt, .max_tokens = MAX_OUT, .sampling = sampling_of(3),
+                                   .ignore_eos = true};
+        p.sampling.logprobs = lp;
+        p.sampling.top_logprobs = lp ? 5 : 0;
+        prompt_of(3, prompt, &p.n_prompt);
+        int64_t id;
+        CHECK(engine_add_request(e, &p, &id) == ENC_OK);
+        int64_t want = K * (int64_t)(sizeof(int32_t) + (lp ? sizeof(graph_sample_logprobs) : 0)), n_trips = 0;
+        int bad = 0;
+        while (engine_has_unfinished(e)) {
+            engine_stats before = engine_get_stats(e);
+            CHECK(engine_step(e, NULL) == ENC_OK);
+            engine_stats after = engine_get_stats(e);
+            if (after.n_multi_round_trips == before.n_multi_round_trips) continue;
+            n_trips++;
+            bad += after.n_bytes_read - before.n_bytes_read != want;
+        }
+        engine_release_request(e, id);
+        CHECK(n_trips >= MAX_OUT / K - 2 && bad == 0);
+        printf("%s readback%s: %lld round trips of %lld bytes each\n", bad ? "FAIL" : "ok", lp ? " with logprobs" : "",
+               (long long)n_trips, (long long)want);
+    }
+    engine_destroy(e);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -243,6 +282,7 @@ int main(int argc, char **argv)
                (long long)r->stats.n_multi_round_trips, (long long)r->stats.n_preemptions);
         engine_destroy(e);
     }
+    test_readback();
     free(alone);
     free(r);
     if (check_failures) fprintf(stderr, "test_sample_engine: %d checks failed\n", check_failures);

@@ -233,12 +233,14 @@ static void batch_print_stats(const engine *e)
             "{\"steps\":%lld,\"prefill_tokens\":%lld,\"decode_tokens\":%lld,\"preemptions\":%lld,"
             "\"eager_steps\":%lld,\"captures\":%lld,\"replays\":%lld,\"verified_steps\":%lld,"
             "\"multi_step_round_trips\":%lld,\"prefix_cache_queries\":%lld,\"prefix_cache_hits\":%lld,"
-            "\"running\":%lld,\"waiting\":%lld,\"kv_blocks_used\":%lld,\"kv_blocks_cached\":%lld}\n",
+            "\"running\":%lld,\"waiting\":%lld,\"kv_blocks_used\":%lld,\"kv_blocks_cached\":%lld,"
+            "\"bytes_read\":%lld}\n",
             (long long)st.n_steps, (long long)st.n_prefill_tokens, (long long)st.n_decode_tokens,
             (long long)st.n_preemptions, (long long)st.n_eager_steps, (long long)st.n_captures,
             (long long)st.n_replays, (long long)st.n_verified_steps, (long long)st.n_multi_round_trips,
             (long long)st.n_prefix_cache_queries, (long long)st.n_prefix_cache_hits, (long long)st.n_running,
-            (long long)st.n_waiting, (long long)st.n_kv_blocks_used, (long long)st.n_kv_blocks_cached);
+            (long long)st.n_waiting, (long long)st.n_kv_blocks_used, (long long)st.n_kv_blocks_cached,
+            (long long)st.n_bytes_read);
 }
 
 /* ,"logprobs":[{"id":I,"logprob":L,"top":[[I,L],...]},...] when asked for. */

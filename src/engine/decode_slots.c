@@ -202,7 +202,7 @@ enc_status decode_slots_run(engine *e, const sched_batch *b)
     ENC_TRY(backend_replay(e->be, slot->rec));
     e->stats.n_replays++;
     size_t bytes = (size_t)(n * e->model->cfg.vocab_size) * sizeof(float);
-    ENC_TRY(backend_buffer_read(e->be, e->arena_buf, slot->logits_offset, e->logits, bytes));
+    ENC_TRY(step_read(e, e->arena_buf, slot->logits_offset, e->logits, bytes));
     return e->cfg.verify_capture ? decode__verify(e, b) : ENC_OK;
 }
 
@@ -335,8 +335,6 @@ enc_status decode_slots_run_multi(engine *e, const sched_batch *b)
     bool want_lp = false;
     for (int i = 0; i < n; i++) want_lp |= b->entries[i].seq->sampling.logprobs;
     if (want_lp) /* only when asked: K x P records of 172 bytes */
-        ENC_TRY(backend_buffer_read(e->be, slot->sample.logprobs, 0, e->multi_lp,
-                                    (size_t)(K * slot->size) * sizeof *e->multi_lp));
-    return backend_buffer_read(e->be, slot->out_ids, 0, e->multi_ids,
-                               (size_t)(K * slot->size) * sizeof(int32_t));
+        ENC_TRY(step_read(e, slot->sample.logprobs, 0, e->multi_lp, (size_t)(K * slot->size) * sizeof *e->multi_lp));
+    return step_read(e, slot->out_ids, 0, e->multi_ids, (size_t)(K * slot->size) * sizeof(int32_t));
 }

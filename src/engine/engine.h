@@ -146,6 +146,8 @@ typedef struct engine_stats {
     int64_t n_replays;        /* decode steps replayed */
     int64_t n_verified_steps; /* replays checked against eager (verify mode) */
     int64_t n_multi_round_trips; /* replays that ran decode_steps steps at once */
+    int64_t n_bytes_read;        /* bytes the host read back from the device: logits
+                                  * rows, sampled ids, logprobs records */
 } engine_stats;
 
 enc_status engine_create(const engine_config *cfg, engine **out);

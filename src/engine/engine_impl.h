@@ -127,7 +127,7 @@ typedef struct decode_slot {
  *   step.c          host[] (step_fill_inputs), eager_in, arena_buf,
  *                   arena_size, graph_arena, generation (bumped when the
  *                   arena grows); logits after an eager step;
- *                   stats.n_eager_steps
+ *                   stats.n_eager_steps and stats.n_bytes_read (step_read)
  *   decode_slots.c  slots, n_slots; host[] rows n..P-1 (padding);
  *                   multi_ids, multi_rows, sample_rows, multi_lp;
  *                   logits after a replay;
@@ -201,6 +201,9 @@ enc_status step_build(engine *e, graph *g, const step_inputs *in, int64_t T, int
  * on the device; pass k's ids go to out_ids at [k * P]. */
 enc_status step_build_multi(engine *e, graph *g, const step_inputs *in, backend_buffer *out_ids,
                             const step_sample_bufs *sb, int64_t P);
+/* Read bytes of a device buffer back to the host, counted in
+ * stats.n_bytes_read: every read of the engine goes through here. */
+enc_status step_read(engine *e, backend_buffer *buf, size_t offset, void *dst, size_t bytes);
 /* Run the batch eagerly; its logits land in e->logits. */
 enc_status step_run_eager(engine *e, const sched_batch *b);
 /* Plan the largest steps (eager, the largest decode slot and its multi-step

@@ -293,6 +293,13 @@ void step_arena_free(engine *e)
     arena_free(&e->graph_arena);
 }
 
+enc_status step_read(engine *e, backend_buffer *buf, size_t offset, void *dst, size_t bytes)
+{
+    ENC_TRY(backend_buffer_read(e->be, buf, offset, dst, bytes));
+    e->stats.n_bytes_read += (int64_t)bytes;
+    return ENC_OK;
+}
+
 enc_status step_run_eager(engine *e, const sched_batch *b)
 {
     graph g;
@@ -304,5 +311,5 @@ enc_status step_run_eager(engine *e, const sched_batch *b)
     ENC_TRY(backend_graph_compute(e->be, &g));
     e->stats.n_eager_steps++;
     if (b->n_logits == 0) return ENC_OK;
-    return backend_buffer_read(e->be, io.logits->buffer, io.logits->offset, e->logits, bytes);
+    return step_read(e, io.logits->buffer, io.logits->offset, e->logits, bytes);
 }
