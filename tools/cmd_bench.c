@@ -16,7 +16,11 @@
  *             first, its buffers freed before the engine is made)
  *   per step  for each decode mode, the wall time of one engine step (one
  *             host round trip) split into device time (timestamps, on a
- *             device backend) and host time (the rest) */
+ *             device backend) and host time (the rest)
+ *   sampling  (--sampling) every decode run twice, side by side: greedy, and
+ *             sampled with temperature 0.8, top-p 0.95, repetition penalty
+ *             1.1 (seeded); tokens/s of both, and the bytes the host reads
+ *             back per generated token (engine_stats.n_bytes_read) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,10 +41,17 @@ static const char bench_help[] =
     "  --runs N                 runs per figure, median reported (default 3)\n"
     "  --modes LIST             decode modes, comma-separated, of eager, captured, k4, k16\n"
     "                           (default all four; the first is also the headline figure)\n"
+    "  --sampling               also measure sampled decode (temperature 0.8, top-p 0.95,\n"
+    "                           repetition penalty 1.1, seeded) beside greedy, and the\n"
+    "                           bytes read back per token\n"
     "  --json                   print one JSON object instead of text\n"
     "  -h, --help               show this help\n\n";
 
 enum { BENCH_MAX_BATCHES = 8, BENCH_MAX_RUNS = 32, BENCH_N_MODES = 4 };
+
+/* What the decode requests do: greedy, or (--sampling) the sampled kind. */
+enum { BENCH_GREEDY = 0, BENCH_SAMPLED, BENCH_N_KINDS };
+static const char *const bench_kinds[BENCH_N_KINDS] = {"greedy", "sampled"};
 
 /* A decode mode: how the engine runs decode steps. */
 typedef struct bench_mode {
@@ -64,6 +75,7 @@ typedef struct bench_args {
     int modes[BENCH_N_MODES]; /* indices into bench_modes */
     int n_modes;
     bool json;
+    bool sampling; /* also the sampled kind */
 } bench_args;
 
 static int bench__cmp(const void *x, const void *y)
@@ -88,15 +100,22 @@ static void bench__prompt(int32_t *ids, int64_t n, int64_t vocab, uint64_t seed)
     }
 }
 
+/* The sampling of a request of a kind (seeded with the prompt's seed). */
+static engine_sampling bench__sampling(int kind, uint64_t seed)
+{
+    if (kind == BENCH_GREEDY) return (engine_sampling){0};
+    return (engine_sampling){.temperature = 0.8, .top_p = 0.95, .repetition_penalty = 1.1, .seed = seed};
+}
+
 /* Submit n requests of prompt_len tokens generating gen_len each. */
-static bool bench__submit(engine *e, int64_t n, int64_t prompt_len, int64_t gen_len, uint64_t seed)
+static bool bench__submit(engine *e, int64_t n, int64_t prompt_len, int64_t gen_len, uint64_t seed, int kind)
 {
     int32_t *ids = malloc((size_t)prompt_len * sizeof *ids);
     bool ok = ids != NULL;
     for (int64_t r = 0; ok && r < n; r++) {
         bench__prompt(ids, prompt_len, engine_model_config(e)->vocab_size, seed + (uint64_t)r);
         engine_request_params p = {.prompt_ids = ids, .n_prompt = prompt_len, .max_tokens = gen_len,
-                                   .ignore_eos = true};
+                                   .sampling = bench__sampling(kind, seed + (uint64_t)r), .ignore_eos = true};
         int64_t id;
         ok = engine_add_request(e, &p, &id) == ENC_OK;
     }
@@ -108,6 +127,7 @@ static bool bench__submit(engine *e, int64_t n, int64_t prompt_len, int64_t gen_
 typedef struct bench_drain {
     int64_t decode_tokens, decode_steps; /* in steps that decoded only */
     double decode_s, decode_device_s;    /* their wall and device seconds */
+    int64_t decode_bytes_read;           /* what the host read back in them */
     double total_s;                      /* every step */
 } bench_drain;
 
@@ -118,6 +138,7 @@ static bool bench__drain(engine *e, bench_drain *d)
     while (engine_has_unfinished(e)) {
         engine_step_stats st;
         double t0 = cli_now_seconds(), dev0 = engine_device_seconds(e);
+        int64_t read0 = engine_get_stats(e).n_bytes_read;
         if (engine_step(e, &st) != ENC_OK) return false;
         double dt = cli_now_seconds() - t0;
         d->total_s += dt;
@@ -126,6 +147,7 @@ static bool bench__drain(engine *e, bench_drain *d)
             d->decode_steps++;
             d->decode_s += dt;
             d->decode_device_s += engine_device_seconds(e) - dev0;
+            d->decode_bytes_read += engine_get_stats(e).n_bytes_read - read0;
         }
     }
     return true;
@@ -136,11 +158,17 @@ static void bench__release_all(engine *e, int64_t from_id, int64_t n)
     for (int64_t i = 0; i < n; i++) engine_release_request(e, from_id + i);
 }
 
-typedef struct bench_result {
-    double prefill_tps;
-    double decode_tps[BENCH_N_MODES][BENCH_MAX_BATCHES]; /* [mode][batch] medians */
+/* The medians of one decode kind, [mode][batch]. */
+typedef struct bench_decode {
+    double tps[BENCH_N_MODES][BENCH_MAX_BATCHES];
     double step_ms[BENCH_N_MODES][BENCH_MAX_BATCHES];    /* wall time of a decode step */
     double device_ms[BENCH_N_MODES][BENCH_MAX_BATCHES];  /* its device time */
+    double read_bytes[BENCH_N_MODES][BENCH_MAX_BATCHES]; /* read back per token */
+} bench_decode;
+
+typedef struct bench_result {
+    double prefill_tps;
+    bench_decode dec[BENCH_N_KINDS];
     membw_result bw;
     double peak_rss_bytes;
     double bytes_per_token;
@@ -153,7 +181,7 @@ static bool bench__run_prefill(engine *e, const bench_args *a, int64_t *next_id,
         bench_drain d;
         /* a new prompt each run: the prefix cache would serve most of a repeated one */
         uint64_t seed = 1000 + (uint64_t)(r + 1);
-        if (!bench__submit(e, 1, a->prompt_len, 1, seed) || !bench__drain(e, &d)) return false;
+        if (!bench__submit(e, 1, a->prompt_len, 1, seed, BENCH_GREEDY) || !bench__drain(e, &d)) return false;
         bench__release_all(e, (*next_id)++, 1);
         if (r >= 0) v[r] = (double)a->prompt_len / d.total_s;
     }
@@ -161,46 +189,107 @@ static bool bench__run_prefill(engine *e, const bench_args *a, int64_t *next_id,
     return true;
 }
 
-/* One decode run of `batch` sequences: tokens/s of the decode-only steps,
- * and the wall and device milliseconds of one such step. */
+/* One decode run of `batch` sequences of a kind: tokens/s of the
+ * decode-only steps, the wall and device milliseconds of one such step, and
+ * the bytes read back per token. */
 static bool bench__decode_once(engine *e, const bench_args *a, int64_t batch, int64_t *next_id,
-                               uint64_t seed, double out[3])
+                               uint64_t seed, int kind, double out[4])
 {
     bench_drain d;
-    if (!bench__submit(e, batch, 16, a->gen_len, seed) || !bench__drain(e, &d)) return false;
+    if (!bench__submit(e, batch, 16, a->gen_len, seed, kind) || !bench__drain(e, &d)) return false;
     bench__release_all(e, *next_id, batch);
     *next_id += batch;
     double steps = d.decode_steps > 0 ? (double)d.decode_steps : 1.0;
     out[0] = d.decode_s > 0 ? (double)d.decode_tokens / d.decode_s : 0;
     out[1] = 1e3 * d.decode_s / steps;
     out[2] = 1e3 * d.decode_device_s / steps;
+    out[3] = d.decode_tokens > 0 ? (double)d.decode_bytes_read / (double)d.decode_tokens : 0;
     return true;
 }
 
-/* Every mode and batch size, runs interleaved so that drift in the
- * machine's speed hits all modes alike; a warm-up run first (it also
- * records the decode slots). Each (run, mode) has prompts of its own. */
+/* Every mode, batch size and kind, runs interleaved so that drift in the
+ * machine's speed hits all alike; a warm-up run first (it also records the
+ * decode slots). Each (run, mode) has prompts of its own, the same for both
+ * kinds. */
 static bool bench__run_decode(engine *e, int64_t *next_id, const bench_args *a, bench_result *r)
 {
-    static double v[3][BENCH_N_MODES][BENCH_MAX_BATCHES][BENCH_MAX_RUNS]; /* tps, step ms, device ms */
+    /* tps, step ms, device ms, bytes read per token */
+    static double v[4][BENCH_N_KINDS][BENCH_N_MODES][BENCH_MAX_BATCHES][BENCH_MAX_RUNS];
+    int n_kinds = a->sampling ? BENCH_N_KINDS : 1;
     for (int64_t run = -1; run < a->runs; run++)
         for (int m = 0; m < a->n_modes; m++) {
             const bench_mode *mode = &bench_modes[a->modes[m]];
             if (engine_set_decode_mode(e, mode->eager, mode->decode_steps) != ENC_OK) return false;
+            for (int b = 0; b < a->n_batches; b++)
+                for (int kind = 0; kind < n_kinds; kind++) {
+                    double got[4];
+                    uint64_t seed = 100 + (uint64_t)(run + 1) * BENCH_N_MODES + (uint64_t)m;
+                    if (!bench__decode_once(e, a, a->batches[b], next_id, seed, kind, got)) return false;
+                    for (int k = 0; k < 4 && run >= 0; k++) v[k][kind][m][b][run] = got[k];
+                }
+        }
+    for (int kind = 0; kind < n_kinds; kind++)
+        for (int m = 0; m < a->n_modes; m++)
             for (int b = 0; b < a->n_batches; b++) {
-                double got[3];
-                uint64_t seed = 100 + (uint64_t)(run + 1) * BENCH_N_MODES + (uint64_t)m;
-                if (!bench__decode_once(e, a, a->batches[b], next_id, seed, got)) return false;
-                for (int k = 0; k < 3 && run >= 0; k++) v[k][m][b][run] = got[k];
+                bench_decode *d = &r->dec[kind];
+                d->tps[m][b] = bench__median(v[0][kind][m][b], a->runs);
+                d->step_ms[m][b] = bench__median(v[1][kind][m][b], a->runs);
+                d->device_ms[m][b] = bench__median(v[2][kind][m][b], a->runs);
+                d->read_bytes[m][b] = bench__median(v[3][kind][m][b], a->runs);
             }
-        }
-    for (int m = 0; m < a->n_modes; m++)
-        for (int b = 0; b < a->n_batches; b++) {
-            r->decode_tps[m][b] = bench__median(v[0][m][b], a->runs);
-            r->step_ms[m][b] = bench__median(v[1][m][b], a->runs);
-            r->device_ms[m][b] = bench__median(v[2][m][b], a->runs);
-        }
     return true;
+}
+
+/* ,"bytes_read_per_token":{...}, and with --sampling ,"sampled":{...} beside it. */
+static void bench__print_json_sampled(const bench_args *a, const bench_result *r)
+{
+    int n_kinds = a->sampling ? BENCH_N_KINDS : 1;
+    for (int kind = 0; kind < n_kinds; kind++) {
+        const bench_decode *d = &r->dec[kind];
+        if (kind == BENCH_SAMPLED) {
+            printf(",\"sampled\":{");
+            for (int m = 0; m < a->n_modes; m++) {
+                printf("%s\"%s\":{", m ? "," : "", bench_modes[a->modes[m]].name);
+                for (int b = 0; b < a->n_batches; b++)
+                    printf("%s\"%lld\":%.2f", b ? "," : "", (long long)a->batches[b], d->tps[m][b]);
+                printf("}");
+            }
+            printf("}");
+        }
+        printf(",\"%s_bytes_read_per_token\":{", bench_kinds[kind]);
+        for (int m = 0; m < a->n_modes; m++) {
+            printf("%s\"%s\":{", m ? "," : "", bench_modes[a->modes[m]].name);
+            for (int b = 0; b < a->n_batches; b++)
+                printf("%s\"%lld\":%.1f", b ? "," : "", (long long)a->batches[b], d->read_bytes[m][b]);
+            printf("}");
+        }
+        printf("}");
+    }
+}
+
+/* The sampled kind's tokens/s against greedy's, and what each reads back. */
+static void bench__print_sampled(const bench_args *a, const bench_result *r)
+{
+    const bench_decode *g = &r->dec[BENCH_GREEDY], *sd = &r->dec[BENCH_SAMPLED];
+    if (a->sampling) {
+        printf("sampled decode tokens/s (temperature 0.8, top-p 0.95, repetition penalty 1.1, seeded):\n");
+        for (int m = 0; m < a->n_modes; m++) {
+            printf("  %-10s", bench_modes[a->modes[m]].name);
+            for (int b = 0; b < a->n_batches; b++)
+                printf(" %7.1f %3.2fx", sd->tps[m][b], sd->tps[m][b] / g->tps[m][b]);
+            printf("\n");
+        }
+        printf("  (ratios against greedy in the same mode, measured side by side)\n");
+    }
+    printf("bytes read back per decoded token%s:\n", a->sampling ? " (greedy / sampled)" : "");
+    for (int m = 0; m < a->n_modes; m++) {
+        printf("  %-10s", bench_modes[a->modes[m]].name);
+        for (int b = 0; b < a->n_batches; b++) {
+            printf("  %lld seq: %.0f", (long long)a->batches[b], g->read_bytes[m][b]);
+            if (a->sampling) printf(" / %.0f", sd->read_bytes[m][b]);
+        }
+        printf("\n");
+    }
 }
 
 static void bench__print_json(const bench_args *a, const engine *e, const bench_result *r, double roofline)
@@ -209,14 +298,14 @@ static void bench__print_json(const bench_args *a, const engine *e, const bench_
     printf("{\"model\":\"%s\",\"device\":\"%s\",\"threads\":%d,\"runs\":%lld,\"prompt_len\":%lld,\"gen_len\":%lld,"
            "\"prefill_tokens_per_s\":%.2f,\"decode_mode\":\"%s\",\"decode_tokens_per_s\":%.2f",
            c->model_dir, c->device ? c->device : "cpu", c->n_threads, (long long)a->runs, (long long)a->prompt_len,
-           (long long)a->gen_len, r->prefill_tps, bench_modes[a->modes[0]].name, r->decode_tps[0][0]);
+           (long long)a->gen_len, r->prefill_tps, bench_modes[a->modes[0]].name, r->dec[0].tps[0][0]);
     for (int b = 0; b < a->n_batches; b++)
-        printf(",\"decode_tokens_per_s_batch%lld\":%.2f", (long long)a->batches[b], r->decode_tps[0][b]);
+        printf(",\"decode_tokens_per_s_batch%lld\":%.2f", (long long)a->batches[b], r->dec[0].tps[0][b]);
     printf(",\"modes\":{");
     for (int m = 0; m < a->n_modes; m++) {
         printf("%s\"%s\":{", m ? "," : "", bench_modes[a->modes[m]].name);
         for (int b = 0; b < a->n_batches; b++)
-            printf("%s\"%lld\":%.2f", b ? "," : "", (long long)a->batches[b], r->decode_tps[m][b]);
+            printf("%s\"%lld\":%.2f", b ? "," : "", (long long)a->batches[b], r->dec[0].tps[m][b]);
         printf("}");
     }
     printf("},\"step_ms\":{");
@@ -224,13 +313,15 @@ static void bench__print_json(const bench_args *a, const engine *e, const bench_
         printf("%s\"%s\":{", m ? "," : "", bench_modes[a->modes[m]].name);
         for (int b = 0; b < a->n_batches; b++)
             printf("%s\"%lld\":{\"wall\":%.4f,\"device\":%.4f,\"host\":%.4f}", b ? "," : "",
-                   (long long)a->batches[b], r->step_ms[m][b], r->device_ms[m][b], r->step_ms[m][b] - r->device_ms[m][b]);
+                   (long long)a->batches[b], r->dec[0].step_ms[m][b], r->dec[0].device_ms[m][b], r->dec[0].step_ms[m][b] - r->dec[0].device_ms[m][b]);
         printf("}");
     }
-    printf("},\"memory_read_gb_per_s\":%.2f,\"memory_triad_gb_per_s\":%.2f,\"decode_bytes_per_token\":%.0f,"
+    printf("}");
+    bench__print_json_sampled(a, r);
+    printf(",\"memory_read_gb_per_s\":%.2f,\"memory_triad_gb_per_s\":%.2f,\"decode_bytes_per_token\":%.0f,"
            "\"decode_roofline_tokens_per_s\":%.2f,\"decode_fraction_of_roofline\":%.3f,\"peak_rss_bytes\":%.0f,"
            "\"kv_cache_dtype\":\"%s\",\"kv_bytes_per_token\":%lld}\n",
-           r->bw.read_gbps, r->bw.triad_gbps, r->bytes_per_token, roofline, r->decode_tps[0][0] / roofline,
+           r->bw.read_gbps, r->bw.triad_gbps, r->bytes_per_token, roofline, r->dec[0].tps[0][0] / roofline,
            r->peak_rss_bytes, engine_kv_cache_dtype(e), (long long)engine_kv_bytes_per_token(e));
 }
 
@@ -251,8 +342,8 @@ static void bench__print(const bench_args *a, const engine *e, const bench_resul
     for (int m = 0; m < a->n_modes; m++) {
         printf("  %-10s", bench_modes[a->modes[m]].name);
         for (int b = 0; b < a->n_batches; b++) {
-            double ratio = r->decode_tps[m][b] / r->decode_tps[0][b];
-            printf(" %7.1f", r->decode_tps[m][b]);
+            double ratio = r->dec[0].tps[m][b] / r->dec[0].tps[0][b];
+            printf(" %7.1f", r->dec[0].tps[m][b]);
             printf(m ? " %3.2fx" : "      ", ratio);
         }
         printf("\n");
@@ -262,15 +353,16 @@ static void bench__print(const bench_args *a, const engine *e, const bench_resul
     for (int m = 0; m < a->n_modes; m++) {
         printf("  %-10s", bench_modes[a->modes[m]].name);
         for (int b = 0; b < a->n_batches; b++)
-            printf("  %lld seq: %.3f = %.3f + %.3f", (long long)a->batches[b], r->step_ms[m][b], r->device_ms[m][b],
-                   r->step_ms[m][b] - r->device_ms[m][b]);
+            printf("  %lld seq: %.3f = %.3f + %.3f", (long long)a->batches[b], r->dec[0].step_ms[m][b], r->dec[0].device_ms[m][b],
+                   r->dec[0].step_ms[m][b] - r->dec[0].device_ms[m][b]);
         printf("\n");
     }
+    bench__print_sampled(a, r);
     printf("memory bandwidth: read %.1f GB/s (read-only sum, best of 5), STREAM triad %.1f GB/s "
            "(write-allocate counted); weights read per decode step: %.1f MB\n",
            r->bw.read_gbps, r->bw.triad_gbps, r->bytes_per_token / 1e6);
     printf("decode roofline (read bandwidth / weight bytes): %.1f tokens/s; %s batch-%lld decode reaches %.0f%% of it\n",
-           roofline, bench_modes[a->modes[0]].name, (long long)a->batches[0], 100.0 * r->decode_tps[0][0] / roofline);
+           roofline, bench_modes[a->modes[0]].name, (long long)a->batches[0], 100.0 * r->dec[0].tps[0][0] / roofline);
     printf("peak resident memory: %.2f GB; KV cache %s, %lld bytes per token\n", r->peak_rss_bytes / 1e9,
            engine_kv_cache_dtype(e), (long long)engine_kv_bytes_per_token(e));
 }
@@ -314,6 +406,7 @@ static int bench__option(void *args, const char *cmd, int argc, char **argv, int
     if (!strcmp(o, "--batches")) return (v = cli_value(cmd, argc, argv, i)) && bench__parse_batches(cmd, v, a) ? 1 : -1;
     if (!strcmp(o, "--modes")) return (v = cli_value(cmd, argc, argv, i)) && bench__parse_modes(v, a) ? 1 : -1;
     if (!strcmp(o, "--json")) return a->json = true;
+    if (!strcmp(o, "--sampling")) return a->sampling = true;
     return 0;
 }
 
