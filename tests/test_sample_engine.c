@@ -22,6 +22,7 @@
 
 #include "check.h"
 #include "engine/engine.h"
+#include "prompt_logits.h"
 #include "ref_sampler.h"
 
 enum { N_REQ = 8, MAX_OUT = 24, MAX_PROMPT = 16, SAMPLE_VOCAB = 480, STOP_ID = 77 };
@@ -131,34 +132,6 @@ static bool same(const run_out *a, const run_out *b, const char *what)
 
 /* --- the reference ------------------------------------------------------------- */
 
-typedef struct logits_sink {
-    float *rows; /* [n_pos, vocab] */
-    int64_t n_pos, vocab;
-} logits_sink;
-
-static void sink_fn(void *user, int64_t request_id, int64_t pos, const float *logits, int64_t vocab)
-{
-    (void)request_id;
-    logits_sink *k = user;
-    if (pos < k->n_pos) memcpy(&k->rows[pos * vocab], logits, (size_t)vocab * sizeof(float));
-    k->vocab = vocab;
-}
-
-/* The logits at every position of tokens[0..n), as the engine computes them for a prompt. */
-static float *prompt_logits(engine *e, const int32_t *tokens, int64_t n, int64_t vocab)
-{
-    logits_sink k = {.rows = malloc((size_t)(n * vocab) * sizeof(float)), .n_pos = n};
-    engine_set_logits_callback(e, sink_fn, &k);
-    engine_request_params p = {.prompt_ids = tokens, .n_prompt = n, .max_tokens = 1, .prompt_logits = true};
-    int64_t id;
-    CHECK(engine_add_request(e, &p, &id) == ENC_OK);
-    while (engine_has_unfinished(e)) CHECK(engine_step(e, NULL) == ENC_OK);
-    engine_release_request(e, id);
-    engine_set_logits_callback(e, NULL, NULL);
-    CHECK(k.vocab == vocab);
-    return k.rows;
-}
-
 static graph_sample_row ref_row(int i, int64_t n_prompt, const qwen3_config *mc)
 {
     engine_sampling s = sampling_of(i);
@@ -192,7 +165,9 @@ static void test_reference(engine *e, const run_out *alone)
         prompt_of(i, tokens, &n_prompt);
         memcpy(tokens + n_prompt, alone->ids[i], (size_t)alone->n[i] * sizeof(int32_t));
         int64_t n = n_prompt + alone->n[i];
-        float *logits = prompt_logits(e, tokens, n, V);
+        int64_t vocab;
+        float *logits = prompt_logits_of(e, tokens, n, V, &vocab);
+        CHECK(vocab == V);
         graph_sample_row row = ref_row(i, n_prompt, mc);
         for (int64_t pos = n_prompt; pos < n; pos++, n_tokens++) {
             int32_t want = ref_pick(&logits[(pos - 1) * V], &row, tokens, pos, x, it);

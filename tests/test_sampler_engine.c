@@ -21,6 +21,7 @@
 
 #include "check.h"
 #include "engine/engine.h"
+#include "prompt_logits.h"
 
 enum { N_PROMPTS = 4, MAX_OUT = 40, V_MAX = 512 };
 
@@ -89,18 +90,6 @@ static bool same_tokens(const run_result *a, const run_result *b)
 
 /* --- the prompt logits of prompt + output ------------------------------------ */
 
-typedef struct logits_sink {
-    float *rows; /* [n_pos, V] */
-    int64_t n_pos, vocab;
-} logits_sink;
-
-static void sink_fn(void *user, int64_t request_id, int64_t pos, const float *logits, int64_t vocab)
-{
-    logits_sink *k = user;
-    if (pos < k->n_pos) memcpy(&k->rows[pos * vocab], logits, (size_t)vocab * sizeof(float));
-    k->vocab = vocab;
-}
-
 /* The logits at every position of prompt i followed by its first n_out tokens. */
 static float *logits_of(engine *e, int i, const int32_t *out, int64_t n_out, int64_t *vocab)
 {
@@ -108,16 +97,7 @@ static float *logits_of(engine *e, int i, const int32_t *out, int64_t n_out, int
     int64_t n;
     prompt_of(i, ids, &n);
     memcpy(ids + n, out, (size_t)n_out * sizeof *out);
-    logits_sink k = {.rows = malloc((size_t)((n + n_out) * V_MAX) * sizeof(float)), .n_pos = n + n_out};
-    engine_set_logits_callback(e, sink_fn, &k);
-    engine_request_params p = {.prompt_ids = ids, .n_prompt = n + n_out, .max_tokens = 1, .prompt_logits = true};
-    int64_t id;
-    CHECK(engine_add_request(e, &p, &id) == ENC_OK);
-    while (engine_has_unfinished(e)) CHECK(engine_step(e, NULL) == ENC_OK);
-    engine_release_request(e, id);
-    engine_set_logits_callback(e, NULL, NULL);
-    *vocab = k.vocab;
-    return k.rows;
+    return prompt_logits_of(e, ids, n + n_out, V_MAX, vocab);
 }
 
 static int64_t prompt_len(int i)
