@@ -27,8 +27,8 @@ enum {
     GRAPH_SAMPLE_PENALTIES = 1,   /* flags: repetition / presence / frequency on */
     GRAPH_SAMPLE_LOGPROBS = 2,    /* flags: write the row's logprobs record */
     GRAPH_SAMPLE_MAX_TOP = 20,    /* alternatives a logprobs record holds */
-    GRAPH_SAMPLE_WORKERS = 8,     /* rows sampled at once (scratch slices) */
-    GRAPH_SAMPLE_SCRATCH_WORDS = 6 /* i32 words of scratch per vocabulary id per worker (even: doubles stay aligned) */
+    GRAPH_SAMPLE_WORKERS = 4,     /* rows sampled at once (scratch slices) */
+    GRAPH_SAMPLE_SCRATCH_WORDS = 12 /* i32 words of scratch per vocabulary id per worker (even: doubles stay aligned) */
 };
 
 typedef struct graph_sample_row {

@@ -3,8 +3,8 @@
  * rules, the order and the arithmetic of the host sampler (engine/sampler.h),
  * so that both choose the same token bit for bit.
  *
- * One row, in its worker's scratch slice ([V] doubles w, then [V] i32 each
- * of idx, tmp and cnt, and [V] floats raw):
+ * One row, in its worker's scratch slice ([V] doubles w, [V] candidates
+ * {w, id} twice (the second for the merge), [V] i32 cnt and [V] floats raw):
  *
  *   logprobs    (rows that ask) log_softmax of the raw row and its n_top
  *               best ids, in the host sampler's arithmetic; the raw row is
@@ -38,10 +38,19 @@
 enum { SAMPLE__BINS = 64 };
 #define SAMPLE__PROMPT_BIT 0x40000000
 
+/* A candidate of top-k / top-p: its weight beside its id, so that sorting
+ * reads memory in order (an index into w would miss the cache per compare). */
+typedef struct sample__cand {
+    double w;
+    int32_t id, pad;
+} sample__cand;
+_Static_assert(sizeof(sample__cand) == 16, "a candidate is four scratch words");
+
 typedef struct sample__scratch {
-    double *w;
-    int32_t *idx, *tmp, *cnt; /* [V] each */
-    float *raw;               /* [V] the raw row, kept for its logprobs */
+    double *w;                 /* [V] */
+    sample__cand *cand, *tmp;  /* [V] each */
+    int32_t *cnt;              /* [V] */
+    float *raw;                /* [V] the raw row, kept for its logprobs */
 } sample__scratch;
 
 /* --- penalties and masks ------------------------------------------------------ */
@@ -97,28 +106,28 @@ static int sample__bin(double w)
 }
 
 /* Does id a come before id b: weight descending, then id ascending? */
-static bool sample__before(const double *w, int32_t a, int32_t b)
+static bool sample__before(const sample__cand *a, const sample__cand *b)
 {
-    return w[a] != w[b] ? w[a] > w[b] : a < b;
+    return a->w != b->w ? a->w > b->w : a->id < b->id;
 }
 
-/* Bottom-up merge sort of idx[0..n) by sample__before, through tmp. */
-static void sample__sort(const double *w, int32_t *idx, int32_t *tmp, int64_t n)
+/* Bottom-up merge sort of c[0..n) by sample__before, through tmp. */
+static void sample__sort(sample__cand *c, sample__cand *tmp, int64_t n)
 {
-    int32_t *src = idx, *dst = tmp;
+    sample__cand *src = c, *dst = tmp;
     for (int64_t width = 1; width < n; width *= 2) {
         for (int64_t lo = 0; lo < n; lo += 2 * width) {
             int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
             int64_t a = lo, b = mid, o = lo;
-            while (a < mid && b < hi) dst[o++] = sample__before(w, src[b], src[a]) ? src[b++] : src[a++];
+            while (a < mid && b < hi) dst[o++] = sample__before(&src[b], &src[a]) ? src[b++] : src[a++];
             while (a < mid) dst[o++] = src[a++];
             while (b < hi) dst[o++] = src[b++];
         }
-        int32_t *t = src;
+        sample__cand *t = src;
         src = dst;
         dst = t;
     }
-    if (src != idx) memcpy(idx, src, (size_t)n * sizeof *idx);
+    if (src != c) memcpy(c, src, (size_t)n * sizeof *c);
 }
 
 /* The first bin such that bins [0, B] hold k ids (top-k on) or, top-k off,
@@ -136,7 +145,7 @@ static int sample__cut_bin(const int64_t *count, const double *mass, bool k_on, 
     return SAMPLE__BINS - 1;
 }
 
-/* The ids of the kept set, in idx[0..return) sorted, for top-k / top-p over
+/* The ids of the kept set, in cand[0..return) sorted, for top-k / top-p over
  * weights w[0..n) whose sum in id order is `total`. */
 static int64_t sample__top_k_top_p(const graph_sample_row *p, const sample__scratch *sc, int64_t n, double total)
 {
@@ -152,22 +161,22 @@ static int64_t sample__top_k_top_p(const graph_sample_row *p, const sample__scra
     for (int cut = sample__cut_bin(count, mass, k_on, p->top_k, p->top_p * total);; cut++) {
         int64_t nc = 0;
         for (int64_t i = 0; i < n; i++)
-            if (sc->w[i] > 0.0 && sample__bin(sc->w[i]) <= cut) sc->idx[nc++] = (int32_t)i;
-        sample__sort(sc->w, sc->idx, sc->tmp, nc);
+            if (sc->w[i] > 0.0 && sample__bin(sc->w[i]) <= cut) sc->cand[nc++] = (sample__cand){sc->w[i], (int32_t)i, 0};
+        sample__sort(sc->cand, sc->tmp, nc);
         double kept_mass = total;
         if (k_on && nc > p->top_k) {
             int64_t kk = p->top_k; /* ties with the k-th weight stay */
-            while (kk < nc && sc->w[sc->idx[kk]] == sc->w[sc->idx[p->top_k - 1]]) kk++;
+            while (kk < nc && sc->cand[kk].w == sc->cand[p->top_k - 1].w) kk++;
             nc = kk;
         }
         if (k_on) {
             kept_mass = 0.0;
-            for (int64_t i = 0; i < nc; i++) kept_mass += sc->w[sc->idx[i]];
+            for (int64_t i = 0; i < nc; i++) kept_mass += sc->cand[i].w;
         }
         if (!p_on) return nc;
         double need = p->top_p * kept_mass, cum = 0.0;
         int64_t r = 0;
-        while (r < nc && cum < need) cum += sc->w[sc->idx[r++]];
+        while (r < nc && cum < need) cum += sc->cand[r++].w;
         if (cum >= need || k_on || cut == SAMPLE__BINS - 1) return r;
     }
 }
@@ -225,17 +234,17 @@ static int32_t sample__draw(const float *x, const graph_sample_row *p, const sam
         nc = sample__top_k_top_p(p, sc, n, total);
     } else {
         for (int64_t i = 0; i < n; i++)
-            if (sc->w[i] > 0.0) sc->idx[nc++] = (int32_t)i;
+            if (sc->w[i] > 0.0) sc->cand[nc++] = (sample__cand){sc->w[i], (int32_t)i, 0};
     }
     double sum = 0.0;
-    for (int64_t i = 0; i < nc; i++) sum += sc->w[sc->idx[i]];
+    for (int64_t i = 0; i < nc; i++) sum += sc->cand[i].w;
     double u = philox_uniform(p->seed, pos) * sum, acc = 0.0;
     for (int64_t i = 0; i < nc; i++) {
-        acc += sc->w[sc->idx[i]];
-        if (u < acc) return sc->idx[i];
+        acc += sc->cand[i].w;
+        if (u < acc) return sc->cand[i].id;
     }
     for (int64_t i = nc - 1; i >= 0; i--) /* rounding left u at the sum */
-        if (sc->w[sc->idx[i]] > 0.0) return sc->idx[i];
+        if (sc->cand[i].w > 0.0) return sc->cand[i].id;
     return sample__argmax(x, n);
 }
 
@@ -274,7 +283,7 @@ void cpu_sample(const cpu_sample_args *a, int ith, int nth)
     if (ith >= n_workers) return;
     int64_t V = a->n_vocab;
     int32_t *base = a->scratch + ith * V * GRAPH_SAMPLE_SCRATCH_WORDS;
-    sample__scratch sc = {(double *)(void *)base, base + 2 * V, base + 3 * V, base + 4 * V,
-                          (float *)(void *)(base + 5 * V)};
+    sample__scratch sc = {(double *)(void *)base, (sample__cand *)(void *)(base + 2 * V),
+                          (sample__cand *)(void *)(base + 6 * V), base + 10 * V, (float *)(void *)(base + 11 * V)};
     for (int64_t r = ith; r < a->n_rows; r += n_workers) a->out[r] = sample__row(a, r, &sc);
 }
