@@ -49,7 +49,9 @@ int main(int argc, char **argv)
     submit(cap, N_REQ - 1); /* its prefill builds a graph; then the slot of 4 must record again */
     while (engine_has_unfinished(cap)) CHECK(engine_step(cap, NULL) == ENC_OK);
     while (engine_has_unfinished(ref)) CHECK(engine_step(ref, NULL) == ENC_OK);
-    CHECK(cap->generation == generation + 1);
+    /* at least once: a multi-step graph planned later (the device sampler's
+     * scratch) may outgrow the grown arena again */
+    CHECK(cap->generation > generation);
     CHECK(cap->stats.n_captures > captures); /* recorded again against the new arena */
     for (int64_t r = 0; r < N_REQ; r++) {
         const int32_t *a, *b;
