@@ -30,10 +30,14 @@ static int ref_cmp(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
-static bool ref_penalties_on(const graph_sample_row *p) { return (p->flags & GRAPH_SAMPLE_PENALTIES) != 0; }
+static bool ref_penalties_on(const graph_sample_row *p)
+{
+    return (p->flags & GRAPH_SAMPLE_PENALTIES) != 0;
+}
 
 /* The row after penalties and the min_tokens mask, from the definitions. */
-static void ref_process(const float *logits, const graph_sample_row *p, const int32_t *hist, int64_t pos, float *x)
+static void ref_process(const float *logits, const graph_sample_row *p, const int32_t *hist,
+                        int64_t pos, float *x)
 {
     int64_t n = p->n_sample;
     memcpy(x, logits, (size_t)n * sizeof *x);
@@ -42,8 +46,10 @@ static void ref_process(const float *logits, const graph_sample_row *p, const in
         int64_t c = 0;
         for (int64_t j = 0; j < pos; j++) {
             if (hist[j] != t) continue;
-            if (j < p->n_prompt) in_prompt = true;
-            else c++;
+            if (j < p->n_prompt)
+                in_prompt = true;
+            else
+                c++;
         }
         if (!in_prompt && c == 0) continue;
         double l = x[t], r = p->repetition_penalty;
@@ -76,34 +82,38 @@ static int64_t ref_kept(const float *x, const graph_sample_row *p, ref_w *it)
         total += w;
         if (w > 0.0) it[m++] = (ref_w){w, (int32_t)i};
     }
-    bool k_on = p->top_k > 0 && p->top_k < n, p_on = p->top_p > 0.0 && p->top_p < 1.0;
+    bool k_on = p->top_k > 0 && p->top_k<n, p_on = p->top_p> 0.0 && p->top_p < 1.0;
     if (!k_on && !p_on) return m; /* id order */
     qsort(it, (size_t)m, sizeof *it, ref_cmp);
     double mass = total;
     if (k_on && m > p->top_k) {
         int64_t k = p->top_k;
-        while (k < m && it[k].w == it[p->top_k - 1].w) k++;
+        while (k < m && it[k].w == it[p->top_k - 1].w)
+            k++;
         m = k;
     }
     if (k_on) {
         mass = 0.0;
-        for (int64_t i = 0; i < m; i++) mass += it[i].w;
+        for (int64_t i = 0; i < m; i++)
+            mass += it[i].w;
     }
     if (!p_on) return m;
     int64_t r = 0;
     double cum = 0.0;
-    while (r < m && cum < p->top_p * mass) cum += it[r++].w;
+    while (r < m && cum < p->top_p * mass)
+        cum += it[r++].w;
     return r;
 }
 
-static int32_t ref_pick(const float *logits, const graph_sample_row *p, const int32_t *hist, int64_t pos,
-                        float *x, ref_w *it)
+static int32_t ref_pick(const float *logits, const graph_sample_row *p, const int32_t *hist,
+                        int64_t pos, float *x, ref_w *it)
 {
     ref_process(logits, p, hist, pos, x);
     if (p->temperature == 0.0) return ref_argmax(x, p->n_sample);
     int64_t m = ref_kept(x, p, it);
     double sum = 0.0, acc = 0.0;
-    for (int64_t i = 0; i < m; i++) sum += it[i].w;
+    for (int64_t i = 0; i < m; i++)
+        sum += it[i].w;
     double u = philox_uniform(p->seed, pos) * sum;
     for (int64_t i = 0; i < m; i++) {
         acc += it[i].w;

@@ -38,7 +38,8 @@ typedef struct run_out {
 static void prompt_of(int i, int32_t *ids, int64_t *n)
 {
     *n = 4 + i % 5 + (i == 3 ? 9 : 0);
-    for (int64_t j = 0; j < *n; j++) ids[j] = (int32_t)((i * 131 + j * 29 + 5) % 470 + 3);
+    for (int64_t j = 0; j < *n; j++)
+        ids[j] = (int32_t)((i * 131 + j * 29 + 5) % 470 + 3);
 }
 
 static engine_sampling sampling_of(int i)
@@ -60,8 +61,13 @@ static engine_sampling sampling_of(int i)
 
 static engine *make_engine(bool eager, int64_t decode_steps, int64_t n_kv_blocks)
 {
-    engine_config cfg = {.model_dir = g_model, .n_threads = 2, .max_num_seqs = 8, .max_model_len = 64,
-                         .eager = eager, .decode_steps = decode_steps, .n_kv_blocks = n_kv_blocks,
+    engine_config cfg = {.model_dir = g_model,
+                         .n_threads = 2,
+                         .max_num_seqs = 8,
+                         .max_model_len = 64,
+                         .eager = eager,
+                         .decode_steps = decode_steps,
+                         .n_kv_blocks = n_kv_blocks,
                          .sample_vocab = SAMPLE_VOCAB};
     engine *e = NULL;
     if (engine_create(&cfg, &e) != ENC_OK) {
@@ -74,8 +80,12 @@ static engine *make_engine(bool eager, int64_t decode_steps, int64_t n_kv_blocks
 static int64_t add(engine *e, int i)
 {
     int32_t prompt[MAX_PROMPT], stop = STOP_ID;
-    engine_request_params p = {.prompt_ids = prompt, .max_tokens = MAX_OUT, .sampling = sampling_of(i),
-                               .ignore_eos = i != 6, .stop_ids = i == 6 ? &stop : NULL, .n_stop_ids = i == 6};
+    engine_request_params p = {.prompt_ids = prompt,
+                               .max_tokens = MAX_OUT,
+                               .sampling = sampling_of(i),
+                               .ignore_eos = i != 6,
+                               .stop_ids = i == 6 ? &stop : NULL,
+                               .n_stop_ids = i == 6};
     prompt_of(i, prompt, &p.n_prompt);
     int64_t id = -1;
     CHECK(engine_add_request(e, &p, &id) == ENC_OK);
@@ -100,7 +110,8 @@ static void run_alone(engine *e, run_out *r)
     memset(r, 0, sizeof *r);
     for (int i = 0; i < N_REQ; i++) {
         ids[i] = add(e, i);
-        while (engine_has_unfinished(e)) CHECK(engine_step(e, NULL) == ENC_OK);
+        while (engine_has_unfinished(e))
+            CHECK(engine_step(e, NULL) == ENC_OK);
         collect(e, ids, i, 1, r);
     }
     r->stats = engine_get_stats(e);
@@ -136,17 +147,25 @@ static graph_sample_row ref_row(int i, int64_t n_prompt, const qwen3_config *mc)
 {
     engine_sampling s = sampling_of(i);
     graph_sample_row r = {
-        .temperature = s.temperature, .top_p = s.top_p, .min_p = s.min_p,
-        .repetition_penalty = s.repetition_penalty, .presence_penalty = s.presence_penalty,
-        .frequency_penalty = s.frequency_penalty, .seed = s.seed, .top_k = (int32_t)s.top_k,
-        .n_prompt = (int32_t)n_prompt, .min_tokens = (int32_t)s.min_tokens, .n_sample = SAMPLE_VOCAB,
-        .flags = (s.repetition_penalty != 0.0 && s.repetition_penalty != 1.0) || s.presence_penalty != 0.0 ||
-                         s.frequency_penalty != 0.0
+        .temperature = s.temperature,
+        .top_p = s.top_p,
+        .min_p = s.min_p,
+        .repetition_penalty = s.repetition_penalty,
+        .presence_penalty = s.presence_penalty,
+        .frequency_penalty = s.frequency_penalty,
+        .seed = s.seed,
+        .top_k = (int32_t)s.top_k,
+        .n_prompt = (int32_t)n_prompt,
+        .min_tokens = (int32_t)s.min_tokens,
+        .n_sample = SAMPLE_VOCAB,
+        .flags = (s.repetition_penalty != 0.0 && s.repetition_penalty != 1.0) ||
+                         s.presence_penalty != 0.0 || s.frequency_penalty != 0.0
                      ? GRAPH_SAMPLE_PENALTIES
                      : 0,
     };
     if (i == 6) {
-        for (int j = 0; j < mc->n_eos; j++) r.mask_ids[r.n_mask++] = mc->eos_token_ids[j];
+        for (int j = 0; j < mc->n_eos; j++)
+            r.mask_ids[r.n_mask++] = mc->eos_token_ids[j];
         r.mask_ids[r.n_mask++] = STOP_ID;
     }
     return r;
@@ -172,8 +191,8 @@ static void test_reference(engine *e, const run_out *alone)
         for (int64_t pos = n_prompt; pos < n; pos++, n_tokens++) {
             int32_t want = ref_pick(&logits[(pos - 1) * V], &row, tokens, pos, x, it);
             if (want != tokens[pos] && bad < 5)
-                fprintf(stderr, "reference: request %d position %lld: %d, the reference picks %d\n", i,
-                        (long long)pos, tokens[pos], want);
+                fprintf(stderr, "reference: request %d position %lld: %d, the reference picks %d\n",
+                        i, (long long)pos, tokens[pos], want);
             bad += want != tokens[pos];
         }
         if (i == 6) CHECK(alone->n[i] >= 20); /* min_tokens held the stop id back */
@@ -196,14 +215,17 @@ static void test_readback(void)
     engine *e = make_engine(false, K, 0);
     for (int lp = 0; lp < 2; lp++) {
         int32_t prompt[MAX_PROMPT];
-        engine_request_params p = {.prompt_ids = prompt, .max_tokens = MAX_OUT, .sampling = sampling_of(3),
+        engine_request_params p = {.prompt_ids = prompt,
+                                   .max_tokens = MAX_OUT,
+                                   .sampling = sampling_of(3),
                                    .ignore_eos = true};
         p.sampling.logprobs = lp;
         p.sampling.top_logprobs = lp ? 5 : 0;
         prompt_of(3, prompt, &p.n_prompt);
         int64_t id;
         CHECK(engine_add_request(e, &p, &id) == ENC_OK);
-        int64_t want = K * (int64_t)(sizeof(int32_t) + (lp ? sizeof(graph_sample_logprobs) : 0)), n_trips = 0;
+        int64_t want = K * (int64_t)(sizeof(int32_t) + (lp ? sizeof(graph_sample_logprobs) : 0)),
+                n_trips = 0;
         int bad = 0;
         while (engine_has_unfinished(e)) {
             engine_stats before = engine_get_stats(e);
@@ -215,8 +237,8 @@ static void test_readback(void)
         }
         engine_release_request(e, id);
         CHECK(n_trips >= MAX_OUT / K - 2 && bad == 0);
-        printf("%s readback%s: %lld round trips of %lld bytes each\n", bad ? "FAIL" : "ok", lp ? " with logprobs" : "",
-               (long long)n_trips, (long long)want);
+        printf("%s readback%s: %lld round trips of %lld bytes each\n", bad ? "FAIL" : "ok",
+               lp ? " with logprobs" : "", (long long)n_trips, (long long)want);
     }
     engine_destroy(e);
 }

@@ -36,10 +36,10 @@
 
 typedef struct sample_case {
     int64_t S, V, H;
-    const float *logits;           /* [S, V] */
-    const graph_sample_row *rows;  /* [S] */
-    const int32_t *positions;      /* [S] */
-    const int32_t *history;        /* [S, H] */
+    const float *logits;          /* [S, V] */
+    const graph_sample_row *rows; /* [S] */
+    const int32_t *positions;     /* [S] */
+    const int32_t *history;       /* [S, H] */
 } sample_case;
 
 static backend_buffer *upload(backend *be, const void *data, size_t bytes, const char *what)
@@ -69,7 +69,8 @@ static void run_op(backend *be, const sample_case *c, int32_t *ids, int32_t *his
         graph_tensor_1d(&g, GRAPH_INPUT, ENC_I32, c->S, "positions"),
         graph_tensor_2d(&g, GRAPH_INPUT, ENC_I32, c->S, c->H, "history"),
     };
-    for (int i = 0; i < 4; i++) graph_bind(t[i], b[i], 0);
+    for (int i = 0; i < 4; i++)
+        graph_bind(t[i], b[i], 0);
     graph_tensor *dst = graph_sample(&g, t[0], t[1], t[2], t[3], NULL);
     CHECK(dst != NULL);
     backend_buffer *arena = NULL;
@@ -79,29 +80,44 @@ static void run_op(backend *be, const sample_case *c, int32_t *ids, int32_t *his
     enc_status st = backend_graph_compute(be, &g);
     if (st != ENC_OK) fprintf(stderr, "sample op: %s\n", enc_last_error());
     CHECK(st == ENC_OK);
-    CHECK(backend_buffer_read(be, arena, dst->offset, ids, (size_t)c->S * sizeof(int32_t)) == ENC_OK);
+    CHECK(backend_buffer_read(be, arena, dst->offset, ids, (size_t)c->S * sizeof(int32_t)) ==
+          ENC_OK);
     if (hist_out)
-        CHECK(backend_buffer_read(be, b[3], 0, hist_out, (size_t)(c->S * c->H) * sizeof(int32_t)) == ENC_OK);
-    for (int i = 0; i < 4; i++) CHECK(backend_buffer_free(be, b[i]) == ENC_OK);
+        CHECK(backend_buffer_read(be, b[3], 0, hist_out, (size_t)(c->S * c->H) * sizeof(int32_t)) ==
+              ENC_OK);
+    for (int i = 0; i < 4; i++)
+        CHECK(backend_buffer_free(be, b[i]) == ENC_OK);
     CHECK(backend_buffer_free(be, arena) == ENC_OK);
     arena_free(&host);
 }
 
 /* The host sampler on the same row (engine/sampler.c). */
-static int32_t host_pick(sampler *s, const float *logits, const graph_sample_row *p, const int32_t *hist,
-                         int64_t pos)
+static int32_t host_pick(sampler *s, const float *logits, const graph_sample_row *p,
+                         const int32_t *hist, int64_t pos)
 {
     engine_sampling sp = {
-        .temperature = p->temperature, .top_k = p->top_k, .top_p = p->top_p, .min_p = p->min_p,
+        .temperature = p->temperature,
+        .top_k = p->top_k,
+        .top_p = p->top_p,
+        .min_p = p->min_p,
         .repetition_penalty = ref_penalties_on(p) ? p->repetition_penalty : 0.0,
         .presence_penalty = ref_penalties_on(p) ? p->presence_penalty : 0.0,
         .frequency_penalty = ref_penalties_on(p) ? p->frequency_penalty : 0.0,
-        .seed = p->seed, .min_tokens = p->min_tokens,
+        .seed = p->seed,
+        .min_tokens = p->min_tokens,
     };
     sampler_input in = {
-        .logits = logits, .n_sample = p->n_sample, .params = &sp,
-        .prompt = hist, .n_prompt = p->n_prompt, .output = hist + p->n_prompt, .n_output = pos - p->n_prompt,
-        .eos_ids = p->mask_ids, .n_eos = p->n_mask, .seed = p->seed, .position = pos,
+        .logits = logits,
+        .n_sample = p->n_sample,
+        .params = &sp,
+        .prompt = hist,
+        .n_prompt = p->n_prompt,
+        .output = hist + p->n_prompt,
+        .n_output = pos - p->n_prompt,
+        .eos_ids = p->mask_ids,
+        .n_eos = p->n_mask,
+        .seed = p->seed,
+        .position = pos,
     };
     return sampler_pick(s, &in, NULL);
 }
@@ -115,31 +131,42 @@ static void matrix_logits(float *x, int64_t S, int64_t V)
 {
     for (int64_t r = 0; r < S; r++)
         for (int64_t i = 0; i < V; i++)
-            x[r * V + i] = (float)(3.0 * sin(0.37 * (double)(i + 13 * r)) + (i % 50 == 7 ? 2.5 : 0.0)) +
-                           (float)((i * 7 + r) % 5) * 0.25f;
+            x[r * V + i] =
+                (float)(3.0 * sin(0.37 * (double)(i + 13 * r)) + (i % 50 == 7 ? 2.5 : 0.0)) +
+                (float)((i * 7 + r) % 5) * 0.25f;
 }
 
 static void matrix_history(int32_t *h, int64_t S, int64_t H)
 {
     for (int64_t r = 0; r < S; r++)
-        for (int64_t j = 0; j < H; j++) h[r * H + j] = (int32_t)((j * 37 + r * 11) % 64 + (j % 3 == 0 ? 300 : 0));
+        for (int64_t j = 0; j < H; j++)
+            h[r * H + j] = (int32_t)((j * 37 + r * 11) % 64 + (j % 3 == 0 ? 300 : 0));
 }
 
 static const double m_temps[] = {0.0, 0.3, 1.0, 1.7};
 static const int32_t m_topk[] = {0, 1, 20, MV};
 static const double m_topp[] = {0.1, 0.9, 1.0};
 static const double m_minp[] = {0.0, 0.05};
-static const double m_pen[][3] = {{1, 0, 0}, {1.3, 0, 0}, {1, 0.5, 0}, {1, 0, 0.7}, {1.2, -0.4, 0.3}};
+static const double m_pen[][3] = {
+    {1, 0, 0}, {1.3, 0, 0}, {1, 0.5, 0}, {1, 0, 0.7}, {1.2, -0.4, 0.3}};
 
 /* Row r of a batch: the combination's parameters, a seed and a position of its own. */
 static graph_sample_row matrix_row(int ti, int ki, int pi, int mi, int qi, int64_t r)
 {
     graph_sample_row p = {
-        .temperature = m_temps[ti], .top_k = m_topk[ki], .top_p = m_topp[pi], .min_p = m_minp[mi],
-        .repetition_penalty = m_pen[qi][0], .presence_penalty = m_pen[qi][1], .frequency_penalty = m_pen[qi][2],
+        .temperature = m_temps[ti],
+        .top_k = m_topk[ki],
+        .top_p = m_topp[pi],
+        .min_p = m_minp[mi],
+        .repetition_penalty = m_pen[qi][0],
+        .presence_penalty = m_pen[qi][1],
+        .frequency_penalty = m_pen[qi][2],
         .seed = 1000003u * (uint64_t)(ti * 97 + ki * 31 + pi * 7 + mi * 3 + qi) + (uint64_t)r,
-        .n_prompt = M_PROMPT, .min_tokens = r % 2 ? 30 : 0, .n_sample = r % 3 ? MV : MV - 17,
-        .n_mask = 3, .flags = qi ? GRAPH_SAMPLE_PENALTIES : 0,
+        .n_prompt = M_PROMPT,
+        .min_tokens = r % 2 ? 30 : 0,
+        .n_sample = r % 3 ? MV : MV - 17,
+        .n_mask = 3,
+        .flags = qi ? GRAPH_SAMPLE_PENALTIES : 0,
         .mask_ids = {7, 57, 107},
     };
     return p;
@@ -152,7 +179,8 @@ static void test_matrix(backend *be, sampler *hs)
     int32_t hist[MS * MH], hist_out[MS * MH], pos[MS], ids[MS];
     matrix_logits(logits, MS, MV);
     matrix_history(hist, MS, MH);
-    for (int r = 0; r < MS; r++) pos[r] = M_PROMPT + 2 + 3 * r; /* 2..23 tokens generated */
+    for (int r = 0; r < MS; r++)
+        pos[r] = M_PROMPT + 2 + 3 * r; /* 2..23 tokens generated */
     int64_t n_rows = 0, bad = 0, bad_host = 0, bad_hist = 0;
     graph_sample_row rows[MS];
     for (int ti = 0; ti < 4; ti++)
@@ -160,15 +188,21 @@ static void test_matrix(backend *be, sampler *hs)
             for (int pi = 0; pi < 3; pi++)
                 for (int mi = 0; mi < 2; mi++)
                     for (int qi = 0; qi < 5; qi++) {
-                        for (int r = 0; r < MS; r++) rows[r] = matrix_row(ti, ki, pi, mi, qi, r);
+                        for (int r = 0; r < MS; r++)
+                            rows[r] = matrix_row(ti, ki, pi, mi, qi, r);
                         sample_case c = {MS, MV, MH, logits, rows, pos, hist};
                         run_op(be, &c, ids, hist_out);
                         for (int r = 0; r < MS; r++, n_rows++) {
-                            int32_t want = ref_pick(logits + r * MV, &rows[r], hist + r * MH, pos[r] + 1, x, it);
-                            int32_t host = host_pick(hs, logits + r * MV, &rows[r], hist + r * MH, pos[r] + 1);
+                            int32_t want = ref_pick(logits + r * MV, &rows[r], hist + r * MH,
+                                                    pos[r] + 1, x, it);
+                            int32_t host =
+                                host_pick(hs, logits + r * MV, &rows[r], hist + r * MH, pos[r] + 1);
                             if (ids[r] != want && bad < 5)
-                                fprintf(stderr, "matrix T %g k %d p %g min_p %g pen %d row %d: %d, want %d\n",
-                                        m_temps[ti], m_topk[ki], m_topp[pi], m_minp[mi], qi, r, ids[r], want);
+                                fprintf(
+                                    stderr,
+                                    "matrix T %g k %d p %g min_p %g pen %d row %d: %d, want %d\n",
+                                    m_temps[ti], m_topk[ki], m_topp[pi], m_minp[mi], qi, r, ids[r],
+                                    want);
                             bad += ids[r] != want;
                             bad_host += host != want;
                             bad_hist += hist_out[r * MH + pos[r] + 1] != ids[r];
@@ -177,8 +211,8 @@ static void test_matrix(backend *be, sampler *hs)
     CHECK(bad == 0);
     CHECK(bad_host == 0);
     CHECK(bad_hist == 0);
-    printf("ok matrix: %lld rows, %lld differ from the reference (host sampler: %lld)\n", (long long)n_rows,
-           (long long)bad, (long long)bad_host);
+    printf("ok matrix: %lld rows, %lld differ from the reference (host sampler: %lld)\n",
+           (long long)n_rows, (long long)bad, (long long)bad_host);
     free(logits);
     free(x);
     free(it);
@@ -225,8 +259,9 @@ static void test_large(backend *be, sampler *hs)
     float *logits = malloc(sizeof(float) * S * V), *x = malloc(sizeof(float) * V);
     ref_w *it = malloc(sizeof(ref_w) * V);
     for (int64_t i = 0; i < V; i++) {
-        logits[i] = (float)(4.0 * cos(0.001 * (double)i) - 0.00002 * (double)i); /* slow: wide kept sets */
-        logits[V + i] = (float)((i * 2654435761u) % 1000) * 0.01f;               /* many ties */
+        logits[i] =
+            (float)(4.0 * cos(0.001 * (double)i) - 0.00002 * (double)i); /* slow: wide kept sets */
+        logits[V + i] = (float)((i * 2654435761u) % 1000) * 0.01f;       /* many ties */
         logits[2 * V + i] = (float)(i % 97) * 0.05f;
     }
     graph_sample_row rows[S] = {
@@ -238,7 +273,8 @@ static void test_large(backend *be, sampler *hs)
     sample_case c = {S, V, H, logits, rows, pos, hist};
     int bad = 0;
     for (int trial = 0; trial < 3; trial++) {
-        for (int r = 0; r < S; r++) rows[r].seed += 100;
+        for (int r = 0; r < S; r++)
+            rows[r].seed += 100;
         run_op(be, &c, ids, NULL);
         for (int r = 0; r < S; r++) {
             int32_t want = ref_pick(logits + r * V, &rows[r], hist + r * H, pos[r] + 1, x, it);
@@ -268,17 +304,21 @@ static void test_chi2(backend *be)
     enum { V = 64, S = 2000, ROUNDS = 10, N = S * ROUNDS };
     float *logits = malloc(sizeof(float) * S * V);
     float row[V];
-    for (int i = 0; i < V; i++) row[i] = (float)(2.0 * sin(0.7 * i) + 0.05 * i);
-    for (int r = 0; r < S; r++) memcpy(logits + r * V, row, sizeof row);
+    for (int i = 0; i < V; i++)
+        row[i] = (float)(2.0 * sin(0.7 * i) + 0.05 * i);
+    for (int r = 0; r < S; r++)
+        memcpy(logits + r * V, row, sizeof row);
     graph_sample_row *rows = calloc(S, sizeof *rows);
     int32_t *pos = malloc(sizeof(int32_t) * S), *ids = malloc(sizeof(int32_t) * S), hist[S] = {0};
     for (int r = 0; r < S; r++)
-        rows[r] = (graph_sample_row){.temperature = 0.8, .top_k = 20, .top_p = 0.9, .n_sample = V, .seed = 77};
+        rows[r] = (graph_sample_row){
+            .temperature = 0.8, .top_k = 20, .top_p = 0.9, .n_sample = V, .seed = 77};
     /* the expected distribution, in probabilities: softmax(l / T), the 20
      * most likely, the smallest prefix of those holding 0.9 of their mass */
     double prob[V] = {0}, z = 0.0;
     int order[V];
-    for (int i = 0; i < V; i++) order[i] = i;
+    for (int i = 0; i < V; i++)
+        order[i] = i;
     for (int i = 0; i < V; i++) /* selection sort by logit, descending (no ties here) */
         for (int j = i + 1; j < V; j++)
             if (row[order[j]] > row[order[i]]) {
@@ -286,7 +326,8 @@ static void test_chi2(backend *be)
                 order[i] = order[j];
                 order[j] = t;
             }
-    for (int i = 0; i < 20; i++) z += exp(row[order[i]] / 0.8);
+    for (int i = 0; i < 20; i++)
+        z += exp(row[order[i]] / 0.8);
     double cum = 0.0, zk = 0.0;
     int kept = 0;
     while (kept < 20 && cum < 0.9) {
@@ -294,13 +335,16 @@ static void test_chi2(backend *be)
         zk += exp(row[order[kept]] / 0.8);
         kept++;
     }
-    for (int i = 0; i < kept; i++) prob[order[i]] = exp(row[order[i]] / 0.8) / zk;
+    for (int i = 0; i < kept; i++)
+        prob[order[i]] = exp(row[order[i]] / 0.8) / zk;
     int64_t hits[V] = {0};
     for (int round = 0; round < ROUNDS; round++) {
-        for (int r = 0; r < S; r++) pos[r] = round * S + r;
+        for (int r = 0; r < S; r++)
+            pos[r] = round * S + r;
         sample_case c = {S, V, 1, logits, rows, pos, hist};
         run_op(be, &c, ids, NULL);
-        for (int r = 0; r < S; r++) hits[ids[r]]++;
+        for (int r = 0; r < S; r++)
+            hits[ids[r]]++;
     }
     double chi2 = 0.0;
     int df = -1;
@@ -314,8 +358,8 @@ static void test_chi2(backend *be)
         df++;
     }
     double crit = chi2_critical(df);
-    printf("chi2: %d kept ids, statistic %.1f, critical value %.1f (df %d, significance 0.001)\n", kept, chi2,
-           crit, df);
+    printf("chi2: %d kept ids, statistic %.1f, critical value %.1f (df %d, significance 0.001)\n",
+           kept, chi2, crit, df);
     CHECK(kept > 2 && kept < 20); /* top-p cuts inside the top-k set */
     CHECK(chi2 < crit);
     free(logits);

@@ -23,12 +23,12 @@
 #include <stdint.h>
 
 enum {
-    GRAPH_SAMPLE_MAX_MASK = 32,   /* EOS and stop ids masked until min_tokens */
-    GRAPH_SAMPLE_PENALTIES = 1,   /* flags: repetition / presence / frequency on */
-    GRAPH_SAMPLE_LOGPROBS = 2,    /* flags: write the row's logprobs record */
-    GRAPH_SAMPLE_MAX_TOP = 20,    /* alternatives a logprobs record holds */
-    GRAPH_SAMPLE_WORKERS = 4,     /* rows sampled at once (scratch slices) */
-    GRAPH_SAMPLE_SCRATCH_WORDS = 12 /* i32 words of scratch per vocabulary id per worker (even: doubles stay aligned) */
+    GRAPH_SAMPLE_MAX_MASK = 32,     /* EOS and stop ids masked until min_tokens */
+    GRAPH_SAMPLE_PENALTIES = 1,     /* flags: repetition / presence / frequency on */
+    GRAPH_SAMPLE_LOGPROBS = 2,      /* flags: write the row's logprobs record */
+    GRAPH_SAMPLE_MAX_TOP = 20,      /* alternatives a logprobs record holds */
+    GRAPH_SAMPLE_WORKERS = 4,       /* rows sampled at once (scratch slices) */
+    GRAPH_SAMPLE_SCRATCH_WORDS = 12 /* i32 scratch words per vocabulary id per worker (even) */
 };
 
 typedef struct graph_sample_row {
@@ -38,14 +38,14 @@ typedef struct graph_sample_row {
     double repetition_penalty; /* applied when GRAPH_SAMPLE_PENALTIES is set */
     double presence_penalty;
     double frequency_penalty;
-    uint64_t seed;             /* the draw is philox_uniform(seed, position) */
-    int32_t top_k;             /* <= 0 or >= n_sample: off */
-    int32_t n_prompt;          /* history [0, n_prompt) is the prompt */
-    int32_t min_tokens;        /* mask_ids are -inf while n_output < min_tokens */
-    int32_t n_sample;          /* ids >= n_sample are never chosen; 0: padding row */
-    int32_t n_mask;            /* entries of mask_ids */
-    int32_t flags;             /* GRAPH_SAMPLE_PENALTIES, GRAPH_SAMPLE_LOGPROBS */
-    int32_t n_top;             /* alternatives in the logprobs record, 0..GRAPH_SAMPLE_MAX_TOP */
+    uint64_t seed;      /* the draw is philox_uniform(seed, position) */
+    int32_t top_k;      /* <= 0 or >= n_sample: off */
+    int32_t n_prompt;   /* history [0, n_prompt) is the prompt */
+    int32_t min_tokens; /* mask_ids are -inf while n_output < min_tokens */
+    int32_t n_sample;   /* ids >= n_sample are never chosen; 0: padding row */
+    int32_t n_mask;     /* entries of mask_ids */
+    int32_t flags;      /* GRAPH_SAMPLE_PENALTIES, GRAPH_SAMPLE_LOGPROBS */
+    int32_t n_top;      /* alternatives in the logprobs record, 0..GRAPH_SAMPLE_MAX_TOP */
     int32_t mask_ids[GRAPH_SAMPLE_MAX_MASK];
 } graph_sample_row;
 

@@ -47,10 +47,10 @@ typedef struct sample__cand {
 _Static_assert(sizeof(sample__cand) == 16, "a candidate is four scratch words");
 
 typedef struct sample__scratch {
-    double *w;                 /* [V] */
-    sample__cand *cand, *tmp;  /* [V] each */
-    int32_t *cnt;              /* [V] */
-    float *raw;                /* [V] the raw row, kept for its logprobs */
+    double *w;                /* [V] */
+    sample__cand *cand, *tmp; /* [V] each */
+    int32_t *cnt;             /* [V] */
+    float *raw;               /* [V] the raw row, kept for its logprobs */
 } sample__scratch;
 
 /* --- penalties and masks ------------------------------------------------------ */
@@ -63,8 +63,10 @@ static void sample__penalize(float *x, const graph_sample_row *p, const int32_t 
     for (int64_t j = 0; j < pos; j++) {
         int32_t t = hist[j];
         if (t < 0 || t >= n) continue;
-        if (j < p->n_prompt) cnt[t] |= SAMPLE__PROMPT_BIT;
-        else cnt[t]++;
+        if (j < p->n_prompt)
+            cnt[t] |= SAMPLE__PROMPT_BIT;
+        else
+            cnt[t]++;
     }
     bool rep = p->repetition_penalty != 0.0 && p->repetition_penalty != 1.0;
     for (int64_t j = 0; j < pos; j++) {
@@ -117,11 +119,15 @@ static void sample__sort(sample__cand *c, sample__cand *tmp, int64_t n)
     sample__cand *src = c, *dst = tmp;
     for (int64_t width = 1; width < n; width *= 2) {
         for (int64_t lo = 0; lo < n; lo += 2 * width) {
-            int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            int64_t mid = lo + width < n ? lo + width : n,
+                    hi = lo + 2 * width < n ? lo + 2 * width : n;
             int64_t a = lo, b = mid, o = lo;
-            while (a < mid && b < hi) dst[o++] = sample__before(&src[b], &src[a]) ? src[b++] : src[a++];
-            while (a < mid) dst[o++] = src[a++];
-            while (b < hi) dst[o++] = src[b++];
+            while (a < mid && b < hi)
+                dst[o++] = sample__before(&src[b], &src[a]) ? src[b++] : src[a++];
+            while (a < mid)
+                dst[o++] = src[a++];
+            while (b < hi)
+                dst[o++] = src[b++];
         }
         sample__cand *t = src;
         src = dst;
@@ -133,7 +139,8 @@ static void sample__sort(sample__cand *c, sample__cand *tmp, int64_t n)
 /* The first bin such that bins [0, B] hold k ids (top-k on) or, top-k off,
  * a little more than `need` of the mass (the bins' sums are not in the
  * sorted order, hence the margin; the caller checks exactly). */
-static int sample__cut_bin(const int64_t *count, const double *mass, bool k_on, int64_t k, double need)
+static int sample__cut_bin(const int64_t *count, const double *mass, bool k_on, int64_t k,
+                           double need)
 {
     int64_t c = 0;
     double m = 0.0;
@@ -147,9 +154,10 @@ static int sample__cut_bin(const int64_t *count, const double *mass, bool k_on, 
 
 /* The ids of the kept set, in cand[0..return) sorted, for top-k / top-p over
  * weights w[0..n) whose sum in id order is `total`. */
-static int64_t sample__top_k_top_p(const graph_sample_row *p, const sample__scratch *sc, int64_t n, double total)
+static int64_t sample__top_k_top_p(const graph_sample_row *p, const sample__scratch *sc, int64_t n,
+                                   double total)
 {
-    bool k_on = p->top_k > 0 && p->top_k < n, p_on = p->top_p > 0.0 && p->top_p < 1.0;
+    bool k_on = p->top_k > 0 && p->top_k<n, p_on = p->top_p> 0.0 && p->top_p < 1.0;
     int64_t count[SAMPLE__BINS] = {0};
     double mass[SAMPLE__BINS] = {0};
     for (int64_t i = 0; i < n; i++) {
@@ -161,22 +169,26 @@ static int64_t sample__top_k_top_p(const graph_sample_row *p, const sample__scra
     for (int cut = sample__cut_bin(count, mass, k_on, p->top_k, p->top_p * total);; cut++) {
         int64_t nc = 0;
         for (int64_t i = 0; i < n; i++)
-            if (sc->w[i] > 0.0 && sample__bin(sc->w[i]) <= cut) sc->cand[nc++] = (sample__cand){sc->w[i], (int32_t)i, 0};
+            if (sc->w[i] > 0.0 && sample__bin(sc->w[i]) <= cut)
+                sc->cand[nc++] = (sample__cand){sc->w[i], (int32_t)i, 0};
         sample__sort(sc->cand, sc->tmp, nc);
         double kept_mass = total;
         if (k_on && nc > p->top_k) {
             int64_t kk = p->top_k; /* ties with the k-th weight stay */
-            while (kk < nc && sc->cand[kk].w == sc->cand[p->top_k - 1].w) kk++;
+            while (kk < nc && sc->cand[kk].w == sc->cand[p->top_k - 1].w)
+                kk++;
             nc = kk;
         }
         if (k_on) {
             kept_mass = 0.0;
-            for (int64_t i = 0; i < nc; i++) kept_mass += sc->cand[i].w;
+            for (int64_t i = 0; i < nc; i++)
+                kept_mass += sc->cand[i].w;
         }
         if (!p_on) return nc;
         double need = p->top_p * kept_mass, cum = 0.0;
         int64_t r = 0;
-        while (r < nc && cum < need) cum += sc->cand[r++].w;
+        while (r < nc && cum < need)
+            cum += sc->cand[r++].w;
         if (cum >= need || k_on || cut == SAMPLE__BINS - 1) return r;
     }
 }
@@ -190,8 +202,10 @@ static int sample__top_slot(const float *x, const int32_t *top, int n, int64_t i
     int lo = 0, hi = n;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
-        if (x[top[mid]] >= x[i]) lo = mid + 1;
-        else hi = mid;
+        if (x[top[mid]] >= x[i])
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -201,7 +215,8 @@ static int sample__top_slot(const float *x, const int32_t *top, int n, int64_t i
 static double sample__logprobs(const float *x, int64_t n, int n_top, graph_sample_logprobs *lp)
 {
     double max = x[sample__argmax(x, n)], sum = 0.0;
-    for (int64_t i = 0; i < n; i++) sum += exp((double)x[i] - max);
+    for (int64_t i = 0; i < n; i++)
+        sum += exp((double)x[i] - max);
     double lse = max + log(sum);
     if (n_top > n) n_top = (int)n;
     if (n_top > GRAPH_SAMPLE_MAX_TOP) n_top = GRAPH_SAMPLE_MAX_TOP;
@@ -214,13 +229,15 @@ static double sample__logprobs(const float *x, int64_t n, int n_top, graph_sampl
         lp->top_ids[at] = (int32_t)i;
     }
     lp->n_top = have;
-    for (int j = 0; j < have; j++) lp->top_logprobs[j] = (float)((double)x[lp->top_ids[j]] - lse);
+    for (int j = 0; j < have; j++)
+        lp->top_logprobs[j] = (float)((double)x[lp->top_ids[j]] - lse);
     return lse;
 }
 
 /* --- one row ------------------------------------------------------------------ */
 
-static int32_t sample__draw(const float *x, const graph_sample_row *p, const sample__scratch *sc, int64_t pos)
+static int32_t sample__draw(const float *x, const graph_sample_row *p, const sample__scratch *sc,
+                            int64_t pos)
 {
     int64_t n = p->n_sample;
     double max = x[sample__argmax(x, n)], total = 0.0;
@@ -237,7 +254,8 @@ static int32_t sample__draw(const float *x, const graph_sample_row *p, const sam
             if (sc->w[i] > 0.0) sc->cand[nc++] = (sample__cand){sc->w[i], (int32_t)i, 0};
     }
     double sum = 0.0;
-    for (int64_t i = 0; i < nc; i++) sum += sc->cand[i].w;
+    for (int64_t i = 0; i < nc; i++)
+        sum += sc->cand[i].w;
     double u = philox_uniform(p->seed, pos) * sum, acc = 0.0;
     for (int64_t i = 0; i < nc; i++) {
         acc += sc->cand[i].w;
@@ -266,7 +284,8 @@ static int32_t sample__row(const cpu_sample_args *a, int64_t r, const sample__sc
     }
     if (p.flags & GRAPH_SAMPLE_PENALTIES) sample__penalize(x, &p, hist, n_hist, sc->cnt);
     sample__mask(x, &p, pos - p.n_prompt);
-    int32_t id = p.temperature == 0.0 ? sample__argmax(x, p.n_sample) : sample__draw(x, &p, sc, pos);
+    int32_t id =
+        p.temperature == 0.0 ? sample__argmax(x, p.n_sample) : sample__draw(x, &p, sc, pos);
     if (pos < a->hist_len) hist[pos] = id;
     if (want_lp) {
         raw = sc->raw[id];
@@ -284,6 +303,8 @@ void cpu_sample(const cpu_sample_args *a, int ith, int nth)
     int64_t V = a->n_vocab;
     int32_t *base = a->scratch + ith * V * GRAPH_SAMPLE_SCRATCH_WORDS;
     sample__scratch sc = {(double *)(void *)base, (sample__cand *)(void *)(base + 2 * V),
-                          (sample__cand *)(void *)(base + 6 * V), base + 10 * V, (float *)(void *)(base + 11 * V)};
-    for (int64_t r = ith; r < a->n_rows; r += n_workers) a->out[r] = sample__row(a, r, &sc);
+                          (sample__cand *)(void *)(base + 6 * V), base + 10 * V,
+                          (float *)(void *)(base + 11 * V)};
+    for (int64_t r = ith; r < a->n_rows; r += n_workers)
+        a->out[r] = sample__row(a, r, &sc);
 }
