@@ -55,7 +55,8 @@ typedef struct encore_options {
     int64_t max_num_batched_tokens; /* 0: 2048 */
     int64_t max_model_len;          /* 0: min(max_position_embeddings, 8192) */
     int eager;                      /* nonzero: no decode capture */
-    int64_t decode_steps;           /* greedy decode steps per replay (0: default) */
+    int64_t decode_steps;           /* decode steps per replay (0: default); sampled requests
+                                     * too where the device samples (the CPU) */
     int no_prefix_caching;          /* nonzero: automatic prefix caching off */
     const char *kv_cache_dtype;     /* "auto" (NULL), "f32", "f16" or "bf16": the KV cache's
                                      * element type; auto is f16 for an f16 model, bf16

@@ -33,7 +33,7 @@ const char cli_engine_options_help[] =
     "  --eager                      run every step eagerly: no captured decode (ENCORE_EAGER=1)\n"
     "  --verify-capture             run each replayed decode step eagerly too and stop at the\n"
     "                               first difference (ENCORE_VERIFY_CAPTURE=1)\n"
-    "  --decode-steps K             greedy decode steps per replay, 1..64 (default 4)\n"
+    "  --decode-steps K             decode steps per replay, 1..64 (default 4)\n"
     "  --no-prefix-caching          compute every prompt in full: no KV blocks shared between\n"
     "                               requests with a common prefix (ENCORE_NO_PREFIX_CACHING=1)\n";
 

@@ -32,7 +32,7 @@ typedef struct engine engine;
 
 enum { ENGINE_MAX_STOP_IDS = 16, ENGINE_MAX_TOP_LOGPROBS = 20 };
 
-enum { ENGINE_MAX_DECODE_STEPS = 64 }; /* the most greedy decode steps one replay may run */
+enum { ENGINE_MAX_DECODE_STEPS = 64 }; /* the most decode steps one replay may run */
 
 typedef struct engine_config {
     const char *model_dir;
@@ -49,9 +49,10 @@ typedef struct engine_config {
     int64_t max_model_len;          /* 0: min(max_position_embeddings, 8192) */
     bool eager;                     /* run every step eagerly (no capture) */
     bool verify_capture;            /* run each replayed step eagerly too; stop at a difference */
-    int64_t decode_steps;           /* greedy decode steps per replay (0: the default, 4;
+    int64_t decode_steps;           /* decode steps per replay (0: the default, 4;
                                      * 1: one step per round trip; at most
-                                     * ENGINE_MAX_DECODE_STEPS) */
+                                     * ENGINE_MAX_DECODE_STEPS); every request where the
+                                     * backend has the device sampler, else greedy ones */
     int64_t sample_vocab;           /* ids >= this are never sampled (those the tokenizer
                                      * does not know); 0: the whole vocabulary. Multi-step
                                      * decode stays on: a masked id the device picks is
@@ -166,7 +167,7 @@ enc_status engine_check_request(const engine *e, const engine_request_params *p)
 enc_status engine_step(engine *e, engine_step_stats *stats);
 bool engine_has_unfinished(const engine *e);
 /* Change how decode steps run from now on: eagerly or captured, and the
- * greedy steps per replay, 1 to the decode_steps the engine was created
+ * decode steps per replay, 1 to the decode_steps the engine was created
  * with (its buffers are sized for that). Refused while a request is
  * unfinished. A slot keeps one multi-step recording per step count, so
  * switching back and forth records nothing new. (`encore bench` measures
