@@ -12,6 +12,8 @@ static const char *const graph__op_names[] = {
     [GRAPH_OP_STORE_KV] = "store_kv",   [GRAPH_OP_ATTENTION] = "attention",
     [GRAPH_OP_ARGMAX] = "argmax",       [GRAPH_OP_DECODE_ADVANCE] = "decode_advance",
     [GRAPH_OP_SAMPLE] = "sample",
+    [GRAPH_OP_MOE_ROUTE] = "moe_route", [GRAPH_OP_MOE_WEIGHTS] = "moe_weights",
+    [GRAPH_OP_MATMUL_ID] = "matmul_id", [GRAPH_OP_MOE_SUM] = "moe_sum",
 };
 /* The last op has a name; test_graph_plan checks that none in between lacks one. */
 _Static_assert(sizeof graph__op_names / sizeof graph__op_names[0] == GRAPH_OP_COUNT,
@@ -338,6 +340,75 @@ graph_tensor *graph_sample(graph *g, graph_tensor *logits, graph_tensor *params,
     n->src[3] = history;
     n->src[4] = scratch;
     n->src[5] = logprobs;
+    graph__commit(g, n);
+    return dst;
+}
+
+/* --- mixture of experts ----------------------------------------------------- */
+
+/* A node of one of the routing ops: dst [T, k] of dtype dt. */
+static graph_tensor *graph__route_node(graph *g, graph_op op, enc_dtype dt, graph_tensor *logits,
+                                       graph_tensor *ids, int64_t k, graph_router router, int norm)
+{
+    graph_tensor *dst = graph_tensor_2d(g, GRAPH_INTERMEDIATE, dt, logits->shape[0], k,
+                                        graph_op_name(op));
+    graph_node *n = graph__node(g, op, dst, logits, ids, NULL);
+    if (!n) return NULL;
+    n->i[0] = k;
+    n->i[1] = router;
+    n->i[2] = norm;
+    graph__commit(g, n);
+    return dst;
+}
+
+graph_tensor *graph_moe_route(graph *g, graph_tensor *logits, int64_t k, graph_router router,
+                              int norm, graph_tensor **weights)
+{
+    *weights = NULL;
+    if (!graph__ok(g, graph__is_f32_2d(logits) && k >= 1 && k <= logits->shape[1] &&
+                          logits->shape[1] <= GRAPH_MOE_MAX_EXPERTS &&
+                          (unsigned)router < GRAPH_ROUTER_COUNT,
+                   "moe_route: needs logits [T, E] f32, 1 <= k <= E <= 512 and a known router",
+                   logits))
+        return NULL;
+    graph_tensor *ids =
+        graph__route_node(g, GRAPH_OP_MOE_ROUTE, ENC_I32, logits, NULL, k, router, norm);
+    if (ids)
+        *weights =
+            graph__route_node(g, GRAPH_OP_MOE_WEIGHTS, ENC_F32, logits, ids, k, router, norm);
+    return *weights ? ids : NULL;
+}
+
+graph_tensor *graph_matmul_id(graph *g, graph_tensor *x, graph_tensor *w, graph_tensor *ids)
+{
+    int ok = x && w && ids && x->dtype == ENC_F32 && ids->dtype == ENC_I32 && ids->n_dims == 2 &&
+             w->n_dims == 3 && x->shape[0] == ids->shape[0];
+    if (ok && x->n_dims == 2)
+        ok = x->shape[1] == w->shape[2];
+    else if (ok)
+        ok = x->n_dims == 3 && x->shape[1] == ids->shape[1] && x->shape[2] == w->shape[2];
+    if (!graph__ok(g, ok, "matmul_id: needs x [T, K] or [T, k, K] f32, w [E, N, K], ids [T, k] i32",
+                   w))
+        return NULL;
+    int64_t shape[3] = {ids->shape[0], ids->shape[1], w->shape[1]};
+    graph_tensor *dst = graph_new_tensor(g, GRAPH_INTERMEDIATE, ENC_F32, 3, shape, w->name);
+    graph_node *n = graph__node(g, GRAPH_OP_MATMUL_ID, dst, x, w, ids);
+    if (!n) return NULL;
+    graph__commit(g, n);
+    return dst;
+}
+
+graph_tensor *graph_moe_sum(graph *g, graph_tensor *y, graph_tensor *weights)
+{
+    if (!graph__ok(g, y && weights && y->dtype == ENC_F32 && y->n_dims == 3 &&
+                          graph__is_f32_2d(weights) && weights->shape[0] == y->shape[0] &&
+                          weights->shape[1] == y->shape[1],
+                   "moe_sum: needs y [T, k, N] f32 and weights [T, k] f32", y))
+        return NULL;
+    graph_tensor *dst =
+        graph_tensor_2d(g, GRAPH_INTERMEDIATE, ENC_F32, y->shape[0], y->shape[2], "moe_sum");
+    graph_node *n = graph__node(g, GRAPH_OP_MOE_SUM, dst, y, weights, NULL);
+    if (!n) return NULL;
     graph__commit(g, n);
     return dst;
 }

@@ -68,6 +68,19 @@ typedef enum graph_op {
                               * chosen id written at positions + 1), scratch src4
                               * (planned), logprobs src5 [S, LP] i32 (optional,
                               * written) */
+    /* Mixture of experts (src/backend/cpu/kernels_moe.c). Every output's size
+     * depends only on T and k, never on which experts were chosen. */
+    GRAPH_OP_MOE_ROUTE,    /* dst[T, k] i32 = the k best experts of router logits
+                            * src0[T, E] by score (ties to the lower id), best
+                            * first; i[0] = k, i[1] = graph_router */
+    GRAPH_OP_MOE_WEIGHTS,  /* dst[T, k] f32 = the scores of experts src1[T, k]
+                            * from logits src0[T, E], divided by their sum when
+                            * i[2] (norm_topk_prob); i[0] = k, i[1] = graph_router */
+    GRAPH_OP_MATMUL_ID,    /* dst[T, k, N] = x_(t,s) @ src1[ids[t, s]]^T: x src0
+                            * [T, K] (every slot) or [T, k, K] (one row per slot),
+                            * experts src1 [E, N, K], ids src2 [T, k] i32 */
+    GRAPH_OP_MOE_SUM,      /* dst[T, N] = sum over s < k (in order) of
+                            * src1[t, s] * src0[t, s, :]; src0 [T, k, N] */
     GRAPH_OP_COUNT
 } graph_op;
 
@@ -153,6 +166,27 @@ void graph_decode_advance(graph *g, graph_tensor *next, graph_tensor *input_ids,
  * that ask. */
 graph_tensor *graph_sample(graph *g, graph_tensor *logits, graph_tensor *params, graph_tensor *positions,
                            graph_tensor *history, graph_tensor *logprobs);
+/* --- mixture of experts ---------------------------------------------------- */
+
+/* How a router turns logits into scores. Softmax (Qwen3-MoE, Mixtral) is the
+ * one implemented; a sigmoid router with a selection bias (DeepSeek-V3) is a
+ * new value here, its score function in the kernels and a bias source. */
+typedef enum graph_router {
+    GRAPH_ROUTER_SOFTMAX = 0, /* scores = softmax(logits) in f32 */
+    GRAPH_ROUTER_COUNT
+} graph_router;
+
+enum { GRAPH_MOE_MAX_EXPERTS = 512 }; /* the kernels keep one row of scores on the stack */
+
+/* The top-k experts of router logits [T, E] and their weights: returns ids
+ * [T, k] i32 and sets *weights to [T, k] f32 (renormalised when norm). */
+graph_tensor *graph_moe_route(graph *g, graph_tensor *logits, int64_t k, graph_router router,
+                              int norm, graph_tensor **weights);
+/* out [T, k, N]: each (token, slot) times its expert's matrix of w [E, N, K];
+ * x [T, K] (shared by the k slots) or [T, k, K]. */
+graph_tensor *graph_matmul_id(graph *g, graph_tensor *x, graph_tensor *w, graph_tensor *ids);
+/* out [T, N] = sum_s weights[t, s] * y[t, s, :], y [T, k, N], weights [T, k]. */
+graph_tensor *graph_moe_sum(graph *g, graph_tensor *y, graph_tensor *weights);
 
 /* Place every intermediate in one arena of g->arena_size bytes with reuse,
  * binding each to (arena_buffer, offset). Returns g->status. */

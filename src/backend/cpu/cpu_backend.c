@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_moe.h"
 #include "base/threadpool.h"
 
 struct backend_buffer {
@@ -131,6 +132,9 @@ typedef struct cpu__call {
         struct { int64_t rows, cols; } argmax;
         cpu_advance_args decode_advance;
         cpu_sample_args sample;
+        struct { int64_t n_tokens, n_experts, k; int router, norm; } moe_route; /* and weights */
+        cpu_matmul_id_args matmul_id;
+        struct { int64_t n_tokens, k, n; } moe_sum;
     };
     bool serial; /* too small to be worth waking the other threads */
 } cpu__call;
@@ -335,6 +339,74 @@ static void cpu__prepare_sample(const graph_node *n, cpu__call *c)
 /* A row costs a few passes over the vocabulary (exp in the sampled ones). */
 static int64_t cpu__cost_sample(const cpu__call *c) { return 8 * c->sample.n_rows * c->sample.n_vocab; }
 static void cpu__run_sample(const cpu__call *c, int ith, int nth) { cpu_sample(&c->sample, ith, nth); }
+/* moe_route, moe_weights: logits [n_tokens, n_experts] -> [n_tokens, k] */
+static void cpu__prepare_moe_route(const graph_node *n, cpu__call *c)
+{
+    c->moe_route.n_tokens = n->src[0]->shape[0];
+    c->moe_route.n_experts = n->src[0]->shape[1];
+    c->moe_route.k = n->i[0];
+    c->moe_route.router = (int)n->i[1];
+    c->moe_route.norm = (int)n->i[2];
+}
+static int64_t cpu__cost_moe_route(const cpu__call *c)
+{
+    return 8 * c->moe_route.n_tokens * c->moe_route.n_experts * (c->moe_route.k + 1);
+}
+static void cpu__run_moe_route(const cpu__call *c, int ith, int nth)
+{
+    cpu_moe_route(c->src[0], c->moe_route.n_tokens, c->moe_route.n_experts, c->moe_route.k,
+                  c->moe_route.router, c->dst, ith, nth);
+}
+static void cpu__run_moe_weights(const cpu__call *c, int ith, int nth)
+{
+    cpu_moe_weights(c->src[0], c->src[1], c->moe_route.n_tokens, c->moe_route.n_experts,
+                    c->moe_route.k, c->moe_route.router, c->moe_route.norm, c->dst, ith, nth);
+}
+
+/* matmul_id: the kernel's own argument struct */
+static void cpu__prepare_matmul_id(const graph_node *n, cpu__call *c)
+{
+    const graph_tensor *x = n->src[0], *w = n->src[1], *ids = n->src[2];
+    c->matmul_id = (cpu_matmul_id_args){
+        .x = c->src[0],
+        .x_per_slot = x->n_dims == 3,
+        .ids = c->src[2],
+        .w = c->src[1],
+        .w_dtype = w->dtype,
+        .y = c->dst,
+        .n_tokens = ids->shape[0],
+        .k = ids->shape[1],
+        .n_in = w->shape[2],
+        .n_out = w->shape[1],
+        .n_experts = w->shape[0],
+    };
+}
+static int64_t cpu__cost_matmul_id(const cpu__call *c)
+{
+    const cpu_matmul_id_args *a = &c->matmul_id;
+    return 2 * a->n_tokens * a->k * a->n_in * a->n_out;
+}
+static void cpu__run_matmul_id(const cpu__call *c, int ith, int nth)
+{
+    cpu_matmul_id(&c->matmul_id, ith, nth);
+}
+
+/* moe_sum: y [n_tokens, k, n] -> [n_tokens, n] */
+static void cpu__prepare_moe_sum(const graph_node *n, cpu__call *c)
+{
+    c->moe_sum.n_tokens = n->src[0]->shape[0];
+    c->moe_sum.k = n->src[0]->shape[1];
+    c->moe_sum.n = n->src[0]->shape[2];
+}
+static int64_t cpu__cost_moe_sum(const cpu__call *c)
+{
+    return 2 * c->moe_sum.n_tokens * c->moe_sum.k * c->moe_sum.n;
+}
+static void cpu__run_moe_sum(const cpu__call *c, int ith, int nth)
+{
+    cpu_moe_sum(c->src[0], c->src[1], c->moe_sum.n_tokens, c->moe_sum.k, c->moe_sum.n, c->dst,
+                ith, nth);
+}
 
 /* Every op of the graph, one row each: a new op adds its row here. */
 static const cpu__op cpu__op_table[GRAPH_OP_COUNT] = {
@@ -350,6 +422,10 @@ static const cpu__op cpu__op_table[GRAPH_OP_COUNT] = {
     [GRAPH_OP_DECODE_ADVANCE] = {cpu__prepare_decode_advance, cpu__cost_decode_advance,
                                  cpu__run_decode_advance},
     [GRAPH_OP_SAMPLE] = {cpu__prepare_sample, cpu__cost_sample, cpu__run_sample},
+    [GRAPH_OP_MOE_ROUTE] = {cpu__prepare_moe_route, cpu__cost_moe_route, cpu__run_moe_route},
+    [GRAPH_OP_MOE_WEIGHTS] = {cpu__prepare_moe_route, cpu__cost_moe_route, cpu__run_moe_weights},
+    [GRAPH_OP_MATMUL_ID] = {cpu__prepare_matmul_id, cpu__cost_matmul_id, cpu__run_matmul_id},
+    [GRAPH_OP_MOE_SUM] = {cpu__prepare_moe_sum, cpu__cost_moe_sum, cpu__run_moe_sum},
 };
 
 /* Below this many arithmetic operations a call runs on one thread: waking and
