@@ -9,7 +9,10 @@
  * Defaults follow transformers' Qwen3Config where a field may be absent:
  * head_dim = hidden_size / num_attention_heads, num_key_value_heads =
  * num_attention_heads, tie_word_embeddings = false, torch_dtype = float32,
- * max_position_embeddings = 32768, no bos/eos. */
+ * max_position_embeddings = 32768, no bos/eos; and Qwen3MoeConfig's for
+ * model_type "qwen3_moe": num_experts = 128, num_experts_per_tok = 8,
+ * moe_intermediate_size = 768, norm_topk_prob = false, decoder_sparse_step
+ * = 1, mlp_only_layers = []. A dense config's MoE fields are ignored. */
 #define _POSIX_C_SOURCE 200809L
 #include "model/config.h"
 
@@ -230,15 +233,17 @@ static enc_status cfg__tokens(const cJSON *root, const char *where, qwen3_config
     return ENC_OK;
 }
 
-/* Features that change the math and that encore does not implement. */
-static enc_status cfg__unsupported(const cJSON *root, const char *where)
+/* Features that change the math and that encore does not implement; *moe
+ * is 1 for model_type "qwen3_moe". */
+static enc_status cfg__unsupported(const cJSON *root, const char *where, int *moe)
 {
     const char *s = NULL;
     int b = 0;
     ENC_TRY(cfg__string(root, where, "model_type", &s));
-    if (s && strcmp(s, "qwen3"))
-        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: field 'model_type' is '%s'; encore runs qwen3",
-                        where, s);
+    *moe = s && !strcmp(s, "qwen3_moe");
+    if (s && strcmp(s, "qwen3") && !*moe)
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "%s: field 'model_type' is '%s'; encore runs qwen3 and qwen3_moe", where, s);
     ENC_TRY(cfg__string(root, where, "hidden_act", &s));
     if (s && strcmp(s, "silu"))
         return enc_fail(ENC_ERR_UNSUPPORTED,
@@ -318,11 +323,77 @@ static enc_status cfg__layer_types(const cJSON *root, const char *where, int64_t
     return ENC_OK;
 }
 
+/* --- mixture of experts ------------------------------------------------- */
+
+/* mlp_only_layers: distinct layer indices in [0, n_layers). */
+static enc_status cfg__mlp_only(const cJSON *root, const char *where, qwen3_config *c)
+{
+    const cJSON *arr = NULL;
+    char buf[64];
+    ENC_TRY(cfg__get(root, where, "mlp_only_layers", &arr));
+    if (!arr) return ENC_OK;
+    if (!cJSON_IsArray(arr))
+        return enc_fail(ENC_ERR_FORMAT, "%s: field 'mlp_only_layers' must be an array, got %s",
+                        where, cfg__describe(arr, buf, sizeof buf));
+    if (cJSON_GetArraySize(arr) > QWEN3_MAX_MLP_ONLY)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: field 'mlp_only_layers' lists %d layers (at most %d)",
+                        where, cJSON_GetArraySize(arr), QWEN3_MAX_MLP_ONLY);
+    for (const cJSON *e = arr->child; e; e = e->next) {
+        int64_t l = 0;
+        ENC_TRY(cfg__as_int(e, where, "mlp_only_layers", 0, &l));
+        if (l >= c->n_layers)
+            return enc_fail(ENC_ERR_FORMAT,
+                            "%s: field 'mlp_only_layers' names layer %lld, but num_hidden_layers "
+                            "is %lld",
+                            where, (long long)l, (long long)c->n_layers);
+        for (int i = 0; i < c->n_mlp_only; i++)
+            if (c->mlp_only_layers[i] == l)
+                return enc_fail(ENC_ERR_FORMAT, "%s: field 'mlp_only_layers' names layer %lld twice",
+                                where, (long long)l);
+        c->mlp_only_layers[c->n_mlp_only++] = (int32_t)l;
+    }
+    return ENC_OK;
+}
+
+/* The Qwen3-MoE fields; a shared expert (Qwen2-MoE) is refused. */
+static enc_status cfg__moe(const cJSON *root, const char *where, qwen3_config *c)
+{
+    const cJSON *shared = NULL;
+    ENC_TRY(cfg__get(root, where, "shared_expert_intermediate_size", &shared));
+    if (shared && !(cJSON_IsNumber(shared) && shared->valuedouble == 0))
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "%s: field 'shared_expert_intermediate_size' is set; a shared expert "
+                        "(Qwen2-MoE) is not supported",
+                        where);
+    ENC_TRY(cfg__int(root, where, "num_experts", 128, &c->n_experts));
+    ENC_TRY(cfg__int(root, where, "num_experts_per_tok", 8, &c->n_experts_per_tok));
+    ENC_TRY(cfg__int(root, where, "moe_intermediate_size", 768, &c->moe_intermediate_size));
+    ENC_TRY(cfg__int(root, where, "decoder_sparse_step", 1, &c->decoder_sparse_step));
+    ENC_TRY(cfg__bool(root, where, "norm_topk_prob", &c->norm_topk_prob));
+    if (c->n_experts_per_tok > c->n_experts)
+        return enc_fail(ENC_ERR_FORMAT,
+                        "%s: field 'num_experts_per_tok' (%lld) is more than num_experts (%lld)",
+                        where, (long long)c->n_experts_per_tok, (long long)c->n_experts);
+    return cfg__mlp_only(root, where, c);
+}
+
+int qwen3_config_layer_is_moe(const qwen3_config *c, int64_t l)
+{
+    if (c->n_experts <= 0 || (l + 1) % c->decoder_sparse_step) return 0;
+    for (int i = 0; i < c->n_mlp_only; i++)
+        if (c->mlp_only_layers[i] == l) return 0;
+    return 1;
+}
+
+/* --- the whole file ----------------------------------------------------- */
+
 static enc_status cfg__parse_root(const cJSON *root, const char *where, qwen3_config *c)
 {
     const cJSON *eps = NULL;
-    ENC_TRY(cfg__unsupported(root, where));
+    int moe = 0;
+    ENC_TRY(cfg__unsupported(root, where, &moe));
     ENC_TRY(cfg__shapes(root, where, c));
+    if (moe) ENC_TRY(cfg__moe(root, where, c));
     ENC_TRY(cfg__layer_types(root, where, c->n_layers));
     ENC_TRY(cfg__get(root, where, "rms_norm_eps", &eps));
     ENC_TRY(cfg__as_positive(eps, where, "rms_norm_eps", 1, &c->rms_norm_eps));
@@ -353,11 +424,12 @@ enc_status qwen3_config_parse(const char *json, const char *where, qwen3_config 
     if (s != ENC_OK) return s;
     *out = c;
     enc_log_debug("%s: D=%lld F=%lld layers=%lld heads=%lld/%lld head_dim=%lld vocab=%lld "
-                  "tied=%d dtype=%s",
+                  "tied=%d dtype=%s experts=%lld/%lld",
                   where, (long long)c.hidden_size, (long long)c.intermediate_size,
                   (long long)c.n_layers, (long long)c.n_heads, (long long)c.n_kv_heads,
                   (long long)c.head_dim, (long long)c.vocab_size, c.tie_word_embeddings,
-                  enc_dtype_name(c.torch_dtype));
+                  enc_dtype_name(c.torch_dtype), (long long)c.n_experts_per_tok,
+                  (long long)c.n_experts);
     return ENC_OK;
 }
 

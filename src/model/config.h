@@ -2,8 +2,9 @@
  *
  * Every field that changes the math is read and checked; a missing or
  * inconsistent field, or an unsupported feature (rope_scaling kinds encore
- * does not implement, attention biases, sliding windows), is an error that
- * names config.json and the field. */
+ * does not implement, attention biases, sliding windows, a shared expert),
+ * is an error that names config.json and the field. model_type "qwen3" is
+ * the dense model, "qwen3_moe" adds the mixture-of-experts fields. */
 #ifndef ENC_MODEL_CONFIG_H
 #define ENC_MODEL_CONFIG_H
 
@@ -12,7 +13,7 @@
 #include "base/dtype.h"
 #include "base/status.h"
 
-enum { QWEN3_MAX_EOS = 8 };
+enum { QWEN3_MAX_EOS = 8, QWEN3_MAX_MLP_ONLY = 256 };
 
 typedef struct qwen3_config {
     int64_t hidden_size;        /* D */
@@ -30,7 +31,20 @@ typedef struct qwen3_config {
     int32_t bos_token_id;       /* -1 when absent */
     int32_t eos_token_ids[QWEN3_MAX_EOS]; /* eos_token_id: int or list */
     int n_eos;
+    /* Qwen3-MoE (model_type "qwen3_moe"); n_experts is 0 for a dense model. */
+    int64_t n_experts;             /* num_experts: E */
+    int64_t n_experts_per_tok;     /* num_experts_per_tok: k <= E */
+    int64_t moe_intermediate_size; /* each expert's F */
+    int norm_topk_prob;            /* renormalise the k weights to sum to 1 */
+    int64_t decoder_sparse_step;   /* layer l is sparse when (l + 1) % step == 0 ... */
+    int n_mlp_only;                /* ... and l is not in mlp_only_layers */
+    int32_t mlp_only_layers[QWEN3_MAX_MLP_ONLY];
 } qwen3_config;
+
+/* 1 when layer l has a mixture-of-experts block, 0 when a dense MLP
+ * (transformers' Qwen3MoeDecoderLayer: l not in mlp_only_layers, num_experts
+ * > 0 and (l + 1) % decoder_sparse_step == 0). */
+int qwen3_config_layer_is_moe(const qwen3_config *c, int64_t l);
 
 /* Parse DIR/config.json. */
 enc_status qwen3_config_load(const char *model_dir, qwen3_config *out);

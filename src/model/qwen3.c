@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "base/mapfile.h"
 #include "model/gguf_config.h"
+#include "model/qwen3_moe.h"
 #include "model/qwen3_tensors.h"
 
 /* --- loading ------------------------------------------------------------- */
@@ -100,8 +101,23 @@ static enc_status qwen3__put_norm(backend *be, const st_tensor *t, qwen3_weight 
     return s;
 }
 
-static enc_status qwen3__put_layer(backend *be, const qwen3_layer_tensors *t, qwen3_layer *l)
+static enc_status qwen3__put_mlp(qwen3_model *m, const qwen3_layer_tensors *t, int64_t li,
+                                 qwen3_layer *l)
 {
+    if (!t->router) {
+        ENC_TRY(qwen3__put_matrix(m->be, t->gate, &l->gate));
+        ENC_TRY(qwen3__put_matrix(m->be, t->up, &l->up));
+        return qwen3__put_matrix(m->be, t->down, &l->down);
+    }
+    l->moe = 1;
+    ENC_TRY(qwen3__put_matrix(m->be, t->router, &l->router));
+    return qwen3_moe_put_experts(m->be, &m->cfg, m->archive, li, l);
+}
+
+static enc_status qwen3__put_layer(qwen3_model *m, const qwen3_layer_tensors *t, int64_t li)
+{
+    backend *be = m->be;
+    qwen3_layer *l = &m->layers[li];
     ENC_TRY(qwen3__put_norm(be, t->input_norm, &l->input_norm));
     ENC_TRY(qwen3__put_norm(be, t->q_norm, &l->q_norm));
     ENC_TRY(qwen3__put_norm(be, t->k_norm, &l->k_norm));
@@ -110,10 +126,7 @@ static enc_status qwen3__put_layer(backend *be, const qwen3_layer_tensors *t, qw
     ENC_TRY(qwen3__put_matrix(be, t->k, &l->k));
     ENC_TRY(qwen3__put_matrix(be, t->v, &l->v));
     ENC_TRY(qwen3__put_matrix(be, t->o, &l->o));
-    ENC_TRY(qwen3__put_matrix(be, t->gate, &l->gate));
-    ENC_TRY(qwen3__put_matrix(be, t->up, &l->up));
-    ENC_TRY(qwen3__put_matrix(be, t->down, &l->down));
-    return ENC_OK;
+    return qwen3__put_mlp(m, t, li, l);
 }
 
 static tensor_source qwen3__source(const qwen3_model *m)
@@ -131,7 +144,7 @@ static enc_status qwen3__put_weights(qwen3_model *m, const qwen3_tensors *t,
     else
         ENC_TRY(qwen3__put_matrix(m->be, t->lm_head, &m->lm_head));
     for (int64_t l = 0; l < m->cfg.n_layers; l++) {
-        ENC_TRY(qwen3__put_layer(m->be, &t->layers[l], &m->layers[l]));
+        ENC_TRY(qwen3__put_layer(m, &t->layers[l], l));
         if (progress) progress(user, (double)(l + 1) / (double)m->cfg.n_layers);
     }
     m->decode_weight_bytes = 0;
@@ -139,6 +152,8 @@ static enc_status qwen3__put_weights(qwen3_model *m, const qwen3_tensors *t,
     for (size_t i = 0; i < src.count(src.ctx); i++)
         m->decode_weight_bytes += (int64_t)src.get(src.ctx, i)->n_bytes;
     if (t->lm_head != t->embed) m->decode_weight_bytes -= (int64_t)t->embed->n_bytes;
+    for (int64_t l = 0; l < m->cfg.n_layers; l++)
+        if (m->layers[l].moe) m->decode_weight_bytes -= qwen3_moe_idle_bytes(&m->cfg, &m->layers[l]);
     return ENC_OK;
 }
 
@@ -181,8 +196,10 @@ enc_status qwen3_model_load(const char *model_dir, backend *be, qwen3_progress_f
 
 static void qwen3__free_layer(backend *be, qwen3_layer *l)
 {
-    qwen3_weight *w[] = {&l->input_norm, &l->q, &l->k, &l->v, &l->o, &l->q_norm,
-                         &l->k_norm, &l->post_norm, &l->gate, &l->up, &l->down};
+    qwen3_weight *w[] = {&l->input_norm, &l->q,      &l->k,        &l->v,
+                         &l->o,          &l->q_norm, &l->k_norm,   &l->post_norm,
+                         &l->gate,       &l->up,     &l->down,     &l->router,
+                         &l->exp_gate,   &l->exp_up, &l->exp_down};
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) backend_buffer_free(be, w[i]->buf);
 }
 
@@ -209,6 +226,10 @@ void qwen3_model_free(qwen3_model *m)
  *     matmul (q, k, v, o, gate, up, down), 2 rope, store_kv, attention, 2
  *     add, swiglu. 28 tensors: 11 weights, the 2 caches, and the outputs
  *     of the 15 nodes that make one (not the in-place ropes nor store_kv).
+ *   a MoE layer (qwen3_moe_block) instead of the dense MLP's 4 nodes (3
+ *     matmul, swiglu) and 7 tensors (3 weights, 4 outputs) has 8 nodes (the
+ *     router matmul, moe_route, moe_weights, 3 matmul_id, swiglu, moe_sum)
+ *     and 12 tensors (4 weights, 8 outputs): 4 nodes and 5 tensors more.
  *   around the layers: 4 nodes (the embedding's get_rows, the logits rows'
  *     get_rows, the final rms_norm, the lm_head matmul), 7 tensors (their
  *     3 weights and 4 outputs). */
@@ -216,20 +237,31 @@ enum {
     QWEN3__INPUT_TENSORS = 7,
     QWEN3__LAYER_NODES = 18,
     QWEN3__LAYER_TENSORS = 28,
+    QWEN3__MOE_EXTRA_NODES = 4,
+    QWEN3__MOE_EXTRA_TENSORS = 5,
     QWEN3__OUTER_NODES = 4,
     QWEN3__OUTER_TENSORS = 7,
 };
 _Static_assert(QWEN3__INPUT_TENSORS * sizeof(graph_tensor *) == offsetof(qwen3_step_io, logits),
                "qwen3__make_inputs makes one tensor per input field of qwen3_step_io");
 
+static int qwen3__n_moe_layers(const qwen3_model *m)
+{
+    int n = 0;
+    for (int64_t l = 0; l < m->cfg.n_layers; l++) n += m->layers[l].moe;
+    return n;
+}
+
 static int qwen3__pass_nodes(const qwen3_model *m)
 {
-    return QWEN3__LAYER_NODES * (int)m->cfg.n_layers + QWEN3__OUTER_NODES;
+    return QWEN3__LAYER_NODES * (int)m->cfg.n_layers +
+           QWEN3__MOE_EXTRA_NODES * qwen3__n_moe_layers(m) + QWEN3__OUTER_NODES;
 }
 
 static int qwen3__pass_tensors(const qwen3_model *m)
 {
-    return QWEN3__LAYER_TENSORS * (int)m->cfg.n_layers + QWEN3__OUTER_TENSORS;
+    return QWEN3__LAYER_TENSORS * (int)m->cfg.n_layers +
+           QWEN3__MOE_EXTRA_TENSORS * qwen3__n_moe_layers(m) + QWEN3__OUTER_TENSORS;
 }
 
 int qwen3_graph_n_nodes(const qwen3_model *m, int n_passes) { return n_passes * qwen3__pass_nodes(m); }
@@ -295,6 +327,12 @@ static graph_tensor *qwen3__layer(const qwen3_model *m, const kv_cache *kv, grap
     x = graph_add(g, x, graph_matmul(g, a, qwen3__weight(g, &w->o)));
 
     h = graph_rms_norm(g, x, qwen3__weight(g, &w->post_norm), c->rms_norm_eps);
+    if (w->moe)
+        return graph_add(g, x,
+                         qwen3_moe_block(g, c, h, qwen3__weight(g, &w->router),
+                                         qwen3__weight(g, &w->exp_gate),
+                                         qwen3__weight(g, &w->exp_up),
+                                         qwen3__weight(g, &w->exp_down)));
     graph_tensor *gate = graph_matmul(g, h, qwen3__weight(g, &w->gate));
     graph_tensor *up = graph_matmul(g, h, qwen3__weight(g, &w->up));
     graph_tensor *down = graph_matmul(g, graph_swiglu(g, gate, up), qwen3__weight(g, &w->down));

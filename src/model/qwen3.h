@@ -11,6 +11,7 @@
  *   store_kv(k, v -> cache at slot_mapping)
  *   x = x + attention(q, cache, block_tables, seq_lens) Wo^T
  *   x = x + (silu(h' Wgate^T) * h' Wup^T) Wdown^T,  h' = rms_norm(x, post_norm)
+ *     (in a Qwen3-MoE layer, x + moe_block(h'): qwen3_moe.h)
  *
  * then logits = rms_norm(x[logits_indices], final_norm) lm_head^T. */
 #ifndef ENC_MODEL_QWEN3_H
@@ -27,12 +28,14 @@ typedef struct qwen3_weight {
     backend_buffer *buf;
     enc_dtype dtype;
     int n_dims;
-    int64_t shape[2];
+    int64_t shape[3]; /* 3 dims: a layer's stacked experts [E, N, K] */
     const char *name; /* the checkpoint's tensor name (owned by the archive) */
 } qwen3_weight;
 
 typedef struct qwen3_layer {
     qwen3_weight input_norm, q, k, v, o, q_norm, k_norm, post_norm, gate, up, down;
+    int moe; /* a mixture-of-experts layer: router and experts instead of gate, up, down */
+    qwen3_weight router, exp_gate, exp_up, exp_down; /* [E, D], [E, Fe, D] x 2, [E, D, Fe] */
 } qwen3_layer;
 
 typedef struct qwen3_model {

@@ -8,7 +8,9 @@
  * old exports carry, are ignored. With tied embeddings lm_head is the
  * embedding, and an lm_head.weight shipped anyway is ignored (as
  * transformers does). Tensors may mix F32, BF16 and F16; matrices may also
- * be of a block type (Q8_0 ... Q6_K, from GGUF files).
+ * be of a block type (Q8_0 ... Q6_K, from GGUF files). A MoE layer's experts
+ * share one dtype per projection (they are stacked into one buffer); a
+ * shared expert (Qwen2-MoE's mlp.shared_expert*) is refused by name.
  *
  * The source is a safetensors checkpoint (Hugging Face names) or a GGUF file
  * (llama.cpp's names: token_embd, blk.L.attn_q, ..., output_norm, output);
@@ -31,6 +33,8 @@ typedef enum qwen3__dim {
     QWEN3__Q,        /* n_heads * head_dim */
     QWEN3__KV,       /* n_kv_heads * head_dim */
     QWEN3__HD,       /* head_dim */
+    QWEN3__E,        /* num_experts */
+    QWEN3__FE,       /* moe_intermediate_size */
 } qwen3__dim;
 
 typedef struct qwen3__layer_entry {
@@ -38,32 +42,50 @@ typedef struct qwen3__layer_entry {
     const char *gguf;   /* after "blk.L." */
     size_t field;       /* offsetof(qwen3_layer_tensors, ...) */
     qwen3__dim rows, cols;
+    int dense_mlp;      /* 1: only in dense layers, -1: only in MoE layers, 0: in both */
 } qwen3__layer_entry;
 
 static const qwen3__layer_entry qwen3__layer_table[] = {
     {"input_layernorm.weight", "attn_norm.weight", offsetof(qwen3_layer_tensors, input_norm),
-     QWEN3__D, QWEN3__NONE},
+     QWEN3__D, QWEN3__NONE, 0},
     {"self_attn.q_proj.weight", "attn_q.weight", offsetof(qwen3_layer_tensors, q), QWEN3__Q,
-     QWEN3__D},
+     QWEN3__D, 0},
     {"self_attn.k_proj.weight", "attn_k.weight", offsetof(qwen3_layer_tensors, k), QWEN3__KV,
-     QWEN3__D},
+     QWEN3__D, 0},
     {"self_attn.v_proj.weight", "attn_v.weight", offsetof(qwen3_layer_tensors, v), QWEN3__KV,
-     QWEN3__D},
+     QWEN3__D, 0},
     {"self_attn.o_proj.weight", "attn_output.weight", offsetof(qwen3_layer_tensors, o), QWEN3__D,
-     QWEN3__Q},
+     QWEN3__Q, 0},
     {"self_attn.q_norm.weight", "attn_q_norm.weight", offsetof(qwen3_layer_tensors, q_norm),
-     QWEN3__HD, QWEN3__NONE},
+     QWEN3__HD, QWEN3__NONE, 0},
     {"self_attn.k_norm.weight", "attn_k_norm.weight", offsetof(qwen3_layer_tensors, k_norm),
-     QWEN3__HD, QWEN3__NONE},
+     QWEN3__HD, QWEN3__NONE, 0},
     {"post_attention_layernorm.weight", "ffn_norm.weight", offsetof(qwen3_layer_tensors, post_norm),
-     QWEN3__D, QWEN3__NONE},
+     QWEN3__D, QWEN3__NONE, 0},
     {"mlp.gate_proj.weight", "ffn_gate.weight", offsetof(qwen3_layer_tensors, gate), QWEN3__F,
-     QWEN3__D},
-    {"mlp.up_proj.weight", "ffn_up.weight", offsetof(qwen3_layer_tensors, up), QWEN3__F, QWEN3__D},
+     QWEN3__D, 1},
+    {"mlp.up_proj.weight", "ffn_up.weight", offsetof(qwen3_layer_tensors, up), QWEN3__F, QWEN3__D,
+     1},
     {"mlp.down_proj.weight", "ffn_down.weight", offsetof(qwen3_layer_tensors, down), QWEN3__D,
-     QWEN3__F},
+     QWEN3__F, 1},
+    {"mlp.gate.weight", "ffn_gate_inp.weight", offsetof(qwen3_layer_tensors, router), QWEN3__E,
+     QWEN3__D, -1},
 };
-enum { QWEN3__N_LAYER_TENSORS = sizeof qwen3__layer_table / sizeof qwen3__layer_table[0] };
+enum {
+    QWEN3__N_LAYER_TENSORS = sizeof qwen3__layer_table / sizeof qwen3__layer_table[0],
+    QWEN3__MIN_LAYER_TENSORS = 11, /* a dense layer's; a MoE layer has 9 + 3 E */
+};
+
+/* A MoE layer's expert projections: "mlp.experts.J.<name>" (Hugging Face
+ * names only: GGUF stacks a layer's experts into one tensor). */
+static const struct {
+    const char *name;
+    qwen3__dim rows, cols;
+} qwen3__expert_table[3] = {
+    {"gate_proj.weight", QWEN3__FE, QWEN3__D},
+    {"up_proj.weight", QWEN3__FE, QWEN3__D},
+    {"down_proj.weight", QWEN3__D, QWEN3__FE},
+};
 
 /* The names outside the layers, and the layers' prefix, per naming. */
 typedef struct qwen3__names {
@@ -94,6 +116,10 @@ static int64_t qwen3__dim_size(const qwen3_config *c, qwen3__dim d)
         return c->n_kv_heads * c->head_dim;
     case QWEN3__HD:
         return c->head_dim;
+    case QWEN3__E:
+        return c->n_experts;
+    case QWEN3__FE:
+        return c->moe_intermediate_size;
     case QWEN3__NONE:
         break;
     }
@@ -165,19 +191,59 @@ static enc_status qwen3__expect(const tensor_source *src, const char *name, int6
     return ENC_OK;
 }
 
+/* 1 when table entry e belongs in a layer that is (moe = 1) or is not MoE. */
+static int qwen3__entry_in_layer(const qwen3__layer_entry *e, int moe)
+{
+    return moe ? e->dense_mlp <= 0 : e->dense_mlp >= 0;
+}
+
+const st_tensor *qwen3_tensors_expert(const st_archive *a, int64_t l, int64_t j, int proj)
+{
+    char name[128];
+    snprintf(name, sizeof name, "model.layers.%lld.mlp.experts.%lld.%s", (long long)l,
+             (long long)j, qwen3__expert_table[proj].name);
+    return st_find(a, name);
+}
+
+/* Every expert of MoE layer l: present, of its shape, and of expert 0's dtype. */
+static enc_status qwen3__find_experts(const qwen3_config *c, const tensor_source *src, int64_t l)
+{
+    char name[128];
+    for (int p = 0; p < 3; p++) {
+        const st_tensor *first = NULL;
+        for (int64_t j = 0; j < c->n_experts; j++) {
+            const st_tensor *t = NULL;
+            snprintf(name, sizeof name, "model.layers.%lld.mlp.experts.%lld.%s", (long long)l,
+                     (long long)j, qwen3__expert_table[p].name);
+            ENC_TRY(qwen3__expect(src, name, qwen3__dim_size(c, qwen3__expert_table[p].rows),
+                                  qwen3__dim_size(c, qwen3__expert_table[p].cols), &t));
+            if (!first) first = t;
+            if (t->dtype != first->dtype)
+                return enc_fail(ENC_ERR_FORMAT,
+                                "%s: tensor '%s' has dtype %s, expert 0's has %s; the experts "
+                                "of a layer are stacked and must share one dtype",
+                                t->file, name, enc_dtype_name(t->dtype),
+                                enc_dtype_name(first->dtype));
+        }
+    }
+    return ENC_OK;
+}
+
 static enc_status qwen3__find_layer(const qwen3_config *c, const tensor_source *src, int64_t l,
                                     qwen3_layer_tensors *lt)
 {
     char name[128];
+    int moe = qwen3_config_layer_is_moe(c, l);
     for (int i = 0; i < QWEN3__N_LAYER_TENSORS; i++) {
         const qwen3__layer_entry *e = &qwen3__layer_table[i];
+        if (!qwen3__entry_in_layer(e, moe)) continue;
         snprintf(name, sizeof name, "%s%lld.%s", qwen3__names_of[src->naming].layer_prefix,
                  (long long)l, qwen3__suffix(e, src->naming));
         const st_tensor **slot = (const st_tensor **)((char *)lt + e->field);
         ENC_TRY(qwen3__expect(src, name, qwen3__dim_size(c, e->rows), qwen3__dim_size(c, e->cols),
                               slot));
     }
-    return ENC_OK;
+    return moe ? qwen3__find_experts(c, src, l) : ENC_OK;
 }
 
 /* --- tensors the model does not use ------------------------------------ */
@@ -188,26 +254,52 @@ static int qwen3__ends_with(const char *s, const char *suffix)
     return n >= k && !strcmp(s + n - k, suffix);
 }
 
-/* "<prefix>L.<suffix>": 1 if L < n_layers and the suffix is known;
- * *layer gets L (or -1 when the name does not have that form). */
-static int qwen3__is_layer_tensor(const char *name, tensor_naming naming, int64_t n_layers,
+/* A decimal index without leading zeros at *pp, advancing *pp past it; -1
+ * when there is none or it is absurdly large. */
+static int64_t qwen3__parse_index(const char **pp)
+{
+    const char *p = *pp;
+    if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9')) return -1;
+    int64_t l = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (l > (INT64_MAX - 9) / 10) return -1;
+        l = l * 10 + (*p - '0');
+    }
+    *pp = p;
+    return l;
+}
+
+/* "mlp.experts.J.<projection>" with J < num_experts. */
+static int qwen3__is_expert_tensor(const qwen3_config *c, const char *suffix)
+{
+    static const char prefix[] = "mlp.experts.";
+    if (strncmp(suffix, prefix, sizeof prefix - 1)) return 0;
+    const char *p = suffix + sizeof prefix - 1;
+    int64_t j = qwen3__parse_index(&p);
+    if (j < 0 || j >= c->n_experts || *p != '.') return 0;
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(p + 1, qwen3__expert_table[i].name)) return 1;
+    return 0;
+}
+
+/* "<prefix>L.<suffix>": 1 if L < n_layers and the suffix belongs in that
+ * layer; *layer gets L (or -1 when the name does not have that form). */
+static int qwen3__is_layer_tensor(const qwen3_config *c, const char *name, tensor_naming naming,
                                   int64_t *layer)
 {
     const char *prefix = qwen3__names_of[naming].layer_prefix;
     *layer = -1;
     if (strncmp(name, prefix, strlen(prefix))) return 0;
     const char *p = name + strlen(prefix);
-    if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9')) return 0;
-    int64_t l = 0;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        if (l > (INT64_MAX - 9) / 10) return 0; /* absurd index; reported as unexpected */
-        l = l * 10 + (*p - '0');
-    }
-    if (*p != '.') return 0;
+    int64_t l = qwen3__parse_index(&p);
+    if (l < 0 || *p != '.') return 0;
     *layer = l;
+    if (l >= c->n_layers) return 0;
+    int moe = qwen3_config_layer_is_moe(c, l);
     for (int i = 0; i < QWEN3__N_LAYER_TENSORS; i++)
-        if (!strcmp(p + 1, qwen3__suffix(&qwen3__layer_table[i], naming))) return l < n_layers;
-    return 0;
+        if (!strcmp(p + 1, qwen3__suffix(&qwen3__layer_table[i], naming)))
+            return qwen3__entry_in_layer(&qwen3__layer_table[i], moe);
+    return moe && naming == TENSOR_NAMES_HF && qwen3__is_expert_tensor(c, p + 1);
 }
 
 static enc_status qwen3__check_unused(const qwen3_config *c, const tensor_source *src)
@@ -219,16 +311,21 @@ static enc_status qwen3__check_unused(const qwen3_config *c, const tensor_source
         if (!strcmp(t->name, nm->embed) || !strcmp(t->name, nm->final_norm) ||
             !strcmp(t->name, nm->lm_head) ||
             (src->naming == TENSOR_NAMES_HF && qwen3__ends_with(t->name, "rotary_emb.inv_freq")) ||
-            qwen3__is_layer_tensor(t->name, src->naming, c->n_layers, &l))
+            qwen3__is_layer_tensor(c, t->name, src->naming, &l))
             continue;
         if (l >= c->n_layers)
             return enc_fail(ENC_ERR_FORMAT,
                             "%s: tensor '%s' is for layer %lld, but %s has %s = %lld", t->file,
                             t->name, (long long)l, src->config_name, src->layers_key,
                             (long long)c->n_layers);
+        if (strstr(t->name, ".mlp.shared_expert"))
+            return enc_fail(ENC_ERR_UNSUPPORTED,
+                            "%s: tensor '%s' is a shared expert (Qwen2-MoE); encore does not "
+                            "support shared experts",
+                            t->file, t->name);
         return enc_fail(ENC_ERR_FORMAT,
-                        "%s: tensor '%s' is not used by a Qwen3 model (unexpected tensor)", t->file,
-                        t->name);
+                        "%s: tensor '%s' is not used by a %s model (unexpected tensor)", t->file,
+                        t->name, c->n_experts ? "Qwen3-MoE" : "Qwen3");
     }
     return ENC_OK;
 }
@@ -271,7 +368,7 @@ enc_status qwen3_tensors_find_in(const qwen3_config *cfg, const tensor_source *s
     else
         ENC_TRY(qwen3__expect(src, nm->lm_head, V, D, &t.lm_head));
 
-    if ((uint64_t)cfg->n_layers > src->count(src->ctx) / QWEN3__N_LAYER_TENSORS) {
+    if ((uint64_t)cfg->n_layers > src->count(src->ctx) / QWEN3__MIN_LAYER_TENSORS) {
         /* Too few tensors for that many layers: report the first missing one
          * without allocating a table sized by an untrusted count. */
         qwen3_layer_tensors tmp;

@@ -20,6 +20,14 @@
  * blk.L.{attn_norm, attn_q, attn_k, attn_v, attn_output, attn_q_norm,
  * attn_k_norm, ffn_norm, ffn_gate, ffn_up, ffn_down}, output_norm, output
  * (each ".weight"; output absent when tied).
+ *
+ * A Qwen3-MoE layer (qwen3_config_layer_is_moe; safetensors only) has,
+ * instead of the three mlp.*_proj tensors:
+ *   model.layers.L.mlp.gate.weight            [E, D]   (the router)
+ *   model.layers.L.mlp.experts.J.gate_proj.weight [Fe, D]   J < E
+ *   model.layers.L.mlp.experts.J.up_proj.weight   [Fe, D]
+ *   model.layers.L.mlp.experts.J.down_proj.weight [D, Fe]
+ * with one dtype per projection over a layer's experts (they are stacked).
  */
 #ifndef ENC_MODEL_QWEN3_TENSORS_H
 #define ENC_MODEL_QWEN3_TENSORS_H
@@ -30,7 +38,8 @@
 
 typedef struct qwen3_layer_tensors {
     const st_tensor *input_norm, *q, *k, *v, *o, *q_norm, *k_norm;
-    const st_tensor *post_norm, *gate, *up, *down;
+    const st_tensor *post_norm, *gate, *up, *down; /* gate, up, down: NULL in MoE layers */
+    const st_tensor *router; /* MoE layers: mlp.gate.weight; NULL in dense layers */
 } qwen3_layer_tensors;
 
 typedef struct qwen3_tensors {
@@ -50,5 +59,8 @@ enc_status qwen3_tensors_find(const qwen3_config *cfg, const st_archive *a,
 enc_status qwen3_tensors_find_in(const qwen3_config *cfg, const tensor_source *src,
                                  qwen3_tensors *out);
 void qwen3_tensors_free(qwen3_tensors *t);
+/* Expert j's projection proj (0 gate, 1 up, 2 down) of MoE layer l, which
+ * qwen3_tensors_find has checked; NULL if absent. */
+const st_tensor *qwen3_tensors_expert(const st_archive *a, int64_t l, int64_t j, int proj);
 
 #endif

@@ -1,0 +1,76 @@
+/* qwen3_moe.c - a Qwen3-MoE layer's experts, stacked at load, and its
+ * mixture-of-experts block in the step graph (qwen3_moe.h). */
+#include "model/qwen3_moe.h"
+
+#include <stdio.h>
+
+#include "base/mapfile.h"
+#include "model/qwen3_tensors.h"
+
+enc_status qwen3_moe_check_backend(const backend *be)
+{
+    static const graph_op ops[] = {GRAPH_OP_MOE_ROUTE, GRAPH_OP_MOE_WEIGHTS, GRAPH_OP_MATMUL_ID,
+                                   GRAPH_OP_MOE_SUM};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (!backend_supports_op(be, ops[i]))
+            return enc_fail(ENC_ERR_UNSUPPORTED,
+                            "the %s backend cannot run op '%s': mixture-of-experts models "
+                            "(model_type qwen3_moe) run on the cpu backend",
+                            be->iface->name, graph_op_name(ops[i]));
+    return ENC_OK;
+}
+
+/* One projection (0 gate, 1 up, 2 down) of every expert into w [E, N, K]. */
+static enc_status qwen3_moe__stack(backend *be, const qwen3_config *c, const st_archive *a,
+                                   int64_t l, int proj, qwen3_weight *w)
+{
+    const st_tensor *first = qwen3_tensors_expert(a, l, 0, proj);
+    char what[96];
+    snprintf(what, sizeof what, "model.layers.%lld.mlp.experts.*.%s", (long long)l,
+             proj == 0 ? "gate_proj" : proj == 1 ? "up_proj" : "down_proj");
+    w->dtype = first->dtype;
+    w->n_dims = 3;
+    w->shape[0] = c->n_experts;
+    w->shape[1] = first->shape[0];
+    w->shape[2] = first->shape[1];
+    w->name = first->name;
+    size_t bytes = first->n_bytes;
+    ENC_TRY(backend_buffer_alloc(be, bytes * (size_t)c->n_experts, what, &w->buf));
+    for (int64_t j = 0; j < c->n_experts; j++) {
+        const st_tensor *t = qwen3_tensors_expert(a, l, j, proj);
+        enc_status s = backend_buffer_write(be, w->buf, (size_t)j * bytes, t->data, bytes);
+        if (s != ENC_OK) return enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
+        if (!backend_buffer_keeps_host(be)) mapfile_drop_pages(t->data, t->n_bytes);
+    }
+    return ENC_OK;
+}
+
+enc_status qwen3_moe_put_experts(backend *be, const qwen3_config *c, const st_archive *a,
+                                 int64_t l, qwen3_layer *w)
+{
+    ENC_TRY(qwen3_moe__stack(be, c, a, l, 0, &w->exp_gate));
+    ENC_TRY(qwen3_moe__stack(be, c, a, l, 1, &w->exp_up));
+    return qwen3_moe__stack(be, c, a, l, 2, &w->exp_down);
+}
+
+int64_t qwen3_moe_idle_bytes(const qwen3_config *c, const qwen3_layer *w)
+{
+    const qwen3_weight *p[] = {&w->exp_gate, &w->exp_up, &w->exp_down};
+    int64_t per_expert = 0;
+    for (int i = 0; i < 3; i++)
+        per_expert += (int64_t)enc_dtype_row_bytes(p[i]->dtype, p[i]->shape[2]) * p[i]->shape[1];
+    return per_expert * (c->n_experts - c->n_experts_per_tok);
+}
+
+graph_tensor *qwen3_moe_block(graph *g, const qwen3_config *c, graph_tensor *h,
+                              graph_tensor *router, graph_tensor *gate, graph_tensor *up,
+                              graph_tensor *down)
+{
+    graph_tensor *weights = NULL;
+    graph_tensor *ids = graph_moe_route(g, graph_matmul(g, h, router), c->n_experts_per_tok,
+                                        GRAPH_ROUTER_SOFTMAX, c->norm_topk_prob, &weights);
+    graph_tensor *g_out = graph_matmul_id(g, h, gate, ids);
+    graph_tensor *u_out = graph_matmul_id(g, h, up, ids);
+    graph_tensor *act = graph_swiglu(g, g_out, u_out); /* [T, k, Fe] */
+    return graph_moe_sum(g, graph_matmul_id(g, act, down, ids), weights);
+}

@@ -1,0 +1,28 @@
+/* qwen3_moe.h - the mixture-of-experts block of a Qwen3-MoE layer: its
+ * experts stacked onto the backend at load, and its ops in the step graph.
+ *
+ *   logits = h Wrouter^T                       [T, E]
+ *   ids, w = moe_route(logits, k, norm_topk_prob)   [T, k] each
+ *   y[t, s] = down_e(silu(gate_e h_t) * up_e h_t),  e = ids[t, s]   [T, k, D]
+ *   out[t]  = sum_s w[t, s] y[t, s]                 [T, D]
+ *
+ * Each projection's E experts live in one buffer [E, N, K] in expert order. */
+#ifndef ENC_MODEL_QWEN3_MOE_H
+#define ENC_MODEL_QWEN3_MOE_H
+
+#include "model/qwen3.h"
+
+/* Refuse a backend that cannot run the MoE ops, naming the backend and op. */
+enc_status qwen3_moe_check_backend(const backend *be);
+/* Stack MoE layer l's experts (checked by qwen3_tensors_find) into
+ * l->exp_gate, exp_up, exp_down, giving back each file page once copied. */
+enc_status qwen3_moe_put_experts(backend *be, const qwen3_config *c, const st_archive *a,
+                                 int64_t l, qwen3_layer *w);
+/* Bytes of layer l's experts that a decode step does not read (E - k of E). */
+int64_t qwen3_moe_idle_bytes(const qwen3_config *c, const qwen3_layer *w);
+/* The block's ops on h [T, D]: returns out [T, D]. */
+graph_tensor *qwen3_moe_block(graph *g, const qwen3_config *c, graph_tensor *h,
+                              graph_tensor *router, graph_tensor *gate, graph_tensor *up,
+                              graph_tensor *down);
+
+#endif
