@@ -60,8 +60,29 @@ PRESETS = {
                                 dtype="BF16", theta=1000000.0, seed=107, max_pos=40960,
                                 tokenizer="optional"),
 }
+# Qwen3-MoE: E experts, k per token, Fe each, norm_topk_prob, decoder_sparse_step and
+# mlp_only_layers; F stays the dense layers' intermediate size.
+MOE_PRESETS = {
+    "tiny-moe-e4k1-f32": dict(V=512, D=64, L=2, H=2, KVH=1, hd=64, F=128, tied=False,
+                              dtype="F32", theta=10000.0, seed=201,
+                              moe=dict(E=4, k=1, Fe=48, norm=False, step=1, mlp_only=[])),
+    "tiny-moe-e8k2-bf16": dict(V=512, D=64, L=2, H=4, KVH=2, hd=32, F=128, tied=True,
+                               dtype="BF16", theta=1000000.0, seed=202,
+                               moe=dict(E=8, k=2, Fe=32, norm=True, step=1, mlp_only=[])),
+    "tiny-moe-e4k4-bf16": dict(V=512, D=64, L=2, H=2, KVH=2, hd=32, F=128, tied=False,
+                               dtype="BF16", theta=10000.0, seed=203,
+                               moe=dict(E=4, k=4, Fe=32, norm=False, step=1, mlp_only=[])),
+    # layers 1 and 3 would be sparse (step 2); mlp_only_layers keeps 3 dense
+    "tiny-moe-mixed-f32": dict(V=512, D=64, L=4, H=2, KVH=1, hd=32, F=96, tied=True,
+                               dtype="F32", theta=10000.0, seed=204,
+                               moe=dict(E=6, k=2, Fe=40, norm=True, step=2, mlp_only=[3])),
+}
+PRESETS.update(MOE_PRESETS)
+# Router weights: logits of std ~ROUTER_STD, so that the top-k is rarely a near-tie.
+ROUTER_STD = 3.0
+
 TINY_ALL = ["tiny-gqa1-hd64-f32", "tiny-gqa2-hd64-bf16", "tiny-gqa4-hd128-bf16",
-            "tiny-gqa2-hd128-f16-sharded", "tiny-qwen3vocab"]
+            "tiny-gqa2-hd128-f16-sharded", "tiny-qwen3vocab"] + list(MOE_PRESETS)
 
 # Init scales (see the top comment). Part of the stamp: changing them regenerates.
 INIT = dict(EMBED_STD=1.0, GAIN=2.0, QK_NORM_MEAN=1.6, NORM_NOISE=0.1, LOGIT_STD=3.0)
@@ -101,6 +122,12 @@ def encode(x, dtype):
 
 # --- the tensors of a preset -------------------------------------------------
 
+def layer_is_moe(p, i):
+    """Qwen3MoeDecoderLayer's rule: sparse unless in mlp_only_layers, every step-th layer."""
+    mo = p.get("moe")
+    return bool(mo) and i not in mo["mlp_only"] and (i + 1) % mo["step"] == 0
+
+
 def tensor_specs(p):
     """[(name, shape, kind)] in file order; kind says how the tensor is initialised."""
     D, F, V, H, KVH, hd = p["D"], p["F"], p["V"], p["H"], p["KVH"], p["hd"]
@@ -116,6 +143,17 @@ def tensor_specs(p):
             (a + "self_attn.q_norm.weight", [hd], "qknorm"),
             (a + "self_attn.k_norm.weight", [hd], "qknorm"),
             (a + "post_attention_layernorm.weight", [D], "norm"),
+        ]
+        if layer_is_moe(p, i):
+            mo = p["moe"]
+            specs.append((a + "mlp.gate.weight", [mo["E"], D], "router"))
+            for j in range(mo["E"]):
+                e = f"{a}mlp.experts.{j}."
+                specs += [(e + "gate_proj.weight", [mo["Fe"], D], "in"),
+                          (e + "up_proj.weight", [mo["Fe"], D], "in"),
+                          (e + "down_proj.weight", [D, mo["Fe"]], "out_mlp")]
+            continue
+        specs += [
             (a + "mlp.gate_proj.weight", [F, D], "in"),
             (a + "mlp.up_proj.weight", [F, D], "in"),
             (a + "mlp.down_proj.weight", [D, F], "out_mlp"),
@@ -136,6 +174,8 @@ def _std(p, kind, shape):
         return 1.0 / np.sqrt(shape[1])
     if kind == "out":
         return INIT["GAIN"] / np.sqrt(shape[1])
+    if kind == "router":
+        return ROUTER_STD / np.sqrt(D)
     if kind == "out_mlp":  # silu(g)*u has rms ~0.6 for unit-normal g, u
         return INIT["GAIN"] / (0.6 * np.sqrt(shape[1]))
     raise ValueError(kind)
@@ -155,6 +195,18 @@ def tensor_chunks(p, index, name, shape, kind):
     for r in range(0, rows, step):
         n = min(step, rows - r)
         yield rng.standard_normal((n, cols), dtype=np.float32) * std
+
+
+def moe_config(p):
+    """The Qwen3MoeConfig fields of a MoE preset (empty for a dense one)."""
+    mo = p.get("moe")
+    if not mo:
+        return {}
+    return {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+            "num_experts": mo["E"], "num_experts_per_tok": mo["k"],
+            "moe_intermediate_size": mo["Fe"], "norm_topk_prob": mo["norm"],
+            "decoder_sparse_step": mo["step"], "mlp_only_layers": mo["mlp_only"],
+            "output_router_logits": False, "router_aux_loss_coef": 0.001}
 
 
 def config_json(p):
@@ -189,6 +241,7 @@ def config_json(p):
         # encore's marker of generated checkpoints: `encore generate` and
         # `encore chat` say plainly that the demo model's text is meaningless
         **({"encore_demo": True} if p.get("demo") else {}),
+        **moe_config(p),
     }
 
 

@@ -18,6 +18,15 @@ One decoder layer, for hidden states x [T, D] at positions p:
     x = x + (silu(h Wg^T) * (h Wu^T)) Wd^T
 then logits = (rmsnorm(x) * w_final) W_head^T, W_head = embed_tokens when tied.
 
+Qwen3-MoE (model_type qwen3_moe; Hugging Face's modeling_qwen3_moe): layer l is
+sparse when l is not in mlp_only_layers, num_experts > 0 and (l + 1) %
+decoder_sparse_step == 0; its MLP line becomes, with k = num_experts_per_tok,
+
+    p = softmax(h Wr^T)                      router mlp.gate.weight [E, D], per token
+    e_1..e_k = the k largest p (ties: the lower expert id), w_s = p[e_s]
+    w_s /= sum_s w_s                         only when norm_topk_prob
+    x = x + sum_s w_s * (silu(h Wg_e^T) * (h Wu_e^T)) Wd_e^T,  e = e_s
+
 As a module: load_model(dir), forward_logits(model, ids) -> [T, V] float64,
 greedy(model, ids, n) -> list of n ids. As a program:
 
@@ -46,6 +55,8 @@ BREAKS = {
     "rope-interleaved": "rotate adjacent pairs (GPT-J style) instead of NeoX halves",
     "gqa-modulo": "query head h reads kv head h % KVH instead of h // (H/KVH)",
     "no-final-norm-weight": "ignore the weight of the final norm",
+    "moe-no-renorm": "MoE: keep the top-k weights as they are when norm_topk_prob is set",
+    "moe-skip-best": "MoE: route each token to its 2nd..(k+1)th experts instead of the best k",
 }
 
 REQUIRED_CONFIG = [
@@ -83,7 +94,22 @@ def load_config(model_dir):
     if cfg["num_attention_heads"] % cfg["num_key_value_heads"] != 0:
         raise CheckpointError(f"{path}: num_key_value_heads does not divide num_attention_heads")
     cfg.setdefault("tie_word_embeddings", False)
+    moe = cfg.get("model_type") == "qwen3_moe"
+    if moe and cfg.get("shared_expert_intermediate_size"):
+        raise CheckpointError(f"{path}: shared experts are not supported")
+    cfg["num_experts"] = int(cfg.get("num_experts", 128)) if moe else 0
+    cfg.setdefault("num_experts_per_tok", 8)
+    cfg.setdefault("moe_intermediate_size", 768)
+    cfg.setdefault("decoder_sparse_step", 1)
+    cfg["norm_topk_prob"] = bool(cfg.get("norm_topk_prob", False))
+    cfg["mlp_only_layers"] = list(cfg.get("mlp_only_layers") or [])
     return cfg
+
+
+def layer_is_moe(cfg, i):
+    """As Qwen3MoeDecoderLayer decides between the sparse block and the dense MLP."""
+    return (i not in cfg["mlp_only_layers"] and cfg["num_experts"] > 0
+            and (i + 1) % cfg["decoder_sparse_step"] == 0)
 
 
 def _to_float(raw, st_dtype, dt):
@@ -199,10 +225,18 @@ def load_model(model_dir, dt=np.float64):
             "q_norm": take(p + "self_attn.q_norm.weight", [hd]),
             "k_norm": take(p + "self_attn.k_norm.weight", [hd]),
             "post_norm": take(p + "post_attention_layernorm.weight", [D]),
-            "wg": np.ascontiguousarray(take(p + "mlp.gate_proj.weight", [F, D]).T),
-            "wu": np.ascontiguousarray(take(p + "mlp.up_proj.weight", [F, D]).T),
-            "wd": np.ascontiguousarray(take(p + "mlp.down_proj.weight", [D, F]).T),
         }
+        if layer_is_moe(cfg, i):
+            E, Fe = cfg["num_experts"], cfg["moe_intermediate_size"]
+            L["router"] = np.ascontiguousarray(take(p + "mlp.gate.weight", [E, D]).T)
+            ex = p + "mlp.experts."
+            L["experts"] = [(take(f"{ex}{j}.gate_proj.weight", [Fe, D]).T,
+                             take(f"{ex}{j}.up_proj.weight", [Fe, D]).T,
+                             take(f"{ex}{j}.down_proj.weight", [D, Fe]).T) for j in range(E)]
+        else:
+            L["wg"] = np.ascontiguousarray(take(p + "mlp.gate_proj.weight", [F, D]).T)
+            L["wu"] = np.ascontiguousarray(take(p + "mlp.up_proj.weight", [F, D]).T)
+            L["wd"] = np.ascontiguousarray(take(p + "mlp.down_proj.weight", [D, F]).T)
         m.layers.append(L)
     m.final_norm = take("model.norm.weight", [D])
     head = m.embed if cfg["tie_word_embeddings"] else take("lm_head.weight", [V, D])
@@ -268,6 +302,36 @@ class KVCache:
         self.n = 0
 
 
+def _swiglu_mlp(h, wg, wu, wd):
+    g = h @ wg
+    return ((g / (1.0 + np.exp(-g))) * (h @ wu)) @ wd
+
+
+def moe_route(logits, k, norm, br=()):
+    """Router logits [T, E] -> (experts [T, k], weights [T, k]): softmax, the k best
+    (a stable sort of -p: of equal scores the lower id first), renormalised if norm."""
+    z = logits - logits.max(axis=-1, keepdims=True)
+    p = np.exp(z)
+    p /= p.sum(axis=-1, keepdims=True)
+    first = 1 if "moe-skip-best" in br else 0
+    order = np.argsort(-p, axis=-1, kind="stable")[:, first:first + k]
+    w = np.take_along_axis(p, order, axis=-1)
+    if norm and "moe-no-renorm" not in br:
+        w = w / w.sum(axis=-1, keepdims=True)
+    return order, w
+
+
+def _moe_block(h, L, c, br):
+    """The sparse block, token by token: sum_s w_s * expert_{e_s}(h)."""
+    order, w = moe_route(h @ L["router"], c["num_experts_per_tok"], c["norm_topk_prob"], br)
+    out = np.zeros_like(h)
+    for t in range(h.shape[0]):
+        for s in range(order.shape[1]):
+            wg, wu, wd = L["experts"][order[t, s]]
+            out[t] += w[t, s] * _swiglu_mlp(h[t:t + 1], wg, wu, wd)[0]
+    return out
+
+
 def forward_step(model, cache, ids, last_only=False):
     """Run tokens `ids` at positions cache.n .. cache.n+T-1, appending their K/V.
     Returns logits [T, V] (or [1, V] for the last token when last_only)."""
@@ -324,8 +388,10 @@ def forward_step(model, cache, ids, last_only=False):
         a = (p @ Vh).transpose(1, 0, 2).reshape(T, H * hd)  # [T, H*hd]
         x = x + a @ L["wo"]
         h = _rmsnorm(x, L["post_norm"], eps)
-        g = h @ L["wg"]
-        x = x + ((g / (1.0 + np.exp(-g))) * (h @ L["wu"])) @ L["wd"]
+        if "router" in L:
+            x = x + _moe_block(h, L, c, br)
+        else:
+            x = x + _swiglu_mlp(h, L["wg"], L["wu"], L["wd"])
     cache.n = S
     if last_only:
         x = x[-1:]
