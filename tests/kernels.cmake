@@ -14,3 +14,7 @@ set_tests_properties(test_kernels_isa_env PROPERTIES ENVIRONMENT ENCORE_CPU_ISA=
 # The thread pool the kernels run on: every share once, dependent stages in
 # order, more threads than cores (tests/test_threadpool.c).
 encore_add_c_test(test_threadpool ${ENCORE_TESTS_DIR}/test_threadpool.c)
+
+# The mixture-of-experts kernels: routing with ties, the expert-indexed
+# matmul against cpu_matmul bit for bit, the weighted sum (tests/test_moe_ops.c).
+encore_add_c_test(test_moe_ops ${ENCORE_TESTS_DIR}/test_moe_ops.c)
