@@ -66,14 +66,14 @@ MOE_PRESETS = {
     "tiny-moe-e4k1-f32": dict(V=512, D=64, L=2, H=2, KVH=1, hd=64, F=128, tied=False,
                               dtype="F32", theta=10000.0, seed=201,
                               moe=dict(E=4, k=1, Fe=48, norm=False, step=1, mlp_only=[])),
-    "tiny-moe-e8k2-bf16": dict(V=512, D=64, L=2, H=4, KVH=2, hd=32, F=128, tied=True,
+    "tiny-moe-e8k2-bf16": dict(V=1000, D=64, L=2, H=4, KVH=2, hd=32, F=128, tied=True,
                                dtype="BF16", theta=1000000.0, seed=202,
                                moe=dict(E=8, k=2, Fe=32, norm=True, step=1, mlp_only=[])),
     "tiny-moe-e4k4-bf16": dict(V=512, D=64, L=2, H=2, KVH=2, hd=32, F=128, tied=False,
                                dtype="BF16", theta=10000.0, seed=203,
                                moe=dict(E=4, k=4, Fe=32, norm=False, step=1, mlp_only=[])),
     # layers 1 and 3 would be sparse (step 2); mlp_only_layers keeps 3 dense
-    "tiny-moe-mixed-f32": dict(V=512, D=64, L=4, H=2, KVH=1, hd=32, F=96, tied=True,
+    "tiny-moe-mixed-f32": dict(V=1000, D=64, L=4, H=2, KVH=1, hd=32, F=96, tied=True,
                                dtype="F32", theta=10000.0, seed=204,
                                moe=dict(E=6, k=2, Fe=40, norm=True, step=2, mlp_only=[3])),
 }

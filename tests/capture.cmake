@@ -27,6 +27,18 @@ foreach(kv f32 f16)
   endforeach()
 endforeach()
 
+# The same matrix on mixture-of-experts checkpoints: routing on the device,
+# replayed bit-identical to eager (K = 1, 4, 16 and --verify-capture).
+foreach(scenario long join_after_capture grow_shrink same_and_different)
+  foreach(preset tiny-moe-e8k2-bf16 tiny-moe-mixed-f32)
+    string(REPLACE "-" "_" p "${preset}")
+    add_test(NAME capture_moe_${scenario}_${p}
+      COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py
+              --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} --model ${preset} ${scenario})
+    set_tests_properties(capture_moe_${scenario}_${p} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 600)
+  endforeach()
+endforeach()
+
 # A growing step arena makes the decode slots record again (white-box).
 add_executable(test_arena_growth ${ENCORE_TESTS_DIR}/test_arena_growth.c)
 target_link_libraries(test_arena_growth PRIVATE encore_internals)

@@ -105,7 +105,7 @@ def run_batch(a, requests, extra):
         for r in requests:
             f.write(json.dumps(r) + "\n")
     try:
-        p = subprocess.run([a.encore, "batch", "-m", os.path.join(a.models, MODEL), "--requests", f.name,
+        p = subprocess.run([a.encore, "batch", "-m", os.path.join(a.models, a.model), "--requests", f.name,
                             "--stats"] + extra, capture_output=True, text=True, timeout=600)
     finally:
         os.unlink(f.name)
@@ -118,6 +118,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--encore", required=True)
     ap.add_argument("--models", required=True)
+    ap.add_argument("--model", default=MODEL, help=f"preset under --models (default {MODEL})")
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     a = ap.parse_args()
     requests, extra = SCENARIOS[a.scenario]

@@ -11,6 +11,7 @@
 #                              f16), the reference rounding its cache the same way;
 #                              the invariance checks run on a bf16 cache
 #   reference_detects_breakage the harness catches a deliberately broken forward
+#   reference_detects_moe_breakage  ... and a broken MoE routing
 #   reference_selfcheck        bf16 rounding, safetensors round trip, incremental
 #                              vs full forward, the tolerance's headroom, bad
 #                              checkpoints refused
@@ -23,7 +24,11 @@ set(ENCORE_REF_PRESETS
     tiny-gqa2-hd64-bf16
     tiny-gqa4-hd128-bf16
     tiny-gqa2-hd128-f16-sharded
-    tiny-qwen3vocab)
+    tiny-qwen3vocab
+    tiny-moe-e4k1-f32
+    tiny-moe-e8k2-bf16
+    tiny-moe-e4k4-bf16
+    tiny-moe-mixed-f32)
 
 foreach(preset ${ENCORE_REF_PRESETS})
   foreach(check logits greedy batch invariance-batch invariance-threads)
@@ -69,8 +74,13 @@ endforeach()
 add_test(NAME reference_detects_breakage
   COMMAND ${ENCORE_PYTHON} ${ENCORE_REF_SCRIPT} breakage
           -m ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16)
+# The MoE breaks (renormalisation dropped, the wrong experts) on a model with
+# norm_topk_prob set, beside the dense ones.
+add_test(NAME reference_detects_moe_breakage
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_REF_SCRIPT} breakage
+          -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-bf16)
 add_test(NAME reference_selfcheck
   COMMAND ${ENCORE_PYTHON} ${ENCORE_REF_SCRIPT} selfcheck
           -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
-set_tests_properties(reference_detects_breakage reference_selfcheck PROPERTIES
+set_tests_properties(reference_detects_breakage reference_detects_moe_breakage reference_selfcheck PROPERTIES
   FIXTURES_REQUIRED tiny_models LABELS reference TIMEOUT 300)
