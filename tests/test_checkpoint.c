@@ -916,7 +916,11 @@ static tspec *tiny_find(tiny_names *t, const char *name)
 static void tiny_drop(tiny_names *t, const char *name)
 {
     tspec *s = tiny_find(t, name);
-    if (s) *s = t->ts[--t->n];
+    if (!s) return;
+    size_t i = (size_t)(s - t->ts);
+    *s = t->ts[--t->n]; /* the last entry moves here, its name into this entry's buffer */
+    memcpy(t->buf[i], t->buf[t->n], sizeof t->buf[i]);
+    s->name = t->buf[i];
 }
 
 /* Write dir/ (config.json + model.safetensors), open it, find the tensors. */
@@ -1065,6 +1069,164 @@ static void test_qwen3_bad(void)
                      "'model.layers.2.input_layernorm.weight'", "missing");
 }
 
+/* --- Qwen3-MoE ------------------------------------------------------------ */
+
+static void test_moe_config(void)
+{
+    qwen3_config c;
+    const char *const moe[][2] = {{"model_type", "\"qwen3_moe\""},
+                                  {"num_experts", "16"},
+                                  {"num_experts_per_tok", "4"},
+                                  {"moe_intermediate_size", "96"},
+                                  {"norm_topk_prob", "true"},
+                                  {"decoder_sparse_step", "2"},
+                                  {"mlp_only_layers", "[3, 0]"}};
+    char *json = config_edit(moe, 7);
+    enc_clear_error();
+    enc_status s = qwen3_config_parse(json, CFG_WHERE, &c);
+    free(json);
+    CHECK(s == ENC_OK);
+    CHECK(c.n_experts == 16 && c.n_experts_per_tok == 4 && c.moe_intermediate_size == 96);
+    CHECK(c.norm_topk_prob == 1 && c.decoder_sparse_step == 2 && c.n_mlp_only == 2);
+    /* sparse: (l + 1) % 2 == 0 and not 3 -> 1, 5, 7, ...; never 0, 2, 3 */
+    CHECK(!qwen3_config_layer_is_moe(&c, 0) && qwen3_config_layer_is_moe(&c, 1));
+    CHECK(!qwen3_config_layer_is_moe(&c, 2) && !qwen3_config_layer_is_moe(&c, 3));
+    CHECK(qwen3_config_layer_is_moe(&c, 5) && !qwen3_config_layer_is_moe(&c, 6));
+
+    /* Qwen3MoeConfig's defaults */
+    s = parse_with("model_type", "\"qwen3_moe\"", &c);
+    CHECK(s == ENC_OK && c.n_experts == 128 && c.n_experts_per_tok == 8 &&
+          c.moe_intermediate_size == 768 && !c.norm_topk_prob && c.decoder_sparse_step == 1 &&
+          c.n_mlp_only == 0 && qwen3_config_layer_is_moe(&c, 0));
+    /* a dense config ignores the MoE fields */
+    s = parse_with("num_experts", "8", &c);
+    CHECK(s == ENC_OK && c.n_experts == 0 && !qwen3_config_layer_is_moe(&c, 0));
+
+    const enc_status F = ENC_ERR_FORMAT, U = ENC_ERR_UNSUPPORTED;
+    struct {
+        const char *key, *value;
+        enc_status want;
+        const char *s1, *s2;
+    } bad[] = {
+        {"num_experts_per_tok", "17", F, "'num_experts_per_tok' (17)", "num_experts (16)"},
+        {"num_experts", "0", F, "'num_experts'", NULL},
+        {"mlp_only_layers", "[28]", F, "'mlp_only_layers' names layer 28", "is 28"},
+        {"mlp_only_layers", "[1, 1]", F, "'mlp_only_layers' names layer 1 twice", NULL},
+        {"mlp_only_layers", "3", F, "'mlp_only_layers' must be an array", NULL},
+        {"mlp_only_layers", "[-1]", F, "'mlp_only_layers'", "-1"},
+        {"decoder_sparse_step", "0", F, "'decoder_sparse_step'", NULL},
+        {"norm_topk_prob", "1", F, "'norm_topk_prob'", "true or false"},
+        {"shared_expert_intermediate_size", "512", U, "'shared_expert_intermediate_size'",
+         "shared expert"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *const e[4][2] = {
+            {"model_type", "\"qwen3_moe\""},
+            {"num_experts", strcmp(bad[i].key, "num_experts") ? "16" : bad[i].value},
+            {"num_experts_per_tok", strcmp(bad[i].key, "num_experts_per_tok") ? "4" : bad[i].value},
+            {bad[i].key, bad[i].value}};
+        json = config_edit(e, strncmp(bad[i].key, "num_experts", 11) ? 4 : 3);
+        enc_clear_error();
+        s = qwen3_config_parse(json, CFG_WHERE, &c);
+        free(json);
+        expect_error(bad[i].key, s, bad[i].want, "config.json", bad[i].s1, bad[i].s2,
+                     (const char *)NULL);
+    }
+    expect_cfg_fail("model_type", "\"qwen2_moe\"", U, "'qwen2_moe'", "qwen3 and qwen3_moe");
+}
+
+/* The tiny model with layer 0 sparse (3 experts of 6, k = 2) and layer 1
+ * dense through mlp_only_layers. */
+#define TINY_MOE_CONFIG                                                                            \
+    "{\"model_type\": \"qwen3_moe\", \"hidden_size\": 8, \"intermediate_size\": 12,"             \
+    " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"           \
+    " \"head_dim\": 4, \"vocab_size\": 10, \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000,"        \
+    " \"num_experts\": 3, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 6,"              \
+    " \"mlp_only_layers\": [1]}"
+
+static void tiny_moe_tensors(tiny_names *t)
+{
+    char n[64];
+    static const char *const proj[3] = {"gate_proj", "up_proj", "down_proj"};
+    tiny_tensors(t, TINY_LAYERS, 1);
+    for (int i = 0; i < 3; i++) {
+        snprintf(n, sizeof n, "model.layers.0.mlp.%s.weight", proj[i]);
+        tiny_drop(t, n);
+    }
+    tiny_add(t, "model.layers.0.mlp.gate.weight", "F32", 2, 3, 8);
+    for (int j = 0; j < 3; j++)
+        for (int i = 0; i < 3; i++) {
+            snprintf(n, sizeof n, "model.layers.0.mlp.experts.%d.%s.weight", j, proj[i]);
+            tiny_add(t, n, "BF16", 2, i == 2 ? 8 : 6, i == 2 ? 6 : 8);
+        }
+}
+
+static void expect_moe_fail(const char *dir, tiny_names *t, enc_status want, const char *s1,
+                            const char *s2)
+{
+    st_archive *a;
+    qwen3_tensors qt;
+    enc_status s = tiny_load(dir, TINY_MOE_CONFIG, t, &a, &qt);
+    CHECK(qt.layers == NULL);
+    expect_error(dir, s, want, s1, s2, (const char *)NULL);
+    st_close(a);
+}
+
+static void test_moe_tensors(void)
+{
+    tiny_names t;
+    st_archive *a;
+    qwen3_tensors qt;
+    tiny_moe_tensors(&t);
+    enc_status s = tiny_load("moe_ok", TINY_MOE_CONFIG, &t, &a, &qt);
+    CHECK(s == ENC_OK);
+    if (s == ENC_OK) {
+        CHECK(qt.layers[0].router == st_find(a, "model.layers.0.mlp.gate.weight"));
+        CHECK(qt.layers[0].gate == NULL && qt.layers[1].router == NULL && qt.layers[1].gate);
+        CHECK(qwen3_tensors_expert(a, 0, 2, 2) ==
+              st_find(a, "model.layers.0.mlp.experts.2.down_proj.weight"));
+    } else {
+        fprintf(stderr, "  %s\n", enc_last_error());
+    }
+    qwen3_tensors_free(&qt);
+    st_close(a);
+
+    const enc_status F = ENC_ERR_FORMAT;
+    tiny_moe_tensors(&t);
+    tiny_drop(&t, "model.layers.0.mlp.experts.2.down_proj.weight");
+    expect_moe_fail("moe_missing", &t, F, "'model.layers.0.mlp.experts.2.down_proj.weight'",
+                    "missing");
+    tiny_moe_tensors(&t);
+    tiny_find(&t, "model.layers.0.mlp.experts.1.up_proj.weight")->shape[0] = 5;
+    expect_moe_fail("moe_shape", &t, F,
+                    "moe_shape/model.safetensors: tensor 'model.layers.0.mlp.experts.1.up_proj.weight'",
+                    "[5, 8], config.json implies [6, 8]");
+    tiny_moe_tensors(&t);
+    tiny_find(&t, "model.layers.0.mlp.gate.weight")->shape[0] = 4;
+    expect_moe_fail("moe_router", &t, F, "'model.layers.0.mlp.gate.weight' has shape [4, 8]",
+                    "[3, 8]");
+    tiny_moe_tensors(&t);
+    tiny_find(&t, "model.layers.0.mlp.experts.2.gate_proj.weight")->dtype = "F16";
+    expect_moe_fail("moe_dtype", &t, F, "'model.layers.0.mlp.experts.2.gate_proj.weight' has dtype F16",
+                    "share one dtype");
+    tiny_moe_tensors(&t);
+    tiny_add(&t, "model.layers.0.mlp.experts.3.up_proj.weight", "BF16", 2, 6, 8);
+    expect_moe_fail("moe_extra_expert", &t, F, "'model.layers.0.mlp.experts.3.up_proj.weight'",
+                    "not used by a Qwen3-MoE model");
+    tiny_moe_tensors(&t);
+    tiny_add(&t, "model.layers.0.mlp.gate_proj.weight", "F32", 2, 12, 8);
+    expect_moe_fail("moe_dense_in_sparse", &t, F, "'model.layers.0.mlp.gate_proj.weight'",
+                    "unexpected");
+    tiny_moe_tensors(&t);
+    tiny_add(&t, "model.layers.1.mlp.gate.weight", "F32", 2, 3, 8);
+    expect_moe_fail("moe_router_in_dense", &t, F, "'model.layers.1.mlp.gate.weight'", "unexpected");
+    tiny_moe_tensors(&t);
+    tiny_add(&t, "model.layers.0.mlp.shared_expert.up_proj.weight", "F32", 2, 6, 8);
+    expect_moe_fail("moe_shared", &t, ENC_ERR_UNSUPPORTED,
+                    "'model.layers.0.mlp.shared_expert.up_proj.weight' is a shared expert",
+                    "Qwen2-MoE");
+}
+
 /* --- main --------------------------------------------------------------- */
 
 int main(void)
@@ -1087,6 +1249,8 @@ int main(void)
     test_config_bad();
     test_qwen3_valid();
     test_qwen3_bad();
+    test_moe_config();
+    test_moe_tensors();
     nftw(g_root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     printf("%d checks, %d failed\n", n_checks, n_failed);
     return n_failed ? 1 : 0;
