@@ -1,7 +1,7 @@
 /* test_vulkan_ops.c - every op of the Qwen3 step on the Vulkan backend
  * against the CPU backend, over many shapes: odd sizes, one token and many,
  * GQA ratios, f32/bf16/f16 weights, a weight larger than one storage-buffer
- * range.
+ * range; the MoE ops with tied router scores and bad expert ids.
  *
  * Each case builds a one-op graph twice over the same host data, once per
  * backend, runs it eagerly and compares every output (the op's result, and
@@ -223,6 +223,37 @@ static graph_tensor *b_advance(graph *g, graph_tensor **t, const int64_t *ip, do
     return NULL;
 }
 
+/* MoE: ip[0] = k; the harness's 2-D tensors are seen as the ops' 3-D ones
+ * (x [T * k, K] as [T, k, K] when ip[1], w [E * N, K] as [E, N, K] with
+ * E = ip[2], y [T * k, N] as [T, k, N]). */
+static graph_tensor *as_3d(graph *g, graph_tensor *t, int64_t n0)
+{
+    int64_t sh[3] = {n0, t->shape[0] / n0, t->shape[1]};
+    graph_tensor *r = graph_new_tensor(g, t->kind, t->dtype, 3, sh, t->name);
+    if (r) graph_bind(r, t->buffer, t->offset);
+    return r;
+}
+static graph_tensor *b_moe_ids(graph *g, graph_tensor **t, const int64_t *ip, double fp)
+{
+    graph_tensor *w;
+    return graph_moe_route(g, t[0], ip[0], GRAPH_ROUTER_SOFTMAX, (int)ip[1], &w);
+}
+static graph_tensor *b_moe_weights(graph *g, graph_tensor **t, const int64_t *ip, double fp)
+{
+    graph_tensor *w = NULL;
+    graph_moe_route(g, t[0], ip[0], GRAPH_ROUTER_SOFTMAX, (int)ip[1], &w);
+    return w;
+}
+static graph_tensor *b_matmul_id(graph *g, graph_tensor **t, const int64_t *ip, double fp)
+{
+    graph_tensor *x = ip[1] ? as_3d(g, t[0], t[0]->shape[0] / ip[0]) : t[0];
+    return graph_matmul_id(g, x, as_3d(g, t[1], ip[2]), t[2]);
+}
+static graph_tensor *b_moe_sum(graph *g, graph_tensor **t, const int64_t *ip, double fp)
+{
+    return graph_moe_sum(g, as_3d(g, t[0], t[0]->shape[0] / ip[0]), t[1]);
+}
+
 /* --- the cases --------------------------------------------------------------------- */
 
 static const enc_dtype g_wtypes[3] = {ENC_F32, ENC_BF16, ENC_F16};
@@ -431,6 +462,54 @@ static void cases_argmax(backend *cpu, backend *vk)
     }
 }
 
+/* Routing: ids bit-identical (logits from a few values: exact ties, which
+ * both sides give to the lower id), weights within 1e-5. */
+static void cases_moe_route(backend *cpu, backend *vk)
+{
+    const int64_t shapes[][3] = {{1, 1, 1}, {3, 4, 2}, {17, 8, 2}, {5, 64, 8}, {2, 128, 128}, {9, 512, 3}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int norm = 0; norm < 2; norm++)
+            for (int what = 0; what < 2; what++) {
+                int64_t T = shapes[s][0], E = shapes[s][1], k = shapes[s][2];
+                op_case c = {.build = what ? b_moe_weights : b_moe_ids, .ip = {k, norm}, .tol = what ? 1e-5 : 0};
+                snprintf(c.what, sizeof c.what, "moe_route %s T=%lld E=%lld k=%lld norm=%d",
+                         what ? "weights" : "ids", (long long)T, (long long)E, (long long)k, norm);
+                op_in *l = add_in(&c, "logits", ENC_F32, T, E, GRAPH_INTERMEDIATE);
+                for (int64_t i = 0; i < T * E; i++) ((float *)l->data)[i] = (float)(rnd() % 5) * 0.5f;
+                check_case(cpu, vk, &c);
+            }
+}
+
+static void cases_matmul_id(backend *cpu, backend *vk)
+{
+    const int64_t shapes[][5] = {/* T, k, K, N, E */
+                                 {1, 1, 8, 4, 1}, {1, 2, 64, 48, 4}, {3, 2, 33, 17, 5}, {9, 8, 130, 24, 8}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int d = 0; d < 3; d++)
+            for (int per_slot = 0; per_slot < 2; per_slot++) {
+                int64_t T = shapes[s][0], k = shapes[s][1], K = shapes[s][2], N = shapes[s][3], E = shapes[s][4];
+                op_case c = {.build = b_matmul_id, .ip = {k, per_slot, E}, .tol = 1e-5};
+                snprintf(c.what, sizeof c.what, "matmul_id %s T=%lld k=%lld K=%lld N=%lld E=%lld slot=%d",
+                         enc_dtype_name(g_wtypes[d]), (long long)T, (long long)k, (long long)K, (long long)N,
+                         (long long)E, per_slot);
+                fill_random(add_in(&c, "x", ENC_F32, per_slot ? T * k : T, K, GRAPH_INPUT), 1.0f);
+                fill_random(add_in(&c, "w", g_wtypes[d], E * N, K, GRAPH_WEIGHT), 1.0f);
+                op_in *ids = add_in(&c, "ids", ENC_I32, T, k, GRAPH_INPUT);
+                for (int64_t i = 0; i < T * k; i++) /* some bad ids: zero rows */
+                    ints(ids)[i] = rnd() % 11 == 0 ? -1 : (int32_t)(rnd() % (uint32_t)E);
+                check_case(cpu, vk, &c);
+            }
+    const int64_t sums[][3] = {{1, 1, 7}, {5, 2, 64}, {33, 8, 100}};
+    for (size_t s = 0; s < sizeof sums / sizeof sums[0]; s++) {
+        int64_t T = sums[s][0], k = sums[s][1], N = sums[s][2];
+        op_case c = {.build = b_moe_sum, .ip = {k}, .tol = 1e-6};
+        snprintf(c.what, sizeof c.what, "moe_sum T=%lld k=%lld N=%lld", (long long)T, (long long)k, (long long)N);
+        fill_random(add_in(&c, "y", ENC_F32, T * k, N, GRAPH_INTERMEDIATE), 3.0f);
+        fill_random(add_in(&c, "w", ENC_F32, T, k, GRAPH_INTERMEDIATE), 1.0f);
+        check_case(cpu, vk, &c);
+    }
+}
+
 static void cases_advance(backend *cpu, backend *vk)
 {
     const int64_t P = 5, maxb = 3, bs = 16;
@@ -576,6 +655,8 @@ int main(void)
     cases_attention(cpu, vk);
     cases_argmax(cpu, vk);
     cases_advance(cpu, vk);
+    cases_moe_route(cpu, vk);
+    cases_matmul_id(cpu, vk);
     cases_windows(cpu, vk);
     invariance_matmul(vk);
     invariance_attention(vk);

@@ -47,7 +47,7 @@ foreach(case write read alloc free nested replay end replay_matches_eager)
 endforeach()
 
 foreach(preset tiny-gqa1-hd64-f32 tiny-gqa2-hd64-bf16 tiny-gqa4-hd128-bf16 tiny-gqa2-hd128-f16-sharded
-               tiny-qwen3vocab)
+               tiny-qwen3vocab tiny-moe-e8k2-bf16 tiny-moe-mixed-f32)
   string(REPLACE "-" "_" p "${preset}")
   set(checks logits greedy)
   if(preset STREQUAL "tiny-qwen3vocab")
@@ -73,8 +73,6 @@ foreach(kv bf16 f16)
   endforeach()
 endforeach()
 
-vk_test(vulkan_moe_refused ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/vulkan_vs_cpu.py
-        --encore $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-bf16 moe_refused)
 vk_test(vulkan_bad_device ${CMAKE_COMMAND} -E env ENCORE_KV_CACHE_DTYPE=f32 ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/vulkan_vs_cpu.py
         --encore $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 bad_device)
 
@@ -82,6 +80,12 @@ foreach(scenario long join_after_capture grow_shrink block_crossing_32 same_and_
                  pool_exhaustion eos_stops sampling)
   vk_test(vulkan_capture_${scenario} ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py
           --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${scenario})
+endforeach()
+
+# The capture matrix on a mixture-of-experts checkpoint: routing on the device.
+foreach(scenario long grow_shrink)
+  vk_test(vulkan_capture_moe_${scenario} ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py
+          --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} --model tiny-moe-e8k2-bf16 ${scenario})
 endforeach()
 
 # The whole Vulkan suite once more with the validation layer.

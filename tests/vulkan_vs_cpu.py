@@ -10,7 +10,6 @@
   greedy   `encore generate` greedy, 48 tokens from three prompts, on both
            devices, captured (the default) and --eager on Vulkan: identical
            ids.
-  moe_refused a mixture-of-experts model is refused on Vulkan, with the reason
   bad_device  a device name that is not one, a Vulkan index past the last
            device, a bad ENCORE_VK_DEVICE, and a KV pool (16M blocks, 125 GB
            per layer of a tiny model) that no device holds: a clear error
@@ -20,7 +19,7 @@
 The independent NumPy reference is checked on Vulkan by the ref_* tests run
 with ENCORE_DEVICE=vulkan (tests/vulkan.cmake).
 
-usage: vulkan_vs_cpu.py --encore BIN -m MODEL {logits,greedy,bad_device,moe_refused}
+usage: vulkan_vs_cpu.py --encore BIN -m MODEL {logits,greedy,bad_device}
 """
 import argparse
 import json
@@ -95,25 +94,13 @@ def check_bad_device(a):
     print(f"ok bad_device: {len(cases)} bad device choices and sizes refused with their reason")
 
 
-def check_moe_refused(a):
-    """A mixture-of-experts model on Vulkan: a clear refusal (no shaders for its ops yet)."""
-    msg = "the vulkan backend cannot run op 'moe_route': mixture-of-experts models"
-    for cmd in (["generate", "--prompt-ids", "1 2", "-n", "2"], ["logits", "--prompt-ids", "1 2"]):
-        p = subprocess.run([a.encore] + cmd + ["-m", a.model, "--device", "vulkan"] + SMALL_KV,
-                           capture_output=True, text=True, timeout=120)
-        if p.returncode != 1 or msg not in p.stderr:
-            sys.exit(f"FAIL: {cmd[0]} on vulkan: exit {p.returncode} (want 1), stderr {p.stderr.strip()!r}")
-    print("ok moe_refused: generate and logits refuse a MoE model on Vulkan with the reason")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--encore", required=True)
     ap.add_argument("-m", "--model", required=True)
-    ap.add_argument("check", choices=["logits", "greedy", "bad_device", "moe_refused"])
+    ap.add_argument("check", choices=["logits", "greedy", "bad_device"])
     a = ap.parse_args()
-    {"logits": check_logits, "greedy": check_greedy, "bad_device": check_bad_device,
-     "moe_refused": check_moe_refused}[a.check](a)
+    {"logits": check_logits, "greedy": check_greedy, "bad_device": check_bad_device}[a.check](a)
 
 
 if __name__ == "__main__":

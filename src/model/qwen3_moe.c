@@ -7,19 +7,6 @@
 #include "base/mapfile.h"
 #include "model/qwen3_tensors.h"
 
-enc_status qwen3_moe_check_backend(const backend *be)
-{
-    static const graph_op ops[] = {GRAPH_OP_MOE_ROUTE, GRAPH_OP_MOE_WEIGHTS, GRAPH_OP_MATMUL_ID,
-                                   GRAPH_OP_MOE_SUM};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        if (!backend_supports_op(be, ops[i]))
-            return enc_fail(ENC_ERR_UNSUPPORTED,
-                            "the %s backend cannot run op '%s': mixture-of-experts models "
-                            "(model_type qwen3_moe) run on the cpu backend",
-                            be->iface->name, graph_op_name(ops[i]));
-    return ENC_OK;
-}
-
 /* One projection (0 gate, 1 up, 2 down) of every expert into w [E, N, K]. */
 static enc_status qwen3_moe__stack(backend *be, const qwen3_config *c, const st_archive *a,
                                    int64_t l, int proj, qwen3_weight *w)

@@ -12,8 +12,6 @@
 
 #include "model/qwen3.h"
 
-/* Refuse a backend that cannot run the MoE ops, naming the backend and op. */
-enc_status qwen3_moe_check_backend(const backend *be);
 /* Stack MoE layer l's experts (checked by qwen3_tensors_find) into
  * l->exp_gate, exp_up, exp_down, giving back each file page once copied. */
 enc_status qwen3_moe_put_experts(backend *be, const qwen3_config *c, const st_archive *a,

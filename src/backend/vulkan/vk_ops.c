@@ -437,6 +437,58 @@ static enc_status vk__advance(vk__plan *pl)
     return ENC_OK;
 }
 
+/* --- mixture of experts ------------------------------------------------------ */
+
+/* moe_route, moe_weights: one invocation per token. */
+static enc_status vk__moe_route(vk__plan *pl)
+{
+    const graph_node *n = pl->n;
+    vk_dispatch *d = NULL;
+    if (n->op == GRAPH_OP_MOE_ROUTE) /* logits, ids out */
+        ENC_TRY(vk__single(pl, (const graph_tensor *const[]){n->src[0], n->dst}, 2, &d));
+    else /* logits, ids, weights out */
+        ENC_TRY(vk__single(pl, (const graph_tensor *const[]){n->src[0], n->src[1], n->dst}, 3, &d));
+    uint32_t p[] = {(uint32_t)n->src[0]->shape[0], (uint32_t)n->src[0]->shape[1], (uint32_t)n->i[0],
+                    (uint32_t)n->i[1], (uint32_t)n->i[2]};
+    memcpy(d->push.p, p, sizeof p);
+    vk__grid_1d(d, n->src[0]->shape[0], 64);
+    return ENC_OK;
+}
+
+/* matmul_id: one workgroup per (output column, token-slot pair). */
+static enc_status vk__matmul_id(vk__plan *pl)
+{
+    const graph_node *n = pl->n;
+    const graph_tensor *x = n->src[0], *w = n->src[1], *ids = n->src[2];
+    int64_t pairs = ids->shape[0] * ids->shape[1], N = w->shape[1];
+    ENC_TRY(vk__weight_dtype(pl, w));
+    ENC_TRY(vk__check_tokens(pl, pairs));
+    if (N > VK__GRID_MAX)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: matmul_id: tensor '%s' has %lld output rows (at most %d)",
+                        vk__tname(w), (long long)N, VK__GRID_MAX);
+    vk_dispatch *d = NULL;
+    ENC_TRY(vk__single(pl, (const graph_tensor *const[]){x, w, ids, n->dst}, 4, &d));
+    uint32_t p[] = {(uint32_t)pairs, (uint32_t)ids->shape[1], (uint32_t)w->shape[2], (uint32_t)N,
+                    (uint32_t)w->dtype, (uint32_t)w->shape[0], x->n_dims == 3};
+    memcpy(d->push.p, p, sizeof p);
+    d->groups[0] = (uint32_t)N;
+    d->groups[1] = (uint32_t)pairs; /* zero groups: nothing runs */
+    return ENC_OK;
+}
+
+/* moe_sum: one invocation per output element. */
+static enc_status vk__moe_sum(vk__plan *pl)
+{
+    const graph_node *n = pl->n;
+    const graph_tensor *y = n->src[0];
+    vk_dispatch *d = NULL;
+    ENC_TRY(vk__single(pl, (const graph_tensor *const[]){y, n->src[1], n->dst}, 3, &d));
+    uint32_t p[] = {(uint32_t)y->shape[0], (uint32_t)y->shape[1], (uint32_t)y->shape[2]};
+    memcpy(d->push.p, p, sizeof p);
+    vk__grid_1d(d, y->shape[0] * y->shape[2], 256);
+    return ENC_OK;
+}
+
 enc_status vk_ops_plan(const vk_ctx *c, const graph_node *n, vk_dispatch *out, int *n_out)
 {
     vk__plan pl = {c, n, out, 0};
@@ -452,6 +504,10 @@ enc_status vk_ops_plan(const vk_ctx *c, const graph_node *n, vk_dispatch *out, i
     case GRAPH_OP_ATTENTION: s = vk__attention(&pl); break;
     case GRAPH_OP_ARGMAX: s = vk__argmax(&pl); break;
     case GRAPH_OP_DECODE_ADVANCE: s = vk__advance(&pl); break;
+    case GRAPH_OP_MOE_ROUTE:
+    case GRAPH_OP_MOE_WEIGHTS: s = vk__moe_route(&pl); break;
+    case GRAPH_OP_MATMUL_ID: s = vk__matmul_id(&pl); break;
+    case GRAPH_OP_MOE_SUM: s = vk__moe_sum(&pl); break;
     default: s = enc_fail(ENC_ERR_INTERNAL, "vulkan: unknown op %d", (int)n->op);
     }
     *n_out = pl.n_out;

@@ -17,6 +17,8 @@ static const char *const vk__shader_names[GRAPH_OP_COUNT] = {
     [GRAPH_OP_SWIGLU] = "swiglu",       [GRAPH_OP_ADD] = "add",
     [GRAPH_OP_STORE_KV] = "store_kv",   [GRAPH_OP_ATTENTION] = "attention",
     [GRAPH_OP_ARGMAX] = "argmax",       [GRAPH_OP_DECODE_ADVANCE] = "decode_advance",
+    [GRAPH_OP_MOE_ROUTE] = "moe_route", [GRAPH_OP_MOE_WEIGHTS] = "moe_weights",
+    [GRAPH_OP_MATMUL_ID] = "matmul_id", [GRAPH_OP_MOE_SUM] = "moe_sum",
 };
 
 enc_status vk_pipelines_init(vk_ctx *c)
