@@ -12,7 +12,7 @@ MODEL ?= $(BUILD)/models/demo
 PROMPT ?= The capital of France is
 TOKENS ?= 48
 
-.PHONY: deps build run test test-release test-isa test-asan test-fuzz bench-model clean
+.PHONY: deps build run test test-release test-isa test-asan test-fuzz bench-model bench-moe-model clean
 
 deps:
 	@scripts/install-deps.sh
@@ -51,6 +51,9 @@ test-fuzz: deps
 # The Qwen3-0.6B-geometry checkpoint for benchmarks (1.2 GB, random weights).
 bench-model: build
 	/usr/bin/python3 scripts/gen_checkpoint.py --preset qwen3-0.6b-geometry --out $(BUILD)/models/qwen3-0.6b-geometry --tokenizer-dir $(BUILD)/tokenizer/qwen3
+
+bench-moe-model: build
+	/usr/bin/python3 scripts/gen_checkpoint.py --preset qwen3-moe-bench-geometry --out $(BUILD)/models/qwen3-moe-bench-geometry --tokenizer-dir $(BUILD)/tokenizer/qwen3
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)

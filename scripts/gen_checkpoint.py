@@ -78,6 +78,12 @@ MOE_PRESETS = {
                                moe=dict(E=6, k=2, Fe=40, norm=True, step=2, mlp_only=[3])),
 }
 PRESETS.update(MOE_PRESETS)
+# Qwen3-30B-A3B's structure scaled to one machine (`make bench-moe-model`, ~2 GB bf16):
+# 64 experts of 256, 8 per token, hidden 1024, 16 layers, 16 query / 4 KV heads of 128.
+PRESETS["qwen3-moe-bench-geometry"] = dict(
+    V=REAL_VOCAB, D=1024, L=16, H=16, KVH=4, hd=128, F=3072, tied=True, dtype="BF16",
+    theta=1000000.0, seed=205, max_pos=40960, tokenizer="optional",
+    moe=dict(E=64, k=8, Fe=256, norm=True, step=1, mlp_only=[]))
 # Router weights: logits of std ~ROUTER_STD, so that the top-k is rarely a near-tie.
 ROUTER_STD = 3.0
 

@@ -3,9 +3,12 @@
  *
  * Routing is per token: one row of scores on the stack (at most 512
  * experts), k passes of an arg-max that keeps the lower id on ties. The
- * expert matmul is cpu_matmul's row kernel over one (token, slot) at a time,
- * visited expert by expert, so a token's bits are those of a dense matmul
- * with its expert's matrix. */
+ * expert matmul visits the experts in order; for each, a share gathers the
+ * x rows of up to 16 (token, slot) pairs that chose it onto its stack and
+ * runs cpu_matmul over its own rows of the expert's matrix, so the expert's
+ * weights stream once per 16 pairs (once per step in decode) with the
+ * register tiles of a dense matmul, and a token's bits are those of a dense
+ * matmul with its expert's matrix, whatever the grouping. */
 #include "backend/cpu/kernels_moe.h"
 
 #include <math.h>
@@ -100,23 +103,61 @@ void cpu_moe_weights(const float *logits, const int32_t *ids, int64_t n_tokens,
 
 /* --- the expert matmul ------------------------------------------------------- */
 
+/* The staging of one share (on the caller's stack): up to MOE__CHUNK pairs
+ * of one expert, their x rows gathered, their results for the share's rows. */
+enum { MOE__STAGE_FLOATS = 8192, MOE__CHUNK = 16, MOE__ROW_ALIGN = 16 };
+
+static const float *moe__x_row(const cpu_matmul_id_args *a, int64_t p)
+{
+    return a->x + (a->x_per_slot ? p : p / a->k) * a->n_in;
+}
+
+/* Rows [n0, n1) of expert matrix we for the m pairs in pairs[]: gathered
+ * into xs, multiplied by cpu_matmul (one share: these rows only) into ys
+ * [m, n1 - n0], scattered to y. */
+static void moe__chunk(const cpu_matmul_id_args *a, const void *we, const int64_t *pairs, int m,
+                       int64_t n0, int64_t n1, float *xs, float *ys)
+{
+    int64_t K = a->n_in, nr = n1 - n0;
+    const void *w0 = (const char *)we + (size_t)n0 * enc_dtype_row_bytes(a->w_dtype, K);
+    for (int i = 0; i < m; i++) memcpy(xs + i * K, moe__x_row(a, pairs[i]), (size_t)K * sizeof(float));
+    cpu_matmul(xs, m, K, w0, a->w_dtype, nr, ys, 0, 1);
+    for (int i = 0; i < m; i++)
+        memcpy(a->y + pairs[i] * a->n_out + n0, ys + i * nr, (size_t)nr * sizeof(float));
+}
+
 void cpu_matmul_id(const cpu_matmul_id_args *a, int ith, int nth)
 {
-    int64_t n_pairs = a->n_tokens * a->k;
-    size_t expert_bytes = (size_t)a->n_out * enc_dtype_row_bytes(a->w_dtype, a->n_in);
-    /* rows with an id out of range: zeros, this share's rows of them */
-    int64_t p0, p1;
-    moe__split(n_pairs, ith, nth, &p0, &p1);
-    for (int64_t p = p0; p < p1; p++)
+    int64_t n_pairs = a->n_tokens * a->k, K = a->n_in;
+    size_t expert_bytes = (size_t)a->n_out * enc_dtype_row_bytes(a->w_dtype, K);
+    /* this share's output rows; the split changes no value */
+    int64_t per = (a->n_out + nth - 1) / nth;
+    per = (per + MOE__ROW_ALIGN - 1) / MOE__ROW_ALIGN * MOE__ROW_ALIGN;
+    int64_t n0 = per * ith < a->n_out ? per * ith : a->n_out;
+    int64_t n1 = n0 + per < a->n_out ? n0 + per : a->n_out;
+    if (n0 >= n1) return;
+    float xs[MOE__STAGE_FLOATS], ys[MOE__STAGE_FLOATS];
+    int64_t fit = MOE__STAGE_FLOATS / (K > n1 - n0 ? K : n1 - n0);
+    int chunk = fit < MOE__CHUNK ? (int)fit : MOE__CHUNK;
+    int64_t pairs[MOE__CHUNK];
+    for (int64_t p = 0; p < n_pairs; p++) /* an id out of range: a zero row */
         if (a->ids[p] < 0 || a->ids[p] >= a->n_experts)
-            memset(a->y + p * a->n_out, 0, (size_t)a->n_out * sizeof(float));
+            memset(a->y + p * a->n_out + n0, 0, (size_t)(n1 - n0) * sizeof(float));
     for (int64_t e = 0; e < a->n_experts; e++) {
         const void *we = (const char *)a->w + (size_t)e * expert_bytes;
+        int m = 0;
         for (int64_t p = 0; p < n_pairs; p++) {
             if (a->ids[p] != e) continue;
-            const float *x = a->x + (a->x_per_slot ? p : p / a->k) * a->n_in;
-            cpu_matmul(x, 1, a->n_in, we, a->w_dtype, a->n_out, a->y + p * a->n_out, ith, nth);
+            if (chunk < 2) { /* rows too long to stage: one pair at a time, in place */
+                const void *w0 = (const char *)we + (size_t)n0 * enc_dtype_row_bytes(a->w_dtype, K);
+                cpu_matmul(moe__x_row(a, p), 1, K, w0, a->w_dtype, n1 - n0, ys, 0, 1);
+                memcpy(a->y + p * a->n_out + n0, ys, (size_t)(n1 - n0) * sizeof(float));
+                continue;
+            }
+            pairs[m++] = p;
+            if (m == chunk) moe__chunk(a, we, pairs, m, n0, n1, xs, ys), m = 0;
         }
+        if (m) moe__chunk(a, we, pairs, m, n0, n1, xs, ys);
     }
 }
 

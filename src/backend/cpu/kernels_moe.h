@@ -30,11 +30,12 @@ void cpu_moe_weights(const float *logits, const int32_t *ids, int64_t n_tokens,
 
 /* y[t, s, :] = x_(t,s) W_e^T with e = ids[t, s], W_e = w[e] of [n_out, n_in]:
  * x_(t,s) = x[t, :] when x_per_slot is 0 (x [T, n_in]), else x[t, s, :]
- * (x [T, k, n_in]). Experts are visited in order, and each thread's share of
- * an expert's rows serves every (token, slot) that chose it before the next
- * expert, so a step reads each chosen expert's weights once. Each output is
- * cpu_matmul's dot product, whatever the grouping. An id outside
- * [0, n_experts) gives a zero row. */
+ * (x [T, k, n_in]). Experts are visited in order, and each share's rows of
+ * an expert serve the (token, slot) pairs that chose it, 16 at a time, before
+ * the next expert: a decode step reads each chosen expert's weights once.
+ * Each output is cpu_matmul's dot product, whatever the grouping. An id
+ * outside [0, n_experts) gives a zero row. The share's staging (2 x 32 KiB)
+ * is on the caller's stack. */
 typedef struct cpu_matmul_id_args {
     const float *x;
     int x_per_slot;
