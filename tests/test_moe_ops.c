@@ -37,7 +37,10 @@ static uint64_t rng_next(void) /* splitmix64 */
     return z ^ (z >> 31);
 }
 
-static float rng_uniform(void) { return (float)((double)(rng_next() >> 11) / 9007199254740992.0) * 2.0f - 1.0f; }
+static float rng_uniform(void)
+{
+    return (float)((double)(rng_next() >> 11) / 9007199254740992.0) * 2.0f - 1.0f;
+}
 
 static void *xcalloc(size_t n, size_t size)
 {
@@ -55,9 +58,12 @@ static void *xcalloc(size_t n, size_t size)
 static void ref_softmax(const float *l, int64_t n, double *p)
 {
     double m = l[0], sum = 0;
-    for (int64_t e = 1; e < n; e++) m = l[e] > m ? l[e] : m;
-    for (int64_t e = 0; e < n; e++) sum += p[e] = exp((double)l[e] - m);
-    for (int64_t e = 0; e < n; e++) p[e] /= sum;
+    for (int64_t e = 1; e < n; e++)
+        m = l[e] > m ? l[e] : m;
+    for (int64_t e = 0; e < n; e++)
+        sum += p[e] = exp((double)l[e] - m);
+    for (int64_t e = 0; e < n; e++)
+        p[e] /= sum;
 }
 
 static const double *g_sort_p;
@@ -89,11 +95,13 @@ static void check_route(int64_t T, int64_t E, int64_t k, int n_levels)
     int bad_ids = 0, bad_w = 0;
     for (int64_t t = 0; t < T; t++) {
         ref_softmax(logits + t * E, E, p);
-        for (int64_t e = 0; e < E; e++) order[e] = (int32_t)e;
+        for (int64_t e = 0; e < E; e++)
+            order[e] = (int32_t)e;
         g_sort_p = p;
         qsort(order, (size_t)E, sizeof *order, by_score_then_id);
         double sum = 0, rel = 1.2e-7 * (double)(E + k + 4); /* f32 sums of E and k terms */
-        for (int64_t s = 0; s < k; s++) sum += p[order[s]];
+        for (int64_t s = 0; s < k; s++)
+            sum += p[order[s]];
         for (int64_t s = 0; s < k; s++) {
             bad_ids += ids[0][t * k + s] != order[s];
             double want = p[order[s]], want_n = want / sum;
@@ -105,7 +113,8 @@ static void check_route(int64_t T, int64_t E, int64_t k, int n_levels)
         fprintf(stderr, "  route T=%lld E=%lld k=%lld: %d ids, %d weights wrong\n", (long long)T,
                 (long long)E, (long long)k, bad_ids, bad_w);
     CHECK(bad_ids == 0 && bad_w == 0);
-    for (int i = 0; i < 3; i++) free(ids[i]);
+    for (int i = 0; i < 3; i++)
+        free(ids[i]);
     free(logits), free(order), free(w), free(wn), free(p);
 }
 
@@ -156,23 +165,27 @@ static void check_matmul_id(enc_dtype dt, int64_t T, int64_t k, int64_t K, int64
     float *wf = xcalloc((size_t)(E * N * K), sizeof *wf);
     int32_t *ids = xcalloc((size_t)(T * k), sizeof *ids);
     float *y[3], *one = xcalloc((size_t)N, sizeof *one);
-    for (int64_t i = 0; i < x_rows * K; i++) x[i] = rng_uniform();
+    for (int64_t i = 0; i < x_rows * K; i++)
+        x[i] = rng_uniform();
     fill_weights(w, dt, E * N * K, wf);
     for (int64_t i = 0; i < T * k; i++) /* mostly a few popular experts, some bad ids */
         ids[i] = rng_next() % 13 == 0 ? -1 : (int32_t)(rng_next() % (uint64_t)(E < 3 ? E : 3));
     size_t expert_bytes = (size_t)(N * K) * enc_dtype_size(dt);
     for (int nth = 1; nth <= 3; nth++) {
         y[nth - 1] = xcalloc((size_t)(T * k * N), sizeof **y);
-        for (int64_t i = 0; i < T * k * N; i++) y[nth - 1][i] = NAN; /* every row must be written */
+        for (int64_t i = 0; i < T * k * N; i++)
+            y[nth - 1][i] = NAN; /* every row must be written */
         cpu_matmul_id_args a = {x, per_slot, ids, w, dt, y[nth - 1], T, k, K, N, E};
-        for (int ith = 0; ith < nth; ith++) cpu_matmul_id(&a, ith, nth);
+        for (int ith = 0; ith < nth; ith++)
+            cpu_matmul_id(&a, ith, nth);
         if (nth > 1) CHECK(!memcmp(y[0], y[nth - 1], (size_t)(T * k * N) * sizeof **y));
     }
     int bad_bits = 0, bad_ref = 0, bad_zero = 0;
     for (int64_t p = 0; p < T * k; p++) {
         const float *xr = x + (per_slot ? p : p / k) * K, *yr = y[0] + p * N;
         if (ids[p] < 0) {
-            for (int64_t n = 0; n < N; n++) bad_zero += yr[n] != 0.0f;
+            for (int64_t n = 0; n < N; n++)
+                bad_zero += yr[n] != 0.0f;
             continue;
         }
         cpu_matmul(xr, 1, K, (const char *)w + (size_t)ids[p] * expert_bytes, dt, N, one, 0, 1);
@@ -180,7 +193,8 @@ static void check_matmul_id(enc_dtype dt, int64_t T, int64_t k, int64_t K, int64
         for (int64_t n = 0; n < N; n++) {
             double ref = 0, mag = 0;
             const float *wr = wf + ((size_t)ids[p] * N + n) * K;
-            for (int64_t i = 0; i < K; i++) ref += (double)xr[i] * wr[i], mag += fabs((double)xr[i] * wr[i]);
+            for (int64_t i = 0; i < K; i++)
+                ref += (double)xr[i] * wr[i], mag += fabs((double)xr[i] * wr[i]);
             bad_ref += fabs(yr[n] - ref) > 1e-5 * mag + 1e-30;
         }
     }
@@ -189,7 +203,8 @@ static void check_matmul_id(enc_dtype dt, int64_t T, int64_t k, int64_t K, int64
                 enc_dtype_name(dt), (long long)T, (long long)k, (long long)K, (long long)N,
                 (long long)E, per_slot, bad_bits, bad_ref, bad_zero);
     CHECK(bad_bits == 0 && bad_ref == 0 && bad_zero == 0);
-    for (int i = 0; i < 3; i++) free(y[i]);
+    for (int i = 0; i < 3; i++)
+        free(y[i]);
     free(x), free(w), free(wf), free(ids), free(one);
 }
 
@@ -197,22 +212,27 @@ static void check_moe_sum(int64_t T, int64_t k, int64_t N)
 {
     float *y = xcalloc((size_t)(T * k * N), sizeof *y), *w = xcalloc((size_t)(T * k), sizeof *w);
     float *out[3];
-    for (int64_t i = 0; i < T * k * N; i++) y[i] = rng_uniform() * 4;
-    for (int64_t i = 0; i < T * k; i++) w[i] = (rng_uniform() + 1) / 2;
+    for (int64_t i = 0; i < T * k * N; i++)
+        y[i] = rng_uniform() * 4;
+    for (int64_t i = 0; i < T * k; i++)
+        w[i] = (rng_uniform() + 1) / 2;
     for (int nth = 1; nth <= 3; nth++) {
         out[nth - 1] = xcalloc((size_t)(T * N), sizeof **out);
-        for (int ith = 0; ith < nth; ith++) cpu_moe_sum(y, w, T, k, N, out[nth - 1], ith, nth);
+        for (int ith = 0; ith < nth; ith++)
+            cpu_moe_sum(y, w, T, k, N, out[nth - 1], ith, nth);
         if (nth > 1) CHECK(!memcmp(out[0], out[nth - 1], (size_t)(T * N) * sizeof **out));
     }
     int bad = 0;
     for (int64_t t = 0; t < T; t++)
         for (int64_t n = 0; n < N; n++) {
             double ref = 0;
-            for (int64_t s = 0; s < k; s++) ref += (double)w[t * k + s] * y[(t * k + s) * N + n];
+            for (int64_t s = 0; s < k; s++)
+                ref += (double)w[t * k + s] * y[(t * k + s) * N + n];
             bad += fabs(out[0][t * N + n] - ref) > 1e-5 * (double)k * 4;
         }
     CHECK(bad == 0);
-    for (int i = 0; i < 3; i++) free(out[i]);
+    for (int i = 0; i < 3; i++)
+        free(out[i]);
     free(y), free(w);
 }
 

@@ -14,7 +14,9 @@ static enc_status qwen3_moe__stack(backend *be, const qwen3_config *c, const st_
     const st_tensor *first = qwen3_tensors_expert(a, l, 0, proj);
     char what[96];
     snprintf(what, sizeof what, "model.layers.%lld.mlp.experts.*.%s", (long long)l,
-             proj == 0 ? "gate_proj" : proj == 1 ? "up_proj" : "down_proj");
+             proj == 0   ? "gate_proj"
+             : proj == 1 ? "up_proj"
+                         : "down_proj");
     w->dtype = first->dtype;
     w->n_dims = 3;
     w->shape[0] = c->n_experts;
@@ -32,8 +34,8 @@ static enc_status qwen3_moe__stack(backend *be, const qwen3_config *c, const st_
     return ENC_OK;
 }
 
-enc_status qwen3_moe_put_experts(backend *be, const qwen3_config *c, const st_archive *a,
-                                 int64_t l, qwen3_layer *w)
+enc_status qwen3_moe_put_experts(backend *be, const qwen3_config *c, const st_archive *a, int64_t l,
+                                 qwen3_layer *w)
 {
     ENC_TRY(qwen3_moe__stack(be, c, a, l, 0, &w->exp_gate));
     ENC_TRY(qwen3_moe__stack(be, c, a, l, 1, &w->exp_up));

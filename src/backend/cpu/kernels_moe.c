@@ -34,13 +34,15 @@ static void moe__split(int64_t n, int ith, int nth, int64_t *i0, int64_t *i1)
 static void moe__softmax(const float *l, int64_t n, float *p)
 {
     float m = l[0];
-    for (int64_t e = 1; e < n; e++) m = l[e] > m ? l[e] : m;
+    for (int64_t e = 1; e < n; e++)
+        m = l[e] > m ? l[e] : m;
     float sum = 0.0f;
     for (int64_t e = 0; e < n; e++) {
         p[e] = expf(l[e] - m);
         sum += p[e];
     }
-    for (int64_t e = 0; e < n; e++) p[e] /= sum;
+    for (int64_t e = 0; e < n; e++)
+        p[e] /= sum;
 }
 
 /* The scores of one token's logits; a new router kind adds its case. */
@@ -63,8 +65,8 @@ static int64_t moe__best(const float *p, const unsigned char *taken, int64_t n)
     return best;
 }
 
-void cpu_moe_route(const float *logits, int64_t n_tokens, int64_t n_experts, int64_t k,
-                   int router, int32_t *ids, int ith, int nth)
+void cpu_moe_route(const float *logits, int64_t n_tokens, int64_t n_experts, int64_t k, int router,
+                   int32_t *ids, int ith, int nth)
 {
     float p[MOE__MAX_EXPERTS];
     unsigned char taken[MOE__MAX_EXPERTS];
@@ -81,9 +83,8 @@ void cpu_moe_route(const float *logits, int64_t n_tokens, int64_t n_experts, int
     }
 }
 
-void cpu_moe_weights(const float *logits, const int32_t *ids, int64_t n_tokens,
-                     int64_t n_experts, int64_t k, int router, int norm, float *w, int ith,
-                     int nth)
+void cpu_moe_weights(const float *logits, const int32_t *ids, int64_t n_tokens, int64_t n_experts,
+                     int64_t k, int router, int norm, float *w, int ith, int nth)
 {
     float p[MOE__MAX_EXPERTS];
     int64_t t0, t1;
@@ -97,7 +98,8 @@ void cpu_moe_weights(const float *logits, const int32_t *ids, int64_t n_tokens,
             sum += wt[s];
         }
         if (norm && sum > 0.0f)
-            for (int64_t s = 0; s < k; s++) wt[s] /= sum;
+            for (int64_t s = 0; s < k; s++)
+                wt[s] /= sum;
     }
 }
 
@@ -120,7 +122,8 @@ static void moe__chunk(const cpu_matmul_id_args *a, const void *we, const int64_
 {
     int64_t K = a->n_in, nr = n1 - n0;
     const void *w0 = (const char *)we + (size_t)n0 * enc_dtype_row_bytes(a->w_dtype, K);
-    for (int i = 0; i < m; i++) memcpy(xs + i * K, moe__x_row(a, pairs[i]), (size_t)K * sizeof(float));
+    for (int i = 0; i < m; i++)
+        memcpy(xs + i * K, moe__x_row(a, pairs[i]), (size_t)K * sizeof(float));
     cpu_matmul(xs, m, K, w0, a->w_dtype, nr, ys, 0, 1);
     for (int i = 0; i < m; i++)
         memcpy(a->y + pairs[i] * a->n_out + n0, ys + i * nr, (size_t)nr * sizeof(float));
@@ -163,18 +166,20 @@ void cpu_matmul_id(const cpu_matmul_id_args *a, int ith, int nth)
 
 /* --- the weighted sum -------------------------------------------------------- */
 
-void cpu_moe_sum(const float *y, const float *w, int64_t n_tokens, int64_t k, int64_t n,
-                 float *out, int ith, int nth)
+void cpu_moe_sum(const float *y, const float *w, int64_t n_tokens, int64_t k, int64_t n, float *out,
+                 int ith, int nth)
 {
     int64_t t0, t1;
     moe__split(n_tokens, ith, nth, &t0, &t1);
     for (int64_t t = t0; t < t1; t++) {
         float *o = out + t * n;
-        for (int64_t i = 0; i < n; i++) o[i] = 0.0f;
+        for (int64_t i = 0; i < n; i++)
+            o[i] = 0.0f;
         for (int64_t s = 0; s < k; s++) {
             const float *ys = y + (t * k + s) * n;
             float ws = w[t * k + s];
-            for (int64_t i = 0; i < n; i++) o[i] += ws * ys[i];
+            for (int64_t i = 0; i < n; i++)
+                o[i] += ws * ys[i];
         }
     }
 }

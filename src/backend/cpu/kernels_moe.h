@@ -18,15 +18,14 @@ enum { CPU_ROUTER_SOFTMAX = 0 };
 
 /* ids[t, s] for s < k: the experts of the k largest scores of logits[t, :]
  * (n_experts <= 512), largest first; of equal scores the lower id first. */
-void cpu_moe_route(const float *logits, int64_t n_tokens, int64_t n_experts, int64_t k,
-                   int router, int32_t *ids, int ith, int nth);
+void cpu_moe_route(const float *logits, int64_t n_tokens, int64_t n_experts, int64_t k, int router,
+                   int32_t *ids, int ith, int nth);
 
 /* w[t, s] = score of expert ids[t, s] (the same scores as cpu_moe_route),
  * divided by sum_s w[t, s] (summed in slot order) when norm. An id outside
  * [0, n_experts) gets weight 0. */
-void cpu_moe_weights(const float *logits, const int32_t *ids, int64_t n_tokens,
-                     int64_t n_experts, int64_t k, int router, int norm, float *w, int ith,
-                     int nth);
+void cpu_moe_weights(const float *logits, const int32_t *ids, int64_t n_tokens, int64_t n_experts,
+                     int64_t k, int router, int norm, float *w, int ith, int nth);
 
 /* y[t, s, :] = x_(t,s) W_e^T with e = ids[t, s], W_e = w[e] of [n_out, n_in]:
  * x_(t,s) = x[t, :] when x_per_slot is 0 (x [T, n_in]), else x[t, s, :]
@@ -42,14 +41,14 @@ typedef struct cpu_matmul_id_args {
     const int32_t *ids; /* [n_tokens, k] */
     const void *w;      /* [n_experts, n_out, n_in] of w_dtype */
     enc_dtype w_dtype;
-    float *y;           /* [n_tokens, k, n_out] */
+    float *y; /* [n_tokens, k, n_out] */
     int64_t n_tokens, k, n_in, n_out, n_experts;
 } cpu_matmul_id_args;
 
 void cpu_matmul_id(const cpu_matmul_id_args *a, int ith, int nth);
 
 /* out[t, :] = sum_{s < k, in order} w[t, s] * y[t, s, :]; y [T, k, n]. */
-void cpu_moe_sum(const float *y, const float *w, int64_t n_tokens, int64_t k, int64_t n,
-                 float *out, int ith, int nth);
+void cpu_moe_sum(const float *y, const float *w, int64_t n_tokens, int64_t k, int64_t n, float *out,
+                 int ith, int nth);
 
 #endif
