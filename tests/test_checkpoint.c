@@ -1110,6 +1110,7 @@ static void test_moe_config(void)
     } bad[] = {
         {"num_experts_per_tok", "17", F, "'num_experts_per_tok' (17)", "num_experts (16)"},
         {"num_experts", "0", F, "'num_experts'", NULL},
+        {"num_experts", "513", U, "'num_experts' is 513", "at most 512"},
         {"mlp_only_layers", "[28]", F, "'mlp_only_layers' names layer 28", "is 28"},
         {"mlp_only_layers", "[1, 1]", F, "'mlp_only_layers' names layer 1 twice", NULL},
         {"mlp_only_layers", "3", F, "'mlp_only_layers' must be an array", NULL},

@@ -24,6 +24,7 @@
 
 #include "base/log.h"
 #include "base/mapfile.h"
+#include "graph/graph.h"
 
 #define CFG__INT_MAX 2147483647.0 /* integer fields must fit an int32 */
 
@@ -370,6 +371,9 @@ static enc_status cfg__moe(const cJSON *root, const char *where, qwen3_config *c
     ENC_TRY(cfg__int(root, where, "moe_intermediate_size", 768, &c->moe_intermediate_size));
     ENC_TRY(cfg__int(root, where, "decoder_sparse_step", 1, &c->decoder_sparse_step));
     ENC_TRY(cfg__bool(root, where, "norm_topk_prob", &c->norm_topk_prob));
+    if (c->n_experts > GRAPH_MOE_MAX_EXPERTS)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: field 'num_experts' is %lld; encore routes at most %d",
+                        where, (long long)c->n_experts, GRAPH_MOE_MAX_EXPERTS);
     if (c->n_experts_per_tok > c->n_experts)
         return enc_fail(ENC_ERR_FORMAT,
                         "%s: field 'num_experts_per_tok' (%lld) is more than num_experts (%lld)",
