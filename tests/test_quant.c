@@ -18,23 +18,9 @@
 
 #include "base/dtype.h"
 #include "base/quant.h"
+#include "quant_blocks.h"
 
 static int g_failures;
-
-static uint64_t g_rng = 0x243f6a8885a308d3ull;
-static uint64_t rng_next(void) /* splitmix64 */
-{
-    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static double rng_unit(void) { return (double)(rng_next() >> 11) / 9007199254740992.0; }
-static float rng_gauss(void)
-{
-    double u = rng_unit() + 1e-12, v = rng_unit();
-    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
-}
 
 static void *xmalloc(size_t n)
 {
@@ -47,48 +33,6 @@ static void *xmalloc(size_t n)
 }
 
 static const enc_dtype WEIGHT_TYPES[5] = {ENC_Q8_0, ENC_Q4_0, ENC_Q4_K, ENC_Q5_K, ENC_Q6_K};
-
-/* --- random raw blocks ------------------------------------------------------ */
-
-/* A finite f16 of magnitude in [2^-10, 2^2), either sign. */
-static uint16_t rand_f16(void)
-{
-    float mag = ldexpf((float)(1.0 + rng_unit()), (int)(rng_next() % 12) - 10);
-    return enc_f32_to_f16(rng_next() & 1 ? -mag : mag);
-}
-
-/* Offsets of the f16 fields of each block type. */
-static void f16_fields(enc_dtype dt, int *off, int *n)
-{
-    *n = 1;
-    switch (dt) {
-    case ENC_Q8_0:
-    case ENC_Q4_0: off[0] = 0; break;
-    case ENC_Q4_K:
-    case ENC_Q5_K: off[0] = 0, off[1] = 2, *n = 2; break;
-    case ENC_Q6_K: off[0] = 208; break;
-    default: *n = 0;
-    }
-}
-
-/* Block i of a dump: random bytes, except for a few edge cases by index:
- * 0 all quant bytes 0x00, 1 all 0xff (nibbles 15, 6-bit scales 63 with the
- * high bits of sub-blocks 4..7 set), 2 alternating 0x0f / 0xf0; every block
- * gets sane f16 scales of random sign (negative d and dmin included). */
-static void rand_block(enc_dtype dt, int i, unsigned char *b)
-{
-    size_t bb = enc_dtype_block_bytes(dt);
-    for (size_t j = 0; j < bb; j++) {
-        unsigned char r = (unsigned char)rng_next();
-        b[j] = i == 0 ? 0x00 : i == 1 ? 0xff : i == 2 ? (j & 1 ? 0xf0 : 0x0f) : r;
-    }
-    int off[2], n;
-    f16_fields(dt, off, &n);
-    for (int f = 0; f < n; f++) {
-        uint16_t h = rand_f16();
-        memcpy(b + off[f], &h, 2);
-    }
-}
 
 static int dump(const char *path)
 {
@@ -104,7 +48,7 @@ static int dump(const char *path)
         int64_t be = enc_dtype_block_elems(dt);
         unsigned char *raw = xmalloc(bb * N_BLOCKS);
         float *y = xmalloc((size_t)(be * N_BLOCKS) * sizeof *y);
-        for (int i = 0; i < N_BLOCKS; i++) rand_block(dt, i, raw + (size_t)i * bb);
+        for (int i = 0; i < N_BLOCKS; i++) qb_block(dt, i, raw + (size_t)i * bb);
         if (quant_dequantize_row(dt, raw, y, be * N_BLOCKS) != 0) {
             fprintf(stderr, "test_quant: dequantize %s refused\n", enc_dtype_name(dt));
             return 1;
@@ -130,10 +74,10 @@ static int dump(const char *path)
 static void make_input(int kind, float *x, int n)
 {
     for (int i = 0; i < n; i++) {
-        float g = rng_gauss();
+        float g = qb_gauss();
         switch (kind) {
         case 0: x[i] = g; break;
-        case 1: x[i] = (rng_next() % 97 == 0) ? 20.0f * g : g; break;
+        case 1: x[i] = (qb_next() % 97 == 0) ? 20.0f * g : g; break;
         case 2: x[i] = fabsf(g) + 0.25f; break;
         case 3: x[i] = -fabsf(g) - 0.5f; break;
         case 4: x[i] = 0.75f; break;

@@ -11,6 +11,18 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
+enc_dtype quant_dot_dtype(enc_dtype w)
+{
+    switch (w) {
+    case ENC_Q8_0:
+    case ENC_Q4_0: return ENC_Q8_0;
+    case ENC_Q4_K:
+    case ENC_Q5_K:
+    case ENC_Q6_K: return ENC_Q8_K;
+    default: return ENC_F32;
+    }
+}
+
 /* --- dequantize ---------------------------------------------------------- */
 
 static void quant__deq_q8_0(const block_q8_0 *b, float *y)

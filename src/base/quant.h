@@ -89,6 +89,11 @@ static inline void quant_scale_min_k4(const uint8_t *scales, int s, int *sc, int
     }
 }
 
+/* The 8-bit block type that activations take for integer dot products with
+ * weights of type w: Q8_0 for Q8_0 and Q4_0, Q8_K for Q4_K, Q5_K and Q6_K;
+ * F32 for any other type. */
+enc_dtype quant_dot_dtype(enc_dtype w);
+
 /* dst[0 .. n) = the n values of the blocks at src (n a multiple of the block
  * size of dt). Element types (F32, BF16, F16) convert. Returns 0, or -1 for
  * a type it cannot read or an n that is no whole number of blocks. */
