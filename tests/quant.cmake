@@ -14,3 +14,42 @@ set_tests_properties(test_quant_numpy PROPERTIES LABELS quant TIMEOUT 60)
 # for bit, get_rows of quantized tables (tests/test_quant_kernels.c).
 encore_add_c_test(test_quant_kernels ${ENCORE_TESTS_DIR}/test_quant_kernels.c)
 set_tests_properties(test_quant_kernels PROPERTIES LABELS "quant;kernels")
+
+# Checkpoints quantized at load (--quantize): logits against the NumPy reference
+# on the same quantized weights and 8-bit activations (tolerance: the top
+# comment of tests/test_reference.py), and bit-exact engine-vs-engine checks:
+# a request alone vs in a batch, 1 vs 2 threads, and captured decode vs eager
+# (capture_matrix.py). tiny-gqa4-hd128-bf16 has an untied lm_head,
+# tiny-gqa2-hd64-bf16 a tied one (the quantized embedding serves both).
+foreach(q q8_0 q4_0)
+  string(TOUPPER ${q} Q)
+  foreach(preset tiny-gqa2-hd64-bf16 tiny-gqa4-hd128-bf16)
+    add_test(NAME ref_logits_${q}_${preset}
+      COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_reference.py logits --quantize ${Q} --tol-rel 5e-2
+              --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/${preset})
+    set_tests_properties(ref_logits_${q}_${preset} PROPERTIES
+      FIXTURES_REQUIRED tiny_models LABELS "quant;reference" TIMEOUT 300)
+  endforeach()
+  add_test(NAME invariance_threads_${q}
+    COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_reference.py invariance-threads --quantize ${Q}
+            --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
+  set_tests_properties(invariance_threads_${q} PROPERTIES
+    FIXTURES_REQUIRED tiny_models LABELS "quant;reference" TIMEOUT 300)
+endforeach()
+add_test(NAME invariance_batch_q8_0
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_reference.py invariance-batch --quantize Q8_0
+          --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16)
+set_tests_properties(invariance_batch_q8_0 PROPERTIES
+  FIXTURES_REQUIRED tiny_models LABELS "quant;reference" TIMEOUT 300)
+foreach(scenario grow_shrink join_after_capture)
+  add_test(NAME capture_q8_0_${scenario}
+    COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py --quantize q8_0
+            --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${scenario})
+  set_tests_properties(capture_q8_0_${scenario} PROPERTIES
+    FIXTURES_REQUIRED tiny_models LABELS "quant;capture" TIMEOUT 600)
+endforeach()
+add_test(NAME capture_q4_0_long
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py --quantize q4_0
+          --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} long)
+set_tests_properties(capture_q4_0_long PROPERTIES
+  FIXTURES_REQUIRED tiny_models LABELS "quant;capture" TIMEOUT 600)

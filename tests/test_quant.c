@@ -9,7 +9,9 @@
  *                         NumPy dequantizers of tests/reference/gguf_quants.py
  *
  * Dump format, per type: name (8 bytes, NUL-padded), n_blocks (u32), the raw
- * blocks, then n_blocks * block_elems f32 values. */
+ * blocks, then n_blocks * block_elems f32 values; then for Q8_0 and Q4_0,
+ * whose quantizers are ggml's reference ones: "Q8_0+" / "Q4_0+", n values
+ * (u32), n f32 inputs, and the blocks quant.c made of them. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -62,6 +64,26 @@ static int dump(const char *path)
         fwrite(y, sizeof *y, (size_t)(be * N_BLOCKS), f);
         free(raw);
         free(y);
+    }
+    /* Then the quantizers that follow ggml's reference ones, on one input:
+     * "Q8_0+" / "Q4_0+", n values (u32), the f32 input, the blocks. */
+    enum { N_VALUES = 4096 };
+    static float x[N_VALUES];
+    for (int i = 0; i < N_VALUES; i++)
+        x[i] = i < 64 ? (float)(i % 9) - 4.0f : qb_gauss() * (i % 61 == 0 ? 9.0f : 1.0f);
+    const enc_dtype ggml_ref[2] = {ENC_Q8_0, ENC_Q4_0};
+    for (int t = 0; t < 2; t++) {
+        size_t bytes = enc_dtype_row_bytes(ggml_ref[t], N_VALUES);
+        unsigned char *q = xmalloc(bytes);
+        quant_quantize_row(ggml_ref[t], x, q, N_VALUES);
+        char name[8] = {0};
+        snprintf(name, sizeof name, "%s+", enc_dtype_name(ggml_ref[t]));
+        uint32_t n = N_VALUES;
+        fwrite(name, 1, 8, f);
+        fwrite(&n, 4, 1, f);
+        fwrite(x, sizeof *x, N_VALUES, f);
+        fwrite(q, 1, bytes, f);
+        free(q);
     }
     return fclose(f) == 0 ? 0 : 1;
 }

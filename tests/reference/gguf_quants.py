@@ -112,3 +112,62 @@ def dequantize(name, raw, n):
         raise ValueError(f"{name}: {n} values is no whole number of {qk}-blocks")
     b = np.frombuffer(raw, np.uint8)[: (n // qk) * nbytes].reshape(-1, nbytes)
     return DEQUANT[name](b).reshape(-1)
+
+
+# --- quantizers (ggml's reference ones, for Q8_0 and Q4_0) --------------------
+
+def _round_away(v):
+    """C's lroundf of float32 values: halves away from zero (exact in float64)."""
+    v = v.astype(np.float64)
+    return np.sign(v) * np.floor(np.abs(v) + 0.5)
+
+
+def quantize_q8_0(x):
+    """float32 [n] (n % 32 == 0) -> raw Q8_0 blocks: d = amax / 127, q = round(x / d)."""
+    x = np.asarray(x, np.float32).reshape(-1, 32)
+    d = (np.abs(x).max(axis=1) / np.float32(127)).astype(np.float32)
+    with np.errstate(divide="ignore"):
+        inv = np.where(d != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)
+    q = _round_away((x * inv[:, None]).astype(np.float32)).astype(np.int8)
+    out = np.empty((x.shape[0], 34), np.uint8)
+    out[:, 0:2] = d.astype("<f2").view(np.uint8).reshape(-1, 2)
+    out[:, 2:] = q.view(np.uint8)
+    return out.tobytes()
+
+
+def quantize_q4_0(x):
+    """float32 [n] -> raw Q4_0 blocks: d = (value of largest |x|) / -8,
+    q = min(15, trunc(x / d + 8.5)), as ggml's quantize_row_q4_0_ref."""
+    x = np.asarray(x, np.float32).reshape(-1, 32)
+    idx = np.abs(x).argmax(axis=1)  # the first of the largest magnitudes
+    mx = x[np.arange(x.shape[0]), idx]
+    d = (mx / np.float32(-8)).astype(np.float32)
+    with np.errstate(divide="ignore"):
+        inv = np.where(d != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)
+    v = ((x * inv[:, None]).astype(np.float32) + np.float32(8.5)).astype(np.float32)
+    q = np.minimum(15, np.trunc(v)).astype(np.uint8)
+    out = np.empty((x.shape[0], 18), np.uint8)
+    out[:, 0:2] = d.astype("<f2").view(np.uint8).reshape(-1, 2)
+    out[:, 2:] = q[:, :16] | (q[:, 16:] << 4)
+    return out.tobytes()
+
+
+QUANTIZE = {"Q8_0": quantize_q8_0, "Q4_0": quantize_q4_0}
+
+
+def round_trip(name, w):
+    """The matrix w [rows, cols] as a checkpoint quantized to `name` holds it:
+    every row through float32, the quantizer and the dequantizer."""
+    w32 = np.asarray(w, np.float32)
+    raw = QUANTIZE[name](w32.reshape(-1))
+    return dequantize(name, raw, w32.size).reshape(w32.shape)
+
+
+def act_round_trip(name, x):
+    """Activations x [..., K] as an engine's quantized matmul holds them: rows
+    in 8-bit blocks (Q8_0 for Q8_0 and Q4_0 weights) and back, as float64."""
+    if name not in ("Q8_0", "Q4_0"):
+        raise ValueError(f"act_round_trip: no activation format for {name} weights here")
+    x32 = np.asarray(x, np.float32)
+    raw = quantize_q8_0(x32.reshape(-1))
+    return dequantize("Q8_0", raw, x32.size).reshape(x32.shape).astype(np.float64)

@@ -268,6 +268,13 @@ class KVCache:
         self.n = 0
 
 
+def _mm(model, x, w):
+    """x @ w, with x first through model.act_quant when set (the 8-bit
+    activations an engine's quantized matmul computes with; None: exact)."""
+    aq = getattr(model, "act_quant", None)
+    return (aq(x) if aq else x) @ w
+
+
 def forward_step(model, cache, ids, last_only=False):
     """Run tokens `ids` at positions cache.n .. cache.n+T-1, appending their K/V.
     Returns logits [T, V] (or [1, V] for the last token when last_only)."""
@@ -295,9 +302,9 @@ def forward_step(model, cache, ids, last_only=False):
     x = model.embed[ids]  # [T, D]
     for li, L in enumerate(model.layers):
         h = _rmsnorm(x, L["in_norm"], eps)
-        q = (h @ L["wq"]).reshape(T, H, hd)
-        k = (h @ L["wk"]).reshape(T, KVH, hd)
-        v = (h @ L["wv"]).reshape(T, KVH, hd)
+        q = (_mm(model, h, L["wq"])).reshape(T, H, hd)
+        k = (_mm(model, h, L["wk"])).reshape(T, KVH, hd)
+        v = (_mm(model, h, L["wv"])).reshape(T, KVH, hd)
         if "norm-after-rope" in br:
             q, k = _rope(q, cos, sin, interleaved), _rope(k, cos, sin, interleaved)
         if "qnorm" not in br:
@@ -322,15 +329,15 @@ def forward_step(model, cache, ids, last_only=False):
         p = np.exp(scores)
         p /= p.sum(axis=-1, keepdims=True)
         a = (p @ Vh).transpose(1, 0, 2).reshape(T, H * hd)  # [T, H*hd]
-        x = x + a @ L["wo"]
+        x = x + _mm(model, a, L["wo"])
         h = _rmsnorm(x, L["post_norm"], eps)
-        g = h @ L["wg"]
-        x = x + ((g / (1.0 + np.exp(-g))) * (h @ L["wu"])) @ L["wd"]
+        g = _mm(model, h, L["wg"])
+        x = x + _mm(model, (g / (1.0 + np.exp(-g))) * _mm(model, h, L["wu"]), L["wd"])
     cache.n = S
     if last_only:
         x = x[-1:]
     fw = np.ones_like(model.final_norm) if "no-final-norm-weight" in br else model.final_norm
-    return _rmsnorm(x, fw, eps) @ model.head_t
+    return _mm(model, _rmsnorm(x, fw, eps), model.head_t)
 
 
 def forward_logits(model, ids):

@@ -604,6 +604,15 @@ static void cpu__destroy(backend *be)
     free(be);
 }
 
+/* Matmul and get_rows read every GGUF block type of base/quant.h (not the
+ * activations' Q8_K). */
+static bool cpu__supports_weight_dtype(const backend *be, graph_op op, enc_dtype t)
+{
+    (void)be;
+    return (op == GRAPH_OP_MATMUL || op == GRAPH_OP_GET_ROWS) && enc_dtype_is_quantized(t) &&
+           t != ENC_Q8_K;
+}
+
 static const struct backend_i cpu__iface = {
     .name = "cpu",
     .kv_cache_dtypes = 1u << ENC_F32 | 1u << ENC_F16 | 1u << ENC_BF16,
@@ -617,6 +626,7 @@ static const struct backend_i cpu__iface = {
     .capture_end = cpu__capture_end,
     .replay = cpu__replay,
     .recording_free = cpu__recording_free,
+    .supports_weight_dtype = cpu__supports_weight_dtype,
     .destroy = cpu__destroy,
 };
 
