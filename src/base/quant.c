@@ -134,6 +134,15 @@ static float quant__amax(const float *x, int n)
     return a;
 }
 
+/* lroundf(v) (halves away from zero) for |v| < 2^23, without the libm call:
+ * v - trunc(v) is exact in float, so the comparison with 0.5 is too. */
+static int quant__round(float v)
+{
+    int q = (int)v;
+    float frac = v - (float)q;
+    return q + (frac >= 0.5f) - (frac <= -0.5f);
+}
+
 static int quant__clamp(int v, int lo, int hi)
 {
     return v < lo ? lo : v > hi ? hi : v;
@@ -152,7 +161,7 @@ static void quant__q_q8_0(const float *x, block_q8_0 *b)
 {
     float d = quant__amax(x, 32) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
     b->d = enc_f32_to_f16(d);
-    for (int j = 0; j < 32; j++) b->qs[j] = (int8_t)lroundf(x[j] * id);
+    for (int j = 0; j < 32; j++) b->qs[j] = (int8_t)quant__round(x[j] * id);
 }
 
 /* ggml's reference: d = (the value of largest magnitude) / -8. */
@@ -213,7 +222,7 @@ static void quant__q_k45(const float *x, int levels, uint16_t *d16, uint16_t *dm
         float step = d * (float)sc[s], off = dmin * (float)m[s];
         for (int l = 0; l < 32; l++)
             q[32 * s + l] = (uint8_t)(step > 0.0f
-                                          ? quant__clamp((int)lroundf((x[32 * s + l] + off) / step), 0, levels)
+                                          ? quant__clamp(quant__round((x[32 * s + l] + off) / step), 0, levels)
                                           : 0);
     }
     quant__pack_k4(sc, m, scales);
@@ -258,7 +267,7 @@ static void quant__q_q6_k(const float *x, block_q6_K *b)
         b->scales[s] = (int8_t)sc;
         float step = d * (float)sc;
         for (int l = 0; l < 16; l++)
-            q[16 * s + l] = (uint8_t)(32 + (step > 0.0f ? quant__clamp((int)lroundf(x[16 * s + l] / step), -32, 31) : 0));
+            q[16 * s + l] = (uint8_t)(32 + (step > 0.0f ? quant__clamp(quant__round(x[16 * s + l] / step), -32, 31) : 0));
     }
     memset(b->ql, 0, sizeof b->ql);
     memset(b->qh, 0, sizeof b->qh);
@@ -280,7 +289,7 @@ static void quant__q_q8_k(const float *x, block_q8_K *b)
     for (int g = 0; g < 16; g++) {
         int sum = 0;
         for (int l = 0; l < 16; l++) {
-            int q = quant__clamp((int)lroundf(x[16 * g + l] * id), -127, 127);
+            int q = quant__clamp(quant__round(x[16 * g + l] * id), -127, 127);
             b->qs[16 * g + l] = (int8_t)q;
             sum += q;
         }

@@ -6,9 +6,9 @@
  * scalar f32 accumulator. The loop gives every output its own dot call, so
  * y[t, n] is the same bits whatever the batch, the tile or the thread split:
  *
- *   decode (1 token):  for each weight row r: y[r] = dot(w[r], x)
+ *   decode (1 token):  for each 4 weight rows r..r+3: y[r..] = dot(w[r..], x)
  *   prefill:           token blocks of ~256 KiB of activations; within one,
- *                      each weight row meets every token while it is in L1 */
+ *                      each 4 weight rows meet every token while in L1 */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -119,15 +119,27 @@ static float cpu__qs_dot_q6_k(const void *wv, const void *xv, int64_t nb)
     return acc - accm;
 }
 
+/* The table's entries: R rows one after another. */
+#define CPU__QS_ROWS(T)                                                                            \
+    static void cpu__qs_rows_##T(int R, const void *const *w, const void *x, int64_t nb, float *y) \
+    {                                                                                              \
+        for (int r = 0; r < R; r++) y[r] = cpu__qs_dot_##T(w[r], x, nb);                           \
+    }
+CPU__QS_ROWS(q8_0)
+CPU__QS_ROWS(q4_0)
+CPU__QS_ROWS(q4_k)
+CPU__QS_ROWS(q5_k)
+CPU__QS_ROWS(q6_k)
+
 const cpu__quant_table cpu__quant_scalar = {
     .name = "scalar",
     .dot =
         {
-            [ENC_Q8_0] = cpu__qs_dot_q8_0,
-            [ENC_Q4_0] = cpu__qs_dot_q4_0,
-            [ENC_Q4_K] = cpu__qs_dot_q4_k,
-            [ENC_Q5_K] = cpu__qs_dot_q5_k,
-            [ENC_Q6_K] = cpu__qs_dot_q6_k,
+            [ENC_Q8_0] = cpu__qs_rows_q8_0,
+            [ENC_Q4_0] = cpu__qs_rows_q4_0,
+            [ENC_Q4_K] = cpu__qs_rows_q4_k,
+            [ENC_Q5_K] = cpu__qs_rows_q5_k,
+            [ENC_Q6_K] = cpu__qs_rows_q6_k,
         },
 };
 
@@ -162,7 +174,10 @@ const cpu__quant_table *cpu__quant_table_for(cpu_isa isa)
 
 /* --- the matmul loop ------------------------------------------------------- */
 
-enum { CPU__Q_X_BLOCK_BYTES = 256 * 1024 }; /* activations per token block (L2) */
+enum {
+    CPU__Q_X_BLOCK_BYTES = 256 * 1024, /* activations per token block (L2) */
+    CPU__Q_TILE_ROWS = 4,              /* weight rows per dot call (one token) */
+};
 
 void cpu__matmul_quant(const cpu__quant_table *qt, const void *x, int64_t n_tokens, int64_t k,
                        const void *w, enc_dtype w_dtype, int64_t n_out, int64_t n0, int64_t n1,
@@ -177,9 +192,11 @@ void cpu__matmul_quant(const cpu__quant_table *qt, const void *x, int64_t n_toke
     tb = tb < 1 ? 1 : tb;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += tb) {
         int64_t t1 = t0 + tb < n_tokens ? t0 + tb : n_tokens;
-        for (int64_t r = n0; r < n1; r++) {
-            const unsigned char *wr = wb + (size_t)r * wrb;
-            for (int64_t t = t0; t < t1; t++) y[t * n_out + r] = dot(wr, xb + (size_t)t * xrb, nb);
+        for (int64_t r0 = n0; r0 < n1; r0 += CPU__Q_TILE_ROWS) {
+            int R = n1 - r0 < CPU__Q_TILE_ROWS ? (int)(n1 - r0) : CPU__Q_TILE_ROWS;
+            const void *wrow[CPU__Q_TILE_ROWS];
+            for (int r = 0; r < R; r++) wrow[r] = wb + (size_t)(r0 + r) * wrb;
+            for (int64_t t = t0; t < t1; t++) dot(R, wrow, xb + (size_t)t * xrb, nb, y + t * n_out + r0);
         }
     }
 }

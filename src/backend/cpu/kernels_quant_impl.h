@@ -3,7 +3,8 @@
  * AVX2 and the AVX-512 VNNI builds.
  *
  * One dot is one weight row (n_blocks blocks of its type) against one token's
- * activations in the matching 8-bit form (quant_dot_dtype):
+ * activations in the matching 8-bit form (quant_dot_dtype); a call does up
+ * to 4 rows against the same token:
  *
  *   Q8_0 / Q4_0 weights . Q8_0 activations, per 32-block:
  *       isum = sum_j wq[j] xq[j]                     (exact int32)
@@ -33,8 +34,10 @@
 #include "base/dtype.h"
 #include "base/quant.h"
 
-/* The dot of one weight row w (n_blocks blocks) with one activation row x. */
-typedef float (*cpu__qdot_fn)(const void *w, const void *x, int64_t n_blocks);
+/* y[r] = the dot of weight row w[r] (n_blocks blocks) with one activation
+ * row x, for r < R (R <= 4). */
+typedef void (*cpu__qdot_fn)(int R, const void *const *w, const void *x, int64_t n_blocks,
+                             float *y);
 
 typedef struct cpu__quant_table {
     const char *name;
@@ -88,34 +91,57 @@ static inline __m256i cpu__q_dot_s8(__m256i w, __m256i x)
     return CPU__Q_DOT4(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
 }
 
-static float cpu__q_dot_q8_0(const void *wv, const void *xv, int64_t nb)
+/* Each body below computes R <= CPU__Q_RMAX weight rows against one token,
+ * sharing the token's loads; every output runs through exactly the steps of
+ * R = 1, so the grouping of rows changes no bit. R is a constant at each
+ * call site (CPU__Q_ROWS), so the accumulators stay in registers. */
+enum { CPU__Q_RMAX = 4 };
+
+#if defined(__GNUC__)
+#define CPU__Q_INLINE static inline __attribute__((always_inline))
+#else
+#define CPU__Q_INLINE static inline
+#endif
+
+CPU__Q_INLINE void cpu__q_q8_0_rows(int R, const void *const *wv, const void *xv, int64_t nb,
+                                    float *y)
 {
-    const block_q8_0 *w = wv, *x = xv;
-    __m256 acc = _mm256_setzero_ps();
+    const block_q8_0 *x = xv;
+    __m256 acc[CPU__Q_RMAX];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        __m256i qw = _mm256_loadu_si256((const __m256i *)w[b].qs);
         __m256i qx = _mm256_loadu_si256((const __m256i *)x[b].qs);
-        __m256 d = _mm256_set1_ps(cpu__q_f16(w[b].d) * cpu__q_f16(x[b].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(cpu__q_dot_s8(qw, qx)), acc);
+        float dx = cpu__q_f16(x[b].d);
+        for (int r = 0; r < R; r++) {
+            const block_q8_0 *w = (const block_q8_0 *)wv[r] + b;
+            __m256i qw = _mm256_loadu_si256((const __m256i *)w->qs);
+            __m256 d = _mm256_set1_ps(cpu__q_f16(w->d) * dx);
+            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(cpu__q_dot_s8(qw, qx)), acc[r]);
+        }
     }
-    return cpu__q_hsum(acc);
+    for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]);
 }
 
-static float cpu__q_dot_q4_0(const void *wv, const void *xv, int64_t nb)
+CPU__Q_INLINE void cpu__q_q4_0_rows(int R, const void *const *wv, const void *xv, int64_t nb,
+                                    float *y)
 {
-    const block_q4_0 *w = wv;
     const block_q8_0 *x = xv;
     const __m256i m4 = _mm256_set1_epi8(15), eight = _mm256_set1_epi8(8);
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[CPU__Q_RMAX];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        __m128i v = _mm_loadu_si128((const __m128i *)w[b].qs);
-        __m256i q = _mm256_set_m128i(_mm_srli_epi16(v, 4), v); /* values 0..15 | 16..31 */
-        q = _mm256_sub_epi8(_mm256_and_si256(q, m4), eight);
         __m256i qx = _mm256_loadu_si256((const __m256i *)x[b].qs);
-        __m256 d = _mm256_set1_ps(cpu__q_f16(w[b].d) * cpu__q_f16(x[b].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(cpu__q_dot_s8(q, qx)), acc);
+        float dx = cpu__q_f16(x[b].d);
+        for (int r = 0; r < R; r++) {
+            const block_q4_0 *w = (const block_q4_0 *)wv[r] + b;
+            __m128i v = _mm_loadu_si128((const __m128i *)w->qs);
+            __m256i q = _mm256_set_m128i(_mm_srli_epi16(v, 4), v); /* values 0..15 | 16..31 */
+            q = _mm256_sub_epi8(_mm256_and_si256(q, m4), eight);
+            __m256 d = _mm256_set1_ps(cpu__q_f16(w->d) * dx);
+            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(cpu__q_dot_s8(q, qx)), acc[r]);
+        }
     }
-    return cpu__q_hsum(acc);
+    for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]);
 }
 
 /* Q4_K and Q5_K: qh is NULL for Q4_K. isum of one superblock in int32 lanes. */
@@ -146,40 +172,49 @@ static inline __m256i cpu__q_k45_isum(const uint8_t *qs, const uint8_t *qh, cons
     return isum;
 }
 
-static inline float cpu__q_dot_k45(const uint16_t *d, const uint16_t *dmin, const uint8_t *scales,
-                                   const uint8_t *qh, const uint8_t *qs, const block_q8_K *x,
-                                   __m256 *acc)
+/* One Q4_K / Q5_K superblock (the layouts share d, dmin, scales; qs is the
+ * last 128 bytes, qh the 32 before it in Q5_K): adds d_w d_x isum to *acc,
+ * returns dmin_w d_x msum. */
+static inline float cpu__q_k45_block(const block_q4_K *w, const uint8_t *qh, const uint8_t *qs,
+                                     const block_q8_K *x, __m256 *acc)
 {
     int sc[8], m[8], msum = 0;
     for (int s = 0; s < 8; s++) {
-        quant_scale_min_k4(scales, s, &sc[s], &m[s]);
+        quant_scale_min_k4(w->scales, s, &sc[s], &m[s]);
         msum += m[s] * (x->bsums[2 * s] + x->bsums[2 * s + 1]);
     }
     __m256i isum = cpu__q_k45_isum(qs, qh, sc, x->qs);
-    *acc = _mm256_fmadd_ps(_mm256_set1_ps(cpu__q_f16(*d) * x->d), _mm256_cvtepi32_ps(isum), *acc);
-    return (cpu__q_f16(*dmin) * x->d) * (float)msum;
+    *acc = _mm256_fmadd_ps(_mm256_set1_ps(cpu__q_f16(w->d) * x->d), _mm256_cvtepi32_ps(isum), *acc);
+    return (cpu__q_f16(w->dmin) * x->d) * (float)msum;
 }
 
-static float cpu__q_dot_q4_k(const void *wv, const void *xv, int64_t nb)
+/* Q4_K (bb 144, no qh) or Q5_K (bb 176, qh at byte 16). */
+CPU__Q_INLINE void cpu__q_k45_rows(int R, size_t bb, const void *const *wv, const void *xv,
+                                   int64_t nb, float *y)
 {
-    const block_q4_K *w = wv;
     const block_q8_K *x = xv;
-    __m256 acc = _mm256_setzero_ps();
-    float accm = 0.0f;
+    __m256 acc[CPU__Q_RMAX];
+    float accm[CPU__Q_RMAX];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps(), accm[r] = 0.0f;
     for (int64_t b = 0; b < nb; b++)
-        accm += cpu__q_dot_k45(&w[b].d, &w[b].dmin, w[b].scales, NULL, w[b].qs, &x[b], &acc);
-    return cpu__q_hsum(acc) - accm;
+        for (int r = 0; r < R; r++) {
+            const unsigned char *w = (const unsigned char *)wv[r] + (size_t)b * bb;
+            const uint8_t *qh = bb == sizeof(block_q5_K) ? w + 16 : NULL;
+            accm[r] += cpu__q_k45_block((const block_q4_K *)w, qh, w + bb - 128, &x[b], &acc[r]);
+        }
+    for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]) - accm[r];
 }
 
-static float cpu__q_dot_q5_k(const void *wv, const void *xv, int64_t nb)
+CPU__Q_INLINE void cpu__q_q4_k_rows(int R, const void *const *wv, const void *xv, int64_t nb,
+                                    float *y)
 {
-    const block_q5_K *w = wv;
-    const block_q8_K *x = xv;
-    __m256 acc = _mm256_setzero_ps();
-    float accm = 0.0f;
-    for (int64_t b = 0; b < nb; b++)
-        accm += cpu__q_dot_k45(&w[b].d, &w[b].dmin, w[b].scales, w[b].qh, w[b].qs, &x[b], &acc);
-    return cpu__q_hsum(acc) - accm;
+    cpu__q_k45_rows(R, sizeof(block_q4_K), wv, xv, nb, y);
+}
+
+CPU__Q_INLINE void cpu__q_q5_k_rows(int R, const void *const *wv, const void *xv, int64_t nb,
+                                    float *y)
+{
+    cpu__q_k45_rows(R, sizeof(block_q5_K), wv, xv, nb, y);
 }
 
 /* Bits [2i, 2i + 2) of each byte of h, as bits 4..5 of a byte. */
@@ -189,43 +224,66 @@ static inline __m256i cpu__q_q6_high(__m256i h, int i)
     return _mm256_slli_epi16(b, 4);
 }
 
-static float cpu__q_dot_q6_k(const void *wv, const void *xv, int64_t nb)
+/* One Q6_K superblock: adds d_w d_x isum to *acc, returns d_w d_x 32 corr. */
+static inline float cpu__q_q6_k_block(const block_q6_K *w, const block_q8_K *x, __m256 *acc)
 {
-    const block_q6_K *w = wv;
-    const block_q8_K *x = xv;
     const __m256i m4 = _mm256_set1_epi8(15);
-    __m256 acc = _mm256_setzero_ps();
-    float accm = 0.0f;
-    for (int64_t b = 0; b < nb; b++) {
-        const int8_t *sc = w[b].scales;
-        int corr = 0;
-        for (int g = 0; g < 16; g++) corr += sc[g] * x[b].bsums[g];
-        __m256i isum = _mm256_setzero_si256();
-        for (int h = 0; h < 2; h++) {
-            __m256i l0 = _mm256_loadu_si256((const __m256i *)(w[b].ql + 64 * h));
-            __m256i l1 = _mm256_loadu_si256((const __m256i *)(w[b].ql + 64 * h + 32));
-            __m256i hb = _mm256_loadu_si256((const __m256i *)(w[b].qh + 32 * h));
-            __m256i q[4] = {
-                _mm256_and_si256(l0, m4),
-                _mm256_and_si256(l1, m4),
-                _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-            };
-            for (int i = 0; i < 4; i++) {
-                __m256i qi = _mm256_or_si256(q[i], cpu__q_q6_high(hb, i));
-                __m256i xi = _mm256_loadu_si256((const __m256i *)(x[b].qs + 128 * h + 32 * i));
-                int s0 = sc[8 * h + 2 * i], s1 = sc[8 * h + 2 * i + 1];
-                __m256i sc16 = _mm256_set_m128i(_mm_set1_epi16((short)s1), _mm_set1_epi16((short)s0));
-                __m256i sc32 = _mm256_set_m128i(_mm_set1_epi32(s1), _mm_set1_epi32(s0));
-                isum = _mm256_add_epi32(isum, CPU__Q_DOT4_SCALED(qi, xi, sc16, sc32));
-            }
+    const int8_t *sc = w->scales;
+    int corr = 0;
+    for (int g = 0; g < 16; g++) corr += sc[g] * x->bsums[g];
+    __m256i isum = _mm256_setzero_si256();
+    for (int h = 0; h < 2; h++) {
+        __m256i l0 = _mm256_loadu_si256((const __m256i *)(w->ql + 64 * h));
+        __m256i l1 = _mm256_loadu_si256((const __m256i *)(w->ql + 64 * h + 32));
+        __m256i hb = _mm256_loadu_si256((const __m256i *)(w->qh + 32 * h));
+        __m256i q[4] = {
+            _mm256_and_si256(l0, m4),
+            _mm256_and_si256(l1, m4),
+            _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+            _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+        };
+        for (int i = 0; i < 4; i++) {
+            __m256i qi = _mm256_or_si256(q[i], cpu__q_q6_high(hb, i));
+            __m256i xi = _mm256_loadu_si256((const __m256i *)(x->qs + 128 * h + 32 * i));
+            int s0 = sc[8 * h + 2 * i], s1 = sc[8 * h + 2 * i + 1];
+            __m256i sc16 = _mm256_set_m128i(_mm_set1_epi16((short)s1), _mm_set1_epi16((short)s0));
+            __m256i sc32 = _mm256_set_m128i(_mm_set1_epi32(s1), _mm_set1_epi32(s0));
+            isum = _mm256_add_epi32(isum, CPU__Q_DOT4_SCALED(qi, xi, sc16, sc32));
         }
-        float d = cpu__q_f16(w[b].d) * x[b].d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
-        accm += d * (float)(32 * corr);
     }
-    return cpu__q_hsum(acc) - accm;
+    float d = cpu__q_f16(w->d) * x->d;
+    *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), *acc);
+    return d * (float)(32 * corr);
 }
+
+CPU__Q_INLINE void cpu__q_q6_k_rows(int R, const void *const *wv, const void *xv, int64_t nb,
+                                    float *y)
+{
+    const block_q8_K *x = xv;
+    __m256 acc[CPU__Q_RMAX];
+    float accm[CPU__Q_RMAX];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps(), accm[r] = 0.0f;
+    for (int64_t b = 0; b < nb; b++)
+        for (int r = 0; r < R; r++)
+            accm[r] += cpu__q_q6_k_block((const block_q6_K *)wv[r] + b, &x[b], &acc[r]);
+    for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]) - accm[r];
+}
+
+/* The table's entry for one type: R = CPU__Q_RMAX at once, else row by row. */
+#define CPU__Q_ROWS(T)                                                                             \
+    static void cpu__q_dot_##T(int R, const void *const *w, const void *x, int64_t nb, float *y)   \
+    {                                                                                              \
+        if (R == CPU__Q_RMAX) {                                                                    \
+            cpu__q_##T##_rows(CPU__Q_RMAX, w, x, nb, y);                                           \
+            return;                                                                                \
+        }                                                                                          \
+        for (int r = 0; r < R; r++) cpu__q_##T##_rows(1, w + r, x, nb, y + r);                     \
+    }
+CPU__Q_ROWS(q8_0)
+CPU__Q_ROWS(q4_0)
+CPU__Q_ROWS(q4_k)
+CPU__Q_ROWS(q5_k)
+CPU__Q_ROWS(q6_k)
 
 const cpu__quant_table CPU__Q_TABLE = {
     .name = CPU__Q_NAME,
