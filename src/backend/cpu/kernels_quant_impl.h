@@ -97,10 +97,15 @@ static inline __m256i cpu__q_dot_s8(__m256i w, __m256i x)
  * call site (CPU__Q_ROWS), so the accumulators stay in registers. */
 enum { CPU__Q_RMAX = 4 };
 
-#if defined(__GNUC__)
+#if defined(__clang__)
 #define CPU__Q_INLINE static inline __attribute__((always_inline))
+#define CPU__Q_UNROLL _Pragma("clang loop unroll(full)")
+#elif defined(__GNUC__)
+#define CPU__Q_INLINE static inline __attribute__((always_inline))
+#define CPU__Q_UNROLL _Pragma("GCC unroll 4")
 #else
 #define CPU__Q_INLINE static inline
+#define CPU__Q_UNROLL
 #endif
 
 CPU__Q_INLINE void cpu__q_q8_0_rows(int R, const void *const *wv, const void *xv, int64_t nb,
@@ -108,18 +113,18 @@ CPU__Q_INLINE void cpu__q_q8_0_rows(int R, const void *const *wv, const void *xv
 {
     const block_q8_0 *x = xv;
     __m256 acc[CPU__Q_RMAX];
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         __m256i qx = _mm256_loadu_si256((const __m256i *)x[b].qs);
         float dx = cpu__q_f16(x[b].d);
-        for (int r = 0; r < R; r++) {
+        CPU__Q_UNROLL for (int r = 0; r < R; r++) {
             const block_q8_0 *w = (const block_q8_0 *)wv[r] + b;
             __m256i qw = _mm256_loadu_si256((const __m256i *)w->qs);
             __m256 d = _mm256_set1_ps(cpu__q_f16(w->d) * dx);
             acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(cpu__q_dot_s8(qw, qx)), acc[r]);
         }
     }
-    for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]);
+    CPU__Q_UNROLL for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]);
 }
 
 CPU__Q_INLINE void cpu__q_q4_0_rows(int R, const void *const *wv, const void *xv, int64_t nb,
@@ -128,11 +133,11 @@ CPU__Q_INLINE void cpu__q_q4_0_rows(int R, const void *const *wv, const void *xv
     const block_q8_0 *x = xv;
     const __m256i m4 = _mm256_set1_epi8(15), eight = _mm256_set1_epi8(8);
     __m256 acc[CPU__Q_RMAX];
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         __m256i qx = _mm256_loadu_si256((const __m256i *)x[b].qs);
         float dx = cpu__q_f16(x[b].d);
-        for (int r = 0; r < R; r++) {
+        CPU__Q_UNROLL for (int r = 0; r < R; r++) {
             const block_q4_0 *w = (const block_q4_0 *)wv[r] + b;
             __m128i v = _mm_loadu_si128((const __m128i *)w->qs);
             __m256i q = _mm256_set_m128i(_mm_srli_epi16(v, 4), v); /* values 0..15 | 16..31 */
@@ -141,7 +146,7 @@ CPU__Q_INLINE void cpu__q_q4_0_rows(int R, const void *const *wv, const void *xv
             acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(cpu__q_dot_s8(q, qx)), acc[r]);
         }
     }
-    for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]);
+    CPU__Q_UNROLL for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]);
 }
 
 /* Q4_K and Q5_K: qh is NULL for Q4_K. isum of one superblock in int32 lanes. */
@@ -195,14 +200,14 @@ CPU__Q_INLINE void cpu__q_k45_rows(int R, size_t bb, const void *const *wv, cons
     const block_q8_K *x = xv;
     __m256 acc[CPU__Q_RMAX];
     float accm[CPU__Q_RMAX];
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps(), accm[r] = 0.0f;
+    CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps(), accm[r] = 0.0f;
     for (int64_t b = 0; b < nb; b++)
-        for (int r = 0; r < R; r++) {
+        CPU__Q_UNROLL for (int r = 0; r < R; r++) {
             const unsigned char *w = (const unsigned char *)wv[r] + (size_t)b * bb;
             const uint8_t *qh = bb == sizeof(block_q5_K) ? w + 16 : NULL;
             accm[r] += cpu__q_k45_block((const block_q4_K *)w, qh, w + bb - 128, &x[b], &acc[r]);
         }
-    for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]) - accm[r];
+    CPU__Q_UNROLL for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]) - accm[r];
 }
 
 CPU__Q_INLINE void cpu__q_q4_k_rows(int R, const void *const *wv, const void *xv, int64_t nb,
@@ -262,11 +267,11 @@ CPU__Q_INLINE void cpu__q_q6_k_rows(int R, const void *const *wv, const void *xv
     const block_q8_K *x = xv;
     __m256 acc[CPU__Q_RMAX];
     float accm[CPU__Q_RMAX];
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps(), accm[r] = 0.0f;
+    CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps(), accm[r] = 0.0f;
     for (int64_t b = 0; b < nb; b++)
-        for (int r = 0; r < R; r++)
+        CPU__Q_UNROLL for (int r = 0; r < R; r++)
             accm[r] += cpu__q_q6_k_block((const block_q6_K *)wv[r] + b, &x[b], &acc[r]);
-    for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]) - accm[r];
+    CPU__Q_UNROLL for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]) - accm[r];
 }
 
 /* The table's entry for one type: R = CPU__Q_RMAX at once, else row by row. */
