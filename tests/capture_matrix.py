@@ -27,7 +27,7 @@ IN_POSITIONS only when slot->state was SLOT_WARM); the scenarios go red with
 With --quantize TYPE every run quantizes the weights at load (the same
 matrix over the integer kernels of block-quantized weights).
 
-usage: capture_matrix.py --encore BIN --models DIR [--quantize TYPE] SCENARIO
+usage: capture_matrix.py --encore BIN --models DIR [--model NAME] [--quantize TYPE] SCENARIO
 """
 import argparse
 import json
@@ -108,7 +108,7 @@ def run_batch(a, requests, extra):
         for r in requests:
             f.write(json.dumps(r) + "\n")
     try:
-        p = subprocess.run([a.encore, "batch", "-m", os.path.join(a.models, MODEL), "--requests", f.name,
+        p = subprocess.run([a.encore, "batch", "-m", os.path.join(a.models, a.model), "--requests", f.name,
                             "--stats"] + extra, capture_output=True, text=True, timeout=600)
     finally:
         os.unlink(f.name)
@@ -122,6 +122,7 @@ def main():
     ap.add_argument("--encore", required=True)
     ap.add_argument("--models", required=True)
     ap.add_argument("--quantize", help="run every engine with --quantize TYPE")
+    ap.add_argument("--model", default=MODEL, help=f"checkpoint under --models (default {MODEL})")
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     a = ap.parse_args()
     requests, extra = SCENARIOS[a.scenario]

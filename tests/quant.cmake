@@ -53,3 +53,30 @@ add_test(NAME capture_q4_0_long
           --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} long)
 set_tests_properties(capture_q4_0_long PROPERTIES
   FIXTURES_REQUIRED tiny_models LABELS "quant;capture" TIMEOUT 600)
+
+# Bad --quantize input: an unknown type is a usage error (exit 2); rows that
+# are no whole number of Q4_K's 256-value blocks fail the load (exit 1) with a
+# message naming the file and the tensor.
+add_test(NAME quantize_refusals
+  COMMAND sh -c "set -u; out=$(\"$0\" logits -m \"$1\" --quantize q5 --prompt-ids 1 2>&1); rc=$?; echo \"$out\"; \
+[ $rc -eq 2 ] && echo \"$out\" | grep -q \"expected q8_0, q4_0 or q4_k, got 'q5'\" || exit 1; \
+out=$(\"$0\" logits -m \"$1\" --quantize q4_k --prompt-ids 1 2>&1); rc=$?; echo \"$out\"; \
+[ $rc -eq 1 ] && echo \"$out\" | grep -q \"model.safetensors: tensor 'model.embed_tokens.weight' (BF16, 128 columns) cannot be quantized to Q4_K\""
+          $<TARGET_FILE:encore> ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16)
+set_tests_properties(quantize_refusals PROPERTIES FIXTURES_REQUIRED tiny_models LABELS quant)
+
+# Q4_K needs rows of whole 256-value blocks: tiny-gqa2-hd64-d256-bf16 has
+# them. Bit-exact engine-vs-engine checks over its integer kernels (1 vs 2
+# threads; captured decode vs eager); the K-type dots themselves are checked
+# against the reference in test_quant_kernels.
+add_test(NAME invariance_threads_q4_k
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_reference.py invariance-threads --quantize Q4_K
+          --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16)
+set_tests_properties(invariance_threads_q4_k PROPERTIES
+  FIXTURES_REQUIRED tiny_models LABELS "quant;reference" TIMEOUT 300)
+add_test(NAME capture_q4_k_grow_shrink
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py --quantize q4_k
+          --model tiny-gqa2-hd64-d256-bf16
+          --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} grow_shrink)
+set_tests_properties(capture_q4_k_grow_shrink PROPERTIES
+  FIXTURES_REQUIRED tiny_models LABELS "quant;capture" TIMEOUT 600)

@@ -531,9 +531,10 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, help="pass --threads T to `encore generate`")
     ap.add_argument("--kv-cache-dtype", choices=sorted(ref.KV_ROUND), default="f32",
                     help="the engine's KV cache dtype, whose rounding the reference then applies too (default f32)")
-    ap.add_argument("--quantize", choices=sorted(gguf_quants.QUANTIZE),
+    ap.add_argument("--quantize", choices=sorted(gguf_quants.QUANTIZE) + ["Q4_K"],
                     help="engine: --quantize TYPE; reference: every matrix through NumPy's quantizer "
-                         "and dequantizer of TYPE (tests/reference/gguf_quants.py)")
+                         "and dequantizer of TYPE (tests/reference/gguf_quants.py; Q4_K: "
+                         "engine-vs-engine checks only)")
     ap.add_argument("--tol-rel", type=float, default=TOL_REL, help=f"logit tolerance relative to max |logit| (default {TOL_REL})")
     args = ap.parse_args(argv)
     needs_engine = args.check not in ("breakage", "selfcheck")
@@ -558,6 +559,9 @@ def main(argv=None):
         else:
             model = ref.load_model(args.model)
             model.kv_cache_dtype = args.kv_cache_dtype
+            if args.quantize not in (None, *gguf_quants.QUANTIZE):
+                raise CheckFailed(f"--quantize {args.quantize}: only the engine-vs-engine checks "
+                                  "(invariance-*) run it; the reference has no quantizer for it")
             if args.quantize:
                 quantize_model(model, args.quantize)
             if args.check == "breakage":
