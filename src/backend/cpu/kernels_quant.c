@@ -8,7 +8,8 @@
  *
  *   decode (1 token):  for each 4 weight rows r..r+3: y[r..] = dot(w[r..], x)
  *   prefill:           token blocks of ~256 KiB of activations; within one,
- *                      each 4 weight rows meet every token while in L1 */
+ *                      each 4 weight rows meet every token while in L1, two
+ *                      tokens at a time where the ISA has a 2 x 4 tile */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -184,6 +185,7 @@ void cpu__matmul_quant(const cpu__quant_table *qt, const void *x, int64_t n_toke
                        float *y)
 {
     cpu__qdot_fn dot = qt->dot[w_dtype];
+    cpu__qdot2_fn dot2 = qt->dot2[w_dtype];
     int64_t nb = k / enc_dtype_block_elems(w_dtype);
     size_t wrb = enc_dtype_row_bytes(w_dtype, k);
     size_t xrb = enc_dtype_row_bytes(quant_dot_dtype(w_dtype), k);
@@ -196,7 +198,14 @@ void cpu__matmul_quant(const cpu__quant_table *qt, const void *x, int64_t n_toke
             int R = n1 - r0 < CPU__Q_TILE_ROWS ? (int)(n1 - r0) : CPU__Q_TILE_ROWS;
             const void *wrow[CPU__Q_TILE_ROWS];
             for (int r = 0; r < R; r++) wrow[r] = wb + (size_t)(r0 + r) * wrb;
-            for (int64_t t = t0; t < t1; t++) dot(R, wrow, xb + (size_t)t * xrb, nb, y + t * n_out + r0);
+            int64_t t = t0;
+            if (dot2 && R == CPU__Q_TILE_ROWS) /* token pairs share the weights' unpacking */
+                for (; t + 2 <= t1; t += 2) {
+                    const void *xp[2] = {xb + (size_t)t * xrb, xb + (size_t)(t + 1) * xrb};
+                    float *yp[2] = {y + t * n_out + r0, y + (t + 1) * n_out + r0};
+                    dot2(wrow, xp, nb, yp);
+                }
+            for (; t < t1; t++) dot(R, wrow, xb + (size_t)t * xrb, nb, y + t * n_out + r0);
         }
     }
 }

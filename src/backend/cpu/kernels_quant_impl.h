@@ -39,9 +39,15 @@
 typedef void (*cpu__qdot_fn)(int R, const void *const *w, const void *x, int64_t n_blocks,
                              float *y);
 
+/* y[t][r] for two tokens x[0], x[1] and four weight rows w[0..3], each output
+ * through the very steps of cpu__qdot_fn (the weights' unpacking shared). */
+typedef void (*cpu__qdot2_fn)(const void *const *w, const void *const *x, int64_t n_blocks,
+                              float *const *y);
+
 typedef struct cpu__quant_table {
     const char *name;
-    cpu__qdot_fn dot[ENC_DTYPE_COUNT]; /* by weight dtype; NULL for non-block types */
+    cpu__qdot_fn dot[ENC_DTYPE_COUNT];   /* by weight dtype; NULL for non-block types */
+    cpu__qdot2_fn dot2[ENC_DTYPE_COUNT]; /* (optional, per type) 2 tokens x 4 rows */
 } cpu__quant_table;
 
 extern const cpu__quant_table cpu__quant_scalar; /* kernels_quant.c */
@@ -108,45 +114,77 @@ enum { CPU__Q_RMAX = 4 };
 #define CPU__Q_UNROLL
 #endif
 
+/* Q8_0 and Q4_0 also come as tiles of T <= 2 tokens x R rows, which share
+ * each weight block's unpacking and scale across the tokens (prefill). */
+enum { CPU__Q_TMAX = 2 };
+
+/* Weight block b of row r as 32 signed levels (Q8_0 or Q4_0) and its scale. */
+CPU__Q_INLINE __m256i cpu__q_levels(int q4, const void *w, int64_t b, float *d)
+{
+    if (q4) {
+        const block_q4_0 *k = (const block_q4_0 *)w + b;
+        __m128i v = _mm_loadu_si128((const __m128i *)k->qs);
+        __m256i q = _mm256_set_m128i(_mm_srli_epi16(v, 4), v); /* values 0..15 | 16..31 */
+        *d = cpu__q_f16(k->d);
+        return _mm256_sub_epi8(_mm256_and_si256(q, _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
+    }
+    const block_q8_0 *k = (const block_q8_0 *)w + b;
+    *d = cpu__q_f16(k->d);
+    return _mm256_loadu_si256((const __m256i *)k->qs);
+}
+
+/* y[t][r] = row r (Q8_0, or Q4_0 when q4) . token t's Q8_0 activations. */
+CPU__Q_INLINE void cpu__q_32_tile(int q4, int T, int R, const void *const *wv,
+                                  const void *const *xv, int64_t nb, float *const *y)
+{
+    __m256 acc[CPU__Q_TMAX][CPU__Q_RMAX];
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) {
+        CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[t][r] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i qx[CPU__Q_TMAX];
+        float dx[CPU__Q_TMAX];
+        CPU__Q_UNROLL for (int t = 0; t < T; t++) {
+            const block_q8_0 *x = (const block_q8_0 *)xv[t] + b;
+            qx[t] = _mm256_loadu_si256((const __m256i *)x->qs);
+            dx[t] = cpu__q_f16(x->d);
+        }
+        CPU__Q_UNROLL for (int r = 0; r < R; r++) {
+            float dw;
+            __m256i qw = cpu__q_levels(q4, wv[r], b, &dw);
+            __m256i aw = _mm256_sign_epi8(qw, qw);
+            CPU__Q_UNROLL for (int t = 0; t < T; t++) {
+                __m256i dot = CPU__Q_DOT4(aw, _mm256_sign_epi8(qx[t], qw));
+                acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[t]), _mm256_cvtepi32_ps(dot), acc[t][r]);
+            }
+        }
+    }
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) {
+        CPU__Q_UNROLL for (int r = 0; r < R; r++) y[t][r] = cpu__q_hsum(acc[t][r]);
+    }
+}
+
 CPU__Q_INLINE void cpu__q_q8_0_rows(int R, const void *const *wv, const void *xv, int64_t nb,
                                     float *y)
 {
-    const block_q8_0 *x = xv;
-    __m256 acc[CPU__Q_RMAX];
-    CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        __m256i qx = _mm256_loadu_si256((const __m256i *)x[b].qs);
-        float dx = cpu__q_f16(x[b].d);
-        CPU__Q_UNROLL for (int r = 0; r < R; r++) {
-            const block_q8_0 *w = (const block_q8_0 *)wv[r] + b;
-            __m256i qw = _mm256_loadu_si256((const __m256i *)w->qs);
-            __m256 d = _mm256_set1_ps(cpu__q_f16(w->d) * dx);
-            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(cpu__q_dot_s8(qw, qx)), acc[r]);
-        }
-    }
-    CPU__Q_UNROLL for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]);
+    cpu__q_32_tile(0, 1, R, wv, &xv, nb, &y);
 }
 
 CPU__Q_INLINE void cpu__q_q4_0_rows(int R, const void *const *wv, const void *xv, int64_t nb,
                                     float *y)
 {
-    const block_q8_0 *x = xv;
-    const __m256i m4 = _mm256_set1_epi8(15), eight = _mm256_set1_epi8(8);
-    __m256 acc[CPU__Q_RMAX];
-    CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        __m256i qx = _mm256_loadu_si256((const __m256i *)x[b].qs);
-        float dx = cpu__q_f16(x[b].d);
-        CPU__Q_UNROLL for (int r = 0; r < R; r++) {
-            const block_q4_0 *w = (const block_q4_0 *)wv[r] + b;
-            __m128i v = _mm_loadu_si128((const __m128i *)w->qs);
-            __m256i q = _mm256_set_m128i(_mm_srli_epi16(v, 4), v); /* values 0..15 | 16..31 */
-            q = _mm256_sub_epi8(_mm256_and_si256(q, m4), eight);
-            __m256 d = _mm256_set1_ps(cpu__q_f16(w->d) * dx);
-            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(cpu__q_dot_s8(q, qx)), acc[r]);
-        }
-    }
-    CPU__Q_UNROLL for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]);
+    cpu__q_32_tile(1, 1, R, wv, &xv, nb, &y);
+}
+
+/* The tables' two-token entries (CPU__Q_RMAX rows). */
+static void cpu__q_dot2_q8_0(const void *const *w, const void *const *x, int64_t nb, float *const *y)
+{
+    cpu__q_32_tile(0, CPU__Q_TMAX, CPU__Q_RMAX, w, x, nb, y);
+}
+
+static void cpu__q_dot2_q4_0(const void *const *w, const void *const *x, int64_t nb, float *const *y)
+{
+    cpu__q_32_tile(1, CPU__Q_TMAX, CPU__Q_RMAX, w, x, nb, y);
 }
 
 /* Q4_K and Q5_K: qh is NULL for Q4_K. isum of one superblock in int32 lanes. */
@@ -299,6 +337,11 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q4_K] = cpu__q_dot_q4_k,
             [ENC_Q5_K] = cpu__q_dot_q5_k,
             [ENC_Q6_K] = cpu__q_dot_q6_k,
+        },
+    .dot2 =
+        {
+            [ENC_Q8_0] = cpu__q_dot2_q8_0,
+            [ENC_Q4_0] = cpu__q_dot2_q4_0,
         },
 };
 
