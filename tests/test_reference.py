@@ -43,9 +43,10 @@ as the CPU kernels compute. Positions then agree to ~1e-6 until one activation l
 within float32 rounding of a rounding boundary: engine (f32) and reference (f64) round
 it to neighbouring 8-bit levels, and these random tiny models amplify one such flip to
 ~0.1-0.3 in the logits (perturbing the reference's activations by 1e-6 moves them as
-much). quant.cmake therefore runs `logits` at --tol-rel 5e-2 (~0.7 absolute; measured
-worst 3.4e-2), still far below a broken block format (a swapped nibble order or a
-wrong scale moves logits by several units); the bit-exact checks for quantized weights
+much). quant.cmake therefore runs `logits` at --tol-rel 8e-2 (~1.1 absolute; measured
+worst 3.4e-2 with the AVX2 and the portable kernels, whose flips differ), still far
+below a broken block format (a swapped Q4_0 nibble order moved logits by 1.9 x max|logit|,
+24x this tolerance); the bit-exact checks for quantized weights
 are the engine-vs-engine ones (invariance-*, capture_matrix.py --quantize).
 
 Greedy checks must be exact, so the prompts are picked (deterministically, by a seeded
