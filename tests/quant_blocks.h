@@ -20,7 +20,10 @@ static inline uint64_t qb_next(void) /* splitmix64 */
     return z ^ (z >> 31);
 }
 
-static inline double qb_unit(void) { return (double)(qb_next() >> 11) / 9007199254740992.0; }
+static inline double qb_unit(void)
+{
+    return (double)(qb_next() >> 11) / 9007199254740992.0;
+}
 
 static inline float qb_gauss(void)
 {
@@ -40,11 +43,18 @@ static inline int qb_f16_fields(enc_dtype dt, int *off)
 {
     switch (dt) {
     case ENC_Q8_0:
-    case ENC_Q4_0: off[0] = 0; return 1;
+    case ENC_Q4_0:
+        off[0] = 0;
+        return 1;
     case ENC_Q4_K:
-    case ENC_Q5_K: off[0] = 0, off[1] = 2; return 2;
-    case ENC_Q6_K: off[0] = 208; return 1;
-    default: return 0;
+    case ENC_Q5_K:
+        off[0] = 0, off[1] = 2;
+        return 2;
+    case ENC_Q6_K:
+        off[0] = 208;
+        return 1;
+    default:
+        return 0;
     }
 }
 

@@ -50,7 +50,8 @@ static int dump(const char *path)
         int64_t be = enc_dtype_block_elems(dt);
         unsigned char *raw = xmalloc(bb * N_BLOCKS);
         float *y = xmalloc((size_t)(be * N_BLOCKS) * sizeof *y);
-        for (int i = 0; i < N_BLOCKS; i++) qb_block(dt, i, raw + (size_t)i * bb);
+        for (int i = 0; i < N_BLOCKS; i++)
+            qb_block(dt, i, raw + (size_t)i * bb);
         if (quant_dequantize_row(dt, raw, y, be * N_BLOCKS) != 0) {
             fprintf(stderr, "test_quant: dequantize %s refused\n", enc_dtype_name(dt));
             return 1;
@@ -98,13 +99,27 @@ static void make_input(int kind, float *x, int n)
     for (int i = 0; i < n; i++) {
         float g = qb_gauss();
         switch (kind) {
-        case 0: x[i] = g; break;
-        case 1: x[i] = (qb_next() % 97 == 0) ? 20.0f * g : g; break;
-        case 2: x[i] = fabsf(g) + 0.25f; break;
-        case 3: x[i] = -fabsf(g) - 0.5f; break;
-        case 4: x[i] = 0.75f; break;
-        case 5: x[i] = 0.0f; break;
-        default: x[i] = g * ldexpf(1.0f, (i / 32) % 7 - 3); break;
+        case 0:
+            x[i] = g;
+            break;
+        case 1:
+            x[i] = (qb_next() % 97 == 0) ? 20.0f * g : g;
+            break;
+        case 2:
+            x[i] = fabsf(g) + 0.25f;
+            break;
+        case 3:
+            x[i] = -fabsf(g) - 0.5f;
+            break;
+        case 4:
+            x[i] = 0.75f;
+            break;
+        case 5:
+            x[i] = 0.0f;
+            break;
+        default:
+            x[i] = g * ldexpf(1.0f, (i / 32) % 7 - 3);
+            break;
         }
     }
 }
@@ -139,7 +154,8 @@ static double value_bound(enc_dtype dt, const unsigned char *b, int j, float x)
         const block_q6_K *k = (const block_q6_K *)b;
         return 0.5 * enc_f16_to_f32(k->d) * k->scales[j / 16] * (1 + 1e-6) + slack;
     }
-    default: return 0;
+    default:
+        return 0;
     }
 }
 
@@ -148,11 +164,16 @@ static double value_bound(enc_dtype dt, const unsigned char *b, int j, float x)
 static double rms_bound(enc_dtype dt)
 {
     switch (dt) {
-    case ENC_Q8_0: return 0.007;
-    case ENC_Q4_0: return 0.10;
-    case ENC_Q4_K: return 0.09;
-    case ENC_Q5_K: return 0.05;
-    default: return 0.025; /* Q6_K */
+    case ENC_Q8_0:
+        return 0.007;
+    case ENC_Q4_0:
+        return 0.10;
+    case ENC_Q4_K:
+        return 0.09;
+    case ENC_Q5_K:
+        return 0.05;
+    default:
+        return 0.025; /* Q6_K */
     }
 }
 
@@ -212,7 +233,8 @@ static void check_q8_k(void)
     quant_quantize_row(ENC_Q8_K, x, &b, QUANT_K);
     for (int g = 0; g < 16; g++) {
         int s = 0;
-        for (int l = 0; l < 16; l++) s += b.qs[16 * g + l];
+        for (int l = 0; l < 16; l++)
+            s += b.qs[16 * g + l];
         if (s != b.bsums[g]) {
             fprintf(stderr, "FAIL Q8_K: bsums[%d] = %d, the values sum to %d\n", g, b.bsums[g], s);
             g_failures++;
@@ -230,8 +252,10 @@ static void check_refusals(void)
 {
     float x[64] = {0};
     unsigned char q[512];
-    if (quant_quantize_row(ENC_Q4_K, x, q, 64) != -1 || quant_dequantize_row(ENC_Q8_0, q, x, 33) != -1 ||
-        quant_quantize_row(ENC_F32, x, q, 32) != -1 || quant_dequantize_row(ENC_I32, q, x, 32) != -1) {
+    if (quant_quantize_row(ENC_Q4_K, x, q, 64) != -1 ||
+        quant_dequantize_row(ENC_Q8_0, q, x, 33) != -1 ||
+        quant_quantize_row(ENC_F32, x, q, 32) != -1 ||
+        quant_dequantize_row(ENC_I32, q, x, 32) != -1) {
         fprintf(stderr, "FAIL: a partial block or a non-block type was not refused\n");
         g_failures++;
     }
@@ -241,7 +265,8 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--dump") == 0) return dump(argv[2]);
     for (int t = 0; t < 5; t++)
-        for (int kind = 0; kind < 7; kind++) check_round_trip(WEIGHT_TYPES[t], kind);
+        for (int kind = 0; kind < 7; kind++)
+            check_round_trip(WEIGHT_TYPES[t], kind);
     check_q8_k();
     check_refusals();
     if (g_failures) {

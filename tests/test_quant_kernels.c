@@ -65,7 +65,8 @@ static void run_nth(task_fn fn, void *ctx, int nth)
         threadpool_run(g_pool, fn, ctx);
         return;
     }
-    for (int ith = nth - 1; ith >= 0; ith--) fn(ctx, ith, nth);
+    for (int ith = nth - 1; ith >= 0; ith--)
+        fn(ctx, ith, nth);
 }
 
 /* --- tasks ----------------------------------------------------------------- */
@@ -125,13 +126,16 @@ static void world_init(world *wd, enc_dtype dt)
     for (int r = 0; r < N_OUT; r++) {
         unsigned char *wr = wd->w + (size_t)r * wd->wrb;
         if (r % 3 == 2) {
-            for (int64_t b = 0; b < K / be; b++) qb_block(dt, (int)((r / 3 + b) % 5), wr + b * bb);
+            for (int64_t b = 0; b < K / be; b++)
+                qb_block(dt, (int)((r / 3 + b) % 5), wr + b * bb);
         } else {
-            for (int i = 0; i < K; i++) row[i] = qb_gauss() * (r % 3 ? 0.02f : 1.0f);
+            for (int i = 0; i < K; i++)
+                row[i] = qb_gauss() * (r % 3 ? 0.02f : 1.0f);
             quant_quantize_row(dt, row, wr, K);
         }
     }
-    for (int i = 0; i < T * K; i++) wd->x[i] = qb_gauss() * (i % 97 == 0 ? 8.0f : 1.0f);
+    for (int i = 0; i < T * K; i++)
+        wd->x[i] = qb_gauss() * (i % 97 == 0 ? 8.0f : 1.0f);
 }
 
 static void world_free(world *wd)
@@ -146,7 +150,8 @@ static void world_free(world *wd)
 static void check_quantize_rows(world *wd)
 {
     unsigned char *want = xmalloc(wd->xrb * T);
-    for (int t = 0; t < T; t++) quant_quantize_row(wd->at, wd->x + t * K, want + t * wd->xrb, K);
+    for (int t = 0; t < T; t++)
+        quant_quantize_row(wd->at, wd->x + t * K, want + t * wd->xrb, K);
     for (int nth = 1; nth <= 3; nth++) {
         memset(wd->xq, 0xa5, wd->xrb * T);
         qr_ctx c = {wd->x, T, K, wd->at, wd->xq};
@@ -162,7 +167,8 @@ static void check_quantize_rows(world *wd)
  * beyond the value itself (see the header): |dmin m| or 32 |d sc|. */
 static void row_offsets(enc_dtype dt, const unsigned char *wr, double *off)
 {
-    for (int i = 0; i < K; i++) off[i] = 0.0;
+    for (int i = 0; i < K; i++)
+        off[i] = 0.0;
     if (dt == ENC_Q4_K || dt == ENC_Q5_K) {
         size_t bb = enc_dtype_block_bytes(dt);
         for (int b = 0; b < K / 256; b++) {
@@ -199,7 +205,8 @@ static double check_ref(const world *wd, const float *y)
         const unsigned char *wr = wd->w + (size_t)r * wd->wrb;
         quant_dequantize_row(wd->dt, wr, wf, K);
         row_offsets(wd->dt, wr, off);
-        for (int i = 0; i < K; i++) wv[i] = wf[i];
+        for (int i = 0; i < K; i++)
+            wv[i] = wf[i];
         for (int t = 0; t < T; t++) {
             quant_dequantize_row(wd->at, wd->xq + (size_t)t * wd->xrb, xf, K);
             double ref = 0, mag = 0;
@@ -207,7 +214,8 @@ static double check_ref(const world *wd, const float *y)
                 ref += wv[i] * xf[i];
                 mag += (fabs(wv[i]) + 2.0 * off[i]) * fabs((double)xf[i]);
             }
-            double err = fabs(y[t * N_OUT + r] - ref), bound = gamma_n((double)nb + 16) * mag + 1e-30;
+            double err = fabs(y[t * N_OUT + r] - ref),
+                   bound = gamma_n((double)nb + 16) * mag + 1e-30;
             if (!(err <= bound))
                 fail("%s: y[%d, %d] = %.9g, reference %.9g (error %.3g > bound %.3g)",
                      enc_dtype_name(wd->dt), t, r, y[t * N_OUT + r], ref, err, bound);
@@ -236,8 +244,8 @@ static int check_invariance(const world *wd, const float *y_all)
             mm_ctx one = {wd->xq + (size_t)t * wd->xrb, 1, K, wd->w, wd->dt, N_OUT, y};
             run_nth(mm_task, &one, nth);
             if (memcmp(y, y_all + t * N_OUT, sizeof(float) * N_OUT) != 0)
-                fail("%s: token %d alone (nth %d) differs from the batch of %d", enc_dtype_name(wd->dt),
-                     t, nth, T);
+                fail("%s: token %d alone (nth %d) differs from the batch of %d",
+                     enc_dtype_name(wd->dt), t, nth, T);
             n++;
         }
         mm_ctx five = {wd->xq + 3 * wd->xrb, 5, K, wd->w, wd->dt, N_OUT, y};
@@ -276,7 +284,8 @@ static void check_get_rows(const world *wd)
         else
             memset(want, 0, sizeof(float) * K);
         if (memcmp(want, out + i * K, sizeof(float) * K) != 0)
-            fail("%s: get_rows id %d differs from the dequantized row", enc_dtype_name(wd->dt), ids[i]);
+            fail("%s: get_rows id %d differs from the dequantized row", enc_dtype_name(wd->dt),
+                 ids[i]);
     }
     free(out);
     free(want);
@@ -316,7 +325,8 @@ int main(void)
         n_isas++;
         int before = g_failures, n_inv = 0;
         double worst = 0;
-        for (int t = 0; t < 5; t++) test_type(TYPES[t], &worst, &n_inv);
+        for (int t = 0; t < 5; t++)
+            test_type(TYPES[t], &worst, &n_inv);
         printf("[%s] %s: 5 types, max err/bound %.3g, %d invariance comparisons\n", g_isa,
                g_failures == before ? "ok" : "FAILED", worst, n_inv);
     }

@@ -15,11 +15,14 @@ enc_dtype quant_dot_dtype(enc_dtype w)
 {
     switch (w) {
     case ENC_Q8_0:
-    case ENC_Q4_0: return ENC_Q8_0;
+    case ENC_Q4_0:
+        return ENC_Q8_0;
     case ENC_Q4_K:
     case ENC_Q5_K:
-    case ENC_Q6_K: return ENC_Q8_K;
-    default: return ENC_F32;
+    case ENC_Q6_K:
+        return ENC_Q8_K;
+    default:
+        return ENC_F32;
     }
 }
 
@@ -28,7 +31,8 @@ enc_dtype quant_dot_dtype(enc_dtype w)
 static void quant__deq_q8_0(const block_q8_0 *b, float *y)
 {
     float d = enc_f16_to_f32(b->d);
-    for (int j = 0; j < 32; j++) y[j] = d * (float)b->qs[j];
+    for (int j = 0; j < 32; j++)
+        y[j] = d * (float)b->qs[j];
 }
 
 static void quant__deq_q4_0(const block_q4_0 *b, float *y)
@@ -77,21 +81,27 @@ static void quant__deq_q6_k(const block_q6_K *b, float *y)
 
 static void quant__deq_q8_k(const block_q8_K *b, float *y)
 {
-    for (int j = 0; j < QUANT_K; j++) y[j] = b->d * (float)b->qs[j];
+    for (int j = 0; j < QUANT_K; j++)
+        y[j] = b->d * (float)b->qs[j];
 }
 
 static int quant__deq_elements(enc_dtype dt, const void *src, float *dst, int64_t n)
 {
     const uint16_t *h = src;
     switch (dt) {
-    case ENC_F32: memcpy(dst, src, (size_t)n * sizeof *dst); return 0;
+    case ENC_F32:
+        memcpy(dst, src, (size_t)n * sizeof *dst);
+        return 0;
     case ENC_BF16:
-        for (int64_t i = 0; i < n; i++) dst[i] = enc_bf16_to_f32(h[i]);
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = enc_bf16_to_f32(h[i]);
         return 0;
     case ENC_F16:
-        for (int64_t i = 0; i < n; i++) dst[i] = enc_f16_to_f32(h[i]);
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = enc_f16_to_f32(h[i]);
         return 0;
-    default: return -1;
+    default:
+        return -1;
     }
 }
 
@@ -105,8 +115,12 @@ int quant_dequantize_row(enc_dtype dt, const void *src, float *dst, int64_t n)
     for (int64_t i = 0; i < nb; i++, p += bb) {
         float *y = dst + i * be;
         switch (dt) {
-        case ENC_Q8_0: quant__deq_q8_0((const block_q8_0 *)p, y); break;
-        case ENC_Q4_0: quant__deq_q4_0((const block_q4_0 *)p, y); break;
+        case ENC_Q8_0:
+            quant__deq_q8_0((const block_q8_0 *)p, y);
+            break;
+        case ENC_Q4_0:
+            quant__deq_q4_0((const block_q4_0 *)p, y);
+            break;
         case ENC_Q4_K: {
             const block_q4_K *b = (const block_q4_K *)p;
             quant__deq_k45(b->d, b->dmin, b->scales, NULL, b->qs, y);
@@ -117,9 +131,14 @@ int quant_dequantize_row(enc_dtype dt, const void *src, float *dst, int64_t n)
             quant__deq_k45(b->d, b->dmin, b->scales, b->qh, b->qs, y);
             break;
         }
-        case ENC_Q6_K: quant__deq_q6_k((const block_q6_K *)p, y); break;
-        case ENC_Q8_K: quant__deq_q8_k((const block_q8_K *)p, y); break;
-        default: return -1;
+        case ENC_Q6_K:
+            quant__deq_q6_k((const block_q6_K *)p, y);
+            break;
+        case ENC_Q8_K:
+            quant__deq_q8_k((const block_q8_K *)p, y);
+            break;
+        default:
+            return -1;
         }
     }
     return 0;
@@ -130,7 +149,8 @@ int quant_dequantize_row(enc_dtype dt, const void *src, float *dst, int64_t n)
 static float quant__amax(const float *x, int n)
 {
     float a = 0.0f;
-    for (int j = 0; j < n; j++) a = fabsf(x[j]) > a ? fabsf(x[j]) : a;
+    for (int j = 0; j < n; j++)
+        a = fabsf(x[j]) > a ? fabsf(x[j]) : a;
     return a;
 }
 
@@ -161,7 +181,8 @@ static void quant__q_q8_0(const float *x, block_q8_0 *b)
 {
     float d = quant__amax(x, 32) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
     b->d = enc_f32_to_f16(d);
-    for (int j = 0; j < 32; j++) b->qs[j] = (int8_t)quant__round(x[j] * id);
+    for (int j = 0; j < 32; j++)
+        b->qs[j] = (int8_t)quant__round(x[j] * id);
 }
 
 /* ggml's reference: d = (the value of largest magnitude) / -8. */
@@ -221,9 +242,10 @@ static void quant__q_k45(const float *x, int levels, uint16_t *d16, uint16_t *dm
         sc[s] = d > 0.0f ? quant__clamp((int)ceilf(top[s] / ((float)levels * d)), 0, 63) : 0;
         float step = d * (float)sc[s], off = dmin * (float)m[s];
         for (int l = 0; l < 32; l++)
-            q[32 * s + l] = (uint8_t)(step > 0.0f
-                                          ? quant__clamp(quant__round((x[32 * s + l] + off) / step), 0, levels)
-                                          : 0);
+            q[32 * s + l] =
+                (uint8_t)(step > 0.0f
+                              ? quant__clamp(quant__round((x[32 * s + l] + off) / step), 0, levels)
+                              : 0);
     }
     quant__pack_k4(sc, m, scales);
 }
@@ -267,7 +289,10 @@ static void quant__q_q6_k(const float *x, block_q6_K *b)
         b->scales[s] = (int8_t)sc;
         float step = d * (float)sc;
         for (int l = 0; l < 16; l++)
-            q[16 * s + l] = (uint8_t)(32 + (step > 0.0f ? quant__clamp(quant__round(x[16 * s + l] / step), -32, 31) : 0));
+            q[16 * s + l] =
+                (uint8_t)(32 + (step > 0.0f
+                                    ? quant__clamp(quant__round(x[16 * s + l] / step), -32, 31)
+                                    : 0));
     }
     memset(b->ql, 0, sizeof b->ql);
     memset(b->qh, 0, sizeof b->qh);
@@ -306,13 +331,26 @@ int quant_quantize_row(enc_dtype dt, const float *src, void *dst, int64_t n)
     for (int64_t i = 0; i < n / be; i++, p += bb) {
         const float *x = src + i * be;
         switch (dt) {
-        case ENC_Q8_0: quant__q_q8_0(x, (block_q8_0 *)p); break;
-        case ENC_Q4_0: quant__q_q4_0(x, (block_q4_0 *)p); break;
-        case ENC_Q4_K: quant__q_q4_k(x, (block_q4_K *)p); break;
-        case ENC_Q5_K: quant__q_q5_k(x, (block_q5_K *)p); break;
-        case ENC_Q6_K: quant__q_q6_k(x, (block_q6_K *)p); break;
-        case ENC_Q8_K: quant__q_q8_k(x, (block_q8_K *)p); break;
-        default: return -1;
+        case ENC_Q8_0:
+            quant__q_q8_0(x, (block_q8_0 *)p);
+            break;
+        case ENC_Q4_0:
+            quant__q_q4_0(x, (block_q4_0 *)p);
+            break;
+        case ENC_Q4_K:
+            quant__q_q4_k(x, (block_q4_K *)p);
+            break;
+        case ENC_Q5_K:
+            quant__q_q5_k(x, (block_q5_K *)p);
+            break;
+        case ENC_Q6_K:
+            quant__q_q6_k(x, (block_q6_K *)p);
+            break;
+        case ENC_Q8_K:
+            quant__q_q8_k(x, (block_q8_K *)p);
+            break;
+        default:
+            return -1;
         }
     }
     return 0;

@@ -13,15 +13,17 @@ enc_status model_quantize_type(const char *name, enc_dtype *out)
 {
     *out = ENC_F32;
     if (!name || !*name || !strcasecmp(name, "none")) return ENC_OK;
-    static const struct { const char *name; enc_dtype dt; } types[] = {
-        {"q8_0", ENC_Q8_0}, {"q4_0", ENC_Q4_0}, {"q4_k", ENC_Q4_K}};
+    static const struct {
+        const char *name;
+        enc_dtype dt;
+    } types[] = {{"q8_0", ENC_Q8_0}, {"q4_0", ENC_Q4_0}, {"q4_k", ENC_Q4_K}};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         if (!strcasecmp(name, types[i].name)) {
             *out = types[i].dt;
             return ENC_OK;
         }
-    return enc_fail(ENC_ERR_INVALID_ARGUMENT, "quantize: unknown type '%s' (expected q8_0, q4_0 or q4_k)",
-                    name);
+    return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                    "quantize: unknown type '%s' (expected q8_0, q4_0 or q4_k)", name);
 }
 
 enum { MODEL__QUANT_PIECE = 64 << 20 }; /* bytes of blocks written at once */
@@ -33,12 +35,14 @@ static void model__quantize_rows(const st_tensor *t, enc_dtype dt, int64_t r0, i
     int64_t cols = t->shape[1];
     size_t in_rb = (size_t)cols * enc_dtype_size(t->dtype), out_rb = enc_dtype_row_bytes(dt, cols);
     for (int64_t r = r0; r < r1; r++) {
-        quant_dequantize_row(t->dtype, (const unsigned char *)t->data + (size_t)r * in_rb, row, cols);
+        quant_dequantize_row(t->dtype, (const unsigned char *)t->data + (size_t)r * in_rb, row,
+                             cols);
         quant_quantize_row(dt, row, dst + (size_t)(r - r0) * out_rb, cols);
     }
 }
 
-enc_status model_quantize_matrix(backend *be, const st_tensor *t, enc_dtype dt, backend_buffer **out)
+enc_status model_quantize_matrix(backend *be, const st_tensor *t, enc_dtype dt,
+                                 backend_buffer **out)
 {
     *out = NULL;
     int64_t rows = t->shape[0], cols = t->n_dims == 2 ? t->shape[1] : 0;
@@ -54,8 +58,9 @@ enc_status model_quantize_matrix(backend *be, const st_tensor *t, enc_dtype dt, 
     int64_t piece_rows = per < rows ? per : rows;
     float *row = malloc((size_t)cols * sizeof *row);
     unsigned char *blocks = malloc((size_t)piece_rows * rb + 1);
-    enc_status s = row && blocks ? backend_buffer_alloc(be, (size_t)rows * rb, t->name, out)
-                                 : enc_fail(ENC_ERR_OUT_OF_MEMORY, "quantizing tensor '%s'", t->name);
+    enc_status s = row && blocks
+                       ? backend_buffer_alloc(be, (size_t)rows * rb, t->name, out)
+                       : enc_fail(ENC_ERR_OUT_OF_MEMORY, "quantizing tensor '%s'", t->name);
     for (int64_t r0 = 0; s == ENC_OK && r0 < rows; r0 += piece_rows) {
         int64_t r1 = r0 + piece_rows < rows ? r0 + piece_rows : rows;
         model__quantize_rows(t, dt, r0, r1, row, blocks);

@@ -35,7 +35,8 @@ static float cpu__qs_dot_q8_0(const void *wv, const void *xv, int64_t nb)
     float acc = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
         int32_t isum = 0;
-        for (int j = 0; j < 32; j++) isum += w[b].qs[j] * x[b].qs[j];
+        for (int j = 0; j < 32; j++)
+            isum += w[b].qs[j] * x[b].qs[j];
         acc += (enc_f16_to_f32(w[b].d) * enc_f16_to_f32(x[b].d)) * (float)isum;
     }
     return acc;
@@ -49,7 +50,8 @@ static float cpu__qs_dot_q4_0(const void *wv, const void *xv, int64_t nb)
     for (int64_t b = 0; b < nb; b++) {
         int32_t isum = 0;
         for (int j = 0; j < 16; j++)
-            isum += ((w[b].qs[j] & 15) - 8) * x[b].qs[j] + ((w[b].qs[j] >> 4) - 8) * x[b].qs[j + 16];
+            isum +=
+                ((w[b].qs[j] & 15) - 8) * x[b].qs[j] + ((w[b].qs[j] >> 4) - 8) * x[b].qs[j + 16];
         acc += (enc_f16_to_f32(w[b].d) * enc_f16_to_f32(x[b].d)) * (float)isum;
     }
     return acc;
@@ -108,11 +110,13 @@ static float cpu__qs_dot_q6_k(const void *wv, const void *xv, int64_t nb)
             for (int i = 0; i < 4; i++)
                 for (int l = 0; l < 32; l++) {
                     int v = 128 * h + 32 * i + l;
-                    int q = ((ql[l + 32 * (i & 1)] >> (4 * (i >> 1))) & 15) | (((qh[l] >> (2 * i)) & 3) << 4);
+                    int q = ((ql[l + 32 * (i & 1)] >> (4 * (i >> 1))) & 15) |
+                            (((qh[l] >> (2 * i)) & 3) << 4);
                     isum += w[b].scales[v / 16] * q * x[b].qs[v];
                 }
         }
-        for (int g = 0; g < 16; g++) corr += w[b].scales[g] * x[b].bsums[g];
+        for (int g = 0; g < 16; g++)
+            corr += w[b].scales[g] * x[b].bsums[g];
         float d = enc_f16_to_f32(w[b].d) * x[b].d;
         acc += d * (float)isum;
         accm += d * (float)(32 * corr);
@@ -124,7 +128,8 @@ static float cpu__qs_dot_q6_k(const void *wv, const void *xv, int64_t nb)
 #define CPU__QS_ROWS(T)                                                                            \
     static void cpu__qs_rows_##T(int R, const void *const *w, const void *x, int64_t nb, float *y) \
     {                                                                                              \
-        for (int r = 0; r < R; r++) y[r] = cpu__qs_dot_##T(w[r], x, nb);                           \
+        for (int r = 0; r < R; r++)                                                                \
+            y[r] = cpu__qs_dot_##T(w[r], x, nb);                                                   \
     }
 CPU__QS_ROWS(q8_0)
 CPU__QS_ROWS(q4_0)
@@ -157,7 +162,10 @@ static int cpu__has_avx512_vnni(void)
 
 static int cpu__vnni;
 static pthread_once_t cpu__vnni_once = PTHREAD_ONCE_INIT;
-static void cpu__detect_vnni(void) { cpu__vnni = cpu__has_avx512_vnni(); }
+static void cpu__detect_vnni(void)
+{
+    cpu__vnni = cpu__has_avx512_vnni();
+}
 #endif
 
 const cpu__quant_table *cpu__quant_table_for(cpu_isa isa)
@@ -197,7 +205,8 @@ void cpu__matmul_quant(const cpu__quant_table *qt, const void *x, int64_t n_toke
         for (int64_t r0 = n0; r0 < n1; r0 += CPU__Q_TILE_ROWS) {
             int R = n1 - r0 < CPU__Q_TILE_ROWS ? (int)(n1 - r0) : CPU__Q_TILE_ROWS;
             const void *wrow[CPU__Q_TILE_ROWS];
-            for (int r = 0; r < R; r++) wrow[r] = wb + (size_t)(r0 + r) * wrb;
+            for (int r = 0; r < R; r++)
+                wrow[r] = wb + (size_t)(r0 + r) * wrb;
             int64_t t = t0;
             if (dot2 && R == CPU__Q_TILE_ROWS) /* token pairs share the weights' unpacking */
                 for (; t + 2 <= t1; t += 2) {
@@ -205,7 +214,8 @@ void cpu__matmul_quant(const cpu__quant_table *qt, const void *x, int64_t n_toke
                     float *yp[2] = {y + t * n_out + r0, y + (t + 1) * n_out + r0};
                     dot2(wrow, xp, nb, yp);
                 }
-            for (; t < t1; t++) dot(R, wrow, xb + (size_t)t * xrb, nb, y + t * n_out + r0);
+            for (; t < t1; t++)
+                dot(R, wrow, xb + (size_t)t * xrb, nb, y + t * n_out + r0);
         }
     }
 }

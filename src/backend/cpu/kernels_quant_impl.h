@@ -138,28 +138,34 @@ CPU__Q_INLINE void cpu__q_32_tile(int q4, int T, int R, const void *const *wv,
                                   const void *const *xv, int64_t nb, float *const *y)
 {
     __m256 acc[CPU__Q_TMAX][CPU__Q_RMAX];
-    CPU__Q_UNROLL for (int t = 0; t < T; t++) {
+    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    {
         CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[t][r] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < nb; b++) {
         __m256i qx[CPU__Q_TMAX];
         float dx[CPU__Q_TMAX];
-        CPU__Q_UNROLL for (int t = 0; t < T; t++) {
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        {
             const block_q8_0 *x = (const block_q8_0 *)xv[t] + b;
             qx[t] = _mm256_loadu_si256((const __m256i *)x->qs);
             dx[t] = cpu__q_f16(x->d);
         }
-        CPU__Q_UNROLL for (int r = 0; r < R; r++) {
+        CPU__Q_UNROLL for (int r = 0; r < R; r++)
+        {
             float dw;
             __m256i qw = cpu__q_levels(q4, wv[r], b, &dw);
             __m256i aw = _mm256_sign_epi8(qw, qw);
-            CPU__Q_UNROLL for (int t = 0; t < T; t++) {
+            CPU__Q_UNROLL for (int t = 0; t < T; t++)
+            {
                 __m256i dot = CPU__Q_DOT4(aw, _mm256_sign_epi8(qx[t], qw));
-                acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[t]), _mm256_cvtepi32_ps(dot), acc[t][r]);
+                acc[t][r] =
+                    _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[t]), _mm256_cvtepi32_ps(dot), acc[t][r]);
             }
         }
     }
-    CPU__Q_UNROLL for (int t = 0; t < T; t++) {
+    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    {
         CPU__Q_UNROLL for (int r = 0; r < R; r++) y[t][r] = cpu__q_hsum(acc[t][r]);
     }
 }
@@ -177,12 +183,14 @@ CPU__Q_INLINE void cpu__q_q4_0_rows(int R, const void *const *wv, const void *xv
 }
 
 /* The tables' two-token entries (CPU__Q_RMAX rows). */
-static void cpu__q_dot2_q8_0(const void *const *w, const void *const *x, int64_t nb, float *const *y)
+static void cpu__q_dot2_q8_0(const void *const *w, const void *const *x, int64_t nb,
+                             float *const *y)
 {
     cpu__q_32_tile(0, CPU__Q_TMAX, CPU__Q_RMAX, w, x, nb, y);
 }
 
-static void cpu__q_dot2_q4_0(const void *const *w, const void *const *x, int64_t nb, float *const *y)
+static void cpu__q_dot2_q4_0(const void *const *w, const void *const *x, int64_t nb,
+                             float *const *y)
 {
     cpu__q_32_tile(1, CPU__Q_TMAX, CPU__Q_RMAX, w, x, nb, y);
 }
@@ -200,17 +208,18 @@ static inline __m256i cpu__q_k45_isum(const uint8_t *qs, const uint8_t *qh, cons
         __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
         if (qh) {
             __m256i b0 = _mm256_and_si256(_mm256_srl_epi16(hbits, _mm_cvtsi32_si128(2 * c)), one);
-            __m256i b1 = _mm256_and_si256(_mm256_srl_epi16(hbits, _mm_cvtsi32_si128(2 * c + 1)), one);
+            __m256i b1 =
+                _mm256_and_si256(_mm256_srl_epi16(hbits, _mm_cvtsi32_si128(2 * c + 1)), one);
             lo = _mm256_or_si256(lo, _mm256_slli_epi16(b0, 4));
             hi = _mm256_or_si256(hi, _mm256_slli_epi16(b1, 4));
         }
         __m256i xl = _mm256_loadu_si256((const __m256i *)(xq + 64 * c));
         __m256i xh = _mm256_loadu_si256((const __m256i *)(xq + 64 * c + 32));
         int s0 = sc[2 * c], s1 = sc[2 * c + 1];
-        isum = _mm256_add_epi32(isum, CPU__Q_DOT4_SCALED(lo, xl, _mm256_set1_epi16((short)s0),
-                                                         _mm256_set1_epi32(s0)));
-        isum = _mm256_add_epi32(isum, CPU__Q_DOT4_SCALED(hi, xh, _mm256_set1_epi16((short)s1),
-                                                         _mm256_set1_epi32(s1)));
+        isum = _mm256_add_epi32(
+            isum, CPU__Q_DOT4_SCALED(lo, xl, _mm256_set1_epi16((short)s0), _mm256_set1_epi32(s0)));
+        isum = _mm256_add_epi32(
+            isum, CPU__Q_DOT4_SCALED(hi, xh, _mm256_set1_epi16((short)s1), _mm256_set1_epi32(s1)));
     }
     return isum;
 }
@@ -240,7 +249,8 @@ CPU__Q_INLINE void cpu__q_k45_rows(int R, size_t bb, const void *const *wv, cons
     float accm[CPU__Q_RMAX];
     CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps(), accm[r] = 0.0f;
     for (int64_t b = 0; b < nb; b++)
-        CPU__Q_UNROLL for (int r = 0; r < R; r++) {
+        CPU__Q_UNROLL for (int r = 0; r < R; r++)
+        {
             const unsigned char *w = (const unsigned char *)wv[r] + (size_t)b * bb;
             const uint8_t *qh = bb == sizeof(block_q5_K) ? w + 16 : NULL;
             accm[r] += cpu__q_k45_block((const block_q4_K *)w, qh, w + bb - 128, &x[b], &acc[r]);
@@ -263,7 +273,8 @@ CPU__Q_INLINE void cpu__q_q5_k_rows(int R, const void *const *wv, const void *xv
 /* Bits [2i, 2i + 2) of each byte of h, as bits 4..5 of a byte. */
 static inline __m256i cpu__q_q6_high(__m256i h, int i)
 {
-    __m256i b = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * i)), _mm256_set1_epi8(3));
+    __m256i b =
+        _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * i)), _mm256_set1_epi8(3));
     return _mm256_slli_epi16(b, 4);
 }
 
@@ -273,7 +284,8 @@ static inline float cpu__q_q6_k_block(const block_q6_K *w, const block_q8_K *x, 
     const __m256i m4 = _mm256_set1_epi8(15);
     const int8_t *sc = w->scales;
     int corr = 0;
-    for (int g = 0; g < 16; g++) corr += sc[g] * x->bsums[g];
+    for (int g = 0; g < 16; g++)
+        corr += sc[g] * x->bsums[g];
     __m256i isum = _mm256_setzero_si256();
     for (int h = 0; h < 2; h++) {
         __m256i l0 = _mm256_loadu_si256((const __m256i *)(w->ql + 64 * h));
@@ -307,8 +319,8 @@ CPU__Q_INLINE void cpu__q_q6_k_rows(int R, const void *const *wv, const void *xv
     float accm[CPU__Q_RMAX];
     CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps(), accm[r] = 0.0f;
     for (int64_t b = 0; b < nb; b++)
-        CPU__Q_UNROLL for (int r = 0; r < R; r++)
-            accm[r] += cpu__q_q6_k_block((const block_q6_K *)wv[r] + b, &x[b], &acc[r]);
+        CPU__Q_UNROLL for (int r = 0; r < R; r++) accm[r] +=
+            cpu__q_q6_k_block((const block_q6_K *)wv[r] + b, &x[b], &acc[r]);
     CPU__Q_UNROLL for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]) - accm[r];
 }
 
@@ -320,7 +332,8 @@ CPU__Q_INLINE void cpu__q_q6_k_rows(int R, const void *const *wv, const void *xv
             cpu__q_##T##_rows(CPU__Q_RMAX, w, x, nb, y);                                           \
             return;                                                                                \
         }                                                                                          \
-        for (int r = 0; r < R; r++) cpu__q_##T##_rows(1, w + r, x, nb, y + r);                     \
+        for (int r = 0; r < R; r++)                                                                \
+            cpu__q_##T##_rows(1, w + r, x, nb, y + r);                                             \
     }
 CPU__Q_ROWS(q8_0)
 CPU__Q_ROWS(q4_0)
