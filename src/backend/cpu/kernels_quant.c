@@ -9,7 +9,8 @@
  *   decode (1 token):  for each 4 weight rows r..r+3: y[r..] = dot(w[r..], x)
  *   prefill:           token blocks of ~256 KiB of activations; within one,
  *                      each 4 weight rows meet every token while in L1, two
- *                      tokens at a time where the ISA has a 2 x 4 tile */
+ *                      tokens at a time where the ISA has a 2 x 4 tile for
+ *                      the type (dot2) */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>

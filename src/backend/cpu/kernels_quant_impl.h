@@ -240,6 +240,78 @@ static inline float cpu__q_k45_block(const block_q4_K *w, const uint8_t *qh, con
     return (cpu__q_f16(w->dmin) * x->d) * (float)msum;
 }
 
+/* Q4_K / Q5_K for two tokens x CPU__Q_RMAX rows: each row's superblock is
+ * unpacked once (levels and 6-bit scales) and dotted with both tokens. The
+ * integer sums are exact in any order, and the f32 steps per output are
+ * those of cpu__q_k45_block, so every output has the bits of the 1 x 1 path. */
+CPU__Q_INLINE void cpu__q_k45_tile2(size_t bb, const void *const *wv, const void *const *xv,
+                                    int64_t nb, float *const *y)
+{
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    __m256 acc[CPU__Q_TMAX][CPU__Q_RMAX];
+    float accm[CPU__Q_TMAX][CPU__Q_RMAX];
+    for (int t = 0; t < CPU__Q_TMAX; t++)
+        for (int r = 0; r < CPU__Q_RMAX; r++)
+            acc[t][r] = _mm256_setzero_ps(), accm[t][r] = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        const block_q8_K *x[CPU__Q_TMAX];
+        for (int t = 0; t < CPU__Q_TMAX; t++)
+            x[t] = (const block_q8_K *)xv[t] + b;
+        for (int r = 0; r < CPU__Q_RMAX; r++) {
+            const unsigned char *wb = (const unsigned char *)wv[r] + (size_t)b * bb;
+            const block_q4_K *w = (const block_q4_K *)wb; /* d, dmin, scales alike */
+            const uint8_t *qs = wb + bb - 128, *qh = bb == sizeof(block_q5_K) ? wb + 16 : NULL;
+            int sc[8], m[8];
+            for (int s = 0; s < 8; s++)
+                quant_scale_min_k4(w->scales, s, &sc[s], &m[s]);
+            __m256i lv[8]; /* the 8 sub-blocks' levels */
+            __m256i hbits = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
+            for (int c = 0; c < 4; c++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+                lv[2 * c] = _mm256_and_si256(v, m4);
+                lv[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                if (qh)
+                    for (int h = 0; h < 2; h++) {
+                        __m256i bit = _mm256_and_si256(
+                            _mm256_srl_epi16(hbits, _mm_cvtsi32_si128(2 * c + h)), one);
+                        lv[2 * c + h] = _mm256_or_si256(lv[2 * c + h], _mm256_slli_epi16(bit, 4));
+                    }
+            }
+            float dw = cpu__q_f16(w->d), dmw = cpu__q_f16(w->dmin);
+            for (int t = 0; t < CPU__Q_TMAX; t++) {
+                int msum = 0;
+                for (int s = 0; s < 8; s++)
+                    msum += m[s] * (x[t]->bsums[2 * s] + x[t]->bsums[2 * s + 1]);
+                __m256i isum = _mm256_setzero_si256();
+                for (int s = 0; s < 8; s++) {
+                    __m256i xs = _mm256_loadu_si256((const __m256i *)(x[t]->qs + 32 * s));
+                    isum = _mm256_add_epi32(
+                        isum, CPU__Q_DOT4_SCALED(lv[s], xs, _mm256_set1_epi16((short)sc[s]),
+                                                 _mm256_set1_epi32(sc[s])));
+                }
+                acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[t]->d), _mm256_cvtepi32_ps(isum),
+                                            acc[t][r]);
+                accm[t][r] += (dmw * x[t]->d) * (float)msum;
+            }
+        }
+    }
+    for (int t = 0; t < CPU__Q_TMAX; t++)
+        for (int r = 0; r < CPU__Q_RMAX; r++)
+            y[t][r] = cpu__q_hsum(acc[t][r]) - accm[t][r];
+}
+
+static void cpu__q_dot2_q4_k(const void *const *w, const void *const *x, int64_t nb,
+                             float *const *y)
+{
+    cpu__q_k45_tile2(sizeof(block_q4_K), w, x, nb, y);
+}
+
+static void cpu__q_dot2_q5_k(const void *const *w, const void *const *x, int64_t nb,
+                             float *const *y)
+{
+    cpu__q_k45_tile2(sizeof(block_q5_K), w, x, nb, y);
+}
+
 /* Q4_K (bb 144, no qh) or Q5_K (bb 176, qh at byte 16). */
 CPU__Q_INLINE void cpu__q_k45_rows(int R, size_t bb, const void *const *wv, const void *xv,
                                    int64_t nb, float *y)
@@ -355,6 +427,8 @@ const cpu__quant_table CPU__Q_TABLE = {
         {
             [ENC_Q8_0] = cpu__q_dot2_q8_0,
             [ENC_Q4_0] = cpu__q_dot2_q4_0,
+            [ENC_Q4_K] = cpu__q_dot2_q4_k,
+            [ENC_Q5_K] = cpu__q_dot2_q5_k,
         },
 };
 
