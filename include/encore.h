@@ -63,6 +63,10 @@ typedef struct encore_options {
                                      * otherwise, where the backend runs it, else f32 */
     const char *device;             /* "cpu" (NULL), "vulkan" or "vulkan:N" (a build with
                                      * the Vulkan backend); an unknown name is an error */
+    const char *quantize;           /* NULL: weights as stored; "q8_0", "q4_0" or "q4_k":
+                                     * every matrix (embedding and lm_head included)
+                                     * quantized to that GGUF block type at load (CPU
+                                     * only); an unknown name is an error */
 } encore_options;
 
 ENCORE_API encore_options encore_options_default(void);

@@ -52,6 +52,8 @@ PRESETS = {
                                  dtype="BF16", theta=10000.0, seed=103),
     "tiny-gqa2-hd128-f16-sharded": dict(V=512, D=128, L=2, H=4, KVH=2, hd=128, F=256, tied=True,
                                         dtype="F16", theta=1000000.0, seed=104, shards=3),
+    "tiny-gqa2-hd64-d256-bf16": dict(V=1000, D=256, L=2, H=4, KVH=2, hd=64, F=512, tied=True,
+                                     dtype="BF16", theta=1000000.0, seed=108),
     "tiny-qwen3vocab": dict(V=REAL_VOCAB, D=64, L=2, H=2, KVH=1, hd=64, F=128, tied=True,
                             dtype="BF16", theta=1000000.0, seed=105, tokenizer="required"),
     "demo": dict(V=REAL_VOCAB, D=64, L=2, H=2, KVH=1, hd=64, F=128, tied=True, demo=True,
@@ -88,7 +90,7 @@ PRESETS["qwen3-moe-bench-geometry"] = dict(
 ROUTER_STD = 3.0
 
 TINY_ALL = ["tiny-gqa1-hd64-f32", "tiny-gqa2-hd64-bf16", "tiny-gqa4-hd128-bf16",
-            "tiny-gqa2-hd128-f16-sharded", "tiny-qwen3vocab"] + list(MOE_PRESETS)
+            "tiny-gqa2-hd128-f16-sharded", "tiny-qwen3vocab", "tiny-gqa2-hd64-d256-bf16"] + list(MOE_PRESETS)
 
 # Init scales (see the top comment). Part of the stamp: changing them regenerates.
 INIT = dict(EMBED_STD=1.0, GAIN=2.0, QK_NORM_MEAN=1.6, NORM_NOISE=0.1, LOGIT_STD=3.0)

@@ -24,7 +24,10 @@ write skip the positions input after the first replay (e.g. write
 IN_POSITIONS only when slot->state was SLOT_WARM); the scenarios go red with
 "verify-capture: step ..., logit ... is ... replayed but ... eager".
 
-usage: capture_matrix.py --encore BIN --models DIR SCENARIO
+With --quantize TYPE every run quantizes the weights at load (the same
+matrix over the integer kernels of block-quantized weights).
+
+usage: capture_matrix.py --encore BIN --models DIR [--model NAME] [--quantize TYPE] SCENARIO
 """
 import argparse
 import json
@@ -118,10 +121,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--encore", required=True)
     ap.add_argument("--models", required=True)
-    ap.add_argument("--model", default=MODEL, help=f"preset under --models (default {MODEL})")
+    ap.add_argument("--quantize", help="run every engine with --quantize TYPE")
+    ap.add_argument("--model", default=MODEL, help=f"checkpoint under --models (default {MODEL})")
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     a = ap.parse_args()
     requests, extra = SCENARIOS[a.scenario]
+    if a.quantize:
+        extra = extra + ["--quantize", a.quantize]
     eager, st_eager = run_batch(a, requests, extra + ["--eager"])
     captured, st_cap = run_batch(a, requests, extra + ["--decode-steps", "1"])
     verified, st_ver = run_batch(a, requests, extra + ["--verify-capture"])

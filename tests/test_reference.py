@@ -35,6 +35,20 @@ engine's top-1 can differ from the reference's only when the reference's best tw
 logits are within 2*tol; and an id missing from the engine's top-K must have a
 reference logit <= the engine's K-th logit + tol.
 
+Quantized weights (--quantize Q8_0|Q4_0). The engine loads the checkpoint with
+`--quantize`, the reference runs on the same weights quantized and dequantized by NumPy
+(tests/reference/gguf_quants.py, ggml's reference quantizers; test_quant_numpy checks
+they give quant.c's bytes) with every matmul's activations rounded through Q8_0 blocks,
+as the CPU kernels compute. Positions then agree to ~1e-6 until one activation lands
+within float32 rounding of a rounding boundary: engine (f32) and reference (f64) round
+it to neighbouring 8-bit levels, and these random tiny models amplify one such flip to
+~0.1-0.3 in the logits (perturbing the reference's activations by 1e-6 moves them as
+much). quant.cmake therefore runs `logits` at --tol-rel 8e-2 (~1.1 absolute; measured
+worst 3.4e-2 with the AVX2 and the portable kernels, whose flips differ), still far
+below a broken block format (a swapped Q4_0 nibble order moved logits by 1.9 x max|logit|,
+23x this tolerance); the bit-exact checks for quantized weights
+are the engine-vs-engine ones (invariance-*, capture_matrix.py --quantize).
+
 Greedy checks must be exact, so the prompts are picked (deterministically, by a seeded
 search) such that along the reference's greedy path the best logit leads the second by
 more than 2*tol at every step and no stop token appears: there, any engine within the
@@ -64,6 +78,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "reference"))
+import gguf_quants  # noqa: E402
 import qwen3_ref as ref  # noqa: E402
 
 REF_PROGRAM = os.path.join(HERE, "reference", "qwen3_ref.py")
@@ -132,22 +147,40 @@ def _parse_logits(rows, what):
     return out
 
 
+def quantize_model(model, name):
+    """The reference model as `encore --quantize name` computes: every matrix
+    (embedding and lm_head included) with its rows ([out, in]) quantized to
+    `name` and dequantized, and every matmul's activations rounded through
+    the 8-bit blocks the CPU kernels use; all in NumPy. Norms stay as they are."""
+    def rt(w_out_in):
+        return gguf_quants.round_trip(name, w_out_in).astype(model.dtype)
+    tied = model.cfg["tie_word_embeddings"]
+    for L in model.layers:
+        for key in ("wq", "wk", "wv", "wo", "wg", "wu", "wd"):  # stored [in, out]
+            L[key] = np.ascontiguousarray(rt(L[key].T).T)
+    head = None if tied else rt(model.head_t.T)
+    model.embed = rt(model.embed)
+    model.head_t = np.ascontiguousarray((model.embed if tied else head).T)
+    model.act_quant = lambda x: gguf_quants.act_round_trip(name, x)
+
+
 class EngineCLI:
     """The `encore` program: logits, generate, batch."""
 
-    def __init__(self, binary, model_dir, threads=None, kv_cache_dtype="f32"):
+    def __init__(self, binary, model_dir, threads=None, kv_cache_dtype="f32", quantize=None):
         self.binary, self.model_dir, self.threads = binary, model_dir, threads
-        self.kv = ["--kv-cache-dtype", kv_cache_dtype]
+        self.opts = ["--kv-cache-dtype", kv_cache_dtype]
+        self.opts += ["--quantize", quantize] if quantize else []
         self.name = "engine"
 
     def logits(self, ids, top):
         cmd = [self.binary, "logits", "-m", self.model_dir, "--prompt-ids", " ".join(map(str, ids)),
-               "--top", str(top)] + self.kv
+               "--top", str(top)] + self.opts
         return _parse_logits(_json_lines(_run(cmd, "encore logits"), "encore logits"), "encore logits")
 
     def generate(self, ids, n, threads=None):
         cmd = [self.binary, "generate", "-m", self.model_dir, "--prompt-ids", " ".join(map(str, ids)),
-               "-n", str(n), "--temperature", "0", "--print-ids"] + self.kv
+               "-n", str(n), "--temperature", "0", "--print-ids"] + self.opts
         threads = threads if threads is not None else self.threads
         if threads is not None:
             cmd += ["--threads", str(threads)]
@@ -160,7 +193,7 @@ class EngineCLI:
             with open(path, "w", encoding="utf-8") as f:
                 for r in requests:
                     f.write(json.dumps(r) + "\n")
-            cmd = [self.binary, "batch", "-m", self.model_dir, "--requests", path] + self.kv
+            cmd = [self.binary, "batch", "-m", self.model_dir, "--requests", path] + self.opts
             rows = _json_lines(_run(cmd, "encore batch"), "encore batch")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -503,6 +536,10 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, help="pass --threads T to `encore generate`")
     ap.add_argument("--kv-cache-dtype", choices=sorted(ref.KV_ROUND), default="f32",
                     help="the engine's KV cache dtype, whose rounding the reference then applies too (default f32)")
+    ap.add_argument("--quantize", choices=sorted(gguf_quants.QUANTIZE) + ["Q4_K"],
+                    help="engine: --quantize TYPE; reference: every matrix through NumPy's quantizer "
+                         "and dequantizer of TYPE (tests/reference/gguf_quants.py; Q4_K: "
+                         "engine-vs-engine checks only)")
     ap.add_argument("--tol-rel", type=float, default=TOL_REL, help=f"logit tolerance relative to max |logit| (default {TOL_REL})")
     args = ap.parse_args(argv)
     needs_engine = args.check not in ("breakage", "selfcheck")
@@ -514,7 +551,8 @@ def main(argv=None):
     try:
         if args.check in ("invariance-batch", "invariance-threads"):
             cfg = ref.load_config(args.model)
-            sut = EngineCLI(args.engine, args.model, args.threads, args.kv_cache_dtype)
+            sut = EngineCLI(args.engine, args.model, args.threads, args.kv_cache_dtype,
+                            args.quantize.lower() if args.quantize else None)
             fn = check_invariance_batch if args.check == "invariance-batch" else check_invariance_threads
             fails, summary = fn(cfg, sut)
         elif args.check == "selfcheck":
@@ -526,10 +564,16 @@ def main(argv=None):
         else:
             model = ref.load_model(args.model)
             model.kv_cache_dtype = args.kv_cache_dtype
+            if args.quantize not in (None, *gguf_quants.QUANTIZE):
+                raise CheckFailed(f"--quantize {args.quantize}: only the engine-vs-engine checks "
+                                  "(invariance-*) run it; the reference has no quantizer for it")
+            if args.quantize:
+                quantize_model(model, args.quantize)
             if args.check == "breakage":
                 fails, summary = check_breakage(model, args.model)
             else:
-                sut = EngineCLI(args.engine, args.model, args.threads, args.kv_cache_dtype)
+                sut = EngineCLI(args.engine, args.model, args.threads, args.kv_cache_dtype,
+                                args.quantize.lower() if args.quantize else None)
                 if args.check == "logits":
                     prompt = draw_prompt(rng_for("logits"), model.cfg, 70)
                     fails, summary = check_logits(model, sut, prompt, TOP_K, args.tol_rel)

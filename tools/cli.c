@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,7 +36,9 @@ const char cli_engine_options_help[] =
     "                               first difference (ENCORE_VERIFY_CAPTURE=1)\n"
     "  --decode-steps K             decode steps per replay, 1..64 (default 4)\n"
     "  --no-prefix-caching          compute every prompt in full: no KV blocks shared between\n"
-    "                               requests with a common prefix (ENCORE_NO_PREFIX_CACHING=1)\n";
+    "                               requests with a common prefix (ENCORE_NO_PREFIX_CACHING=1)\n"
+    "  --quantize TYPE              q8_0, q4_0 or q4_k: quantize every matrix of a bf16/f16/f32\n"
+    "                               checkpoint (embedding and lm_head too) at load; CPU only\n";
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {
@@ -252,6 +255,16 @@ int cli_engine_option(const char *cmd, int argc, char **argv, int *i, engine_con
     }
     if (!strcmp(a, "--verify-capture")) {
         cfg->verify_capture = true;
+        return 1;
+    }
+    if (!strcmp(a, "--quantize")) {
+        cfg->quantize = cli_value(cmd, argc, argv, i);
+        if (!cfg->quantize) return -1;
+        if (strcasecmp(cfg->quantize, "q8_0") && strcasecmp(cfg->quantize, "q4_0") &&
+            strcasecmp(cfg->quantize, "q4_k")) {
+            cli_error(cmd, "--quantize: expected q8_0, q4_0 or q4_k, got '%s'", cfg->quantize);
+            return -1;
+        }
         return 1;
     }
     if (!strcmp(a, "--no-prefix-caching")) {

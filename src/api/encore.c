@@ -74,6 +74,7 @@ static enc_status encore__config(const encore_options *opt, engine_config *cfg)
         .no_prefix_caching = opt->no_prefix_caching != 0,
         .kv_cache_dtype = opt->kv_cache_dtype,
         .device = opt->device,
+        .quantize = opt->quantize,
     };
     return ENC_OK;
 }

@@ -24,6 +24,7 @@ const char *enc_dtype_name(enc_dtype t)
     case ENC_Q4_K: return "Q4_K";
     case ENC_Q5_K: return "Q5_K";
     case ENC_Q6_K: return "Q6_K";
+    case ENC_Q8_K: return "Q8_K";
     default: return "?";
     }
 }
@@ -40,7 +41,8 @@ int64_t enc_dtype_block_elems(enc_dtype t)
     case ENC_Q4_0: return 32;
     case ENC_Q4_K:
     case ENC_Q5_K:
-    case ENC_Q6_K: return 256;
+    case ENC_Q6_K:
+    case ENC_Q8_K: return 256;
     default: return 1;
     }
 }
@@ -53,6 +55,7 @@ size_t enc_dtype_block_bytes(enc_dtype t)
     case ENC_Q4_K: return 2 + 2 + 12 + 128;       /* 144 */
     case ENC_Q5_K: return 2 + 2 + 12 + 32 + 128;  /* 176 */
     case ENC_Q6_K: return 128 + 64 + 16 + 2;      /* 210 */
+    case ENC_Q8_K: return 4 + 256 + 2 * 16;       /* 292 */
     default: return enc_dtype_size(t);
     }
 }

@@ -7,7 +7,7 @@
  * enc_dtype_block_elems() values stored in enc_dtype_block_bytes() bytes,
  * byte for byte the GGUF block layouts of ggml. A row of such a tensor is a
  * whole number of blocks; its size is enc_dtype_row_bytes(). Element types
- * have blocks of one element. */
+ * have blocks of one element. base/quant.h reads and writes the blocks. */
 #ifndef ENC_BASE_DTYPE_H
 #define ENC_BASE_DTYPE_H
 
@@ -25,6 +25,8 @@ typedef enum enc_dtype {
     ENC_Q4_K, /* 256 values: f16 d, dmin, 12 bytes of 6-bit scales/mins, 128 B  */
     ENC_Q5_K, /* 256 values: as Q4_K plus 32 bytes of fifth bits               */
     ENC_Q6_K, /* 256 values: 128 B low nibbles, 64 B high bits, 16 int8 scales, f16 d */
+    ENC_Q8_K, /* 256 values: f32 d, 256 x int8, 16 int16 sums; the CPU kernels'
+               * activations for a dot with the K types, never a weight */
     ENC_DTYPE_COUNT
 } enc_dtype;
 

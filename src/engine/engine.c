@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "model/quantize.h"
 
 const char *engine_finish_name(engine_finish f)
 {
@@ -128,9 +129,13 @@ enc_status engine_create(const engine_config *cfg, engine **out)
     enc_status s = backend_create_named(cfg->device, cfg->n_threads, &e->be);
     if (s == ENC_OK) e->cfg.n_threads = backend_host_threads(e->be);
     if (s == ENC_OK) e->device_sampler = backend_supports_op(e->be, GRAPH_OP_SAMPLE);
+    enc_dtype quantize = ENC_F32;
+    if (s == ENC_OK) s = model_quantize_type(cfg->quantize, &quantize);
     if (s == ENC_OK)
-        s = qwen3_model_load(cfg->model_dir, e->be, cfg->load_progress, cfg->load_progress_user, &e->model);
+        s = qwen3_model_load(cfg->model_dir, e->be, quantize, cfg->load_progress,
+                             cfg->load_progress_user, &e->model);
     e->cfg.load_progress = NULL; /* used while loading only: its user data may not outlive the call */
+    e->cfg.quantize = NULL;      /* likewise (the model keeps the type it chose) */
     e->cfg.load_progress_user = NULL;
     if (s == ENC_OK) s = engine__resolve_config(e, &e->model->cfg);
     if (s == ENC_OK) {

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "base/quant.h"
 #include "graph/sample_row.h"
 
 static const char *const graph__op_names[] = {
@@ -182,9 +183,17 @@ graph_tensor *graph_matmul(graph *g, graph_tensor *x, graph_tensor *w)
     if (!graph__ok(g, graph__is_f32_2d(x) && w && w->n_dims == 2 && x->shape[1] == w->shape[1],
                    "matmul: needs x [T, K] f32 and w [N, K]", w))
         return NULL;
+    int quantized = enc_dtype_is_quantized(w->dtype);
+    if (!graph__ok(g, !quantized || (w->dtype != ENC_Q8_K && enc_dtype_row_bytes(w->dtype, w->shape[1]) > 0),
+                   "matmul: a quantized w needs K a multiple of its block size", w))
+        return NULL;
     graph_tensor *dst = graph_tensor_2d(g, GRAPH_INTERMEDIATE, ENC_F32, x->shape[0], w->shape[0],
                                         w->name);
-    graph_node *n = graph__node(g, GRAPH_OP_MATMUL, dst, x, w, NULL);
+    graph_tensor *scratch = NULL;
+    if (quantized)
+        scratch = graph_tensor_2d(g, GRAPH_INTERMEDIATE, quant_dot_dtype(w->dtype), x->shape[0],
+                                  x->shape[1], "matmul_act");
+    graph_node *n = graph__node(g, GRAPH_OP_MATMUL, dst, x, w, scratch);
     if (!n) return NULL;
     graph__commit(g, n);
     return dst;

@@ -45,7 +45,9 @@ typedef enum graph_tensor_kind {
 typedef enum graph_op {
     GRAPH_OP_GET_ROWS = 0, /* dst[n, D] f32 = src0[R, D][src1[n]]           */
     GRAPH_OP_RMS_NORM,     /* dst = rmsnorm over rows of length len(src1); eps = f[0] */
-    GRAPH_OP_MATMUL,       /* dst[T, N] = src0[T, K] @ src1[N, K]^T           */
+    GRAPH_OP_MATMUL,       /* dst[T, N] = src0[T, K] @ src1[N, K]^T; for a block-
+                            * quantized src1, src2 [T, K] is scratch for src0 in
+                            * 8-bit blocks (Q8_0 or Q8_K), the backend's to use */
     GRAPH_OP_ROPE_NEOX,    /* src0[T, H*hd] in place; src1 positions[T]; i[0] = H, i[1] = hd, f[0] = theta */
     GRAPH_OP_SWIGLU,       /* dst = silu(src0) * src1                         */
     GRAPH_OP_ADD,          /* dst = src0 + src1                               */

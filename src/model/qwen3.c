@@ -18,6 +18,7 @@
 #include "base/mapfile.h"
 #include "model/gguf_config.h"
 #include "model/qwen3_moe.h"
+#include "model/quantize.h"
 #include "model/qwen3_tensors.h"
 
 /* --- loading ------------------------------------------------------------- */
@@ -30,43 +31,58 @@ static void qwen3__release_source(backend *be, const st_tensor *t)
     if (!backend_buffer_keeps_host(be)) mapfile_drop_pages(t->data, t->n_bytes);
 }
 
+/* The type a stored matrix takes on the backend: the block type `quantize`
+ * (--quantize) for a float matrix, else its stored type (a GGUF block type
+ * stays as it is). */
+static enc_dtype qwen3__loaded_dtype(const st_tensor *t, enc_dtype quantize)
+{
+    return enc_dtype_is_quantized(quantize) && !enc_dtype_is_quantized(t->dtype) ? quantize
+                                                                                 : t->dtype;
+}
+
 /* A weight of a type op cannot read on this backend is refused here, at
  * load, naming the tensor and the type. */
-static enc_status qwen3__check_dtype(backend *be, const st_tensor *t, graph_op op)
+static enc_status qwen3__check_dtype(backend *be, const st_tensor *t, enc_dtype dt, graph_op op)
 {
-    if (backend_supports_weight_dtype(be, op, t->dtype)) return ENC_OK;
+    if (backend_supports_weight_dtype(be, op, dt)) return ENC_OK;
     return enc_fail(ENC_ERR_UNSUPPORTED,
-                    "%s: tensor '%s' has type %s, which the %s backend lacks for %s", t->file,
-                    t->name, enc_dtype_name(t->dtype), be->iface->name,
-                    op == GRAPH_OP_GET_ROWS ? "the embedding lookup" : "matmul");
+                    "%s: tensor '%s' has type %s%s, which the %s backend lacks for %s", t->file,
+                    t->name, enc_dtype_name(dt), dt != t->dtype ? " (--quantize)" : "",
+                    be->iface->name, op == GRAPH_OP_GET_ROWS ? "the embedding lookup" : "matmul");
 }
 
 /* Matrices and the embedding stay in their stored dtype (zero-copy where the
- * backend can); a block type is uploaded as its raw blocks. Norm weights
- * become f32, the kernels' format for them (qwen3__put_norm). */
-static enc_status qwen3__upload(backend *be, const st_tensor *t, qwen3_weight *w)
+ * backend can), or become blocks of `quantize` (--quantize; model/quantize.c);
+ * a block type is uploaded as its raw blocks. Norm weights become f32, the
+ * kernels' format for them (qwen3__put_norm). */
+static enc_status qwen3__upload(backend *be, const st_tensor *t, enc_dtype quantize, qwen3_weight *w)
 {
-    w->dtype = t->dtype;
+    w->dtype = qwen3__loaded_dtype(t, quantize);
     w->n_dims = t->n_dims;
     w->shape[0] = t->shape[0];
     w->shape[1] = t->n_dims > 1 ? t->shape[1] : 1;
     w->name = t->name;
-    enc_status s = backend_buffer_from_host(be, t->data, t->n_bytes, t->name, &w->buf);
+    enc_status s = w->dtype != t->dtype
+                       ? model_quantize_matrix(be, t, w->dtype, &w->buf)
+                       : backend_buffer_from_host(be, t->data, t->n_bytes, t->name, &w->buf);
     if (s == ENC_OK) qwen3__release_source(be, t);
-    return s == ENC_OK ? s : enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
+    if (s == ENC_OK || w->dtype != t->dtype) return s; /* model_quantize_matrix names the tensor */
+    return enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
 }
 
-static enc_status qwen3__put_matrix(backend *be, const st_tensor *t, qwen3_weight *w)
+static enc_status qwen3__put_matrix(backend *be, const st_tensor *t, enc_dtype quantize,
+                                    qwen3_weight *w)
 {
-    ENC_TRY(qwen3__check_dtype(be, t, GRAPH_OP_MATMUL));
-    return qwen3__upload(be, t, w);
+    ENC_TRY(qwen3__check_dtype(be, t, qwen3__loaded_dtype(t, quantize), GRAPH_OP_MATMUL));
+    return qwen3__upload(be, t, quantize, w);
 }
 
 /* The embedding: a table for get_rows, and the lm_head's matrix when tied. */
-static enc_status qwen3__put_embedding(backend *be, const st_tensor *t, int tied, qwen3_weight *w)
+static enc_status qwen3__put_embedding(backend *be, const st_tensor *t, int tied,
+                                       enc_dtype quantize, qwen3_weight *w)
 {
-    ENC_TRY(qwen3__check_dtype(be, t, GRAPH_OP_GET_ROWS));
-    return tied ? qwen3__put_matrix(be, t, w) : qwen3__upload(be, t, w);
+    ENC_TRY(qwen3__check_dtype(be, t, qwen3__loaded_dtype(t, quantize), GRAPH_OP_GET_ROWS));
+    return tied ? qwen3__put_matrix(be, t, quantize, w) : qwen3__upload(be, t, quantize, w);
 }
 
 static void qwen3__to_f32(const st_tensor *t, float *out)
@@ -105,12 +121,13 @@ static enc_status qwen3__put_mlp(qwen3_model *m, const qwen3_layer_tensors *t, i
                                  qwen3_layer *l)
 {
     if (!t->router) {
-        ENC_TRY(qwen3__put_matrix(m->be, t->gate, &l->gate));
-        ENC_TRY(qwen3__put_matrix(m->be, t->up, &l->up));
-        return qwen3__put_matrix(m->be, t->down, &l->down);
+        ENC_TRY(qwen3__put_matrix(m->be, t->gate, m->quantize, &l->gate));
+        ENC_TRY(qwen3__put_matrix(m->be, t->up, m->quantize, &l->up));
+        return qwen3__put_matrix(m->be, t->down, m->quantize, &l->down);
     }
+    /* the router and the stacked experts stay as loaded (--quantize skips them) */
     l->moe = 1;
-    ENC_TRY(qwen3__put_matrix(m->be, t->router, &l->router));
+    ENC_TRY(qwen3__put_matrix(m->be, t->router, ENC_F32, &l->router));
     return qwen3_moe_put_experts(m->be, &m->cfg, m->archive, li, l);
 }
 
@@ -122,10 +139,10 @@ static enc_status qwen3__put_layer(qwen3_model *m, const qwen3_layer_tensors *t,
     ENC_TRY(qwen3__put_norm(be, t->q_norm, &l->q_norm));
     ENC_TRY(qwen3__put_norm(be, t->k_norm, &l->k_norm));
     ENC_TRY(qwen3__put_norm(be, t->post_norm, &l->post_norm));
-    ENC_TRY(qwen3__put_matrix(be, t->q, &l->q));
-    ENC_TRY(qwen3__put_matrix(be, t->k, &l->k));
-    ENC_TRY(qwen3__put_matrix(be, t->v, &l->v));
-    ENC_TRY(qwen3__put_matrix(be, t->o, &l->o));
+    ENC_TRY(qwen3__put_matrix(be, t->q, m->quantize, &l->q));
+    ENC_TRY(qwen3__put_matrix(be, t->k, m->quantize, &l->k));
+    ENC_TRY(qwen3__put_matrix(be, t->v, m->quantize, &l->v));
+    ENC_TRY(qwen3__put_matrix(be, t->o, m->quantize, &l->o));
     return qwen3__put_mlp(m, t, li, l);
 }
 
@@ -134,24 +151,37 @@ static tensor_source qwen3__source(const qwen3_model *m)
     return m->gguf ? tensor_source_gguf(m->gguf) : tensor_source_safetensors(m->archive);
 }
 
+/* What a decode step reads: every tensor as loaded (matrices quantized at
+ * load counted as their blocks) but an untied embedding, of which it
+ * gathers rows. */
+static int64_t qwen3__decode_bytes(const qwen3_model *m, const qwen3_tensors *t)
+{
+    int64_t n = 0;
+    tensor_source src = qwen3__source(m);
+    for (size_t i = 0; i < src.count(src.ctx); i++) {
+        const st_tensor *s = src.get(src.ctx, i);
+        if (s == t->embed && t->lm_head != t->embed) continue;
+        enc_dtype dt = s->n_dims == 2 ? qwen3__loaded_dtype(s, m->quantize) : s->dtype;
+        n += dt == s->dtype ? (int64_t)s->n_bytes
+                            : s->shape[0] * (int64_t)enc_dtype_row_bytes(dt, s->shape[1]);
+    }
+    return n;
+}
+
 static enc_status qwen3__put_weights(qwen3_model *m, const qwen3_tensors *t,
                                      qwen3_progress_fn progress, void *user)
 {
-    ENC_TRY(qwen3__put_embedding(m->be, t->embed, t->lm_head == t->embed, &m->embed));
+    ENC_TRY(qwen3__put_embedding(m->be, t->embed, t->lm_head == t->embed, m->quantize, &m->embed));
     ENC_TRY(qwen3__put_norm(m->be, t->final_norm, &m->final_norm));
     if (t->lm_head == t->embed)
         m->lm_head = m->embed, m->lm_head.buf = NULL; /* tied: shares embed's buffer */
     else
-        ENC_TRY(qwen3__put_matrix(m->be, t->lm_head, &m->lm_head));
+        ENC_TRY(qwen3__put_matrix(m->be, t->lm_head, m->quantize, &m->lm_head));
     for (int64_t l = 0; l < m->cfg.n_layers; l++) {
         ENC_TRY(qwen3__put_layer(m, &t->layers[l], l));
         if (progress) progress(user, (double)(l + 1) / (double)m->cfg.n_layers);
     }
-    m->decode_weight_bytes = 0;
-    tensor_source src = qwen3__source(m);
-    for (size_t i = 0; i < src.count(src.ctx); i++)
-        m->decode_weight_bytes += (int64_t)src.get(src.ctx, i)->n_bytes;
-    if (t->lm_head != t->embed) m->decode_weight_bytes -= (int64_t)t->embed->n_bytes;
+    m->decode_weight_bytes = qwen3__decode_bytes(m, t);
     for (int64_t l = 0; l < m->cfg.n_layers; l++)
         if (m->layers[l].moe) m->decode_weight_bytes -= qwen3_moe_idle_bytes(&m->cfg, &m->layers[l]);
     return ENC_OK;
@@ -169,13 +199,14 @@ static enc_status qwen3__open(const char *path, qwen3_model *m)
     return st_open_dir(path, &m->archive);
 }
 
-enc_status qwen3_model_load(const char *model_dir, backend *be, qwen3_progress_fn progress,
-                            void *progress_user, qwen3_model **out)
+enc_status qwen3_model_load(const char *model_dir, backend *be, enc_dtype quantize,
+                            qwen3_progress_fn progress, void *progress_user, qwen3_model **out)
 {
     *out = NULL;
     qwen3_model *m = calloc(1, sizeof *m);
     if (!m) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "model");
     m->be = be;
+    m->quantize = quantize;
     qwen3_tensors tensors = {0};
     enc_status s = qwen3__open(model_dir, m);
     tensor_source src = qwen3__source(m);
@@ -258,10 +289,24 @@ static int qwen3__pass_nodes(const qwen3_model *m)
            QWEN3__MOE_EXTRA_NODES * qwen3__n_moe_layers(m) + QWEN3__OUTER_NODES;
 }
 
+/* A matmul over block-quantized weights has one more tensor: its scratch for
+ * the activations in 8-bit blocks (graph_matmul). */
+static int qwen3__quantized_matmuls(const qwen3_model *m)
+{
+    int n = enc_dtype_is_quantized(m->lm_head.dtype);
+    for (int64_t l = 0; l < m->cfg.n_layers; l++) {
+        const qwen3_layer *y = &m->layers[l];
+        const qwen3_weight *w[] = {&y->q, &y->k, &y->v, &y->o, &y->gate, &y->up, &y->down};
+        for (size_t i = 0; i < sizeof w / sizeof *w; i++) n += enc_dtype_is_quantized(w[i]->dtype);
+    }
+    return n;
+}
+
 static int qwen3__pass_tensors(const qwen3_model *m)
 {
     return QWEN3__LAYER_TENSORS * (int)m->cfg.n_layers +
-           QWEN3__MOE_EXTRA_TENSORS * qwen3__n_moe_layers(m) + QWEN3__OUTER_TENSORS;
+           QWEN3__MOE_EXTRA_TENSORS * qwen3__n_moe_layers(m) + QWEN3__OUTER_TENSORS +
+           qwen3__quantized_matmuls(m);
 }
 
 int qwen3_graph_n_nodes(const qwen3_model *m, int n_passes) { return n_passes * qwen3__pass_nodes(m); }

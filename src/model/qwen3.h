@@ -47,6 +47,9 @@ typedef struct qwen3_model {
     qwen3_layer *layers;  /* [n_layers] */
     int64_t decode_weight_bytes; /* weight bytes a decode step reads: all but an
                                   * untied embedding, of which it gathers rows */
+    enc_dtype quantize;          /* the block type every matrix (embedding and
+                                  * lm_head included) was quantized to at load;
+                                  * ENC_F32: all as stored */
 } qwen3_model;
 
 /* Called while weights go onto the backend, with the fraction done (0..1]. */
@@ -56,9 +59,12 @@ typedef void (*qwen3_progress_fn)(void *user, double fraction);
  * a file, not a directory) a GGUF file's metadata and tensors; check every
  * tensor against the config, and put the weights on the backend, reporting
  * progress layer by layer to `progress` (may be NULL). A weight of a block
- * type the backend cannot run is an error naming the tensor and the type. */
-enc_status qwen3_model_load(const char *model_dir, backend *be, qwen3_progress_fn progress,
-                            void *progress_user, qwen3_model **out);
+ * type the backend cannot run is an error naming the tensor and the type.
+ * A block type `quantize` (Q8_0, Q4_0, Q4_K; model/quantize.h) turns every
+ * float matrix into its blocks on the way, the embedding and lm_head
+ * included; ENC_F32 keeps them as stored. */
+enc_status qwen3_model_load(const char *model_dir, backend *be, enc_dtype quantize,
+                            qwen3_progress_fn progress, void *progress_user, qwen3_model **out);
 void qwen3_model_free(qwen3_model *m); /* NULL is a no-op */
 
 /* The shape of one step. */

@@ -302,9 +302,16 @@ class KVCache:
         self.n = 0
 
 
-def _swiglu_mlp(h, wg, wu, wd):
-    g = h @ wg
-    return ((g / (1.0 + np.exp(-g))) * (h @ wu)) @ wd
+def _mm(model, x, w):
+    """x @ w, with x first through model.act_quant when set (the 8-bit
+    activations an engine's quantized matmul computes with; None: exact)."""
+    aq = getattr(model, "act_quant", None)
+    return (aq(x) if aq else x) @ w
+
+
+def _swiglu_mlp(model, h, wg, wu, wd):
+    g = _mm(model, h, wg)
+    return _mm(model, (g / (1.0 + np.exp(-g))) * _mm(model, h, wu), wd)
 
 
 def moe_route(logits, k, norm, br=()):
@@ -321,14 +328,14 @@ def moe_route(logits, k, norm, br=()):
     return order, w
 
 
-def _moe_block(h, L, c, br):
+def _moe_block(model, h, L, c, br):
     """The sparse block, token by token: sum_s w_s * expert_{e_s}(h)."""
     order, w = moe_route(h @ L["router"], c["num_experts_per_tok"], c["norm_topk_prob"], br)
     out = np.zeros_like(h)
     for t in range(h.shape[0]):
         for s in range(order.shape[1]):
             wg, wu, wd = L["experts"][order[t, s]]
-            out[t] += w[t, s] * _swiglu_mlp(h[t:t + 1], wg, wu, wd)[0]
+            out[t] += w[t, s] * _swiglu_mlp(model, h[t:t + 1], wg, wu, wd)[0]
     return out
 
 
@@ -359,9 +366,9 @@ def forward_step(model, cache, ids, last_only=False):
     x = model.embed[ids]  # [T, D]
     for li, L in enumerate(model.layers):
         h = _rmsnorm(x, L["in_norm"], eps)
-        q = (h @ L["wq"]).reshape(T, H, hd)
-        k = (h @ L["wk"]).reshape(T, KVH, hd)
-        v = (h @ L["wv"]).reshape(T, KVH, hd)
+        q = (_mm(model, h, L["wq"])).reshape(T, H, hd)
+        k = (_mm(model, h, L["wk"])).reshape(T, KVH, hd)
+        v = (_mm(model, h, L["wv"])).reshape(T, KVH, hd)
         if "norm-after-rope" in br:
             q, k = _rope(q, cos, sin, interleaved), _rope(k, cos, sin, interleaved)
         if "qnorm" not in br:
@@ -386,17 +393,17 @@ def forward_step(model, cache, ids, last_only=False):
         p = np.exp(scores)
         p /= p.sum(axis=-1, keepdims=True)
         a = (p @ Vh).transpose(1, 0, 2).reshape(T, H * hd)  # [T, H*hd]
-        x = x + a @ L["wo"]
+        x = x + _mm(model, a, L["wo"])
         h = _rmsnorm(x, L["post_norm"], eps)
         if "router" in L:
-            x = x + _moe_block(h, L, c, br)
+            x = x + _moe_block(model, h, L, c, br)
         else:
-            x = x + _swiglu_mlp(h, L["wg"], L["wu"], L["wd"])
+            x = x + _swiglu_mlp(model, h, L["wg"], L["wu"], L["wd"])
     cache.n = S
     if last_only:
         x = x[-1:]
     fw = np.ones_like(model.final_norm) if "no-final-norm-weight" in br else model.final_norm
-    return _rmsnorm(x, fw, eps) @ model.head_t
+    return _mm(model, _rmsnorm(x, fw, eps), model.head_t)
 
 
 def forward_logits(model, ids):

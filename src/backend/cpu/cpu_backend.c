@@ -4,7 +4,9 @@
  * Each node is resolved to raw pointers (buffer base + offset, bounds
  * checked against the buffer) and handed to its kernel, which every pool
  * thread calls with its (ith, nth) share. What differs per op (its sizes,
- * its cost, its kernel) is one row of cpu__op_table. */
+ * its cost, its kernel) is one row of cpu__op_table. A matmul over
+ * block-quantized weights is two calls: its activations quantized, then the
+ * integer dots (cpu__prepare). */
 #define _DEFAULT_SOURCE
 #include "backend/cpu/cpu_backend.h"
 
@@ -16,6 +18,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_moe.h"
+#include "base/quant.h"
 #include "base/threadpool.h"
 
 struct backend_buffer {
@@ -124,7 +127,9 @@ typedef struct cpu__call {
     union {
         struct { enc_dtype dtype; int64_t n_rows, dim, n_ids; } get_rows; /* dtype of the table */
         struct { int64_t rows, dim; float eps; } rms_norm;
-        struct { enc_dtype w_dtype; int64_t n_tokens, k, n_out; } matmul;
+        struct { enc_dtype w_dtype; int64_t n_tokens, k, n_out; } matmul; /* src0: x, or
+                                               * its 8-bit blocks for a quantized w */
+        struct { enc_dtype dtype; int64_t rows, k; } quantize; /* dst: rows in dtype blocks */
         struct { int64_t n_tokens, n_heads, head_dim; double theta; } rope_neox;
         struct { int64_t n; } elementwise; /* swiglu, add: elements */
         struct { int64_t n_tokens, kv_dim; enc_dtype cache_dtype; } store_kv;
@@ -201,6 +206,22 @@ static void cpu__run_matmul(const cpu__call *c, int ith, int nth)
 {
     cpu_matmul(c->src[0], c->matmul.n_tokens, c->matmul.k, c->src[1], c->matmul.w_dtype,
                c->matmul.n_out, c->dst, ith, nth);
+}
+
+/* quantize (no graph op: the first of a quantized matmul's two calls):
+ * the matmul's x into its scratch (src2), in 8-bit blocks */
+static void cpu__prepare_quantize(const graph_node *n, cpu__call *c)
+{
+    c->quantize.dtype = n->src[2]->dtype;
+    c->quantize.rows = n->src[0]->shape[0];
+    c->quantize.k = n->src[0]->shape[1];
+    c->dst = c->src[2];
+}
+static int64_t cpu__cost_quantize(const cpu__call *c) { return 4 * c->quantize.rows * c->quantize.k; }
+static void cpu__run_quantize(const cpu__call *c, int ith, int nth)
+{
+    cpu_quantize_rows(c->src[0], c->quantize.rows, c->quantize.k, c->quantize.dtype, c->dst, ith,
+                      nth);
 }
 
 /* rope_neox: x[n_tokens, n_heads * head_dim] in place */
@@ -408,8 +429,11 @@ static void cpu__run_moe_sum(const cpu__call *c, int ith, int nth)
                 ith, nth);
 }
 
+/* The calls that are no graph op of their own (after the graph's ops). */
+enum { CPU__OP_QUANTIZE = GRAPH_OP_COUNT, CPU__OP_COUNT };
+
 /* Every op of the graph, one row each: a new op adds its row here. */
-static const cpu__op cpu__op_table[GRAPH_OP_COUNT] = {
+static const cpu__op cpu__op_table[CPU__OP_COUNT] = {
     [GRAPH_OP_GET_ROWS] = {cpu__prepare_get_rows, cpu__cost_get_rows, cpu__run_get_rows},
     [GRAPH_OP_RMS_NORM] = {cpu__prepare_rms_norm, cpu__cost_rms_norm, cpu__run_rms_norm},
     [GRAPH_OP_MATMUL] = {cpu__prepare_matmul, cpu__cost_matmul, cpu__run_matmul},
@@ -426,6 +450,7 @@ static const cpu__op cpu__op_table[GRAPH_OP_COUNT] = {
     [GRAPH_OP_MOE_WEIGHTS] = {cpu__prepare_moe_route, cpu__cost_moe_route, cpu__run_moe_weights},
     [GRAPH_OP_MATMUL_ID] = {cpu__prepare_matmul_id, cpu__cost_matmul_id, cpu__run_matmul_id},
     [GRAPH_OP_MOE_SUM] = {cpu__prepare_moe_sum, cpu__cost_moe_sum, cpu__run_moe_sum},
+    [CPU__OP_QUANTIZE] = {cpu__prepare_quantize, cpu__cost_quantize, cpu__run_quantize},
 };
 
 /* Below this many arithmetic operations a call runs on one thread: waking and
@@ -447,16 +472,41 @@ static enc_status cpu__resolve(const graph_tensor *t, const graph_node *n, void 
     return ENC_OK;
 }
 
-static enc_status cpu__prepare(const graph_node *n, cpu__call *c)
+/* One call of node n as the op `op` (n->op, or a call of its own). */
+static enc_status cpu__prepare_as(const graph_node *n, int op_id, cpu__call *c)
 {
     memset(c, 0, sizeof *c);
-    c->op = n->op;
+    c->op = (graph_op)op_id;
     ENC_TRY(cpu__resolve(n->dst, n, &c->dst));
     for (int s = 0; s < GRAPH_MAX_SRC; s++) ENC_TRY(cpu__resolve(n->src[s], n, &c->src[s]));
-    const cpu__op *op = (unsigned)n->op < GRAPH_OP_COUNT ? &cpu__op_table[n->op] : NULL;
+    const cpu__op *op = op_id >= 0 && op_id < CPU__OP_COUNT ? &cpu__op_table[op_id] : NULL;
     if (!op || !op->run) return enc_fail(ENC_ERR_INTERNAL, "cpu: unknown op");
     op->prepare(n, c);
     c->serial = op->cost(c) < CPU__SERIAL_OPS;
+    return ENC_OK;
+}
+
+/* The calls of node n, in order, into c[0 .. *n_calls): one per node, but a
+ * matmul over block-quantized weights is two: its activations quantized
+ * into the node's scratch (src2, planned with the graph, so a replay
+ * allocates nothing), then the integer dots reading that scratch. */
+enum { CPU__MAX_CALLS_PER_NODE = 2 };
+static enc_status cpu__prepare(const graph_node *n, cpu__call *c, int *n_calls)
+{
+    *n_calls = 0;
+    if (n->op == GRAPH_OP_MATMUL && enc_dtype_is_quantized(n->src[1]->dtype)) {
+        if (!n->src[2] || n->src[2]->dtype != quant_dot_dtype(n->src[1]->dtype))
+            return enc_fail(ENC_ERR_INTERNAL, "cpu: matmul over %s tensor '%s' has no %s scratch",
+                            enc_dtype_name(n->src[1]->dtype), n->src[1]->name ? n->src[1]->name : "?",
+                            enc_dtype_name(quant_dot_dtype(n->src[1]->dtype)));
+        ENC_TRY(cpu__prepare_as(n, CPU__OP_QUANTIZE, &c[0]));
+        ENC_TRY(cpu__prepare_as(n, GRAPH_OP_MATMUL, &c[1]));
+        c[1].src[0] = c[1].src[2]; /* the dots read the quantized activations */
+        *n_calls = 2;
+        return ENC_OK;
+    }
+    ENC_TRY(cpu__prepare_as(n, (int)n->op, &c[0]));
+    *n_calls = 1;
     return ENC_OK;
 }
 
@@ -521,11 +571,15 @@ static enc_status cpu__graph_compute(backend *be, const graph *g)
 {
     cpu__ctx *ctx = be->ctx;
     for (int i = 0; i < g->n_nodes; i++) {
-        cpu__call c;
-        ENC_TRY(cpu__prepare(&g->nodes[i], &c));
-        if (ctx->capturing) ENC_TRY(cpu__record(ctx->capturing, &c));
-        else if (c.serial) cpu__run(&c, 0, 1);
-        else threadpool_run(ctx->pool, cpu__run_one, &c);
+        cpu__call calls[CPU__MAX_CALLS_PER_NODE];
+        int n_calls;
+        ENC_TRY(cpu__prepare(&g->nodes[i], calls, &n_calls));
+        for (int j = 0; j < n_calls; j++) {
+            cpu__call *c = &calls[j];
+            if (ctx->capturing) ENC_TRY(cpu__record(ctx->capturing, c));
+            else if (c->serial) cpu__run(c, 0, 1);
+            else threadpool_run(ctx->pool, cpu__run_one, c);
+        }
     }
     return ENC_OK;
 }
@@ -626,6 +680,15 @@ static void cpu__destroy(backend *be)
     free(be);
 }
 
+/* Matmul and get_rows read every GGUF block type of base/quant.h (not the
+ * activations' Q8_K). */
+static bool cpu__supports_weight_dtype(const backend *be, graph_op op, enc_dtype t)
+{
+    (void)be;
+    return (op == GRAPH_OP_MATMUL || op == GRAPH_OP_GET_ROWS) && enc_dtype_is_quantized(t) &&
+           t != ENC_Q8_K;
+}
+
 static const struct backend_i cpu__iface = {
     .name = "cpu",
     .kv_cache_dtypes = 1u << ENC_F32 | 1u << ENC_F16 | 1u << ENC_BF16,
@@ -639,6 +702,7 @@ static const struct backend_i cpu__iface = {
     .capture_end = cpu__capture_end,
     .replay = cpu__replay,
     .recording_free = cpu__recording_free,
+    .supports_weight_dtype = cpu__supports_weight_dtype,
     .destroy = cpu__destroy,
 };
 

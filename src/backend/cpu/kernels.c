@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/kernels_quant_impl.h"
 #include "base/log.h"
+#include "base/quant.h"
 
 #if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
 #include <cpuid.h>
@@ -185,7 +187,7 @@ static int64_t cpu__gcd(int64_t a, int64_t b)
 
 /* --- matmul -------------------------------------------------------------- */
 
-void cpu_matmul(const float *x, int64_t n_tokens, int64_t k, const void *w, enc_dtype w_dtype,
+void cpu_matmul(const void *x, int64_t n_tokens, int64_t k, const void *w, enc_dtype w_dtype,
                 int64_t n_out, float *y, int ith, int nth)
 {
     const cpu__kernel_table *kt = cpu__table();
@@ -193,7 +195,11 @@ void cpu_matmul(const float *x, int64_t n_tokens, int64_t k, const void *w, enc_
     int64_t align = rp / cpu__gcd(rp, rd) * rd; /* whole tiles of either shape */
     int64_t n0, n1;
     cpu__split(n_out, align, ith, nth, &n0, &n1);
-    if (n0 < n1 && n_tokens > 0) kt->matmul_rows(x, n_tokens, k, w, w_dtype, n_out, n0, n1, y);
+    if (n0 >= n1 || n_tokens <= 0) return;
+    if (enc_dtype_is_quantized(w_dtype))
+        cpu__matmul_quant(cpu__quant_table_for(kt->isa), x, n_tokens, k, w, w_dtype, n_out, n0, n1, y);
+    else
+        kt->matmul_rows(x, n_tokens, k, w, w_dtype, n_out, n0, n1, y);
 }
 
 /* --- get_rows ------------------------------------------------------------ */
@@ -203,27 +209,13 @@ void cpu_get_rows(const void *table, enc_dtype dtype, int64_t n_rows, int64_t di
 {
     int64_t i0, i1;
     cpu__split(n, 1, ith, nth, &i0, &i1);
-    size_t es = enc_dtype_size(dtype);
+    size_t row_bytes = enc_dtype_row_bytes(dtype, dim);
     for (int64_t i = i0; i < i1; i++) {
         float *o = out + i * dim;
-        if (ids[i] < 0 || ids[i] >= n_rows) {
-            memset(o, 0, (size_t)dim * sizeof *o);
-            continue;
-        }
-        const void *src = (const char *)table + (size_t)ids[i] * (size_t)dim * es;
-        if (dtype == ENC_F32) {
-            memcpy(o, src, (size_t)dim * sizeof *o);
-        } else if (dtype == ENC_BF16) {
-            const uint16_t *h = src;
-            for (int64_t d = 0; d < dim; d++)
-                o[d] = enc_bf16_to_f32(h[d]);
-        } else if (dtype == ENC_F16) {
-            const uint16_t *h = src;
-            for (int64_t d = 0; d < dim; d++)
-                o[d] = enc_f16_to_f32(h[d]);
-        } else {
-            memset(o, 0, (size_t)dim * sizeof *o);
-        }
+        int ok = ids[i] >= 0 && ids[i] < n_rows &&
+                 quant_dequantize_row(dtype, (const char *)table + (size_t)ids[i] * row_bytes, o,
+                                      dim) == 0;
+        if (!ok) memset(o, 0, (size_t)dim * sizeof *o);
     }
 }
 

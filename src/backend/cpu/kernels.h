@@ -31,14 +31,23 @@ cpu_isa cpu_kernels_init(void);
 const char *cpu_isa_name(cpu_isa isa);
 
 /* y[t, n] = sum_k x[t, k] * w[n, k]  (y = x W^T, as torch.nn.Linear).
- * x [n_tokens, k] f32; w [n_out, k] of w_dtype (F32, BF16 or F16);
- * y [n_tokens, n_out] f32. Threads split the output columns. */
-void cpu_matmul(const float *x, int64_t n_tokens, int64_t k, const void *w,
+ * w [n_out, k] of w_dtype; y [n_tokens, n_out] f32. Threads split the output
+ * columns. For F32, BF16 and F16 weights x is [n_tokens, k] f32. For the
+ * block types (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) x is the activations already
+ * quantized by cpu_quantize_rows to quant_dot_dtype(w_dtype) (base/quant.h),
+ * and the dot products are integer ones per block (kernels_quant.c). */
+void cpu_matmul(const void *x, int64_t n_tokens, int64_t k, const void *w,
                 enc_dtype w_dtype, int64_t n_out, float *y, int ith, int nth);
 
+/* out = x [rows, k] f32 quantized row by row to dtype (Q8_0 or Q8_K), as
+ * quant_quantize_row does; threads split the rows. */
+void cpu_quantize_rows(const float *x, int64_t rows, int64_t k, enc_dtype dtype,
+                       void *out, int ith, int nth);
+
 /* out[i, :] = table[ids[i], :] converted to f32.
- * table [n_rows, dim] of dtype (F32, BF16, F16); out [n, dim]. An id outside
- * [0, n_rows) yields a zero row (ids are checked before a step runs). */
+ * table [n_rows, dim] of dtype (F32, BF16, F16, or a block type, whose rows
+ * are dequantized); out [n, dim]. An id outside [0, n_rows) yields a zero
+ * row (ids are checked before a step runs). */
 void cpu_get_rows(const void *table, enc_dtype dtype, int64_t n_rows,
                   int64_t dim, const int32_t *ids, int64_t n, float *out,
                   int ith, int nth);

@@ -233,8 +233,19 @@ static enc_status vk__get_rows_window(const vk__plan *pl, vk_dispatch *d, int64_
     return ENC_OK;
 }
 
+/* No shader reads block-quantized weights yet: say which tensor and type. */
+static enc_status vk__refuse_quantized(const vk__plan *pl, const graph_tensor *w)
+{
+    if (!enc_dtype_is_quantized(w->dtype)) return ENC_OK;
+    return enc_fail(ENC_ERR_UNSUPPORTED,
+                    "vulkan: %s: tensor '%s' is %s; the Vulkan backend has no kernels for "
+                    "quantized weights (use --device cpu, or an unquantized checkpoint)",
+                    graph_op_name(pl->n->op), w->name ? w->name : "?", enc_dtype_name(w->dtype));
+}
+
 static enc_status vk__get_rows(vk__plan *pl)
 {
+    ENC_TRY(vk__refuse_quantized(pl, pl->n->src[0]));
     return vk__windowed(pl, pl->n->src[0], 0, pl->n->src[1], 1, vk__get_rows_window);
 }
 
@@ -270,6 +281,7 @@ static enc_status vk__check_tokens(const vk__plan *pl, int64_t T)
 
 static enc_status vk__matmul(vk__plan *pl)
 {
+    ENC_TRY(vk__refuse_quantized(pl, pl->n->src[1]));
     ENC_TRY(vk__check_tokens(pl, pl->n->src[0]->shape[0]));
     return vk__windowed(pl, pl->n->src[1], 1, pl->n->src[0], 0, vk__matmul_window);
 }

@@ -1,0 +1,23 @@
+/* kernels_quant_vnni.c - the block dot products of kernels_quant_impl.h with
+ * AVX-512 VNNI on 256-bit vectors (AVX512_VNNI + VL): vpdpbusd sums each
+ * 4-byte group of u8 x s8 products straight into an int32 lane, giving the
+ * very lanes the AVX2 build computes in two instructions. Used by the
+ * AVX-512 ISA when the CPU has VNNI (kernels_quant.c checks CPUID). */
+#if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
+
+#if !defined(__AVX512VNNI__) || !defined(__AVX512VL__) || !defined(__AVX2__) || !defined(__F16C__)
+#error "kernels_quant_vnni.c needs -mavx512vnni -mavx512vl -mavx2 -mfma -mf16c (CMake adds them)"
+#endif
+
+#include <immintrin.h>
+
+#define CPU__Q_DOT4(u, s) _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
+#define CPU__Q_DOT4_SCALED(u, s, sc16, sc32)                                                       \
+    ((void)(sc16), _mm256_mullo_epi32(CPU__Q_DOT4(u, s), sc32))
+#define CPU__Q_TABLE cpu__quant_vnni
+#define CPU__Q_NAME "avx512vnni"
+#include "backend/cpu/kernels_quant_impl.h"
+
+#else
+typedef int cpu__quant_vnni_unavailable; /* not x86-64: nothing to build */
+#endif

@@ -1,0 +1,357 @@
+/* quant.c - dequantizing and quantizing rows of GGUF block formats, in
+ * portable C written from the layouts drawn in quant.h. */
+#include "base/quant.h"
+
+#include <math.h>
+#include <string.h>
+
+/* One rounding per operation, as the NumPy reference computes: no fused
+ * multiply-add (GCC does not contract in ISO C mode; clang must be told). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+enc_dtype quant_dot_dtype(enc_dtype w)
+{
+    switch (w) {
+    case ENC_Q8_0:
+    case ENC_Q4_0:
+        return ENC_Q8_0;
+    case ENC_Q4_K:
+    case ENC_Q5_K:
+    case ENC_Q6_K:
+        return ENC_Q8_K;
+    default:
+        return ENC_F32;
+    }
+}
+
+/* --- dequantize ---------------------------------------------------------- */
+
+static void quant__deq_q8_0(const block_q8_0 *b, float *y)
+{
+    float d = enc_f16_to_f32(b->d);
+    for (int j = 0; j < 32; j++)
+        y[j] = d * (float)b->qs[j];
+}
+
+static void quant__deq_q4_0(const block_q4_0 *b, float *y)
+{
+    float d = enc_f16_to_f32(b->d);
+    for (int j = 0; j < 16; j++) {
+        y[j] = d * (float)((b->qs[j] & 15) - 8);
+        y[j + 16] = d * (float)((b->qs[j] >> 4) - 8);
+    }
+}
+
+/* Q4_K and Q5_K: qh is NULL for Q4_K. */
+static void quant__deq_k45(uint16_t d16, uint16_t dmin16, const uint8_t *scales, const uint8_t *qh,
+                           const uint8_t *qs, float *y)
+{
+    float d = enc_f16_to_f32(d16), dmin = enc_f16_to_f32(dmin16);
+    for (int c = 0; c < 4; c++) { /* 64 values per 32 bytes of qs */
+        for (int half = 0; half < 2; half++) {
+            int s = 2 * c + half, sc, m;
+            quant_scale_min_k4(scales, s, &sc, &m);
+            float ds = d * (float)sc, dm = dmin * (float)m;
+            for (int l = 0; l < 32; l++) {
+                int q = half ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 15;
+                if (qh) q |= ((qh[l] >> s) & 1) << 4;
+                y[64 * c + 32 * half + l] = ds * (float)q - dm;
+            }
+        }
+    }
+}
+
+static void quant__deq_q6_k(const block_q6_K *b, float *y)
+{
+    float d = enc_f16_to_f32(b->d);
+    for (int h = 0; h < 2; h++) { /* 128 values: ql 64 B, qh 32 B, scales 8 */
+        const uint8_t *ql = b->ql + 64 * h, *qh = b->qh + 32 * h;
+        const int8_t *sc = b->scales + 8 * h;
+        for (int i = 0; i < 4; i++)
+            for (int l = 0; l < 32; l++) {
+                int lo = (ql[l + 32 * (i & 1)] >> (4 * (i >> 1))) & 15;
+                int q = lo | (((qh[l] >> (2 * i)) & 3) << 4);
+                int v = 32 * i + l;
+                y[128 * h + v] = d * (float)sc[v / 16] * (float)(q - 32);
+            }
+    }
+}
+
+static void quant__deq_q8_k(const block_q8_K *b, float *y)
+{
+    for (int j = 0; j < QUANT_K; j++)
+        y[j] = b->d * (float)b->qs[j];
+}
+
+static int quant__deq_elements(enc_dtype dt, const void *src, float *dst, int64_t n)
+{
+    const uint16_t *h = src;
+    switch (dt) {
+    case ENC_F32:
+        memcpy(dst, src, (size_t)n * sizeof *dst);
+        return 0;
+    case ENC_BF16:
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = enc_bf16_to_f32(h[i]);
+        return 0;
+    case ENC_F16:
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = enc_f16_to_f32(h[i]);
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+int quant_dequantize_row(enc_dtype dt, const void *src, float *dst, int64_t n)
+{
+    if (!enc_dtype_is_quantized(dt)) return quant__deq_elements(dt, src, dst, n);
+    int64_t be = enc_dtype_block_elems(dt), nb = n / be;
+    if (n < 0 || n % be != 0) return -1;
+    const unsigned char *p = src;
+    size_t bb = enc_dtype_block_bytes(dt);
+    for (int64_t i = 0; i < nb; i++, p += bb) {
+        float *y = dst + i * be;
+        switch (dt) {
+        case ENC_Q8_0:
+            quant__deq_q8_0((const block_q8_0 *)p, y);
+            break;
+        case ENC_Q4_0:
+            quant__deq_q4_0((const block_q4_0 *)p, y);
+            break;
+        case ENC_Q4_K: {
+            const block_q4_K *b = (const block_q4_K *)p;
+            quant__deq_k45(b->d, b->dmin, b->scales, NULL, b->qs, y);
+            break;
+        }
+        case ENC_Q5_K: {
+            const block_q5_K *b = (const block_q5_K *)p;
+            quant__deq_k45(b->d, b->dmin, b->scales, b->qh, b->qs, y);
+            break;
+        }
+        case ENC_Q6_K:
+            quant__deq_q6_k((const block_q6_K *)p, y);
+            break;
+        case ENC_Q8_K:
+            quant__deq_q8_k((const block_q8_K *)p, y);
+            break;
+        default:
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* --- quantize ------------------------------------------------------------ */
+
+static float quant__amax(const float *x, int n)
+{
+    float a = 0.0f;
+    for (int j = 0; j < n; j++)
+        a = fabsf(x[j]) > a ? fabsf(x[j]) : a;
+    return a;
+}
+
+/* lroundf(v) (halves away from zero) for |v| < 2^23, without the libm call:
+ * v - trunc(v) is exact in float, so the comparison with 0.5 is too. */
+static int quant__round(float v)
+{
+    int q = (int)v;
+    float frac = v - (float)q;
+    return q + (frac >= 0.5f) - (frac <= -0.5f);
+}
+
+static int quant__clamp(int v, int lo, int hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* v >= 0 as f16, rounded up: enc_f16_to_f32(result) >= v (for finite v). */
+static uint16_t quant__f16_up(float v)
+{
+    uint16_t h = enc_f32_to_f16(v);
+    if (enc_f16_to_f32(h) < v && (h & 0x7c00u) != 0x7c00u) h++;
+    return h;
+}
+
+/* ggml's reference: d = amax / 127, q = round(x / d). */
+static void quant__q_q8_0(const float *x, block_q8_0 *b)
+{
+    float d = quant__amax(x, 32) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    b->d = enc_f32_to_f16(d);
+    for (int j = 0; j < 32; j++)
+        b->qs[j] = (int8_t)quant__round(x[j] * id);
+}
+
+/* ggml's reference: d = (the value of largest magnitude) / -8. */
+static void quant__q_q4_0(const float *x, block_q4_0 *b)
+{
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; j++)
+        if (fabsf(x[j]) > amax) amax = fabsf(x[j]), max = x[j];
+    float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    b->d = enc_f32_to_f16(d);
+    for (int j = 0; j < 16; j++) {
+        int q0 = quant__clamp((int)(x[j] * id + 8.5f), 0, 15);
+        int q1 = quant__clamp((int)(x[j + 16] * id + 8.5f), 0, 15);
+        b->qs[j] = (uint8_t)(q0 | (q1 << 4));
+    }
+}
+
+/* Pack the 6-bit scales and mins of 8 sub-blocks (quant.h). */
+static void quant__pack_k4(const int *sc, const int *m, uint8_t *scales)
+{
+    for (int s = 0; s < 4; s++) {
+        scales[s] = (uint8_t)((sc[s] & 63) | ((sc[s + 4] >> 4) << 6));
+        scales[s + 4] = (uint8_t)((m[s] & 63) | ((m[s + 4] >> 4) << 6));
+        scales[s + 8] = (uint8_t)((sc[s + 4] & 15) | ((m[s + 4] & 15) << 4));
+    }
+}
+
+/* Q4_K / Q5_K (levels 15 or 31): per sub-block of 32, the range [-mn, mx]
+ * with mn = max(0, -min); mins and then scales are rounded up to their 6-bit
+ * grids under f16 dmin and d (also rounded up), so nothing clips. Writes the
+ * 256 levels to q. */
+static void quant__q_k45(const float *x, int levels, uint16_t *d16, uint16_t *dmin16,
+                         uint8_t *scales, uint8_t *q)
+{
+    float mn[8], top[8], mn_max = 0.0f, top_max = 0.0f;
+    int sc[8], m[8];
+    for (int s = 0; s < 8; s++) {
+        float lo = x[32 * s], hi = x[32 * s];
+        for (int l = 1; l < 32; l++) {
+            lo = x[32 * s + l] < lo ? x[32 * s + l] : lo;
+            hi = x[32 * s + l] > hi ? x[32 * s + l] : hi;
+        }
+        mn[s] = lo < 0.0f ? -lo : 0.0f;
+        top[s] = hi;
+        mn_max = mn[s] > mn_max ? mn[s] : mn_max;
+    }
+    *dmin16 = quant__f16_up(mn_max / 63.0f);
+    float dmin = enc_f16_to_f32(*dmin16);
+    for (int s = 0; s < 8; s++) {
+        m[s] = dmin > 0.0f ? quant__clamp((int)ceilf(mn[s] / dmin), 0, 63) : 0;
+        top[s] += dmin * (float)m[s]; /* the span above the sub-block's min */
+        top_max = top[s] > top_max ? top[s] : top_max;
+    }
+    *d16 = quant__f16_up(top_max / (float)(levels * 63));
+    float d = enc_f16_to_f32(*d16);
+    for (int s = 0; s < 8; s++) {
+        sc[s] = d > 0.0f ? quant__clamp((int)ceilf(top[s] / ((float)levels * d)), 0, 63) : 0;
+        float step = d * (float)sc[s], off = dmin * (float)m[s];
+        for (int l = 0; l < 32; l++)
+            q[32 * s + l] =
+                (uint8_t)(step > 0.0f
+                              ? quant__clamp(quant__round((x[32 * s + l] + off) / step), 0, levels)
+                              : 0);
+    }
+    quant__pack_k4(sc, m, scales);
+}
+
+static void quant__q_q4_k(const float *x, block_q4_K *b)
+{
+    uint8_t q[QUANT_K];
+    quant__q_k45(x, 15, &b->d, &b->dmin, b->scales, q);
+    for (int c = 0; c < 4; c++)
+        for (int l = 0; l < 32; l++)
+            b->qs[32 * c + l] = (uint8_t)(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
+}
+
+static void quant__q_q5_k(const float *x, block_q5_K *b)
+{
+    uint8_t q[QUANT_K];
+    quant__q_k45(x, 31, &b->d, &b->dmin, b->scales, q);
+    memset(b->qh, 0, sizeof b->qh);
+    for (int c = 0; c < 4; c++)
+        for (int l = 0; l < 32; l++) {
+            int q0 = q[64 * c + l], q1 = q[64 * c + 32 + l];
+            b->qs[32 * c + l] = (uint8_t)((q0 & 15) | ((q1 & 15) << 4));
+            b->qh[l] |= (uint8_t)(((q0 >> 4) << (2 * c)) | ((q1 >> 4) << (2 * c + 1)));
+        }
+}
+
+/* Q6_K: per sub-block of 16, q in [-31, 31] under a step d * sc with the
+ * int8 sc rounded up from amax / 31 on the grid of the f16 d. */
+static void quant__q_q6_k(const float *x, block_q6_K *b)
+{
+    float amax[16], a_max = 0.0f;
+    for (int s = 0; s < 16; s++) {
+        amax[s] = quant__amax(x + 16 * s, 16);
+        a_max = amax[s] > a_max ? amax[s] : a_max;
+    }
+    b->d = quant__f16_up(a_max / (31.0f * 127.0f));
+    float d = enc_f16_to_f32(b->d);
+    uint8_t q[QUANT_K];
+    for (int s = 0; s < 16; s++) {
+        int sc = d > 0.0f ? quant__clamp((int)ceilf(amax[s] / (31.0f * d)), 0, 127) : 0;
+        b->scales[s] = (int8_t)sc;
+        float step = d * (float)sc;
+        for (int l = 0; l < 16; l++)
+            q[16 * s + l] =
+                (uint8_t)(32 + (step > 0.0f
+                                    ? quant__clamp(quant__round(x[16 * s + l] / step), -32, 31)
+                                    : 0));
+    }
+    memset(b->ql, 0, sizeof b->ql);
+    memset(b->qh, 0, sizeof b->qh);
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 4; i++)
+            for (int l = 0; l < 32; l++) {
+                int v = q[128 * h + 32 * i + l];
+                b->ql[64 * h + l + 32 * (i & 1)] |= (uint8_t)((v & 15) << (4 * (i >> 1)));
+                b->qh[32 * h + l] |= (uint8_t)((v >> 4) << (2 * i));
+            }
+}
+
+/* The activations' 8-bit form: d = amax / 127, q = round(x / d). */
+static void quant__q_q8_k(const float *x, block_q8_K *b)
+{
+    float amax = quant__amax(x, QUANT_K);
+    float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    b->d = amax > 0.0f ? amax / 127.0f : 0.0f;
+    for (int g = 0; g < 16; g++) {
+        int sum = 0;
+        for (int l = 0; l < 16; l++) {
+            int q = quant__clamp(quant__round(x[16 * g + l] * id), -127, 127);
+            b->qs[16 * g + l] = (int8_t)q;
+            sum += q;
+        }
+        b->bsums[g] = (int16_t)sum;
+    }
+}
+
+int quant_quantize_row(enc_dtype dt, const float *src, void *dst, int64_t n)
+{
+    int64_t be = enc_dtype_block_elems(dt);
+    if (!enc_dtype_is_quantized(dt) || n < 0 || n % be != 0) return -1;
+    unsigned char *p = dst;
+    size_t bb = enc_dtype_block_bytes(dt);
+    for (int64_t i = 0; i < n / be; i++, p += bb) {
+        const float *x = src + i * be;
+        switch (dt) {
+        case ENC_Q8_0:
+            quant__q_q8_0(x, (block_q8_0 *)p);
+            break;
+        case ENC_Q4_0:
+            quant__q_q4_0(x, (block_q4_0 *)p);
+            break;
+        case ENC_Q4_K:
+            quant__q_q4_k(x, (block_q4_K *)p);
+            break;
+        case ENC_Q5_K:
+            quant__q_q5_k(x, (block_q5_K *)p);
+            break;
+        case ENC_Q6_K:
+            quant__q_q6_k(x, (block_q6_K *)p);
+            break;
+        case ENC_Q8_K:
+            quant__q_q8_k(x, (block_q8_K *)p);
+            break;
+        default:
+            return -1;
+        }
+    }
+    return 0;
+}

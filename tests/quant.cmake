@@ -1,0 +1,82 @@
+# quant.cmake - the GGUF block formats (src/base/quant.c): quantize ->
+# dequantize error bounds (test_quant), and dequantization bit for bit against
+# the independent NumPy dequantizers of tests/reference/gguf_quants.py
+# (test_quant_numpy).
+encore_add_c_test(test_quant ${ENCORE_TESTS_DIR}/test_quant.c)
+set_tests_properties(test_quant PROPERTIES LABELS quant)
+
+add_test(NAME test_quant_numpy
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_quant_numpy.py $<TARGET_FILE:test_quant>)
+set_tests_properties(test_quant_numpy PROPERTIES LABELS quant TIMEOUT 60)
+
+# The CPU matmul over block-quantized weights, per type and ISA: against a
+# double-precision reference on the dequantized operands, batch invariance bit
+# for bit, get_rows of quantized tables (tests/test_quant_kernels.c).
+encore_add_c_test(test_quant_kernels ${ENCORE_TESTS_DIR}/test_quant_kernels.c)
+set_tests_properties(test_quant_kernels PROPERTIES LABELS "quant;kernels")
+
+# Checkpoints quantized at load (--quantize): logits against the NumPy reference
+# on the same quantized weights and 8-bit activations (tolerance: the top
+# comment of tests/test_reference.py), and bit-exact engine-vs-engine checks:
+# a request alone vs in a batch, 1 vs 2 threads, and captured decode vs eager
+# (capture_matrix.py). tiny-gqa4-hd128-bf16 has an untied lm_head,
+# tiny-gqa2-hd64-bf16 a tied one (the quantized embedding serves both).
+foreach(q q8_0 q4_0)
+  string(TOUPPER ${q} Q)
+  foreach(preset tiny-gqa2-hd64-bf16 tiny-gqa4-hd128-bf16)
+    add_test(NAME ref_logits_${q}_${preset}
+      COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_reference.py logits --quantize ${Q} --tol-rel 8e-2
+              --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/${preset})
+    set_tests_properties(ref_logits_${q}_${preset} PROPERTIES
+      FIXTURES_REQUIRED tiny_models LABELS "quant;reference" TIMEOUT 300)
+  endforeach()
+  add_test(NAME invariance_threads_${q}
+    COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_reference.py invariance-threads --quantize ${Q}
+            --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
+  set_tests_properties(invariance_threads_${q} PROPERTIES
+    FIXTURES_REQUIRED tiny_models LABELS "quant;reference" TIMEOUT 300)
+endforeach()
+add_test(NAME invariance_batch_q8_0
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_reference.py invariance-batch --quantize Q8_0
+          --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16)
+set_tests_properties(invariance_batch_q8_0 PROPERTIES
+  FIXTURES_REQUIRED tiny_models LABELS "quant;reference" TIMEOUT 300)
+foreach(scenario grow_shrink join_after_capture)
+  add_test(NAME capture_q8_0_${scenario}
+    COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py --quantize q8_0
+            --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${scenario})
+  set_tests_properties(capture_q8_0_${scenario} PROPERTIES
+    FIXTURES_REQUIRED tiny_models LABELS "quant;capture" TIMEOUT 600)
+endforeach()
+add_test(NAME capture_q4_0_long
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py --quantize q4_0
+          --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} long)
+set_tests_properties(capture_q4_0_long PROPERTIES
+  FIXTURES_REQUIRED tiny_models LABELS "quant;capture" TIMEOUT 600)
+
+# Bad --quantize input: an unknown type is a usage error (exit 2); rows that
+# are no whole number of Q4_K's 256-value blocks fail the load (exit 1) with a
+# message naming the file and the tensor.
+add_test(NAME quantize_refusals
+  COMMAND sh -c "set -u; out=$(\"$0\" logits -m \"$1\" --quantize q5 --prompt-ids 1 2>&1); rc=$?; echo \"$out\"; \
+[ $rc -eq 2 ] && echo \"$out\" | grep -q \"expected q8_0, q4_0 or q4_k, got 'q5'\" || exit 1; \
+out=$(\"$0\" logits -m \"$1\" --quantize q4_k --prompt-ids 1 2>&1); rc=$?; echo \"$out\"; \
+[ $rc -eq 1 ] && echo \"$out\" | grep -q \"model.safetensors: tensor 'model.embed_tokens.weight' (BF16, 128 columns) cannot be quantized to Q4_K\""
+          $<TARGET_FILE:encore> ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16)
+set_tests_properties(quantize_refusals PROPERTIES FIXTURES_REQUIRED tiny_models LABELS quant)
+
+# Q4_K needs rows of whole 256-value blocks: tiny-gqa2-hd64-d256-bf16 has
+# them. Bit-exact engine-vs-engine checks over its integer kernels (1 vs 2
+# threads; captured decode vs eager); the K-type dots themselves are checked
+# against the reference in test_quant_kernels.
+add_test(NAME invariance_threads_q4_k
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_reference.py invariance-threads --quantize Q4_K
+          --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16)
+set_tests_properties(invariance_threads_q4_k PROPERTIES
+  FIXTURES_REQUIRED tiny_models LABELS "quant;reference" TIMEOUT 300)
+add_test(NAME capture_q4_k_grow_shrink
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py --quantize q4_k
+          --model tiny-gqa2-hd64-d256-bf16
+          --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} grow_shrink)
+set_tests_properties(capture_q4_k_grow_shrink PROPERTIES
+  FIXTURES_REQUIRED tiny_models LABELS "quant;capture" TIMEOUT 600)
