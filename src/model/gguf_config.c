@@ -12,6 +12,11 @@
  *   <arch>.rope.freq_base                    rope_theta (default 10000, as llama.cpp)
  *   <arch>.attention.layer_norm_rms_epsilon  rms_norm_eps
  *   tokenizer.ggml.bos_token_id / eos_token_id / eot_token_id
+ * and, for qwen3moe (every layer sparse):
+ *   qwen3moe.expert_count                    num_experts
+ *   qwen3moe.expert_used_count               num_experts_per_tok
+ *   qwen3moe.expert_feed_forward_length      moe_intermediate_size
+ *   qwen3moe.expert_weights_norm             norm_topk_prob (default true)
  *
  * vocab_size is the row count of token_embd.weight and the embeddings are
  * tied when output.weight is absent, as llama.cpp decides it. */
@@ -23,6 +28,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "graph/graph.h"
 
 enum { GGUF__KEY_MAX = 96 };
 
@@ -102,19 +108,39 @@ static enc_status gguf__arch(gguf__cfg_ctx *c)
     return ENC_OK;
 }
 
-/* The MoE keys of qwen3moe. They are read and checked here; qwen3_config
- * has no MoE fields yet, so the architecture is then refused. When the MoE
- * model lands, store them in the config and drop the refusal. */
-static enc_status gguf__moe(const gguf__cfg_ctx *c)
+/* A bool key, def when absent. */
+static enc_status gguf__bool(const gguf__cfg_ctx *c, const char *suffix, int def, int *out)
 {
-    int64_t n_experts = 0, n_used = 0, expert_ff = 0;
-    ENC_TRY(gguf__int(c, "expert_count", -1, &n_experts));
-    ENC_TRY(gguf__int(c, "expert_used_count", -1, &n_used));
-    ENC_TRY(gguf__int(c, "expert_feed_forward_length", -1, &expert_ff));
-    return enc_fail(ENC_ERR_UNSUPPORTED,
-                    "%s: architecture 'qwen3moe' (%lld experts, %lld used) "
-                    "is not supported yet",
-                    gguf_path(c->g), (long long)n_experts, (long long)n_used);
+    char key[GGUF__KEY_MAX];
+    const gguf_kv *kv = gguf_find_kv(c->g, gguf__key(c, suffix, key));
+    *out = def;
+    if (!kv) return ENC_OK;
+    if (kv->type != GGUF_TYPE_BOOL)
+        return enc_fail(ENC_ERR_FORMAT, "%s: key '%s' at byte offset %zu is not a bool",
+                        gguf_path(c->g), key, kv->offset);
+    *out = kv->data[0] != 0;
+    return ENC_OK;
+}
+
+/* The MoE keys of qwen3moe. Every layer is sparse (llama.cpp's qwen3moe has
+ * no dense layers); the k routing weights are renormalised unless
+ * expert_weights_norm says otherwise (llama.cpp renormalises always, as
+ * Qwen3-MoE's configs ask). */
+static enc_status gguf__moe(const gguf__cfg_ctx *c, qwen3_config *q)
+{
+    ENC_TRY(gguf__int(c, "expert_count", -1, &q->n_experts));
+    ENC_TRY(gguf__int(c, "expert_used_count", -1, &q->n_experts_per_tok));
+    ENC_TRY(gguf__int(c, "expert_feed_forward_length", -1, &q->moe_intermediate_size));
+    ENC_TRY(gguf__bool(c, "expert_weights_norm", 1, &q->norm_topk_prob));
+    q->decoder_sparse_step = 1;
+    q->n_mlp_only = 0;
+    if (q->n_experts > GRAPH_MOE_MAX_EXPERTS || q->n_experts_per_tok > q->n_experts)
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "%s: keys '%s.expert_count' (%lld) and '%s.expert_used_count' (%lld): "
+                        "encore needs used <= count <= %d",
+                        gguf_path(c->g), c->arch, (long long)q->n_experts, c->arch,
+                        (long long)q->n_experts_per_tok, GRAPH_MOE_MAX_EXPERTS);
+    return ENC_OK;
 }
 
 /* Rope scaling other than none is refused, as config.json's rope_scaling is. */
@@ -218,7 +244,7 @@ enc_status qwen3_config_from_gguf(const gguf_file *g, qwen3_config *out)
     qwen3_config q;
     memset(&q, 0, sizeof q);
     ENC_TRY(gguf__arch(&c));
-    if (!strcmp(c.arch, "qwen3moe")) ENC_TRY(gguf__moe(&c));
+    if (!strcmp(c.arch, "qwen3moe")) ENC_TRY(gguf__moe(&c, &q));
     ENC_TRY(gguf__rope_scaling(&c));
     ENC_TRY(gguf__shapes(&c, &q));
     ENC_TRY(gguf__float(&c, "attention.layer_norm_rms_epsilon", 0, 1, &q.rms_norm_eps));

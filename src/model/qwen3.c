@@ -128,7 +128,7 @@ static enc_status qwen3__put_mlp(qwen3_model *m, const qwen3_layer_tensors *t, i
     /* the router and the stacked experts stay as loaded (--quantize skips them) */
     l->moe = 1;
     ENC_TRY(qwen3__put_matrix(m->be, t->router, ENC_F32, &l->router));
-    return qwen3_moe_put_experts(m->be, &m->cfg, m->archive, li, l);
+    return qwen3_moe_put_experts(m->be, &m->cfg, m->archive, t, li, l);
 }
 
 static enc_status qwen3__put_layer(qwen3_model *m, const qwen3_layer_tensors *t, int64_t li)

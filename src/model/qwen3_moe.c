@@ -7,39 +7,62 @@
 #include "base/mapfile.h"
 #include "model/qwen3_tensors.h"
 
-/* One projection (0 gate, 1 up, 2 down) of every expert into w [E, N, K]. */
-static enc_status qwen3_moe__stack(backend *be, const qwen3_config *c, const st_archive *a,
-                                   int64_t l, int proj, qwen3_weight *w)
+static const char *const qwen3_moe__proj[3] = {"gate_proj", "up_proj", "down_proj"};
+
+/* w [E, N, K] of dtype dt, allocated on the backend as `what`. */
+static enc_status qwen3_moe__alloc(backend *be, const qwen3_config *c, enc_dtype dt, int64_t n,
+                                   int64_t k, size_t bytes, const char *name, const char *what,
+                                   qwen3_weight *w)
 {
-    const st_tensor *first = qwen3_tensors_expert(a, l, 0, proj);
-    char what[96];
-    snprintf(what, sizeof what, "model.layers.%lld.mlp.experts.*.%s", (long long)l,
-             proj == 0   ? "gate_proj"
-             : proj == 1 ? "up_proj"
-                         : "down_proj");
-    w->dtype = first->dtype;
+    w->dtype = dt;
     w->n_dims = 3;
     w->shape[0] = c->n_experts;
-    w->shape[1] = first->shape[0];
-    w->shape[2] = first->shape[1];
-    w->name = first->name;
-    size_t bytes = first->n_bytes;
-    ENC_TRY(backend_buffer_alloc(be, bytes * (size_t)c->n_experts, what, &w->buf));
-    for (int64_t j = 0; j < c->n_experts; j++) {
-        const st_tensor *t = qwen3_tensors_expert(a, l, j, proj);
-        enc_status s = backend_buffer_write(be, w->buf, (size_t)j * bytes, t->data, bytes);
-        if (s != ENC_OK) return enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
-        if (!backend_buffer_keeps_host(be)) mapfile_drop_pages(t->data, t->n_bytes);
-    }
+    w->shape[1] = n;
+    w->shape[2] = k;
+    w->name = name;
+    return backend_buffer_alloc(be, bytes, what, &w->buf);
+}
+
+/* bytes of t at byte offset `at` of w's buffer, then t's file pages given back. */
+static enc_status qwen3_moe__write(backend *be, const st_tensor *t, size_t at, qwen3_weight *w)
+{
+    enc_status s = backend_buffer_write(be, w->buf, at, t->data, t->n_bytes);
+    if (s != ENC_OK) return enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
+    if (!backend_buffer_keeps_host(be)) mapfile_drop_pages(t->data, t->n_bytes);
     return ENC_OK;
 }
 
-enc_status qwen3_moe_put_experts(backend *be, const qwen3_config *c, const st_archive *a, int64_t l,
-                                 qwen3_layer *w)
+/* One projection (0 gate, 1 up, 2 down) of every expert into w [E, N, K]:
+ * the GGUF file's stacked tensor as it is, or the experts' tensors one
+ * after another. */
+static enc_status qwen3_moe__stack(backend *be, const qwen3_config *c, const st_archive *a,
+                                   const qwen3_layer_tensors *lt, int64_t l, int proj,
+                                   qwen3_weight *w)
 {
-    ENC_TRY(qwen3_moe__stack(be, c, a, l, 0, &w->exp_gate));
-    ENC_TRY(qwen3_moe__stack(be, c, a, l, 1, &w->exp_up));
-    return qwen3_moe__stack(be, c, a, l, 2, &w->exp_down);
+    const st_tensor *stacked = lt->experts[proj];
+    if (stacked) {
+        ENC_TRY(qwen3_moe__alloc(be, c, stacked->dtype, stacked->shape[1], stacked->shape[2],
+                                 stacked->n_bytes, stacked->name, stacked->name, w));
+        return qwen3_moe__write(be, stacked, 0, w);
+    }
+    const st_tensor *first = qwen3_tensors_expert(a, l, 0, proj);
+    char what[96];
+    snprintf(what, sizeof what, "model.layers.%lld.mlp.experts.*.%s", (long long)l,
+             qwen3_moe__proj[proj]);
+    size_t bytes = first->n_bytes;
+    ENC_TRY(qwen3_moe__alloc(be, c, first->dtype, first->shape[0], first->shape[1],
+                             bytes * (size_t)c->n_experts, first->name, what, w));
+    for (int64_t j = 0; j < c->n_experts; j++)
+        ENC_TRY(qwen3_moe__write(be, qwen3_tensors_expert(a, l, j, proj), (size_t)j * bytes, w));
+    return ENC_OK;
+}
+
+enc_status qwen3_moe_put_experts(backend *be, const qwen3_config *c, const st_archive *a,
+                                 const qwen3_layer_tensors *lt, int64_t l, qwen3_layer *w)
+{
+    ENC_TRY(qwen3_moe__stack(be, c, a, lt, l, 0, &w->exp_gate));
+    ENC_TRY(qwen3_moe__stack(be, c, a, lt, l, 1, &w->exp_up));
+    return qwen3_moe__stack(be, c, a, lt, l, 2, &w->exp_down);
 }
 
 int64_t qwen3_moe_idle_bytes(const qwen3_config *c, const qwen3_layer *w)

@@ -11,11 +11,14 @@
 #define ENC_MODEL_QWEN3_MOE_H
 
 #include "model/qwen3.h"
+#include "model/qwen3_tensors.h"
 
-/* Stack MoE layer l's experts (checked by qwen3_tensors_find) into
- * l->exp_gate, exp_up, exp_down, giving back each file page once copied. */
-enc_status qwen3_moe_put_experts(backend *be, const qwen3_config *c, const st_archive *a, int64_t l,
-                                 qwen3_layer *w);
+/* Stack MoE layer l's experts (checked by qwen3_tensors_find_in) into
+ * w->exp_gate, exp_up, exp_down, giving back each file page once copied:
+ * lt->experts as they are (a GGUF file), else the archive's per-expert
+ * tensors. */
+enc_status qwen3_moe_put_experts(backend *be, const qwen3_config *c, const st_archive *a,
+                                 const qwen3_layer_tensors *lt, int64_t l, qwen3_layer *w);
 /* Bytes of layer l's experts that a decode step does not read (E - k of E). */
 int64_t qwen3_moe_idle_bytes(const qwen3_config *c, const qwen3_layer *w);
 /* The block's ops on h [T, D]: returns out [T, D]. */

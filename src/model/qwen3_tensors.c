@@ -76,15 +76,16 @@ enum {
     QWEN3__MIN_LAYER_TENSORS = 11, /* a dense layer's; a MoE layer has 9 + 3 E */
 };
 
-/* A MoE layer's expert projections: "mlp.experts.J.<name>" (Hugging Face
- * names only: GGUF stacks a layer's experts into one tensor). */
+/* A MoE layer's expert projections: "mlp.experts.J.<name>" in Hugging Face
+ * names, one tensor per expert; "blk.L.<gguf>" in a GGUF file, the layer's
+ * experts stacked in expert order into one [E, rows, cols] tensor. */
 static const struct {
-    const char *name;
+    const char *name, *gguf;
     qwen3__dim rows, cols;
 } qwen3__expert_table[3] = {
-    {"gate_proj.weight", QWEN3__FE, QWEN3__D},
-    {"up_proj.weight", QWEN3__FE, QWEN3__D},
-    {"down_proj.weight", QWEN3__D, QWEN3__FE},
+    {"gate_proj.weight", "ffn_gate_exps.weight", QWEN3__FE, QWEN3__D},
+    {"up_proj.weight", "ffn_up_exps.weight", QWEN3__FE, QWEN3__D},
+    {"down_proj.weight", "ffn_down_exps.weight", QWEN3__D, QWEN3__FE},
 };
 
 /* The names outside the layers, and the layers' prefix, per naming. */
@@ -153,16 +154,17 @@ static void qwen3__format_shape(const int64_t *shape, int n, char *buf, size_t s
     if (k < size) snprintf(buf + k, size - k, "]");
 }
 
-/* The dtypes a tensor may have: any float type; a matrix (cols > 0) may
- * also be of a block type. */
-static int qwen3__dtype_ok(enc_dtype t, int64_t cols)
+/* The dtypes a tensor may have: any float type; a matrix may also be of a
+ * block type. */
+static int qwen3__dtype_ok(enc_dtype t, int matrix)
 {
-    return t == ENC_F32 || t == ENC_BF16 || t == ENC_F16 || (cols > 0 && enc_dtype_is_quantized(t));
+    return t == ENC_F32 || t == ENC_BF16 || t == ENC_F16 || (matrix && enc_dtype_is_quantized(t));
 }
 
-/* Find `name` and check it is [rows] or [rows, cols] (cols <= 0: 1-d). */
-static enc_status qwen3__expect(const tensor_source *src, const char *name, int64_t rows,
-                                int64_t cols, const st_tensor **out)
+/* Find `name` and check it is of shape want[0..n_want); a matrix (n_want
+ * 2) may be of a block type. */
+static enc_status qwen3__expect_dims(const tensor_source *src, const char *name,
+                                     const int64_t *want, int n_want, const st_tensor **out)
 {
     const st_tensor *t = src->find(src->ctx, name);
     if (!t) {
@@ -171,8 +173,6 @@ static enc_status qwen3__expect(const tensor_source *src, const char *name, int6
         return enc_fail(ENC_ERR_FORMAT, "tensor '%s' is missing from the checkpoint in %.*s", name,
                         n, dir);
     }
-    int64_t want[2] = {rows, cols};
-    int n_want = cols > 0 ? 2 : 1;
     int ok = t->n_dims == n_want;
     for (int i = 0; ok && i < n_want; i++)
         ok = t->shape[i] == want[i];
@@ -183,12 +183,21 @@ static enc_status qwen3__expect(const tensor_source *src, const char *name, int6
         return enc_fail(ENC_ERR_FORMAT, "%s: tensor '%s' has shape %s, %s implies %s", t->file,
                         name, got_s, src->config_name, want_s);
     }
-    if (!qwen3__dtype_ok(t->dtype, cols))
+    int matrix = n_want == 2;
+    if (!qwen3__dtype_ok(t->dtype, matrix))
         return enc_fail(ENC_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (%s)", t->file, name,
                         enc_dtype_name(t->dtype),
-                        cols > 0 ? "F32, BF16, F16 or a block type" : "F32, BF16 or F16");
+                        matrix ? "F32, BF16, F16 or a block type" : "F32, BF16 or F16");
     *out = t;
     return ENC_OK;
+}
+
+/* Find `name` and check it is [rows] or [rows, cols] (cols <= 0: 1-d). */
+static enc_status qwen3__expect(const tensor_source *src, const char *name, int64_t rows,
+                                int64_t cols, const st_tensor **out)
+{
+    int64_t want[2] = {rows, cols};
+    return qwen3__expect_dims(src, name, want, cols > 0 ? 2 : 1, out);
 }
 
 /* 1 when table entry e belongs in a layer that is (moe = 1) or is not MoE. */
@@ -229,6 +238,21 @@ static enc_status qwen3__find_experts(const qwen3_config *c, const tensor_source
     return ENC_OK;
 }
 
+/* GGUF: MoE layer l's three stacked expert tensors [E, rows, cols]. */
+static enc_status qwen3__find_stacked(const qwen3_config *c, const tensor_source *src, int64_t l,
+                                      qwen3_layer_tensors *lt)
+{
+    char name[128];
+    for (int p = 0; p < 3; p++) {
+        int64_t want[3] = {c->n_experts, qwen3__dim_size(c, qwen3__expert_table[p].rows),
+                           qwen3__dim_size(c, qwen3__expert_table[p].cols)};
+        snprintf(name, sizeof name, "%s%lld.%s", qwen3__names_of[src->naming].layer_prefix,
+                 (long long)l, qwen3__expert_table[p].gguf);
+        ENC_TRY(qwen3__expect_dims(src, name, want, 3, &lt->experts[p]));
+    }
+    return ENC_OK;
+}
+
 static enc_status qwen3__find_layer(const qwen3_config *c, const tensor_source *src, int64_t l,
                                     qwen3_layer_tensors *lt)
 {
@@ -243,7 +267,9 @@ static enc_status qwen3__find_layer(const qwen3_config *c, const tensor_source *
         ENC_TRY(qwen3__expect(src, name, qwen3__dim_size(c, e->rows), qwen3__dim_size(c, e->cols),
                               slot));
     }
-    return moe ? qwen3__find_experts(c, src, l) : ENC_OK;
+    if (!moe) return ENC_OK;
+    return src->naming == TENSOR_NAMES_GGUF ? qwen3__find_stacked(c, src, l, lt)
+                                            : qwen3__find_experts(c, src, l);
 }
 
 /* --- tensors the model does not use ------------------------------------ */
@@ -299,7 +325,11 @@ static int qwen3__is_layer_tensor(const qwen3_config *c, const char *name, tenso
     for (int i = 0; i < QWEN3__N_LAYER_TENSORS; i++)
         if (!strcmp(p + 1, qwen3__suffix(&qwen3__layer_table[i], naming)))
             return qwen3__entry_in_layer(&qwen3__layer_table[i], moe);
-    return moe && naming == TENSOR_NAMES_HF && qwen3__is_expert_tensor(c, p + 1);
+    if (!moe) return 0;
+    if (naming == TENSOR_NAMES_HF) return qwen3__is_expert_tensor(c, p + 1);
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(p + 1, qwen3__expert_table[i].gguf)) return 1;
+    return 0;
 }
 
 static enc_status qwen3__check_unused(const qwen3_config *c, const tensor_source *src)

@@ -21,13 +21,16 @@
  * attn_k_norm, ffn_norm, ffn_gate, ffn_up, ffn_down}, output_norm, output
  * (each ".weight"; output absent when tied).
  *
- * A Qwen3-MoE layer (qwen3_config_layer_is_moe; safetensors only) has,
- * instead of the three mlp.*_proj tensors:
+ * A Qwen3-MoE layer (qwen3_config_layer_is_moe) has, instead of the three
+ * mlp.*_proj tensors:
  *   model.layers.L.mlp.gate.weight            [E, D]   (the router)
  *   model.layers.L.mlp.experts.J.gate_proj.weight [Fe, D]   J < E
  *   model.layers.L.mlp.experts.J.up_proj.weight   [Fe, D]
  *   model.layers.L.mlp.experts.J.down_proj.weight [D, Fe]
- * with one dtype per projection over a layer's experts (they are stacked).
+ * with one dtype per projection over a layer's experts (they are stacked);
+ * in a GGUF file (qwen3moe) blk.L.ffn_gate_inp [E, D] and the experts
+ * already stacked: blk.L.ffn_gate_exps, ffn_up_exps [E, Fe, D] and
+ * ffn_down_exps [E, D, Fe] (F32, BF16 or F16).
  */
 #ifndef ENC_MODEL_QWEN3_TENSORS_H
 #define ENC_MODEL_QWEN3_TENSORS_H
@@ -40,6 +43,9 @@ typedef struct qwen3_layer_tensors {
     const st_tensor *input_norm, *q, *k, *v, *o, *q_norm, *k_norm;
     const st_tensor *post_norm, *gate, *up, *down; /* gate, up, down: NULL in MoE layers */
     const st_tensor *router; /* MoE layers: mlp.gate.weight; NULL in dense layers */
+    /* MoE layers of a GGUF file: the stacked experts (gate, up, down), each
+     * [E, N, K]; NULL otherwise (safetensors keep one tensor per expert) */
+    const st_tensor *experts[3];
 } qwen3_layer_tensors;
 
 typedef struct qwen3_tensors {
