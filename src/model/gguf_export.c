@@ -1,7 +1,9 @@
 /* gguf_export.c - a Qwen3 checkpoint's metadata and tensors into a GGUF
  * writer, as llama.cpp's convert_hf_to_gguf.py lays them out for the qwen3
  * architecture: the same keys, names and shapes, no q/k permutation (that
- * is done for the llama architecture only), norms in F32.
+ * is done for the llama architecture only), norms in F32. A Qwen3-MoE
+ * checkpoint becomes a qwen3moe file: its expert keys, each layer's router
+ * (ffn_gate_inp) and its experts stacked per projection (ffn_*_exps).
  *
  * Every tensor goes through f32, one row at a time, then to the target type:
  * f32 -> f32 / f16 / bf16 rounds to nearest even, so a checkpoint written in
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph.h"
 #include "model/qwen3_tensors.h"
 
 /* --- conversion --------------------------------------------------------------- */
@@ -54,32 +57,70 @@ static enc_status gguf__convert_row(const float *x, int64_t n, enc_dtype to, uns
     }
 }
 
-/* t as a malloc'd tensor of type `to` (given to the writer, which frees it). */
-static enc_status gguf__add(gguf_writer *w, const char *name, const st_tensor *t, enc_dtype to)
+/* t's rows, cols (its last dimension) and bytes once of type `to`. */
+static enc_status gguf__size(const st_tensor *t, enc_dtype to, int64_t *rows, int64_t *cols,
+                             size_t *n_bytes)
 {
-    int64_t cols = t->shape[t->n_dims - 1], rows = 1;
+    *cols = t->shape[t->n_dims - 1];
+    *rows = 1;
     for (int d = 0; d + 1 < t->n_dims; d++)
-        rows *= t->shape[d];
-    size_t row_bytes = enc_dtype_row_bytes(to, cols);
+        *rows *= t->shape[d];
+    size_t row_bytes = enc_dtype_row_bytes(to, *cols);
     if (row_bytes == 0)
         return enc_fail(ENC_ERR_UNSUPPORTED,
                         "%s: tensor '%s': rows of %lld values are not whole "
                         "%s blocks",
-                        t->file, t->name, (long long)cols, enc_dtype_name(to));
-    size_t n_bytes = (size_t)rows * row_bytes;
-    unsigned char *out = malloc(n_bytes ? n_bytes : 1);
+                        t->file, t->name, (long long)*cols, enc_dtype_name(to));
+    *n_bytes = (size_t)*rows * row_bytes;
+    return ENC_OK;
+}
+
+/* Every row of t converted to `to` into out (gguf__size's n_bytes). */
+static enc_status gguf__convert(const st_tensor *t, enc_dtype to, unsigned char *out)
+{
+    int64_t rows = 0, cols = 0;
+    size_t n_bytes = 0;
+    ENC_TRY(gguf__size(t, to, &rows, &cols, &n_bytes));
+    size_t row_bytes = n_bytes / (size_t)(rows ? rows : 1);
     float *row = malloc((size_t)cols * sizeof *row);
-    enc_status s = out && row ? ENC_OK : enc_fail(ENC_ERR_OUT_OF_MEMORY, "tensor '%s'", t->name);
+    enc_status s = row ? ENC_OK : enc_fail(ENC_ERR_OUT_OF_MEMORY, "tensor '%s'", t->name);
     for (int64_t r = 0; s == ENC_OK && r < rows; r++) {
         for (int64_t c = 0; c < cols; c++)
             row[c] = gguf__elem(t, r * cols + c);
         s = gguf__convert_row(row, cols, to, out + (size_t)r * row_bytes);
     }
     free(row);
-    if (s == ENC_OK)
-        return gguf_writer_add_tensor(w, name, to, t->n_dims, t->shape, out, n_bytes, 1);
-    free(out);
-    return enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
+    return s == ENC_OK ? ENC_OK : enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
+}
+
+/* parts[0..n) of one shape, converted to `to` one after another, as one
+ * malloc'd tensor given to the writer, which frees it: [n, shape...] when
+ * stacked, else the shape itself (n == 1). */
+static enc_status gguf__add_parts(gguf_writer *w, const char *name, const st_tensor *const *parts,
+                                  int64_t n, int stacked, enc_dtype to)
+{
+    int64_t rows = 0, cols = 0, shape[ST_MAX_DIMS + 1];
+    size_t part_bytes = 0;
+    ENC_TRY(gguf__size(parts[0], to, &rows, &cols, &part_bytes));
+    size_t n_bytes = part_bytes * (size_t)n;
+    unsigned char *out = malloc(n_bytes ? n_bytes : 1);
+    if (!out) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "tensor '%s'", name);
+    enc_status s = ENC_OK;
+    for (int64_t j = 0; s == ENC_OK && j < n; j++)
+        s = gguf__convert(parts[j], to, out + (size_t)j * part_bytes);
+    if (s != ENC_OK) {
+        free(out);
+        return s;
+    }
+    int n_dims = parts[0]->n_dims;
+    shape[0] = n;
+    memcpy(shape + stacked, parts[0]->shape, (size_t)n_dims * sizeof *shape);
+    return gguf_writer_add_tensor(w, name, to, n_dims + stacked, shape, out, n_bytes, 1);
+}
+
+static enc_status gguf__add(gguf_writer *w, const char *name, const st_tensor *t, enc_dtype to)
+{
+    return gguf__add_parts(w, name, &t, 1, 0, to);
 }
 
 /* --- metadata ------------------------------------------------------------------ */
@@ -107,30 +148,84 @@ static uint32_t gguf__file_type(enc_dtype t)
     }
 }
 
+/* "<arch>.<suffix>" = v (u32 or f32) */
+static enc_status gguf__arch_u32(gguf_writer *w, const char *arch, const char *suffix, int64_t v)
+{
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    return gguf_writer_add_u32(w, key, (uint32_t)v);
+}
+
+static enc_status gguf__arch_f32(gguf_writer *w, const char *arch, const char *suffix, double v)
+{
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    return gguf_writer_add_f32(w, key, (float)v);
+}
+
+/* qwen3moe's keys, as convert_hf_to_gguf.py writes them for
+ * Qwen3MoeForCausalLM, and expert_weights_norm (which llama.cpp's qwen3moe
+ * does not read: it always renormalises). */
+static enc_status gguf__moe_metadata(gguf_writer *w, const qwen3_config *c)
+{
+    ENC_TRY(gguf__arch_u32(w, "qwen3moe", "expert_count", c->n_experts));
+    ENC_TRY(gguf__arch_u32(w, "qwen3moe", "expert_used_count", c->n_experts_per_tok));
+    ENC_TRY(gguf__arch_u32(w, "qwen3moe", "expert_feed_forward_length", c->moe_intermediate_size));
+    return gguf_writer_add_bool(w, "qwen3moe.expert_weights_norm", c->norm_topk_prob);
+}
+
 static enc_status gguf__metadata(gguf_writer *w, const qwen3_config *c, enc_dtype type,
                                  const char *name)
 {
-    ENC_TRY(gguf_writer_add_str(w, "general.architecture", "qwen3", 5));
+    const char *arch = c->n_experts ? "qwen3moe" : "qwen3";
+    ENC_TRY(gguf_writer_add_str(w, "general.architecture", arch, strlen(arch)));
     ENC_TRY(gguf_writer_add_str(w, "general.name", name, strlen(name)));
     ENC_TRY(gguf_writer_add_u32(w, "general.file_type", gguf__file_type(type)));
     if (enc_dtype_is_quantized(type))
         ENC_TRY(gguf_writer_add_u32(w, "general.quantization_version", 2));
-    ENC_TRY(gguf_writer_add_u32(w, "qwen3.context_length", (uint32_t)c->max_position_embeddings));
-    ENC_TRY(gguf_writer_add_u32(w, "qwen3.embedding_length", (uint32_t)c->hidden_size));
-    ENC_TRY(gguf_writer_add_u32(w, "qwen3.block_count", (uint32_t)c->n_layers));
-    ENC_TRY(gguf_writer_add_u32(w, "qwen3.feed_forward_length", (uint32_t)c->intermediate_size));
-    ENC_TRY(gguf_writer_add_u32(w, "qwen3.attention.head_count", (uint32_t)c->n_heads));
-    ENC_TRY(gguf_writer_add_u32(w, "qwen3.attention.head_count_kv", (uint32_t)c->n_kv_heads));
-    ENC_TRY(gguf_writer_add_u32(w, "qwen3.attention.key_length", (uint32_t)c->head_dim));
-    ENC_TRY(gguf_writer_add_u32(w, "qwen3.attention.value_length", (uint32_t)c->head_dim));
-    ENC_TRY(gguf_writer_add_f32(w, "qwen3.rope.freq_base", (float)c->rope_theta));
-    return gguf_writer_add_f32(w, "qwen3.attention.layer_norm_rms_epsilon", (float)c->rms_norm_eps);
+    ENC_TRY(gguf__arch_u32(w, arch, "context_length", c->max_position_embeddings));
+    ENC_TRY(gguf__arch_u32(w, arch, "embedding_length", c->hidden_size));
+    ENC_TRY(gguf__arch_u32(w, arch, "block_count", c->n_layers));
+    ENC_TRY(gguf__arch_u32(w, arch, "feed_forward_length", c->intermediate_size));
+    ENC_TRY(gguf__arch_u32(w, arch, "attention.head_count", c->n_heads));
+    ENC_TRY(gguf__arch_u32(w, arch, "attention.head_count_kv", c->n_kv_heads));
+    ENC_TRY(gguf__arch_u32(w, arch, "attention.key_length", c->head_dim));
+    ENC_TRY(gguf__arch_u32(w, arch, "attention.value_length", c->head_dim));
+    ENC_TRY(gguf__arch_f32(w, arch, "rope.freq_base", c->rope_theta));
+    ENC_TRY(gguf__arch_f32(w, arch, "attention.layer_norm_rms_epsilon", c->rms_norm_eps));
+    return c->n_experts ? gguf__moe_metadata(w, c) : ENC_OK;
 }
 
 /* --- tensors ------------------------------------------------------------------- */
 
-static enc_status gguf__layer(gguf_writer *w, int64_t l, const qwen3_layer_tensors *t,
-                              enc_dtype type)
+/* The type of a sparse layer's router and experts: the file's type when it
+ * is a float type, else F32 (they stay float, as --quantize leaves them). */
+static enc_dtype gguf__moe_type(enc_dtype type)
+{
+    return enc_dtype_is_quantized(type) ? ENC_F32 : type;
+}
+
+/* MoE layer l's router and its experts stacked per projection in expert
+ * order: ffn_gate_exps, ffn_up_exps [E, Fe, D], ffn_down_exps [E, D, Fe]. */
+static enc_status gguf__moe_layer(gguf_writer *w, const qwen3_config *c, const st_archive *a,
+                                  int64_t l, const qwen3_layer_tensors *t, enc_dtype type)
+{
+    static const char *const proj[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+    const st_tensor *parts[GRAPH_MOE_MAX_EXPERTS];
+    char name[96];
+    snprintf(name, sizeof name, "blk.%lld.ffn_gate_inp.weight", (long long)l);
+    ENC_TRY(gguf__add(w, name, t->router, gguf__moe_type(type)));
+    for (int p = 0; p < 3; p++) {
+        for (int64_t j = 0; j < c->n_experts; j++)
+            parts[j] = qwen3_tensors_expert(a, l, j, p);
+        snprintf(name, sizeof name, "blk.%lld.%s.weight", (long long)l, proj[p]);
+        ENC_TRY(gguf__add_parts(w, name, parts, c->n_experts, 1, gguf__moe_type(type)));
+    }
+    return ENC_OK;
+}
+
+static enc_status gguf__layer(gguf_writer *w, const qwen3_config *c, const st_archive *a, int64_t l,
+                              const qwen3_layer_tensors *t, enc_dtype type)
 {
     const struct {
         const char *name;
@@ -150,19 +245,33 @@ static enc_status gguf__layer(gguf_writer *w, int64_t l, const qwen3_layer_tenso
         {"ffn_down", t->down, 0},
     };
     char name[96];
-    for (size_t i = 0; i < sizeof e / sizeof e[0]; i++) {
+    size_t n = sizeof e / sizeof e[0] - (t->router ? 3 : 0); /* a MoE layer: no dense MLP */
+    for (size_t i = 0; i < n; i++) {
         snprintf(name, sizeof name, "blk.%lld.%s.weight", (long long)l, e[i].name);
         ENC_TRY(gguf__add(w, name, e[i].t, e[i].norm ? ENC_F32 : type));
     }
+    return t->router ? gguf__moe_layer(w, c, a, l, t, type) : ENC_OK;
+}
+
+/* llama.cpp's qwen3moe has a sparse block in every layer. */
+static enc_status gguf__check_all_sparse(const qwen3_config *c, const char *model_dir)
+{
+    for (int64_t l = 0; c->n_experts && l < c->n_layers; l++)
+        if (!qwen3_config_layer_is_moe(c, l))
+            return enc_fail(ENC_ERR_UNSUPPORTED,
+                            "%s/config.json: layer %lld is dense (mlp_only_layers or "
+                            "decoder_sparse_step); a qwen3moe GGUF file has experts in every layer",
+                            model_dir, (long long)l);
     return ENC_OK;
 }
 
-static enc_status gguf__tensors(gguf_writer *w, const qwen3_config *c, const qwen3_tensors *t,
-                                enc_dtype type, qwen3_progress_fn progress, void *user)
+static enc_status gguf__tensors(gguf_writer *w, const qwen3_config *c, const st_archive *a,
+                                const qwen3_tensors *t, enc_dtype type, qwen3_progress_fn progress,
+                                void *user)
 {
     ENC_TRY(gguf__add(w, "token_embd.weight", t->embed, type));
     for (int64_t l = 0; l < c->n_layers; l++) {
-        ENC_TRY(gguf__layer(w, l, &t->layers[l], type));
+        ENC_TRY(gguf__layer(w, c, a, l, &t->layers[l], type));
         if (progress) progress(user, (double)(l + 1) / (double)(c->n_layers + 1));
     }
     ENC_TRY(gguf__add(w, "output_norm.weight", t->final_norm, ENC_F32));
@@ -181,10 +290,11 @@ enc_status qwen3_export_gguf(const char *model_dir, enc_dtype type, const char *
     st_archive *a = NULL;
     qwen3_tensors t = {0};
     ENC_TRY(qwen3_config_load(model_dir, &c));
+    ENC_TRY(gguf__check_all_sparse(&c, model_dir));
     enc_status s = st_open_dir(model_dir, &a);
     if (s == ENC_OK) s = qwen3_tensors_find(&c, a, &t);
     if (s == ENC_OK) s = gguf__metadata(w, &c, type, name);
-    if (s == ENC_OK) s = gguf__tensors(w, &c, &t, type, progress, user);
+    if (s == ENC_OK) s = gguf__tensors(w, &c, a, &t, type, progress, user);
     qwen3_tensors_free(&t);
     st_close(a); /* the writer holds converted copies */
     *vocab_size = c.vocab_size;
