@@ -20,6 +20,13 @@ encore_gguf_test(gguf_lossless_f16_sharded lossless -m ${ENCORE_MODELS_DIR}/tiny
 encore_gguf_test(gguf_lossless_qwen3vocab lossless -m ${ENCORE_MODELS_DIR}/tiny-qwen3vocab --type bf16)
 encore_gguf_test(gguf_pywriter pywriter -m ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16)
 encore_gguf_test(gguf_bad_files bad -m ${ENCORE_MODELS_DIR}/tiny-gqa1-hd64-f32)
+# qwen3moe: the MoE checkpoints written by encore quantize (k = 2 of 8
+# renormalised; k = 1 of 4 not) and by gguf_py, and broken MoE files.
+encore_gguf_test(gguf_lossless_moe_e8k2_bf16 lossless -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-bf16 --type bf16)
+encore_gguf_test(gguf_lossless_moe_e4k1_f32 lossless -m ${ENCORE_MODELS_DIR}/tiny-moe-e4k1-f32 --type f32)
+encore_gguf_test(gguf_pywriter_moe pywriter -m ${ENCORE_MODELS_DIR}/tiny-moe-e4k1-f32)
+encore_gguf_test(gguf_bad_moe_files bad-moe -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-bf16
+                 --mixed ${ENCORE_MODELS_DIR}/tiny-moe-mixed-f32)
 encore_gguf_test(gguf_quantized_q8_0 quantized -m ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16)
 # The tokenizer from GGUF metadata on the tokenizer tests' corpus and goldens.
 encore_gguf_test(gguf_tokenizer tokenizer --tokenizer-dir ${ENCORE_TOKENIZER_DIR}

@@ -10,7 +10,9 @@ tests can lay out precisely the broken byte they need.
 It also converts a Hugging Face checkpoint the way llama.cpp's
 convert_hf_to_gguf.py does for the qwen3 architecture (keys, tensor names,
 no q/k permutation, norms in F32, the tokenizer from tokenizer.json), keeping
-each tensor's bytes as stored.
+each tensor's bytes as stored; a Qwen3-MoE checkpoint as qwen3moe (the expert
+keys, the router as ffn_gate_inp and each projection's experts concatenated
+in expert order as ffn_{gate,up,down}_exps [E, N, K]).
 """
 
 import json
@@ -110,13 +112,26 @@ LAYER_NAMES = [("input_layernorm", "attn_norm"), ("self_attn.q_proj", "attn_q"),
                ("self_attn.o_proj", "attn_output"), ("self_attn.q_norm", "attn_q_norm"),
                ("self_attn.k_norm", "attn_k_norm"), ("post_attention_layernorm", "ffn_norm"),
                ("mlp.gate_proj", "ffn_gate"), ("mlp.up_proj", "ffn_up"), ("mlp.down_proj", "ffn_down")]
+EXPERT_NAMES = [("gate_proj", "ffn_gate_exps"), ("up_proj", "ffn_up_exps"),
+                ("down_proj", "ffn_down_exps")]
 
 
 def _norm_f32(dtype, raw):
     return to_f32(dtype, raw).tobytes()
 
 
-def model_kvs(cfg, arch="qwen3"):
+def moe_kvs(cfg):
+    """qwen3moe's expert keys of a Qwen3-MoE config."""
+    return [("qwen3moe.expert_count", U32, cfg["num_experts"]),
+            ("qwen3moe.expert_used_count", U32, cfg["num_experts_per_tok"]),
+            ("qwen3moe.expert_feed_forward_length", U32, cfg["moe_intermediate_size"]),
+            ("qwen3moe.expert_weights_norm", BOOL, bool(cfg.get("norm_topk_prob", False)))]
+
+
+def model_kvs(cfg, arch=None):
+    """The metadata of a config: qwen3, or qwen3moe with its expert keys."""
+    moe = cfg.get("num_experts", 0) > 0
+    arch = arch or ("qwen3moe" if moe else "qwen3")
     hd = cfg.get("head_dim", cfg["hidden_size"] // cfg["num_attention_heads"])
     return [("general.architecture", STR, arch), ("general.name", STR, "test"),
             (f"{arch}.context_length", U32, cfg.get("max_position_embeddings", 32768)),
@@ -127,7 +142,8 @@ def model_kvs(cfg, arch="qwen3"):
             (f"{arch}.attention.head_count_kv", U32, cfg.get("num_key_value_heads", cfg["num_attention_heads"])),
             (f"{arch}.attention.key_length", U32, hd), (f"{arch}.attention.value_length", U32, hd),
             (f"{arch}.rope.freq_base", F32, cfg["rope_theta"]),
-            (f"{arch}.attention.layer_norm_rms_epsilon", F32, cfg["rms_norm_eps"])]
+            (f"{arch}.attention.layer_norm_rms_epsilon", F32, cfg["rms_norm_eps"])] + \
+        (moe_kvs(cfg) if moe and arch == "qwen3moe" else [])
 
 
 def model_tensors(model_dir, cfg):
@@ -140,10 +156,21 @@ def model_tensors(model_dir, cfg):
             return Tensor(gg, GGML_F32, shape, _norm_f32(dtype, raw))
         return Tensor(gg, ST_TO_GGML[dtype], shape, raw)
 
+    def stacked(l, hf, gg):
+        """every expert's projection, concatenated in expert order: [E, N, K]"""
+        parts = [st[f"model.layers.{l}.mlp.experts.{j}.{hf}.weight"]
+                 for j in range(cfg["num_experts"])]
+        return Tensor(f"blk.{l}.{gg}.weight", ST_TO_GGML[parts[0][0]],
+                      [len(parts)] + parts[0][1], b"".join(raw for _, _, raw in parts))
+
+    moe = cfg.get("num_experts", 0) > 0
     out = [put("model.embed_tokens.weight", "token_embd.weight")]
     for l in range(cfg["num_hidden_layers"]):
-        for hf, gg in LAYER_NAMES:
+        for hf, gg in LAYER_NAMES[:8] if moe else LAYER_NAMES:
             out.append(put(f"model.layers.{l}.{hf}.weight", f"blk.{l}.{gg}.weight", "norm" in gg))
+        if moe:
+            out.append(put(f"model.layers.{l}.mlp.gate.weight", f"blk.{l}.ffn_gate_inp.weight"))
+            out += [stacked(l, hf, gg) for hf, gg in EXPERT_NAMES]
     out.append(put("model.norm.weight", "output_norm.weight", True))
     if not cfg.get("tie_word_embeddings", False):
         out.append(put("lm_head.weight", "output.weight"))

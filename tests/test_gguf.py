@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """test_gguf.py - GGUF files end to end through the encore program.
 
-  lossless  -m DIR --type T  `encore quantize` writes DIR as GGUF in its own
-                             type; greedy ids and top logits from the GGUF
-                             equal the safetensors' bit for bit
+  lossless  -m DIR --type T  `encore quantize` writes DIR (Qwen3 or Qwen3-MoE)
+                             as GGUF in its own type; greedy ids and top
+                             logits from the GGUF equal the safetensors' bit
+                             for bit
   pywriter  -m DIR           a GGUF laid out by tests/gguf_py.py (independent
                              of encore's writer; alignment 64, tensors in
                              reverse order) gives the same ids and logits
   bad       -m DIR           each malformed file: exit 1 and a message naming
                              the key or tensor and the byte offset
+  bad-moe   -m DIR --mixed M qwen3moe files (from the MoE checkpoint DIR)
+                             broken in their expert keys or tensors: exit 1
+                             naming them; `encore quantize` of M (dense
+                             layers among sparse ones) refused by name
   tokenizer --tokenizer-dir D --strings S --golden G
                              a GGUF carrying the real Qwen3 vocabulary and
                              merges (written by gguf_py from tokenizer.json)
@@ -181,10 +186,10 @@ def bad_cases(cfg, kvs, tensors):
          ["'qwen3.block_count'", "byte offset", "not an integer"]),
         ("unknown_arch", G.build([("general.architecture", G.STR, "llama")] + kvs[1:], tensors),
          ["architecture 'llama'", "not supported"]),
-        ("qwen3moe", G.build(G.model_kvs(cfg, "qwen3moe") + [("qwen3moe.expert_count", G.U32, 8),
-                                                              ("qwen3moe.expert_used_count", G.U32, 2),
-                                                              ("qwen3moe.expert_feed_forward_length", G.U32, 16)],
-                             tensors), ["'qwen3moe'", "not supported yet"]),
+        ("qwen3moe_dense_tensors", G.build(G.model_kvs(cfg, "qwen3moe") + [("qwen3moe.expert_count", G.U32, 8),
+                                                                            ("qwen3moe.expert_used_count", G.U32, 2),
+                                                                            ("qwen3moe.expert_feed_forward_length", G.U32, 16)],
+                                           tensors), ["'blk.0.ffn_gate_inp.weight'", "missing"]),
         ("value_length", G.build([kv if kv[0] != "qwen3.attention.value_length" else (kv[0], G.U32, kv[2] * 2)
                                   for kv in kvs], tensors),
          ["'qwen3.attention.value_length'", "differs"]),
@@ -200,10 +205,60 @@ def bad_cases(cfg, kvs, tensors):
     ]
 
 
+def bad_moe_cases(cfg, kvs, tensors):
+    """(name, bytes, substrings) of qwen3moe files broken in their MoE parts."""
+    E, Fe, D = cfg["num_experts"], cfg["moe_intermediate_size"], cfg["hidden_size"]
+    names = [t.name for t in tensors]
+
+    def with_tensor(name, shape, data):
+        return G.build(kvs, [G.Tensor(t.name, t.ggml_type, shape, data) if t.name == name else t
+                             for t in tensors])
+
+    def with_kv(key, t, v):
+        return G.build([(k, t, v) if k == key else (k, tt, vv) for k, tt, vv in kvs], tensors)
+
+    up = tensors[names.index("blk.0.ffn_up_exps.weight")]
+    down = tensors[names.index("blk.1.ffn_down_exps.weight")]
+    per_expert = len(up.data) // E
+    return [
+        ("moe_one_expert_short", with_tensor(up.name, [E - 1, Fe, D], up.data[:-per_expert]),
+         [f"'{up.name}'", f"[{E - 1}, {Fe}, {D}]", f"implies [{E}, {Fe}, {D}]"]),
+        ("moe_experts_2d", with_tensor(down.name, [E * D, Fe], down.data),
+         [f"'{down.name}'", f"[{E * D}, {Fe}]", f"[{E}, {D}, {Fe}]"]),
+        ("moe_missing_router", G.build(kvs, [t for t in tensors if t.name != "blk.1.ffn_gate_inp.weight"]),
+         ["'blk.1.ffn_gate_inp.weight'", "missing"]),
+        ("moe_dense_mlp_too", G.build(kvs, tensors + [G.Tensor("blk.0.ffn_gate.weight", G.GGML_F32,
+                                                               [cfg["intermediate_size"], D],
+                                                               bytes(4 * cfg["intermediate_size"] * D))]),
+         ["'blk.0.ffn_gate.weight'", "not used by a Qwen3-MoE model"]),
+        ("moe_no_expert_count", G.build([kv for kv in kvs if kv[0] != "qwen3moe.expert_count"], tensors),
+         ["'qwen3moe.expert_count'", "missing"]),
+        ("moe_used_above_count", with_kv("qwen3moe.expert_used_count", G.U32, E + 1),
+         ["'qwen3moe.expert_used_count'", f"({E + 1})"]),
+        ("moe_norm_not_bool", with_kv("qwen3moe.expert_weights_norm", G.U32, 1),
+         ["'qwen3moe.expert_weights_norm'", "not a bool"]),
+    ]
+
+
 def cmd_bad(a, tmp):
     cfg, kvs, tensors = checkpoint(a.model)
+    refuse_all(a, tmp, bad_cases(cfg, kvs, tensors))
+
+
+def cmd_bad_moe(a, tmp):
+    """Broken qwen3moe files, and a checkpoint with dense layers refused by quantize."""
+    cfg, kvs, tensors = checkpoint(a.model)
+    refuse_all(a, tmp, bad_moe_cases(cfg, kvs, tensors))
+    out = os.path.join(tmp, "mixed.gguf")
+    p = run([a.engine, "quantize", "-m", a.mixed, "-o", out, "--type", "f32"], check=False)
+    if p.returncode != 1 or "is dense" not in p.stderr or a.mixed not in p.stderr or os.path.exists(out):
+        sys.exit(f"FAIL: quantize of dense layers into qwen3moe: exit {p.returncode}, {p.stderr.strip()!r}")
+    print(f"ok quantize refuses dense layers: {p.stderr.strip()}")
+
+
+def refuse_all(a, tmp, cases):
     n_ok = 0
-    for name, blob, want in bad_cases(cfg, kvs, tensors):
+    for name, blob, want in cases:
         path = os.path.join(tmp, f"{name}.gguf")
         with open(path, "wb") as f:
             f.write(blob)
@@ -309,16 +364,18 @@ def cmd_quantized(a, tmp):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=["lossless", "pywriter", "bad", "tokenizer", "quantized"])
+    ap.add_argument("check", choices=["lossless", "pywriter", "bad", "bad-moe", "tokenizer",
+                                      "quantized"])
     ap.add_argument("--engine", required=True)
     ap.add_argument("-m", "--model")
     ap.add_argument("--type")
+    ap.add_argument("--mixed", help="bad-moe: a MoE checkpoint with dense layers")
     ap.add_argument("--tokenizer-dir")
     ap.add_argument("--strings")
     ap.add_argument("--golden")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="encore-gguf-") as tmp:
-        {"lossless": cmd_lossless, "pywriter": cmd_pywriter, "bad": cmd_bad,
+        {"lossless": cmd_lossless, "pywriter": cmd_pywriter, "bad": cmd_bad, "bad-moe": cmd_bad_moe,
          "tokenizer": cmd_tokenizer, "quantized": cmd_quantized}[a.check](a, tmp)
 
 
