@@ -2,6 +2,8 @@
  * GGUF file, adapted to the interface of tensor_source.h. */
 #include "model/tensor_source.h"
 
+#include <string.h>
+
 static size_t ts__st_count(const void *c)
 {
     return st_count(c);
@@ -39,6 +41,17 @@ tensor_source tensor_source_safetensors(const st_archive *a)
                            "num_hidden_layers"};
 }
 
+/* "<arch>.block_count" of the file's architecture (qwen3 or qwen3moe). */
+static const char *ts__gguf_layers_key(const gguf_file *g)
+{
+    gguf_str a = {0};
+    int found = 0;
+    if (gguf_get_str(g, "general.architecture", &a, &found) == ENC_OK && found && a.len == 8 &&
+        !memcmp(a.p, "qwen3moe", 8))
+        return "qwen3moe.block_count";
+    return "qwen3.block_count";
+}
+
 tensor_source tensor_source_gguf(const gguf_file *g)
 {
     return (tensor_source){g,
@@ -47,5 +60,5 @@ tensor_source tensor_source_gguf(const gguf_file *g)
                            ts__gguf_find,
                            TENSOR_NAMES_GGUF,
                            "the GGUF metadata",
-                           "qwen3.block_count"};
+                           ts__gguf_layers_key(g)};
 }
