@@ -28,6 +28,10 @@ encore_gguf_test(gguf_pywriter_moe pywriter -m ${ENCORE_MODELS_DIR}/tiny-moe-e4k
 encore_gguf_test(gguf_bad_moe_files bad-moe -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-bf16
                  --mixed ${ENCORE_MODELS_DIR}/tiny-moe-mixed-f32)
 encore_gguf_test(gguf_quantized_q8_0 quantized -m ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16)
+# encore quantize to a block type writes what --quantize makes at load.
+encore_gguf_test(gguf_blocks_q8_0 blocks -m ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16 --type q8_0)
+encore_gguf_test(gguf_blocks_q4_0 blocks -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 --type q4_0)
+encore_gguf_test(gguf_blocks_q4_k blocks -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16 --type q4_k)
 # The tokenizer from GGUF metadata on the tokenizer tests' corpus and goldens.
 encore_gguf_test(gguf_tokenizer tokenizer --tokenizer-dir ${ENCORE_TOKENIZER_DIR}
                  --strings ${ENCORE_TESTS_DIR}/tokenizer/strings.jsonl

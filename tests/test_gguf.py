@@ -47,12 +47,12 @@ def run(cmd, stdin=None, check=True):
     return p
 
 
-def outputs(engine, model):
+def outputs(engine, model, extra=()):
     """Greedy ids and the teacher-forced top logits of a model path."""
     ids = run([engine, "generate", "-m", model, "--prompt-ids", PROMPT, "-n", "24",
-               "--temperature", "0", "--ignore-eos", "--print-ids", "-t", "2"]).stdout
+               "--temperature", "0", "--ignore-eos", "--print-ids", "-t", "2", *extra]).stdout
     logits = run([engine, "logits", "-m", model, "--prompt-ids", PROMPT, "--top", "20",
-                  "-t", "2"]).stdout
+                  "-t", "2", *extra]).stdout
     return ids, logits
 
 
@@ -96,6 +96,21 @@ def cmd_lossless(a, tmp):
             sys.exit(f"FAIL: encore serve on the GGUF file answered {served!r}, generate "
                      f"{generated!r}")
         print("ok: encore serve on the GGUF file answers what generate prints")
+
+
+def cmd_blocks(a, tmp):
+    """`encore quantize --type T` stores the blocks `--quantize T` makes at load:
+    the file runs to the same ids and logits, bit for bit, as the directory
+    quantized at load (both through base/quant.c's quantizers, which
+    test_quant_numpy checks against NumPy's)."""
+    out = os.path.join(tmp, "model.gguf")
+    run([a.engine, "quantize", "-m", a.model, "-o", out, "--type", a.type])
+    want, got = outputs(a.engine, a.model, ["--quantize", a.type]), outputs(a.engine, out)
+    if want[0] != got[0] or not want[0].split():
+        sys.exit(f"FAIL blocks {a.type}: greedy ids differ:\n  --quantize {want[0]}  gguf       {got[0]}")
+    if want[1] != got[1]:
+        sys.exit(f"FAIL blocks {a.type}: logits differ")
+    print(f"ok blocks {a.type}: the GGUF file and --quantize {a.type} give identical ids and logits")
 
 
 def serve_completion(engine, model, prompt):
@@ -369,7 +384,7 @@ def cmd_quantized(a, tmp):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("check", choices=["lossless", "pywriter", "bad", "bad-moe", "tokenizer",
-                                      "quantized"])
+                                      "quantized", "blocks"])
     ap.add_argument("--engine", required=True)
     ap.add_argument("-m", "--model")
     ap.add_argument("--type")
@@ -380,7 +395,7 @@ def main():
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="encore-gguf-") as tmp:
         {"lossless": cmd_lossless, "pywriter": cmd_pywriter, "bad": cmd_bad, "bad-moe": cmd_bad_moe,
-         "tokenizer": cmd_tokenizer, "quantized": cmd_quantized}[a.check](a, tmp)
+         "tokenizer": cmd_tokenizer, "quantized": cmd_quantized, "blocks": cmd_blocks}[a.check](a, tmp)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 /* cmd_quantize.c - `encore quantize`: write a Hugging Face checkpoint as one
  * GGUF file (llama.cpp's keys and tensor names, the tokenizer included).
  *
- *   encore quantize -m DIR -o FILE.gguf --type f32|f16|bf16
+ *   encore quantize -m DIR -o FILE.gguf --type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k
  *
- * The block types (q8_0, q4_0, q4_k, ...) are accepted by name and refused
- * with a clear error while their quantizers are missing. Exit status: 0 when
+ * Block types quantize every matrix with base/quant.c's reference quantizers
+ * (the blocks --quantize makes at load); norms stay f32. Exit status: 0 when
  * the file was written, 1 when it could not be, 2 for bad arguments. */
 #include <stdio.h>
 #include <string.h>
@@ -21,7 +21,8 @@ static void quantize__usage(FILE *f)
                "GGUF file that encore and llama.cpp load, matrices in TYPE and norms in f32.\n\n"
                "  -m, --model DIR      Hugging Face checkpoint directory\n"
                "  -o, --output FILE    the GGUF file to write (through FILE.tmp)\n"
-               "  --type TYPE          f32, f16 or bf16 (q8_0, q4_0, q4_k need the quantizers)\n"
+               "  --type TYPE          f32, f16, bf16, or a block type: q8_0, q4_0, q4_k, q5_k,\n"
+               "                       q6_k (rows of q4_k..q6_k must be whole 256-value blocks)\n"
                "  -h, --help           show this help\n");
 }
 

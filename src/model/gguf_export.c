@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/quant.h"
 #include "graph/graph.h"
 #include "model/qwen3_tensors.h"
 
@@ -47,12 +48,9 @@ static enc_status gguf__convert_row(const float *x, int64_t n, enc_dtype to, uns
             memcpy(dst + 2 * i, &h, 2);
         }
         return ENC_OK;
-    /* The block types: one case each calling its row quantizer (x -> blocks)
-     * once the reference quantizers exist. */
-    default:
-        return enc_fail(ENC_ERR_UNSUPPORTED,
-                        "quantizing to %s is not available in this build "
-                        "(its quantizer is missing)",
+    default: /* a block type: the reference quantizer of base/quant.c */
+        if (enc_dtype_is_quantized(to) && quant_quantize_row(to, x, dst, n) == 0) return ENC_OK;
+        return enc_fail(ENC_ERR_UNSUPPORTED, "cannot quantize a row of %lld values to %s", (long long)n,
                         enc_dtype_name(to));
     }
 }
