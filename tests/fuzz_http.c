@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <errno.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -77,8 +78,9 @@ static size_t fuzz_read_reply(int fd, char *head, size_t cap)
     for (;;) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int left_ms = (int)((deadline - fuzz_now()) * 1000);
-        if (left_ms <= 0 || poll(&p, 1, left_ms) <= 0)
-            fuzz_die("the server neither answered nor closed");
+        int r_poll = left_ms > 0 ? poll(&p, 1, left_ms) : 0;
+        if (r_poll < 0 && errno == EINTR) continue; /* libFuzzer's SIGALRM every ~16 s */
+        if (r_poll <= 0) fuzz_die("the server neither answered nor closed");
         char buf[4096];
         ssize_t r = recv(fd, buf, sizeof buf, 0);
         if (r <= 0) return n; /* closed (or reset) */
@@ -88,6 +90,19 @@ static size_t fuzz_read_reply(int fd, char *head, size_t cap)
     }
 }
 
+/* connect(), finished when a signal (libFuzzer's SIGALRM) interrupts it. */
+static int fuzz_connect(int fd, const struct sockaddr_in *a)
+{
+    if (connect(fd, (const struct sockaddr *)a, sizeof *a) == 0) return 1;
+    if (errno != EINTR) return 0;
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    while (poll(&p, 1, FUZZ_HTTP_WAIT_S * 1000) < 0)
+        if (errno != EINTR) return 0;
+    int err = 0;
+    socklen_t len = sizeof err;
+    return getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!fuzz_server) fuzz_start();
@@ -95,7 +110,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sockaddr_in a = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)http_server_port(fuzz_server))};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) fuzz_die("cannot connect");
+    /* Hundreds of connections a second leave each (address, port) pair in
+     * TIME_WAIT for a minute: from one source address the ephemeral ports
+     * run out after some 28,000 and connect() fails or stalls. So each
+     * connection comes from the next of 127.0.0.2 .. 127.0.0.251, each with
+     * a port range of its own. */
+    static unsigned next_source;
+    struct sockaddr_in from = {.sin_family = AF_INET};
+    from.sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1 + next_source++ % 250);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&from, sizeof from) != 0 || !fuzz_connect(fd, &a))
+        fuzz_die("cannot connect");
     /* the server may close before it has read everything: that is allowed */
     for (size_t off = 0; off < size;) {
         ssize_t w = send(fd, data + off, size - off, MSG_NOSIGNAL);
