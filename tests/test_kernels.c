@@ -25,6 +25,8 @@
 #include "base/dtype.h"
 #include "base/threadpool.h"
 
+#include "matmul_task.h"
+
 /* --- harness ------------------------------------------------------------- */
 
 static int g_failures;
@@ -138,21 +140,6 @@ static void *make_weights(enc_dtype dt, int64_t n, double *val)
 static const enc_dtype DTYPES[3] = {ENC_F32, ENC_BF16, ENC_F16};
 
 /* --- matmul -------------------------------------------------------------- */
-
-typedef struct mm_ctx {
-    const float *x;
-    int64_t n_tokens, k;
-    const void *w;
-    enc_dtype dt;
-    int64_t n_out;
-    float *y;
-} mm_ctx;
-
-static void mm_task(void *p, int ith, int nth)
-{
-    mm_ctx *c = p;
-    cpu_matmul(c->x, c->n_tokens, c->k, c->w, c->dt, c->n_out, c->y, ith, nth);
-}
 
 static void mm_run(const float *x, int64_t n_tokens, int64_t k, const void *w, enc_dtype dt,
                    int64_t n_out, float *y, int nth)

@@ -29,6 +29,7 @@
 #include "base/quant.h"
 #include "base/threadpool.h"
 #include "quant_blocks.h"
+#include "matmul_task.h"
 
 static int g_failures;
 static const char *g_isa = "?";
@@ -70,21 +71,6 @@ static void run_nth(task_fn fn, void *ctx, int nth)
 }
 
 /* --- tasks ----------------------------------------------------------------- */
-
-typedef struct mm_ctx {
-    const void *x;
-    int64_t n_tokens, k;
-    const void *w;
-    enc_dtype dt;
-    int64_t n_out;
-    float *y;
-} mm_ctx;
-
-static void mm_task(void *p, int ith, int nth)
-{
-    mm_ctx *c = p;
-    cpu_matmul(c->x, c->n_tokens, c->k, c->w, c->dt, c->n_out, c->y, ith, nth);
-}
 
 typedef struct qr_ctx {
     const float *x;
