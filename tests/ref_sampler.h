@@ -4,8 +4,10 @@
  * scanning the history; top-k / top-p sort the whole vocabulary (qsort by
  * weight descending, id ascending); the draw is philox_uniform(seed,
  * position) over the kept weights in the order the rules walk them (id
- * order without top-k / top-p, sorted order with). No scratch is shared with
- * the code under test. */
+ * order without top-k / top-p, sorted order with). A GRAPH_SAMPLE_MASKED
+ * row's disallowed ids (bit id % 32 of mask word id / 32 clear) are -inf
+ * after the min_tokens mask; with no finite logit left the pick is -1. No
+ * scratch is shared with the code under test. */
 #ifndef ENC_TESTS_REF_SAMPLER_H
 #define ENC_TESTS_REF_SAMPLER_H
 
@@ -35,9 +37,10 @@ static bool ref_penalties_on(const graph_sample_row *p)
     return (p->flags & GRAPH_SAMPLE_PENALTIES) != 0;
 }
 
-/* The row after penalties and the min_tokens mask, from the definitions. */
+/* The row after penalties, the min_tokens mask and the token mask, from the
+ * definitions. */
 static void ref_process(const float *logits, const graph_sample_row *p, const int32_t *hist,
-                        int64_t pos, float *x)
+                        int64_t pos, const uint32_t *mask, float *x)
 {
     int64_t n = p->n_sample;
     memcpy(x, logits, (size_t)n * sizeof *x);
@@ -60,6 +63,10 @@ static void ref_process(const float *logits, const graph_sample_row *p, const in
     if (pos - p->n_prompt < p->min_tokens)
         for (int i = 0; i < p->n_mask; i++)
             if (p->mask_ids[i] < n) x[p->mask_ids[i]] = -INFINITY;
+    for (int64_t t = 0; (p->flags & GRAPH_SAMPLE_MASKED) && t < n; t++) {
+        uint32_t word = mask[t / 32], bit = (uint32_t)1 << (t % 32);
+        if ((word & bit) == 0) x[t] = -INFINITY;
+    }
 }
 
 static int32_t ref_argmax(const float *x, int64_t n)
@@ -105,10 +112,16 @@ static int64_t ref_kept(const float *x, const graph_sample_row *p, ref_w *it)
     return r;
 }
 
-static int32_t ref_pick(const float *logits, const graph_sample_row *p, const int32_t *hist,
-                        int64_t pos, float *x, ref_w *it)
+/* The pick of a row under its token mask (read when the row is
+ * GRAPH_SAMPLE_MASKED). */
+static int32_t ref_pick_masked(const float *logits, const graph_sample_row *p, const int32_t *hist,
+                               int64_t pos, const uint32_t *mask, float *x, ref_w *it)
 {
-    ref_process(logits, p, hist, pos, x);
+    ref_process(logits, p, hist, pos, mask, x);
+    bool finite = false;
+    for (int64_t t = 0; t < p->n_sample; t++)
+        finite |= isfinite(x[t]) != 0;
+    if ((p->flags & GRAPH_SAMPLE_MASKED) && !finite) return -1;
     if (p->temperature == 0.0) return ref_argmax(x, p->n_sample);
     int64_t m = ref_kept(x, p, it);
     double sum = 0.0, acc = 0.0;
@@ -120,6 +133,12 @@ static int32_t ref_pick(const float *logits, const graph_sample_row *p, const in
         if (u < acc) return it[i].id;
     }
     return it[m - 1].id;
+}
+
+static int32_t ref_pick(const float *logits, const graph_sample_row *p, const int32_t *hist,
+                        int64_t pos, float *x, ref_w *it)
+{
+    return ref_pick_masked(logits, p, hist, pos, NULL, x, it);
 }
 
 #endif

@@ -18,6 +18,12 @@
  *              frequencies match softmax(l / T) truncated and renormalised,
  *              chi-square at significance 0.001; a draw of an excluded id
  *              fails outright
+ *   mask       token masks (ids = r mod m, one id, the best id, the largest
+ *              logits barred, none, only a min_tokens-masked id) on half the
+ *              rows of each batch, over temperatures, filters, penalties and
+ *              16 seeds: the op's ids equal the reference's and the host
+ *              sampler's, are always allowed (-1 when nothing is), and the
+ *              unmasked rows choose what they choose with no mask input
  *
  * usage: test_sample_op */
 #include <math.h>
@@ -40,6 +46,7 @@ typedef struct sample_case {
     const graph_sample_row *rows; /* [S] */
     const int32_t *positions;     /* [S] */
     const int32_t *history;       /* [S, H] */
+    const uint32_t *mask;         /* [S, GRAPH_SAMPLE_MASK_WORDS(V)] or NULL: no mask input */
 } sample_case;
 
 static backend_buffer *upload(backend *be, const void *data, size_t bytes, const char *what)
@@ -57,6 +64,13 @@ static void run_op(backend *be, const sample_case *c, int32_t *ids, int32_t *his
     CHECK(arena_init(&host, 1 << 16) == ENC_OK);
     graph g;
     CHECK(graph_init(&g, &host, 2, 8) == ENC_OK);
+    size_t mask_bytes = (size_t)(c->S * GRAPH_SAMPLE_MASK_WORDS(c->V)) * sizeof(uint32_t);
+    backend_buffer *mb = c->mask ? upload(be, c->mask, mask_bytes, "mask") : NULL;
+    graph_tensor *mt = NULL;
+    if (c->mask) {
+        mt = graph_tensor_2d(&g, GRAPH_INPUT, ENC_I32, c->S, GRAPH_SAMPLE_MASK_WORDS(c->V), "mask");
+        graph_bind(mt, mb, 0);
+    }
     backend_buffer *b[4] = {
         upload(be, c->logits, (size_t)(c->S * c->V) * sizeof(float), "logits"),
         upload(be, c->rows, (size_t)c->S * sizeof(graph_sample_row), "params"),
@@ -71,7 +85,7 @@ static void run_op(backend *be, const sample_case *c, int32_t *ids, int32_t *his
     };
     for (int i = 0; i < 4; i++)
         graph_bind(t[i], b[i], 0);
-    graph_tensor *dst = graph_sample(&g, t[0], t[1], t[2], t[3], NULL);
+    graph_tensor *dst = graph_sample(&g, t[0], t[1], t[2], t[3], NULL, mt);
     CHECK(dst != NULL);
     backend_buffer *arena = NULL;
     CHECK(graph_plan(&g, NULL) == ENC_OK);
@@ -87,13 +101,14 @@ static void run_op(backend *be, const sample_case *c, int32_t *ids, int32_t *his
               ENC_OK);
     for (int i = 0; i < 4; i++)
         CHECK(backend_buffer_free(be, b[i]) == ENC_OK);
+    if (mb) CHECK(backend_buffer_free(be, mb) == ENC_OK);
     CHECK(backend_buffer_free(be, arena) == ENC_OK);
     arena_free(&host);
 }
 
 /* The host sampler on the same row (engine/sampler.c). */
 static int32_t host_pick(sampler *s, const float *logits, const graph_sample_row *p,
-                         const int32_t *hist, int64_t pos)
+                         const int32_t *hist, int64_t pos, const uint32_t *allowed)
 {
     engine_sampling sp = {
         .temperature = p->temperature,
@@ -118,6 +133,7 @@ static int32_t host_pick(sampler *s, const float *logits, const graph_sample_row
         .n_eos = p->n_mask,
         .seed = p->seed,
         .position = pos,
+        .allowed = (p->flags & GRAPH_SAMPLE_MASKED) ? allowed : NULL,
     };
     return sampler_pick(s, &in, NULL);
 }
@@ -190,13 +206,13 @@ static void test_matrix(backend *be, sampler *hs)
                     for (int qi = 0; qi < 5; qi++) {
                         for (int r = 0; r < MS; r++)
                             rows[r] = matrix_row(ti, ki, pi, mi, qi, r);
-                        sample_case c = {MS, MV, MH, logits, rows, pos, hist};
+                        sample_case c = {MS, MV, MH, logits, rows, pos, hist, NULL};
                         run_op(be, &c, ids, hist_out);
                         for (int r = 0; r < MS; r++, n_rows++) {
                             int32_t want = ref_pick(logits + r * MV, &rows[r], hist + r * MH,
                                                     pos[r] + 1, x, it);
                             int32_t host =
-                                host_pick(hs, logits + r * MV, &rows[r], hist + r * MH, pos[r] + 1);
+                                host_pick(hs, logits + r * MV, &rows[r], hist + r * MH, pos[r] + 1, NULL);
                             if (ids[r] != want && bad < 5)
                                 fprintf(
                                     stderr,
@@ -230,11 +246,11 @@ static void test_invariance(backend *be)
         rows[r] = matrix_row(r % 4, r % 4, r % 3, r % 2, r % 5, r);
         pos[r] = M_PROMPT + r;
     }
-    sample_case c = {MS, MV, MH, logits, rows, pos, hist};
+    sample_case c = {MS, MV, MH, logits, rows, pos, hist, NULL};
     run_op(be, &c, ids, NULL);
     int bad = 0;
     for (int r = 0; r < MS; r++) {
-        sample_case alone = {1, MV, MH, logits + r * MV, &rows[r], &pos[r], hist + r * MH};
+        sample_case alone = {1, MV, MH, logits + r * MV, &rows[r], &pos[r], hist + r * MH, NULL};
         run_op(be, &alone, one, NULL);
         bad += one[0] != ids[r];
     }
@@ -270,7 +286,7 @@ static void test_large(backend *be, sampler *hs)
         {.temperature = 0.7, .top_p = 0.3, .min_p = 0.1, .n_sample = V, .seed = 7},
     };
     int32_t hist[S * H] = {0}, pos[S] = {0, 1, 2}, ids[S];
-    sample_case c = {S, V, H, logits, rows, pos, hist};
+    sample_case c = {S, V, H, logits, rows, pos, hist, NULL};
     int bad = 0;
     for (int trial = 0; trial < 3; trial++) {
         for (int r = 0; r < S; r++)
@@ -279,7 +295,7 @@ static void test_large(backend *be, sampler *hs)
         for (int r = 0; r < S; r++) {
             int32_t want = ref_pick(logits + r * V, &rows[r], hist + r * H, pos[r] + 1, x, it);
             bad += ids[r] != want;
-            bad += host_pick(hs, logits + r * V, &rows[r], hist + r * H, pos[r] + 1) != want;
+            bad += host_pick(hs, logits + r * V, &rows[r], hist + r * H, pos[r] + 1, NULL) != want;
         }
     }
     CHECK(bad == 0);
@@ -341,7 +357,7 @@ static void test_chi2(backend *be)
     for (int round = 0; round < ROUNDS; round++) {
         for (int r = 0; r < S; r++)
             pos[r] = round * S + r;
-        sample_case c = {S, V, 1, logits, rows, pos, hist};
+        sample_case c = {S, V, 1, logits, rows, pos, hist, NULL};
         run_op(be, &c, ids, NULL);
         for (int r = 0; r < S; r++)
             hits[ids[r]]++;
@@ -368,6 +384,100 @@ static void test_chi2(backend *be)
     free(ids);
 }
 
+/* --- token masks ------------------------------------------------------------- */
+
+enum { MW = GRAPH_SAMPLE_MASK_WORDS(MV) };
+
+static void mask_set(uint32_t *m, int64_t id) { m[id / 32] |= (uint32_t)1 << (id % 32); }
+
+/* A mask of kind r / 2 % 6 for a row of logits x (kind 5 allows nothing). */
+static void mask_of(uint32_t *m, int r, const float *x, int64_t n_sample)
+{
+    memset(m, 0, MW * sizeof *m);
+    int kind = r / 2 % 6;
+    if (kind == 0 || kind == 1) /* ids = r mod (3 + r) */
+        for (int64_t i = r % (3 + r); i < MV; i += 3 + r) mask_set(m, i);
+    if (kind == 2) mask_set(m, 5 + r); /* one id */
+    if (kind == 3) mask_set(m, ref_argmax(x, n_sample)); /* the best id only */
+    if (kind == 4) /* every id but the 40 largest logits */
+        for (int64_t i = 0; i < MV; i++) {
+            int64_t above = 0;
+            for (int64_t j = 0; j < n_sample; j++) above += x[j] > x[i];
+            if (above >= 40) mask_set(m, i);
+        }
+    /* kind 5: none */
+}
+
+/* Half the rows of each batch masked, the other half not, over temperatures,
+ * filters, penalties and seeds. */
+static void test_mask(backend *be, sampler *hs)
+{
+    float *logits = malloc(sizeof(float) * MS * MV), *x = malloc(sizeof(float) * MV);
+    ref_w *it = malloc(sizeof(ref_w) * MV);
+    uint32_t *mask = calloc(MS * MW, sizeof *mask);
+    int32_t hist[MS * MH], pos[MS], ids[MS], plain[MS];
+    matrix_logits(logits, MS, MV);
+    matrix_history(hist, MS, MH);
+    for (int r = 0; r < MS; r++) pos[r] = M_PROMPT + 2 + 3 * r;
+    int64_t n_masked = 0, changed = 0, bad = 0, bad_host = 0, disallowed = 0, bad_plain = 0, none = 0;
+    graph_sample_row rows[MS];
+    static const int ts[] = {0, 2, 3}, ks[] = {0, 2}, ps[] = {1, 2}, qs[] = {0, 4};
+    for (int seed = 0; seed < 16; seed++)
+        for (int c = 0; c < 24; c++) {
+            int ti = ts[c % 3], ki = ks[c / 3 % 2], pi = ps[c / 6 % 2], qi = qs[c / 12];
+            for (int r = 0; r < MS; r++) {
+                rows[r] = matrix_row(ti, ki, pi, 0, qi, r);
+                rows[r].seed += 7919u * (uint64_t)seed;
+                /* (seed, row) picks the mask kind, so every kind meets every row */
+                int kr = 2 * ((r / 2 + seed) % 6);
+                if (r % 2 == 0) {
+                    rows[r].flags |= GRAPH_SAMPLE_MASKED;
+                    mask_of(&mask[r * MW], kr, logits + r * MV, rows[r].n_sample);
+                }
+                if (kr == 10 && seed % 2) { /* allow only EOS 7 while min_tokens masks it */
+                    mask_set(&mask[r * MW], 7);
+                    rows[r].min_tokens = 1000;
+                }
+            }
+            sample_case cm = {MS, MV, MH, logits, rows, pos, hist, mask};
+            run_op(be, &cm, ids, NULL);
+            graph_sample_row unmasked[MS];
+            memcpy(unmasked, rows, sizeof rows);
+            for (int r = 0; r < MS; r++) unmasked[r].flags &= ~GRAPH_SAMPLE_MASKED;
+            sample_case cp = {MS, MV, MH, logits, unmasked, pos, hist, NULL};
+            run_op(be, &cp, plain, NULL);
+            for (int r = 0; r < MS; r++) {
+                const uint32_t *m = (rows[r].flags & GRAPH_SAMPLE_MASKED) ? &mask[r * MW] : NULL;
+                const float *row = logits + r * MV;
+                int32_t want = ref_pick_masked(row, &rows[r], hist + r * MH, pos[r] + 1, m, x, it);
+                int32_t host = host_pick(hs, row, &rows[r], hist + r * MH, pos[r] + 1, m);
+                bad += ids[r] != want;
+                bad_host += host != want;
+                if (!m) {
+                    bad_plain += ids[r] != plain[r];
+                    continue;
+                }
+                n_masked++;
+                none += ids[r] == GRAPH_SAMPLE_NO_TOKEN;
+                changed += ids[r] != plain[r];
+                if (ids[r] >= 0) disallowed += !((m[ids[r] / 32] >> (ids[r] % 32)) & 1u);
+            }
+        }
+    CHECK(bad == 0);
+    CHECK(bad_host == 0);
+    CHECK(disallowed == 0);
+    CHECK(bad_plain == 0);
+    CHECK(none > 0 && changed > n_masked / 2); /* the masks bite */
+    printf("ok mask: %lld masked rows (%lld changed by the mask, %lld with no allowed id), "
+           "%lld differ from the reference (host sampler: %lld), %lld disallowed\n",
+           (long long)n_masked, (long long)changed, (long long)none, (long long)bad, (long long)bad_host,
+           (long long)disallowed);
+    free(logits);
+    free(x);
+    free(it);
+    free(mask);
+}
+
 int main(void)
 {
     backend *be = NULL;
@@ -377,6 +487,7 @@ int main(void)
     test_invariance(be);
     test_large(be, &hs);
     test_chi2(be);
+    test_mask(be, &hs);
     sampler_free(&hs);
     backend_destroy(be);
     if (check_failures) fprintf(stderr, "test_sample_op: %d checks failed\n", check_failures);

@@ -113,6 +113,8 @@ const float *sampler_process(sampler *s, const sampler_input *in)
         for (int i = 0; i < in->n_stop_ids; i++)
             if (in->stop_ids[i] >= 0 && in->stop_ids[i] < n) s->work[in->stop_ids[i]] = -INFINITY;
     }
+    for (int64_t i = 0; in->allowed && i < n; i++)
+        if (!graph_sample_allowed(in->allowed, i)) s->work[i] = -INFINITY;
     return s->work;
 }
 
@@ -253,7 +255,8 @@ int32_t sampler_pick(sampler *s, const sampler_input *in, engine_token_logprob *
     int64_t n = in->n_sample;
     double lse = lp ? sampler__logprobs(in->logits, n, p->top_logprobs, lp) : 0.0;
     const float *x = in->logits;
-    if (sampler_penalties_on(p) || in->n_output < p->min_tokens) x = sampler_process(s, in);
+    if (sampler_penalties_on(p) || in->n_output < p->min_tokens || in->allowed) x = sampler_process(s, in);
+    if (in->allowed && x[sampler_argmax(x, n)] == -INFINITY) return GRAPH_SAMPLE_NO_TOKEN;
     int32_t id = p->temperature == 0.0 ? sampler_argmax(x, n) : sampler__draw(s, x, n, p, philox_uniform(in->seed, in->position));
     if (lp) {
         lp->id = id;

@@ -8,6 +8,8 @@
  *      ├─ repetition penalty  over ids in prompt or output: l > 0 ? l / r : l * r
  *      ├─ frequency, presence over ids in the output: l -= f * count + p * (count > 0)
  *      ├─ min_tokens          EOS and stop ids -> -inf while n_output < min_tokens
+ *      ├─ token mask          (a constrained request) ids not allowed -> -inf; when
+ *      │                      no allowed id is left the pick is GRAPH_SAMPLE_NO_TOKEN
  *      │
  *      ├─ temperature 0: the first id of the largest logit (greedy); done
  *      ├─ temperature T:  w = exp((l - max) / T), in double precision
@@ -23,7 +25,7 @@
  * Ids >= n_sample (ids the tokenizer does not know) are never chosen and are
  * left out of the logprobs. Logprobs are those of the raw model distribution
  * (vLLM's default "raw_logprobs"): penalties, masks, temperature and filters
- * do not change them.
+ * do not change them; nor does the token mask.
  *
  * A sampler owns scratch sized by the vocabulary, allocated once; picking a
  * token allocates nothing. Top-k and top-p sort only the candidates above a
@@ -36,6 +38,7 @@
 
 #include "base/status.h"
 #include "engine/engine.h"
+#include "graph/sample_row.h"
 
 /* The first index of the largest of n logits. */
 int32_t sampler_argmax(const float *logits, int64_t n);
@@ -74,10 +77,12 @@ typedef struct sampler_input {
     int n_stop_ids;
     uint64_t seed;    /* the request's seed */
     int64_t position; /* of the token being chosen (n_prompt + n_output): the draw's counter */
+    const uint32_t *allowed; /* NULL: every id; else the token mask, bit id % 32 of word
+                              * id / 32 (graph/sample_row.h) */
 } sampler_input;
 
-/* The row after penalties and the min_tokens mask (ids < n_sample), in
- * s->work. The scratch counters are back to zero on return. */
+/* The row after penalties, the min_tokens mask and the token mask (ids <
+ * n_sample), in s->work. The scratch counters are back to zero on return. */
 const float *sampler_process(sampler *s, const sampler_input *in);
 
 /* The ids a sampled pick (temperature > 0) draws from the row x[0..n) after
@@ -87,7 +92,9 @@ const float *sampler_process(sampler *s, const sampler_input *in);
 int64_t sampler_candidates(sampler *s, const float *x, int64_t n, const engine_sampling *p);
 
 /* Pick the next token. When lp is not NULL it gets the chosen id, its raw
- * log-probability and params->top_logprobs most likely alternatives. */
+ * log-probability and params->top_logprobs most likely alternatives.
+ * GRAPH_SAMPLE_NO_TOKEN (and lp means nothing) when the token mask leaves
+ * no id with a finite logit. */
 int32_t sampler_pick(sampler *s, const sampler_input *in, engine_token_logprob *lp);
 
 /* True when the next pick is the argmax of the raw row (the device's greedy

@@ -192,7 +192,7 @@ static graph_tensor *step__pick(engine *e, graph *g, qwen3_step_io *io, graph_te
     int64_t P = io->logits->shape[0];
     graph_tensor *lp = graph_tensor_2d(g, GRAPH_INPUT, ENC_I32, P, GRAPH_SAMPLE_LP_WORDS, "sample logprobs");
     if (lp) graph_bind(lp, sb ? sb->logprobs : NULL, (size_t)(k * P) * sizeof(graph_sample_logprobs));
-    return graph_sample(g, io->logits, params, io->positions, history, lp);
+    return graph_sample(g, io->logits, params, io->positions, history, lp, NULL);
 }
 
 /* Build and plan the graph of a step of shape (T, S, L) bound to `in` (NULL:

@@ -326,7 +326,7 @@ void graph_decode_advance(graph *g, graph_tensor *next, graph_tensor *input_ids,
 }
 
 graph_tensor *graph_sample(graph *g, graph_tensor *logits, graph_tensor *params, graph_tensor *positions,
-                           graph_tensor *history, graph_tensor *logprobs)
+                           graph_tensor *history, graph_tensor *logprobs, graph_tensor *mask)
 {
     int ok = graph__is_f32_2d(logits) && params && positions && history;
     int64_t S = ok ? logits->shape[0] : 0;
@@ -335,9 +335,11 @@ graph_tensor *graph_sample(graph *g, graph_tensor *logits, graph_tensor *params,
          positions->shape[0] == S && history->dtype == ENC_I32 && history->n_dims == 2 && history->shape[0] == S;
     ok = ok && (!logprobs || (logprobs->dtype == ENC_I32 && logprobs->n_dims == 2 && logprobs->shape[0] == S &&
                               logprobs->shape[1] == GRAPH_SAMPLE_LP_WORDS));
+    ok = ok && (!mask || (mask->dtype == ENC_I32 && mask->n_dims == 2 && mask->shape[0] == S &&
+                          mask->shape[1] == GRAPH_SAMPLE_MASK_WORDS(logits->shape[1])));
     if (!graph__ok(g, ok,
                    "sample: needs logits [S, V] f32, params [S, W], positions [S], history [S, H], "
-                   "logprobs [S, LP] i32",
+                   "logprobs [S, LP] i32, mask [S, (V + 31) / 32] i32",
                    logits))
         return NULL;
     int64_t workers = S < GRAPH_SAMPLE_WORKERS ? S : GRAPH_SAMPLE_WORKERS;
@@ -349,6 +351,7 @@ graph_tensor *graph_sample(graph *g, graph_tensor *logits, graph_tensor *params,
     n->src[3] = history;
     n->src[4] = scratch;
     n->src[5] = logprobs;
+    n->src[6] = mask;
     graph__commit(g, n);
     return dst;
 }

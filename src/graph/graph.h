@@ -31,7 +31,7 @@ typedef struct backend_buffer backend_buffer;
 
 enum {
     GRAPH_MAX_DIMS = 4,
-    GRAPH_MAX_SRC = 6,
+    GRAPH_MAX_SRC = 7,
     GRAPH_CACHE16_HEAD_DIM_MAX = 256, /* attention over an F16 / BF16 cache */
 };
 
@@ -165,9 +165,11 @@ void graph_decode_advance(graph *g, graph_tensor *next, graph_tensor *input_ids,
 /* The device sampler: the token of every row of logits [S, V] under the
  * per-row parameters in `params` (graph/sample_row.h); `logits` is
  * overwritten. `logprobs` (NULL: none) gets the logprobs records of the rows
- * that ask. */
+ * that ask; `mask` (NULL: none; [S, GRAPH_SAMPLE_MASK_WORDS(V)] i32 read as
+ * u32) holds the allowed ids of the GRAPH_SAMPLE_MASKED rows. A backend that
+ * runs the op applies the mask (src[6]). */
 graph_tensor *graph_sample(graph *g, graph_tensor *logits, graph_tensor *params, graph_tensor *positions,
-                           graph_tensor *history, graph_tensor *logprobs);
+                           graph_tensor *history, graph_tensor *logprobs, graph_tensor *mask);
 /* --- mixture of experts ---------------------------------------------------- */
 
 /* How a router turns logits into scores. Softmax (Qwen3-MoE, Mixtral) is the

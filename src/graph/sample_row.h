@@ -15,6 +15,14 @@
  *
  *   logprobs  [rows, GRAPH_SAMPLE_LP_WORDS] (optional) each row's
  *             graph_sample_logprobs, for the rows that ask
+ *   mask      [rows, GRAPH_SAMPLE_MASK_WORDS(V)] u32 (optional) the ids a
+ *             GRAPH_SAMPLE_MASKED row may choose: bit id % 32 of word
+ *             id / 32; rows without the flag read nothing. An id whose bit
+ *             is 0 gets -inf after the penalties and min_tokens, before
+ *             temperature and the filters (greedy picks among the allowed);
+ *             logprobs stay the raw row's. When no allowed id has a finite
+ *             logit the row chooses GRAPH_SAMPLE_NO_TOKEN, never a
+ *             disallowed id.
  *
  * A row with n_sample == 0 is padding: it chooses 0 and touches nothing. */
 #ifndef ENC_GRAPH_SAMPLE_ROW_H
@@ -26,6 +34,8 @@ enum {
     GRAPH_SAMPLE_MAX_MASK = 32,     /* EOS and stop ids masked until min_tokens */
     GRAPH_SAMPLE_PENALTIES = 1,     /* flags: repetition / presence / frequency on */
     GRAPH_SAMPLE_LOGPROBS = 2,      /* flags: write the row's logprobs record */
+    GRAPH_SAMPLE_MASKED = 4,        /* flags: only ids whose mask bit is 1 may be chosen */
+    GRAPH_SAMPLE_NO_TOKEN = -1,     /* the id of a masked row that allows no token */
     GRAPH_SAMPLE_MAX_TOP = 20,      /* alternatives a logprobs record holds */
     GRAPH_SAMPLE_WORKERS = 4,       /* rows sampled at once (scratch slices) */
     GRAPH_SAMPLE_SCRATCH_WORDS = 12 /* i32 scratch words per vocabulary id per worker (even) */
@@ -44,7 +54,7 @@ typedef struct graph_sample_row {
     int32_t min_tokens; /* mask_ids are -inf while n_output < min_tokens */
     int32_t n_sample;   /* ids >= n_sample are never chosen; 0: padding row */
     int32_t n_mask;     /* entries of mask_ids */
-    int32_t flags;      /* GRAPH_SAMPLE_PENALTIES, GRAPH_SAMPLE_LOGPROBS */
+    int32_t flags;      /* GRAPH_SAMPLE_PENALTIES, GRAPH_SAMPLE_LOGPROBS, GRAPH_SAMPLE_MASKED */
     int32_t n_top;      /* alternatives in the logprobs record, 0..GRAPH_SAMPLE_MAX_TOP */
     int32_t mask_ids[GRAPH_SAMPLE_MAX_MASK];
 } graph_sample_row;
@@ -66,5 +76,14 @@ enum {
     GRAPH_SAMPLE_LP_WORDS = (int)(sizeof(graph_sample_logprobs) / sizeof(int32_t)),
 };
 _Static_assert(sizeof(graph_sample_row) % sizeof(int32_t) == 0, "a sample row is whole i32 words");
+
+/* The u32 words of one row's token mask over a vocabulary of v ids. */
+#define GRAPH_SAMPLE_MASK_WORDS(v) (((v) + 31) / 32)
+
+/* Is id allowed by a token mask? */
+static inline int graph_sample_allowed(const uint32_t *mask, int64_t id)
+{
+    return (int)((mask[id >> 5] >> (id & 31)) & 1u);
+}
 
 #endif

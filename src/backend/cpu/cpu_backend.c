@@ -350,6 +350,7 @@ static void cpu__prepare_sample(const graph_node *n, cpu__call *c)
         .history = c->src[3],
         .scratch = c->src[4],
         .logprobs = c->src[5],
+        .mask = c->src[6],
         .out = c->dst,
         .n_rows = n->src[0]->shape[0],
         .n_vocab = n->src[0]->shape[1],

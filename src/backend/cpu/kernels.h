@@ -152,6 +152,7 @@ typedef struct cpu_sample_args {
     int32_t *scratch;        /* [n_workers, n_vocab * GRAPH_SAMPLE_SCRATCH_WORDS] */
     int32_t *out;            /* [n_rows] */
     int32_t *logprobs;       /* [n_rows, GRAPH_SAMPLE_LP_WORDS] or NULL */
+    const uint32_t *mask;    /* [n_rows, GRAPH_SAMPLE_MASK_WORDS(n_vocab)] or NULL */
     int64_t n_rows, n_vocab, hist_len, n_workers;
 } cpu_sample_args;
 

@@ -12,6 +12,8 @@
  *   penalties   cnt[t] = output count of t, | PROMPT_BIT when t is in the
  *               prompt; each distinct id of the history is changed once
  *   min_tokens  mask ids -> -inf while n_output < min_tokens
+ *   token mask  (GRAPH_SAMPLE_MASKED rows) ids whose bit is 0 -> -inf; no
+ *               finite logit left: GRAPH_SAMPLE_NO_TOKEN
  *   greedy      T = 0: the first id of the largest logit
  *   weights     w = exp((l - max) / T) in double; min_p zeroes w < min_p
  *   top-k/p     the kept set is a prefix of the ids sorted by (w desc, id
@@ -86,6 +88,18 @@ static void sample__mask(float *x, const graph_sample_row *p, int64_t n_output)
     if (n_output >= p->min_tokens) return;
     for (int i = 0; i < p->n_mask && i < GRAPH_SAMPLE_MAX_MASK; i++)
         if (p->mask_ids[i] >= 0 && p->mask_ids[i] < p->n_sample) x[p->mask_ids[i]] = -INFINITY;
+}
+
+/* Ids of x[0..n) whose mask bit is 0 -> -inf. Returns whether an id with a
+ * finite logit is left. */
+static bool sample__allow(float *x, const uint32_t *mask, int64_t n)
+{
+    bool any = false;
+    for (int64_t i = 0; i < n; i++) {
+        if (!graph_sample_allowed(mask, i)) x[i] = -INFINITY;
+        any |= x[i] > -INFINITY;
+    }
+    return any;
 }
 
 static int32_t sample__argmax(const float *x, int64_t n)
@@ -284,10 +298,12 @@ static int32_t sample__row(const cpu_sample_args *a, int64_t r, const sample__sc
     }
     if (p.flags & GRAPH_SAMPLE_PENALTIES) sample__penalize(x, &p, hist, n_hist, sc->cnt);
     sample__mask(x, &p, pos - p.n_prompt);
-    int32_t id =
-        p.temperature == 0.0 ? sample__argmax(x, p.n_sample) : sample__draw(x, &p, sc, pos);
+    int32_t id = GRAPH_SAMPLE_NO_TOKEN;
+    const uint32_t *mask = a->mask ? a->mask + r * GRAPH_SAMPLE_MASK_WORDS(a->n_vocab) : NULL;
+    if (!(p.flags & GRAPH_SAMPLE_MASKED) || (mask && sample__allow(x, mask, p.n_sample)))
+        id = p.temperature == 0.0 ? sample__argmax(x, p.n_sample) : sample__draw(x, &p, sc, pos);
     if (pos < a->hist_len) hist[pos] = id;
-    if (want_lp) {
+    if (want_lp && id >= 0) {
         raw = sc->raw[id];
         lp.id = id;
         lp.logprob = (float)(raw - lse);
