@@ -12,6 +12,11 @@
 #                           replay: every token the reference picker's over the prompt
 #                           logits of the same tokens; the same alone, staggered, eager,
 #                           K = 1 / 4 / 16, preempted in a small KV pool
+#   constraint_engine       per-request constraints (engine_constraint): tokens obey a
+#                           test rule for many seeds, equal the reference picker's under
+#                           its mask, leave unconstrained requests' tokens unchanged
+#                           (alone vs mixed, eager, K = 1 / 4, preempted); errors and
+#                           ownership (vulkan_constraint_engine: the same on Vulkan)
 #   sampler_<check>         through `encore` (tests/sampler_cli.py): see its header
 
 encore_add_c_test(test_philox ${ENCORE_TESTS_DIR}/test_philox.c)
@@ -30,6 +35,12 @@ target_link_libraries(test_sample_engine PRIVATE encore_internals)
 target_include_directories(test_sample_engine PRIVATE ${ENCORE_TESTS_DIR})
 add_test(NAME sample_engine COMMAND test_sample_engine ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
 set_tests_properties(sample_engine PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300)
+
+add_executable(test_constraint_engine ${ENCORE_TESTS_DIR}/test_constraint_engine.c)
+target_link_libraries(test_constraint_engine PRIVATE encore_internals m)
+target_include_directories(test_constraint_engine PRIVATE ${ENCORE_TESTS_DIR})
+add_test(NAME constraint_engine COMMAND test_constraint_engine ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
+set_tests_properties(constraint_engine PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300)
 
 foreach(check modes seed logprobs bad_args)
   add_test(NAME sampler_${check}

@@ -15,6 +15,8 @@
 #   vulkan_vs_cpu_<check>_<preset>       the model: logits within 1e-4 of the
 #                       CPU's, greedy ids identical (vulkan_vs_cpu.py)
 #   vulkan_bad_device                    bad device names and indices refused
+#   vulkan_constraint_engine             per-request token masks through the host
+#                       sampler (test_constraint_engine.c, one seed)
 #   vulkan_ref_<check>_<preset>          the model against the NumPy reference
 #                       (test_reference.py, same tolerance as on the CPU)
 #   vulkan_capture_<scenario>            captured vs eager, bit-identical, over
@@ -87,6 +89,10 @@ foreach(scenario long grow_shrink)
   vk_test(vulkan_capture_moe_${scenario} ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py
           --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} --model tiny-moe-e8k2-bf16 ${scenario})
 endforeach()
+
+# Token masks through the host sampler (the backend has no device sampler):
+# constrained requests obey their rule and equal the reference's picks.
+vk_test(vulkan_constraint_engine test_constraint_engine ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 vulkan)
 
 # The whole Vulkan suite once more with the validation layer.
 foreach(t ${ENCORE_VK_TESTS})

@@ -28,7 +28,14 @@
  * the penalised sequences their tokens so far; inside the replay the kernel
  * appends each chosen id to the history, so the penalties of step k see the
  * tokens of steps 0..k-1. The host reads back the ids, and the logprobs
- * records of the K steps when a sequence of the batch asked for them. */
+ * records of the K steps when a sequence of the batch asked for them.
+ *
+ * A constrained sequence's token mask (engine_constraint) is written to the
+ * slot's sample mask row before the replay, and its row flagged
+ * GRAPH_SAMPLE_MASKED; its next mask needs the token the replay chooses, so
+ * a batch holding one runs one step per replay (K = 1). Without the device
+ * sampler such a batch takes the single-step path and the host sampler
+ * applies the mask. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +66,7 @@ void decode_slots_free(engine *e)
         backend_buffer_free(e->be, e->slots[i].sample.params);
         backend_buffer_free(e->be, e->slots[i].sample.history);
         backend_buffer_free(e->be, e->slots[i].sample.logprobs);
+        backend_buffer_free(e->be, e->slots[i].sample.mask);
         step_inputs_free(e, &e->slots[i].in);
     }
     free(e->slots);
@@ -80,14 +88,15 @@ bool decode_batch(const sched_batch *b)
  *   captured  its inputs and a recording, made at slot->generation (stale,
  *             and dropped before use, once e->generation has moved on).
  * A multi-step recording of K steps needs the inputs and out_ids, in any
- * state but cold, made at slot->multi_generation[K]. */
+ * state but cold, made at slot->multi_generation[K] (K = 1: a batch with
+ * a constrained sequence). */
 static void decode__check_slot(const engine *e, const decode_slot *slot)
 {
     ENC_ASSERT((slot->in.buf[0] != NULL) == (slot->state != SLOT_COLD));
     ENC_ASSERT((slot->rec != NULL) == (slot->state == SLOT_CAPTURED));
     ENC_ASSERT(slot->state != SLOT_CAPTURED || slot->generation <= e->generation);
     for (int k = 0; k <= ENGINE_MAX_DECODE_STEPS; k++)
-        ENC_ASSERT(!slot->rec_multi[k] || (k >= 2 && k <= e->decode_steps_max && slot->state != SLOT_COLD &&
+        ENC_ASSERT(!slot->rec_multi[k] || (k >= 1 && k <= e->decode_steps_max && slot->state != SLOT_COLD &&
                                            slot->out_ids && slot->multi_generation[k] <= e->generation));
 }
 
@@ -209,19 +218,30 @@ enc_status decode_slots_run(engine *e, const sched_batch *b)
 /* --- multi-step decode ----------------------------------------------------- */
 
 /* Can the device pick s's next tokens? The device sampler takes every
- * request (and computes logprobs); argmax
- * alone takes plain greedy ones (penalties, unmet min_tokens, logprobs and
- * sampling need the host), unless the last replay chose a masked id. */
+ * request (and computes logprobs, and applies token masks); argmax
+ * alone takes plain greedy unconstrained ones (penalties, unmet min_tokens,
+ * logprobs, sampling and masks need the host), unless the last replay chose
+ * a masked id. */
 static bool decode__device_picks(const engine *e, const engine_seq *s)
 {
     if (e->device_sampler) return true;
-    return sampler_is_plain_greedy(&s->sampling, s->n_tokens - s->n_prompt) && !s->host_pick;
+    return sampler_is_plain_greedy(&s->sampling, s->n_tokens - s->n_prompt) && !s->host_pick &&
+           !s->constraint.fill_mask;
+}
+
+/* The decode steps one replay of the batch runs: 1 when a sequence is
+ * constrained, else cfg.decode_steps. */
+static int64_t decode__steps(const engine *e, const sched_batch *b)
+{
+    for (int i = 0; i < b->n_entries; i++)
+        if (b->entries[i].seq->constraint.fill_mask) return 1;
+    return e->cfg.decode_steps;
 }
 
 bool decode_multi_reserve(engine *e, const sched_batch *b)
 {
-    int64_t K = e->cfg.decode_steps;
-    if (e->cfg.eager || e->cfg.verify_capture || K < 2 || !decode_batch(b)) return false;
+    if (e->cfg.eager || e->cfg.verify_capture || e->cfg.decode_steps < 2 || !decode_batch(b)) return false;
+    int64_t K = decode__steps(e, b);
     decode_slot *slot = decode__slot_for(e, b->n_entries);
     if (!slot || slot->state == SLOT_COLD) return false; /* the first decode of a size runs eagerly */
     for (int i = 0; i < b->n_entries; i++) {
@@ -239,12 +259,13 @@ bool decode_multi_reserve(engine *e, const sched_batch *b)
         engine_seq *s = b->entries[i].seq;
         ENC_ASSERT(kv_block_table_reserve(&e->kv.pool, &s->table, s->n_tokens + K - 1) == ENC_OK);
     }
+    e->multi_steps = K;
     return true;
 }
 
 static enc_status decode__record_multi(engine *e, decode_slot *slot)
 {
-    int64_t P = slot->size, K = e->cfg.decode_steps;
+    int64_t P = slot->size, K = e->multi_steps;
     graph g;
     if (!slot->out_ids)
         ENC_TRY(backend_buffer_alloc(e->be, (size_t)(e->decode_steps_max * P) * sizeof(int32_t), "multi-step ids",
@@ -258,6 +279,9 @@ static enc_status decode__record_multi(engine *e, decode_slot *slot)
     if (e->device_sampler && !slot->sample.logprobs)
         ENC_TRY(backend_buffer_alloc(e->be, (size_t)(e->decode_steps_max * P) * sizeof(graph_sample_logprobs),
                                      "sample logprobs", &slot->sample.logprobs));
+    size_t mask_bytes = (size_t)(P * GRAPH_SAMPLE_MASK_WORDS(e->model->cfg.vocab_size)) * sizeof(uint32_t);
+    if (e->device_sampler && !slot->sample.mask)
+        ENC_TRY(backend_buffer_alloc(e->be, mask_bytes, "sample mask", &slot->sample.mask));
     ENC_TRY(step_build_multi(e, &g, &slot->in, slot->out_ids, &slot->sample, P));
     ENC_TRY(decode__capture(e, &g, slot->out_ids, 0, (size_t)(K * P) * sizeof(int32_t), &slot->rec_multi[K]));
     slot->multi_generation[K] = e->generation;
@@ -281,7 +305,8 @@ static graph_sample_row decode__sample_row(const engine *e, const engine_seq *s)
         .n_prompt = (int32_t)s->n_prompt,
         .min_tokens = (int32_t)sp->min_tokens,
         .n_sample = (int32_t)e->cfg.sample_vocab,
-        .flags = (sampler_penalties_on(sp) ? GRAPH_SAMPLE_PENALTIES : 0) | (sp->logprobs ? GRAPH_SAMPLE_LOGPROBS : 0),
+        .flags = (sampler_penalties_on(sp) ? GRAPH_SAMPLE_PENALTIES : 0) | (sp->logprobs ? GRAPH_SAMPLE_LOGPROBS : 0) |
+                 (s->constraint.fill_mask ? GRAPH_SAMPLE_MASKED : 0),
         .n_top = sp->top_logprobs,
     };
     _Static_assert(QWEN3_MAX_EOS + ENGINE_MAX_STOP_IDS <= GRAPH_SAMPLE_MAX_MASK, "every EOS and stop id fits a row");
@@ -291,10 +316,12 @@ static graph_sample_row decode__sample_row(const engine *e, const engine_seq *s)
 }
 
 /* Rewrite the device sampler's inputs of the slot for the batch: every row's
- * parameters (padding rows zero), and the history of the penalised rows. */
+ * parameters (padding rows zero), the history of the penalised rows, and
+ * the token mask of the constrained ones. */
 static enc_status decode__write_sampling(engine *e, decode_slot *slot, const sched_batch *b)
 {
     int64_t P = slot->size, H = e->cfg.max_model_len;
+    size_t mask_row = (size_t)GRAPH_SAMPLE_MASK_WORDS(e->model->cfg.vocab_size) * sizeof(uint32_t);
     memset(e->sample_rows, 0, (size_t)P * sizeof *e->sample_rows);
     for (int i = 0; i < b->n_entries; i++) {
         const engine_seq *s = b->entries[i].seq;
@@ -302,6 +329,8 @@ static enc_status decode__write_sampling(engine *e, decode_slot *slot, const sch
         if (e->sample_rows[i].flags & GRAPH_SAMPLE_PENALTIES)
             ENC_TRY(backend_buffer_write(e->be, slot->sample.history, (size_t)(i * H) * sizeof(int32_t), s->tokens,
                                          (size_t)s->n_tokens * sizeof(int32_t)));
+        if (e->sample_rows[i].flags & GRAPH_SAMPLE_MASKED)
+            ENC_TRY(backend_buffer_write(e->be, slot->sample.mask, (size_t)i * mask_row, s->allowed, mask_row));
     }
     return backend_buffer_write(e->be, slot->sample.params, 0, e->sample_rows, (size_t)P * sizeof *e->sample_rows);
 }
@@ -312,7 +341,7 @@ static enc_status decode__write_sampling(engine *e, decode_slot *slot, const sch
  * (engine_step says what that leaves). */
 enc_status decode_slots_run_multi(engine *e, const sched_batch *b)
 {
-    int64_t n = b->n_entries, K = e->cfg.decode_steps;
+    int64_t n = b->n_entries, K = e->multi_steps;
     decode_slot *slot = decode__slot_for(e, n);
     ENC_ASSERT(slot && slot->state != SLOT_COLD); /* decode_multi_reserve took the batch */
     decode__check_slot(e, slot);

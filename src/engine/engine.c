@@ -2,6 +2,7 @@
  * step inputs, build and run the step graph, read the logits, sample. */
 #include "engine/engine_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@ const char *engine_finish_name(engine_finish f)
     switch (f) {
     case ENGINE_FINISH_LENGTH: return "length";
     case ENGINE_FINISH_STOP: return "stop";
+    case ENGINE_FINISH_ERROR: return "error";
     default: return "none";
     }
 }
@@ -159,8 +161,18 @@ enc_status engine_create(const engine_config *cfg, engine **out)
     return ENC_OK;
 }
 
+/* Free a sequence's constraint state and mask, once. */
+static void engine__drop_constraint(engine_seq *s)
+{
+    if (s->constraint.destroy) s->constraint.destroy(s->constraint.state);
+    memset(&s->constraint, 0, sizeof s->constraint);
+    free(s->allowed);
+    s->allowed = NULL;
+}
+
 static void engine__seq_free(engine_seq *s)
 {
+    engine__drop_constraint(s);
     kv_block_table_free(&s->table);
     free(s->tokens);
     free(s->logprobs);
@@ -243,6 +255,8 @@ enc_status engine_check_request(const engine *e, const engine_request_params *p)
     if (p->n_stop_ids < 0 || p->n_stop_ids > ENGINE_MAX_STOP_IDS || (p->n_stop_ids && !p->stop_ids))
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: %d stop ids (at most %d)", p->n_stop_ids,
                         ENGINE_MAX_STOP_IDS);
+    if (p->constraint && (!p->constraint->fill_mask || !p->constraint->accept))
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: a constraint needs fill_mask and accept");
     if (p->n_prompt + p->max_tokens > e->cfg.max_model_len)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT,
                         "request: prompt (%lld tokens) + max_tokens (%lld) exceeds max_model_len %lld",
@@ -269,7 +283,9 @@ enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t
     if (!s) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "request");
     s->tokens = malloc((size_t)(p->n_prompt + p->max_tokens) * sizeof *s->tokens);
     if (p->sampling.logprobs) s->logprobs = malloc((size_t)p->max_tokens * sizeof *s->logprobs);
-    if (!s->tokens || (p->sampling.logprobs && !s->logprobs) ||
+    size_t mask_bytes = (size_t)GRAPH_SAMPLE_MASK_WORDS(e->model->cfg.vocab_size) * sizeof *s->allowed;
+    if (p->constraint) s->allowed = malloc(mask_bytes);
+    if (!s->tokens || (p->sampling.logprobs && !s->logprobs) || (p->constraint && !s->allowed) ||
         kv_block_table_init(&s->table, (int32_t)e->max_blocks_per_seq) != ENC_OK) {
         engine__seq_free(s);
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "request of %lld tokens", (long long)p->n_prompt);
@@ -283,6 +299,7 @@ enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t
     s->n_stop_ids = p->n_stop_ids;
     s->stop_token = -1;
     if (p->n_stop_ids) memcpy(s->stop_ids, p->stop_ids, (size_t)p->n_stop_ids * sizeof *s->stop_ids);
+    if (p->constraint) s->constraint = *p->constraint; /* its state is the engine's from here */
     s->id = e->next_id++;
     e->seqs[e->n_seqs++] = s;
     *request_id = s->id;
@@ -315,6 +332,12 @@ int64_t engine_request_cached_tokens(const engine *e, int64_t id)
 {
     const engine_seq *s = engine__find(e, id);
     return s ? s->n_cached_tokens : 0;
+}
+
+const char *engine_request_error(const engine *e, int64_t id)
+{
+    const engine_seq *s = engine__find(e, id);
+    return s && s->finish == ENGINE_FINISH_ERROR ? s->error : NULL;
 }
 
 int32_t engine_request_stop_token(const engine *e, int64_t id)
@@ -375,6 +398,7 @@ static void engine__finish(engine *e, engine_seq *s, engine_finish why)
     s->finish = why;
     s->state = SEQ_FINISHED;
     kv_block_table_release(&e->kv.pool, &s->table);
+    engine__drop_constraint(s);
 }
 
 /* n more tokens of s have their K/V in the cache; full blocks among them
@@ -402,6 +426,39 @@ static bool engine__append(engine *e, engine_seq *s, int32_t next)
     return true;
 }
 
+/* Take a chosen token: a constrained sequence's constraint accepts it first;
+ * GRAPH_SAMPLE_NO_TOKEN (its mask allowed nothing) or a refusal finishes the
+ * sequence with an error and appends nothing. Returns whether it finished. */
+static bool engine__take(engine *e, engine_seq *s, int32_t id)
+{
+    int64_t pos = s->n_tokens;
+    if (id == GRAPH_SAMPLE_NO_TOKEN)
+        snprintf(s->error, sizeof s->error, "request %lld: the constraint allows no token at position %lld",
+                 (long long)s->id, (long long)pos);
+    else if (s->constraint.accept && !s->constraint.accept(s->constraint.state, id))
+        snprintf(s->error, sizeof s->error, "request %lld: the constraint refused token %d at position %lld",
+                 (long long)s->id, id, (long long)pos);
+    else
+        return engine__append(e, s, id);
+    enc_log_warn("%s", s->error);
+    engine__finish(e, s, ENGINE_FINISH_ERROR);
+    return true;
+}
+
+/* Ask the constraint of every sequence that samples in the batch for the
+ * mask of its next token (before the step: the device sampler reads it in
+ * the replay, the host sampler after it). */
+static void engine__fill_masks(engine *e, const sched_batch *b)
+{
+    int32_t V = (int32_t)e->model->cfg.vocab_size;
+    for (int i = 0; i < b->n_entries; i++) {
+        engine_seq *s = b->entries[i].seq;
+        if (!b->entries[i].sample || !s->constraint.fill_mask) continue;
+        memset(s->allowed, 0, (size_t)GRAPH_SAMPLE_MASK_WORDS(V) * sizeof *s->allowed);
+        s->constraint.fill_mask(s->constraint.state, s->allowed, V);
+    }
+}
+
 /* Pick a sequence's next token from its logits row; record its logprobs
  * when asked. */
 static int32_t engine__pick(engine *e, engine_seq *s, const float *row)
@@ -422,6 +479,7 @@ static int32_t engine__pick(engine *e, engine_seq *s, const float *row)
         .n_stop_ids = s->n_stop_ids,
         .seed = s->sampling.seed,
         .position = s->n_tokens,
+        .allowed = s->constraint.fill_mask ? s->allowed : NULL,
     };
     s->host_pick = false;
     return sampler_pick(&e->sampler, &in, s->logprobs ? &s->logprobs[n_out] : NULL);
@@ -443,7 +501,7 @@ static int64_t engine__consume(engine *e, const sched_batch *b)
             s->n_logits_sent = pos + 1;
         }
         if (!en->sample) continue;
-        if (engine__append(e, s, engine__pick(e, s, &e->logits[(en->logits_row + en->n_logits - 1) * V])))
+        if (engine__take(e, s, engine__pick(e, s, &e->logits[(en->logits_row + en->n_logits - 1) * V])))
             n_finished++;
     }
     return n_finished;
@@ -461,7 +519,7 @@ static void engine__take_logprobs(engine_seq *s, const graph_sample_logprobs *d)
     memcpy(lp->top_logprobs, d->top_logprobs, (size_t)d->n_top * sizeof *lp->top_logprobs);
 }
 
-/* Take the K tokens per sequence of a multi-step replay, stopping each
+/* Take the K (e->multi_steps) tokens per sequence of a multi-step replay, stopping each
  * sequence at its first stop condition (later tokens are discarded). The
  * device's argmax spans the whole vocabulary: an id >= sample_vocab is
  * dropped with every later one, and the step that chose it does not count
@@ -472,7 +530,7 @@ static int64_t engine__consume_multi(engine *e, const sched_batch *b, engine_ste
     int64_t n_finished = 0, P = e->multi_rows;
     for (int i = 0; i < b->n_entries; i++) {
         engine_seq *s = b->entries[i].seq;
-        for (int64_t k = 0; k < e->cfg.decode_steps && s->state == SEQ_RUNNING; k++) {
+        for (int64_t k = 0; k < e->multi_steps && s->state == SEQ_RUNNING; k++) {
             int32_t id = e->multi_ids[k * P + i];
             if (id >= e->cfg.sample_vocab) {
                 s->host_pick = true;
@@ -482,8 +540,8 @@ static int64_t engine__consume_multi(engine *e, const sched_batch *b, engine_ste
             if (s->n_computed < s->n_prompt) st->n_prefill_tokens++;
             else st->n_decode_tokens++;
             engine__computed(e, s, 1); /* step k wrote the K/V of the token it read */
-            if (s->logprobs) engine__take_logprobs(s, &e->multi_lp[k * P + i]);
-            if (engine__append(e, s, id)) n_finished++;
+            if (s->logprobs && id >= 0) engine__take_logprobs(s, &e->multi_lp[k * P + i]);
+            if (engine__take(e, s, id)) n_finished++;
         }
     }
     return n_finished;
@@ -526,6 +584,7 @@ enc_status engine_step(engine *e, engine_step_stats *stats)
     engine_step_stats st = {.n_seqs = b->n_entries, .n_preempted = b->n_preempted,
                             .n_cached_tokens = b->n_cached_tokens};
     if (b->n_entries > 0) {
+        engine__fill_masks(e, b);
         if (decode_multi_reserve(e, b)) {
             ENC_TRY(decode_slots_run_multi(e, b));
             st.n_finished = engine__consume_multi(e, b, &st);

@@ -93,6 +93,28 @@ typedef struct engine_token_logprob {
     float top_logprobs[ENGINE_MAX_TOP_LOGPROBS];
 } engine_token_logprob;
 
+/* A constraint on a request's tokens (a grammar's matcher, say), run on the
+ * host. Before every step that samples the request's next token the engine
+ * asks fill_mask for the ids allowed next; the sampler applies the mask after
+ * the penalties and min_tokens, before temperature and the filters, so
+ * greedy picks among the allowed ids (logprobs stay the raw model's). After
+ * the token is chosen the engine calls accept with it, once per token
+ * (recompute after preemption calls nothing again). A request whose mask
+ * allows no id with a finite logit, or whose accept returns false, finishes
+ * with ENGINE_FINISH_ERROR and engine_request_error says why; no disallowed
+ * id is ever appended. */
+typedef struct engine_constraint {
+    void *state; /* the matcher's; owned by the engine once the request is queued */
+    /* Set bit id % 32 of allowed[id / 32] for every id allowed next; the
+     * GRAPH_SAMPLE_MASK_WORDS(n_vocab) words arrive zeroed. Called again for
+     * the same position when a step is retried: it must not change state. */
+    void (*fill_mask)(void *state, uint32_t *allowed, int32_t n_vocab);
+    /* id was chosen: advance; false ends the request with an error. */
+    bool (*accept)(void *state, int32_t id);
+    /* (optional) free state: at release, at engine_destroy, never twice */
+    void (*destroy)(void *state);
+} engine_constraint;
+
 typedef struct engine_request_params {
     const int32_t *prompt_ids; /* copied */
     int64_t n_prompt;
@@ -103,12 +125,17 @@ typedef struct engine_request_params {
     const int32_t *stop_ids; /* more tokens that end the request (copied); kept even
                               * with ignore_eos, as in vLLM */
     int n_stop_ids;          /* at most ENGINE_MAX_STOP_IDS */
+    const engine_constraint *constraint; /* NULL: none. Copied; the engine owns its state
+                                          * once engine_add_request returns ENC_OK (on a
+                                          * refusal the caller keeps it) */
 } engine_request_params;
 
 typedef enum engine_finish {
     ENGINE_NOT_FINISHED = 0,
     ENGINE_FINISH_LENGTH, /* max_tokens or max_model_len reached */
     ENGINE_FINISH_STOP,   /* an EOS / stop token was sampled */
+    ENGINE_FINISH_ERROR,  /* its constraint allowed no token or refused one
+                           * (engine_request_error) */
 } engine_finish;
 
 const char *engine_finish_name(engine_finish f);
@@ -193,6 +220,9 @@ int64_t engine_request_cached_tokens(const engine *e, int64_t request_id);
 /* The id from the request's stop ids that finished it (an EOS does not
  * count, as in vLLM's stop_reason); -1 if none or an unknown id. */
 int32_t engine_request_stop_token(const engine *e, int64_t request_id);
+/* Why a request finished with ENGINE_FINISH_ERROR (NULL otherwise, or for
+ * an unknown id); valid until its release. */
+const char *engine_request_error(const engine *e, int64_t request_id);
 /* Forget a request: a running one is aborted and its block references
  * dropped at once (blocks still shared stay with their other holders;
  * cached ones stay cached). */

@@ -41,6 +41,10 @@ typedef struct engine_seq {
     engine_token_logprob *logprobs; /* [max_tokens] when sampling.logprobs, else NULL */
     bool host_pick; /* a multi-step replay chose an id >= sample_vocab: the next token is
                      * picked on the host (decode_multi_reserve refuses it) */
+    engine_constraint constraint; /* fill_mask NULL: none; its state is dropped at finish */
+    uint32_t *allowed; /* [GRAPH_SAMPLE_MASK_WORDS(vocab)] the constraint's mask of the next
+                        * token (engine__fill_masks), when constrained */
+    char error[160];   /* why it finished with ENGINE_FINISH_ERROR */
     kv_block_table table;
     engine_finish finish;
 } engine_seq;
@@ -96,6 +100,8 @@ typedef struct step_sample_bufs {
     backend_buffer *params;  /* [P, GRAPH_SAMPLE_ROW_WORDS] i32: graph_sample_row per row */
     backend_buffer *history; /* [P, max_model_len] i32: each penalised row's tokens */
     backend_buffer *logprobs; /* [decode_steps_max, P] graph_sample_logprobs: step k's at [k * P] */
+    backend_buffer *mask;     /* [P, GRAPH_SAMPLE_MASK_WORDS(vocab)] u32: the constrained rows'
+                               * token masks (graph/sample_row.h) */
 } step_sample_bufs;
 
 /* A decode slot: the captured decode step of one padded batch size. */
@@ -129,7 +135,7 @@ typedef struct decode_slot {
  *                   arena grows); logits after an eager step;
  *                   stats.n_eager_steps and stats.n_bytes_read (step_read)
  *   decode_slots.c  slots, n_slots; host[] rows n..P-1 (padding);
- *                   multi_ids, multi_rows, sample_rows, multi_lp;
+ *                   multi_ids, multi_rows, multi_steps, sample_rows, multi_lp;
  *                   logits after a replay;
  *                   verify_logits; stats of captures, replays, multi-step
  *                   round trips and verified steps
@@ -159,6 +165,8 @@ struct engine {
     int32_t *host[IN_COUNT]; /* host copies of the inputs, sized for any step */
     int32_t *multi_ids;      /* [decode_steps, multi_rows]: ids of a multi-step replay */
     int64_t multi_rows;      /* the padded batch size of the last multi-step replay */
+    int64_t multi_steps;     /* its decode steps: cfg.decode_steps, or 1 for a batch with a
+                              * constrained sequence (its mask needs the previous token) */
     step_inputs eager_in;    /* inputs of eager steps */
     backend_buffer *arena_buf; /* the planned intermediates of any step */
     size_t arena_size;
@@ -196,7 +204,7 @@ enc_status step_write_inputs(engine *e, step_inputs *in, int64_t T, int64_t S, i
 enc_status step_build(engine *e, graph *g, const step_inputs *in, int64_t T, int64_t S,
                       int64_t L, qwen3_step_io *io);
 /* Build and plan the multi-step decode graph of P rows bound to `in`:
- * cfg.decode_steps forward passes, each followed by the pick (the device
+ * e->multi_steps forward passes, each followed by the pick (the device
  * sampler reading sb when e->device_sampler, else argmax) and decode_advance
  * on the device; pass k's ids go to out_ids at [k * P]. */
 enc_status step_build_multi(engine *e, graph *g, const step_inputs *in, backend_buffer *out_ids,
@@ -219,13 +227,15 @@ bool decode_batch(const sched_batch *b);
 /* Run a decode batch through its slot (eager while cold, record when warm,
  * replay when captured); its logits land in e->logits. */
 enc_status decode_slots_run(engine *e, const sched_batch *b);
-/* Take the batch for multi-step decode when it can run cfg.decode_steps
- * steps in one replay (every sequence sampled on the device: with the device
- * sampler any request, without it plain greedy ones,
- * sampler_is_plain_greedy, and no host_pick; room for K - 1 more tokens; its
- * slot not cold; free blocks for all of them): reserve, in every sequence's block
- * table, the KV blocks those K steps write, and return true. Otherwise
- * reserve nothing and return false. */
+/* Take the batch for multi-step decode when it can run K steps in one
+ * replay (K = cfg.decode_steps >= 2, or 1 when a sequence is constrained:
+ * its next mask needs the token before; every sequence sampled on the
+ * device: with the device sampler any request, without it plain greedy
+ * unconstrained ones, sampler_is_plain_greedy, and no host_pick; room for
+ * K - 1 more tokens; its slot not cold; free blocks for all of them):
+ * reserve, in every sequence's block table, the KV blocks those K steps
+ * write, set e->multi_steps = K and return true. Otherwise reserve nothing
+ * and return false. */
 bool decode_multi_reserve(engine *e, const sched_batch *b);
 /* Run a batch decode_multi_reserve took: lay out its inputs (step_fill_inputs,
  * after the reservation, so that the block tables the device's

@@ -158,10 +158,10 @@ static enc_status step__fit_arena(engine *e, graph *g)
  * the pick (argmax, or the device sampler) and decode_advance nodes; the
  * picked ids and the bound "multi-step ids" row (decode_advance writes into
  * the latter, no tensor of its own), and the sampler's scratch and its
- * bound logprobs records. The sampler also reads two bound inputs shared by
- * every step: its parameters and the token history. */
+ * bound logprobs records. The sampler also reads three bound inputs shared
+ * by every step: its parameters, the token history and the token masks. */
 enum { STEP__DEVICE_STEP_NODES = 2, STEP__DEVICE_STEP_TENSORS = 2 };
-enum { STEP__SAMPLE_STEP_TENSORS = 2, STEP__SAMPLE_INPUT_TENSORS = 2 }; /* scratch, logprobs; params, history */
+enum { STEP__SAMPLE_STEP_TENSORS = 2, STEP__SAMPLE_INPUT_TENSORS = 3 }; /* scratch, logprobs; params, history, mask */
 
 /* The tensors a K-step graph adds to its forward passes. */
 static int step__device_tensors(const engine *e, int K)
@@ -174,25 +174,28 @@ static int step__device_tensors(const engine *e, int K)
 /* The sampler's inputs of a K-step graph of P rows, bound to the slot's
  * buffers (NULL: unbound, to size the arena). */
 static void step__sample_inputs(engine *e, graph *g, int64_t P, const step_sample_bufs *sb, graph_tensor **params,
-                                graph_tensor **history)
+                                graph_tensor **history, graph_tensor **mask)
 {
     *params = graph_tensor_2d(g, GRAPH_INPUT, ENC_I32, P, GRAPH_SAMPLE_ROW_WORDS, "sample params");
     *history = graph_tensor_2d(g, GRAPH_INPUT, ENC_I32, P, e->cfg.max_model_len, "sample history");
+    *mask = graph_tensor_2d(g, GRAPH_INPUT, ENC_I32, P, GRAPH_SAMPLE_MASK_WORDS(e->model->cfg.vocab_size),
+                            "sample mask");
     if (*params) graph_bind(*params, sb ? sb->params : NULL, 0);
     if (*history) graph_bind(*history, sb ? sb->history : NULL, 0);
+    if (*mask) graph_bind(*mask, sb ? sb->mask : NULL, 0);
 }
 
 /* The ids device step k of P rows picks from io->logits: the device sampler
  * when the backend has it (its logprobs records bound at step k of
  * sb->logprobs), else the argmax. */
-static graph_tensor *step__pick(engine *e, graph *g, qwen3_step_io *io, graph_tensor *params,
-                                graph_tensor *history, const step_sample_bufs *sb, int64_t k)
+static graph_tensor *step__pick(engine *e, graph *g, qwen3_step_io *io, graph_tensor *const sample_in[3],
+                                const step_sample_bufs *sb, int64_t k)
 {
     if (!e->device_sampler) return graph_argmax(g, io->logits);
     int64_t P = io->logits->shape[0];
     graph_tensor *lp = graph_tensor_2d(g, GRAPH_INPUT, ENC_I32, P, GRAPH_SAMPLE_LP_WORDS, "sample logprobs");
     if (lp) graph_bind(lp, sb ? sb->logprobs : NULL, (size_t)(k * P) * sizeof(graph_sample_logprobs));
-    return graph_sample(g, io->logits, params, io->positions, history, lp, NULL);
+    return graph_sample(g, io->logits, sample_in[0], io->positions, sample_in[1], lp, sample_in[2]);
 }
 
 /* Build and plan the graph of a step of shape (T, S, L) bound to `in` (NULL:
@@ -214,14 +217,14 @@ static enc_status step__build(engine *e, graph *g, const step_inputs *in, int64_
                        qwen3_graph_n_tensors(e->model, n_passes) + step__device_tensors(e, K)));
     qwen3_step_inputs(g, &shape, io);
     for (int i = 0; i < IN_COUNT; i++) graph_bind(step__io_input(io, i), in ? in->buf[i] : NULL, 0);
-    graph_tensor *params = NULL, *history = NULL;
-    if (K && e->device_sampler) step__sample_inputs(e, g, T, sb, &params, &history);
+    graph_tensor *sample_in[3] = {NULL, NULL, NULL}; /* params, history, mask */
+    if (K && e->device_sampler) step__sample_inputs(e, g, T, sb, &sample_in[0], &sample_in[1], &sample_in[2]);
     for (int k = 0; k < n_passes; k++) {
         ENC_TRY(qwen3_build_forward(e->model, &e->kv, g, io));
         if (!K) continue;
         graph_tensor *ids = graph_tensor_1d(g, GRAPH_INPUT, ENC_I32, T, "multi-step ids");
         if (ids) graph_bind(ids, out_ids, (size_t)(k * T) * sizeof(int32_t));
-        graph_decode_advance(g, step__pick(e, g, io, params, history, sb, k), io->input_ids, io->positions,
+        graph_decode_advance(g, step__pick(e, g, io, sample_in, sb, k), io->input_ids, io->positions,
                              io->seq_lens, io->slot_mapping, io->block_tables, e->cfg.block_size,
                              ids);
     }
@@ -240,7 +243,7 @@ enc_status step_build_multi(engine *e, graph *g, const step_inputs *in, backend_
                             const step_sample_bufs *sb, int64_t P)
 {
     qwen3_step_io io;
-    return step__build(e, g, in, P, P, P, e->cfg.decode_steps, out_ids, sb, &io);
+    return step__build(e, g, in, P, P, P, e->multi_steps, out_ids, sb, &io);
 }
 
 /* The arena bytes the largest steps need: the largest eager step, the
