@@ -74,12 +74,16 @@ ENCORE_API encore_status encore_engine_create(const encore_options *opt, encore_
 ENCORE_API void encore_engine_destroy(encore_engine *e); /* NULL is a no-op */
 
 /* How a request picks tokens and when it stops, with vLLM's meanings. Start
- * from encore_sampling_default(): greedy, 16 tokens, every filter off. A
- * zeroed struct works too: top_p and repetition_penalty read 0 as "off". */
+ * from encore_sampling_default(): greedy, 16 tokens, every filter off, no
+ * seed. A zeroed struct works too: top_p and repetition_penalty read 0 as
+ * "off" (and its seed is 0). */
+#define ENCORE_SEED_RANDOM UINT64_MAX /* seed: none given; one is drawn at submission */
 typedef struct encore_sampling {
     int64_t max_tokens; /* >= 1 */
     double temperature; /* 0: greedy */
-    uint64_t seed;
+    uint64_t seed;      /* the draws of a sampled request: the same seed, prompt and
+                         * parameters give the same tokens, whatever runs beside it;
+                         * ENCORE_SEED_RANDOM (the default): drawn once at submission */
     int ignore_eos;     /* nonzero: do not stop at end-of-sequence tokens */
     int64_t top_k;      /* <= 0: off */
     double top_p;       /* (0, 1]; 1 (or 0): off */

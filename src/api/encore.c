@@ -29,7 +29,7 @@ encore_options encore_options_default(void)
 encore_sampling encore_sampling_default(void)
 {
     encore_sampling s = {.max_tokens = 16, .top_p = 1.0, .repetition_penalty = 1.0,
-                         .skip_special_tokens = 1};
+                         .seed = ENCORE_SEED_RANDOM, .skip_special_tokens = 1};
     return s;
 }
 

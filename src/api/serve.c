@@ -20,8 +20,10 @@
  * encore_generate_ids is a submit and a wait on the caller's thread. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "api/api_impl.h"
@@ -93,6 +95,25 @@ static enc_status serve__prompt(encore_engine *e, const encore_request *r, int32
     return ENC_OK;
 }
 
+
+/* The seed of a request that gave none (ENCORE_SEED_RANDOM): drawn once, at
+ * submission, from the kernel's random source; should that fail, splitmix64
+ * over the clock and a process-wide counter. Requests draw independently,
+ * whatever thread submits them. */
+static uint64_t serve__draw_seed(void)
+{
+    static atomic_uint_fast64_t counter;
+    uint64_t z = 0;
+    if (getrandom(&z, sizeof z, 0) == (ssize_t)sizeof z) return z;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    z = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
+        atomic_fetch_add(&counter, 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 /* A checked request, ready for the inbox; on failure nothing is allocated. */
 static enc_status serve__request_create(encore_engine *e, const encore_request *r, api_request **out)
 {
@@ -119,7 +140,7 @@ static enc_status serve__request_create(encore_engine *e, const encore_request *
                 .repetition_penalty = sp->repetition_penalty,
                 .presence_penalty = sp->presence_penalty,
                 .frequency_penalty = sp->frequency_penalty,
-                .seed = sp->seed,
+                .seed = sp->seed == ENCORE_SEED_RANDOM ? serve__draw_seed() : sp->seed,
                 .min_tokens = sp->min_tokens,
                 .logprobs = sp->logprobs != 0,
                 .top_logprobs = sp->top_logprobs,
