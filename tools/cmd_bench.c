@@ -20,7 +20,10 @@
  *   sampling  (--sampling) every decode run twice, side by side: greedy, and
  *             sampled with temperature 0.8, top-p 0.95, repetition penalty
  *             1.1 (seeded); tokens/s of both, and the bytes the host reads
- *             back per generated token (engine_stats.n_bytes_read) */
+ *             back per generated token (engine_stats.n_bytes_read)
+ *   constrained (--constrained) the first request of every decode batch
+ *             carries a constraint that allows every id: what writing its
+ *             mask each step and one decode step per replay cost the batch */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +47,9 @@ static const char bench_help[] =
     "  --sampling               also measure sampled decode (temperature 0.8, top-p 0.95,\n"
     "                           repetition penalty 1.1, seeded) beside greedy, and the\n"
     "                           bytes read back per token\n"
+    "  --constrained            the first sequence of every decode batch carries a\n"
+    "                           constraint allowing every id (a token mask each step,\n"
+    "                           one decode step per replay for its batch)\n"
     "  --json                   print one JSON object instead of text\n"
     "  -h, --help               show this help\n\n";
 
@@ -76,6 +82,7 @@ typedef struct bench_args {
     int n_modes;
     bool json;
     bool sampling; /* also the sampled kind */
+    bool constrained; /* the first request of each decode batch is constrained */
 } bench_args;
 
 static int bench__cmp(const void *x, const void *y)
@@ -107,15 +114,35 @@ static engine_sampling bench__sampling(int kind, uint64_t seed)
     return (engine_sampling){.temperature = 0.8, .top_p = 0.95, .repetition_penalty = 1.1, .seed = seed};
 }
 
-/* Submit n requests of prompt_len tokens generating gen_len each. */
-static bool bench__submit(engine *e, int64_t n, int64_t prompt_len, int64_t gen_len, uint64_t seed, int kind)
+/* --constrained: a constraint that allows every id, so that only its costs
+ * show. It has no state. */
+static void bench__allow_all(void *state, uint32_t *allowed, int32_t n_vocab)
+{
+    (void)state;
+    memset(allowed, 0xff, (size_t)(n_vocab + 31) / 32 * sizeof *allowed);
+}
+
+static bool bench__accept_all(void *state, int32_t id)
+{
+    (void)state;
+    (void)id;
+    return true;
+}
+
+static const engine_constraint bench__allow_all_constraint = {NULL, bench__allow_all, bench__accept_all, NULL};
+
+/* Submit n requests of prompt_len tokens generating gen_len each; the
+ * first constrained (to every id) when asked. */
+static bool bench__submit(engine *e, int64_t n, int64_t prompt_len, int64_t gen_len, uint64_t seed, int kind,
+                          bool constrain_first)
 {
     int32_t *ids = malloc((size_t)prompt_len * sizeof *ids);
     bool ok = ids != NULL;
     for (int64_t r = 0; ok && r < n; r++) {
         bench__prompt(ids, prompt_len, engine_model_config(e)->vocab_size, seed + (uint64_t)r);
         engine_request_params p = {.prompt_ids = ids, .n_prompt = prompt_len, .max_tokens = gen_len,
-                                   .sampling = bench__sampling(kind, seed + (uint64_t)r), .ignore_eos = true};
+                                   .sampling = bench__sampling(kind, seed + (uint64_t)r), .ignore_eos = true,
+                                   .constraint = constrain_first && r == 0 ? &bench__allow_all_constraint : NULL};
         int64_t id;
         ok = engine_add_request(e, &p, &id) == ENC_OK;
     }
@@ -181,7 +208,7 @@ static bool bench__run_prefill(engine *e, const bench_args *a, int64_t *next_id,
         bench_drain d;
         /* a new prompt each run: the prefix cache would serve most of a repeated one */
         uint64_t seed = 1000 + (uint64_t)(r + 1);
-        if (!bench__submit(e, 1, a->prompt_len, 1, seed, BENCH_GREEDY) || !bench__drain(e, &d)) return false;
+        if (!bench__submit(e, 1, a->prompt_len, 1, seed, BENCH_GREEDY, false) || !bench__drain(e, &d)) return false;
         bench__release_all(e, (*next_id)++, 1);
         if (r >= 0) v[r] = (double)a->prompt_len / d.total_s;
     }
@@ -196,7 +223,7 @@ static bool bench__decode_once(engine *e, const bench_args *a, int64_t batch, in
                                uint64_t seed, int kind, double out[4])
 {
     bench_drain d;
-    if (!bench__submit(e, batch, 16, a->gen_len, seed, kind) || !bench__drain(e, &d)) return false;
+    if (!bench__submit(e, batch, 16, a->gen_len, seed, kind, a->constrained) || !bench__drain(e, &d)) return false;
     bench__release_all(e, *next_id, batch);
     *next_id += batch;
     double steps = d.decode_steps > 0 ? (double)d.decode_steps : 1.0;
@@ -407,6 +434,7 @@ static int bench__option(void *args, const char *cmd, int argc, char **argv, int
     if (!strcmp(o, "--modes")) return (v = cli_value(cmd, argc, argv, i)) && bench__parse_modes(v, a) ? 1 : -1;
     if (!strcmp(o, "--json")) return a->json = true;
     if (!strcmp(o, "--sampling")) return a->sampling = true;
+    if (!strcmp(o, "--constrained")) return a->constrained = true;
     return 0;
 }
 
