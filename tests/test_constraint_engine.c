@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "engine_or_exit.h"
 #include "engine/engine.h"
 #include "prompt_logits.h"
 #include "ref_sampler.h"
@@ -90,7 +91,13 @@ static void rule_destroy(void *state)
     free(st);
 }
 
-static const int32_t rule_m[] = {2, 3, 5, 7, 3, 4, 6, 11};
+/* Request i's rule: ids = i mod m_i for 6 + 3 i mod 17 tokens, then the end. */
+static rule rule_of(int i, rule_log *lg)
+{
+    static const int32_t m[N_REQ] = {2, 3, 5, 7, 3, 4, 6, 11};
+    return (rule){.r = (int32_t)(i % m[i]), .m = m[i], .n_free = 6 + (3 * i) % 17, .empty_at = -1,
+                  .refuse_at = -1, .log = lg};
+}
 
 /* Request i's rule, logging to lg (zeroed here). */
 static engine_constraint rule_new(int i, rule_log *lg)
@@ -98,8 +105,7 @@ static engine_constraint rule_new(int i, rule_log *lg)
     memset(lg, 0, sizeof *lg);
     rule *st = malloc(sizeof *st);
     CHECK(st != NULL);
-    *st = (rule){.r = (int32_t)(i % rule_m[i]), .m = rule_m[i], .n_free = 6 + (3 * i) % 17,
-                 .empty_at = -1, .refuse_at = -1, .log = lg};
+    *st = rule_of(i, lg);
     return (engine_constraint){st, rule_fill, rule_accept, rule_destroy};
 }
 
@@ -131,21 +137,12 @@ static engine_sampling sampling_of(int i, uint64_t seed)
 
 static engine *make_engine(bool eager, int64_t decode_steps, int64_t n_kv_blocks)
 {
-    engine_config cfg = {.model_dir = g_model,
-                         .device = g_device,
-                         .n_threads = 2,
-                         .max_num_seqs = 16,
-                         .max_model_len = 64,
-                         .eager = eager,
-                         .decode_steps = decode_steps,
-                         .n_kv_blocks = n_kv_blocks,
-                         .sample_vocab = SAMPLE_VOCAB};
-    engine *e = NULL;
-    if (engine_create(&cfg, &e) != ENC_OK) {
-        fprintf(stderr, "engine_create: %s\n", enc_last_error());
-        exit(1);
-    }
-    return e;
+    engine_config cfg = {.model_dir = g_model, .device = g_device, .n_threads = 2, .max_num_seqs = 2 * N_REQ,
+                         .max_model_len = 64, .sample_vocab = SAMPLE_VOCAB};
+    cfg.eager = eager;
+    cfg.decode_steps = decode_steps;
+    cfg.n_kv_blocks = n_kv_blocks;
+    return engine_or_exit(&cfg);
 }
 
 /* Request i under constraint c (NULL: free); END_ID is a stop id. */
@@ -223,8 +220,7 @@ static int check_obeys(const run_out *r, const char *what)
     int bad = 0;
     for (int i = 0; i < N_REQ; i++) {
         if (r->log[i].n_destroyed == 0 && r->n[i] == 0) continue; /* not in this run */
-        rule st = {.r = (int32_t)(i % rule_m[i]), .m = rule_m[i], .n_free = 6 + (3 * i) % 17,
-                   .empty_at = -1, .refuse_at = -1};
+        rule st = rule_of(i, NULL);
         bool ok = r->finish[i] == ENGINE_FINISH_STOP && r->n[i] == st.n_free + 1;
         for (int64_t k = 0; k < r->n[i]; k++) ok &= rule_allows(&st, k, r->ids[i][k]);
         ok &= r->log[i].n_accepted == r->n[i] &&
@@ -281,8 +277,7 @@ static void test_reference(engine *e, const run_out *r, uint64_t seed)
                           ? GRAPH_SAMPLE_PENALTIES
                           : 0)};
         rule_log lg = {0};
-        rule st = {.r = (int32_t)(i % rule_m[i]), .m = rule_m[i], .n_free = 6 + (3 * i) % 17,
-                   .empty_at = -1, .refuse_at = -1, .log = &lg};
+        rule st = rule_of(i, &lg);
         for (int64_t pos = n_prompt; pos < n; pos++, n_tokens++) {
             lg.n_accepted = pos - n_prompt;
             memset(mask, 0, (size_t)GRAPH_SAMPLE_MASK_WORDS(V) * sizeof *mask);
@@ -418,11 +413,7 @@ int main(int argc, char **argv)
                (unsigned long long)seeds[si]);
         engine_destroy(e);
     }
-    static const struct {
-        bool eager;
-        int64_t K, n_kv_blocks;
-        const char *what;
-    } modes[] = {
+    static const engine_test_mode modes[] = {
         {true, 1, 0, "eager"},
         {false, 1, 0, "K = 1"},
         {false, 4, 9, "K = 4, 9 KV blocks"},

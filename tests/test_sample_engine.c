@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "engine_or_exit.h"
 #include "engine/engine.h"
 #include "prompt_logits.h"
 #include "ref_sampler.h"
@@ -69,12 +70,7 @@ static engine *make_engine(bool eager, int64_t decode_steps, int64_t n_kv_blocks
                          .decode_steps = decode_steps,
                          .n_kv_blocks = n_kv_blocks,
                          .sample_vocab = SAMPLE_VOCAB};
-    engine *e = NULL;
-    if (engine_create(&cfg, &e) != ENC_OK) {
-        fprintf(stderr, "engine_create: %s\n", enc_last_error());
-        exit(1);
-    }
-    return e;
+    return engine_or_exit(&cfg);
 }
 
 static int64_t add(engine *e, int i)
@@ -259,11 +255,7 @@ int main(int argc, char **argv)
     CHECK(same(alone, r, "staggered, K = 4"));
     engine_destroy(e);
 
-    static const struct {
-        bool eager;
-        int64_t K, n_kv_blocks;
-        const char *what;
-    } modes[] = {
+    static const engine_test_mode modes[] = {
         {true, 1, 0, "eager"},
         {false, 1, 0, "K = 1"},
         {false, 16, 0, "K = 16"},
