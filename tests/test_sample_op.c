@@ -399,12 +399,13 @@ static void mask_of(uint32_t *m, int r, const float *x, int64_t n_sample)
         for (int64_t i = r % (3 + r); i < MV; i += 3 + r) mask_set(m, i);
     if (kind == 2) mask_set(m, 5 + r); /* one id */
     if (kind == 3) mask_set(m, ref_argmax(x, n_sample)); /* the best id only */
-    if (kind == 4) /* every id but the 40 largest logits */
-        for (int64_t i = 0; i < MV; i++) {
-            int64_t above = 0;
-            for (int64_t j = 0; j < n_sample; j++) above += x[j] > x[i];
-            if (above >= 40) mask_set(m, i);
-        }
+    if (kind == 4) { /* the ids below the 40th largest logit */
+        ref_w sorted[MV];
+        for (int64_t i = 0; i < n_sample; i++) sorted[i] = (ref_w){x[i], (int32_t)i};
+        qsort(sorted, (size_t)n_sample, sizeof *sorted, ref_cmp);
+        for (int64_t i = 0; i < MV; i++)
+            if (x[i] < sorted[39].w) mask_set(m, i);
+    }
     /* kind 5: none */
 }
 
