@@ -104,14 +104,15 @@ typedef struct engine_token_logprob {
  * with ENGINE_FINISH_ERROR and engine_request_error says why; no disallowed
  * id is ever appended. */
 typedef struct engine_constraint {
-    void *state; /* the matcher's; owned by the engine once the request is queued */
+    void *state; /* the matcher's; the engine's once the request is queued */
     /* Set bit id % 32 of allowed[id / 32] for every id allowed next; the
      * GRAPH_SAMPLE_MASK_WORDS(n_vocab) words arrive zeroed. Called again for
      * the same position when a step is retried: it must not change state. */
     void (*fill_mask)(void *state, uint32_t *allowed, int32_t n_vocab);
     /* id was chosen: advance; false ends the request with an error. */
     bool (*accept)(void *state, int32_t id);
-    /* (optional) free state: at release, at engine_destroy, never twice */
+    /* (optional) free state: once, when the request finishes (any reason),
+     * is released unfinished (an abort), or at engine_destroy */
     void (*destroy)(void *state);
 } engine_constraint;
 
