@@ -106,8 +106,10 @@ typedef struct engine_token_logprob {
 typedef struct engine_constraint {
     void *state; /* the matcher's; the engine's once the request is queued */
     /* Set bit id % 32 of allowed[id / 32] for every id allowed next; the
-     * GRAPH_SAMPLE_MASK_WORDS(n_vocab) words arrive zeroed. Called again for
-     * the same position when a step is retried: it must not change state. */
+     * (n_vocab + 31) / 32 words arrive zeroed. n_vocab is the model's (its
+     * logits row); ids >= sample_vocab are never chosen whatever their bit.
+     * Called again for the same position when a step is retried: it must
+     * not change state. */
     void (*fill_mask)(void *state, uint32_t *allowed, int32_t n_vocab);
     /* id was chosen: advance; false ends the request with an error. */
     bool (*accept)(void *state, int32_t id);
