@@ -72,11 +72,13 @@ void cpu__matmul_quant(const cpu__quant_table *qt, const void *x, int64_t n_toke
  * table's name), CPU__Q_NAME (a string), and
  *   CPU__Q_DOT4(u, s)               __m256i of 8 int32: lane i = sum of the 4
  *                                   products u8 u[4i..4i+3] * s8 s[4i..4i+3]
- *   CPU__Q_DOT4_SCALED(u, s, sc16, sc32)  the same lanes times a scale held
- *                                   as 16 int16 (sc16) or 8 int32 (sc32) lanes */
+ *   CPU__Q_DOT4_SCALED(u, s, sc16)  the same lanes times a scale held as 16
+ *                                   int16 lanes, the two of each int32 lane
+ *                                   equal */
 #ifdef CPU__Q_TABLE
 
 #include <immintrin.h>
+#include <string.h>
 
 static inline float cpu__q_hsum(__m256 v) /* ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) */
 {
@@ -195,206 +197,181 @@ static void cpu__q_dot2_q4_0(const void *const *w, const void *const *x, int64_t
     cpu__q_32_tile(1, CPU__Q_TMAX, CPU__Q_RMAX, w, x, nb, y);
 }
 
-/* Q4_K and Q5_K: qh is NULL for Q4_K. isum of one superblock in int32 lanes. */
-static inline __m256i cpu__q_k45_isum(const uint8_t *qs, const uint8_t *qh, const int *sc,
-                                      const int8_t *xq)
+/* --- the K types: Q4_K, Q5_K and Q6_K ------------------------------------ */
+
+/* One tile body serves the three K types (kt, a constant at every call site)
+ * for T <= 2 tokens x R <= 4 rows. Per weight superblock, per row:
+ *   - its scales unpacked once, in vectors: the 16-bit sub-block scales in
+ *     both 128-bit lanes (picked per sub-block by one byte shuffle), and the
+ *     16 int16 that dotted with the token's 16 bsums give the correction
+ *     (Q4_K/Q5_K: each 6-bit min twice, m[s] . (bsums[2s] + bsums[2s+1]);
+ *     Q6_K: the 16 scales, sc[g] . bsums[g], times 32);
+ *   - each run of 32 levels unpacked once and dotted with every token.
+ * The integer sums are exact in any order, and the f32 steps per output are
+ * one fma per block (d_w d_x times the int32 lanes) and one scalar sum of the
+ * corrections, so every (T, R) gives every output the bits of the 1 x 1 path. */
+enum { CPU__QK_Q4 = 0, CPU__QK_Q5 = 1, CPU__QK_Q6 = 2 };
+
+#if defined(__clang__)
+#define CPU__Q_UNROLL8 _Pragma("clang loop unroll(full)")
+#elif defined(__GNUC__)
+#define CPU__Q_UNROLL8 _Pragma("GCC unroll 8")
+#else
+#define CPU__Q_UNROLL8
+#endif
+
+static inline int cpu__q_hsum_i32(__m256i v) /* exact: any order */
 {
-    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-    __m256i hbits = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
-    __m256i isum = _mm256_setzero_si256();
-    for (int c = 0; c < 4; c++) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-        __m256i lo = _mm256_and_si256(v, m4);
-        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        if (qh) {
-            __m256i b0 = _mm256_and_si256(_mm256_srl_epi16(hbits, _mm_cvtsi32_si128(2 * c)), one);
-            __m256i b1 =
-                _mm256_and_si256(_mm256_srl_epi16(hbits, _mm_cvtsi32_si128(2 * c + 1)), one);
-            lo = _mm256_or_si256(lo, _mm256_slli_epi16(b0, 4));
-            hi = _mm256_or_si256(hi, _mm256_slli_epi16(b1, 4));
-        }
-        __m256i xl = _mm256_loadu_si256((const __m256i *)(xq + 64 * c));
-        __m256i xh = _mm256_loadu_si256((const __m256i *)(xq + 64 * c + 32));
-        int s0 = sc[2 * c], s1 = sc[2 * c + 1];
-        isum = _mm256_add_epi32(
-            isum, CPU__Q_DOT4_SCALED(lo, xl, _mm256_set1_epi16((short)s0), _mm256_set1_epi32(s0)));
-        isum = _mm256_add_epi32(
-            isum, CPU__Q_DOT4_SCALED(hi, xh, _mm256_set1_epi16((short)s1), _mm256_set1_epi32(s1)));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* The 16-bit lane lo (low 128 bits) and hi (high 128 bits) of each 128-bit
+ * half of v, copied to every 16-bit lane of that half. */
+static inline __m256i cpu__q_pick16(__m256i v, int lo, int hi)
+{
+    __m128i cl = _mm_set1_epi16((short)(2 * lo | (2 * lo + 1) << 8));
+    __m128i ch = _mm_set1_epi16((short)(2 * hi | (2 * hi + 1) << 8));
+    return _mm256_shuffle_epi8(v, _mm256_set_m128i(ch, cl));
+}
+
+/* Q4_K / Q5_K 12 packed scale bytes -> bytes 0..7 the 6-bit scales sc[0..7],
+ * bytes 8..15 the mins m[0..7] (quant_scale_min_k4 for all s at once). */
+static inline __m128i cpu__q_k4_scales(const uint8_t *scales)
+{
+    const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
+    uint32_t u[3];
+    memcpy(u, scales, sizeof u);
+    uint32_t sc_lo = u[0] & m6, m_lo = u[1] & m6;
+    uint32_t sc_hi = (u[2] & m4) | ((u[0] >> 6) & m2) << 4;
+    uint32_t m_hi = ((u[2] >> 4) & m4) | ((u[1] >> 6) & m2) << 4;
+    return _mm_set_epi32((int)m_hi, (int)m_lo, (int)sc_hi, (int)sc_lo);
+}
+
+/* The scales of one superblock wb of type kt: sc[0..1] (the vectors
+ * cpu__q_k_pick reads), mv (the correction's 16 int16), d_w and the
+ * correction's scale dm (dmin_w; Q6_K d_w). */
+CPU__Q_INLINE void cpu__q_k_scales(int kt, const unsigned char *wb, __m256i *sc, __m256i *mv,
+                                   float *d, float *dm)
+{
+    if (kt == CPU__QK_Q6) {
+        const block_q6_K *w = (const block_q6_K *)wb;
+        __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w->scales));
+        sc[0] = _mm256_permute2x128_si256(s16, s16, 0x00);
+        sc[1] = _mm256_permute2x128_si256(s16, s16, 0x11);
+        *mv = s16;
+        *d = *dm = cpu__q_f16(w->d);
+        return;
     }
-    return isum;
+    const block_q4_K *w = (const block_q4_K *)wb; /* d, dmin, scales alike in Q5_K */
+    __m128i v = cpu__q_k4_scales(w->scales);
+    sc[0] = sc[1] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(v));
+    *mv = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v)); /* m0 m0 m1 m1 ... */
+    *d = cpu__q_f16(w->d);
+    *dm = cpu__q_f16(w->dmin);
 }
 
-/* One Q4_K / Q5_K superblock (the layouts share d, dmin, scales; qs is the
- * last 128 bytes, qh the 32 before it in Q5_K): adds d_w d_x isum to *acc,
- * returns dmin_w d_x msum. */
-static inline float cpu__q_k45_block(const block_q4_K *w, const uint8_t *qh, const uint8_t *qs,
-                                     const block_q8_K *x, __m256 *acc)
+/* The scale of run s (32 values) in every 16-bit lane (Q6_K: its two groups
+ * of 16, one per 128-bit half). */
+CPU__Q_INLINE __m256i cpu__q_k_pick(int kt, const __m256i *sc, int s)
 {
-    int sc[8], m[8], msum = 0;
-    for (int s = 0; s < 8; s++) {
-        quant_scale_min_k4(w->scales, s, &sc[s], &m[s]);
-        msum += m[s] * (x->bsums[2 * s] + x->bsums[2 * s + 1]);
-    }
-    __m256i isum = cpu__q_k45_isum(qs, qh, sc, x->qs);
-    *acc = _mm256_fmadd_ps(_mm256_set1_ps(cpu__q_f16(w->d) * x->d), _mm256_cvtepi32_ps(isum), *acc);
-    return (cpu__q_f16(w->dmin) * x->d) * (float)msum;
+    if (kt == CPU__QK_Q6) return cpu__q_pick16(sc[s / 4], 2 * (s % 4), 2 * (s % 4) + 1);
+    return cpu__q_pick16(sc[0], s, s);
 }
 
-/* Q4_K / Q5_K for two tokens x CPU__Q_RMAX rows: each row's superblock is
- * unpacked once (levels and 6-bit scales) and dotted with both tokens. The
- * integer sums are exact in any order, and the f32 steps per output are
- * those of cpu__q_k45_block, so every output has the bits of the 1 x 1 path. */
-CPU__Q_INLINE void cpu__q_k45_tile2(size_t bb, const void *const *wv, const void *const *xv,
-                                    int64_t nb, float *const *y)
-{
-    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-    __m256 acc[CPU__Q_TMAX][CPU__Q_RMAX];
-    float accm[CPU__Q_TMAX][CPU__Q_RMAX];
-    for (int t = 0; t < CPU__Q_TMAX; t++)
-        for (int r = 0; r < CPU__Q_RMAX; r++)
-            acc[t][r] = _mm256_setzero_ps(), accm[t][r] = 0.0f;
-    for (int64_t b = 0; b < nb; b++) {
-        const block_q8_K *x[CPU__Q_TMAX];
-        for (int t = 0; t < CPU__Q_TMAX; t++)
-            x[t] = (const block_q8_K *)xv[t] + b;
-        for (int r = 0; r < CPU__Q_RMAX; r++) {
-            const unsigned char *wb = (const unsigned char *)wv[r] + (size_t)b * bb;
-            const block_q4_K *w = (const block_q4_K *)wb; /* d, dmin, scales alike */
-            const uint8_t *qs = wb + bb - 128, *qh = bb == sizeof(block_q5_K) ? wb + 16 : NULL;
-            int sc[8], m[8];
-            for (int s = 0; s < 8; s++)
-                quant_scale_min_k4(w->scales, s, &sc[s], &m[s]);
-            __m256i lv[8]; /* the 8 sub-blocks' levels */
-            __m256i hbits = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
-            for (int c = 0; c < 4; c++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-                lv[2 * c] = _mm256_and_si256(v, m4);
-                lv[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                if (qh)
-                    for (int h = 0; h < 2; h++) {
-                        __m256i bit = _mm256_and_si256(
-                            _mm256_srl_epi16(hbits, _mm_cvtsi32_si128(2 * c + h)), one);
-                        lv[2 * c + h] = _mm256_or_si256(lv[2 * c + h], _mm256_slli_epi16(bit, 4));
-                    }
-            }
-            float dw = cpu__q_f16(w->d), dmw = cpu__q_f16(w->dmin);
-            for (int t = 0; t < CPU__Q_TMAX; t++) {
-                int msum = 0;
-                for (int s = 0; s < 8; s++)
-                    msum += m[s] * (x[t]->bsums[2 * s] + x[t]->bsums[2 * s + 1]);
-                __m256i isum = _mm256_setzero_si256();
-                for (int s = 0; s < 8; s++) {
-                    __m256i xs = _mm256_loadu_si256((const __m256i *)(x[t]->qs + 32 * s));
-                    isum = _mm256_add_epi32(
-                        isum, CPU__Q_DOT4_SCALED(lv[s], xs, _mm256_set1_epi16((short)sc[s]),
-                                                 _mm256_set1_epi32(sc[s])));
-                }
-                acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[t]->d), _mm256_cvtepi32_ps(isum),
-                                            acc[t][r]);
-                accm[t][r] += (dmw * x[t]->d) * (float)msum;
-            }
-        }
-    }
-    for (int t = 0; t < CPU__Q_TMAX; t++)
-        for (int r = 0; r < CPU__Q_RMAX; r++)
-            y[t][r] = cpu__q_hsum(acc[t][r]) - accm[t][r];
-}
-
-static void cpu__q_dot2_q4_k(const void *const *w, const void *const *x, int64_t nb,
-                             float *const *y)
-{
-    cpu__q_k45_tile2(sizeof(block_q4_K), w, x, nb, y);
-}
-
-static void cpu__q_dot2_q5_k(const void *const *w, const void *const *x, int64_t nb,
-                             float *const *y)
-{
-    cpu__q_k45_tile2(sizeof(block_q5_K), w, x, nb, y);
-}
-
-/* Q4_K (bb 144, no qh) or Q5_K (bb 176, qh at byte 16). */
-CPU__Q_INLINE void cpu__q_k45_rows(int R, size_t bb, const void *const *wv, const void *xv,
-                                   int64_t nb, float *y)
-{
-    const block_q8_K *x = xv;
-    __m256 acc[CPU__Q_RMAX];
-    float accm[CPU__Q_RMAX];
-    CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps(), accm[r] = 0.0f;
-    for (int64_t b = 0; b < nb; b++)
-        CPU__Q_UNROLL for (int r = 0; r < R; r++)
-        {
-            const unsigned char *w = (const unsigned char *)wv[r] + (size_t)b * bb;
-            const uint8_t *qh = bb == sizeof(block_q5_K) ? w + 16 : NULL;
-            accm[r] += cpu__q_k45_block((const block_q4_K *)w, qh, w + bb - 128, &x[b], &acc[r]);
-        }
-    CPU__Q_UNROLL for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]) - accm[r];
-}
-
-CPU__Q_INLINE void cpu__q_q4_k_rows(int R, const void *const *wv, const void *xv, int64_t nb,
-                                    float *y)
-{
-    cpu__q_k45_rows(R, sizeof(block_q4_K), wv, xv, nb, y);
-}
-
-CPU__Q_INLINE void cpu__q_q5_k_rows(int R, const void *const *wv, const void *xv, int64_t nb,
-                                    float *y)
-{
-    cpu__q_k45_rows(R, sizeof(block_q5_K), wv, xv, nb, y);
-}
-
-/* Bits [2i, 2i + 2) of each byte of h, as bits 4..5 of a byte. */
-static inline __m256i cpu__q_q6_high(__m256i h, int i)
-{
-    __m256i b =
-        _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * i)), _mm256_set1_epi8(3));
-    return _mm256_slli_epi16(b, 4);
-}
-
-/* One Q6_K superblock: adds d_w d_x isum to *acc, returns d_w d_x 32 corr. */
-static inline float cpu__q_q6_k_block(const block_q6_K *w, const block_q8_K *x, __m256 *acc)
+/* Run s (values 32 s .. 32 s + 31) of superblock wb as 32 unsigned levels:
+ * Q4_K 0..15, Q5_K 0..31, Q6_K 0..63 (q + 32). */
+CPU__Q_INLINE __m256i cpu__q_k_levels(int kt, const unsigned char *wb, int s)
 {
     const __m256i m4 = _mm256_set1_epi8(15);
-    const int8_t *sc = w->scales;
-    int corr = 0;
-    for (int g = 0; g < 16; g++)
-        corr += sc[g] * x->bsums[g];
-    __m256i isum = _mm256_setzero_si256();
-    for (int h = 0; h < 2; h++) {
-        __m256i l0 = _mm256_loadu_si256((const __m256i *)(w->ql + 64 * h));
-        __m256i l1 = _mm256_loadu_si256((const __m256i *)(w->ql + 64 * h + 32));
+    if (kt == CPU__QK_Q6) {
+        const block_q6_K *w = (const block_q6_K *)wb;
+        int h = s / 4, i = s % 4;
+        __m256i l = _mm256_loadu_si256((const __m256i *)(w->ql + 64 * h + 32 * (i & 1)));
         __m256i hb = _mm256_loadu_si256((const __m256i *)(w->qh + 32 * h));
-        __m256i q[4] = {
-            _mm256_and_si256(l0, m4),
-            _mm256_and_si256(l1, m4),
-            _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-            _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-        };
-        for (int i = 0; i < 4; i++) {
-            __m256i qi = _mm256_or_si256(q[i], cpu__q_q6_high(hb, i));
-            __m256i xi = _mm256_loadu_si256((const __m256i *)(x->qs + 128 * h + 32 * i));
-            int s0 = sc[8 * h + 2 * i], s1 = sc[8 * h + 2 * i + 1];
-            __m256i sc16 = _mm256_set_m128i(_mm_set1_epi16((short)s1), _mm_set1_epi16((short)s0));
-            __m256i sc32 = _mm256_set_m128i(_mm_set1_epi32(s1), _mm_set1_epi32(s0));
-            isum = _mm256_add_epi32(isum, CPU__Q_DOT4_SCALED(qi, xi, sc16, sc32));
-        }
+        __m256i lo = _mm256_and_si256(_mm256_srl_epi16(l, _mm_cvtsi32_si128(4 * (i >> 1))), m4);
+        __m256i hi = _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(2 * i)),
+                                      _mm256_set1_epi8(3));
+        return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
     }
-    float d = cpu__q_f16(w->d) * x->d;
-    *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), *acc);
-    return d * (float)(32 * corr);
+    size_t bb = kt == CPU__QK_Q5 ? sizeof(block_q5_K) : sizeof(block_q4_K);
+    const uint8_t *qs = wb + bb - 128; /* Q5_K: qh the 32 bytes before */
+    __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * (s / 2)));
+    __m256i q = _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(4 * (s % 2))), m4);
+    if (kt == CPU__QK_Q5) {
+        __m256i hb = _mm256_loadu_si256((const __m256i *)(wb + 16));
+        __m256i bit = _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(s)),
+                                       _mm256_set1_epi8(1));
+        q = _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
+    }
+    return q;
 }
 
-CPU__Q_INLINE void cpu__q_q6_k_rows(int R, const void *const *wv, const void *xv, int64_t nb,
-                                    float *y)
+/* y[t][r] = K-type row r . token t's Q8_K activations. */
+CPU__Q_INLINE void cpu__q_k_tile(int kt, int T, int R, const void *const *wv,
+                                 const void *const *xv, int64_t nb, float *const *y)
 {
-    const block_q8_K *x = xv;
-    __m256 acc[CPU__Q_RMAX];
-    float accm[CPU__Q_RMAX];
-    CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps(), accm[r] = 0.0f;
-    for (int64_t b = 0; b < nb; b++)
-        CPU__Q_UNROLL for (int r = 0; r < R; r++) accm[r] +=
-            cpu__q_q6_k_block((const block_q6_K *)wv[r] + b, &x[b], &acc[r]);
-    CPU__Q_UNROLL for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]) - accm[r];
+    size_t bb = kt == CPU__QK_Q6   ? sizeof(block_q6_K)
+                : kt == CPU__QK_Q5 ? sizeof(block_q5_K)
+                                   : sizeof(block_q4_K);
+    __m256 acc[CPU__Q_TMAX][CPU__Q_RMAX];
+    float accm[CPU__Q_TMAX][CPU__Q_RMAX];
+    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    {
+        CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[t][r] = _mm256_setzero_ps(), accm[t][r] = 0.0f;
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const block_q8_K *x[CPU__Q_TMAX];
+        CPU__Q_UNROLL for (int t = 0; t < T; t++) x[t] = (const block_q8_K *)xv[t] + b;
+        CPU__Q_UNROLL for (int r = 0; r < R; r++)
+        {
+            const unsigned char *wb = (const unsigned char *)wv[r] + (size_t)b * bb;
+            __m256i sc[2], mv, isum[CPU__Q_TMAX];
+            float dw, dm;
+            cpu__q_k_scales(kt, wb, sc, &mv, &dw, &dm);
+            CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
+            CPU__Q_UNROLL8 for (int s = 0; s < 8; s++)
+            {
+                __m256i lv = cpu__q_k_levels(kt, wb, s), ss = cpu__q_k_pick(kt, sc, s);
+                CPU__Q_UNROLL for (int t = 0; t < T; t++)
+                {
+                    __m256i xs = _mm256_loadu_si256((const __m256i *)(x[t]->qs + 32 * s));
+                    isum[t] = _mm256_add_epi32(isum[t], CPU__Q_DOT4_SCALED(lv, xs, ss));
+                }
+            }
+            CPU__Q_UNROLL for (int t = 0; t < T; t++)
+            {
+                __m256i bs = _mm256_loadu_si256((const __m256i *)x[t]->bsums);
+                int corr = cpu__q_hsum_i32(_mm256_madd_epi16(mv, bs));
+                corr = kt == CPU__QK_Q6 ? 32 * corr : corr;
+                acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[t]->d),
+                                            _mm256_cvtepi32_ps(isum[t]), acc[t][r]);
+                accm[t][r] += (dm * x[t]->d) * (float)corr;
+            }
+        }
+    }
+    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    {
+        CPU__Q_UNROLL for (int r = 0; r < R; r++) y[t][r] = cpu__q_hsum(acc[t][r]) - accm[t][r];
+    }
 }
+
+#define CPU__Q_K_TYPE(T, KT)                                                                       \
+    CPU__Q_INLINE void cpu__q_##T##_rows(int R, const void *const *wv, const void *xv, int64_t nb, \
+                                         float *y)                                                 \
+    {                                                                                              \
+        cpu__q_k_tile(KT, 1, R, wv, &xv, nb, &y);                                                  \
+    }                                                                                              \
+    static void cpu__q_dot2_##T(const void *const *w, const void *const *x, int64_t nb,            \
+                                float *const *y)                                                   \
+    {                                                                                              \
+        cpu__q_k_tile(KT, CPU__Q_TMAX, CPU__Q_RMAX, w, x, nb, y);                                  \
+    }
+CPU__Q_K_TYPE(q4_k, CPU__QK_Q4)
+CPU__Q_K_TYPE(q5_k, CPU__QK_Q5)
+CPU__Q_K_TYPE(q6_k, CPU__QK_Q6)
 
 /* The table's entry for one type: R = CPU__Q_RMAX at once, else row by row. */
 #define CPU__Q_ROWS(T)                                                                             \
@@ -429,6 +406,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q4_0] = cpu__q_dot2_q4_0,
             [ENC_Q4_K] = cpu__q_dot2_q4_k,
             [ENC_Q5_K] = cpu__q_dot2_q5_k,
+            [ENC_Q6_K] = cpu__q_dot2_q6_k,
         },
 };
 
