@@ -120,7 +120,8 @@ enum { CPU__Q_RMAX = 4 };
  * each weight block's unpacking and scale across the tokens (prefill). */
 enum { CPU__Q_TMAX = 2 };
 
-/* Weight block b of row r as 32 signed levels (Q8_0 or Q4_0) and its scale. */
+/* Weight block b of row r as 32 levels and its scale: Q8_0 signed, Q4_0
+ * unsigned (q, 0..15; the dot takes 8 times the token's sums off after). */
 CPU__Q_INLINE __m256i cpu__q_levels(int q4, const void *w, int64_t b, float *d)
 {
     if (q4) {
@@ -128,14 +129,17 @@ CPU__Q_INLINE __m256i cpu__q_levels(int q4, const void *w, int64_t b, float *d)
         __m128i v = _mm_loadu_si128((const __m128i *)k->qs);
         __m256i q = _mm256_set_m128i(_mm_srli_epi16(v, 4), v); /* values 0..15 | 16..31 */
         *d = cpu__q_f16(k->d);
-        return _mm256_sub_epi8(_mm256_and_si256(q, _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
+        return _mm256_and_si256(q, _mm256_set1_epi8(15));
     }
     const block_q8_0 *k = (const block_q8_0 *)w + b;
     *d = cpu__q_f16(k->d);
     return _mm256_loadu_si256((const __m256i *)k->qs);
 }
 
-/* y[t][r] = row r (Q8_0, or Q4_0 when q4) . token t's Q8_0 activations. */
+/* y[t][r] = row r (Q8_0, or Q4_0 when q4) . token t's Q8_0 activations.
+ * Q8_0 levels are signed: |w| . x sign(w). Q4_0 ones are unsigned: the lanes
+ * of q . x less 8 times the lanes of 1 . x (computed once per token and
+ * block), the same exact int32 lanes as (q - 8) . x. */
 CPU__Q_INLINE void cpu__q_32_tile(int q4, int T, int R, const void *const *wv,
                                   const void *const *xv, int64_t nb, float *const *y)
 {
@@ -145,22 +149,24 @@ CPU__Q_INLINE void cpu__q_32_tile(int q4, int T, int R, const void *const *wv,
         CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[t][r] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < nb; b++) {
-        __m256i qx[CPU__Q_TMAX];
+        __m256i qx[CPU__Q_TMAX], x8[CPU__Q_TMAX];
         float dx[CPU__Q_TMAX];
         CPU__Q_UNROLL for (int t = 0; t < T; t++)
         {
             const block_q8_0 *x = (const block_q8_0 *)xv[t] + b;
             qx[t] = _mm256_loadu_si256((const __m256i *)x->qs);
             dx[t] = cpu__q_f16(x->d);
+            if (q4) x8[t] = _mm256_slli_epi32(CPU__Q_DOT4(_mm256_set1_epi8(1), qx[t]), 3);
         }
         CPU__Q_UNROLL for (int r = 0; r < R; r++)
         {
             float dw;
             __m256i qw = cpu__q_levels(q4, wv[r], b, &dw);
-            __m256i aw = _mm256_sign_epi8(qw, qw);
+            __m256i aw = q4 ? qw : _mm256_sign_epi8(qw, qw);
             CPU__Q_UNROLL for (int t = 0; t < T; t++)
             {
-                __m256i dot = CPU__Q_DOT4(aw, _mm256_sign_epi8(qx[t], qw));
+                __m256i dot = q4 ? _mm256_sub_epi32(CPU__Q_DOT4(aw, qx[t]), x8[t])
+                                 : CPU__Q_DOT4(aw, _mm256_sign_epi8(qx[t], qw));
                 acc[t][r] =
                     _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[t]), _mm256_cvtepi32_ps(dot), acc[t][r]);
             }
