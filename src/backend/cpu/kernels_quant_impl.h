@@ -48,6 +48,8 @@ typedef struct cpu__quant_table {
     const char *name;
     cpu__qdot_fn dot[ENC_DTYPE_COUNT];   /* by weight dtype; NULL for non-block types */
     cpu__qdot2_fn dot2[ENC_DTYPE_COUNT]; /* (optional, per type) 2 tokens x 4 rows */
+    /* (optional) quant_quantize_row's bytes, faster; NULL: quant_quantize_row */
+    int (*quantize_row)(enc_dtype dt, const float *x, void *out, int64_t k);
 } cpu__quant_table;
 
 extern const cpu__quant_table cpu__quant_scalar; /* kernels_quant.c */
@@ -396,8 +398,89 @@ CPU__Q_ROWS(q4_k)
 CPU__Q_ROWS(q5_k)
 CPU__Q_ROWS(q6_k)
 
+/* --- activations: f32 rows -> Q8_0 / Q8_K blocks --------------------------- */
+
+/* The bytes quant_quantize_row writes (base/quant.c), 8 values at a time:
+ * the same amax (a max is exact in any order), the same scalar d and 1/d,
+ * x * id rounded the way quant.c rounds (truncate, then one step away from
+ * zero when the fraction is at least a half), Q8_K clamped to +-127. */
+static inline __m256 cpu__q_absmax8(const float *x, int n, __m256 m)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int j = 0; j < n; j += 8) /* a NaN value is skipped, as in quant.c */
+        m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), m);
+    return m;
+}
+
+static inline float cpu__q_hmax(__m256 v)
+{
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+static inline __m256i cpu__q_round(__m256 v)
+{
+    __m256i q = _mm256_cvttps_epi32(v);
+    __m256 frac = _mm256_sub_ps(v, _mm256_cvtepi32_ps(q));
+    __m256i up = _mm256_castps_si256(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ));
+    __m256i dn = _mm256_castps_si256(_mm256_cmp_ps(frac, _mm256_set1_ps(-0.5f), _CMP_LE_OQ));
+    return _mm256_add_epi32(_mm256_sub_epi32(q, up), dn); /* a true mask is -1 */
+}
+
+/* 32 values x[0..32) times id, rounded, as 32 signed bytes in order. */
+static inline __m256i cpu__q_round32(const float *x, float id)
+{
+    __m256 vid = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int i = 0; i < 4; i++)
+        q[i] = cpu__q_round(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), vid));
+    __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+static void cpu__q_quantize_q8_0(const float *x, block_q8_0 *b)
+{
+    float d = cpu__q_hmax(cpu__q_absmax8(x, 32, _mm256_setzero_ps())) / 127.0f;
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    b->d = enc_f32_to_f16(d);
+    _mm256_storeu_si256((__m256i *)b->qs, cpu__q_round32(x, id));
+}
+
+static void cpu__q_quantize_q8_k(const float *x, block_q8_K *b)
+{
+    float amax = cpu__q_hmax(cpu__q_absmax8(x, QUANT_K, _mm256_setzero_ps()));
+    float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    b->d = amax > 0.0f ? amax / 127.0f : 0.0f;
+    for (int c = 0; c < QUANT_K / 32; c++) {
+        __m256i q = _mm256_max_epi8(cpu__q_round32(x + 32 * c, id), _mm256_set1_epi8(-127));
+        _mm256_storeu_si256((__m256i *)(b->qs + 32 * c), q);
+        int32_t s4[8]; /* sums of 4 values: groups 2c (lanes 0..3) and 2c + 1 */
+        __m256i p = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);
+        _mm256_storeu_si256((__m256i *)s4, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+        b->bsums[2 * c] = (int16_t)(s4[0] + s4[1] + s4[2] + s4[3]);
+        b->bsums[2 * c + 1] = (int16_t)(s4[4] + s4[5] + s4[6] + s4[7]);
+    }
+}
+
+/* The table's quantize_row: Q8_0 and Q8_K here, any other type portable. */
+static int cpu__q_quantize_row(enc_dtype dt, const float *x, void *out, int64_t k)
+{
+    int64_t be = enc_dtype_block_elems(dt);
+    if ((dt != ENC_Q8_0 && dt != ENC_Q8_K) || k % be != 0) return quant_quantize_row(dt, x, out, k);
+    for (int64_t i = 0; i < k / be; i++) {
+        if (dt == ENC_Q8_0)
+            cpu__q_quantize_q8_0(x + i * be, (block_q8_0 *)out + i);
+        else
+            cpu__q_quantize_q8_k(x + i * be, (block_q8_K *)out + i);
+    }
+    return 0;
+}
+
 const cpu__quant_table CPU__Q_TABLE = {
     .name = CPU__Q_NAME,
+    .quantize_row = cpu__q_quantize_row,
     .dot =
         {
             [ENC_Q8_0] = cpu__q_dot_q8_0,
