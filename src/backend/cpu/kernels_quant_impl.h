@@ -118,6 +118,19 @@ enum { CPU__Q_RMAX = 4 };
 #define CPU__Q_UNROLL
 #endif
 
+/* Decode streams each weight once, R rows side by side, and the rows of a
+ * matrix lie one after another: while a tile reads block b of its rows, it
+ * asks for the same share of the bytes after its last row (the next tile's,
+ * bb bytes per block and row). Only a hint: a prefetch never faults, past
+ * the matrix end included, and changes no value. */
+CPU__Q_INLINE void cpu__q_prefetch_next(int R, const void *last_row, int64_t nb, size_t bb,
+                                        int64_t b)
+{
+    const char *p = (const char *)last_row + (size_t)nb * bb + (size_t)b * R * bb;
+    for (size_t o = 0; o < (size_t)R * bb; o += 64)
+        _mm_prefetch(p + o, _MM_HINT_T0);
+}
+
 /* Q8_0 and Q4_0 also come as tiles of T <= 2 tokens x R rows, which share
  * each weight block's unpacking and scale across the tokens (prefill). */
 enum { CPU__Q_TMAX = 2 };
@@ -151,6 +164,8 @@ CPU__Q_INLINE void cpu__q_32_tile(int q4, int T, int R, const void *const *wv,
         CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[t][r] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < nb; b++) {
+        if (T == 1)
+            cpu__q_prefetch_next(R, wv[R - 1], nb, q4 ? sizeof(block_q4_0) : sizeof(block_q8_0), b);
         __m256i qx[CPU__Q_TMAX], x8[CPU__Q_TMAX];
         float dx[CPU__Q_TMAX];
         CPU__Q_UNROLL for (int t = 0; t < T; t++)
@@ -331,6 +346,7 @@ CPU__Q_INLINE void cpu__q_k_tile(int kt, int T, int R, const void *const *wv,
         CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[t][r] = _mm256_setzero_ps(), accm[t][r] = 0.0f;
     }
     for (int64_t b = 0; b < nb; b++) {
+        if (T == 1) cpu__q_prefetch_next(R, wv[R - 1], nb, bb, b);
         const block_q8_K *x[CPU__Q_TMAX];
         CPU__Q_UNROLL for (int t = 0; t < T; t++) x[t] = (const block_q8_K *)xv[t] + b;
         CPU__Q_UNROLL for (int r = 0; r < R; r++)
