@@ -110,8 +110,8 @@ static void bench_type(enc_dtype dt, int runs)
     double tcold = tc[runs / 2];
     free(wc), free(yc);
     printf("%-6s decode %6.2f GB/s  cold %6.2f GB/s  prefill %6.2f GMAC/s  quantize %6.2f GB/s\n",
-           enc_dtype_name(dt), (double)(wrb * N) / td * 1e-9, (double)(wrb * (size_t)n_cold) / tcold * 1e-9,
-           (double)K * N * T_PREFILL / tp * 1e-9,
+           enc_dtype_name(dt), (double)(wrb * N) / td * 1e-9,
+           (double)(wrb * (size_t)n_cold) / tcold * 1e-9, (double)K * N * T_PREFILL / tp * 1e-9,
            (double)sizeof(float) * K * T_PREFILL / tq * 1e-9);
     free(xf), free(y), free(w), free(x8);
 }

@@ -315,8 +315,8 @@ CPU__Q_INLINE __m256i cpu__q_k_levels(int kt, const unsigned char *wb, int s)
         __m256i l = _mm256_loadu_si256((const __m256i *)(w->ql + 64 * h + 32 * (i & 1)));
         __m256i hb = _mm256_loadu_si256((const __m256i *)(w->qh + 32 * h));
         __m256i lo = _mm256_and_si256(_mm256_srl_epi16(l, _mm_cvtsi32_si128(4 * (i >> 1))), m4);
-        __m256i hi = _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(2 * i)),
-                                      _mm256_set1_epi8(3));
+        __m256i hi =
+            _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(2 * i)), _mm256_set1_epi8(3));
         return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
     }
     size_t bb = kt == CPU__QK_Q5 ? sizeof(block_q5_K) : sizeof(block_q4_K);
@@ -325,16 +325,16 @@ CPU__Q_INLINE __m256i cpu__q_k_levels(int kt, const unsigned char *wb, int s)
     __m256i q = _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(4 * (s % 2))), m4);
     if (kt == CPU__QK_Q5) {
         __m256i hb = _mm256_loadu_si256((const __m256i *)(wb + 16));
-        __m256i bit = _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(s)),
-                                       _mm256_set1_epi8(1));
+        __m256i bit =
+            _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(s)), _mm256_set1_epi8(1));
         q = _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
     }
     return q;
 }
 
 /* y[t][r] = K-type row r . token t's Q8_K activations. */
-CPU__Q_INLINE void cpu__q_k_tile(int kt, int T, int R, const void *const *wv,
-                                 const void *const *xv, int64_t nb, float *const *y)
+CPU__Q_INLINE void cpu__q_k_tile(int kt, int T, int R, const void *const *wv, const void *const *xv,
+                                 int64_t nb, float *const *y)
 {
     size_t bb = kt == CPU__QK_Q6   ? sizeof(block_q6_K)
                 : kt == CPU__QK_Q5 ? sizeof(block_q5_K)
@@ -343,7 +343,8 @@ CPU__Q_INLINE void cpu__q_k_tile(int kt, int T, int R, const void *const *wv,
     float accm[CPU__Q_TMAX][CPU__Q_RMAX];
     CPU__Q_UNROLL for (int t = 0; t < T; t++)
     {
-        CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[t][r] = _mm256_setzero_ps(), accm[t][r] = 0.0f;
+        CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[t][r] = _mm256_setzero_ps(),
+                                                  accm[t][r] = 0.0f;
     }
     for (int64_t b = 0; b < nb; b++) {
         if (T == 1) cpu__q_prefetch_next(R, wv[R - 1], nb, bb, b);
