@@ -18,3 +18,7 @@ encore_add_c_test(test_threadpool ${ENCORE_TESTS_DIR}/test_threadpool.c)
 # The mixture-of-experts kernels: routing with ties, the expert-indexed
 # matmul against cpu_matmul bit for bit, the weighted sum (tests/test_moe_ops.c).
 encore_add_c_test(test_moe_ops ${ENCORE_TESTS_DIR}/test_moe_ops.c)
+
+# The quantized matmul's micro-benchmark (bench/bench_quant.c), run by hand.
+add_executable(bench_quant ${PROJECT_SOURCE_DIR}/bench/bench_quant.c)
+target_link_libraries(bench_quant PRIVATE encore_internals)

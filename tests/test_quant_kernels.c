@@ -1,7 +1,8 @@
 /* test_quant_kernels.c - the CPU matmul over block-quantized weights
  * (kernels_quant*.c), every type on every ISA this CPU runs:
  *
- *   - cpu_quantize_rows gives quant_quantize_row's bytes, whatever nth;
+ *   - cpu_quantize_rows gives quant_quantize_row's bytes, whatever nth, and
+ *     on edge rows (zeros, exact ties, huge beside tiny values);
  *   - y = cpu_matmul(x8, W) against a double-precision dot of the dequantized
  *     weights and the dequantized 8-bit activations (base/quant.c), within
  *     gamma(n_blocks + 16) * sum_i |terms_i| |x_i|, where terms are the parts
@@ -149,6 +150,36 @@ static void check_quantize_rows(world *wd)
     free(want);
 }
 
+/* Activations that the gaussians miss: a zero row, a row of exact halves
+ * (127 at the start of every block of 32 makes 1 / d exactly 1, so every
+ * other x * id is a tie, both signs), a row of one huge and otherwise tiny
+ * values, and a row whose blocks hold a single nonzero. cpu_quantize_rows
+ * must write quant_quantize_row's bytes for each. */
+static void check_quantize_edges(enc_dtype at)
+{
+    enum { ROWS = 4 };
+    size_t rb = enc_dtype_row_bytes(at, K);
+    float *x = xmalloc(sizeof(float) * ROWS * K);
+    unsigned char *want = xmalloc(rb * ROWS), *got = xmalloc(rb * ROWS);
+    for (int j = 0; j < K; j++) {
+        x[j] = 0.0f;
+        x[K + j] = j % 32 == 0 ? 127.0f : (j % 2 ? -1.0f : 1.0f) * ((float)(j % 120) + 0.5f);
+        x[2 * K + j] = j == 5 ? 3.0e4f : 1.0e-30f * (float)(j % 7 - 3);
+        x[3 * K + j] = j % 64 == 17 ? -2.5f : 0.0f;
+    }
+    for (int r = 0; r < ROWS; r++)
+        quant_quantize_row(at, x + r * K, want + r * rb, K);
+    memset(got, 0xa5, rb * ROWS);
+    cpu_quantize_rows(x, ROWS, K, at, got, 0, 1);
+    for (int r = 0; r < ROWS; r++)
+        if (memcmp(want + r * rb, got + r * rb, rb) != 0)
+            fail("%s: cpu_quantize_rows differs from quant_quantize_row on edge row %d",
+                 enc_dtype_name(at), r);
+    free(x);
+    free(want);
+    free(got);
+}
+
 /* Per value i of a weight row, the magnitude of the parts the format adds
  * beyond the value itself (see the header): |dmin m| or 32 |d sc|. */
 static void row_offsets(enc_dtype dt, const unsigned char *wr, double *off)
@@ -282,6 +313,7 @@ static void test_type(enc_dtype dt, double *worst, int *n_inv)
     world wd;
     world_init(&wd, dt);
     check_quantize_rows(&wd);
+    check_quantize_edges(wd.at);
     float *y = xmalloc(sizeof(float) * T * N_OUT);
     mm_ctx c = {wd.xq, T, K, wd.w, dt, N_OUT, y};
     run_nth(mm_task, &c, 2);

@@ -121,6 +121,24 @@ CPU__INLINE V cpu__v_load_w_part(enc_dtype dt, const void *w, int64_t i, int n)
     return V_LOAD_PART((const float *)w + i, n);
 }
 
+/* A single-token tile streams its R rows once, and the rows of a matrix lie
+ * one after another: every CPU__V_PF elements it asks for the same share of
+ * the bytes after its last row (the next tile's). A hint only: a prefetch
+ * never faults, past the matrix end included, and changes no value. */
+enum { CPU__V_PF = 32 };
+CPU__INLINE void cpu__v_prefetch_next(int R, enc_dtype dt, const void *last_row, int64_t k,
+                                      int64_t i)
+{
+#if defined(__GNUC__)
+    size_t es = enc_dtype_size(dt);
+    const char *p = (const char *)last_row + (size_t)k * es + (size_t)i * R * es;
+    for (size_t o = 0; o < (size_t)R * CPU__V_PF * es; o += 64)
+        __builtin_prefetch(p + o);
+#else
+    (void)R, (void)dt, (void)last_row, (void)k, (void)i;
+#endif
+}
+
 /* y[t * ldy + r] = dot(x[t * ldx .. + k], wrow[r][0 .. k]) for t < T, r < R,
  * each in the fixed order of the header comment. T, R and dt are constants
  * at every call site, so acc[][] lives in registers. */
@@ -133,6 +151,7 @@ CPU__INLINE void cpu__tile(int T, int R, enc_dtype dt, const float *x, int64_t l
     }
     int64_t i = 0;
     for (; i + VW <= k; i += VW) {
+        if (T == 1 && i % CPU__V_PF == 0) cpu__v_prefetch_next(R, dt, wrow[R - 1], k, i);
         V wv[CPU__V_RMAX];
         CPU__UNROLL for (int r = 0; r < R; r++) wv[r] = cpu__v_load_w(dt, wrow[r], i);
         CPU__UNROLL for (int t = 0; t < T; t++) {

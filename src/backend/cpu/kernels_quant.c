@@ -229,6 +229,9 @@ void cpu_quantize_rows(const float *x, int64_t rows, int64_t k, enc_dtype dtype,
     int64_t per = (rows + nth - 1) / nth, r0 = per * ith, r1 = r0 + per;
     r1 = r1 < rows ? r1 : rows;
     size_t rb = enc_dtype_row_bytes(dtype, k);
+    const cpu__quant_table *qt = cpu__quant_table_for(cpu_kernels_init());
+    int (*row)(enc_dtype, const float *, void *, int64_t) =
+        qt->quantize_row ? qt->quantize_row : quant_quantize_row;
     for (int64_t r = r0; r < r1; r++)
-        quant_quantize_row(dtype, x + r * k, (unsigned char *)out + (size_t)r * rb, k);
+        row(dtype, x + r * k, (unsigned char *)out + (size_t)r * rb, k);
 }

@@ -11,8 +11,7 @@
 #include <immintrin.h>
 
 #define CPU__Q_DOT4(u, s) _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
-#define CPU__Q_DOT4_SCALED(u, s, sc16, sc32)                                                       \
-    ((void)(sc32), _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), sc16))
+#define CPU__Q_DOT4_SCALED(u, s, sc16) _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), sc16)
 #define CPU__Q_TABLE cpu__quant_avx2
 #define CPU__Q_NAME "avx2"
 #include "backend/cpu/kernels_quant_impl.h"

@@ -48,6 +48,8 @@ typedef struct cpu__quant_table {
     const char *name;
     cpu__qdot_fn dot[ENC_DTYPE_COUNT];   /* by weight dtype; NULL for non-block types */
     cpu__qdot2_fn dot2[ENC_DTYPE_COUNT]; /* (optional, per type) 2 tokens x 4 rows */
+    /* (optional) quant_quantize_row's bytes, faster; NULL: quant_quantize_row */
+    int (*quantize_row)(enc_dtype dt, const float *x, void *out, int64_t k);
 } cpu__quant_table;
 
 extern const cpu__quant_table cpu__quant_scalar; /* kernels_quant.c */
@@ -72,11 +74,13 @@ void cpu__matmul_quant(const cpu__quant_table *qt, const void *x, int64_t n_toke
  * table's name), CPU__Q_NAME (a string), and
  *   CPU__Q_DOT4(u, s)               __m256i of 8 int32: lane i = sum of the 4
  *                                   products u8 u[4i..4i+3] * s8 s[4i..4i+3]
- *   CPU__Q_DOT4_SCALED(u, s, sc16, sc32)  the same lanes times a scale held
- *                                   as 16 int16 (sc16) or 8 int32 (sc32) lanes */
+ *   CPU__Q_DOT4_SCALED(u, s, sc16)  the same lanes times a scale held as 16
+ *                                   int16 lanes, the two of each int32 lane
+ *                                   equal */
 #ifdef CPU__Q_TABLE
 
 #include <immintrin.h>
+#include <string.h>
 
 static inline float cpu__q_hsum(__m256 v) /* ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) */
 {
@@ -114,11 +118,25 @@ enum { CPU__Q_RMAX = 4 };
 #define CPU__Q_UNROLL
 #endif
 
+/* Decode streams each weight once, R rows side by side, and the rows of a
+ * matrix lie one after another: while a tile reads block b of its rows, it
+ * asks for the same share of the bytes after its last row (the next tile's,
+ * bb bytes per block and row). Only a hint: a prefetch never faults, past
+ * the matrix end included, and changes no value. */
+CPU__Q_INLINE void cpu__q_prefetch_next(int R, const void *last_row, int64_t nb, size_t bb,
+                                        int64_t b)
+{
+    const char *p = (const char *)last_row + (size_t)nb * bb + (size_t)b * R * bb;
+    for (size_t o = 0; o < (size_t)R * bb; o += 64)
+        _mm_prefetch(p + o, _MM_HINT_T0);
+}
+
 /* Q8_0 and Q4_0 also come as tiles of T <= 2 tokens x R rows, which share
  * each weight block's unpacking and scale across the tokens (prefill). */
 enum { CPU__Q_TMAX = 2 };
 
-/* Weight block b of row r as 32 signed levels (Q8_0 or Q4_0) and its scale. */
+/* Weight block b of row r as 32 levels and its scale: Q8_0 signed, Q4_0
+ * unsigned (q, 0..15; the dot takes 8 times the token's sums off after). */
 CPU__Q_INLINE __m256i cpu__q_levels(int q4, const void *w, int64_t b, float *d)
 {
     if (q4) {
@@ -126,14 +144,17 @@ CPU__Q_INLINE __m256i cpu__q_levels(int q4, const void *w, int64_t b, float *d)
         __m128i v = _mm_loadu_si128((const __m128i *)k->qs);
         __m256i q = _mm256_set_m128i(_mm_srli_epi16(v, 4), v); /* values 0..15 | 16..31 */
         *d = cpu__q_f16(k->d);
-        return _mm256_sub_epi8(_mm256_and_si256(q, _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
+        return _mm256_and_si256(q, _mm256_set1_epi8(15));
     }
     const block_q8_0 *k = (const block_q8_0 *)w + b;
     *d = cpu__q_f16(k->d);
     return _mm256_loadu_si256((const __m256i *)k->qs);
 }
 
-/* y[t][r] = row r (Q8_0, or Q4_0 when q4) . token t's Q8_0 activations. */
+/* y[t][r] = row r (Q8_0, or Q4_0 when q4) . token t's Q8_0 activations.
+ * Q8_0 levels are signed: |w| . x sign(w). Q4_0 ones are unsigned: the lanes
+ * of q . x less 8 times the lanes of 1 . x (computed once per token and
+ * block), the same exact int32 lanes as (q - 8) . x. */
 CPU__Q_INLINE void cpu__q_32_tile(int q4, int T, int R, const void *const *wv,
                                   const void *const *xv, int64_t nb, float *const *y)
 {
@@ -143,22 +164,26 @@ CPU__Q_INLINE void cpu__q_32_tile(int q4, int T, int R, const void *const *wv,
         CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[t][r] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < nb; b++) {
-        __m256i qx[CPU__Q_TMAX];
+        if (T == 1)
+            cpu__q_prefetch_next(R, wv[R - 1], nb, q4 ? sizeof(block_q4_0) : sizeof(block_q8_0), b);
+        __m256i qx[CPU__Q_TMAX], x8[CPU__Q_TMAX];
         float dx[CPU__Q_TMAX];
         CPU__Q_UNROLL for (int t = 0; t < T; t++)
         {
             const block_q8_0 *x = (const block_q8_0 *)xv[t] + b;
             qx[t] = _mm256_loadu_si256((const __m256i *)x->qs);
             dx[t] = cpu__q_f16(x->d);
+            if (q4) x8[t] = _mm256_slli_epi32(CPU__Q_DOT4(_mm256_set1_epi8(1), qx[t]), 3);
         }
         CPU__Q_UNROLL for (int r = 0; r < R; r++)
         {
             float dw;
             __m256i qw = cpu__q_levels(q4, wv[r], b, &dw);
-            __m256i aw = _mm256_sign_epi8(qw, qw);
+            __m256i aw = q4 ? qw : _mm256_sign_epi8(qw, qw);
             CPU__Q_UNROLL for (int t = 0; t < T; t++)
             {
-                __m256i dot = CPU__Q_DOT4(aw, _mm256_sign_epi8(qx[t], qw));
+                __m256i dot = q4 ? _mm256_sub_epi32(CPU__Q_DOT4(aw, qx[t]), x8[t])
+                                 : CPU__Q_DOT4(aw, _mm256_sign_epi8(qx[t], qw));
                 acc[t][r] =
                     _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[t]), _mm256_cvtepi32_ps(dot), acc[t][r]);
             }
@@ -195,206 +220,183 @@ static void cpu__q_dot2_q4_0(const void *const *w, const void *const *x, int64_t
     cpu__q_32_tile(1, CPU__Q_TMAX, CPU__Q_RMAX, w, x, nb, y);
 }
 
-/* Q4_K and Q5_K: qh is NULL for Q4_K. isum of one superblock in int32 lanes. */
-static inline __m256i cpu__q_k45_isum(const uint8_t *qs, const uint8_t *qh, const int *sc,
-                                      const int8_t *xq)
+/* --- the K types: Q4_K, Q5_K and Q6_K ------------------------------------ */
+
+/* One tile body serves the three K types (kt, a constant at every call site)
+ * for T <= 2 tokens x R <= 4 rows. Per weight superblock, per row:
+ *   - its scales unpacked once, in vectors: the 16-bit sub-block scales in
+ *     both 128-bit lanes (picked per sub-block by one byte shuffle), and the
+ *     16 int16 that dotted with the token's 16 bsums give the correction
+ *     (Q4_K/Q5_K: each 6-bit min twice, m[s] . (bsums[2s] + bsums[2s+1]);
+ *     Q6_K: the 16 scales, sc[g] . bsums[g], times 32);
+ *   - each run of 32 levels unpacked once and dotted with every token.
+ * The integer sums are exact in any order, and the f32 steps per output are
+ * one fma per block (d_w d_x times the int32 lanes) and one scalar sum of the
+ * corrections, so every (T, R) gives every output the bits of the 1 x 1 path. */
+enum { CPU__QK_Q4 = 0, CPU__QK_Q5 = 1, CPU__QK_Q6 = 2 };
+
+#if defined(__clang__)
+#define CPU__Q_UNROLL8 _Pragma("clang loop unroll(full)")
+#elif defined(__GNUC__)
+#define CPU__Q_UNROLL8 _Pragma("GCC unroll 8")
+#else
+#define CPU__Q_UNROLL8
+#endif
+
+static inline int cpu__q_hsum_i32(__m256i v) /* exact: any order */
 {
-    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-    __m256i hbits = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
-    __m256i isum = _mm256_setzero_si256();
-    for (int c = 0; c < 4; c++) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-        __m256i lo = _mm256_and_si256(v, m4);
-        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        if (qh) {
-            __m256i b0 = _mm256_and_si256(_mm256_srl_epi16(hbits, _mm_cvtsi32_si128(2 * c)), one);
-            __m256i b1 =
-                _mm256_and_si256(_mm256_srl_epi16(hbits, _mm_cvtsi32_si128(2 * c + 1)), one);
-            lo = _mm256_or_si256(lo, _mm256_slli_epi16(b0, 4));
-            hi = _mm256_or_si256(hi, _mm256_slli_epi16(b1, 4));
-        }
-        __m256i xl = _mm256_loadu_si256((const __m256i *)(xq + 64 * c));
-        __m256i xh = _mm256_loadu_si256((const __m256i *)(xq + 64 * c + 32));
-        int s0 = sc[2 * c], s1 = sc[2 * c + 1];
-        isum = _mm256_add_epi32(
-            isum, CPU__Q_DOT4_SCALED(lo, xl, _mm256_set1_epi16((short)s0), _mm256_set1_epi32(s0)));
-        isum = _mm256_add_epi32(
-            isum, CPU__Q_DOT4_SCALED(hi, xh, _mm256_set1_epi16((short)s1), _mm256_set1_epi32(s1)));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* The 16-bit lane lo (low 128 bits) and hi (high 128 bits) of each 128-bit
+ * half of v, copied to every 16-bit lane of that half. */
+static inline __m256i cpu__q_pick16(__m256i v, int lo, int hi)
+{
+    __m128i cl = _mm_set1_epi16((short)(2 * lo | (2 * lo + 1) << 8));
+    __m128i ch = _mm_set1_epi16((short)(2 * hi | (2 * hi + 1) << 8));
+    return _mm256_shuffle_epi8(v, _mm256_set_m128i(ch, cl));
+}
+
+/* Q4_K / Q5_K 12 packed scale bytes -> bytes 0..7 the 6-bit scales sc[0..7],
+ * bytes 8..15 the mins m[0..7] (quant_scale_min_k4 for all s at once). */
+static inline __m128i cpu__q_k4_scales(const uint8_t *scales)
+{
+    const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
+    uint32_t u[3];
+    memcpy(u, scales, sizeof u);
+    uint32_t sc_lo = u[0] & m6, m_lo = u[1] & m6;
+    uint32_t sc_hi = (u[2] & m4) | ((u[0] >> 6) & m2) << 4;
+    uint32_t m_hi = ((u[2] >> 4) & m4) | ((u[1] >> 6) & m2) << 4;
+    return _mm_set_epi32((int)m_hi, (int)m_lo, (int)sc_hi, (int)sc_lo);
+}
+
+/* The scales of one superblock wb of type kt: sc[0..1] (the vectors
+ * cpu__q_k_pick reads), mv (the correction's 16 int16), d_w and the
+ * correction's scale dm (dmin_w; Q6_K d_w). */
+CPU__Q_INLINE void cpu__q_k_scales(int kt, const unsigned char *wb, __m256i *sc, __m256i *mv,
+                                   float *d, float *dm)
+{
+    if (kt == CPU__QK_Q6) {
+        const block_q6_K *w = (const block_q6_K *)wb;
+        __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w->scales));
+        sc[0] = _mm256_permute2x128_si256(s16, s16, 0x00);
+        sc[1] = _mm256_permute2x128_si256(s16, s16, 0x11);
+        *mv = s16;
+        *d = *dm = cpu__q_f16(w->d);
+        return;
     }
-    return isum;
+    const block_q4_K *w = (const block_q4_K *)wb; /* d, dmin, scales alike in Q5_K */
+    __m128i v = cpu__q_k4_scales(w->scales);
+    sc[0] = sc[1] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(v));
+    *mv = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v)); /* m0 m0 m1 m1 ... */
+    *d = cpu__q_f16(w->d);
+    *dm = cpu__q_f16(w->dmin);
 }
 
-/* One Q4_K / Q5_K superblock (the layouts share d, dmin, scales; qs is the
- * last 128 bytes, qh the 32 before it in Q5_K): adds d_w d_x isum to *acc,
- * returns dmin_w d_x msum. */
-static inline float cpu__q_k45_block(const block_q4_K *w, const uint8_t *qh, const uint8_t *qs,
-                                     const block_q8_K *x, __m256 *acc)
+/* The scale of run s (32 values) in every 16-bit lane (Q6_K: its two groups
+ * of 16, one per 128-bit half). */
+CPU__Q_INLINE __m256i cpu__q_k_pick(int kt, const __m256i *sc, int s)
 {
-    int sc[8], m[8], msum = 0;
-    for (int s = 0; s < 8; s++) {
-        quant_scale_min_k4(w->scales, s, &sc[s], &m[s]);
-        msum += m[s] * (x->bsums[2 * s] + x->bsums[2 * s + 1]);
-    }
-    __m256i isum = cpu__q_k45_isum(qs, qh, sc, x->qs);
-    *acc = _mm256_fmadd_ps(_mm256_set1_ps(cpu__q_f16(w->d) * x->d), _mm256_cvtepi32_ps(isum), *acc);
-    return (cpu__q_f16(w->dmin) * x->d) * (float)msum;
+    if (kt == CPU__QK_Q6) return cpu__q_pick16(sc[s / 4], 2 * (s % 4), 2 * (s % 4) + 1);
+    return cpu__q_pick16(sc[0], s, s);
 }
 
-/* Q4_K / Q5_K for two tokens x CPU__Q_RMAX rows: each row's superblock is
- * unpacked once (levels and 6-bit scales) and dotted with both tokens. The
- * integer sums are exact in any order, and the f32 steps per output are
- * those of cpu__q_k45_block, so every output has the bits of the 1 x 1 path. */
-CPU__Q_INLINE void cpu__q_k45_tile2(size_t bb, const void *const *wv, const void *const *xv,
-                                    int64_t nb, float *const *y)
-{
-    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-    __m256 acc[CPU__Q_TMAX][CPU__Q_RMAX];
-    float accm[CPU__Q_TMAX][CPU__Q_RMAX];
-    for (int t = 0; t < CPU__Q_TMAX; t++)
-        for (int r = 0; r < CPU__Q_RMAX; r++)
-            acc[t][r] = _mm256_setzero_ps(), accm[t][r] = 0.0f;
-    for (int64_t b = 0; b < nb; b++) {
-        const block_q8_K *x[CPU__Q_TMAX];
-        for (int t = 0; t < CPU__Q_TMAX; t++)
-            x[t] = (const block_q8_K *)xv[t] + b;
-        for (int r = 0; r < CPU__Q_RMAX; r++) {
-            const unsigned char *wb = (const unsigned char *)wv[r] + (size_t)b * bb;
-            const block_q4_K *w = (const block_q4_K *)wb; /* d, dmin, scales alike */
-            const uint8_t *qs = wb + bb - 128, *qh = bb == sizeof(block_q5_K) ? wb + 16 : NULL;
-            int sc[8], m[8];
-            for (int s = 0; s < 8; s++)
-                quant_scale_min_k4(w->scales, s, &sc[s], &m[s]);
-            __m256i lv[8]; /* the 8 sub-blocks' levels */
-            __m256i hbits = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
-            for (int c = 0; c < 4; c++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-                lv[2 * c] = _mm256_and_si256(v, m4);
-                lv[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                if (qh)
-                    for (int h = 0; h < 2; h++) {
-                        __m256i bit = _mm256_and_si256(
-                            _mm256_srl_epi16(hbits, _mm_cvtsi32_si128(2 * c + h)), one);
-                        lv[2 * c + h] = _mm256_or_si256(lv[2 * c + h], _mm256_slli_epi16(bit, 4));
-                    }
-            }
-            float dw = cpu__q_f16(w->d), dmw = cpu__q_f16(w->dmin);
-            for (int t = 0; t < CPU__Q_TMAX; t++) {
-                int msum = 0;
-                for (int s = 0; s < 8; s++)
-                    msum += m[s] * (x[t]->bsums[2 * s] + x[t]->bsums[2 * s + 1]);
-                __m256i isum = _mm256_setzero_si256();
-                for (int s = 0; s < 8; s++) {
-                    __m256i xs = _mm256_loadu_si256((const __m256i *)(x[t]->qs + 32 * s));
-                    isum = _mm256_add_epi32(
-                        isum, CPU__Q_DOT4_SCALED(lv[s], xs, _mm256_set1_epi16((short)sc[s]),
-                                                 _mm256_set1_epi32(sc[s])));
-                }
-                acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[t]->d), _mm256_cvtepi32_ps(isum),
-                                            acc[t][r]);
-                accm[t][r] += (dmw * x[t]->d) * (float)msum;
-            }
-        }
-    }
-    for (int t = 0; t < CPU__Q_TMAX; t++)
-        for (int r = 0; r < CPU__Q_RMAX; r++)
-            y[t][r] = cpu__q_hsum(acc[t][r]) - accm[t][r];
-}
-
-static void cpu__q_dot2_q4_k(const void *const *w, const void *const *x, int64_t nb,
-                             float *const *y)
-{
-    cpu__q_k45_tile2(sizeof(block_q4_K), w, x, nb, y);
-}
-
-static void cpu__q_dot2_q5_k(const void *const *w, const void *const *x, int64_t nb,
-                             float *const *y)
-{
-    cpu__q_k45_tile2(sizeof(block_q5_K), w, x, nb, y);
-}
-
-/* Q4_K (bb 144, no qh) or Q5_K (bb 176, qh at byte 16). */
-CPU__Q_INLINE void cpu__q_k45_rows(int R, size_t bb, const void *const *wv, const void *xv,
-                                   int64_t nb, float *y)
-{
-    const block_q8_K *x = xv;
-    __m256 acc[CPU__Q_RMAX];
-    float accm[CPU__Q_RMAX];
-    CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps(), accm[r] = 0.0f;
-    for (int64_t b = 0; b < nb; b++)
-        CPU__Q_UNROLL for (int r = 0; r < R; r++)
-        {
-            const unsigned char *w = (const unsigned char *)wv[r] + (size_t)b * bb;
-            const uint8_t *qh = bb == sizeof(block_q5_K) ? w + 16 : NULL;
-            accm[r] += cpu__q_k45_block((const block_q4_K *)w, qh, w + bb - 128, &x[b], &acc[r]);
-        }
-    CPU__Q_UNROLL for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]) - accm[r];
-}
-
-CPU__Q_INLINE void cpu__q_q4_k_rows(int R, const void *const *wv, const void *xv, int64_t nb,
-                                    float *y)
-{
-    cpu__q_k45_rows(R, sizeof(block_q4_K), wv, xv, nb, y);
-}
-
-CPU__Q_INLINE void cpu__q_q5_k_rows(int R, const void *const *wv, const void *xv, int64_t nb,
-                                    float *y)
-{
-    cpu__q_k45_rows(R, sizeof(block_q5_K), wv, xv, nb, y);
-}
-
-/* Bits [2i, 2i + 2) of each byte of h, as bits 4..5 of a byte. */
-static inline __m256i cpu__q_q6_high(__m256i h, int i)
-{
-    __m256i b =
-        _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * i)), _mm256_set1_epi8(3));
-    return _mm256_slli_epi16(b, 4);
-}
-
-/* One Q6_K superblock: adds d_w d_x isum to *acc, returns d_w d_x 32 corr. */
-static inline float cpu__q_q6_k_block(const block_q6_K *w, const block_q8_K *x, __m256 *acc)
+/* Run s (values 32 s .. 32 s + 31) of superblock wb as 32 unsigned levels:
+ * Q4_K 0..15, Q5_K 0..31, Q6_K 0..63 (q + 32). */
+CPU__Q_INLINE __m256i cpu__q_k_levels(int kt, const unsigned char *wb, int s)
 {
     const __m256i m4 = _mm256_set1_epi8(15);
-    const int8_t *sc = w->scales;
-    int corr = 0;
-    for (int g = 0; g < 16; g++)
-        corr += sc[g] * x->bsums[g];
-    __m256i isum = _mm256_setzero_si256();
-    for (int h = 0; h < 2; h++) {
-        __m256i l0 = _mm256_loadu_si256((const __m256i *)(w->ql + 64 * h));
-        __m256i l1 = _mm256_loadu_si256((const __m256i *)(w->ql + 64 * h + 32));
+    if (kt == CPU__QK_Q6) {
+        const block_q6_K *w = (const block_q6_K *)wb;
+        int h = s / 4, i = s % 4;
+        __m256i l = _mm256_loadu_si256((const __m256i *)(w->ql + 64 * h + 32 * (i & 1)));
         __m256i hb = _mm256_loadu_si256((const __m256i *)(w->qh + 32 * h));
-        __m256i q[4] = {
-            _mm256_and_si256(l0, m4),
-            _mm256_and_si256(l1, m4),
-            _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-            _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-        };
-        for (int i = 0; i < 4; i++) {
-            __m256i qi = _mm256_or_si256(q[i], cpu__q_q6_high(hb, i));
-            __m256i xi = _mm256_loadu_si256((const __m256i *)(x->qs + 128 * h + 32 * i));
-            int s0 = sc[8 * h + 2 * i], s1 = sc[8 * h + 2 * i + 1];
-            __m256i sc16 = _mm256_set_m128i(_mm_set1_epi16((short)s1), _mm_set1_epi16((short)s0));
-            __m256i sc32 = _mm256_set_m128i(_mm_set1_epi32(s1), _mm_set1_epi32(s0));
-            isum = _mm256_add_epi32(isum, CPU__Q_DOT4_SCALED(qi, xi, sc16, sc32));
-        }
+        __m256i lo = _mm256_and_si256(_mm256_srl_epi16(l, _mm_cvtsi32_si128(4 * (i >> 1))), m4);
+        __m256i hi =
+            _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(2 * i)), _mm256_set1_epi8(3));
+        return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
     }
-    float d = cpu__q_f16(w->d) * x->d;
-    *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), *acc);
-    return d * (float)(32 * corr);
+    size_t bb = kt == CPU__QK_Q5 ? sizeof(block_q5_K) : sizeof(block_q4_K);
+    const uint8_t *qs = wb + bb - 128; /* Q5_K: qh the 32 bytes before */
+    __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * (s / 2)));
+    __m256i q = _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(4 * (s % 2))), m4);
+    if (kt == CPU__QK_Q5) {
+        __m256i hb = _mm256_loadu_si256((const __m256i *)(wb + 16));
+        __m256i bit =
+            _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(s)), _mm256_set1_epi8(1));
+        q = _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
+    }
+    return q;
 }
 
-CPU__Q_INLINE void cpu__q_q6_k_rows(int R, const void *const *wv, const void *xv, int64_t nb,
-                                    float *y)
+/* y[t][r] = K-type row r . token t's Q8_K activations. */
+CPU__Q_INLINE void cpu__q_k_tile(int kt, int T, int R, const void *const *wv, const void *const *xv,
+                                 int64_t nb, float *const *y)
 {
-    const block_q8_K *x = xv;
-    __m256 acc[CPU__Q_RMAX];
-    float accm[CPU__Q_RMAX];
-    CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps(), accm[r] = 0.0f;
-    for (int64_t b = 0; b < nb; b++)
-        CPU__Q_UNROLL for (int r = 0; r < R; r++) accm[r] +=
-            cpu__q_q6_k_block((const block_q6_K *)wv[r] + b, &x[b], &acc[r]);
-    CPU__Q_UNROLL for (int r = 0; r < R; r++) y[r] = cpu__q_hsum(acc[r]) - accm[r];
+    size_t bb = kt == CPU__QK_Q6   ? sizeof(block_q6_K)
+                : kt == CPU__QK_Q5 ? sizeof(block_q5_K)
+                                   : sizeof(block_q4_K);
+    __m256 acc[CPU__Q_TMAX][CPU__Q_RMAX];
+    float accm[CPU__Q_TMAX][CPU__Q_RMAX];
+    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    {
+        CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[t][r] = _mm256_setzero_ps(),
+                                                  accm[t][r] = 0.0f;
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        if (T == 1) cpu__q_prefetch_next(R, wv[R - 1], nb, bb, b);
+        const block_q8_K *x[CPU__Q_TMAX];
+        CPU__Q_UNROLL for (int t = 0; t < T; t++) x[t] = (const block_q8_K *)xv[t] + b;
+        CPU__Q_UNROLL for (int r = 0; r < R; r++)
+        {
+            const unsigned char *wb = (const unsigned char *)wv[r] + (size_t)b * bb;
+            __m256i sc[2], mv, isum[CPU__Q_TMAX];
+            float dw, dm;
+            cpu__q_k_scales(kt, wb, sc, &mv, &dw, &dm);
+            CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
+            CPU__Q_UNROLL8 for (int s = 0; s < 8; s++)
+            {
+                __m256i lv = cpu__q_k_levels(kt, wb, s), ss = cpu__q_k_pick(kt, sc, s);
+                CPU__Q_UNROLL for (int t = 0; t < T; t++)
+                {
+                    __m256i xs = _mm256_loadu_si256((const __m256i *)(x[t]->qs + 32 * s));
+                    isum[t] = _mm256_add_epi32(isum[t], CPU__Q_DOT4_SCALED(lv, xs, ss));
+                }
+            }
+            CPU__Q_UNROLL for (int t = 0; t < T; t++)
+            {
+                __m256i bs = _mm256_loadu_si256((const __m256i *)x[t]->bsums);
+                int corr = cpu__q_hsum_i32(_mm256_madd_epi16(mv, bs));
+                corr = kt == CPU__QK_Q6 ? 32 * corr : corr;
+                acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[t]->d),
+                                            _mm256_cvtepi32_ps(isum[t]), acc[t][r]);
+                accm[t][r] += (dm * x[t]->d) * (float)corr;
+            }
+        }
+    }
+    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    {
+        CPU__Q_UNROLL for (int r = 0; r < R; r++) y[t][r] = cpu__q_hsum(acc[t][r]) - accm[t][r];
+    }
 }
+
+#define CPU__Q_K_TYPE(T, KT)                                                                       \
+    CPU__Q_INLINE void cpu__q_##T##_rows(int R, const void *const *wv, const void *xv, int64_t nb, \
+                                         float *y)                                                 \
+    {                                                                                              \
+        cpu__q_k_tile(KT, 1, R, wv, &xv, nb, &y);                                                  \
+    }                                                                                              \
+    static void cpu__q_dot2_##T(const void *const *w, const void *const *x, int64_t nb,            \
+                                float *const *y)                                                   \
+    {                                                                                              \
+        cpu__q_k_tile(KT, CPU__Q_TMAX, CPU__Q_RMAX, w, x, nb, y);                                  \
+    }
+CPU__Q_K_TYPE(q4_k, CPU__QK_Q4)
+CPU__Q_K_TYPE(q5_k, CPU__QK_Q5)
+CPU__Q_K_TYPE(q6_k, CPU__QK_Q6)
 
 /* The table's entry for one type: R = CPU__Q_RMAX at once, else row by row. */
 #define CPU__Q_ROWS(T)                                                                             \
@@ -413,8 +415,89 @@ CPU__Q_ROWS(q4_k)
 CPU__Q_ROWS(q5_k)
 CPU__Q_ROWS(q6_k)
 
+/* --- activations: f32 rows -> Q8_0 / Q8_K blocks --------------------------- */
+
+/* The bytes quant_quantize_row writes (base/quant.c), 8 values at a time:
+ * the same amax (a max is exact in any order), the same scalar d and 1/d,
+ * x * id rounded the way quant.c rounds (truncate, then one step away from
+ * zero when the fraction is at least a half), Q8_K clamped to +-127. */
+static inline __m256 cpu__q_absmax8(const float *x, int n, __m256 m)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int j = 0; j < n; j += 8) /* a NaN value is skipped, as in quant.c */
+        m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), m);
+    return m;
+}
+
+static inline float cpu__q_hmax(__m256 v)
+{
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+static inline __m256i cpu__q_round(__m256 v)
+{
+    __m256i q = _mm256_cvttps_epi32(v);
+    __m256 frac = _mm256_sub_ps(v, _mm256_cvtepi32_ps(q));
+    __m256i up = _mm256_castps_si256(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ));
+    __m256i dn = _mm256_castps_si256(_mm256_cmp_ps(frac, _mm256_set1_ps(-0.5f), _CMP_LE_OQ));
+    return _mm256_add_epi32(_mm256_sub_epi32(q, up), dn); /* a true mask is -1 */
+}
+
+/* 32 values x[0..32) times id, rounded, as 32 signed bytes in order. */
+static inline __m256i cpu__q_round32(const float *x, float id)
+{
+    __m256 vid = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int i = 0; i < 4; i++)
+        q[i] = cpu__q_round(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), vid));
+    __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+static void cpu__q_quantize_q8_0(const float *x, block_q8_0 *b)
+{
+    float d = cpu__q_hmax(cpu__q_absmax8(x, 32, _mm256_setzero_ps())) / 127.0f;
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    b->d = enc_f32_to_f16(d);
+    _mm256_storeu_si256((__m256i *)b->qs, cpu__q_round32(x, id));
+}
+
+static void cpu__q_quantize_q8_k(const float *x, block_q8_K *b)
+{
+    float amax = cpu__q_hmax(cpu__q_absmax8(x, QUANT_K, _mm256_setzero_ps()));
+    float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    b->d = amax > 0.0f ? amax / 127.0f : 0.0f;
+    for (int c = 0; c < QUANT_K / 32; c++) {
+        __m256i q = _mm256_max_epi8(cpu__q_round32(x + 32 * c, id), _mm256_set1_epi8(-127));
+        _mm256_storeu_si256((__m256i *)(b->qs + 32 * c), q);
+        int32_t s4[8]; /* sums of 4 values: groups 2c (lanes 0..3) and 2c + 1 */
+        __m256i p = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);
+        _mm256_storeu_si256((__m256i *)s4, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+        b->bsums[2 * c] = (int16_t)(s4[0] + s4[1] + s4[2] + s4[3]);
+        b->bsums[2 * c + 1] = (int16_t)(s4[4] + s4[5] + s4[6] + s4[7]);
+    }
+}
+
+/* The table's quantize_row: Q8_0 and Q8_K here, any other type portable. */
+static int cpu__q_quantize_row(enc_dtype dt, const float *x, void *out, int64_t k)
+{
+    int64_t be = enc_dtype_block_elems(dt);
+    if ((dt != ENC_Q8_0 && dt != ENC_Q8_K) || k % be != 0) return quant_quantize_row(dt, x, out, k);
+    for (int64_t i = 0; i < k / be; i++) {
+        if (dt == ENC_Q8_0)
+            cpu__q_quantize_q8_0(x + i * be, (block_q8_0 *)out + i);
+        else
+            cpu__q_quantize_q8_k(x + i * be, (block_q8_K *)out + i);
+    }
+    return 0;
+}
+
 const cpu__quant_table CPU__Q_TABLE = {
     .name = CPU__Q_NAME,
+    .quantize_row = cpu__q_quantize_row,
     .dot =
         {
             [ENC_Q8_0] = cpu__q_dot_q8_0,
@@ -429,6 +512,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q4_0] = cpu__q_dot2_q4_0,
             [ENC_Q4_K] = cpu__q_dot2_q4_k,
             [ENC_Q5_K] = cpu__q_dot2_q5_k,
+            [ENC_Q6_K] = cpu__q_dot2_q6_k,
         },
 };
 

@@ -12,8 +12,9 @@
 #include <immintrin.h>
 
 #define CPU__Q_DOT4(u, s) _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
-#define CPU__Q_DOT4_SCALED(u, s, sc16, sc32)                                                       \
-    ((void)(sc16), _mm256_mullo_epi32(CPU__Q_DOT4(u, s), sc32))
+/* sc16 holds one int16 twice in each int32 lane: the arithmetic shift gives it as int32 */
+#define CPU__Q_DOT4_SCALED(u, s, sc16)                                                             \
+    _mm256_mullo_epi32(CPU__Q_DOT4(u, s), _mm256_srai_epi32(sc16, 16))
 #define CPU__Q_TABLE cpu__quant_vnni
 #define CPU__Q_NAME "avx512vnni"
 #include "backend/cpu/kernels_quant_impl.h"

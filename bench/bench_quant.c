@@ -1,0 +1,132 @@
+/* bench_quant.c - speed of the CPU matmul over block-quantized weights, per
+ * type, on one thread, timed in the thread's own CPU time (so that other
+ * work on a shared machine slows the wall clock, not the figure).
+ *
+ *   decode:  y[1, N] = x[1, K] W^T with W [N, K] hot in cache (N = 512,
+ *            K = 1024): GB/s of weight blocks the kernel can consume, its
+ *            ceiling when memory is not the limit.
+ *            "cold": y[1, N'] over a 256 MiB W, which streams from DRAM
+ *            (page faults of the first touch are outside the timing).
+ *   prefill: y[64, N] = x[64, K] W^T: GMAC/s (multiply-adds per second).
+ *   quantize: the activations of a [64, K] f32 x into the dot type: GB/s of
+ *            f32 read.
+ *
+ * Every figure is the median of RUNS timed runs after one warm-up, for the
+ * ISA chosen by ENCORE_CPU_ISA (else the widest the CPU runs).
+ * Usage: bench_quant [runs]   (default 5; at least 3) */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/cpu/kernels.h"
+#include "base/dtype.h"
+#include "base/quant.h"
+
+enum { K = 1024, N = 512, T_PREFILL = 64, MAX_RUNS = 99 };
+static const size_t COLD_BYTES = (size_t)256 << 20; /* above any L3 */
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static float frand(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+/* Seconds per call of cpu_matmul over n_tokens tokens (median of runs). */
+static double time_matmul(const void *x8, int64_t n_tokens, const void *w, enc_dtype dt, float *y,
+                          int calls, int runs)
+{
+    double t[MAX_RUNS];
+    for (int r = -1; r < runs; r++) {
+        double t0 = cpu_s();
+        for (int c = 0; c < calls; c++)
+            cpu_matmul(x8, n_tokens, K, w, dt, N, y, 0, 1);
+        if (r >= 0) t[r] = (cpu_s() - t0) / calls;
+    }
+    qsort(t, (size_t)runs, sizeof *t, cmp_double);
+    return t[runs / 2];
+}
+
+static double time_quantize(const float *x, enc_dtype dq, void *x8, int calls, int runs)
+{
+    double t[MAX_RUNS];
+    for (int r = -1; r < runs; r++) {
+        double t0 = cpu_s();
+        for (int c = 0; c < calls; c++)
+            cpu_quantize_rows(x, T_PREFILL, K, dq, x8, 0, 1);
+        if (r >= 0) t[r] = (cpu_s() - t0) / calls;
+    }
+    qsort(t, (size_t)runs, sizeof *t, cmp_double);
+    return t[runs / 2];
+}
+
+static void bench_type(enc_dtype dt, int runs)
+{
+    enc_dtype dq = quant_dot_dtype(dt);
+    size_t wrb = enc_dtype_row_bytes(dt, K), xrb = enc_dtype_row_bytes(dq, K);
+    float *xf = malloc(sizeof(float) * K * T_PREFILL), *y = malloc(sizeof(float) * N * T_PREFILL);
+    unsigned char *w = malloc(wrb * N), *x8 = malloc(xrb * T_PREFILL);
+    uint32_t s = 12345;
+    for (int64_t i = 0; i < (int64_t)K * T_PREFILL; i++)
+        xf[i] = frand(&s);
+    for (int n = 0; n < N; n++) {
+        float row[K];
+        for (int j = 0; j < K; j++)
+            row[j] = frand(&s);
+        quant_quantize_row(dt, row, w + (size_t)n * wrb, K);
+    }
+    double tq = time_quantize(xf, dq, x8, 20, runs);
+    double td = time_matmul(x8, 1, w, dt, y, 200, runs);
+    double tp = time_matmul(x8, T_PREFILL, w, dt, y, 4, runs);
+    /* cold: one call over N_COLD rows (a new slice of a large matrix each
+     * time), so the weights stream from DRAM */
+    int64_t n_cold = (int64_t)(COLD_BYTES / wrb);
+    unsigned char *wc = malloc(wrb * (size_t)n_cold);
+    float *yc = malloc(sizeof(float) * (size_t)n_cold);
+    for (int64_t n = 0; n < n_cold; n++)
+        memcpy(wc + (size_t)n * wrb, w + (size_t)(n % N) * wrb, wrb);
+    double tc[MAX_RUNS];
+    for (int r = -1; r < runs; r++) {
+        double t0 = cpu_s();
+        cpu_matmul(x8, 1, K, wc, dt, n_cold, yc, 0, 1);
+        if (r >= 0) tc[r] = cpu_s() - t0;
+    }
+    qsort(tc, (size_t)runs, sizeof *tc, cmp_double);
+    double tcold = tc[runs / 2];
+    free(wc), free(yc);
+    printf("%-6s decode %6.2f GB/s  cold %6.2f GB/s  prefill %6.2f GMAC/s  quantize %6.2f GB/s\n",
+           enc_dtype_name(dt), (double)(wrb * N) / td * 1e-9,
+           (double)(wrb * (size_t)n_cold) / tcold * 1e-9, (double)K * N * T_PREFILL / tp * 1e-9,
+           (double)sizeof(float) * K * T_PREFILL / tq * 1e-9);
+    free(xf), free(y), free(w), free(x8);
+}
+
+int main(int argc, char **argv)
+{
+    int runs = argc > 1 ? atoi(argv[1]) : 5;
+    if (runs < 3 || runs > MAX_RUNS) {
+        fprintf(stderr, "bench_quant: runs must be 3..%d\n", MAX_RUNS);
+        return 1;
+    }
+    cpu_isa isa = cpu_kernels_init();
+    printf("isa %s, one thread, thread CPU time, median of %d\n", cpu_isa_name(isa), runs);
+    const enc_dtype types[] = {ENC_Q8_0, ENC_Q4_0, ENC_Q4_K, ENC_Q5_K, ENC_Q6_K};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+        bench_type(types[i], runs);
+    return 0;
+}
