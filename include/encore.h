@@ -218,11 +218,37 @@ ENCORE_API encore_status encore_get_model_info(encore_engine *e, encore_model_in
 
 /* --- text ------------------------------------------------------------------- */
 
+/* A function call an assistant message made (OpenAI's tool_calls[i]). */
+typedef struct encore_chat_tool_call {
+    const char *id;        /* "call_..."; may be NULL (the Qwen3 template does not show it) */
+    const char *name;      /* function.name */
+    const char *arguments; /* function.arguments: the JSON text of an object, OpenAI's string
+                            * form; the template shows it re-printed as Jinja's tojson does */
+} encore_chat_tool_call;
+
 typedef struct encore_chat_message {
     const char *role;    /* "system", "user", "assistant" or "tool" */
     const char *content; /* UTF-8 */
     const char *reasoning_content; /* assistant: NULL when absent */
+    /* Optional, zero when unused: */
+    const encore_chat_tool_call *tool_calls; /* assistant: [n_tool_calls] */
+    size_t n_tool_calls;
+    const char *tool_call_id; /* tool: the call this answers (NULL when absent; the Qwen3
+                               * template does not show it) */
 } encore_chat_message;
+
+/* How a conversation becomes a prompt, beyond its messages. Zeroed: thinking
+ * off, no tools (start from encore_chat_options_default() for thinking on). */
+typedef struct encore_chat_options {
+    int enable_thinking;    /* 0 adds the empty think block */
+    int plain_content;      /* encore_chat_tokenize_opts: see encore_chat_tokenize */
+    const char *tools_json; /* the tools the model may call: a JSON array of OpenAI tool
+                             * definitions ({"type": "function", "function": {"name",
+                             * "description", "parameters"}}), shown by the template's
+                             * tools branch; NULL or "[]": none */
+} encore_chat_options;
+
+ENCORE_API encore_chat_options encore_chat_options_default(void); /* thinking on, no tools */
 
 /* Text functions work on any thread, also while requests run. Without a
  * tokenizer they fail with ENCORE_ERR_INVALID_ARGUMENT.
@@ -243,6 +269,19 @@ ENCORE_API encore_status encore_chat_prompt(encore_engine *e, const encore_chat_
 ENCORE_API encore_status encore_chat_tokenize(encore_engine *e, const encore_chat_message *msgs,
                                               size_t n, int enable_thinking, int plain_content,
                                               int32_t **ids, size_t *n_ids);
+/* The same two with tools (and tool calls and results in the messages):
+ * encore_chat_prompt_opts is encore_chat_prompt, encore_chat_tokenize_opts
+ * is encore_chat_tokenize, with the options' fields for their arguments. A
+ * tool call whose arguments are not the JSON text of an object, or
+ * tools_json that is not a JSON array, is ENCORE_ERR_INVALID_ARGUMENT naming
+ * the message and the call. */
+ENCORE_API encore_status encore_chat_prompt_opts(encore_engine *e, const encore_chat_message *msgs,
+                                                 size_t n, const encore_chat_options *opt,
+                                                 char **out);
+ENCORE_API encore_status encore_chat_tokenize_opts(encore_engine *e,
+                                                   const encore_chat_message *msgs, size_t n,
+                                                   const encore_chat_options *opt, int32_t **ids,
+                                                   size_t *n_ids);
 /* *ids (never NULL on success) and *text are the caller's to free with encore_free. */
 ENCORE_API encore_status encore_tokenize(encore_engine *e, const char *text, size_t len,
                                          int32_t **ids, size_t *n_ids);

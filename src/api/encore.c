@@ -140,35 +140,146 @@ static enc_status encore__need_tokenizer(const encore_engine *e, const char *wha
     return ENC_OK;
 }
 
-/* The messages as the chat template takes them (*cm malloc'd, the caller
- * frees it), each with a role. */
-static enc_status encore__chat_messages(const encore_chat_message *msgs, size_t n,
-                                        chat_message **cm, const char *what)
+/* --- chat --------------------------------------------------------------------------- */
+
+/* The chat template's messages and tool calls, converted from the API's:
+ * every call's arguments re-printed as the template's tojson prints the
+ * parsed object. One allocation each for msgs, calls and arguments; the
+ * caller frees them with encore__chat_free. */
+typedef struct encore__chat {
+    chat_message *msgs;    /* [n] */
+    chat_tool_call *calls; /* [all messages' tool calls] */
+    char **args;           /* [same]: the re-printed arguments */
+    size_t n_calls;
+} encore__chat;
+
+static void encore__chat_free(encore__chat *c)
 {
-    *cm = calloc(n ? n : 1, sizeof **cm);
-    if (!*cm) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "%s: %zu messages", what, n);
+    for (size_t i = 0; i < c->n_calls; i++) free(c->args[i]);
+    free(c->msgs);
+    free(c->calls);
+    free(c->args);
+}
+
+/* Message i's tool call k into c->calls[c->n_calls]. */
+static enc_status encore__chat_call(encore__chat *c, const encore_chat_message *m, size_t i,
+                                    size_t k, const char *what)
+{
+    const encore_chat_tool_call *tc = &m->tool_calls[k];
+    if (!tc->name || !tc->arguments)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "%s: message %zu, tool call %zu has no %s", what,
+                        i, k, tc->name ? "arguments" : "name");
+    char *args = NULL;
+    enc_status s = chat_template_tojson(tc->arguments, strlen(tc->arguments), &args);
+    if (s == ENC_OK && args[0] != '{') {
+        free(args);
+        s = ENC_ERR_INVALID_ARGUMENT;
+    }
+    if (s != ENC_OK)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "%s: message %zu, tool call %zu (%s): the "
+                        "arguments are not the JSON text of an object", what, i, k, tc->name);
+    c->args[c->n_calls] = args;
+    c->calls[c->n_calls++] = (chat_tool_call){.name = tc->name, .arguments = args};
+    return ENC_OK;
+}
+
+static enc_status encore__chat_messages(const encore_chat_message *msgs, size_t n,
+                                        encore__chat *c, const char *what)
+{
+    memset(c, 0, sizeof *c);
+    size_t n_calls = 0;
     for (size_t i = 0; i < n; i++) {
-        (*cm)[i] = (chat_message){.role = msgs[i].role, .content = msgs[i].content,
-                                  .reasoning_content = msgs[i].reasoning_content};
-        if (msgs[i].role) continue;
-        free(*cm);
-        *cm = NULL;
-        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "%s: message %zu has no role", what, i);
+        if (!msgs[i].role)
+            return enc_fail(ENC_ERR_INVALID_ARGUMENT, "%s: message %zu has no role", what, i);
+        if (msgs[i].n_tool_calls && !msgs[i].tool_calls)
+            return enc_fail(ENC_ERR_INVALID_ARGUMENT, "%s: message %zu: tool_calls is NULL",
+                            what, i);
+        n_calls += msgs[i].n_tool_calls;
+    }
+    c->msgs = calloc(n ? n : 1, sizeof *c->msgs);
+    c->calls = calloc(n_calls ? n_calls : 1, sizeof *c->calls);
+    c->args = calloc(n_calls ? n_calls : 1, sizeof *c->args);
+    if (!c->msgs || !c->calls || !c->args) {
+        encore__chat_free(c);
+        return enc_fail(ENC_ERR_OUT_OF_MEMORY, "%s: %zu messages", what, n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        chat_tool_call *first = c->calls + c->n_calls;
+        for (size_t k = 0; k < msgs[i].n_tool_calls; k++) {
+            enc_status s = encore__chat_call(c, &msgs[i], i, k, what);
+            if (s == ENC_OK) continue;
+            encore__chat_free(c);
+            return s;
+        }
+        c->msgs[i] = (chat_message){.role = msgs[i].role, .content = msgs[i].content,
+                                    .reasoning_content = msgs[i].reasoning_content,
+                                    .tool_calls = first, .n_tool_calls = msgs[i].n_tool_calls};
     }
     return ENC_OK;
+}
+
+encore_chat_options encore_chat_options_default(void)
+{
+    return (encore_chat_options){.enable_thinking = 1};
+}
+
+/* The conversation rendered; with spans (not NULL) also where its strings went. */
+static enc_status encore__chat_render(encore_engine *e, const encore_chat_message *msgs, size_t n,
+                                      const encore_chat_options *opt, char **text, size_t **spans,
+                                      size_t *n_spans, const char *what)
+{
+    enc_status s = encore__need_tokenizer(e, what);
+    if (s != ENC_OK) return s;
+    if (!opt || (n && !msgs)) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "%s: NULL argument", what);
+    encore__chat c;
+    chat_template_opts o = {.add_generation_prompt = 1, .enable_thinking = opt->enable_thinking,
+                            .tools_json = opt->tools_json};
+    s = encore__chat_messages(msgs, n, &c, what);
+    if (s != ENC_OK) return s;
+    if (spans)
+        s = chat_template_render_spans(e->tok, c.msgs, n, &o, text, spans, n_spans);
+    else
+        s = chat_template_render(e->tok, c.msgs, n, &o, text);
+    encore__chat_free(&c);
+    return s;
+}
+
+encore_status encore_chat_prompt_opts(encore_engine *e, const encore_chat_message *msgs, size_t n,
+                                      const encore_chat_options *opt, char **out)
+{
+    if (!out) return (encore_status)enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_chat_prompt: NULL argument");
+    *out = NULL;
+    return (encore_status)encore__chat_render(e, msgs, n, opt, out, NULL, NULL,
+                                              "encore_chat_prompt");
 }
 
 encore_status encore_chat_prompt(encore_engine *e, const encore_chat_message *msgs, size_t n,
                                  int enable_thinking, char **out)
 {
-    enc_status s = encore__need_tokenizer(e, "encore_chat_prompt");
-    if (s != ENC_OK) return (encore_status)s;
-    if (!out || (n && !msgs)) return (encore_status)enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_chat_prompt: NULL argument");
-    *out = NULL;
-    chat_message *cm = NULL;
-    s = encore__chat_messages(msgs, n, &cm, "encore_chat_prompt");
-    if (s == ENC_OK) s = chat_template_apply(e->tok, cm, n, 1, enable_thinking, out);
-    free(cm);
+    encore_chat_options o = {.enable_thinking = enable_thinking};
+    return encore_chat_prompt_opts(e, msgs, n, &o, out);
+}
+
+encore_status encore_chat_tokenize_opts(encore_engine *e, const encore_chat_message *msgs,
+                                        size_t n, const encore_chat_options *opt, int32_t **ids,
+                                        size_t *n_ids)
+{
+    if (!ids || !n_ids)
+        return (encore_status)enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_chat_tokenize: NULL argument");
+    *ids = NULL;
+    *n_ids = 0;
+    char *text = NULL;
+    size_t *spans = NULL, n_spans = 0;
+    enc_status s = encore__chat_render(e, msgs, n, opt, &text, &spans, &n_spans,
+                                       "encore_chat_tokenize");
+    if (s == ENC_OK) {
+        pthread_mutex_lock(&e->tok_mu);
+        s = tokenizer_encode_plain(e->tok, text, strlen(text), spans,
+                                   opt->plain_content ? n_spans : 0, ids, n_ids);
+        pthread_mutex_unlock(&e->tok_mu);
+    }
+    free(text);
+    free(spans);
     return (encore_status)s;
 }
 
@@ -176,28 +287,8 @@ encore_status encore_chat_tokenize(encore_engine *e, const encore_chat_message *
                                    int enable_thinking, int plain_content, int32_t **ids,
                                    size_t *n_ids)
 {
-    enc_status s = encore__need_tokenizer(e, "encore_chat_tokenize");
-    if (s != ENC_OK) return (encore_status)s;
-    if (!ids || !n_ids || (n && !msgs))
-        return (encore_status)enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_chat_tokenize: NULL argument");
-    *ids = NULL;
-    *n_ids = 0;
-    chat_message *cm = NULL;
-    char *text = NULL;
-    size_t *spans = NULL, n_spans = 0;
-    chat_template_opts opts = {.add_generation_prompt = 1, .enable_thinking = enable_thinking};
-    s = encore__chat_messages(msgs, n, &cm, "encore_chat_tokenize");
-    if (s == ENC_OK) s = chat_template_render_spans(e->tok, cm, n, &opts, &text, &spans, &n_spans);
-    if (s == ENC_OK) {
-        pthread_mutex_lock(&e->tok_mu);
-        s = tokenizer_encode_plain(e->tok, text, strlen(text), spans, plain_content ? n_spans : 0,
-                                   ids, n_ids);
-        pthread_mutex_unlock(&e->tok_mu);
-    }
-    free(cm);
-    free(text);
-    free(spans);
-    return (encore_status)s;
+    encore_chat_options o = {.enable_thinking = enable_thinking, .plain_content = plain_content};
+    return encore_chat_tokenize_opts(e, msgs, n, &o, ids, n_ids);
 }
 
 encore_status encore_tokenize(encore_engine *e, const char *text, size_t len, int32_t **ids,
