@@ -1,0 +1,267 @@
+/* tool_calls.c - the streaming <tool_call> parser (tool_calls.h).
+ *
+ * Two states. Outside a call, text is content except for a tail that may
+ * still become a call: trailing whitespace and a prefix of "<tool_call>".
+ * Inside one, everything is held until "</tool_call>" (or the end); the
+ * block then parses into a call, or goes to the content as it was written,
+ * with the whitespace held before it. */
+#include "tool_calls.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char tool_open[] = "<tool_call>";
+static const char tool_close[] = "</tool_call>";
+enum { TOOL_OPEN_LEN = sizeof tool_open - 1, TOOL_CLOSE_LEN = sizeof tool_close - 1 };
+
+void tool_parser_init(tool_parser *p) { memset(p, 0, sizeof *p); }
+
+void tool_parser_free(tool_parser *p)
+{
+    if (!p) return;
+    for (size_t i = 0; i < p->n_calls; i++) {
+        free(p->calls[i].name);
+        free(p->calls[i].arguments);
+    }
+    free(p->calls);
+    free(p->buf);
+    memset(p, 0, sizeof *p);
+}
+
+static int tool__is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+static int tool__append(char **s, size_t *n, size_t *cap, const char *text, size_t len)
+{
+    if (*n + len + 1 > *cap) {
+        size_t c = (*n + len + 1) * 2;
+        char *g = realloc(*s, c);
+        if (!g) return 0;
+        *s = g;
+        *cap = c;
+    }
+    if (len) memcpy(*s + *n, text, len);
+    *n += len;
+    (*s)[*n] = '\0';
+    return 1;
+}
+
+/* Content appended to *content (its capacity is not tracked: grown to fit). */
+static int tool__emit(char **content, size_t *n_content, const char *text, size_t len)
+{
+    if (!len && *content) return 1;
+    char *g = realloc(*content, *n_content + len + 1);
+    if (!g) return 0;
+    if (len) memcpy(g + *n_content, text, len);
+    *n_content += len;
+    g[*n_content] = '\0';
+    *content = g;
+    return 1;
+}
+
+static long tool__find(const char *s, size_t n, size_t from, const char *tag, size_t tag_len)
+{
+    for (size_t i = from; i + tag_len <= n; i++)
+        if (!memcmp(s + i, tag, tag_len)) return (long)i;
+    return -1;
+}
+
+/* --- one block -------------------------------------------------------------------- */
+
+static size_t tool__skip_ws(const char *s, size_t i)
+{
+    while (tool__is_ws(s[i])) i++;
+    return i;
+}
+
+/* s[i] is '"': the index after the closing quote. */
+static size_t tool__skip_string(const char *s, size_t i)
+{
+    for (i++; s[i] && s[i] != '"'; i++)
+        if (s[i] == '\\' && s[i + 1]) i++;
+    return s[i] ? i + 1 : i;
+}
+
+/* The end of the value at s[i] (s is valid JSON: cJSON read it). */
+static size_t tool__skip_value(const char *s, size_t i)
+{
+    if (s[i] == '"') return tool__skip_string(s, i);
+    if (s[i] != '{' && s[i] != '[') {
+        while (s[i] && !strchr(",}] \t\n\r", s[i])) i++;
+        return i;
+    }
+    int depth = 0;
+    do {
+        if (s[i] == '"') {
+            i = tool__skip_string(s, i);
+            continue;
+        }
+        if (s[i] == '{' || s[i] == '[') depth++;
+        if (s[i] == '}' || s[i] == ']') depth--;
+        i++;
+    } while (s[i] && depth > 0);
+    return i;
+}
+
+/* The text of the top-level member "arguments" of the object in s, as the
+ * model wrote it, with the whitespace outside strings removed. */
+static char *tool__compact_arguments(const char *s)
+{
+    size_t i = tool__skip_ws(s, 0) + 1; /* past '{' */
+    for (;;) {
+        i = tool__skip_ws(s, i);
+        if (s[i] != '"') return NULL;
+        size_t key = i, key_end = tool__skip_string(s, i);
+        i = tool__skip_ws(s, key_end);
+        if (s[i] != ':') return NULL;
+        i = tool__skip_ws(s, i + 1);
+        size_t v = i, v_end = tool__skip_value(s, i);
+        if (key_end - key == 11 && !memcmp(s + key, "\"arguments\"", 11)) {
+            char *out = malloc(v_end - v + 1), *w = out;
+            if (!out) return NULL;
+            int in_string = 0;
+            for (size_t k = v; k < v_end; k++) {
+                char c = s[k];
+                if (in_string && c == '\\') {
+                    *w++ = c;
+                    *w++ = s[++k];
+                    continue;
+                }
+                if (c == '"') in_string = !in_string;
+                if (in_string || !tool__is_ws(c)) *w++ = c;
+            }
+            *w = '\0';
+            return out;
+        }
+        i = tool__skip_ws(s, v_end);
+        if (s[i] != ',') return NULL;
+        i++;
+    }
+}
+
+int tool_call_parse(const char *body, size_t len, char **name, char **arguments)
+{
+    *name = *arguments = NULL;
+    if (memchr(body, '\0', len)) return 0;
+    char *s = malloc(len + 1);
+    if (!s) return 0;
+    memcpy(s, body, len);
+    s[len] = '\0';
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(s, &end, 1);
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "name");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "arguments");
+    int ok = cJSON_IsObject(root) && cJSON_IsString(n) && n->valuestring[0] && cJSON_IsObject(a);
+    if (ok) {
+        *name = malloc(strlen(n->valuestring) + 1);
+        if (*name) strcpy(*name, n->valuestring);
+        *arguments = tool__compact_arguments(s);
+        ok = *name && *arguments;
+    }
+    cJSON_Delete(root);
+    free(s);
+    if (!ok) {
+        free(*name);
+        free(*arguments);
+        *name = *arguments = NULL;
+    }
+    return ok;
+}
+
+/* --- the stream ---------------------------------------------------------------------- */
+
+static int tool__add_call(tool_parser *p, char *name, char *arguments)
+{
+    if (p->n_calls == p->cap_calls) {
+        size_t cap = p->cap_calls ? p->cap_calls * 2 : 4;
+        tool_call *g = realloc(p->calls, cap * sizeof *g);
+        if (!g) return 0;
+        p->calls = g;
+        p->cap_calls = cap;
+    }
+    p->calls[p->n_calls++] = (tool_call){.name = name, .arguments = arguments};
+    return 1;
+}
+
+/* Drop buf[0..n). */
+static void tool__consume(tool_parser *p, size_t n)
+{
+    memmove(p->buf, p->buf + n, p->n_buf - n);
+    p->n_buf -= n;
+    if (p->buf) p->buf[p->n_buf] = '\0';
+}
+
+/* The length of the longest tail of s[0..n) that is a proper prefix of the open tag. */
+static size_t tool__partial_open(const char *s, size_t n)
+{
+    for (size_t k = n < TOOL_OPEN_LEN - 1 ? n : TOOL_OPEN_LEN - 1; k > 0; k--)
+        if (!memcmp(s + n - k, tool_open, k)) return k;
+    return 0;
+}
+
+/* Outside a call: emit what is surely content; enter a call when its tag is
+ * there. Returns 1 when it made progress that may allow more, 0 when done,
+ * -1 when out of memory. */
+static int tool__step_text(tool_parser *p, int final, char **content, size_t *n_content)
+{
+    if (p->skip_ws) {
+        size_t k = 0;
+        while (k < p->n_buf && tool__is_ws(p->buf[k])) k++;
+        tool__consume(p, k);
+        if (!p->n_buf) return 0;
+        p->skip_ws = 0;
+    }
+    long at = tool__find(p->buf, p->n_buf, 0, tool_open, TOOL_OPEN_LEN);
+    size_t keep = 0; /* the tail that stays held */
+    if (at >= 0) {
+        keep = p->n_buf - (size_t)at;
+    } else if (!final) {
+        keep = tool__partial_open(p->buf, p->n_buf);
+    }
+    size_t text = p->n_buf - keep, ws = 0;
+    if (at >= 0 || !final)
+        while (ws < text && tool__is_ws(p->buf[text - 1 - ws])) ws++;
+    if (!tool__emit(content, n_content, p->buf, text - ws)) return -1;
+    tool__consume(p, text - ws);
+    if (at < 0) return 0;
+    p->in_call = 1;
+    p->n_ws = ws;
+    return 1;
+}
+
+/* Inside a call: when it is complete (or the text ended), parse it. */
+static int tool__step_call(tool_parser *p, int final, char **content, size_t *n_content)
+{
+    size_t body = p->n_ws + TOOL_OPEN_LEN;
+    long at = tool__find(p->buf, p->n_buf, body, tool_close, TOOL_CLOSE_LEN);
+    if (at < 0 && !final) return 0;
+    size_t body_end = at >= 0 ? (size_t)at : p->n_buf;
+    size_t block_end = at >= 0 ? body_end + TOOL_CLOSE_LEN : p->n_buf;
+    char *name, *arguments;
+    p->in_call = 0;
+    if (tool_call_parse(p->buf + body, body_end - body, &name, &arguments)) {
+        if (!tool__add_call(p, name, arguments)) {
+            free(name);
+            free(arguments);
+            return -1;
+        }
+        p->skip_ws = 1;
+    } else if (!tool__emit(content, n_content, p->buf, block_end)) {
+        return -1;
+    }
+    tool__consume(p, block_end);
+    return 1;
+}
+
+int tool_parser_put(tool_parser *p, const char *text, size_t len, int final, char **content,
+                    size_t *n_content)
+{
+    if (!tool__append(&p->buf, &p->n_buf, &p->cap_buf, text, len)) return 0;
+    int r;
+    do {
+        r = p->in_call ? tool__step_call(p, final, content, n_content)
+                       : tool__step_text(p, final, content, n_content);
+    } while (r > 0 && (p->n_buf || p->in_call));
+    if (r >= 0 && !*content) r = tool__emit(content, n_content, "", 0) ? 0 : -1;
+    return r >= 0;
+}

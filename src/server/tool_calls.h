@@ -1,0 +1,55 @@
+/* tool_calls.h - the function calls in a reply's text, as it streams
+ * (Qwen3's hermes format, as vLLM's `hermes` parser reads it).
+ *
+ * The model writes a call as
+ *
+ *   <tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>
+ *
+ * Text goes in piece by piece (any split, even inside a tag); out comes the
+ * content (the text outside calls) and the calls, each with its name and its
+ * arguments as compact JSON text ({"city":"Paris"}). The output does not
+ * depend on how the text was split: a piece that may begin "<tool_call>" is
+ * held back until it is known not to, and a call is held until its
+ * "</tool_call>" (or the end of the text) and then parsed whole.
+ *
+ * A block that does not parse (not JSON, no string "name", "arguments" not
+ * an object) stays in the content as it was written: nothing is dropped.
+ * Whitespace between the text and a parsed call, or between calls, is the
+ * template's separator and is dropped; a call not closed when the text ends
+ * is parsed too (vLLM does the same). */
+#ifndef ENC_SERVER_TOOL_CALLS_H
+#define ENC_SERVER_TOOL_CALLS_H
+
+#include <stddef.h>
+
+typedef struct tool_call {
+    char id[40];      /* filled in by the caller ("call_..."), "" from the parser */
+    char *name;       /* NUL-terminated, owned by the parser */
+    char *arguments;  /* the arguments object, compact JSON text; owned likewise */
+} tool_call;
+
+typedef struct tool_parser {
+    int in_call;      /* buf holds a call from its "<tool_call>" on */
+    int skip_ws;      /* a call just ended: whitespace that follows is dropped */
+    char *buf;        /* text held back: [n_buf] */
+    size_t n_buf, cap_buf;
+    size_t n_ws;      /* in_call: the whitespace before "<tool_call>" in buf */
+    tool_call *calls; /* [n_calls] parsed so far, in order */
+    size_t n_calls, cap_calls;
+} tool_parser;
+
+void tool_parser_init(tool_parser *p);
+void tool_parser_free(tool_parser *p); /* frees the calls too; NULL is a no-op */
+
+/* Feed text[0..len); `final` (the reply ended) flushes what is held. The
+ * content it makes is appended to *content (a malloc'd NUL-terminated string
+ * the caller owns, grown with realloc; *n_content its length) and calls are
+ * appended to p->calls. Returns 0 when out of memory. */
+int tool_parser_put(tool_parser *p, const char *text, size_t len, int final, char **content,
+                    size_t *n_content);
+
+/* The call in body[0..len) (what lies between the tags): 1 with *name and
+ * *arguments malloc'd, or 0 when it is not one (or out of memory). */
+int tool_call_parse(const char *body, size_t len, char **name, char **arguments);
+
+#endif
