@@ -6,6 +6,10 @@
 #                      checks (Content-Type, Host, Bearer), the read deadline
 #   test_server_json   the JSON writer against cJSON: every number and escape
 #                      byte for byte, replies with 3000 x 20 log-probabilities
+#   test_tool_calls    the <tool_call> parser on crafted replies, whole and split
+#                      at every byte boundary (the same calls and content)
+#   test_tool_request  tools, tool_choice, tool_calls and tool_call_id read and
+#                      refused by field; tool_calls in replies and chunks
 #   server_<check>     end to end over 127.0.0.1 (tests/server_e2e.py, one server
 #                      per check on a port of its own): sse, endpoints, errors,
 #                      early, hosts, failures, oom, special, keepalive, limits,
@@ -27,7 +31,7 @@
 # on a connection to a real server: request lines, header framing, bad chunk
 # sizes, lines without colons, 1,000 headers), 20 s, labelled "fuzz".
 
-foreach(name test_server_unit test_server_json)
+foreach(name test_server_unit test_server_json test_tool_calls test_tool_request)
   add_executable(${name} ${ENCORE_TESTS_DIR}/${name}.c)
   target_link_libraries(${name} PRIVATE encore_server encore_internals)
   target_include_directories(${name} PRIVATE ${ENCORE_TESTS_DIR})
@@ -80,6 +84,7 @@ if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   set(ENCORE_SERVER_FUZZ_OUT ${PROJECT_BINARY_DIR}/fuzz)
   add_executable(fuzz_openai_request ${ENCORE_TESTS_DIR}/fuzz_openai_request.c
                  ${PROJECT_SOURCE_DIR}/src/server/openai_request.c
+                 ${PROJECT_SOURCE_DIR}/src/server/tool_request.c
                  ${PROJECT_SOURCE_DIR}/src/server/json_nul.c)
   target_include_directories(fuzz_openai_request PRIVATE ${PROJECT_SOURCE_DIR}/src
                              ${PROJECT_SOURCE_DIR}/include)

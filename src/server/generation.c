@@ -33,7 +33,9 @@
 
 #include "openai_response.h"
 #include "reasoning.h"
+#include "tool_calls.h"
 #include "server_impl.h"
+#include "tool_request.h"
 
 enum { GEN_POLL_MS = 50, GEN_KEEPALIVE_MAX_S = 5 };
 
@@ -70,6 +72,12 @@ typedef struct gen_choice {
     char *reasoning, *content;
     size_t n_reasoning, n_content, n_reasoning_sent, n_content_sent;
     int role_sent;
+    /* chat with tools (tool_choice not "none"): the content goes through the
+     * tool-call parser; raw is what reasoning_put gave since */
+    int parse_tools;
+    tool_parser tools;
+    char *raw;
+    size_t n_raw, n_calls_sent;
     int32_t *ids;          /* [n_ids] the whole reply's logprobs (stream: false) */
     float *logprobs;
     encore_logprob *top;
@@ -146,6 +154,9 @@ static gen_job *gen__job_new(http_server *s, oai_request *req, int fd, double t_
         j->choices[i].request_id = -1;
         j->choices[i].stop_token_id = -1;
         reasoning_init(&j->choices[i].split);
+        tool_parser_init(&j->choices[i].tools);
+        j->choices[i].parse_tools = j->req.kind == OAI_CHAT && j->req.n_tools > 0 &&
+                                    j->req.tool_choice != OAI_TOOL_NONE;
     }
     return j;
 }
@@ -162,6 +173,8 @@ static void gen__job_free(gen_job *j)
         free(c->text);
         free(c->reasoning);
         free(c->content);
+        free(c->raw);
+        tool_parser_free(&c->tools);
         free(c->ids);
         free(c->logprobs);
         free(c->top);
@@ -337,21 +350,41 @@ static int gen__keep_logprobs(gen_choice *c, const gen_event *ev)
     return 1;
 }
 
+/* The chat text of one event: reasoning and content, and with tools the
+ * calls out of the content (each new one given its id). */
+static int gen__apply_chat(gen_choice *c, const gen_event *ev)
+{
+    if (!c->parse_tools)
+        return reasoning_put(&c->split, ev->text, ev->text_len, ev->finished, &c->reasoning,
+                             &c->n_reasoning, &c->content, &c->n_content);
+    size_t n_calls = c->tools.n_calls;
+    c->n_raw = 0;
+    int ok = reasoning_put(&c->split, ev->text, ev->text_len, ev->finished, &c->reasoning,
+                           &c->n_reasoning, &c->raw, &c->n_raw) &&
+             tool_parser_put(&c->tools, c->raw, c->n_raw, ev->finished, &c->content,
+                             &c->n_content);
+    for (size_t k = n_calls; k < c->tools.n_calls; k++)
+        http_new_id(c->job->srv, "call_", c->tools.calls[k].id, sizeof c->tools.calls[k].id);
+    return ok;
+}
+
 /* Fold one event into its choice's text (split into reasoning and content for
- * chat) and finish state. */
+ * chat) and finish state; a chat reply that stopped after making calls
+ * finishes with "tool_calls" (one cut short stays "length"). */
 static int gen__apply(gen_choice *c, const gen_event *ev)
 {
     gen_job *j = c->job;
     int ok = 1;
     if (j->req.kind == OAI_CHAT)
-        ok = reasoning_put(&c->split, ev->text, ev->text_len, ev->finished, &c->reasoning,
-                           &c->n_reasoning, &c->content, &c->n_content);
+        ok = gen__apply_chat(c, ev);
     else
         ok = gen__append(&c->text, &c->n_text, ev->text, ev->text_len);
     if (ok && !j->req.stream) ok = gen__keep_logprobs(c, ev);
     if (ev->finished) {
         c->done = 1;
         snprintf(c->finish_reason, sizeof c->finish_reason, "%s", ev->finish_reason);
+        if (c->tools.n_calls && !strcmp(ev->finish_reason, "stop"))
+            snprintf(c->finish_reason, sizeof c->finish_reason, "tool_calls");
         if (ev->stop_string) c->stop_reason = gen__dup(ev->stop_string, strlen(ev->stop_string) + 1);
         c->stop_token_id = ev->stop_token_id;
         c->n_output = ev->n_output;
@@ -441,6 +474,23 @@ static int gen__any_error(const gen_job *j)
     return 0;
 }
 
+/* A reply's calls into ch (*calls malloc'd, the caller frees it); content
+ * null when the calls are all there is, as OpenAI's. 0 when out of memory. */
+static int gen__tool_calls_whole(const gen_choice *c, oai_choice *ch, oai_tool_call **calls)
+{
+    if (!c->tools.n_calls) return 1;
+    *calls = malloc(c->tools.n_calls * sizeof **calls);
+    if (!*calls) return 0;
+    for (size_t k = 0; k < c->tools.n_calls; k++) {
+        const tool_call *t = &c->tools.calls[k];
+        (*calls)[k] = (oai_tool_call){(int)k, t->id, t->name, t->arguments};
+    }
+    ch->tool_calls = *calls;
+    ch->n_tool_calls = c->tools.n_calls;
+    if (!c->n_content) ch->text = NULL;
+    return 1;
+}
+
 static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
 {
     gen_event *heads[OAI_MAX_N];
@@ -473,6 +523,7 @@ static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
     }
     oai_choice choices[OAI_MAX_N];
     oai_logprobs lps[OAI_MAX_N];
+    oai_tool_call *calls[OAI_MAX_N] = {0};
     for (int i = 0; i < j->n; i++) {
         gen_choice *c = &j->choices[i];
         lps[i] = (oai_logprobs){.ids = c->ids, .logprobs = c->logprobs, .top = c->top,
@@ -487,10 +538,12 @@ static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
             .stop_token_id = c->stop_token_id >= 0 ? &c->stop_token_id : NULL,
             .lp = j->req.logprobs ? &lps[i] : NULL,
         };
+        ok &= gen__tool_calls_whole(c, &choices[i], &calls[i]);
     }
     oai_usage u = gen__usage(j);
     int failed = gen__any_error(j);
     char *body = ok && !failed ? oai_response_body(&j->head, choices, j->n, &u) : NULL;
+    for (int i = 0; i < j->n; i++) free(calls[i]);
     enum MHD_Result r;
     if (body) {
         r = http_reply_json(conn, MHD_HTTP_OK, body);
@@ -552,6 +605,23 @@ static void gen__sse_error(gen_job *j)
     gen__sse(j, oai_response_error(&err));
 }
 
+/* The calls choice c made since the last chunk: for each, one chunk with its
+ * index, id, type and name (arguments ""), then one with its arguments (a
+ * call is parsed whole before it is sent, so that one that does not parse
+ * can still go out as content). */
+static void gen__sse_tool_calls(gen_job *j, gen_choice *c)
+{
+    for (; c->n_calls_sent < c->tools.n_calls; c->n_calls_sent++) {
+        const tool_call *t = &c->tools.calls[c->n_calls_sent];
+        int index = (int)c->n_calls_sent;
+        oai_tool_call head = {index, t->id, t->name, ""}, args = {index, NULL, NULL, t->arguments};
+        oai_choice ch = {.tool_calls = &head, .n_tool_calls = 1};
+        gen__sse(j, oai_response_chunk(&j->head, c->index, &ch));
+        ch.tool_calls = &args;
+        gen__sse(j, oai_response_chunk(&j->head, c->index, &ch));
+    }
+}
+
 /* The chunk for what one event added to choice c. */
 static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
 {
@@ -578,16 +648,24 @@ static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
                        .text_offset = c->text_offset, .token_text = gen__token_text,
                        .user = j->srv};
     int has_lp = j->req.logprobs && ev->logprobs && ev->n_ids;
-    if (!content && !reasoning && !has_lp && !ev->finished) return;
+    int new_calls = c->tools.n_calls > c->n_calls_sent;
+    if (!content && !reasoning && !has_lp && !ev->finished && !new_calls) return;
     oai_choice ch = {
         .text = content ? content : (chat ? NULL : ""),
         .reasoning = reasoning,
-        .finish_reason = ev->finished ? c->finish_reason : NULL,
-        .stop_reason = ev->finished ? c->stop_reason : NULL,
-        .stop_token_id = ev->finished && c->stop_token_id >= 0 ? &c->stop_token_id : NULL,
         .lp = has_lp ? &lp : NULL,
     };
-    gen__sse(j, oai_response_chunk(&j->head, c->index, &ch));
+    if (new_calls) { /* the text first, then the calls, then the finish */
+        if (content || reasoning || has_lp) gen__sse(j, oai_response_chunk(&j->head, c->index, &ch));
+        gen__sse_tool_calls(j, c);
+        ch = (oai_choice){0};
+    }
+    if (!new_calls || ev->finished) {
+        ch.finish_reason = ev->finished ? c->finish_reason : NULL;
+        ch.stop_reason = ev->finished ? c->stop_reason : NULL;
+        ch.stop_token_id = ev->finished && c->stop_token_id >= 0 ? &c->stop_token_id : NULL;
+        gen__sse(j, oai_response_chunk(&j->head, c->index, &ch));
+    }
     if (has_lp && j->req.kind == OAI_COMPLETION) {
         char buf[256];
         for (size_t i = 0; i < ev->n_ids; i++)
@@ -690,8 +768,8 @@ static int gen__prompt(http_server *s, const oai_request *req, int32_t **ids, si
             return oai_error_set(err, 400, "messages",
                                  "this model has no chat template encore can render; use "
                                  "/v1/completions");
-        st = encore_chat_tokenize(s->engine, req->messages, req->n_messages, req->enable_thinking,
-                                  s->cfg.plain_content, &tok, n_ids);
+        encore_chat_options o = tool_request_chat_options(req, s->cfg.plain_content);
+        st = encore_chat_tokenize_opts(s->engine, req->messages, req->n_messages, &o, &tok, n_ids);
         if (st != ENCORE_OK) {
             http_error_from_encore(err, st, "cannot apply the chat template");
             return 0;
@@ -801,7 +879,8 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
                       req->model, s->model_name);
         goto refuse;
     }
-    if (!gen__prompt(s, req, &ids, &n_ids, &err) || !gen__check_length(s, req, n_ids, &err))
+    if (!tool_request_supported(req, &err) || !gen__prompt(s, req, &ids, &n_ids, &err) ||
+        !gen__check_length(s, req, n_ids, &err))
         goto refuse;
     if (!http_admit(s, client, req->n, 1, &err)) goto refuse;
     if (req->echo && req->kind == OAI_COMPLETION && !req->prompt) {

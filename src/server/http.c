@@ -31,6 +31,7 @@
 #include "json_out.h"
 #include "openai_response.h"
 #include "server_impl.h"
+#include "tool_request.h"
 
 typedef struct http_conn {
     char *body;        /* the request body so far (NUL-terminated) */
@@ -272,15 +273,16 @@ static int http__tokenize_ids(http_server *s, const oai_request *req, int32_t **
         if (!s->has_chat_template)
             return oai_error_set(err, 400, "messages",
                                  "this model has no chat template encore can render");
-        st = encore_chat_prompt(s->engine, req->messages, req->n_messages, req->enable_thinking, &chat);
+        encore_chat_options o = tool_request_chat_options(req, 0);
+        st = encore_chat_prompt_opts(s->engine, req->messages, req->n_messages, &o, &chat);
     }
     const char *text = chat ? chat : req->prompt;
     int ok = st == ENCORE_OK;
     if (!ok) http_error_from_encore(err, st, "cannot tokenize");
     if (ok && text) ok = http__check_text(s, param, strlen(text), err);
     if (ok && text) {
-        st = chat ? encore_chat_tokenize(s->engine, req->messages, req->n_messages,
-                                         req->enable_thinking, s->cfg.plain_content, ids, n)
+        encore_chat_options o = tool_request_chat_options(req, s->cfg.plain_content);
+        st = chat ? encore_chat_tokenize_opts(s->engine, req->messages, req->n_messages, &o, ids, n)
                   : encore_tokenize(s->engine, text, strlen(text), ids, n);
         if (st != ENCORE_OK) http_error_from_encore(err, st, "cannot tokenize");
         ok = st == ENCORE_OK;

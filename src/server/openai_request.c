@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 #include "json_nul.h"
+#include "tool_request.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -286,6 +287,7 @@ static int oai__messages(const cJSON *obj, oai_request *r, oai_error *err)
         int ok = oai__string(m, "reasoning_content", &reasoning, err);
         out->reasoning_content = reasoning;
         if (!ok) return oai_error_set(err, 400, param, "'%s' must be a string", param);
+        if (!tool_request_message(m, i, out, err)) return 0;
     }
     return 1;
 }
@@ -430,11 +432,13 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
                oai__stream(obj, r, err) && oai__sampling(obj, r, err);
     case OAI_CHAT:
         return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err) &&
-               oai__stream(obj, r, err) && oai__sampling(obj, r, err);
+               tool_request_parse(obj, r, err) && oai__stream(obj, r, err) &&
+               oai__sampling(obj, r, err);
     case OAI_TOKENIZE: {
         const cJSON *v;
         if (oai__present(obj, "messages", &v))
-            return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err);
+            return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err) &&
+                   tool_request_parse(obj, r, err);
         return oai__prompt(obj, r, 1, err);
     }
     case OAI_DETOKENIZE: {
@@ -497,6 +501,7 @@ void oai_request_free(oai_request *r)
     free(r->model);
     free(r->prompt);
     free(r->prompt_ids);
+    tool_request_free(r);
     for (size_t i = 0; i < r->n_messages; i++) {
         free((char *)r->messages[i].content);
         free((char *)r->messages[i].reasoning_content);

@@ -47,6 +47,14 @@ typedef struct oai_error {
 int oai_error_set(oai_error *err, int http_status, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* tool_choice: whether and which tools the reply may call (tool_request.c). */
+typedef enum oai_tool_choice {
+    OAI_TOOL_NONE,     /* "none", or no tools: the reply is text (tools still shown) */
+    OAI_TOOL_AUTO,     /* "auto" (the default with tools): calls parsed when it makes them */
+    OAI_TOOL_REQUIRED, /* "required": one or more calls */
+    OAI_TOOL_NAMED,    /* {"type": "function", "function": {"name"}}: that one */
+} oai_tool_choice;
+
 typedef struct oai_request {
     oai_kind kind;
     char *model;                   /* NULL when absent */
@@ -58,6 +66,12 @@ typedef struct oai_request {
     encore_chat_message *messages; /* [n_messages] */
     size_t n_messages;
     int enable_thinking;           /* chat_template_kwargs.enable_thinking, default 1 */
+    /* tools (tool_request.c): what the template shows and the reply may call */
+    char *tools_json;              /* "tools" printed compactly, NULL when none (or []) */
+    char **tool_names;             /* [n_tools] function names, in order */
+    size_t n_tools;
+    oai_tool_choice tool_choice;
+    char *tool_choice_name;        /* OAI_TOOL_NAMED: the function, else NULL */
     /* output */
     int stream;
     int include_usage;             /* stream_options.include_usage */

@@ -7,10 +7,11 @@
  *                  "choices":[{"index","text","logprobs","finish_reason","stop_reason"}],
  *                  "usage":{"prompt_tokens","completion_tokens","total_tokens"}}
  *   chat          {"id","object":"chat.completion",...,"choices":[{"index",
- *                  "message":{"role","content","reasoning_content"?},"logprobs",
+ *                  "message":{"role","content","reasoning_content"?,"tool_calls"?},"logprobs",
  *                  "finish_reason","stop_reason"}],"usage"}
  *   chat chunk    {"object":"chat.completion.chunk",...,"choices":[{"index",
- *                  "delta":{"role"?,"content"?,"reasoning_content"?},"logprobs","finish_reason"}]}
+ *                  "delta":{"role"?,"content"?,"reasoning_content"?,"tool_calls"?},"logprobs",
+ *                  "finish_reason"}]}
  *   logprobs      completions: {"tokens","token_logprobs","top_logprobs":[{text:
  * lp}],"text_offset"} chat:
  * {"content":[{"token","logprob","bytes","top_logprobs":[{"token","logprob","bytes"}]}]}
@@ -202,6 +203,31 @@ static void oai__usage(json_out *w, const oai_usage *u)
     json_out_end_object(w);
 }
 
+/* "tool_calls": [{"id", "type", "function": {"name", "arguments"}}, ...]; in a
+ * chunk each has its "index", and one that continues a call only
+ * "function": {"arguments"}. */
+static void oai__tool_calls(json_out *w, const oai_choice *c, int chunk)
+{
+    json_out_key(w, "tool_calls");
+    json_out_begin_array(w);
+    for (size_t k = 0; k < c->n_tool_calls; k++) {
+        const oai_tool_call *t = &c->tool_calls[k];
+        json_out_begin_object(w);
+        if (chunk) oai__member_number(w, "index", t->index);
+        if (t->id) {
+            oai__member_string(w, "id", t->id);
+            oai__member_string(w, "type", "function");
+        }
+        json_out_key(w, "function");
+        json_out_begin_object(w);
+        if (t->name) oai__member_string(w, "name", t->name);
+        oai__member_string(w, "arguments", t->arguments);
+        json_out_end_object(w);
+        json_out_end_object(w);
+    }
+    json_out_end_array(w);
+}
+
 /* chat: "message" (a whole reply) or "delta" (a chunk). */
 static void oai__message(json_out *w, const oai_choice *c, int chunk)
 {
@@ -215,6 +241,7 @@ static void oai__message(json_out *w, const oai_choice *c, int chunk)
         oai__member_string(w, "content", c->text);
     }
     if (c->reasoning) oai__member_string(w, "reasoning_content", c->reasoning);
+    if (c->n_tool_calls) oai__tool_calls(w, c, chunk);
     json_out_end_object(w);
 }
 

@@ -1,6 +1,6 @@
 /* openai_response.h - the JSON the server sends: OpenAI's completion, chat
  * completion and streaming chunk objects, usage, logprobs, the model list and
- * the error object. Every function returns a malloc'd NUL-terminated string
+ * the error object (with a chat reply's "tool_calls"). Every function returns a malloc'd NUL-terminated string
  * (the caller frees it with free) or NULL when out of memory. */
 #ifndef ENC_SERVER_OPENAI_RESPONSE_H
 #define ENC_SERVER_OPENAI_RESPONSE_H
@@ -39,6 +39,14 @@ typedef struct oai_logprobs {
     void *user;
 } oai_logprobs;
 
+/* A function call of a chat reply (tool_calls.h parsed it). */
+typedef struct oai_tool_call {
+    int index;             /* chunks: its place among the choice's calls */
+    const char *id;        /* "call_..."; in a chunk, NULL for one that continues a call */
+    const char *name;      /* NULL likewise */
+    const char *arguments; /* JSON text (a chunk: the next piece of it) */
+} oai_tool_call;
+
 typedef struct oai_choice {
     const char *text;          /* completions: the text; chat: the content (NUL-terminated) */
     const char *reasoning;     /* chat: reasoning_content, NULL when none */
@@ -48,6 +56,9 @@ typedef struct oai_choice {
                                    * the stop_reason, as a number), else NULL */
     const oai_logprobs *lp;    /* NULL: "logprobs": null */
     int role;                  /* chat chunks: nonzero adds "role": "assistant" */
+    const oai_tool_call *tool_calls; /* chat: [n_tool_calls] ("tool_calls" when n > 0); a
+                                      * message: every call, a chunk: its delta */
+    size_t n_tool_calls;
 } oai_choice;
 
 /* A whole response: choices[0..n) and usage. */

@@ -1,0 +1,38 @@
+/* tool_request.h - the tool-calling fields of a chat request: "tools",
+ * "tool_choice", an assistant message's "tool_calls" and a tool message's
+ * "tool_call_id", read into the oai_request and checked with a message
+ * naming the field (openai_request.c calls these; nothing of the engine). */
+#ifndef ENC_SERVER_TOOL_REQUEST_H
+#define ENC_SERVER_TOOL_REQUEST_H
+
+#include <cjson/cJSON.h>
+
+#include "openai_request.h"
+
+enum {
+    TOOL_MAX_TOOLS = 128,    /* OpenAI's limit */
+    TOOL_MAX_NAME = 64,      /* a function name: [A-Za-z0-9_-]{1,64}, as OpenAI's */
+    TOOL_MAX_CALLS = 128,    /* tool_calls of one message */
+};
+
+/* "tools" and "tool_choice" of the request object into r. Returns 1, or 0
+ * with err filled (400, the field in err->param). */
+int tool_request_parse(const cJSON *obj, oai_request *r, oai_error *err);
+
+/* Message i's "tool_calls" (assistant) and "tool_call_id" (tool) into out. */
+int tool_request_message(const cJSON *m, int i, encore_chat_message *out, oai_error *err);
+
+/* 1 when the server can answer r's tool_choice; 0 with err filled (400)
+ * when not: "required" and a named function need constrained decoding to be
+ * kept, which encore does not have yet, and it refuses them rather than
+ * hope the model obeys. */
+int tool_request_supported(const oai_request *r, oai_error *err);
+
+/* The chat template's options for r: its thinking switch and tools (shown
+ * with every tool_choice, "none" included, as vLLM does). */
+encore_chat_options tool_request_chat_options(const oai_request *r, int plain_content);
+
+/* Frees what the two above added to r (its messages included). */
+void tool_request_free(oai_request *r);
+
+#endif
