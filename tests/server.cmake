@@ -13,7 +13,7 @@
 #   server_<check>     end to end over 127.0.0.1 (tests/server_e2e.py, one server
 #                      per check on a port of its own): sse, endpoints, errors,
 #                      early, hosts, failures, oom, special, keepalive, limits,
-#                      fairness, queue, disconnect, concurrency, args, bench
+#                      fairness, queue, disconnect, concurrency, args, bench, tools
 #                      (`encore bench serve` against it: its counts equal the
 #                      server's counters)
 #   server_<check>     connection slots (tests/server_connections.py): slowloris
@@ -43,7 +43,7 @@ endforeach()
 
 set(ENCORE_SERVER_E2E ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_e2e.py --encore $<TARGET_FILE:encore>
                       --models ${ENCORE_MODELS_DIR})
-foreach(check sse endpoints errors early hosts failures oom special keepalive limits fairness queue disconnect concurrency args bench)
+foreach(check sse endpoints errors early hosts failures oom special keepalive limits fairness queue disconnect concurrency args bench tools)
   add_test(NAME server_${check} COMMAND ${ENCORE_SERVER_E2E} ${check})
   set_tests_properties(server_${check} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300
                        LABELS server)

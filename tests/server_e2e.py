@@ -59,6 +59,13 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                completed request's text equals that prompt run alone
   args         bad flags exit 2, an unusable address or model exits 1, both
                with a one-line reason
+  tools        tool calling: /tokenize of a conversation with tools, calls (arguments
+               as JSON strings) and tool results equals the ids of the model's own
+               template rendered by Jinja2 (tests/tokenizer/render_chat.py) with the
+               arguments parsed, as vLLM passes them; tool_choice "none" shows the
+               tools too; chat with tools answers (stream and not); every malformed
+               tools, tool_choice, tool_calls or tool_call_id is a 400 naming it,
+               and "required" or a named function is a 400 (not enforced yet)
   openai       the official `openai` npm package (tests/openai_client.mjs):
                completions, chat, streaming, n > 1, stop strings, errors
   openai_logprobs  the same client: logprobs of completions and chat
@@ -996,6 +1003,104 @@ def check_bench(a):
         if not 0 < rep["ttft_ms"]["p50"] <= rep["e2e_ms"]["p50"]:
             fail(f"latencies: {rep}")
     print("bench: 8 requests over 4 clients, counts match the server's")
+
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+                                                    "days": {"type": "integer", "minimum": 1}},
+                   "required": ["city"]}}}
+TIME = {"type": "function", "function": {"name": "get_time", "parameters": {
+    "type": "object", "properties": {"tz": {"type": "string"}}}}}
+TOOL_TALK = [
+    {"role": "user", "content": "Weather in Paris and the time in Tokyo?"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "get_weather", "arguments": '{"city":"Paris","days":2}'}},
+        {"id": "call_2", "type": "function",
+         "function": {"name": "get_time", "arguments": '{ "tz" : "Asia/Tokyo" }'}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": '{"temp": 21}'},
+    {"role": "tool", "tool_call_id": "call_2", "content": "09:14"},
+]
+
+
+def jinja_prompt(a, messages, tools):
+    """The model's template rendered by Jinja2 as vLLM renders it: the tools
+    as sent, each call's arguments parsed into an object."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tokenizer"))
+    import render_chat
+    with open(os.path.join(a.models, MODEL, "tokenizer_config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    msgs = json.loads(json.dumps(messages))
+    for m in msgs:
+        for c in m.get("tool_calls") or []:
+            c["function"]["arguments"] = json.loads(c["function"]["arguments"])
+        if m.get("content") is None:
+            m["content"] = ""
+    template = render_chat.compile_template(config["chat_template"])
+    return render_chat.render(template, render_chat.special_tokens_map(config),
+                              {"messages": msgs, "tools": tools, "add_generation_prompt": True})
+
+
+def check_tools(a):
+    with Server(a) as srv:
+        chat = "/v1/chat/completions"
+        for choice in [None, "auto", "none"]:
+            body = {"messages": TOOL_TALK, "tools": [WEATHER, TIME]}
+            if choice:
+                body["tool_choice"] = choice
+            status, got, _ = srv.post("/tokenize", body)
+            text = jinja_prompt(a, TOOL_TALK, [WEATHER, TIME])
+            status2, want, _ = srv.post("/tokenize", {"prompt": text})
+            if status != 200 or status2 != 200 or got["tokens"] != want["tokens"]:
+                fail(f"/tokenize with tools ({choice}): {status} {str(got)[:200]} != Jinja2's "
+                     f"{str(want)[:200]}")
+            if "<tools>" not in text or '{"city": "Paris", "days": 2}' not in text:
+                fail(f"Jinja2's prompt lacks the tools or the call: {text[:300]!r}")
+        print(f"ok /tokenize of a tool conversation == Jinja2's template ({len(got['tokens'])} ids), "
+              "tool_choice absent, auto and none")
+        for stream in [False, True]:
+            body = {"messages": TOOL_TALK, "tools": [WEATHER, TIME], "max_tokens": 8,
+                    "temperature": 0, "stream": stream}
+            if stream:
+                chunks = curl_stream(srv, chat, body)
+                finish = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"][0]["finish_reason"]]
+                if finish not in (["length"], ["stop"], ["tool_calls"]):
+                    fail(f"streamed chat with tools: finishes {finish}")
+            else:
+                status, r, _ = srv.post(chat, body)
+                if status != 200 or r["choices"][0]["finish_reason"] not in ("length", "stop", "tool_calls"):
+                    fail(f"chat with tools: {status} {r}")
+        print("ok chat with tools and tool results answers, streamed and not")
+        base = {"messages": [{"role": "user", "content": "hi"}], "tools": [WEATHER], "max_tokens": 4}
+        for fields, param in [
+            ({"tools": {"a": 1}}, "tools"),
+            ({"tools": [{"type": "function", "function": {"name": "bad name"}}]}, "tools[0].function.name"),
+            ({"tools": [{"type": "function"}]}, "tools[0].function"),
+            ({"tools": [WEATHER, WEATHER]}, "tools[1].function.name"),
+            ({"tools": [{"type": "function", "function": {"name": "f", "parameters": []}}]},
+             "tools[0].function.parameters"),
+            ({"tool_choice": "sometimes"}, "tool_choice"),
+            ({"tool_choice": {"type": "function", "function": {"name": "send_mail"}}},
+             "tool_choice.function.name"),
+            ({"tool_choice": "required"}, "tool_choice"),
+            ({"tool_choice": {"type": "function", "function": {"name": "get_weather"}}}, "tool_choice"),
+            ({"tools": None, "tool_choice": "auto"}, "tool_choice"),
+            ({"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {
+                "name": "get_weather", "arguments": {"city": "Paris"}}}]}]},
+             "messages[0].tool_calls[0].function.arguments"),
+            ({"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {
+                "name": "get_weather", "arguments": "{\"city\": "}}]}]},
+             "messages[0].tool_calls[0].function.arguments"),
+            ({"messages": [{"role": "tool", "content": "x", "tool_call_id": 1}]}, "messages[0].tool_call_id"),
+        ]:
+            body = dict(base, **fields)
+            body = {k: v for k, v in body.items() if v is not None}
+            expect_error(srv, 400, "POST", chat, body, param)
+            _, _, data = srv.request("POST", chat, body)
+            if json.loads(data)["error"]["param"] != param:
+                fail(f"{fields}: param {json.loads(data)['error']['param']!r}, want {param!r}")
+        srv.wait_idle()
 
 
 def check_openai(a):
