@@ -1,6 +1,6 @@
 // openai_client.mjs - `encore serve` through the official `openai` npm package.
 //
-//   node openai_client.mjs NODE_PREFIX BASE_URL MODEL [logprobs|keepalive]
+//   node openai_client.mjs NODE_PREFIX BASE_URL MODEL [logprobs|keepalive|tools]
 //
 // NODE_PREFIX is where `npm install --prefix` put the package (the test
 // fixture server_npm_install). Runs completions, chat, streaming chat (with
@@ -8,7 +8,8 @@
 // `logprobs` the logprobs of completions and chat (a test of its own: it
 // needs an engine that records log-probabilities), or with `keepalive` one
 // stream against a server whose first tokens come after its --timeout (the
-// SSE ": keep-alive" comments in between must be skipped); prints one "ok" line per
+// SSE ": keep-alive" comments in between must be skipped), or with `tools` tool
+// calling (tools, tool_choice, a turn after tool results, the refusals); prints one "ok" line per
 // check and exits 1 at the first failure.
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -58,6 +59,69 @@ if (mode === 'keepalive') {
   }
   check(usage && usage.completion_tokens === 2, 'a stream kept alive by SSE comments', { chunks, text, usage });
   console.log(`ok stream past --timeout: ${chunks} chunks, the keep-alive comments skipped`);
+  process.exit(0);
+}
+
+if (mode === 'tools') {
+  // tool calling through the package's types: tools with auto and none, the
+  // same text streamed (assembled by the package's ChatCompletionStream),
+  // a conversation with calls and their results, and the refusals
+  const tools = [
+    { type: 'function', function: { name: 'get_weather', description: 'The weather in a city.',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } },
+    { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {} } } },
+  ];
+  const ask = { ...greedy, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools, max_tokens: 16 };
+  const whole = await client.chat.completions.create(ask);
+  const m = whole.choices[0].message;
+  check(['length', 'stop', 'tool_calls'].includes(whole.choices[0].finish_reason) &&
+        (m.tool_calls === undefined || Array.isArray(m.tool_calls)), 'chat with tools', whole);
+  const none = await client.chat.completions.create({ ...ask, tool_choice: 'none' });
+  check(none.usage.prompt_tokens === whole.usage.prompt_tokens, 'tool_choice none shows the tools too',
+        [none.usage, whole.usage]);
+  console.log(`ok chat with tools (auto, none): ${JSON.stringify(m.content)}`);
+  const runner = client.beta.chat.completions.stream(ask);
+  const streamed = await runner.finalChatCompletion();
+  const sm = streamed.choices[0].message;
+  check(sm.content === m.content && JSON.stringify(sm.tool_calls ?? []) === JSON.stringify(m.tool_calls ?? []) &&
+        streamed.choices[0].finish_reason === whole.choices[0].finish_reason, 'streamed with tools',
+        { streamed: streamed.choices[0], whole: whole.choices[0] });
+  console.log('ok streamed with tools: ChatCompletionStream assembles the same message');
+  const talk = [
+    { role: 'user', content: 'Weather in Paris, and the time?' },
+    { role: 'assistant', content: null, tool_calls: [
+      { id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+      { id: 'call_b', type: 'function', function: { name: 'get_time', arguments: '{}' } }] },
+    { role: 'tool', tool_call_id: 'call_a', content: '21 C' },
+    { role: 'tool', tool_call_id: 'call_b', content: '09:14' },
+  ];
+  const turn = await client.chat.completions.create({ ...greedy, messages: talk, tools, max_tokens: 8 });
+  const ids = await (await fetch(baseURL.replace(/\/v1$/, '') + '/tokenize', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ messages: talk, tools }),
+  })).json();
+  check(turn.usage.prompt_tokens === ids.count && ids.count > whole.usage.prompt_tokens, 'a turn after tool results',
+        [turn.usage, ids.count]);
+  console.log(`ok a turn after two calls and their results: ${turn.usage.prompt_tokens} prompt tokens`);
+  async function refused(extra, param) {
+    try {
+      await client.chat.completions.create({ ...ask, ...extra });
+    } catch (e) {
+      check(e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === param, `refused ${param}`,
+            { name: e.name, status: e.status, param: e.param, message: e.message });
+      console.log(`ok 400 ${param}: ${e.message}`);
+      return;
+    }
+    check(false, `refused ${param}`, 'no error');
+  }
+  await refused({ tool_choice: 'required' }, 'tool_choice');
+  await refused({ tool_choice: { type: 'function', function: { name: 'get_time' } } }, 'tool_choice');
+  await refused({ tool_choice: { type: 'function', function: { name: 'send_mail' } } },
+                'tool_choice.function.name');
+  await refused({ tools: [{ type: 'function', function: { name: 'no spaces' } }] }, 'tools[0].function.name');
+  await refused({ messages: [{ role: 'assistant', tool_calls: [{ id: 'x', type: 'function',
+                  function: { name: 'get_time', arguments: 'not json' } }] }] },
+                'messages[0].tool_calls[0].function.arguments');
   process.exit(0);
 }
 

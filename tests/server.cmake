@@ -23,7 +23,8 @@
 # Labelled "network" (npm installs the official `openai` package into the build
 # tree; offline, server_npm_install fails and the two tests after it do not run,
 # which ctest reports as failures):
-#   server_npm_install, server_openai, server_openai_logprobs, server_openai_keepalive
+#   server_npm_install, server_openai, server_openai_logprobs, server_openai_keepalive,
+#   server_openai_tools
 # server_openai_logprobs needs an engine that reports log-probabilities in
 # encore_output (include/encore.h); with one that does not, it fails, saying
 # that the logprobs came back empty.
@@ -72,7 +73,7 @@ else()
 endif()
 set_tests_properties(server_npm_install PROPERTIES FIXTURES_SETUP server_node
                      LABELS "server;network" TIMEOUT 300)
-foreach(check openai openai_logprobs openai_keepalive)
+foreach(check openai openai_logprobs openai_keepalive openai_tools)
   add_test(NAME server_${check}
     COMMAND ${ENCORE_SERVER_E2E} --node ${ENCORE_NODE} --node-dir ${ENCORE_SERVER_NODE} ${check})
   set_tests_properties(server_${check} PROPERTIES FIXTURES_REQUIRED "tiny_models;server_node"

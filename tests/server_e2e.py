@@ -69,6 +69,9 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
   openai       the official `openai` npm package (tests/openai_client.mjs):
                completions, chat, streaming, n > 1, stop strings, errors
   openai_logprobs  the same client: logprobs of completions and chat
+  openai_tools the same client: tools with tool_choice auto and none, the stream
+               assembled by its ChatCompletionStream equal to the whole reply, a turn
+               after two calls and their results, the 400s with their param
   openai_keepalive the same client: a chat stream whose tokens come after
                --timeout 1 (ENCORE_STEP_DELAY_MS=2500) skips the keep-alive comments
 """
@@ -1109,6 +1112,10 @@ def check_openai(a):
 
 def check_openai_logprobs(a):
     run_openai_client(a, "logprobs")
+
+
+def check_openai_tools(a):
+    run_openai_client(a, "tools")
 
 
 def check_openai_keepalive(a):
