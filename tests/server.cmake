@@ -24,7 +24,8 @@
 # tree; offline, server_npm_install fails and the two tests after it do not run,
 # which ctest reports as failures):
 #   server_npm_install, server_openai, server_openai_logprobs, server_openai_keepalive,
-#   server_openai_tools
+#   server_openai_tools, server_openai_tool_stream (crafted replies through the
+#   tool-call parser and chunk objects, tests/tool_sse.c, read by the client)
 # server_openai_logprobs needs an engine that reports log-probabilities in
 # encore_output (include/encore.h); with one that does not, it fails, saying
 # that the logprobs came back empty.
@@ -79,6 +80,15 @@ foreach(check openai openai_logprobs openai_keepalive openai_tools)
   set_tests_properties(server_${check} PROPERTIES FIXTURES_REQUIRED "tiny_models;server_node"
                        TIMEOUT 300 LABELS "server;network")
 endforeach()
+
+# tool calls as the official client assembles them from the parser's chunks
+add_executable(tool_sse ${ENCORE_TESTS_DIR}/tool_sse.c)
+target_link_libraries(tool_sse PRIVATE encore_server encore_internals)
+add_test(NAME server_openai_tool_stream
+  COMMAND ${ENCORE_NODE} ${ENCORE_TESTS_DIR}/tool_stream_client.mjs ${ENCORE_SERVER_NODE}
+          $<TARGET_FILE:tool_sse>)
+set_tests_properties(server_openai_tool_stream PROPERTIES FIXTURES_REQUIRED server_node
+                     TIMEOUT 120 LABELS "server;network")
 
 # --- fuzzing the request parser (ENCORE_FUZZ, clang) ---------------------------------
 if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")

@@ -215,9 +215,8 @@ static void test_replies(void)
     free(body);
 
     /* a chunk that starts a call, and one that continues it */
-    oai_tool_call head = {1, "call_b", "get-time_2", ""}, more = {1, NULL, NULL, "{\"tz\":"};
-    oai_choice ch = {.tool_calls = &head, .n_tool_calls = 1};
-    body = oai_response_chunk(&h, 0, &ch);
+    oai_tool_call call = {1, "call_b", "get-time_2", "{\"tz\":"};
+    body = oai_response_tool_call_chunk(&h, 0, &call, 0);
     root = cJSON_Parse(body);
     const cJSON *d = at(root, "choices.0.delta");
     CHECK(cJSON_IsNumber(at(d, "tool_calls.0.index")) && at(d, "tool_calls.0.index")->valueint == 1 &&
@@ -226,8 +225,7 @@ static void test_replies(void)
           is_string(d, "tool_calls.0.function.arguments", "") && !at(d, "content"));
     cJSON_Delete(root);
     free(body);
-    ch.tool_calls = &more;
-    body = oai_response_chunk(&h, 0, &ch);
+    body = oai_response_tool_call_chunk(&h, 0, &call, 1);
     root = cJSON_Parse(body);
     d = at(root, "choices.0.delta");
     CHECK(at(d, "tool_calls.0.index")->valueint == 1 && !at(d, "tool_calls.0.id") &&

@@ -613,12 +613,9 @@ static void gen__sse_tool_calls(gen_job *j, gen_choice *c)
 {
     for (; c->n_calls_sent < c->tools.n_calls; c->n_calls_sent++) {
         const tool_call *t = &c->tools.calls[c->n_calls_sent];
-        int index = (int)c->n_calls_sent;
-        oai_tool_call head = {index, t->id, t->name, ""}, args = {index, NULL, NULL, t->arguments};
-        oai_choice ch = {.tool_calls = &head, .n_tool_calls = 1};
-        gen__sse(j, oai_response_chunk(&j->head, c->index, &ch));
-        ch.tool_calls = &args;
-        gen__sse(j, oai_response_chunk(&j->head, c->index, &ch));
+        oai_tool_call call = {(int)c->n_calls_sent, t->id, t->name, t->arguments};
+        gen__sse(j, oai_response_tool_call_chunk(&j->head, c->index, &call, 0));
+        gen__sse(j, oai_response_tool_call_chunk(&j->head, c->index, &call, 1));
     }
 }
 

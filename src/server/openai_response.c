@@ -300,6 +300,14 @@ char *oai_response_chunk(const oai_head *h, int index, const oai_choice *c)
     return json_out_finish(&w);
 }
 
+char *oai_response_tool_call_chunk(const oai_head *h, int index, const oai_tool_call *call, int part)
+{
+    oai_tool_call t = {call->index, call->id, call->name, ""};
+    if (part) t = (oai_tool_call){call->index, NULL, NULL, call->arguments};
+    oai_choice c = {.tool_calls = &t, .n_tool_calls = 1};
+    return oai_response_chunk(h, index, &c);
+}
+
 char *oai_response_usage_chunk(const oai_head *h, const oai_usage *u)
 {
     json_out w;

@@ -65,6 +65,9 @@ typedef struct oai_choice {
 char *oai_response_body(const oai_head *h, const oai_choice *choices, int n, const oai_usage *u);
 /* One streaming chunk of one choice ("text_completion" or "chat.completion.chunk"). */
 char *oai_response_chunk(const oai_head *h, int index, const oai_choice *c);
+/* Call k of choice `index` streamed: part 0, the chunk with its index, id,
+ * type and name (arguments ""); part 1, the chunk with its arguments. */
+char *oai_response_tool_call_chunk(const oai_head *h, int index, const oai_tool_call *call, int part);
 /* The last chunk of a stream with stream_options.include_usage: no choices, usage. */
 char *oai_response_usage_chunk(const oai_head *h, const oai_usage *u);
 /* {"error": {"message", "type", "param", "code"}} */
