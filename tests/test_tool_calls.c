@@ -25,57 +25,100 @@ typedef struct tool_case {
     size_t n_calls;
 } tool_case;
 
-#define CALL(name, args) "<tool_call>\n{\"name\": \"" name "\", \"arguments\": " args "}\n</tool_call>"
+#define CALL(name, args)                                                                           \
+    "<tool_call>\n{\"name\": \"" name "\", \"arguments\": " args "}\n</tool_call>"
 
 static const tool_case cases[] = {
     {"plain text", "Paris is the capital of France.", "Paris is the capital of France.", {{0}}, 0},
     {"empty reply", "", "", {{0}}, 0},
-    {"one call", CALL("get_weather", "{\"city\": \"Paris\", \"unit\": \"celsius\"}"), "",
-     {{"get_weather", "{\"city\":\"Paris\",\"unit\":\"celsius\"}"}}, 1},
+    {"one call",
+     CALL("get_weather", "{\"city\": \"Paris\", \"unit\": \"celsius\"}"),
+     "",
+     {{"get_weather", "{\"city\":\"Paris\",\"unit\":\"celsius\"}"}},
+     1},
     {"text, then two calls",
-     "Let me look both up.\n\n" CALL("get_weather", "{\"city\": \"Paris\"}") "\n"
-     CALL("get_time", "{\"tz\": \"Europe/Paris\"}"),
+     "Let me look both up.\n\n" CALL("get_weather", "{\"city\": \"Paris\"}") "\n" CALL(
+         "get_time", "{\"tz\": \"Europe/Paris\"}"),
      "Let me look both up.",
-     {{"get_weather", "{\"city\":\"Paris\"}"}, {"get_time", "{\"tz\":\"Europe/Paris\"}"}}, 2},
+     {{"get_weather", "{\"city\":\"Paris\"}"}, {"get_time", "{\"tz\":\"Europe/Paris\"}"}},
+     2},
     {"text after the calls", CALL("f", "{}") "\n\nDone.", "Done.", {{"f", "{}"}}, 1},
     {"strings, escapes, nesting and numbers kept as written",
-     CALL("search", "{ \"q\" : \"a  b\\n\\\" }\", \"list\": [1, 2.0, 1e5, {\"k\": [ ]}], "
-                    "\"big\": 12345678901234567890, \"u\": \"\xc3\xa9\\u00e9\", \"t\": true, \"n\": null }"),
+     CALL("search",
+          "{ \"q\" : \"a  b\\n\\\" }\", \"list\": [1, 2.0, 1e5, {\"k\": [ ]}], "
+          "\"big\": 12345678901234567890, \"u\": \"\xc3\xa9\\u00e9\", \"t\": true, \"n\": null }"),
      "",
      {{"search", "{\"q\":\"a  b\\n\\\" }\",\"list\":[1,2.0,1e5,{\"k\":[]}],"
-                 "\"big\":12345678901234567890,\"u\":\"\xc3\xa9\\u00e9\",\"t\":true,\"n\":null}"}}, 1},
+                 "\"big\":12345678901234567890,\"u\":\"\xc3\xa9\\u00e9\",\"t\":true,\"n\":null}"}},
+     1},
     {"arguments before the name",
-     "<tool_call>\n{\"arguments\": {\"x\": 1}, \"name\": \"g\"}\n</tool_call>", "",
-     {{"g", "{\"x\":1}"}}, 1},
-    {"no newlines around the JSON", "<tool_call>{\"name\":\"h\",\"arguments\":{\"a\":[1]}}</tool_call>", "",
-     {{"h", "{\"a\":[1]}"}}, 1},
-    {"bad JSON stays content", "<tool_call>\n{\"name\": \"x\", \"arguments\": {bad}}\n</tool_call>",
-     "<tool_call>\n{\"name\": \"x\", \"arguments\": {bad}}\n</tool_call>", {{0}}, 0},
-    {"no name stays content", "Hi <tool_call>\n{\"arguments\": {}}\n</tool_call>",
-     "Hi <tool_call>\n{\"arguments\": {}}\n</tool_call>", {{0}}, 0},
-    {"empty name stays content", "<tool_call>{\"name\": \"\", \"arguments\": {}}</tool_call>",
-     "<tool_call>{\"name\": \"\", \"arguments\": {}}</tool_call>", {{0}}, 0},
+     "<tool_call>\n{\"arguments\": {\"x\": 1}, \"name\": \"g\"}\n</tool_call>",
+     "",
+     {{"g", "{\"x\":1}"}},
+     1},
+    {"no newlines around the JSON",
+     "<tool_call>{\"name\":\"h\",\"arguments\":{\"a\":[1]}}</tool_call>",
+     "",
+     {{"h", "{\"a\":[1]}"}},
+     1},
+    {"bad JSON stays content",
+     "<tool_call>\n{\"name\": \"x\", \"arguments\": {bad}}\n</tool_call>",
+     "<tool_call>\n{\"name\": \"x\", \"arguments\": {bad}}\n</tool_call>",
+     {{0}},
+     0},
+    {"no name stays content",
+     "Hi <tool_call>\n{\"arguments\": {}}\n</tool_call>",
+     "Hi <tool_call>\n{\"arguments\": {}}\n</tool_call>",
+     {{0}},
+     0},
+    {"empty name stays content",
+     "<tool_call>{\"name\": \"\", \"arguments\": {}}</tool_call>",
+     "<tool_call>{\"name\": \"\", \"arguments\": {}}</tool_call>",
+     {{0}},
+     0},
     {"arguments not an object stay content",
      "<tool_call>{\"name\": \"x\", \"arguments\": \"{}\"}</tool_call>",
-     "<tool_call>{\"name\": \"x\", \"arguments\": \"{}\"}</tool_call>", {{0}}, 0},
-    {"trailing garbage stays content", "<tool_call>{\"name\": \"x\", \"arguments\": {}} x</tool_call>",
-     "<tool_call>{\"name\": \"x\", \"arguments\": {}} x</tool_call>", {{0}}, 0},
+     "<tool_call>{\"name\": \"x\", \"arguments\": \"{}\"}</tool_call>",
+     {{0}},
+     0},
+    {"trailing garbage stays content",
+     "<tool_call>{\"name\": \"x\", \"arguments\": {}} x</tool_call>",
+     "<tool_call>{\"name\": \"x\", \"arguments\": {}} x</tool_call>",
+     {{0}},
+     0},
     {"a bad call, then a good one",
-     "<tool_call>oops</tool_call>\n" CALL("f", "{\"a\": 1}"), "<tool_call>oops</tool_call>",
-     {{"f", "{\"a\":1}"}}, 1},
-    {"an unclosed call at the end is parsed", "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n",
-     "", {{"f", "{}"}}, 1},
-    {"a call cut short stays content", "I will call.\n<tool_call>\n{\"name\": \"f\", \"argu",
-     "I will call.\n<tool_call>\n{\"name\": \"f\", \"argu", {{0}}, 0},
+     "<tool_call>oops</tool_call>\n" CALL("f", "{\"a\": 1}"),
+     "<tool_call>oops</tool_call>",
+     {{"f", "{\"a\":1}"}},
+     1},
+    {"an unclosed call at the end is parsed",
+     "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n",
+     "",
+     {{"f", "{}"}},
+     1},
+    {"a call cut short stays content",
+     "I will call.\n<tool_call>\n{\"name\": \"f\", \"argu",
+     "I will call.\n<tool_call>\n{\"name\": \"f\", \"argu",
+     {{0}},
+     0},
     {"the start of a tag that is not one", "x <tool_cal", "x <tool_cal", {{0}}, 0},
-    {"a tag's name in text", "Use <tool_call> tags, and </tool_call> after.",
-     "Use <tool_call> tags, and </tool_call> after.", {{0}}, 0},
+    {"a tag's name in text",
+     "Use <tool_call> tags, and </tool_call> after.",
+     "Use <tool_call> tags, and </tool_call> after.",
+     {{0}},
+     0},
     {"a closing tag alone", "a </tool_call> b", "a </tool_call> b", {{0}}, 0},
-    {"three calls glued", CALL("a", "{}") CALL("b", "{\"k\": \"v\"}") CALL("c", "{\"z\": [null]}"), "",
-     {{"a", "{}"}, {"b", "{\"k\":\"v\"}"}, {"c", "{\"z\":[null]}"}}, 3},
+    {"three calls glued",
+     CALL("a", "{}") CALL("b", "{\"k\": \"v\"}") CALL("c", "{\"z\": [null]}"),
+     "",
+     {{"a", "{}"}, {"b", "{\"k\":\"v\"}"}, {"c", "{\"z\":[null]}"}},
+     3},
     {"whitespace-only reply", "\n\n", "\n\n", {{0}}, 0},
-    {"a name with escapes", "<tool_call>{\"name\": \"get\\u005fx\", \"arguments\": {}}</tool_call>", "",
-     {{"get_x", "{}"}}, 1},
+    {"a name with escapes",
+     "<tool_call>{\"name\": \"get\\u005fx\", \"arguments\": {}}</tool_call>",
+     "",
+     {{"get_x", "{}"}},
+     1},
 };
 
 typedef struct result {
@@ -132,8 +175,8 @@ static void test_case(const tool_case *c, uint64_t *rng)
     result whole;
     CHECK(feed(c->text, NULL, 0, &whole));
     if (!matches(c, &whole)) {
-        fprintf(stderr, "case \"%s\": got content \"%s\" and %zu calls\n", c->what,
-                whole.content, whole.p.n_calls);
+        fprintf(stderr, "case \"%s\": got content \"%s\" and %zu calls\n", c->what, whole.content,
+                whole.p.n_calls);
         for (size_t i = 0; i < whole.p.n_calls; i++)
             fprintf(stderr, "  %s %s\n", whole.p.calls[i].name, whole.p.calls[i].arguments);
         check_failures++;
@@ -149,7 +192,8 @@ static void test_case(const tool_case *c, uint64_t *rng)
         result_free(&r);
     }
     size_t *every = malloc((len + 1) * sizeof *every);
-    for (size_t i = 0; i < len; i++) every[i] = i + 1; /* byte by byte */
+    for (size_t i = 0; i < len; i++)
+        every[i] = i + 1; /* byte by byte */
     result r;
     CHECK(feed(c->text, every, len, &r));
     CHECK(same(&whole, &r));
@@ -205,9 +249,11 @@ static void test_out_of_memory(void)
 int main(void)
 {
     uint64_t rng = 12345;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) test_case(&cases[i], &rng);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        test_case(&cases[i], &rng);
     test_parse_block();
     test_out_of_memory();
-    if (!check_failures) printf("test_tool_calls: %zu replies ok\n", sizeof cases / sizeof cases[0]);
+    if (!check_failures)
+        printf("test_tool_calls: %zu replies ok\n", sizeof cases / sizeof cases[0]);
     return check_failures != 0;
 }

@@ -15,10 +15,10 @@
 #include "server/openai_response.h"
 #include "server/tool_request.h"
 
-#define TOOLS                                                                                   \
-    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": "    \
-    "\"The weather\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": "       \
-    "{\"type\": \"string\"}}, \"required\": [\"city\"]}}}, {\"type\": \"function\", "           \
+#define TOOLS                                                                                      \
+    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": "        \
+    "\"The weather\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": "          \
+    "{\"type\": \"string\"}}, \"required\": [\"city\"]}}}, {\"type\": \"function\", "              \
     "\"function\": {\"name\": \"get-time_2\"}}]"
 #define USER "\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]"
 
@@ -43,9 +43,12 @@ static void test_tools(void)
     static const struct {
         const char *choice;
         oai_tool_choice want;
-    } choices[] = {{"\"none\"", OAI_TOOL_NONE}, {"\"auto\"", OAI_TOOL_AUTO},
-                   {"\"required\"", OAI_TOOL_REQUIRED}, {"null", OAI_TOOL_AUTO},
-                   {"{\"type\": \"function\", \"function\": {\"name\": \"get-time_2\"}}", OAI_TOOL_NAMED}};
+    } choices[] = {
+        {"\"none\"", OAI_TOOL_NONE},
+        {"\"auto\"", OAI_TOOL_AUTO},
+        {"\"required\"", OAI_TOOL_REQUIRED},
+        {"null", OAI_TOOL_AUTO},
+        {"{\"type\": \"function\", \"function\": {\"name\": \"get-time_2\"}}", OAI_TOOL_NAMED}};
     for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++) {
         char body[2048];
         snprintf(body, sizeof body, "{" USER ", \"tools\": " TOOLS ", \"tool_choice\": %s}",
@@ -59,13 +62,26 @@ static void test_tools(void)
         oai_request_free(&r);
     }
     /* no tools: tool_choice "none" (or absent) only; [] is none */
-    CHECK(parse("{" USER ", \"tools\": [], \"tool_choice\": \"none\"}", &r, &err) && !r.tools_json &&
-          r.tool_choice == OAI_TOOL_NONE);
+    CHECK(parse("{" USER ", \"tools\": [], \"tool_choice\": \"none\"}", &r, &err) &&
+          !r.tools_json && r.tool_choice == OAI_TOOL_NONE);
     oai_request_free(&r);
     /* /tokenize with messages takes tools too */
     const char *tok = "{" USER ", \"tools\": " TOOLS "}";
     CHECK(oai_request_parse(tok, strlen(tok), OAI_TOKENIZE, &r, &err) && r.n_tools == 2);
     oai_request_free(&r);
+}
+
+/* body refused with 400 naming param */
+static void expect_refused(const char *body, const char *param)
+{
+    oai_request r;
+    oai_error err = {0};
+    int ok = parse(body, &r, &err);
+    CHECK(!ok && err.http_status == 400 && !strcmp(err.param, param));
+    if (ok || strcmp(err.param, param))
+        fprintf(stderr, "  %s: param \"%s\" (%s), want \"%s\"\n", body, err.param, err.message,
+                param);
+    if (ok) oai_request_free(&r);
 }
 
 /* Each body refused with 400 naming `param`. */
@@ -94,7 +110,8 @@ static void test_refused(void)
          "tools[1].function.name"},
         {"\"tools\": " TOOLS ", \"tool_choice\": \"always\"", "tool_choice"},
         {"\"tools\": " TOOLS ", \"tool_choice\": 1", "tool_choice"},
-        {"\"tools\": " TOOLS ", \"tool_choice\": {\"type\": \"x\", \"function\": {\"name\": \"f\"}}",
+        {"\"tools\": " TOOLS
+         ", \"tool_choice\": {\"type\": \"x\", \"function\": {\"name\": \"f\"}}",
          "tool_choice.type"},
         {"\"tools\": " TOOLS ", \"tool_choice\": {\"type\": \"function\"}", "tool_choice.function"},
         {"\"tools\": " TOOLS ", \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": "
@@ -106,27 +123,21 @@ static void test_refused(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char body[4096];
         snprintf(body, sizeof body, "{" USER ", %s}", bad[i].fields);
-        oai_request r;
-        oai_error err = {0};
-        int ok = parse(body, &r, &err);
-        CHECK(!ok && err.http_status == 400 && !strcmp(err.param, bad[i].param));
-        if (ok || strcmp(err.param, bad[i].param))
-            fprintf(stderr, "  %s: param \"%s\" (%s), want \"%s\"\n", bad[i].fields, err.param,
-                    err.message, bad[i].param);
-        if (ok) oai_request_free(&r);
+        expect_refused(body, bad[i].param);
     }
 }
 
-#define CALLS(args)                                                                               \
-    "{\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"call_1\", "        \
-    "\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": " args "}}]}"
+#define CALLS(args)                                                                                \
+    "{\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"call_1\", "          \
+    "\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": " args       \
+    "}}]}"
 
 static void test_messages(void)
 {
-    const char *body =
-        "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather?\"}, " CALLS("\"{\\\"city\\\": "
+    const char *body = "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather?\"}, " CALLS(
+        "\"{\\\"city\\\": "
         "\\\"Paris\\\"}\"") ", {\"role\": \"tool\", \"tool_call_id\": \"call_1\", \"content\": "
-        "\"18 C\"}], \"tools\": " TOOLS "}";
+                            "\"18 C\"}], \"tools\": " TOOLS "}";
     oai_request r;
     oai_error err;
     CHECK(parse(body, &r, &err));
@@ -136,7 +147,8 @@ static void test_messages(void)
         CHECK(!strcmp(c->id, "call_1") && !strcmp(c->name, "get_weather") &&
               !strcmp(c->arguments, "{\"city\": \"Paris\"}"));
         CHECK(!strcmp(r.messages[1].content, ""));
-        CHECK(!strcmp(r.messages[2].role, "tool") && !strcmp(r.messages[2].tool_call_id, "call_1") &&
+        CHECK(!strcmp(r.messages[2].role, "tool") &&
+              !strcmp(r.messages[2].tool_call_id, "call_1") &&
               !strcmp(r.messages[2].content, "18 C"));
     }
     oai_request_free(&r);
@@ -158,20 +170,15 @@ static void test_messages(void)
          "\"f\", \"arguments\": \"{}\"}}]}",
          "messages[1].tool_calls[0].type"},
         {"{\"role\": \"user\", \"content\": \"x\", \"tool_calls\": []}", "messages[1].tool_calls"},
-        {"{\"role\": \"tool\", \"content\": \"x\", \"tool_call_id\": 7}", "messages[1].tool_call_id"},
+        {"{\"role\": \"tool\", \"content\": \"x\", \"tool_call_id\": 7}",
+         "messages[1].tool_call_id"},
         {"{\"role\": \"tool\"}", "messages[1].content"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char b[4096];
         snprintf(b, sizeof b, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, %s]}",
                  bad[i].message);
-        oai_error e = {0};
-        int ok = parse(b, &r, &e);
-        CHECK(!ok && e.http_status == 400 && !strcmp(e.param, bad[i].param));
-        if (ok || strcmp(e.param, bad[i].param))
-            fprintf(stderr, "  %s: param \"%s\" (%s), want \"%s\"\n", bad[i].message, e.param,
-                    e.message, bad[i].param);
-        if (ok) oai_request_free(&r);
+        expect_refused(b, bad[i].param);
     }
 }
 
@@ -181,7 +188,8 @@ static const cJSON *at(const cJSON *v, const char *path)
     while (*path && v) {
         size_t n = strcspn(path, ".");
         snprintf(key, sizeof key, "%.*s", (int)n, path);
-        v = cJSON_IsArray(v) ? cJSON_GetArrayItem(v, atoi(key)) : cJSON_GetObjectItemCaseSensitive(v, key);
+        v = cJSON_IsArray(v) ? cJSON_GetArrayItem(v, atoi(key))
+                             : cJSON_GetObjectItemCaseSensitive(v, key);
         path += n + (path[n] == '.');
     }
     return v;
@@ -198,14 +206,17 @@ static void test_replies(void)
     oai_head h = {.kind = OAI_CHAT, .id = "chatcmpl-1", .created = 1, .model = "m"};
     oai_tool_call calls[2] = {{0, "call_a", "get_weather", "{\"city\":\"Paris\"}"},
                               {1, "call_b", "get-time_2", "{}"}};
-    oai_choice c = {.text = NULL, .finish_reason = "tool_calls", .tool_calls = calls, .n_tool_calls = 2};
+    oai_choice c = {
+        .text = NULL, .finish_reason = "tool_calls", .tool_calls = calls, .n_tool_calls = 2};
     oai_usage u = {0};
     char *body = oai_response_body(&h, &c, 1, &u);
     cJSON *root = cJSON_Parse(body);
     const cJSON *m = at(root, "choices.0.message");
-    CHECK(cJSON_IsNull(at(m, "content")) && is_string(root, "choices.0.finish_reason", "tool_calls"));
+    CHECK(cJSON_IsNull(at(m, "content")) &&
+          is_string(root, "choices.0.finish_reason", "tool_calls"));
     CHECK(cJSON_GetArraySize(at(m, "tool_calls")) == 2);
-    CHECK(is_string(m, "tool_calls.0.id", "call_a") && is_string(m, "tool_calls.0.type", "function") &&
+    CHECK(is_string(m, "tool_calls.0.id", "call_a") &&
+          is_string(m, "tool_calls.0.type", "function") &&
           is_string(m, "tool_calls.0.function.name", "get_weather") &&
           is_string(m, "tool_calls.0.function.arguments", "{\"city\":\"Paris\"}") &&
           is_string(m, "tool_calls.1.function.name", "get-time_2") &&
@@ -219,8 +230,9 @@ static void test_replies(void)
     body = oai_response_tool_call_chunk(&h, 0, &call, 0);
     root = cJSON_Parse(body);
     const cJSON *d = at(root, "choices.0.delta");
-    CHECK(cJSON_IsNumber(at(d, "tool_calls.0.index")) && at(d, "tool_calls.0.index")->valueint == 1 &&
-          is_string(d, "tool_calls.0.id", "call_b") && is_string(d, "tool_calls.0.type", "function") &&
+    CHECK(cJSON_IsNumber(at(d, "tool_calls.0.index")) &&
+          at(d, "tool_calls.0.index")->valueint == 1 && is_string(d, "tool_calls.0.id", "call_b") &&
+          is_string(d, "tool_calls.0.type", "function") &&
           is_string(d, "tool_calls.0.function.name", "get-time_2") &&
           is_string(d, "tool_calls.0.function.arguments", "") && !at(d, "content"));
     cJSON_Delete(root);

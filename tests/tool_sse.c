@@ -65,9 +65,12 @@ int main(int argc, char **argv)
     sse(f, oai_response_chunk(&head, 0, &end));
     fprintf(f, "data: [DONE]\n\n");
     oai_tool_call *calls = calloc(p.n_calls + 1, sizeof *calls);
-    for (size_t k = 0; k < p.n_calls; k++) call_of(&p, k, &calls[k]);
-    oai_choice whole = {.text = n_content ? content : NULL, .finish_reason = finish,
-                        .tool_calls = calls, .n_tool_calls = p.n_calls};
+    for (size_t k = 0; k < p.n_calls; k++)
+        call_of(&p, k, &calls[k]);
+    oai_choice whole = {.text = n_content ? content : NULL,
+                        .finish_reason = finish,
+                        .tool_calls = calls,
+                        .n_tool_calls = p.n_calls};
     oai_usage u = {0};
     char *body = oai_response_body(&head, &whole, 1, &u);
     fputs(body, g);

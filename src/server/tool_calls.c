@@ -15,7 +15,10 @@ static const char tool_open[] = "<tool_call>";
 static const char tool_close[] = "</tool_call>";
 enum { TOOL_OPEN_LEN = sizeof tool_open - 1, TOOL_CLOSE_LEN = sizeof tool_close - 1 };
 
-void tool_parser_init(tool_parser *p) { memset(p, 0, sizeof *p); }
+void tool_parser_init(tool_parser *p)
+{
+    memset(p, 0, sizeof *p);
+}
 
 void tool_parser_free(tool_parser *p)
 {
@@ -29,7 +32,10 @@ void tool_parser_free(tool_parser *p)
     memset(p, 0, sizeof *p);
 }
 
-static int tool__is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+static int tool__is_ws(char c)
+{
+    return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
 
 static int tool__append(char **s, size_t *n, size_t *cap, const char *text, size_t len)
 {
@@ -70,7 +76,8 @@ static long tool__find(const char *s, size_t n, size_t from, const char *tag, si
 
 static size_t tool__skip_ws(const char *s, size_t i)
 {
-    while (tool__is_ws(s[i])) i++;
+    while (tool__is_ws(s[i]))
+        i++;
     return i;
 }
 
@@ -87,7 +94,8 @@ static size_t tool__skip_value(const char *s, size_t i)
 {
     if (s[i] == '"') return tool__skip_string(s, i);
     if (s[i] != '{' && s[i] != '[') {
-        while (s[i] && !strchr(",}] \t\n\r", s[i])) i++;
+        while (s[i] && !strchr(",}] \t\n\r", s[i]))
+            i++;
         return i;
     }
     int depth = 0;
@@ -206,7 +214,8 @@ static int tool__step_text(tool_parser *p, int final, char **content, size_t *n_
 {
     if (p->skip_ws) {
         size_t k = 0;
-        while (k < p->n_buf && tool__is_ws(p->buf[k])) k++;
+        while (k < p->n_buf && tool__is_ws(p->buf[k]))
+            k++;
         tool__consume(p, k);
         if (!p->n_buf) return 0;
         p->skip_ws = 0;
@@ -220,7 +229,8 @@ static int tool__step_text(tool_parser *p, int final, char **content, size_t *n_
     }
     size_t text = p->n_buf - keep, ws = 0;
     if (at >= 0 || !final)
-        while (ws < text && tool__is_ws(p->buf[text - 1 - ws])) ws++;
+        while (ws < text && tool__is_ws(p->buf[text - 1 - ws]))
+            ws++;
     if (!tool__emit(content, n_content, p->buf, text - ws)) return -1;
     tool__consume(p, text - ws);
     if (at < 0) return 0;

@@ -23,15 +23,15 @@
 #include <stddef.h>
 
 typedef struct tool_call {
-    char id[40];      /* filled in by the caller ("call_..."), "" from the parser */
-    char *name;       /* NUL-terminated, owned by the parser */
-    char *arguments;  /* the arguments object, compact JSON text; owned likewise */
+    char id[40];     /* filled in by the caller ("call_..."), "" from the parser */
+    char *name;      /* NUL-terminated, owned by the parser */
+    char *arguments; /* the arguments object, compact JSON text; owned likewise */
 } tool_call;
 
 typedef struct tool_parser {
-    int in_call;      /* buf holds a call from its "<tool_call>" on */
-    int skip_ws;      /* a call just ended: whitespace that follows is dropped */
-    char *buf;        /* text held back: [n_buf] */
+    int in_call; /* buf holds a call from its "<tool_call>" on */
+    int skip_ws; /* a call just ended: whitespace that follows is dropped */
+    char *buf;   /* text held back: [n_buf] */
     size_t n_buf, cap_buf;
     size_t n_ws;      /* in_call: the whitespace before "<tool_call>" in buf */
     tool_call *calls; /* [n_calls] parsed so far, in order */

@@ -21,7 +21,10 @@ static char *tool__strdup(const char *s)
     return d;
 }
 
-static int tool__oom(oai_error *err) { return oai_error_set(err, 500, NULL, "out of memory"); }
+static int tool__oom(oai_error *err)
+{
+    return oai_error_set(err, 500, NULL, "out of memory");
+}
 
 static int tool__name_ok(const char *s)
 {
@@ -69,7 +72,8 @@ static int tool__function(const cJSON *obj, const char *where, const cJSON **fn,
     snprintf(param, sizeof param, "%s.function", where);
     *fn = cJSON_GetObjectItemCaseSensitive(obj, "function");
     if (!*fn || cJSON_IsNull(*fn)) return oai_error_set(err, 400, param, "'%s' is required", param);
-    if (!cJSON_IsObject(*fn)) return oai_error_set(err, 400, param, "'%s' must be an object", param);
+    if (!cJSON_IsObject(*fn))
+        return oai_error_set(err, 400, param, "'%s' must be an object", param);
     snprintf(param, sizeof param, "%s.function.name", where);
     if (!tool__string(*fn, "name", param, 1, name, err)) return 0;
     if (!tool__name_ok(*name))
@@ -149,14 +153,16 @@ static int tool__choice_string(const char *s, oai_request *r, oai_error *err)
         }
     return oai_error_set(err, 400, "tool_choice",
                          "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": "
-                         "\"function\", \"function\": {\"name\": ...}}, got \"%.40s\"", s);
+                         "\"function\", \"function\": {\"name\": ...}}, got \"%.40s\"",
+                         s);
 }
 
 static int tool__choice_named(const cJSON *v, oai_request *r, oai_error *err)
 {
     const cJSON *fn;
     const char *name;
-    if (!tool__type(v, "tool_choice.type", err) || !tool__function(v, "tool_choice", &fn, &name, err))
+    if (!tool__type(v, "tool_choice.type", err) ||
+        !tool__function(v, "tool_choice", &fn, &name, err))
         return 0;
     for (size_t k = 0; k < r->n_tools; k++)
         if (!strcmp(r->tool_names[k], name)) {
@@ -166,7 +172,8 @@ static int tool__choice_named(const cJSON *v, oai_request *r, oai_error *err)
         }
     return oai_error_set(err, 400, "tool_choice.function.name",
                          "'tool_choice.function.name': \"%s\" is not one of the functions in "
-                         "'tools'", name);
+                         "'tools'",
+                         name);
 }
 
 static int tool__choice(const cJSON *obj, oai_request *r, oai_error *err)
@@ -229,7 +236,8 @@ static int tool__calls(const cJSON *m, int i, encore_chat_message *out, oai_erro
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
     if (!v || cJSON_IsNull(v)) return 1;
     if (strcmp(out->role, "assistant") != 0)
-        return oai_error_set(err, 400, param, "'%s' is only allowed in an assistant message", param);
+        return oai_error_set(err, 400, param, "'%s' is only allowed in an assistant message",
+                             param);
     if (!cJSON_IsArray(v)) return oai_error_set(err, 400, param, "'%s' must be an array", param);
     int count = cJSON_GetArraySize(v);
     if (count > TOOL_MAX_CALLS)
@@ -273,7 +281,8 @@ int tool_request_supported(const oai_request *r, oai_error *err)
 encore_chat_options tool_request_chat_options(const oai_request *r, int plain_content)
 {
     return (encore_chat_options){.enable_thinking = r->enable_thinking,
-                                 .plain_content = plain_content, .tools_json = r->tools_json};
+                                 .plain_content = plain_content,
+                                 .tools_json = r->tools_json};
 }
 
 void tool_request_free(oai_request *r)
@@ -288,7 +297,8 @@ void tool_request_free(oai_request *r)
         free((void *)m->tool_calls);
         free((char *)m->tool_call_id);
     }
-    for (size_t k = 0; k < r->n_tools; k++) free(r->tool_names[k]);
+    for (size_t k = 0; k < r->n_tools; k++)
+        free(r->tool_names[k]);
     free(r->tool_names);
     free(r->tools_json);
     free(r->tool_choice_name);

@@ -10,9 +10,9 @@
 #include "openai_request.h"
 
 enum {
-    TOOL_MAX_TOOLS = 128,    /* OpenAI's limit */
-    TOOL_MAX_NAME = 64,      /* a function name: [A-Za-z0-9_-]{1,64}, as OpenAI's */
-    TOOL_MAX_CALLS = 128,    /* tool_calls of one message */
+    TOOL_MAX_TOOLS = 128, /* OpenAI's limit */
+    TOOL_MAX_NAME = 64,   /* a function name: [A-Za-z0-9_-]{1,64}, as OpenAI's */
+    TOOL_MAX_CALLS = 128, /* tool_calls of one message */
 };
 
 /* "tools" and "tool_choice" of the request object into r. Returns 1, or 0
