@@ -36,7 +36,18 @@ static void fuzz_check(const oai_request *r)
     for (size_t i = 0; i < r->n_messages; i++) {
         if (!r->messages[i].role || !r->messages[i].content) abort();
         (void)strlen(r->messages[i].content);
+        for (size_t k = 0; k < r->messages[i].n_tool_calls; k++)
+            if (!r->messages[i].tool_calls[k].name || !r->messages[i].tool_calls[k].arguments)
+                abort();
     }
+    /* tools: names given, the JSON kept exactly when there are some, a named
+     * choice among them */
+    if (r->n_tools > 128 || !r->tools_json != !r->n_tools) abort();
+    if ((r->tool_choice == OAI_TOOL_NAMED) != (r->tool_choice_name != NULL)) abort();
+    int named = r->tool_choice != OAI_TOOL_NAMED;
+    for (size_t k = 0; k < r->n_tools; k++)
+        named |= !strcmp(r->tool_names[k], r->tool_choice_name ? r->tool_choice_name : "");
+    if (!named || (r->tool_choice != OAI_TOOL_NONE && !r->n_tools)) abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -29,7 +29,8 @@
 # server_openai_logprobs needs an engine that reports log-probabilities in
 # encore_output (include/encore.h); with one that does not, it fails, saying
 # that the logprobs came back empty.
-# With ENCORE_FUZZ (clang): fuzz_openai_request, 20 s, and fuzz_http (raw bytes
+# With ENCORE_FUZZ (clang): fuzz_openai_request, 20 s, fuzz_tool_calls (the
+# <tool_call> parser whole and in pieces), 20 s, and fuzz_http (raw bytes
 # on a connection to a real server: request lines, header framing, bad chunk
 # sizes, lines without colons, 1,000 headers), 20 s, labelled "fuzz".
 
@@ -112,6 +113,24 @@ if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
             ${ENCORE_TESTS_DIR}/fuzz/corpus/openai_request
     WORKING_DIRECTORY ${ENCORE_SERVER_FUZZ_OUT})
   set_tests_properties(fuzz_openai_request PROPERTIES TIMEOUT 120 LABELS "fuzz;server")
+
+  # The <tool_call> parser: whole and in pieces, the same calls and content.
+  add_executable(fuzz_tool_calls ${ENCORE_TESTS_DIR}/fuzz_tool_calls.c
+                 ${PROJECT_SOURCE_DIR}/src/server/tool_calls.c)
+  target_include_directories(fuzz_tool_calls PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(fuzz_tool_calls PRIVATE -fsanitize=fuzzer,address,undefined
+    -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1)
+  target_link_options(fuzz_tool_calls PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(fuzz_tool_calls PRIVATE PkgConfig::CJSON m)
+  file(MAKE_DIRECTORY ${ENCORE_SERVER_FUZZ_OUT}/corpus-tool_calls)
+  add_test(NAME fuzz_tool_calls
+    COMMAND fuzz_tool_calls -max_total_time=20 -max_len=2048
+            -dict=${ENCORE_TESTS_DIR}/fuzz/tool_calls.dict
+            -artifact_prefix=${ENCORE_SERVER_FUZZ_OUT}/crash-tool_calls-
+            ${ENCORE_SERVER_FUZZ_OUT}/corpus-tool_calls
+            ${ENCORE_TESTS_DIR}/fuzz/corpus/tool_calls
+    WORKING_DIRECTORY ${ENCORE_SERVER_FUZZ_OUT})
+  set_tests_properties(fuzz_tool_calls PROPERTIES TIMEOUT 120 LABELS "fuzz;server")
 
   # The HTTP layer: the server's sources carry the fuzzer's instrumentation,
   # the engine (encore_core) does not; inputs go over TCP to a real server.
