@@ -3,7 +3,8 @@
  * encore_chat_prompt's text, for every conversation here; with plain_content
  * 1 they are the same when no message spells an added token, and when one
  * does, only the template's added tokens remain and the ids still decode to
- * the same text. Bad arguments are refused with a message. */
+ * the same text. Tools, tool calls and results go through the _opts calls.
+ * Bad arguments are refused with a message. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,55 @@ static int same_as_prompt(encore_engine *e, const encore_chat_message *m, size_t
     encore_free(a);
     encore_free(b);
     return same;
+}
+
+/* Tools, calls and results through encore_chat_*_opts: the ids are those
+ * of the prompt's text; the text holds the tools block, each call with its
+ * arguments as tojson prints the parsed object, and the tool results; bad
+ * arguments and tools are refused naming the message and the call. */
+static void test_tools(encore_engine *e)
+{
+    const encore_chat_tool_call calls[] = {
+        {.id = "call_1", .name = "get_weather", .arguments = "{\"city\":\"Paris\",\"days\":2}"},
+        {.name = "get_time", .arguments = " { } "},
+    };
+    const encore_chat_message talk[] = {
+        {.role = "user", .content = "Weather and time?"},
+        {.role = "assistant", .content = "", .tool_calls = calls, .n_tool_calls = 2},
+        {.role = "tool", .content = "21", .tool_call_id = "call_1"},
+        {.role = "tool", .content = "09:14"},
+    };
+    encore_chat_options o = encore_chat_options_default();
+    o.tools_json = "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}]";
+    char *text = NULL;
+    int32_t *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    CHECK(encore_chat_prompt_opts(e, talk, 4, &o, &text) == ENCORE_OK && text);
+    CHECK(text && strstr(text, "<tools>\n{\"type\": \"function\", \"function\": {\"name\": "
+                               "\"get_weather\"}}\n</tools>"));
+    CHECK(text && strstr(text, "<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", "
+                               "\"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>\n"
+                               "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n"
+                               "</tool_call><|im_end|>\n"));
+    CHECK(text && strstr(text, "<|im_start|>user\n<tool_response>\n21\n</tool_response>\n"
+                               "<tool_response>\n09:14\n</tool_response><|im_end|>\n"
+                               "<|im_start|>assistant\n"));
+    CHECK(text && encore_tokenize(e, text, strlen(text), &a, &na) == ENCORE_OK);
+    CHECK(encore_chat_tokenize_opts(e, talk, 4, &o, &b, &nb) == ENCORE_OK);
+    CHECK(a && b && na == nb && !memcmp(a, b, na * sizeof *a));
+    encore_free(text);
+    encore_free(a);
+    encore_free(b);
+    const encore_chat_tool_call bad_args[] = {{.name = "get_weather", .arguments = "[1]"}};
+    encore_chat_message bad[] = {talk[0],
+                                 {.role = "assistant", .tool_calls = bad_args, .n_tool_calls = 1}};
+    text = NULL;
+    CHECK(encore_chat_prompt_opts(e, bad, 2, &o, &text) == ENCORE_ERR_INVALID_ARGUMENT && !text);
+    CHECK(strstr(encore_last_error(), "message 1, tool call 0 (get_weather)") != NULL);
+    o.tools_json = "{}";
+    CHECK(encore_chat_prompt_opts(e, talk, 1, &o, &text) == ENCORE_ERR_INVALID_ARGUMENT && !text);
+    CHECK(strstr(encore_last_error(), "tools_json") != NULL);
+    CHECK(encore_chat_prompt_opts(e, talk, 1, NULL, &text) == ENCORE_ERR_INVALID_ARGUMENT);
 }
 
 int main(int argc, char **argv)
@@ -88,6 +138,7 @@ int main(int argc, char **argv)
     CHECK(strstr(encore_last_error(), "message 0 has no role") != NULL);
     CHECK(encore_chat_tokenize(e, NULL, 1, 1, 1, &ids, &n) == ENCORE_ERR_INVALID_ARGUMENT);
     CHECK(encore_chat_tokenize(NULL, forged, 1, 1, 1, &ids, &n) == ENCORE_ERR_INVALID_ARGUMENT);
+    test_tools(e);
     encore_engine_destroy(e);
     if (!check_failures) printf("test_api_chat: all checks passed\n");
     return check_failures != 0;
