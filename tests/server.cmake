@@ -97,6 +97,7 @@ if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   add_executable(fuzz_openai_request ${ENCORE_TESTS_DIR}/fuzz_openai_request.c
                  ${PROJECT_SOURCE_DIR}/src/server/openai_request.c
                  ${PROJECT_SOURCE_DIR}/src/server/tool_request.c
+                 ${PROJECT_SOURCE_DIR}/src/server/json_span.c
                  ${PROJECT_SOURCE_DIR}/src/server/json_nul.c)
   target_include_directories(fuzz_openai_request PRIVATE ${PROJECT_SOURCE_DIR}/src
                              ${PROJECT_SOURCE_DIR}/include)
@@ -116,7 +117,8 @@ if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
 
   # The <tool_call> parser: whole and in pieces, the same calls and content.
   add_executable(fuzz_tool_calls ${ENCORE_TESTS_DIR}/fuzz_tool_calls.c
-                 ${PROJECT_SOURCE_DIR}/src/server/tool_calls.c)
+                 ${PROJECT_SOURCE_DIR}/src/server/tool_calls.c
+                 ${PROJECT_SOURCE_DIR}/src/server/json_span.c)
   target_include_directories(fuzz_tool_calls PRIVATE ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(fuzz_tool_calls PRIVATE -fsanitize=fuzzer,address,undefined
     -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1)

@@ -1011,7 +1011,8 @@ def check_bench(a):
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "The weather in a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"},
-                                                    "days": {"type": "integer", "minimum": 1}},
+                                                    "days": {"type": "integer", "minimum": 1},
+                                                    "min_temp": {"type": "number", "minimum": -90.0}},
                    "required": ["city"]}}}
 TIME = {"type": "function", "function": {"name": "get_time", "parameters": {
     "type": "object", "properties": {"tz": {"type": "string"}}}}}
@@ -1058,7 +1059,7 @@ def check_tools(a):
             if status != 200 or status2 != 200 or got["tokens"] != want["tokens"]:
                 fail(f"/tokenize with tools ({choice}): {status} {str(got)[:200]} != Jinja2's "
                      f"{str(want)[:200]}")
-            if "<tools>" not in text or '{"city": "Paris", "days": 2}' not in text:
+            if "<tools>" not in text or '{"city": "Paris", "days": 2}' not in text or "-90.0" not in text:
                 fail(f"Jinja2's prompt lacks the tools or the call: {text[:300]!r}")
         print(f"ok /tokenize of a tool conversation == Jinja2's template ({len(got['tokens'])} ids), "
               "tool_choice absent, auto and none")

@@ -61,6 +61,20 @@ static void test_tools(void)
         CHECK(!enforced || (err.http_status == 400 && !strcmp(err.param, "tool_choice")));
         oai_request_free(&r);
     }
+    /* the tools' own text, numbers as spelled (cJSON would print 0 and 100) */
+    const char *spelled = "[ {\"function\": {\"name\": \"f\", \"parameters\": {\"type\": "
+                          "\"number\", \"minimum\": 0.0, \"maximum\": 1e2}}} ]";
+    char body[1024];
+    snprintf(body, sizeof body, "{" USER ", \"tools\":  %s , \"n\": 1}", spelled);
+    CHECK(parse(body, &r, &err) && r.tools_json && !strcmp(r.tools_json, spelled));
+    oai_request_free(&r);
+    /* a key spelled with an escape first: cJSON takes that one, and so do the tools */
+    snprintf(body, sizeof body,
+             "{" USER ", \"t\\u006fols\": [{\"function\": {\"name\": \"first\"}}], \"tools\": %s}",
+             spelled);
+    CHECK(parse(body, &r, &err) && r.n_tools == 1 && !strcmp(r.tool_names[0], "first") &&
+          r.tools_json && strstr(r.tools_json, "\"first\""));
+    oai_request_free(&r);
     /* no tools: tool_choice "none" (or absent) only; [] is none */
     CHECK(parse("{" USER ", \"tools\": [], \"tool_choice\": \"none\"}", &r, &err) &&
           !r.tools_json && r.tool_choice == OAI_TOOL_NONE);

@@ -489,7 +489,8 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *
         return oai_error_set(err, 400, NULL, "the request body is not valid JSON (near byte %zu)",
                              off);
     }
-    int ok = oai__check_root(body, len, root, err) && oai__parse_fields(root, out, err);
+    int ok = oai__check_root(body, len, root, err) && oai__parse_fields(root, out, err) &&
+             tool_request_keep_text(body, len, out, err);
     cJSON_Delete(root);
     if (!ok) oai_request_free(out);
     return ok;

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_span.h"
+
 static const char tool_open[] = "<tool_call>";
 static const char tool_close[] = "</tool_call>";
 enum { TOOL_OPEN_LEN = sizeof tool_open - 1, TOOL_CLOSE_LEN = sizeof tool_close - 1 };
@@ -74,79 +76,6 @@ static long tool__find(const char *s, size_t n, size_t from, const char *tag, si
 
 /* --- one block -------------------------------------------------------------------- */
 
-static size_t tool__skip_ws(const char *s, size_t i)
-{
-    while (tool__is_ws(s[i]))
-        i++;
-    return i;
-}
-
-/* s[i] is '"': the index after the closing quote. */
-static size_t tool__skip_string(const char *s, size_t i)
-{
-    for (i++; s[i] && s[i] != '"'; i++)
-        if (s[i] == '\\' && s[i + 1]) i++;
-    return s[i] ? i + 1 : i;
-}
-
-/* The end of the value at s[i] (s is valid JSON: cJSON read it). */
-static size_t tool__skip_value(const char *s, size_t i)
-{
-    if (s[i] == '"') return tool__skip_string(s, i);
-    if (s[i] != '{' && s[i] != '[') {
-        while (s[i] && !strchr(",}] \t\n\r", s[i]))
-            i++;
-        return i;
-    }
-    int depth = 0;
-    do {
-        if (s[i] == '"') {
-            i = tool__skip_string(s, i);
-            continue;
-        }
-        if (s[i] == '{' || s[i] == '[') depth++;
-        if (s[i] == '}' || s[i] == ']') depth--;
-        i++;
-    } while (s[i] && depth > 0);
-    return i;
-}
-
-/* The text of the top-level member "arguments" of the object in s, as the
- * model wrote it, with the whitespace outside strings removed. */
-static char *tool__compact_arguments(const char *s)
-{
-    size_t i = tool__skip_ws(s, 0) + 1; /* past '{' */
-    for (;;) {
-        i = tool__skip_ws(s, i);
-        if (s[i] != '"') return NULL;
-        size_t key = i, key_end = tool__skip_string(s, i);
-        i = tool__skip_ws(s, key_end);
-        if (s[i] != ':') return NULL;
-        i = tool__skip_ws(s, i + 1);
-        size_t v = i, v_end = tool__skip_value(s, i);
-        if (key_end - key == 11 && !memcmp(s + key, "\"arguments\"", 11)) {
-            char *out = malloc(v_end - v + 1), *w = out;
-            if (!out) return NULL;
-            int in_string = 0;
-            for (size_t k = v; k < v_end; k++) {
-                char c = s[k];
-                if (in_string && c == '\\') {
-                    *w++ = c;
-                    *w++ = s[++k];
-                    continue;
-                }
-                if (c == '"') in_string = !in_string;
-                if (in_string || !tool__is_ws(c)) *w++ = c;
-            }
-            *w = '\0';
-            return out;
-        }
-        i = tool__skip_ws(s, v_end);
-        if (s[i] != ',') return NULL;
-        i++;
-    }
-}
-
 int tool_call_parse(const char *body, size_t len, char **name, char **arguments)
 {
     *name = *arguments = NULL;
@@ -163,8 +92,9 @@ int tool_call_parse(const char *body, size_t len, char **name, char **arguments)
     if (ok) {
         *name = malloc(strlen(n->valuestring) + 1);
         if (*name) strcpy(*name, n->valuestring);
-        *arguments = tool__compact_arguments(s);
-        ok = *name && *arguments;
+        size_t a0, a1;
+        ok = *name && json_span_member(s, len, "arguments", &a0, &a1) &&
+             (*arguments = json_span_compact(s, a0, a1));
     }
     cJSON_Delete(root);
     free(s);

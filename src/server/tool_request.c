@@ -1,8 +1,8 @@
 /* tool_request.c - "tools", "tool_choice", "tool_calls" and "tool_call_id"
  * of a chat request, checked field by field (tool_request.h).
  *
- * The tools go to the chat template as the client sent them (printed again
- * compactly; the template prints each with tojson). A function name is
+ * The tools go to the chat template as the client wrote them (their text in
+ * the body; the template prints each with tojson). A function name is
  * OpenAI's [A-Za-z0-9_-]{1,64}, so that it reads the same in the prompt, in
  * the model's <tool_call> and in a grammar. A message's tool call keeps
  * function.arguments as the string the client sent, after checking that it
@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "json_span.h"
 
 static char *tool__strdup(const char *s)
 {
@@ -136,6 +138,27 @@ static int tool__tools(const cJSON *obj, oai_request *r, oai_error *err)
     }
     r->tools_json = cJSON_PrintUnformatted(v);
     return r->tools_json ? 1 : tool__oom(err);
+}
+
+int tool_request_keep_text(const char *body, size_t len, oai_request *r, oai_error *err)
+{
+    size_t begin, end;
+    if (!r->tools_json || !json_span_member(body, len, "tools", &begin, &end)) return 1;
+    /* the same array as the one checked (not another member spelled
+     * "tools" after an escaped one that cJSON took) */
+    cJSON *raw = cJSON_ParseWithLength(body + begin, end - begin);
+    cJSON *checked = cJSON_Parse(r->tools_json);
+    int same = raw && checked && cJSON_Compare(raw, checked, 1);
+    cJSON_Delete(raw);
+    cJSON_Delete(checked);
+    if (!same) return 1;
+    char *text = malloc(end - begin + 1);
+    if (!text) return tool__oom(err);
+    memcpy(text, body + begin, end - begin);
+    text[end - begin] = '\0';
+    free(r->tools_json);
+    r->tools_json = text;
+    return 1;
 }
 
 /* --- tool_choice ------------------------------------------------------------------- */

@@ -19,6 +19,12 @@ enum {
  * with err filled (400, the field in err->param). */
 int tool_request_parse(const cJSON *obj, oai_request *r, oai_error *err);
 
+/* After tool_request_parse: r->tools_json becomes the body's own text of
+ * "tools" (body[0..len), which cJSON read), so that the template prints its
+ * numbers as the client spelled them (1.0 stays 1.0; cJSON would print 1).
+ * Returns 0 only when out of memory. */
+int tool_request_keep_text(const char *body, size_t len, oai_request *r, oai_error *err);
+
 /* Message i's "tool_calls" (assistant) and "tool_call_id" (tool) into out. */
 int tool_request_message(const cJSON *m, int i, encore_chat_message *out, oai_error *err);
 

@@ -1,0 +1,21 @@
+/* json_span.h - where a member's value lies in JSON text, as it was written.
+ *
+ * cJSON keeps neither source positions nor the spelling of numbers (1.0 and
+ * 1 parse the same). Where the text as the client or the model wrote it
+ * matters (a tool call's arguments, the tools a chat template prints), this
+ * finds it in text that cJSON has already accepted. */
+#ifndef ENC_SERVER_JSON_SPAN_H
+#define ENC_SERVER_JSON_SPAN_H
+
+#include <stddef.h>
+
+/* text[0..len) is a valid JSON object: 1 with [*begin, *end) the value of
+ * its first top-level member whose key is written exactly as `key` (no
+ * escapes), else 0. */
+int json_span_member(const char *text, size_t len, const char *key, size_t *begin, size_t *end);
+
+/* text[begin..end) with the whitespace outside strings removed, malloc'd
+ * and NUL-terminated (the caller frees it); NULL when out of memory. */
+char *json_span_compact(const char *text, size_t begin, size_t end);
+
+#endif
