@@ -94,45 +94,36 @@ set_tests_properties(server_openai_tool_stream PROPERTIES FIXTURES_REQUIRED serv
 # --- fuzzing the request parser (ENCORE_FUZZ, clang) ---------------------------------
 if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   set(ENCORE_SERVER_FUZZ_OUT ${PROJECT_BINARY_DIR}/fuzz)
-  add_executable(fuzz_openai_request ${ENCORE_TESTS_DIR}/fuzz_openai_request.c
-                 ${PROJECT_SOURCE_DIR}/src/server/openai_request.c
-                 ${PROJECT_SOURCE_DIR}/src/server/tool_request.c
-                 ${PROJECT_SOURCE_DIR}/src/server/json_span.c
-                 ${PROJECT_SOURCE_DIR}/src/server/json_nul.c)
-  target_include_directories(fuzz_openai_request PRIVATE ${PROJECT_SOURCE_DIR}/src
-                             ${PROJECT_SOURCE_DIR}/include)
-  target_compile_options(fuzz_openai_request PRIVATE -fsanitize=fuzzer,address,undefined
-    -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1)
-  target_link_options(fuzz_openai_request PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_libraries(fuzz_openai_request PRIVATE PkgConfig::CJSON m)
-  file(MAKE_DIRECTORY ${ENCORE_SERVER_FUZZ_OUT}/corpus-openai_request)
-  add_test(NAME fuzz_openai_request
-    COMMAND fuzz_openai_request -max_total_time=20 -max_len=4096
-            -dict=${ENCORE_TESTS_DIR}/fuzz/openai_request.dict
-            -artifact_prefix=${ENCORE_SERVER_FUZZ_OUT}/crash-openai_request-
-            ${ENCORE_SERVER_FUZZ_OUT}/corpus-openai_request
-            ${ENCORE_TESTS_DIR}/fuzz/corpus/openai_request
-    WORKING_DIRECTORY ${ENCORE_SERVER_FUZZ_OUT})
-  set_tests_properties(fuzz_openai_request PROPERTIES TIMEOUT 120 LABELS "fuzz;server")
-
-  # The <tool_call> parser: whole and in pieces, the same calls and content.
-  add_executable(fuzz_tool_calls ${ENCORE_TESTS_DIR}/fuzz_tool_calls.c
-                 ${PROJECT_SOURCE_DIR}/src/server/tool_calls.c
-                 ${PROJECT_SOURCE_DIR}/src/server/json_span.c)
-  target_include_directories(fuzz_tool_calls PRIVATE ${PROJECT_SOURCE_DIR}/src)
-  target_compile_options(fuzz_tool_calls PRIVATE -fsanitize=fuzzer,address,undefined
-    -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1)
-  target_link_options(fuzz_tool_calls PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_libraries(fuzz_tool_calls PRIVATE PkgConfig::CJSON m)
-  file(MAKE_DIRECTORY ${ENCORE_SERVER_FUZZ_OUT}/corpus-tool_calls)
-  add_test(NAME fuzz_tool_calls
-    COMMAND fuzz_tool_calls -max_total_time=20 -max_len=2048
-            -dict=${ENCORE_TESTS_DIR}/fuzz/tool_calls.dict
-            -artifact_prefix=${ENCORE_SERVER_FUZZ_OUT}/crash-tool_calls-
-            ${ENCORE_SERVER_FUZZ_OUT}/corpus-tool_calls
-            ${ENCORE_TESTS_DIR}/fuzz/corpus/tool_calls
-    WORKING_DIRECTORY ${ENCORE_SERVER_FUZZ_OUT})
-  set_tests_properties(fuzz_tool_calls PROPERTIES TIMEOUT 120 LABELS "fuzz;server")
+  # encore_server_fuzz(NAME MAX_LEN SOURCES...): tests/NAME.c and the server
+  # sources it parses with, run 20 s over tests/fuzz/corpus/<name> with
+  # tests/fuzz/<name>.dict (NAME is fuzz_<name>).
+  function(encore_server_fuzz name max_len)
+    string(REGEX REPLACE "^fuzz_" "" short ${name})
+    set(srcs)
+    foreach(f ${ARGN})
+      list(APPEND srcs ${PROJECT_SOURCE_DIR}/src/server/${f})
+    endforeach()
+    add_executable(${name} ${ENCORE_TESTS_DIR}/${name}.c ${srcs})
+    target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src
+                               ${PROJECT_SOURCE_DIR}/include)
+    target_compile_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined
+      -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1)
+    target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_libraries(${name} PRIVATE PkgConfig::CJSON m)
+    file(MAKE_DIRECTORY ${ENCORE_SERVER_FUZZ_OUT}/corpus-${short})
+    add_test(NAME ${name}
+      COMMAND ${name} -max_total_time=20 -max_len=${max_len}
+              -dict=${ENCORE_TESTS_DIR}/fuzz/${short}.dict
+              -artifact_prefix=${ENCORE_SERVER_FUZZ_OUT}/crash-${short}-
+              ${ENCORE_SERVER_FUZZ_OUT}/corpus-${short}
+              ${ENCORE_TESTS_DIR}/fuzz/corpus/${short}
+      WORKING_DIRECTORY ${ENCORE_SERVER_FUZZ_OUT})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS "fuzz;server")
+  endfunction()
+  encore_server_fuzz(fuzz_openai_request 4096 openai_request.c tool_request.c json_span.c
+                     json_nul.c)
+  # the <tool_call> parser: whole and in pieces, the same calls and content
+  encore_server_fuzz(fuzz_tool_calls 2048 tool_calls.c json_span.c)
 
   # The HTTP layer: the server's sources carry the fuzzer's instrumentation,
   # the engine (encore_core) does not; inputs go over TCP to a real server.

@@ -114,6 +114,12 @@ static const tool_case cases[] = {
      {{"a", "{}"}, {"b", "{\"k\":\"v\"}"}, {"c", "{\"z\":[null]}"}},
      3},
     {"whitespace-only reply", "\n\n", "\n\n", {{0}}, 0},
+    {"control bytes cJSON skips as whitespace",
+     "<tool_call>{\"name\": \"f\", \"arguments\":\x15\x01 {\"a\":\x15 1,\x1f\"b\": "
+     "\"\x15\"}}</tool_call>",
+     "",
+     {{"f", "{\"a\":1,\"b\":\"\x15\"}"}},
+     1},
     {"a name with escapes",
      "<tool_call>{\"name\": \"get\\u005fx\", \"arguments\": {}}</tool_call>",
      "",

@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What cJSON skips between tokens: every byte up to the space (more than
+ * JSON's four). */
 static int json_span__is_ws(char c)
 {
-    return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+    return (unsigned char)c <= ' ';
 }
 
 static size_t json_span__ws(const char *s, size_t n, size_t i)
@@ -33,7 +35,7 @@ static size_t json_span__value(const char *s, size_t n, size_t i)
 {
     if (i < n && s[i] == '"') return json_span__string(s, n, i);
     if (i < n && s[i] != '{' && s[i] != '[') {
-        while (i < n && !strchr(",}] \t\n\r", s[i]))
+        while (i < n && !strchr(",}]", s[i]) && !json_span__is_ws(s[i]))
             i++;
         return i;
     }
