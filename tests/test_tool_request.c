@@ -68,6 +68,13 @@ static void test_tools(void)
     snprintf(body, sizeof body, "{" USER ", \"tools\":  %s , \"n\": 1}", spelled);
     CHECK(parse(body, &r, &err) && r.tools_json && !strcmp(r.tools_json, spelled));
     oai_request_free(&r);
+    /* a control byte cJSON took as whitespace: its own print, escaped */
+    snprintf(body, sizeof body,
+             "{" USER
+             ", \"tools\": [\x15{\"function\": {\"name\": \"f\", \"description\": \"a\x15\"}}]}");
+    CHECK(parse(body, &r, &err) && r.tools_json && !strchr(r.tools_json, '\x15') &&
+          strstr(r.tools_json, "a\\u0015"));
+    oai_request_free(&r);
     /* a key spelled with an escape first: cJSON takes that one, and so do the tools */
     snprintf(body, sizeof body,
              "{" USER ", \"t\\u006fols\": [{\"function\": {\"name\": \"first\"}}], \"tools\": %s}",
@@ -173,6 +180,7 @@ static void test_messages(void)
         {CALLS("{\"city\": \"Paris\"}"), "messages[1].tool_calls[0].function.arguments"},
         {CALLS("\"[1, 2]\""), "messages[1].tool_calls[0].function.arguments"},
         {CALLS("\"{bad\""), "messages[1].tool_calls[0].function.arguments"},
+        {CALLS("\"{\\\"a\\\":\x15 1}\""), "messages[1].tool_calls[0].function.arguments"},
         {"{\"role\": \"assistant\", \"tool_calls\": {}}", "messages[1].tool_calls"},
         {"{\"role\": \"assistant\", \"tool_calls\": [\"x\"]}", "messages[1].tool_calls[0]"},
         {"{\"role\": \"assistant\", \"tool_calls\": [{\"id\": 5, \"function\": {\"name\": \"f\", "
