@@ -3,7 +3,8 @@
  *
  * The input's first byte picks a piece size; the rest is a reply, parsed
  * whole and then in pieces of that size, which must give the same content
- * and calls; every call has a name and an arguments object's text. */
+ * and calls; every call has a name and an arguments object's text with no
+ * control byte (which strict JSON allows nowhere). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,6 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (strcmp(a->name, b->name) || strcmp(a->arguments, b->arguments) || !a->name[0] ||
             a->arguments[0] != '{')
             abort();
+        for (const char *c = a->arguments; *c; c++) /* strict JSON: no raw control byte */
+            if ((unsigned char)*c < ' ') abort();
     }
     fuzz_free(&whole);
     fuzz_free(&pieces);

@@ -76,6 +76,15 @@ static long tool__find(const char *s, size_t n, size_t from, const char *tag, si
 
 /* --- one block -------------------------------------------------------------------- */
 
+/* Compact JSON text that JSON itself accepts: no control byte is left
+ * (outside strings compacting removed them; inside, cJSON let them pass). */
+static int tool__strict(const char *json)
+{
+    for (; *json; json++)
+        if ((unsigned char)*json < ' ') return 0;
+    return 1;
+}
+
 int tool_call_parse(const char *body, size_t len, char **name, char **arguments)
 {
     *name = *arguments = NULL;
@@ -94,7 +103,7 @@ int tool_call_parse(const char *body, size_t len, char **name, char **arguments)
         if (*name) strcpy(*name, n->valuestring);
         size_t a0, a1;
         ok = *name && json_span_member(s, len, "arguments", &a0, &a1) &&
-             (*arguments = json_span_compact(s, a0, a1));
+             (*arguments = json_span_compact(s, a0, a1)) && tool__strict(*arguments);
     }
     cJSON_Delete(root);
     free(s);

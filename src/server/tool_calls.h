@@ -13,7 +13,9 @@
  * "</tool_call>" (or the end of the text) and then parsed whole.
  *
  * A block that does not parse (not JSON, no string "name", "arguments" not
- * an object) stays in the content as it was written: nothing is dropped.
+ * an object or holding a raw control byte, which cJSON would let pass but
+ * strict JSON readers refuse) stays in the content as it was written:
+ * nothing is dropped.
  * Whitespace between the text and a parsed call, or between calls, is the
  * template's separator and is dropped; a call not closed when the text ends
  * is parsed too (vLLM does the same). */
