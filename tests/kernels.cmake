@@ -22,3 +22,10 @@ encore_add_c_test(test_moe_ops ${ENCORE_TESTS_DIR}/test_moe_ops.c)
 # The quantized matmul's micro-benchmark (bench/bench_quant.c), run by hand.
 add_executable(bench_quant ${PROJECT_SOURCE_DIR}/bench/bench_quant.c)
 target_link_libraries(bench_quant PRIVATE encore_internals)
+
+# The expert-indexed matmul over stacked block-quantized experts (Q8_0, Q4_0,
+# Q4_K, Q5_K, Q6_K): against a double reference on the dequantized operands,
+# and a token's row bit for bit that of the token alone, per ISA
+# (tests/test_moe_quant_ops.c).
+encore_add_c_test(test_moe_quant_ops ${ENCORE_TESTS_DIR}/test_moe_quant_ops.c)
+set_tests_properties(test_moe_quant_ops PROPERTIES LABELS "quant;kernels")

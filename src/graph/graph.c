@@ -402,10 +402,21 @@ graph_tensor *graph_matmul_id(graph *g, graph_tensor *x, graph_tensor *w, graph_
     if (!graph__ok(g, ok, "matmul_id: needs x [T, K] or [T, k, K] f32, w [E, N, K], ids [T, k] i32",
                    w))
         return NULL;
+    int quantized = enc_dtype_is_quantized(w->dtype);
+    int whole = w->dtype != ENC_Q8_K && enc_dtype_row_bytes(w->dtype, w->shape[2]) > 0;
+    if (!graph__ok(g, !quantized || whole,
+                   "matmul_id: quantized experts need K a multiple of their block size", w))
+        return NULL;
     int64_t shape[3] = {ids->shape[0], ids->shape[1], w->shape[1]};
     graph_tensor *dst = graph_new_tensor(g, GRAPH_INTERMEDIATE, ENC_F32, 3, shape, w->name);
+    graph_tensor *scratch = NULL; /* x's rows in 8-bit blocks, quantized once per row */
+    if (quantized)
+        scratch = graph_tensor_2d(g, GRAPH_INTERMEDIATE, quant_dot_dtype(w->dtype),
+                                  graph_tensor_nelements(x) / x->shape[x->n_dims - 1],
+                                  x->shape[x->n_dims - 1], "matmul_id_act");
     graph_node *n = graph__node(g, GRAPH_OP_MATMUL_ID, dst, x, w, ids);
     if (!n) return NULL;
+    n->src[3] = scratch;
     graph__commit(g, n);
     return dst;
 }

@@ -80,7 +80,9 @@ typedef enum graph_op {
                             * i[2] (norm_topk_prob); i[0] = k, i[1] = graph_router */
     GRAPH_OP_MATMUL_ID,    /* dst[T, k, N] = x_(t,s) @ src1[ids[t, s]]^T: x src0
                             * [T, K] (every slot) or [T, k, K] (one row per slot),
-                            * experts src1 [E, N, K], ids src2 [T, k] i32 */
+                            * experts src1 [E, N, K], ids src2 [T, k] i32; for
+                            * block-quantized experts, src3 [rows of x, K] is
+                            * scratch for src0 in 8-bit blocks, as for matmul */
     GRAPH_OP_MOE_SUM,      /* dst[T, N] = sum over s < k (in order) of
                             * src1[t, s] * src0[t, s, :]; src0 [T, k, N] */
     GRAPH_OP_COUNT

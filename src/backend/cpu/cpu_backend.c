@@ -5,8 +5,8 @@
  * checked against the buffer) and handed to its kernel, which every pool
  * thread calls with its (ith, nth) share. What differs per op (its sizes,
  * its cost, its kernel) is one row of cpu__op_table. A matmul over
- * block-quantized weights is two calls: its activations quantized, then the
- * integer dots (cpu__prepare). */
+ * block-quantized weights (a matmul, or a matmul_id over stacked experts) is
+ * two calls: its activations quantized, then the integer dots (cpu__prepare). */
 #define _DEFAULT_SOURCE
 #include "backend/cpu/cpu_backend.h"
 
@@ -208,14 +208,21 @@ static void cpu__run_matmul(const cpu__call *c, int ith, int nth)
                c->matmul.n_out, c->dst, ith, nth);
 }
 
-/* quantize (no graph op: the first of a quantized matmul's two calls):
- * the matmul's x into its scratch (src2), in 8-bit blocks */
+/* The source slot of a quantized matmul's activation scratch: src2 of a
+ * matmul, src3 of a matmul_id (whose src2 is the expert ids). */
+static int cpu__scratch_src(const graph_node *n) { return n->op == GRAPH_OP_MATMUL_ID ? 3 : 2; }
+
+/* quantize (no graph op: the first of a quantized matmul's or matmul_id's
+ * two calls): every row of x ([T, K] or [T, k, K]) into the node's scratch,
+ * in 8-bit blocks */
 static void cpu__prepare_quantize(const graph_node *n, cpu__call *c)
 {
-    c->quantize.dtype = n->src[2]->dtype;
-    c->quantize.rows = n->src[0]->shape[0];
-    c->quantize.k = n->src[0]->shape[1];
-    c->dst = c->src[2];
+    const graph_tensor *x = n->src[0];
+    int scratch = cpu__scratch_src(n);
+    c->quantize.dtype = n->src[scratch]->dtype;
+    c->quantize.k = x->shape[x->n_dims - 1];
+    c->quantize.rows = graph_tensor_nelements(x) / c->quantize.k;
+    c->dst = c->src[scratch];
 }
 static int64_t cpu__cost_quantize(const cpu__call *c) { return 4 * c->quantize.rows * c->quantize.k; }
 static void cpu__run_quantize(const cpu__call *c, int ith, int nth)
@@ -488,21 +495,25 @@ static enc_status cpu__prepare_as(const graph_node *n, int op_id, cpu__call *c)
 }
 
 /* The calls of node n, in order, into c[0 .. *n_calls): one per node, but a
- * matmul over block-quantized weights is two: its activations quantized
- * into the node's scratch (src2, planned with the graph, so a replay
- * allocates nothing), then the integer dots reading that scratch. */
+ * matmul or matmul_id over block-quantized weights is two: its activations
+ * quantized into the node's scratch (src2 / src3, planned with the graph, so
+ * a replay allocates nothing), then the integer dots reading that scratch. */
 enum { CPU__MAX_CALLS_PER_NODE = 2 };
 static enc_status cpu__prepare(const graph_node *n, cpu__call *c, int *n_calls)
 {
     *n_calls = 0;
-    if (n->op == GRAPH_OP_MATMUL && enc_dtype_is_quantized(n->src[1]->dtype)) {
-        if (!n->src[2] || n->src[2]->dtype != quant_dot_dtype(n->src[1]->dtype))
-            return enc_fail(ENC_ERR_INTERNAL, "cpu: matmul over %s tensor '%s' has no %s scratch",
-                            enc_dtype_name(n->src[1]->dtype), n->src[1]->name ? n->src[1]->name : "?",
+    int matmul = n->op == GRAPH_OP_MATMUL || n->op == GRAPH_OP_MATMUL_ID;
+    if (matmul && enc_dtype_is_quantized(n->src[1]->dtype)) {
+        const graph_tensor *scratch = n->src[cpu__scratch_src(n)];
+        if (!scratch || scratch->dtype != quant_dot_dtype(n->src[1]->dtype))
+            return enc_fail(ENC_ERR_INTERNAL, "cpu: %s over %s tensor '%s' has no %s scratch",
+                            graph_op_name(n->op), enc_dtype_name(n->src[1]->dtype),
+                            n->src[1]->name ? n->src[1]->name : "?",
                             enc_dtype_name(quant_dot_dtype(n->src[1]->dtype)));
         ENC_TRY(cpu__prepare_as(n, CPU__OP_QUANTIZE, &c[0]));
-        ENC_TRY(cpu__prepare_as(n, GRAPH_OP_MATMUL, &c[1]));
-        c[1].src[0] = c[1].src[2]; /* the dots read the quantized activations */
+        ENC_TRY(cpu__prepare_as(n, (int)n->op, &c[1]));
+        c[1].src[0] = c[1].src[cpu__scratch_src(n)]; /* the dots read the quantized activations */
+        if (n->op == GRAPH_OP_MATMUL_ID) c[1].matmul_id.x = c[1].src[0];
         *n_calls = 2;
         return ENC_OK;
     }
@@ -681,13 +692,13 @@ static void cpu__destroy(backend *be)
     free(be);
 }
 
-/* Matmul and get_rows read every GGUF block type of base/quant.h (not the
- * activations' Q8_K). */
+/* Matmul, matmul_id (stacked experts) and get_rows read every GGUF block
+ * type of base/quant.h (not the activations' Q8_K). */
 static bool cpu__supports_weight_dtype(const backend *be, graph_op op, enc_dtype t)
 {
     (void)be;
-    return (op == GRAPH_OP_MATMUL || op == GRAPH_OP_GET_ROWS) && enc_dtype_is_quantized(t) &&
-           t != ENC_Q8_K;
+    return (op == GRAPH_OP_MATMUL || op == GRAPH_OP_MATMUL_ID || op == GRAPH_OP_GET_ROWS) &&
+           enc_dtype_is_quantized(t) && t != ENC_Q8_K;
 }
 
 static const struct backend_i cpu__iface = {

@@ -8,13 +8,17 @@
  * runs cpu_matmul over its own rows of the expert's matrix, so the expert's
  * weights stream once per 16 pairs (once per step in decode) with the
  * register tiles of a dense matmul, and a token's bits are those of a dense
- * matmul with its expert's matrix, whatever the grouping. */
+ * matmul with its expert's matrix, whatever the grouping. Over block-quantized
+ * experts the rows gathered are the activations already in 8-bit blocks
+ * (quantized once per row before the call, as for a dense matmul), and
+ * cpu_matmul's integer dots run over them. */
 #include "backend/cpu/kernels_moe.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "backend/cpu/kernels.h"
+#include "base/quant.h"
 
 enum { MOE__MAX_EXPERTS = 512 };
 
@@ -106,12 +110,20 @@ void cpu_moe_weights(const float *logits, const int32_t *ids, int64_t n_tokens, 
 /* --- the expert matmul ------------------------------------------------------- */
 
 /* The staging of one share (on the caller's stack): up to MOE__CHUNK pairs
- * of one expert, their x rows gathered, their results for the share's rows. */
+ * of one expert, their x rows gathered (f32, or 8-bit blocks), their results
+ * for the share's rows. */
 enum { MOE__STAGE_FLOATS = 8192, MOE__CHUNK = 16, MOE__ROW_ALIGN = 16 };
 
-static const float *moe__x_row(const cpu_matmul_id_args *a, int64_t p)
+/* Bytes of one x row: K floats, or K values in the blocks of the weights'
+ * dot type (quant_dot_dtype) for block-quantized experts. */
+static size_t moe__x_row_bytes(const cpu_matmul_id_args *a)
 {
-    return a->x + (a->x_per_slot ? p : p / a->k) * a->n_in;
+    return enc_dtype_row_bytes(quant_dot_dtype(a->w_dtype), a->n_in);
+}
+
+static const void *moe__x_row(const cpu_matmul_id_args *a, int64_t p)
+{
+    return (const char *)a->x + (size_t)(a->x_per_slot ? p : p / a->k) * moe__x_row_bytes(a);
 }
 
 /* Rows [n0, n1) of expert matrix we for the m pairs in pairs[]: gathered
@@ -121,9 +133,10 @@ static void moe__chunk(const cpu_matmul_id_args *a, const void *we, const int64_
                        int64_t n0, int64_t n1, float *xs, float *ys)
 {
     int64_t K = a->n_in, nr = n1 - n0;
+    size_t xrb = moe__x_row_bytes(a);
     const void *w0 = (const char *)we + (size_t)n0 * enc_dtype_row_bytes(a->w_dtype, K);
     for (int i = 0; i < m; i++)
-        memcpy(xs + i * K, moe__x_row(a, pairs[i]), (size_t)K * sizeof(float));
+        memcpy((char *)xs + (size_t)i * xrb, moe__x_row(a, pairs[i]), xrb);
     cpu_matmul(xs, m, K, w0, a->w_dtype, nr, ys, 0, 1);
     for (int i = 0; i < m; i++)
         memcpy(a->y + pairs[i] * a->n_out + n0, ys + i * nr, (size_t)nr * sizeof(float));
@@ -140,7 +153,9 @@ void cpu_matmul_id(const cpu_matmul_id_args *a, int ith, int nth)
     int64_t n1 = n0 + per < a->n_out ? n0 + per : a->n_out;
     if (n0 >= n1) return;
     float xs[MOE__STAGE_FLOATS], ys[MOE__STAGE_FLOATS];
-    int64_t fit = MOE__STAGE_FLOATS / (K > n1 - n0 ? K : n1 - n0);
+    int64_t fit_x = (int64_t)(sizeof xs / moe__x_row_bytes(a)),
+            fit_y = MOE__STAGE_FLOATS / (n1 - n0);
+    int64_t fit = fit_x < fit_y ? fit_x : fit_y;
     int chunk = fit < MOE__CHUNK ? (int)fit : MOE__CHUNK;
     int64_t pairs[MOE__CHUNK];
     for (int64_t p = 0; p < n_pairs; p++) /* an id out of range: a zero row */
