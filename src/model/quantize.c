@@ -28,11 +28,52 @@ enc_status model_quantize_type(const char *name, enc_dtype *out)
 
 enum { MODEL__QUANT_PIECE = 64 << 20 }; /* bytes of blocks written at once */
 
+enc_dtype model_loaded_dtype(const st_tensor *t, enc_dtype quantize)
+{
+    return enc_dtype_is_quantized(quantize) && !enc_dtype_is_quantized(t->dtype) ? quantize
+                                                                                 : t->dtype;
+}
+
+static const char *model__op_what(graph_op op)
+{
+    return op == GRAPH_OP_GET_ROWS    ? "the embedding lookup"
+           : op == GRAPH_OP_MATMUL_ID ? "the expert matmul (matmul_id)"
+                                      : "matmul";
+}
+
+enc_status model_check_weight_dtype(backend *be, const st_tensor *t, enc_dtype dt, graph_op op)
+{
+    if (backend_supports_weight_dtype(be, op, dt)) return ENC_OK;
+    return enc_fail(ENC_ERR_UNSUPPORTED,
+                    "%s: tensor '%s' has type %s%s, which the %s backend lacks for %s", t->file,
+                    t->name, enc_dtype_name(dt), dt != t->dtype ? " (--quantize)" : "",
+                    be->iface->name, model__op_what(op));
+}
+
+/* The rows and columns of t taken as a matrix: its last dimension is a row
+ * (a stack of experts [E, N, K] is E * N rows of K). */
+static int64_t model__cols(const st_tensor *t)
+{
+    return t->shape[t->n_dims - 1];
+}
+static int64_t model__rows(const st_tensor *t)
+{
+    int64_t rows = 1;
+    for (int d = 0; d < t->n_dims - 1; d++)
+        rows *= t->shape[d];
+    return rows;
+}
+
+size_t model_quantized_bytes(const st_tensor *t, enc_dtype dt)
+{
+    return (size_t)model__rows(t) * enc_dtype_row_bytes(dt, model__cols(t));
+}
+
 /* Rows [r0, r1) of t as blocks of dt into dst; row is scratch for one row. */
 static void model__quantize_rows(const st_tensor *t, enc_dtype dt, int64_t r0, int64_t r1,
                                  float *row, unsigned char *dst)
 {
-    int64_t cols = t->shape[1];
+    int64_t cols = model__cols(t);
     size_t in_rb = (size_t)cols * enc_dtype_size(t->dtype), out_rb = enc_dtype_row_bytes(dt, cols);
     for (int64_t r = r0; r < r1; r++) {
         quant_dequantize_row(t->dtype, (const unsigned char *)t->data + (size_t)r * in_rb, row,
@@ -41,13 +82,12 @@ static void model__quantize_rows(const st_tensor *t, enc_dtype dt, int64_t r0, i
     }
 }
 
-enc_status model_quantize_matrix(backend *be, const st_tensor *t, enc_dtype dt,
-                                 backend_buffer **out)
+enc_status model_quantize_into(backend *be, const st_tensor *t, enc_dtype dt, backend_buffer *buf,
+                               size_t at)
 {
-    *out = NULL;
-    int64_t rows = t->shape[0], cols = t->n_dims == 2 ? t->shape[1] : 0;
+    int64_t rows = model__rows(t), cols = model__cols(t);
     size_t rb = enc_dtype_row_bytes(dt, cols);
-    if (t->n_dims != 2 || rb == 0 || enc_dtype_is_quantized(t->dtype))
+    if (t->n_dims < 2 || rb == 0 || enc_dtype_is_quantized(t->dtype))
         return enc_fail(ENC_ERR_UNSUPPORTED,
                         "%s: tensor '%s' (%s, %lld columns) cannot be quantized to %s: it needs a "
                         "float matrix whose rows are whole %lld-value blocks",
@@ -58,20 +98,31 @@ enc_status model_quantize_matrix(backend *be, const st_tensor *t, enc_dtype dt,
     int64_t piece_rows = per < rows ? per : rows;
     float *row = malloc((size_t)cols * sizeof *row);
     unsigned char *blocks = malloc((size_t)piece_rows * rb + 1);
-    enc_status s = row && blocks
-                       ? backend_buffer_alloc(be, (size_t)rows * rb, t->name, out)
-                       : enc_fail(ENC_ERR_OUT_OF_MEMORY, "quantizing tensor '%s'", t->name);
+    enc_status s =
+        row && blocks ? ENC_OK : enc_fail(ENC_ERR_OUT_OF_MEMORY, "quantizing tensor '%s'", t->name);
     for (int64_t r0 = 0; s == ENC_OK && r0 < rows; r0 += piece_rows) {
         int64_t r1 = r0 + piece_rows < rows ? r0 + piece_rows : rows;
         model__quantize_rows(t, dt, r0, r1, row, blocks);
-        s = backend_buffer_write(be, *out, (size_t)r0 * rb, blocks, (size_t)(r1 - r0) * rb);
+        s = backend_buffer_write(be, buf, at + (size_t)r0 * rb, blocks, (size_t)(r1 - r0) * rb);
     }
     free(row);
     free(blocks);
+    return s == ENC_OK ? ENC_OK : enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
+}
+
+enc_status model_quantize_matrix(backend *be, const st_tensor *t, enc_dtype dt,
+                                 backend_buffer **out)
+{
+    *out = NULL;
+    size_t bytes = model_quantized_bytes(t, dt);
+    if (bytes == 0) return model_quantize_into(be, t, dt, NULL, 0); /* fails naming t */
+    if (t->n_dims != 2)
+        return enc_fail(ENC_ERR_INTERNAL, "%s: tensor '%s' is no matrix", t->file, t->name);
+    ENC_TRY(backend_buffer_alloc(be, bytes, t->name, out));
+    enc_status s = model_quantize_into(be, t, dt, *out, 0);
     if (s != ENC_OK) {
         backend_buffer_free(be, *out); /* NULL-safe: frees what this call allocated */
         *out = NULL;
-        return enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
     }
-    return ENC_OK;
+    return s;
 }

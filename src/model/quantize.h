@@ -8,12 +8,32 @@
 #include "backend/backend.h"
 #include "base/dtype.h"
 #include "base/status.h"
+#include "graph/graph.h"
 #include "model/safetensors.h"
 
 /* "q8_0", "q4_0" or "q4_k" (any case) -> the block type; NULL or "" or
  * "none" -> ENC_F32, meaning "as stored". Anything else is an error naming
  * the value. */
 enc_status model_quantize_type(const char *name, enc_dtype *out);
+
+/* The type a stored matrix takes on the backend: the block type `quantize`
+ * (--quantize) for a float matrix, else its stored type (a GGUF block type
+ * stays as it is). */
+enc_dtype model_loaded_dtype(const st_tensor *t, enc_dtype quantize);
+
+/* ENC_OK when op (matmul, matmul_id or get_rows) reads weights of type dt on
+ * be; else an error naming t's file, t, the type and the op. */
+enc_status model_check_weight_dtype(backend *be, const st_tensor *t, enc_dtype dt, graph_op op);
+
+/* Bytes of t ([rows, cols] or [E, rows, cols]) as rows of dt blocks. */
+size_t model_quantized_bytes(const st_tensor *t, enc_dtype dt);
+
+/* Quantize t (2-D, or a 3-D stack of experts: rows along its last dimension)
+ * to dt row by row into buf at byte offset `at`. Fails, naming the file and
+ * tensor, when a row is no whole number of dt's blocks or t is no float
+ * matrix. */
+enc_status model_quantize_into(backend *be, const st_tensor *t, enc_dtype dt, backend_buffer *buf,
+                               size_t at);
 
 /* Quantize the 2-D tensor t [rows, cols] to dt row by row and put the blocks
  * in a new backend buffer *out (the caller's to free). Fails, naming the file

@@ -31,33 +31,13 @@ static void qwen3__release_source(backend *be, const st_tensor *t)
     if (!backend_buffer_keeps_host(be)) mapfile_drop_pages(t->data, t->n_bytes);
 }
 
-/* The type a stored matrix takes on the backend: the block type `quantize`
- * (--quantize) for a float matrix, else its stored type (a GGUF block type
- * stays as it is). */
-static enc_dtype qwen3__loaded_dtype(const st_tensor *t, enc_dtype quantize)
-{
-    return enc_dtype_is_quantized(quantize) && !enc_dtype_is_quantized(t->dtype) ? quantize
-                                                                                 : t->dtype;
-}
-
-/* A weight of a type op cannot read on this backend is refused here, at
- * load, naming the tensor and the type. */
-static enc_status qwen3__check_dtype(backend *be, const st_tensor *t, enc_dtype dt, graph_op op)
-{
-    if (backend_supports_weight_dtype(be, op, dt)) return ENC_OK;
-    return enc_fail(ENC_ERR_UNSUPPORTED,
-                    "%s: tensor '%s' has type %s%s, which the %s backend lacks for %s", t->file,
-                    t->name, enc_dtype_name(dt), dt != t->dtype ? " (--quantize)" : "",
-                    be->iface->name, op == GRAPH_OP_GET_ROWS ? "the embedding lookup" : "matmul");
-}
-
 /* Matrices and the embedding stay in their stored dtype (zero-copy where the
  * backend can), or become blocks of `quantize` (--quantize; model/quantize.c);
  * a block type is uploaded as its raw blocks. Norm weights become f32, the
  * kernels' format for them (qwen3__put_norm). */
 static enc_status qwen3__upload(backend *be, const st_tensor *t, enc_dtype quantize, qwen3_weight *w)
 {
-    w->dtype = qwen3__loaded_dtype(t, quantize);
+    w->dtype = model_loaded_dtype(t, quantize);
     w->n_dims = t->n_dims;
     w->shape[0] = t->shape[0];
     w->shape[1] = t->n_dims > 1 ? t->shape[1] : 1;
@@ -73,7 +53,7 @@ static enc_status qwen3__upload(backend *be, const st_tensor *t, enc_dtype quant
 static enc_status qwen3__put_matrix(backend *be, const st_tensor *t, enc_dtype quantize,
                                     qwen3_weight *w)
 {
-    ENC_TRY(qwen3__check_dtype(be, t, qwen3__loaded_dtype(t, quantize), GRAPH_OP_MATMUL));
+    ENC_TRY(model_check_weight_dtype(be, t, model_loaded_dtype(t, quantize), GRAPH_OP_MATMUL));
     return qwen3__upload(be, t, quantize, w);
 }
 
@@ -81,7 +61,7 @@ static enc_status qwen3__put_matrix(backend *be, const st_tensor *t, enc_dtype q
 static enc_status qwen3__put_embedding(backend *be, const st_tensor *t, int tied,
                                        enc_dtype quantize, qwen3_weight *w)
 {
-    ENC_TRY(qwen3__check_dtype(be, t, qwen3__loaded_dtype(t, quantize), GRAPH_OP_GET_ROWS));
+    ENC_TRY(model_check_weight_dtype(be, t, model_loaded_dtype(t, quantize), GRAPH_OP_GET_ROWS));
     return tied ? qwen3__put_matrix(be, t, quantize, w) : qwen3__upload(be, t, quantize, w);
 }
 
@@ -125,10 +105,11 @@ static enc_status qwen3__put_mlp(qwen3_model *m, const qwen3_layer_tensors *t, i
         ENC_TRY(qwen3__put_matrix(m->be, t->up, m->quantize, &l->up));
         return qwen3__put_matrix(m->be, t->down, m->quantize, &l->down);
     }
-    /* the router and the stacked experts stay as loaded (--quantize skips them) */
+    /* the router stays as loaded (--quantize skips it, as llama.cpp does);
+     * the experts take the --quantize type */
     l->moe = 1;
     ENC_TRY(qwen3__put_matrix(m->be, t->router, ENC_F32, &l->router));
-    return qwen3_moe_put_experts(m->be, &m->cfg, m->archive, t, li, l);
+    return qwen3_moe_put_experts(m->be, &m->cfg, m->archive, t, li, m->quantize, l);
 }
 
 static enc_status qwen3__put_layer(qwen3_model *m, const qwen3_layer_tensors *t, int64_t li)
@@ -151,19 +132,29 @@ static tensor_source qwen3__source(const qwen3_model *m)
     return m->gguf ? tensor_source_gguf(m->gguf) : tensor_source_safetensors(m->archive);
 }
 
-/* What a decode step reads: every tensor as loaded (matrices quantized at
- * load counted as their blocks) but an untied embedding, of which it
- * gathers rows. */
-static int64_t qwen3__decode_bytes(const qwen3_model *m, const qwen3_tensors *t)
+/* Bytes of a weight as loaded (rows of its last dimension in its dtype). */
+static int64_t qwen3__weight_bytes(const qwen3_weight *w)
 {
-    int64_t n = 0;
-    tensor_source src = qwen3__source(m);
-    for (size_t i = 0; i < src.count(src.ctx); i++) {
-        const st_tensor *s = src.get(src.ctx, i);
-        if (s == t->embed && t->lm_head != t->embed) continue;
-        enc_dtype dt = s->n_dims == 2 ? qwen3__loaded_dtype(s, m->quantize) : s->dtype;
-        n += dt == s->dtype ? (int64_t)s->n_bytes
-                            : s->shape[0] * (int64_t)enc_dtype_row_bytes(dt, s->shape[1]);
+    int64_t rows = 1;
+    for (int d = 0; d < w->n_dims - 1; d++) rows *= w->shape[d];
+    return w->n_dims > 0 ? rows * (int64_t)enc_dtype_row_bytes(w->dtype, w->shape[w->n_dims - 1])
+                         : 0;
+}
+
+/* What a decode step reads: every weight as loaded (quantized at load or
+ * not; the lm_head, which is the embedding when tied) but an untied
+ * embedding, of which it gathers rows, and a MoE layer's idle experts. */
+static int64_t qwen3__decode_bytes(const qwen3_model *m)
+{
+    int64_t n = qwen3__weight_bytes(&m->final_norm) + qwen3__weight_bytes(&m->lm_head);
+    for (int64_t l = 0; l < m->cfg.n_layers; l++) {
+        const qwen3_layer *y = &m->layers[l];
+        const qwen3_weight *w[] = {&y->input_norm, &y->q,      &y->k,        &y->v,
+                                   &y->o,          &y->q_norm, &y->k_norm,   &y->post_norm,
+                                   &y->gate,       &y->up,     &y->down,     &y->router,
+                                   &y->exp_gate,   &y->exp_up, &y->exp_down};
+        for (size_t i = 0; i < sizeof w / sizeof *w; i++) n += qwen3__weight_bytes(w[i]);
+        if (y->moe) n -= qwen3_moe_idle_bytes(&m->cfg, y);
     }
     return n;
 }
@@ -181,9 +172,7 @@ static enc_status qwen3__put_weights(qwen3_model *m, const qwen3_tensors *t,
         ENC_TRY(qwen3__put_layer(m, &t->layers[l], l));
         if (progress) progress(user, (double)(l + 1) / (double)m->cfg.n_layers);
     }
-    m->decode_weight_bytes = qwen3__decode_bytes(m, t);
-    for (int64_t l = 0; l < m->cfg.n_layers; l++)
-        if (m->layers[l].moe) m->decode_weight_bytes -= qwen3_moe_idle_bytes(&m->cfg, &m->layers[l]);
+    m->decode_weight_bytes = qwen3__decode_bytes(m);
     return ENC_OK;
 }
 
@@ -289,14 +278,17 @@ static int qwen3__pass_nodes(const qwen3_model *m)
            QWEN3__MOE_EXTRA_NODES * qwen3__n_moe_layers(m) + QWEN3__OUTER_NODES;
 }
 
-/* A matmul over block-quantized weights has one more tensor: its scratch for
- * the activations in 8-bit blocks (graph_matmul). */
+/* A matmul or matmul_id over block-quantized weights has one more tensor:
+ * its scratch for the activations in 8-bit blocks (graph_matmul,
+ * graph_matmul_id). A dense layer's MLP weights and a MoE layer's experts
+ * are never both set (zeroed ones are F32). */
 static int qwen3__quantized_matmuls(const qwen3_model *m)
 {
     int n = enc_dtype_is_quantized(m->lm_head.dtype);
     for (int64_t l = 0; l < m->cfg.n_layers; l++) {
         const qwen3_layer *y = &m->layers[l];
-        const qwen3_weight *w[] = {&y->q, &y->k, &y->v, &y->o, &y->gate, &y->up, &y->down};
+        const qwen3_weight *w[] = {&y->q,    &y->k,  &y->v,    &y->o,        &y->gate,
+                                   &y->up,   &y->down, &y->exp_gate, &y->exp_up, &y->exp_down};
         for (size_t i = 0; i < sizeof w / sizeof *w; i++) n += enc_dtype_is_quantized(w[i]->dtype);
     }
     return n;

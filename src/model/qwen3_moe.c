@@ -1,10 +1,12 @@
-/* qwen3_moe.c - a Qwen3-MoE layer's experts, stacked at load, and its
- * mixture-of-experts block in the step graph (qwen3_moe.h). */
+/* qwen3_moe.c - a Qwen3-MoE layer's experts, stacked at load (as stored, or
+ * quantized to the --quantize block type), and its mixture-of-experts block
+ * in the step graph (qwen3_moe.h). */
 #include "model/qwen3_moe.h"
 
 #include <stdio.h>
 
 #include "base/mapfile.h"
+#include "model/quantize.h"
 #include "model/qwen3_tensors.h"
 
 static const char *const qwen3_moe__proj[3] = {"gate_proj", "up_proj", "down_proj"};
@@ -23,46 +25,54 @@ static enc_status qwen3_moe__alloc(backend *be, const qwen3_config *c, enc_dtype
     return backend_buffer_alloc(be, bytes, what, &w->buf);
 }
 
-/* bytes of t at byte offset `at` of w's buffer, then t's file pages given back. */
+/* t at byte offset `at` of w's buffer: its bytes as they are, or its rows
+ * quantized to w's block type (--quantize); then t's file pages given back. */
 static enc_status qwen3_moe__write(backend *be, const st_tensor *t, size_t at, qwen3_weight *w)
 {
-    enc_status s = backend_buffer_write(be, w->buf, at, t->data, t->n_bytes);
-    if (s != ENC_OK) return enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
+    enc_status s = w->dtype != t->dtype ? model_quantize_into(be, t, w->dtype, w->buf, at)
+                                        : backend_buffer_write(be, w->buf, at, t->data, t->n_bytes);
+    if (s != ENC_OK)
+        return w->dtype != t->dtype ? s : enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
     if (!backend_buffer_keeps_host(be)) mapfile_drop_pages(t->data, t->n_bytes);
     return ENC_OK;
 }
 
-/* One projection (0 gate, 1 up, 2 down) of every expert into w [E, N, K]:
- * the GGUF file's stacked tensor as it is, or the experts' tensors one
- * after another. */
+/* One projection (0 gate, 1 up, 2 down) of every expert into w [E, N, K] of
+ * its loaded type (model_loaded_dtype): the GGUF file's stacked tensor, or
+ * the experts' tensors one after another; the type checked against what
+ * the backend's matmul_id reads first. */
 static enc_status qwen3_moe__stack(backend *be, const qwen3_config *c, const st_archive *a,
                                    const qwen3_layer_tensors *lt, int64_t l, int proj,
-                                   qwen3_weight *w)
+                                   enc_dtype quantize, qwen3_weight *w)
 {
     const st_tensor *stacked = lt->experts[proj];
+    const st_tensor *first = stacked ? stacked : qwen3_tensors_expert(a, l, 0, proj);
+    enc_dtype dt = model_loaded_dtype(first, quantize);
+    ENC_TRY(model_check_weight_dtype(be, first, dt, GRAPH_OP_MATMUL_ID));
+    int64_t n = first->shape[first->n_dims - 2], k = first->shape[first->n_dims - 1];
+    size_t bytes = dt == first->dtype ? first->n_bytes : model_quantized_bytes(first, dt);
+    if (bytes == 0)
+        return model_quantize_into(be, first, dt, NULL, 0); /* rows of no whole blocks */
     if (stacked) {
-        ENC_TRY(qwen3_moe__alloc(be, c, stacked->dtype, stacked->shape[1], stacked->shape[2],
-                                 stacked->n_bytes, stacked->name, stacked->name, w));
+        ENC_TRY(qwen3_moe__alloc(be, c, dt, n, k, bytes, stacked->name, stacked->name, w));
         return qwen3_moe__write(be, stacked, 0, w);
     }
-    const st_tensor *first = qwen3_tensors_expert(a, l, 0, proj);
     char what[96];
     snprintf(what, sizeof what, "model.layers.%lld.mlp.experts.*.%s", (long long)l,
              qwen3_moe__proj[proj]);
-    size_t bytes = first->n_bytes;
-    ENC_TRY(qwen3_moe__alloc(be, c, first->dtype, first->shape[0], first->shape[1],
-                             bytes * (size_t)c->n_experts, first->name, what, w));
+    ENC_TRY(qwen3_moe__alloc(be, c, dt, n, k, bytes * (size_t)c->n_experts, first->name, what, w));
     for (int64_t j = 0; j < c->n_experts; j++)
         ENC_TRY(qwen3_moe__write(be, qwen3_tensors_expert(a, l, j, proj), (size_t)j * bytes, w));
     return ENC_OK;
 }
 
 enc_status qwen3_moe_put_experts(backend *be, const qwen3_config *c, const st_archive *a,
-                                 const qwen3_layer_tensors *lt, int64_t l, qwen3_layer *w)
+                                 const qwen3_layer_tensors *lt, int64_t l, enc_dtype quantize,
+                                 qwen3_layer *w)
 {
-    ENC_TRY(qwen3_moe__stack(be, c, a, lt, l, 0, &w->exp_gate));
-    ENC_TRY(qwen3_moe__stack(be, c, a, lt, l, 1, &w->exp_up));
-    return qwen3_moe__stack(be, c, a, lt, l, 2, &w->exp_down);
+    ENC_TRY(qwen3_moe__stack(be, c, a, lt, l, 0, quantize, &w->exp_gate));
+    ENC_TRY(qwen3_moe__stack(be, c, a, lt, l, 1, quantize, &w->exp_up));
+    return qwen3_moe__stack(be, c, a, lt, l, 2, quantize, &w->exp_down);
 }
 
 int64_t qwen3_moe_idle_bytes(const qwen3_config *c, const qwen3_layer *w)

@@ -15,10 +15,14 @@
 
 /* Stack MoE layer l's experts (checked by qwen3_tensors_find_in) into
  * w->exp_gate, exp_up, exp_down, giving back each file page once copied:
- * lt->experts as they are (a GGUF file), else the archive's per-expert
- * tensors. */
+ * lt->experts (a GGUF file), else the archive's per-expert tensors; float
+ * experts become blocks of `quantize` when it is a block type (--quantize),
+ * block-typed ones stay as stored. Each projection may have its own type.
+ * A type the backend's matmul_id lacks, or rows that are no whole blocks,
+ * fail naming the tensor. */
 enc_status qwen3_moe_put_experts(backend *be, const qwen3_config *c, const st_archive *a,
-                                 const qwen3_layer_tensors *lt, int64_t l, qwen3_layer *w);
+                                 const qwen3_layer_tensors *lt, int64_t l, enc_dtype quantize,
+                                 qwen3_layer *w);
 /* Bytes of layer l's experts that a decode step does not read (E - k of E). */
 int64_t qwen3_moe_idle_bytes(const qwen3_config *c, const qwen3_layer *w);
 /* The block's ops on h [T, D]: returns out [T, D]. */

@@ -8,7 +8,8 @@
  * old exports carry, are ignored. With tied embeddings lm_head is the
  * embedding, and an lm_head.weight shipped anyway is ignored (as
  * transformers does). Tensors may mix F32, BF16 and F16; matrices may also
- * be of a block type (Q8_0 ... Q6_K, from GGUF files). A MoE layer's experts
+ * be of a block type (Q8_0 ... Q6_K, from GGUF files), and so may a GGUF
+ * file's stacked experts, each projection its own. A MoE layer's experts
  * share one dtype per projection (they are stacked into one buffer); a
  * shared expert (Qwen2-MoE's mlp.shared_expert*) is refused by name.
  *
@@ -162,7 +163,7 @@ static int qwen3__dtype_ok(enc_dtype t, int matrix)
 }
 
 /* Find `name` and check it is of shape want[0..n_want); a matrix (n_want
- * 2) may be of a block type. */
+ * 2) or a stack of experts (3) may be of a block type. */
 static enc_status qwen3__expect_dims(const tensor_source *src, const char *name,
                                      const int64_t *want, int n_want, const st_tensor **out)
 {
@@ -183,7 +184,7 @@ static enc_status qwen3__expect_dims(const tensor_source *src, const char *name,
         return enc_fail(ENC_ERR_FORMAT, "%s: tensor '%s' has shape %s, %s implies %s", t->file,
                         name, got_s, src->config_name, want_s);
     }
-    int matrix = n_want == 2;
+    int matrix = n_want >= 2; /* a matrix, or a stack of expert matrices */
     if (!qwen3__dtype_ok(t->dtype, matrix))
         return enc_fail(ENC_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (%s)", t->file, name,
                         enc_dtype_name(t->dtype),
