@@ -3,7 +3,8 @@
  * architecture: the same keys, names and shapes, no q/k permutation (that
  * is done for the llama architecture only), norms in F32. A Qwen3-MoE
  * checkpoint becomes a qwen3moe file: its expert keys, each layer's router
- * (ffn_gate_inp) and its experts stacked per projection (ffn_*_exps).
+ * (ffn_gate_inp, kept float) and its experts stacked per projection
+ * (ffn_*_exps, in the file's type like every other matrix).
  *
  * Every tensor goes through f32, one row at a time, then to the target type:
  * f32 -> f32 / f16 / bf16 rounds to nearest even, so a checkpoint written in
@@ -196,9 +197,10 @@ static enc_status gguf__metadata(gguf_writer *w, const qwen3_config *c, enc_dtyp
 
 /* --- tensors ------------------------------------------------------------------- */
 
-/* The type of a sparse layer's router and experts: the file's type when it
- * is a float type, else F32 (they stay float, as --quantize leaves them). */
-static enc_dtype gguf__moe_type(enc_dtype type)
+/* The type of a sparse layer's router: the file's type when it is a float
+ * type, else F32 (it stays float, as --quantize leaves it and as llama.cpp
+ * keeps ffn_gate_inp). The experts take the file's type. */
+static enc_dtype gguf__router_type(enc_dtype type)
 {
     return enc_dtype_is_quantized(type) ? ENC_F32 : type;
 }
@@ -212,12 +214,12 @@ static enc_status gguf__moe_layer(gguf_writer *w, const qwen3_config *c, const s
     const st_tensor *parts[GRAPH_MOE_MAX_EXPERTS];
     char name[96];
     snprintf(name, sizeof name, "blk.%lld.ffn_gate_inp.weight", (long long)l);
-    ENC_TRY(gguf__add(w, name, t->router, gguf__moe_type(type)));
+    ENC_TRY(gguf__add(w, name, t->router, gguf__router_type(type)));
     for (int p = 0; p < 3; p++) {
         for (int64_t j = 0; j < c->n_experts; j++)
             parts[j] = qwen3_tensors_expert(a, l, j, p);
         snprintf(name, sizeof name, "blk.%lld.%s.weight", (long long)l, proj[p]);
-        ENC_TRY(gguf__add_parts(w, name, parts, c->n_experts, 1, gguf__moe_type(type)));
+        ENC_TRY(gguf__add_parts(w, name, parts, c->n_experts, 1, type));
     }
     return ENC_OK;
 }
