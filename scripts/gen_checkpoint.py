@@ -78,6 +78,10 @@ MOE_PRESETS = {
     "tiny-moe-mixed-f32": dict(V=1000, D=64, L=4, H=2, KVH=1, hd=32, F=96, tied=True,
                                dtype="F32", theta=10000.0, seed=204,
                                moe=dict(E=6, k=2, Fe=40, norm=True, step=2, mlp_only=[3])),
+    # rows of whole 256-value blocks everywhere (experts included): the K types
+    "tiny-moe-e4k2-d256-bf16": dict(V=1000, D=256, L=2, H=4, KVH=2, hd=64, F=512, tied=True,
+                                    dtype="BF16", theta=1000000.0, seed=206,
+                                    moe=dict(E=4, k=2, Fe=256, norm=True, step=1, mlp_only=[])),
 }
 PRESETS.update(MOE_PRESETS)
 # Qwen3-30B-A3B's structure scaled to one machine (`make bench-moe-model`, ~2 GB bf16):

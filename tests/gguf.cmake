@@ -37,3 +37,7 @@ encore_gguf_test(gguf_tokenizer tokenizer --tokenizer-dir ${ENCORE_TOKENIZER_DIR
                  --strings ${ENCORE_TESTS_DIR}/tokenizer/strings.jsonl
                  --golden ${ENCORE_TESTS_DIR}/tokenizer/golden_qwen3.jsonl)
 set_tests_properties(gguf_tokenizer PROPERTIES FIXTURES_REQUIRED "")
+# The same for a sparse layer's experts (the router stays float): Q8_0 with
+# rows of 32-value blocks, Q4_K with rows of 256.
+encore_gguf_test(gguf_blocks_moe_q8_0 blocks -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-bf16 --type q8_0)
+encore_gguf_test(gguf_blocks_moe_q4_k blocks -m ${ENCORE_MODELS_DIR}/tiny-moe-e4k2-d256-bf16 --type q4_k)

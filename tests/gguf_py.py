@@ -13,6 +13,10 @@ no q/k permutation, norms in F32, the tokenizer from tokenizer.json), keeping
 each tensor's bytes as stored; a Qwen3-MoE checkpoint as qwen3moe (the expert
 keys, the router as ffn_gate_inp and each projection's experts concatenated
 in expert order as ffn_{gate,up,down}_exps [E, N, K]).
+
+And it reads a GGUF v3 file back (read): its metadata entries and tensors as
+raw bytes, so a test can rebuild a file from the tensors of others (a
+qwen3moe file whose expert tensors each have their own block type).
 """
 
 import json
@@ -27,6 +31,9 @@ _SCALAR = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i", F32: 
            BOOL: "<?", U64: "<Q", I64: "<q", F64: "<d"}
 # ggml tensor types
 GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q8_0, GGML_Q4_K, GGML_BF16 = 0, 1, 2, 8, 12, 30
+GGML_Q5_K, GGML_Q6_K = 13, 14
+GGML_NAMES = {GGML_F32: "F32", GGML_F16: "F16", GGML_BF16: "BF16", GGML_Q4_0: "Q4_0",
+              GGML_Q8_0: "Q8_0", GGML_Q4_K: "Q4_K", GGML_Q5_K: "Q5_K", GGML_Q6_K: "Q6_K"}
 ST_TO_GGML = {"F32": GGML_F32, "F16": GGML_F16, "BF16": GGML_BF16}
 
 
@@ -86,6 +93,69 @@ def build(kvs, tensors, alignment=32, version=3, magic=b"GGUF", raw_kvs=None):
 def write(path, *args, **kw):
     with open(path, "wb") as f:
         f.write(build(*args, **kw))
+
+
+# --- reading ----------------------------------------------------------------
+
+# (values per block, bytes per block) of each tensor type
+GGML_BLOCK = {GGML_F32: (1, 4), GGML_F16: (1, 2), GGML_BF16: (1, 2), GGML_Q4_0: (32, 18),
+              GGML_Q8_0: (32, 34), GGML_Q4_K: (256, 144), GGML_Q5_K: (256, 176),
+              GGML_Q6_K: (256, 210)}
+
+
+def tensor_bytes(ggml_type, shape):
+    qk, nb = GGML_BLOCK[ggml_type]
+    rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+    return rows * shape[-1] // qk * nb
+
+
+class _Reader:
+    def __init__(self, blob):
+        self.b, self.at = blob, 0
+
+    def take(self, fmt):
+        v = struct.unpack_from(fmt, self.b, self.at)
+        self.at += struct.calcsize(fmt)
+        return v[0] if len(v) == 1 else v
+
+    def string(self):
+        n = self.take("<Q")
+        self.at += n
+        return self.b[self.at - n:self.at].decode("utf-8")
+
+    def value(self, t):
+        if t == STR:
+            return self.string()
+        if t == ARR:
+            et, n = self.take("<IQ")
+            return (et, [self.value(et) for _ in range(n)])
+        return self.take(_SCALAR[t])
+
+
+def read(path):
+    """(kvs [(key, type, value)], tensors [Tensor with its raw bytes], alignment)
+    of a GGUF v3 file whose tensors are of the types of GGML_BLOCK."""
+    r = _Reader(open(path, "rb").read())
+    if r.take("<4s") != b"GGUF" or r.take("<I") != 3:
+        raise ValueError(f"{path}: not a GGUF v3 file")
+    n_tensors, n_kv = r.take("<QQ")
+    kvs = []
+    for _ in range(n_kv):
+        key = r.string()
+        t = r.take("<I")
+        kvs.append((key, t, r.value(t)))
+    infos = []
+    for _ in range(n_tensors):
+        name = r.string()
+        n_dims = r.take("<I")
+        ne = [r.take("<Q") for _ in range(n_dims)]
+        ggml_type, offset = r.take("<IQ")
+        infos.append((name, ggml_type, list(reversed(ne)), offset))
+    alignment = next((v for k, _, v in kvs if k == "general.alignment"), 32)
+    base = (r.at + alignment - 1) // alignment * alignment
+    tensors = [Tensor(name, t, shape, r.b[base + o:base + o + tensor_bytes(t, shape)])
+               for name, t, shape, o in infos]
+    return kvs, tensors, alignment
 
 
 # --- a Hugging Face checkpoint as llama.cpp writes it ----------------------

@@ -21,6 +21,11 @@
   quantized -m DIR           a GGUF with Q8_0 matrices: the metadata loads,
                              and the model runs or fails naming the tensor
                              and the type the backend lacks
+  blocks -m DIR --type T     `encore quantize --type T` writes the blocks
+                             --quantize T makes at load (MoE experts too)
+  experts-vulkan -m DIR --type T
+                             a qwen3moe file in T with Q8_0 experts runs on
+                             the CPU; Vulkan refuses it naming the tensor
 """
 
 import argparse
@@ -36,6 +41,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_py as G  # noqa: E402
+import gguf_weights as GW  # noqa: E402
 
 PROMPT = "3 14 15 92 65 35 89 79 32 38"
 
@@ -381,10 +387,28 @@ def cmd_quantized(a, tmp):
     print(f"ok: Q8_0 metadata loaded, refused clearly: {err.strip().splitlines()[-1]}")
 
 
+def cmd_experts_vulkan(a, tmp):
+    """A qwen3moe file with only its experts in Q8_0 (tests/gguf_weights.py):
+    it runs on the CPU, and the Vulkan backend, which has no quantized
+    matmul_id, refuses it at load naming the first expert tensor."""
+    path = os.path.join(tmp, "experts-q8_0.gguf")
+    GW.make_mixed(a.engine, a.model, f"{a.type},ffn_gate_exps=Q8_0,ffn_up_exps=Q8_0,"
+                  "ffn_down_exps=Q8_0", path)
+    cmd = [a.engine, "logits", "-m", path, "--prompt-ids", PROMPT, "--top", "1", "-t", "2"]
+    run(cmd)
+    p = run(cmd + ["--device", "vulkan"], check=False)
+    want = ("tensor 'blk.0.ffn_gate_exps.weight' has type Q8_0, which the vulkan backend lacks "
+            "for the expert matmul (matmul_id)")
+    if p.returncode != 1 or want not in p.stderr:
+        sys.exit(f"FAIL: Vulkan with Q8_0 experts: exit {p.returncode}, {p.stderr.strip()!r}; "
+                 f"expected exit 1 and {want!r}")
+    print(f"ok: the CPU runs Q8_0 experts; Vulkan refuses them: {p.stderr.strip().splitlines()[-1]}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("check", choices=["lossless", "pywriter", "bad", "bad-moe", "tokenizer",
-                                      "quantized", "blocks"])
+                                      "quantized", "blocks", "experts-vulkan"])
     ap.add_argument("--engine", required=True)
     ap.add_argument("-m", "--model")
     ap.add_argument("--type")
@@ -395,7 +419,8 @@ def main():
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="encore-gguf-") as tmp:
         {"lossless": cmd_lossless, "pywriter": cmd_pywriter, "bad": cmd_bad, "bad-moe": cmd_bad_moe,
-         "tokenizer": cmd_tokenizer, "quantized": cmd_quantized, "blocks": cmd_blocks}[a.check](a, tmp)
+         "tokenizer": cmd_tokenizer, "quantized": cmd_quantized, "blocks": cmd_blocks,
+         "experts-vulkan": cmd_experts_vulkan}[a.check](a, tmp)
 
 
 if __name__ == "__main__":

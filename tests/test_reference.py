@@ -81,6 +81,9 @@ sys.path.insert(0, os.path.join(HERE, "reference"))
 import gguf_quants  # noqa: E402
 import qwen3_ref as ref  # noqa: E402
 
+sys.path.insert(0, HERE)
+import gguf_weights  # noqa: E402
+
 REF_PROGRAM = os.path.join(HERE, "reference", "qwen3_ref.py")
 GEN_PROGRAM = os.path.join(HERE, "..", "scripts", "gen_checkpoint.py")
 
@@ -149,19 +152,41 @@ def _parse_logits(rows, what):
 
 def quantize_model(model, name):
     """The reference model as `encore --quantize name` computes: every matrix
-    (embedding and lm_head included) with its rows ([out, in]) quantized to
-    `name` and dequantized, and every matmul's activations rounded through
-    the 8-bit blocks the CPU kernels use; all in NumPy. Norms stay as they are."""
+    (embedding, lm_head and a sparse layer's experts included) with its rows
+    ([out, in]) quantized to `name` and dequantized, and every matmul's
+    activations rounded through the 8-bit blocks the CPU kernels use; all in
+    NumPy. Norms and a sparse layer's router stay as they are (the router's
+    matmul runs on float activations)."""
     def rt(w_out_in):
         return gguf_quants.round_trip(name, w_out_in).astype(model.dtype)
+    def rt_in_out(w_in_out):
+        return np.ascontiguousarray(rt(w_in_out.T).T)
     tied = model.cfg["tie_word_embeddings"]
     for L in model.layers:
         for key in ("wq", "wk", "wv", "wo", "wg", "wu", "wd"):  # stored [in, out]
-            L[key] = np.ascontiguousarray(rt(L[key].T).T)
+            if key in L:
+                L[key] = rt_in_out(L[key])
+        if "experts" in L:
+            L["experts"] = [tuple(rt_in_out(w) for w in ex) for ex in L["experts"]]
     head = None if tied else rt(model.head_t.T)
     model.embed = rt(model.embed)
     model.head_t = np.ascontiguousarray((model.embed if tied else head).T)
-    model.act_quant = lambda x: gguf_quants.act_round_trip(name, x)
+    model.act_quant = lambda x, w: gguf_quants.act_round_trip(name, x)
+
+
+def gguf_file(args, model, tmp_dirs):
+    """--gguf: the mixed-type file (tests/gguf_weights.py) for the engine, and
+    its dequantized weights in the reference model."""
+    tmp = tempfile.mkdtemp(prefix="encore-ref-gguf-")
+    tmp_dirs.append(tmp)
+    path = os.path.join(tmp, "model.gguf")
+    try:
+        types = gguf_weights.make_mixed(args.engine, args.model, args.gguf, path)
+        n = gguf_weights.use_gguf_weights(model, path)
+    except (RuntimeError, ValueError) as e:
+        raise CheckFailed(f"--gguf {args.gguf}: {e}") from None
+    print(f"  {os.path.basename(path)}: {n} block-typed tensors, types {' '.join(types)}")
+    return path
 
 
 class EngineCLI:
@@ -540,6 +565,11 @@ def main(argv=None):
                     help="engine: --quantize TYPE; reference: every matrix through NumPy's quantizer "
                          "and dequantizer of TYPE (tests/reference/gguf_quants.py; Q4_K: "
                          "engine-vs-engine checks only)")
+    ap.add_argument("--gguf", metavar="SPEC",
+                    help="engine: a GGUF file that `encore quantize` writes of the checkpoint, each "
+                         "tensor in the type SPEC gives it (\"Q4_K,ffn_down_exps=Q6_K\": Q4_K but "
+                         "the down experts; tests/gguf_weights.py); reference: the file's weights "
+                         "dequantized by NumPy, activations through the types' 8-bit blocks")
     ap.add_argument("--tol-rel", type=float, default=TOL_REL, help=f"logit tolerance relative to max |logit| (default {TOL_REL})")
     args = ap.parse_args(argv)
     needs_engine = args.check not in ("breakage", "selfcheck")
@@ -548,6 +578,9 @@ def main(argv=None):
     if needs_engine and not os.access(args.engine, os.X_OK):
         print(f"FAIL {args.check}: engine program {args.engine} not found or not executable")
         return 1
+    if args.gguf and args.quantize:
+        ap.error("--gguf and --quantize exclude each other")
+    tmp_dirs = []
     try:
         if args.check in ("invariance-batch", "invariance-threads"):
             cfg = ref.load_config(args.model)
@@ -569,10 +602,13 @@ def main(argv=None):
                                   "(invariance-*) run it; the reference has no quantizer for it")
             if args.quantize:
                 quantize_model(model, args.quantize)
+            engine_model = args.model
+            if args.gguf and args.check != "breakage":
+                engine_model = gguf_file(args, model, tmp_dirs)
             if args.check == "breakage":
                 fails, summary = check_breakage(model, args.model)
             else:
-                sut = EngineCLI(args.engine, args.model, args.threads, args.kv_cache_dtype,
+                sut = EngineCLI(args.engine, engine_model, args.threads, args.kv_cache_dtype,
                                 args.quantize.lower() if args.quantize else None)
                 if args.check == "logits":
                     prompt = draw_prompt(rng_for("logits"), model.cfg, 70)
@@ -584,6 +620,9 @@ def main(argv=None):
     except (CheckFailed, ref.CheckpointError) as e:
         print(f"FAIL {args.check} {args.model}: {e}")
         return 1
+    finally:
+        for d in tmp_dirs:
+            shutil.rmtree(d, ignore_errors=True)
     name = os.path.basename(os.path.normpath(args.model))
     if fails:
         for f in fails[:12]:

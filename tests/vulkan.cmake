@@ -125,3 +125,11 @@ add_test(NAME vulkan_refuses_quantized
 rc=$?; echo \"$out\"; [ $rc -eq 1 ] && echo \"$out\" | grep -q \"tensor 'model.embed_tokens.weight' has type Q4_0 (--quantize), which the vulkan backend lacks\""
           $<TARGET_FILE:encore> ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16)
 set_tests_properties(vulkan_refuses_quantized PROPERTIES FIXTURES_REQUIRED tiny_models LABELS "vulkan;quant")
+
+# Quantized experts run on the CPU; Vulkan, without a quantized matmul_id,
+# refuses them at load naming the tensor (tests/test_gguf.py experts-vulkan).
+add_test(NAME vulkan_refuses_quantized_experts
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_gguf.py experts-vulkan --type bf16
+          --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-bf16)
+set_tests_properties(vulkan_refuses_quantized_experts PROPERTIES
+  FIXTURES_REQUIRED tiny_models LABELS "vulkan;quant;moe" TIMEOUT 120)

@@ -163,11 +163,28 @@ def round_trip(name, w):
     return dequantize(name, raw, w32.size).reshape(w32.shape)
 
 
+def q8_k_round_trip(x):
+    """float32 [n] (n % 256 == 0) through Q8_K and back, as float64: per 256
+    values d = amax / 127 (f32), q = round(x * (127 / amax)) (f32 product,
+    halves away from zero) clamped to [-127, 127], value d * q."""
+    b = np.asarray(x, np.float32).reshape(-1, 256)
+    amax = np.abs(b).max(axis=1)
+    pos = amax > 0
+    with np.errstate(divide="ignore"):
+        inv = np.where(pos, np.float32(127) / np.where(pos, amax, 1), 0).astype(np.float32)
+        d = np.where(pos, amax / np.float32(127), 0).astype(np.float32)
+    q = np.clip(_round_away((b * inv[:, None]).astype(np.float32)), -127, 127)
+    return (d.astype(np.float64)[:, None] * q).reshape(-1)
+
+
 def act_round_trip(name, x):
     """Activations x [..., K] as an engine's quantized matmul holds them: rows
-    in 8-bit blocks (Q8_0 for Q8_0 and Q4_0 weights) and back, as float64."""
+    in 8-bit blocks (Q8_0 for Q8_0 and Q4_0 weights, Q8_K for the K types)
+    and back, as float64."""
+    x32 = np.asarray(x, np.float32)
+    if name in ("Q4_K", "Q5_K", "Q6_K"):
+        return q8_k_round_trip(x32.reshape(-1)).reshape(x32.shape)
     if name not in ("Q8_0", "Q4_0"):
         raise ValueError(f"act_round_trip: no activation format for {name} weights here")
-    x32 = np.asarray(x, np.float32)
     raw = quantize_q8_0(x32.reshape(-1))
     return dequantize("Q8_0", raw, x32.size).reshape(x32.shape).astype(np.float64)

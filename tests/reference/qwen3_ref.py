@@ -303,10 +303,10 @@ class KVCache:
 
 
 def _mm(model, x, w):
-    """x @ w, with x first through model.act_quant when set (the 8-bit
-    activations an engine's quantized matmul computes with; None: exact)."""
+    """x @ w, with x first through model.act_quant(x, w) when set (the 8-bit
+    activations an engine's quantized matmul with w computes with; None: exact)."""
     aq = getattr(model, "act_quant", None)
-    return (aq(x) if aq else x) @ w
+    return (aq(x, w) if aq else x) @ w
 
 
 def _swiglu_mlp(model, h, wg, wu, wd):
