@@ -48,6 +48,18 @@ worst 3.4e-2 with the AVX2 and the portable kernels, whose flips differ), still 
 below a broken block format (a swapped Q4_0 nibble order moved logits by 1.9 x max|logit|,
 23x this tolerance); the bit-exact checks for quantized weights
 are the engine-vs-engine ones (invariance-*, capture_matrix.py --quantize).
+A MoE checkpoint's experts are quantized the same way (its router stays float, its matmul
+on float activations); measured at 8e-2 on tiny-moe-e8k2-bf16: worst 0.82 of the tolerance
+(Q8_0; flips through two sparse layers) and 0.19 (Q4_0), the same with both kernel ISAs.
+
+GGUF weights (--gguf SPEC, tests/gguf_weights.py). The engine runs a qwen3moe file that
+`encore quantize` writes with each tensor in the type SPEC names (e.g. Q4_K with Q6_K down
+experts, as llama.cpp's Q4_K_M files); the reference takes the file's block-typed tensors
+dequantized by NumPy and rounds each matmul's activations through the 8-bit blocks of that
+tensor's type (Q8_0, or Q8_K for the K types). Same tolerance and reasoning as above;
+measured on tiny-moe-e4k2-d256-bf16: worst 0.08 (Q4_K + Q6_K down), 0.18 (Q5_K with
+Q8_0 gate and Q4_0 up experts), 0.52 (Q6_K) of 8e-2; reading the down experts as Q4_K
+blocks when they are Q6_K fails it.
 
 Greedy checks must be exact, so the prompts are picked (deterministically, by a seeded
 search) such that along the reference's greedy path the best logit leads the second by
