@@ -26,6 +26,8 @@
 #include "backend/cpu/kernels_moe.h"
 #include "base/dtype.h"
 #include "check.h"
+#include "matmul_id_verdict.h"
+#include "xalloc.h"
 
 static uint64_t g_rng = 0x2545f4914f6cdd1dull;
 
@@ -40,16 +42,6 @@ static uint64_t rng_next(void) /* splitmix64 */
 static float rng_uniform(void)
 {
     return (float)((double)(rng_next() >> 11) / 9007199254740992.0) * 2.0f - 1.0f;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    return p;
 }
 
 /* --- routing ------------------------------------------------------------- */
@@ -198,11 +190,7 @@ static void check_matmul_id(enc_dtype dt, int64_t T, int64_t k, int64_t K, int64
             bad_ref += fabs(yr[n] - ref) > 1e-5 * mag + 1e-30;
         }
     }
-    if (bad_bits || bad_ref || bad_zero)
-        fprintf(stderr, "  matmul_id %s T=%lld k=%lld K=%lld N=%lld E=%lld slot=%d: %d %d %d\n",
-                enc_dtype_name(dt), (long long)T, (long long)k, (long long)K, (long long)N,
-                (long long)E, per_slot, bad_bits, bad_ref, bad_zero);
-    CHECK(bad_bits == 0 && bad_ref == 0 && bad_zero == 0);
+    matmul_id_verdict((matmul_id_shape){dt, T, k, K, N, E, per_slot}, bad_bits, bad_ref, bad_zero);
     for (int i = 0; i < 3; i++)
         free(y[i]);
     free(x), free(w), free(wf), free(ids), free(one);

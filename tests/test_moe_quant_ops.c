@@ -27,17 +27,9 @@
 #include "base/dtype.h"
 #include "base/quant.h"
 #include "check.h"
+#include "matmul_id_verdict.h"
 #include "quant_blocks.h"
-
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    return p;
-}
+#include "xalloc.h"
 
 /* One test case: shapes, and the inputs made for them. */
 typedef struct mq_case {
@@ -149,11 +141,7 @@ static void mq_check(enc_dtype dt, int64_t T, int64_t k, int64_t K, int64_t N, i
             bad_ref += fabs(yr[n] - ref) > tol;
         }
     }
-    if (bad_bits || bad_ref || bad_zero)
-        fprintf(stderr, "  matmul_id %s T=%lld k=%lld K=%lld N=%lld E=%lld slot=%d: %d %d %d\n",
-                enc_dtype_name(dt), (long long)T, (long long)k, (long long)K, (long long)N,
-                (long long)E, per_slot, bad_bits, bad_ref, bad_zero);
-    CHECK(bad_bits == 0 && bad_ref == 0 && bad_zero == 0);
+    matmul_id_verdict((matmul_id_shape){dt, T, k, K, N, E, per_slot}, bad_bits, bad_ref, bad_zero);
     for (int i = 0; i < 3; i++)
         free(y[i]);
     free(one), free(wf), free(xf);
