@@ -58,7 +58,7 @@ typedef struct encore_options {
     int64_t decode_steps;           /* decode steps per replay (0: default); sampled requests
                                      * too where the device samples (the CPU) */
     int no_prefix_caching;          /* nonzero: automatic prefix caching off */
-    const char *kv_cache_dtype;     /* "auto" (NULL), "f32", "f16" or "bf16": the KV cache's
+    const char *kv_cache_dtype;     /* "auto" (NULL), "f32", "f16", "bf16" or "q8_0": the KV cache's
                                      * element type; auto is f16 for an f16 model, bf16
                                      * otherwise, where the backend runs it, else f32 */
     const char *device;             /* "cpu" (NULL), "vulkan" or "vulkan:N" (a build with

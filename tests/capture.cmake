@@ -16,8 +16,9 @@ foreach(scenario long join_after_capture grow_shrink block_crossing_32 same_and_
   set_tests_properties(capture_${scenario} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 600)
 endforeach()
 
-# The same on the KV cache dtypes other than the default (bf16 on the CPU).
-foreach(kv f32 f16)
+# The same on the KV cache dtypes other than the default (bf16 on the CPU),
+# Q8_0 (per token and head blocks of 32, CPU only) included.
+foreach(kv f32 f16 q8_0)
   foreach(scenario long block_crossing_32 prefix_hits)
     add_test(NAME capture_${scenario}_kv${kv}
       COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py

@@ -23,6 +23,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_impl.h"
 #include "base/dtype.h"
+#include "base/quant.h"
 #include "base/threadpool.h"
 
 #include "matmul_task.h"
@@ -998,6 +999,83 @@ static void test_cache16(void)
     }
 }
 
+/* A Q8_0 cache (blocks of 32 per token row; a head is head_dim / 32 whole
+ * blocks): store_kv writes each token's row as quant_quantize_row does and
+ * leaves other slots alone; attention over it gives exactly the bits
+ * attention over an f32 cache holding the dequantized values gives. */
+static void test_cacheq8_store(void)
+{
+    enum { N = 5, KV = 64, SLOTS = 9, RB = KV / 32 * 34 };
+    float k[N * KV], v[N * KV];
+    fill_uniform(k, N * KV, -300.0f, 300.0f);
+    fill_uniform(v, N * KV, -1e-3f, 1e-3f);
+    const int32_t slots[N] = {7, -1, 0, 3, 8};
+    unsigned char kc[SLOTS * RB], vc[SLOTS * RB], want[RB];
+    memset(kc, 0xab, sizeof kc);
+    memset(vc, 0xab, sizeof vc);
+    for (int nth = 1; nth <= 2; nth++) {
+        for (int ith = 0; ith < nth; ith++)
+            cpu_reshape_and_cache(k, v, N, KV, slots, ENC_Q8_0, kc, vc, ith, nth);
+        for (int t = 0; t < N; t++) {
+            if (slots[t] < 0) continue;
+            quant_quantize_row(ENC_Q8_0, k + t * KV, want, KV);
+            if (memcmp(kc + slots[t] * RB, want, RB))
+                fail("store_kv Q8_0: token %d's key row", t);
+            quant_quantize_row(ENC_Q8_0, v + t * KV, want, KV);
+            if (memcmp(vc + slots[t] * RB, want, RB))
+                fail("store_kv Q8_0: token %d's value row", t);
+        }
+        for (int sl = 1; sl < 7; sl++)
+            if (sl != 3 && (kc[sl * RB] != 0xab || vc[sl * RB] != 0xab))
+                fail("store_kv Q8_0: slot %d written but no token maps there", sl);
+    }
+}
+
+static void test_cacheq8_attention(const att_cfg *cfg)
+{
+    static const int64_t lens[ATT_SEQS] = {70, 33, 1, 40};
+    att_world w;
+    att_world_init(&w, cfg->nh, cfg->nkv, cfg->hd, cfg->bs, lens);
+    int64_t kv_dim = w.n_kv_heads * w.head_dim, n_slots = w.n_blocks * w.block_size;
+    size_t rb = enc_dtype_row_bytes(ENC_Q8_0, kv_dim);
+    unsigned char *kc = xmalloc((size_t)n_slots * rb), *vc = xmalloc((size_t)n_slots * rb);
+    for (int64_t sl = 0; sl < n_slots; sl++) {
+        float *kr = w.k_cache + sl * kv_dim, *vr = w.v_cache + sl * kv_dim;
+        quant_quantize_row(ENC_Q8_0, kr, kc + sl * rb, kv_dim);
+        quant_quantize_row(ENC_Q8_0, vr, vc + sl * rb, kv_dim);
+        quant_dequantize_row(ENC_Q8_0, kc + sl * rb, kr, kv_dim);
+        quant_dequantize_row(ENC_Q8_0, vc + sl * rb, vr, kv_dim);
+    }
+    att_entry e[5] = {{1, 33, 1}, {-1, 0, 1}, {0, 70, 20}, {2, 1, 1}, {3, 40, 40}};
+    att_call ref, c;
+    att_call_build(&ref, &w, e, 5);
+    att_run(&ref, 2);
+    att_call_build(&c, &w, e, 5);
+    memcpy(c.q, ref.q, (size_t)(ref.n_rows * cfg->nh * cfg->hd) * sizeof(float));
+    c.a.k_cache = kc;
+    c.a.v_cache = vc;
+    c.a.cache_dtype = ENC_Q8_0;
+    for (int nth = 1; nth <= 3; nth += 2) {
+        att_run(&c, nth);
+        if (memcmp(ref.out, c.out, (size_t)(ref.n_rows * cfg->nh * cfg->hd) * sizeof(float)))
+            fail("attention over a Q8_0 cache (nh %lld, nkv %lld, hd %lld, nth %d) differs from "
+                 "f32 over the same values", (long long)cfg->nh, (long long)cfg->nkv,
+                 (long long)cfg->hd, nth);
+    }
+    att_call_free(&ref);
+    att_call_free(&c);
+    free(kc);
+    free(vc);
+    att_world_free(&w);
+}
+
+static void test_cacheq8(void)
+{
+    static const att_cfg cfgs[] = {{4, 2, 128, 16}, {8, 2, 64, 32}, {16, 1, 64, 16}, {4, 4, 32, 3}};
+    test_cacheq8_store();
+    for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++) test_cacheq8_attention(&cfgs[i]);
+}
+
 static double test_attention(void)
 {
     /* GQA 1, 2, 4, 3 and 16 (more query heads than one pass takes); head_dim
@@ -1060,6 +1138,7 @@ int main(int argc, char **argv)
         test_argmax();
         double att = test_attention();
         test_cache16();
+        test_cacheq8();
         printf("[%s] %s: matmul max err/bound %.3g, %d invariance comparisons; "
                "attention max err/bound %.3g\n",
                g_isa, g_failures == before ? "ok" : "FAILED", mm, n_inv, att);

@@ -26,8 +26,9 @@ const char cli_engine_options_help[] =
     "  --block-size N               KV cache block size, 16 or 32 (default 16)\n"
     "  --kv-blocks N                KV cache blocks (default: enough for max-num-seqs full\n"
     "                               sequences, at most 2 GiB)\n"
-    "  --kv-cache-dtype T           auto, f32, f16 or bf16 (default auto: f16 for an f16 model,\n"
-    "                               bf16 otherwise, on a backend that has it; else f32)\n"
+    "  --kv-cache-dtype T           auto, f32, f16, bf16 or q8_0 (CPU; blocks of 32 per token and\n"
+    "                               head) (default auto: f16 for an f16 model, bf16 otherwise,\n"
+    "                               on a backend that has it; else f32)\n"
     "  --max-num-seqs N             sequences in one step (default 64)\n"
     "  --max-num-batched-tokens N   tokens in one step (default 2048)\n"
     "  --max-model-len N            longest sequence (default min(max_position_embeddings, 8192))\n"
@@ -274,8 +275,9 @@ int cli_engine_option(const char *cmd, int argc, char **argv, int *i, engine_con
     if (!strcmp(a, "--kv-cache-dtype")) {
         cfg->kv_cache_dtype = cli_value(cmd, argc, argv, i);
         const char *t = cfg->kv_cache_dtype;
-        if (t && strcmp(t, "auto") && strcmp(t, "f32") && strcmp(t, "f16") && strcmp(t, "bf16")) {
-            cli_error(cmd, "--kv-cache-dtype: expected auto, f32, f16 or bf16, got '%s'", t);
+        if (t && strcmp(t, "auto") && strcmp(t, "f32") && strcmp(t, "f16") && strcmp(t, "bf16") &&
+            strcmp(t, "q8_0")) {
+            cli_error(cmd, "--kv-cache-dtype: expected auto, f32, f16, bf16 or q8_0, got '%s'", t);
             return -1;
         }
         return t ? 1 : -1;

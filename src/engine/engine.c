@@ -29,7 +29,7 @@ static enc_status engine__kv_dtype(const engine *e, const qwen3_config *mc, enc_
     const char *name = e->cfg.kv_cache_dtype ? e->cfg.kv_cache_dtype : "auto";
     static const struct { const char *name; enc_dtype dtype; } known[] = {
         {"f32", ENC_F32}, {"float32", ENC_F32}, {"f16", ENC_F16}, {"float16", ENC_F16},
-        {"half", ENC_F16}, {"bf16", ENC_BF16}, {"bfloat16", ENC_BF16},
+        {"half", ENC_F16}, {"bf16", ENC_BF16}, {"bfloat16", ENC_BF16}, {"q8_0", ENC_Q8_0},
     };
     if (strcmp(name, "auto") == 0) {
         enc_dtype want = mc->torch_dtype == ENC_F16 ? ENC_F16 : ENC_BF16;
@@ -39,12 +39,16 @@ static enc_status engine__kv_dtype(const engine *e, const qwen3_config *mc, enc_
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         if (strcmp(name, known[i].name) != 0) continue;
         if (!backend_supports_kv_cache_dtype(e->be, known[i].dtype))
-            return enc_fail(ENC_ERR_UNSUPPORTED, "kv_cache_dtype %s: the %s backend keeps the KV cache in f32 only",
-                            name, e->be->iface->name);
+            return enc_fail(ENC_ERR_UNSUPPORTED, "kv_cache_dtype %s: the %s backend has no %s KV cache",
+                            name, e->be->iface->name, enc_dtype_name(known[i].dtype));
+        if (known[i].dtype == ENC_Q8_0 && mc->head_dim % 32 != 0)
+            return enc_fail(ENC_ERR_UNSUPPORTED,
+                            "kv_cache_dtype q8_0: head_dim %lld is no multiple of its 32-value blocks",
+                            (long long)mc->head_dim);
         *out = known[i].dtype;
         return ENC_OK;
     }
-    return enc_fail(ENC_ERR_INVALID_ARGUMENT, "kv_cache_dtype '%s' is not auto, f32, f16 or bf16", name);
+    return enc_fail(ENC_ERR_INVALID_ARGUMENT, "kv_cache_dtype '%s' is not auto, f32, f16, bf16 or q8_0", name);
 }
 
 /* Logits rows a step may return beyond one per sequence (the row each

@@ -240,12 +240,16 @@ graph_tensor *graph_add(graph *g, graph_tensor *a, graph_tensor *b)
     return graph__elementwise(g, GRAPH_OP_ADD, a, b);
 }
 
-/* The K and V caches of a layer: 2-D, of one cache dtype (F32, F16, BF16). */
+/* The K and V caches of a layer: 2-D, of one cache dtype (F32, F16, BF16,
+ * or Q8_0 with rows of whole 32-value blocks). */
 static int graph__is_cache(const graph_tensor *k_cache, const graph_tensor *v_cache)
 {
-    return k_cache && v_cache && k_cache->n_dims == 2 && v_cache->n_dims == 2 &&
-           k_cache->dtype == v_cache->dtype &&
-           (k_cache->dtype == ENC_F32 || k_cache->dtype == ENC_F16 || k_cache->dtype == ENC_BF16);
+    if (!k_cache || !v_cache || k_cache->n_dims != 2 || v_cache->n_dims != 2 ||
+        k_cache->dtype != v_cache->dtype)
+        return 0;
+    enc_dtype dt = k_cache->dtype;
+    if (dt == ENC_Q8_0) return k_cache->shape[1] % 32 == 0 && v_cache->shape[1] % 32 == 0;
+    return dt == ENC_F32 || dt == ENC_F16 || dt == ENC_BF16;
 }
 
 void graph_store_kv(graph *g, graph_tensor *k, graph_tensor *v, graph_tensor *slot_mapping,
@@ -272,6 +276,7 @@ graph_tensor *graph_attention(graph *g, graph_tensor *q, graph_tensor *k_cache,
     if (!graph__ok(g, graph__is_f32_2d(q) && q->shape[1] == p->n_heads * p->head_dim &&
                           graph__is_cache(k_cache, v_cache) &&
                           (k_cache->dtype == ENC_F32 || p->head_dim <= GRAPH_CACHE16_HEAD_DIM_MAX) &&
+                          (k_cache->dtype != ENC_Q8_0 || p->head_dim % 32 == 0) &&
                           p->n_kv_heads > 0 && p->n_heads % p->n_kv_heads == 0 && block_tables &&
                           block_tables->n_dims == 2 && seq_lens &&
                           seq_lens->shape[0] == block_tables->shape[0] && query_start_loc &&

@@ -32,7 +32,7 @@ typedef struct backend_buffer backend_buffer;
 enum {
     GRAPH_MAX_DIMS = 4,
     GRAPH_MAX_SRC = 7,
-    GRAPH_CACHE16_HEAD_DIM_MAX = 256, /* attention over an F16 / BF16 cache */
+    GRAPH_CACHE16_HEAD_DIM_MAX = 256, /* attention over an F16 / BF16 / Q8_0 cache */
 };
 
 typedef enum graph_tensor_kind {
@@ -52,7 +52,9 @@ typedef enum graph_op {
     GRAPH_OP_SWIGLU,       /* dst = silu(src0) * src1                         */
     GRAPH_OP_ADD,          /* dst = src0 + src1                               */
     GRAPH_OP_STORE_KV,     /* k src0, v src1 -> caches src3, src4 at slots src2; no dst;
-                            * the caches are F32, F16 or BF16 (rounded to nearest even) */
+                            * the caches are F32, F16 or BF16 (rounded to nearest even), or
+                            * Q8_0 (each token's row in 32-value blocks, head_dim a multiple
+                            * of 32 so that no block straddles two heads) */
     GRAPH_OP_ATTENTION,    /* dst = paged attention(q src0, caches src1 src2,
                             *   block_tables src3, seq_lens src4, query_start_loc src5);
                             * i[0] = n_heads, i[1] = n_kv_heads, i[2] = head_dim,

@@ -114,15 +114,18 @@ void kv_block_table_release(kv_pool *p, kv_block_table *t)
 
 int64_t kv_cache_bytes_per_token(int64_t n_layers, int64_t kv_dim, enc_dtype dtype)
 {
-    return 2 * n_layers * kv_dim * (int64_t)enc_dtype_size(dtype);
+    return 2 * n_layers * (int64_t)enc_dtype_row_bytes(dtype, kv_dim);
 }
 
 enc_status kv_cache_init(kv_cache *c, backend *be, int64_t n_layers, int64_t kv_dim,
                          enc_dtype dtype, int32_t n_blocks, int32_t block_size)
 {
     memset(c, 0, sizeof *c);
-    if (dtype != ENC_F32 && dtype != ENC_F16 && dtype != ENC_BF16)
-        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "kv cache: dtype %s is not F32, F16 or BF16",
+    int q8 = dtype == ENC_Q8_0 && enc_dtype_row_bytes(dtype, kv_dim) > 0;
+    if (dtype != ENC_F32 && dtype != ENC_F16 && dtype != ENC_BF16 && !q8)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                        "kv cache: dtype %s is not F32, F16, BF16 or Q8_0 (rows of whole 32-value "
+                        "blocks)",
                         enc_dtype_name(dtype));
     c->be = be;
     c->dtype = dtype;
@@ -135,7 +138,7 @@ enc_status kv_cache_init(kv_cache *c, backend *be, int64_t n_layers, int64_t kv_
         kv_cache_free(c);
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "kv cache: layer table");
     }
-    size_t bytes = (size_t)n_blocks * (size_t)block_size * (size_t)kv_dim * enc_dtype_size(dtype);
+    size_t bytes = (size_t)n_blocks * (size_t)block_size * enc_dtype_row_bytes(dtype, kv_dim);
     for (int64_t l = 0; l < n_layers; l++) {
         enc_status s = backend_buffer_alloc(be, bytes, "kv cache K", &c->k[l]);
         if (s == ENC_OK) s = backend_buffer_alloc(be, bytes, "kv cache V", &c->v[l]);

@@ -283,11 +283,19 @@ def round_to_bf16(x):
     return u.astype(np.uint32).view(np.float32)
 
 
+def round_to_q8_0(x):
+    """x [..., hd] (hd a multiple of 32) through float32 and Q8_0 blocks of 32
+    consecutive values (so per token and head) and back (gguf_quants.py)."""
+    import gguf_quants  # beside this file
+    return gguf_quants.round_trip("Q8_0", np.asarray(x).reshape(-1, x.shape[-1])).reshape(x.shape)
+
+
 # The KV cache's element type: what stored keys and values are rounded to.
 KV_ROUND = {
     "f32": lambda x: x,
     "f16": lambda x: np.asarray(x, dtype=np.float32).astype(np.float16),
     "bf16": round_to_bf16,
+    "q8_0": round_to_q8_0,
 }
 
 

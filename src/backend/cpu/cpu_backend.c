@@ -703,7 +703,7 @@ static bool cpu__supports_weight_dtype(const backend *be, graph_op op, enc_dtype
 
 static const struct backend_i cpu__iface = {
     .name = "cpu",
-    .kv_cache_dtypes = 1u << ENC_F32 | 1u << ENC_F16 | 1u << ENC_BF16,
+    .kv_cache_dtypes = 1u << ENC_F32 | 1u << ENC_F16 | 1u << ENC_BF16 | 1u << ENC_Q8_0,
     .buffer_alloc = cpu__buffer_alloc,
     .buffer_from_host = NULL, /* weights are copied into huge-page buffers (see cpu__buffer_alloc) */
     .buffer_free = cpu__buffer_free,

@@ -309,11 +309,17 @@ void cpu_add(const float *a, const float *b, float *out, int64_t n, int ith, int
 
 /* --- KV cache ------------------------------------------------------------ */
 
-/* n values of src into a cache row of dtype dt (rounded to nearest even). */
+/* n values of src into a cache row of dtype dt (16-bit types rounded to
+ * nearest even; Q8_0 in blocks of 32, which never straddle two heads:
+ * graph_store_kv checks head_dim). */
 static void cpu__cache_row_store(enc_dtype dt, const float *src, int64_t n, void *dst)
 {
     if (dt == ENC_F32) {
         memcpy(dst, src, (size_t)n * sizeof(float));
+        return;
+    }
+    if (dt == ENC_Q8_0) {
+        quant_quantize_row(ENC_Q8_0, src, dst, n);
         return;
     }
     uint16_t *h = dst;
@@ -329,7 +335,7 @@ void cpu_reshape_and_cache(const float *k, const float *v, int64_t n_tokens, int
 {
     int64_t t0, t1;
     cpu__split(n_tokens, 1, ith, nth, &t0, &t1);
-    size_t row_bytes = (size_t)kv_dim * enc_dtype_size(cache_dtype);
+    size_t row_bytes = enc_dtype_row_bytes(cache_dtype, kv_dim);
     for (int64_t t = t0; t < t1; t++) {
         int64_t slot = slot_mapping[t];
         if (slot < 0) continue;

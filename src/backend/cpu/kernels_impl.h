@@ -28,6 +28,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "base/dtype.h"
+#include "base/quant.h"
 
 /* y[t, n] for every t < n_tokens and n in [n0, n1) of y = x W^T (shapes as
  * cpu_matmul). The split into ranges changes no value, only speed. */
@@ -326,29 +327,39 @@ typedef struct cpu__att_item {
 } cpu__att_item;
 
 /* The key and value rows of kv head kvh at positions [p0, p0 + pn) of
- * sequence s, found through its block table (rows of the cache's dtype). */
+ * sequence s, found through its block table (rows of the cache's dtype; a
+ * Q8_0 head is head_dim / 32 whole blocks). */
 static void cpu__att_rows(const cpu_attention_args *a, const cpu__att_item *it, int64_t p0, int pn,
                           const void **krow, const void **vrow)
 {
-    size_t es = enc_dtype_size(a->cache_dtype);
     int64_t hd = a->head_dim, kv_dim = a->n_kv_heads * hd;
+    size_t slot_bytes = enc_dtype_row_bytes(a->cache_dtype, kv_dim);
+    size_t head_bytes = enc_dtype_row_bytes(a->cache_dtype, hd);
     const int32_t *bt = a->block_tables + it->s * a->max_blocks;
     for (int i = 0; i < pn; i++) {
         int64_t p = p0 + i;
         int64_t slot = (int64_t)bt[p / a->block_size] * a->block_size + p % a->block_size;
-        size_t off = (size_t)(slot * kv_dim + it->kvh * hd) * es;
+        size_t off = (size_t)slot * slot_bytes + (size_t)it->kvh * head_bytes;
         krow[i] = (const char *)a->k_cache + off;
         vrow[i] = (const char *)a->v_cache + off;
     }
 }
 
-/* Widen pn 16-bit key and value rows (BF16 or F16) into kbuf, vbuf [pn, hd]
- * f32 and point krow, vrow there; exact, so it changes no value. */
+/* Widen pn 16-bit key and value rows (BF16 or F16), or Q8_0 ones, into
+ * kbuf, vbuf [pn, hd] f32 and point krow, vrow there; exact (a Q8_0 value
+ * d * q, an f16 times an int8, fits f32's mantissa), so it changes no value. */
 static void cpu__att_widen(enc_dtype dt, int64_t hd, int pn, const void **krow,
                            const void *const *vraw, const float **vrow, float *kbuf, float *vbuf)
 {
     for (int i = 0; i < pn; i++) {
         float *kd = kbuf + i * hd, *vd = vbuf + i * hd;
+        if (dt == ENC_Q8_0) {
+            quant_dequantize_row(ENC_Q8_0, krow[i], kd, hd);
+            quant_dequantize_row(ENC_Q8_0, vraw[i], vd, hd);
+            krow[i] = kd;
+            vrow[i] = vd;
+            continue;
+        }
         int64_t d = 0;
         for (; d + VW <= hd; d += VW) {
             V_STORE(kd + d, cpu__v_load_w(dt, krow[i], d));
@@ -534,7 +545,7 @@ static void cpu__att_item_run(const cpu_attention_args *a, const cpu__att_item *
     float kbuf[CPU__ATT_PB * CPU__ATT_COPY_HD], vbuf[CPU__ATT_PB * CPU__ATT_COPY_HD];
     /* Packing pays when the rows are read again by several (row, head) pairs;
      * for one or two (a decode row of a small GQA group) the copy is more
-     * traffic than it saves. A 16-bit cache is always widened into the
+     * traffic than it saves. A 16-bit or Q8_0 cache is always widened into the
      * buffers (head_dim <= CPU__ATT_COPY_HD, graph_attention checks). */
     int widen = a->cache_dtype != ENC_F32;
     int pack = !widen && hd <= CPU__ATT_COPY_HD && it->nr * it->hg >= CPU__ATT_PACK_MIN_READS;
