@@ -1,0 +1,44 @@
+# The grammar layer (src/grammar): structured outputs. Label "grammar".
+#   grammar_unit     the EBNF compiler's errors (line:col), whole-string
+#                    matching, UTF-8 classes, masks against brute force
+#   grammar_regex    regex -> EBNF against PCRE2: generated strings match,
+#                    random and mutated strings agree both ways
+#   grammar_schema   JSON Schema -> EBNF: unsupported keywords refused by name
+#   grammar_schema_property  ~50 schemas, 20 seeded samples each drawn from
+#                    the masks over the real Qwen3 vocabulary, every finished
+#                    one validated by Python's jsonschema (python3-jsonschema)
+#   grammar_schema_mutation  the same with one grammar rule broken on
+#                    purpose: the validator must catch it
+# With ENCORE_FUZZ (clang): fuzz_json_schema, 20 s, labelled "fuzz".
+# grammar_bench (bench/bench_grammar.c) is a benchmark program, not a test.
+set(ENCORE_GRAMMAR_TESTS ${ENCORE_TESTS_DIR}/grammar)
+
+function(encore_grammar_test name source)
+  add_executable(${name} ${source})
+  target_link_libraries(${name} PRIVATE encore_internals)
+  target_include_directories(${name} PRIVATE ${ENCORE_TESTS_DIR} ${ENCORE_GRAMMAR_TESTS})
+  add_test(NAME ${name} COMMAND ${name} ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS grammar TIMEOUT 120)
+endfunction()
+
+encore_grammar_test(grammar_unit ${ENCORE_GRAMMAR_TESTS}/test_grammar.c)
+encore_grammar_test(grammar_regex ${ENCORE_GRAMMAR_TESTS}/test_regex.c)
+
+# The property test: sample, then validate with Python's jsonschema.
+set(ENCORE_GRAMMAR_WORK ${PROJECT_BINARY_DIR}/grammar_tests)
+file(MAKE_DIRECTORY ${ENCORE_GRAMMAR_WORK})
+add_executable(grammar_sample_schemas ${ENCORE_GRAMMAR_TESTS}/sample_schemas.c)
+target_link_libraries(grammar_sample_schemas PRIVATE encore_internals)
+add_test(NAME grammar_schema_property
+  COMMAND sh -c "\"$0\" \"$1\" \"$2\" 20 7 \"$3\" && ${ENCORE_PYTHON} \"$4\" \"$2\" \"$3\" 20"
+          $<TARGET_FILE:grammar_sample_schemas> ${ENCORE_TOKENIZER_DIR}
+          ${ENCORE_GRAMMAR_TESTS}/schemas.json ${ENCORE_GRAMMAR_WORK}/samples.jsonl
+          ${ENCORE_GRAMMAR_TESTS}/validate_samples.py)
+# The mutation: "false" misspelt in every rule that writes it.
+add_test(NAME grammar_schema_mutation
+  COMMAND sh -c "\"$0\" \"$1\" \"$2\" 20 7 \"$3\" '\"false\"' '\"flase\"' && ${ENCORE_PYTHON} \"$4\" \"$2\" \"$3\" 20 --expect-invalid"
+          $<TARGET_FILE:grammar_sample_schemas> ${ENCORE_TOKENIZER_DIR}
+          ${ENCORE_GRAMMAR_TESTS}/schemas.json ${ENCORE_GRAMMAR_WORK}/samples_mutated.jsonl
+          ${ENCORE_GRAMMAR_TESTS}/validate_samples.py)
+set_tests_properties(grammar_schema_property grammar_schema_mutation PROPERTIES LABELS grammar TIMEOUT 300)
+encore_grammar_test(grammar_schema ${ENCORE_GRAMMAR_TESTS}/test_schema.c)
