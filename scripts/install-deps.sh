@@ -8,6 +8,7 @@ packages=(
   libcjson-dev libpcre2-dev libutf8proc-dev # JSON, tokenizer regex, Unicode NFC
   libmicrohttpd-dev curl                    # the HTTP server (encore serve) and its tests
   python3 python3-numpy python3-jinja2      # checkpoint generator, reference forward, chat template
+  python3-jsonschema                        # the structured-output tests' independent validator
   clang libclang-rt-14-dev                  # fuzz targets (libFuzzer)
   libvulkan-dev glslc                       # the Vulkan backend: loader and shader compiler
   mesa-vulkan-drivers vulkan-validationlayers # lavapipe (Vulkan on the CPU) for its tests; validation
