@@ -42,3 +42,28 @@ add_test(NAME grammar_schema_mutation
           ${ENCORE_GRAMMAR_TESTS}/validate_samples.py)
 set_tests_properties(grammar_schema_property grammar_schema_mutation PROPERTIES LABELS grammar TIMEOUT 300)
 encore_grammar_test(grammar_schema ${ENCORE_GRAMMAR_TESTS}/test_schema.c)
+
+# --- fuzzing (ENCORE_FUZZ, clang): the schema compiler, then the grammar
+# compiler and a matcher on whatever it accepted. Like the checkpoint parsers'
+# targets (tests/checkpoint.cmake), the sources are compiled in with the
+# fuzzer's instrumentation.
+if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
+  file(GLOB ENCORE_GRAMMAR_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/grammar/*.c)
+  set(ENCORE_GRAMMAR_FUZZ_OUT ${PROJECT_BINARY_DIR}/fuzz)
+  add_executable(fuzz_json_schema ${ENCORE_TESTS_DIR}/fuzz_json_schema.c ${ENCORE_GRAMMAR_SOURCES}
+                 ${PROJECT_SOURCE_DIR}/src/base/status.c)
+  target_include_directories(fuzz_json_schema PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(fuzz_json_schema PRIVATE -fsanitize=fuzzer,address,undefined
+    -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1)
+  target_link_options(fuzz_json_schema PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(fuzz_json_schema PRIVATE PkgConfig::CJSON Threads::Threads m)
+  file(MAKE_DIRECTORY ${ENCORE_GRAMMAR_FUZZ_OUT}/corpus-json_schema)
+  add_test(NAME fuzz_json_schema
+    COMMAND fuzz_json_schema -max_total_time=20 -runs=2000000 -max_len=4096
+            -dict=${ENCORE_TESTS_DIR}/fuzz/json_schema.dict
+            -artifact_prefix=${ENCORE_GRAMMAR_FUZZ_OUT}/crash-json_schema-
+            ${ENCORE_GRAMMAR_FUZZ_OUT}/corpus-json_schema
+            ${ENCORE_TESTS_DIR}/fuzz/corpus/json_schema
+    WORKING_DIRECTORY ${ENCORE_GRAMMAR_FUZZ_OUT})
+  set_tests_properties(fuzz_json_schema PROPERTIES TIMEOUT 120 LABELS "fuzz;grammar")
+endif()

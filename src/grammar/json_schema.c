@@ -340,8 +340,17 @@ static enc_status js__string(js *c, ebnf_buf *b, const cJSON *s, const char *ptr
     return ENC_OK;
 }
 
+static int js__all(const char *s, int n, char c)
+{
+    for (int i = 0; i < n; i++)
+        if (s[i] != c) return 0;
+    return 1;
+}
+
 /* Non-negative integers in [x, y] with the same number of digits (digit
- * strings of length n): a first-digit split, recursively. */
+ * strings of length n): split at the first digit. A side whose rest is all
+ * 0s (x) or all 9s (y) joins the middle class, so every recursive call has
+ * one full side and the text stays linear in n. */
 static void js__digits_range(ebnf_buf *b, const char *x, const char *y, int n)
 {
     if (n == 0) {
@@ -356,13 +365,26 @@ static void js__digits_range(ebnf_buf *b, const char *x, const char *y, int n)
     char nines[20], zeros[20];
     memset(nines, '9', (size_t)n);
     memset(zeros, '0', (size_t)n);
-    ebnf_buf_printf(b, "( \"%c\" (", x[0]);
-    js__digits_range(b, x + 1, nines, n - 1);
-    ebnf_buf_append(b, ")", 1);
-    if (x[0] + 1 <= y[0] - 1) ebnf_buf_printf(b, " | [%c-%c] [0-9]{%d}", x[0] + 1, y[0] - 1, n - 1);
-    ebnf_buf_printf(b, " | \"%c\" (", y[0]);
-    js__digits_range(b, zeros, y + 1, n - 1);
-    ebnf_buf_append(b, ") )", 3);
+    int lo_full = js__all(x + 1, n - 1, '0'), hi_full = js__all(y + 1, n - 1, '9');
+    char mid_lo = lo_full ? x[0] : (char)(x[0] + 1), mid_hi = hi_full ? y[0] : (char)(y[0] - 1);
+    const char *sep = "";
+    ebnf_buf_append(b, "( ", 2);
+    if (!lo_full) {
+        ebnf_buf_printf(b, "\"%c\" (", x[0]);
+        js__digits_range(b, x + 1, nines, n - 1);
+        ebnf_buf_append(b, ")", 1);
+        sep = " | ";
+    }
+    if (mid_lo <= mid_hi) {
+        ebnf_buf_printf(b, "%s[%c-%c] [0-9]{%d}", sep, mid_lo, mid_hi, n - 1);
+        sep = " | ";
+    }
+    if (!hi_full) {
+        ebnf_buf_printf(b, "%s\"%c\" (", sep, y[0]);
+        js__digits_range(b, zeros, y + 1, n - 1);
+        ebnf_buf_append(b, ")", 1);
+    }
+    ebnf_buf_append(b, " )", 2);
 }
 
 /* Non-negative integers in [lo, hi], split by digit count. */
