@@ -67,3 +67,9 @@ if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
     WORKING_DIRECTORY ${ENCORE_GRAMMAR_FUZZ_OUT})
   set_tests_properties(fuzz_json_schema PROPERTIES TIMEOUT 120 LABELS "fuzz;grammar")
 endif()
+
+# The mask benchmark (a program run by hand, not a test):
+#   grammar_bench TOKENIZER_DIR SCHEMA.json [REQUESTS] [SEED]
+add_executable(grammar_bench ${PROJECT_SOURCE_DIR}/bench/bench_grammar.c)
+target_link_libraries(grammar_bench PRIVATE encore_internals)
+target_include_directories(grammar_bench PRIVATE ${ENCORE_GRAMMAR_TESTS})

@@ -19,7 +19,9 @@
 #define GD_EMPTY 0u
 #define GD_MAX_NODES (1u << 24)
 #define GD_MAX_SETS (1u << 22)
-#define GD_MAX_MASKS 256 /* cached masks; the oldest is dropped beyond this */
+#define GD_MASK_BUDGET                                                                             \
+    (64u << 20) /* bytes of cached masks per grammar; the oldest is dropped beyond */
+#define GD_MAX_MASKS 4096
 #define GD_UNKNOWN (-3)
 
 typedef struct gd_node {
@@ -55,6 +57,7 @@ struct grammar_dfa {
     int32_t *walk;                   /* [max_depth + 1] states along the trie path */
     int32_t mask_ring[GD_MAX_MASKS]; /* the sets holding a mask, oldest first */
     uint32_t n_masks, ring_head;
+    uint32_t max_masks; /* GD_MASK_BUDGET / the mask size, at most GD_MAX_MASKS */
     int failed;
 };
 
@@ -298,12 +301,12 @@ const uint32_t *grammar_dfa_mask(grammar_dfa *d, int32_t state)
     if (d->sets[state].mask) return d->sets[state].mask;
     size_t words = ((size_t)d->v->n_vocab + 31) / 32;
     uint32_t *mask;
-    if (d->n_masks == GD_MAX_MASKS) { /* reuse the oldest */
+    if (d->n_masks == d->max_masks) { /* reuse the oldest */
         int32_t old = d->mask_ring[d->ring_head];
         mask = d->sets[old].mask;
         d->sets[old].mask = NULL;
         d->mask_ring[d->ring_head] = state;
-        d->ring_head = (d->ring_head + 1) % GD_MAX_MASKS;
+        d->ring_head = (d->ring_head + 1) % d->max_masks;
     } else {
         mask = malloc(words * sizeof *mask);
         if (!mask) return gd__fail(d, "out of memory"), NULL;
@@ -329,6 +332,11 @@ enc_status grammar_dfa_new(const grammar *g, const grammar_vocab *v, grammar_dfa
     if (!d) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "grammar matcher: out of memory");
     d->g = g;
     d->v = v;
+    size_t mask_bytes = ((size_t)v->n_vocab + 31) / 32 * 4;
+    d->max_masks = GD_MASK_BUDGET / mask_bytes < GD_MAX_MASKS
+                       ? (uint32_t)(GD_MASK_BUDGET / mask_bytes)
+                       : GD_MAX_MASKS;
+    if (d->max_masks < 1) d->max_masks = 1;
     d->cap_nodes = 1024;
     d->nodes = malloc(d->cap_nodes * sizeof *d->nodes);
     d->visit = calloc(d->cap_nodes, sizeof *d->visit);

@@ -23,22 +23,9 @@
 #include "base/mapfile.h"
 #include "grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
+#include "vocab_sampler.h"
 
 #define MAX_STEPS 400
-
-static uint64_t rng;
-static uint32_t rnd(uint32_t n)
-{
-    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)((rng >> 33) % n);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static char *replace_all(const char *s, const char *from, const char *to)
 {
@@ -61,99 +48,6 @@ static char *replace_all(const char *s, const char *from, const char *to)
     return out;
 }
 
-typedef struct vocab_info {
-    grammar_vocab *v;
-    int32_t n_vocab;
-    int32_t end_ids[8];
-    int n_end;
-    const char **bytes;
-    size_t *lens;
-} vocab_info;
-
-static int load_vocab(const char *dir, vocab_info *vi)
-{
-    tokenizer *t = NULL;
-    if (tokenizer_load(dir, &t) != ENC_OK) {
-        fprintf(stderr, "%s\n", enc_last_error());
-        return -1;
-    }
-    vi->n_vocab = tokenizer_vocab_size(t);
-    vi->bytes = calloc((size_t)vi->n_vocab, sizeof *vi->bytes);
-    vi->lens = calloc((size_t)vi->n_vocab, sizeof *vi->lens);
-    for (int32_t i = 0; i < vi->n_vocab; i++) {
-        size_t n = 0;
-        const char *b = tokenizer_is_added(t, i) ? NULL : tokenizer_token_bytes(t, i, &n);
-        if (b) {
-            char *copy = malloc(n + 1);
-            memcpy(copy, b, n);
-            vi->bytes[i] = copy, vi->lens[i] = n;
-        }
-    }
-    vi->n_end = (int)tokenizer_stop_ids(t, vi->end_ids, 8);
-    if (vi->n_end > 8) vi->n_end = 8;
-    tokenizer_free(t);
-    return grammar_vocab_new((const uint8_t *const *)vi->bytes, vi->lens, vi->n_vocab, &vi->v) ==
-                   ENC_OK
-               ? 0
-               : -1;
-}
-
-static int is_end(const vocab_info *vi, int32_t id)
-{
-    for (int i = 0; i < vi->n_end; i++)
-        if (vi->end_ids[i] == id) return 1;
-    return 0;
-}
-
-static int allowed_bit(const uint32_t *mask, int32_t id)
-{
-    return (int)((mask[id >> 5] >> (id & 31)) & 1);
-}
-
-/* The k-th allowed id (0-based). */
-static int32_t nth_allowed(const vocab_info *vi, const uint32_t *mask, uint32_t k)
-{
-    for (int32_t w = 0; w < (vi->n_vocab + 31) / 32; w++) {
-        uint32_t c = (uint32_t)__builtin_popcount(mask[w]);
-        if (k >= c) {
-            k -= c;
-            continue;
-        }
-        uint32_t bits = mask[w];
-        while (k--)
-            bits &= bits - 1;
-        return w * 32 + __builtin_ctz(bits);
-    }
-    return -1;
-}
-
-/* The next id by the rule in the file comment; one_byte: the ids of the
- * one-byte tokens. */
-static int32_t pick(const vocab_info *vi, const uint32_t *mask, int late, const int32_t *one_byte,
-                    int n_one_byte)
-{
-    uint32_t n = 0;
-    for (int32_t w = 0; w < (vi->n_vocab + 31) / 32; w++)
-        n += (uint32_t)__builtin_popcount(mask[w]);
-    if (!n) return -1;
-    if (!late || rnd(10) == 0) return nth_allowed(vi, mask, rnd(n));
-    for (int i = 0; i < vi->n_end; i++)
-        if (allowed_bit(mask, vi->end_ids[i])) return vi->end_ids[i];
-    int32_t close[256], one[256], quote = -1;
-    int n_close = 0, n_one = 0;
-    for (int i = 0; i < n_one_byte; i++) {
-        int32_t id = one_byte[i];
-        if (!allowed_bit(mask, id)) continue;
-        one[n_one++] = id;
-        if (vi->bytes[id][0] == '"') quote = id;
-        if (vi->bytes[id][0] == ']' || vi->bytes[id][0] == '}') close[n_close++] = id;
-    }
-    if (quote >= 0) return quote; /* a string ends first */
-    if (n_close && rnd(2)) return close[rnd((uint32_t)n_close)];
-    if (n_one) return one[rnd((uint32_t)n_one)];
-    return nth_allowed(vi, mask, rnd(n));
-}
-
 static void write_sample(FILE *out, int si, int k, int finished, const unsigned char *text,
                          size_t n)
 {
@@ -171,9 +65,9 @@ int main(int argc, char **argv)
                 argv[0]);
         return 2;
     }
-    vocab_info vi;
+    vs_vocab vi;
     memset(&vi, 0, sizeof vi);
-    if (load_vocab(argv[1], &vi)) return 1;
+    if (vs_load(argv[1], &vi)) return 1;
     char *file = NULL;
     size_t file_n = 0;
     if (file_read_all(argv[2], &file, &file_n) != ENC_OK) {
@@ -186,13 +80,9 @@ int main(int argc, char **argv)
         return 1;
     }
     int n_samples = atoi(argv[3]);
-    rng = strtoull(argv[4], NULL, 10);
+    vs_rng = strtoull(argv[4], NULL, 10);
     FILE *out = fopen(argv[5], "w");
     uint32_t *mask = malloc(((size_t)vi.n_vocab + 31) / 32 * sizeof *mask);
-    int32_t one_byte[256];
-    int n_one_byte = 0;
-    for (int32_t i = 0; i < vi.n_vocab && n_one_byte < 256; i++)
-        if (vi.bytes[i] && vi.lens[i] == 1) one_byte[n_one_byte++] = i;
     unsigned char *text = malloc(MAX_STEPS * 256 + 1);
     double mask_s = 0;
     long n_masks = 0;
@@ -219,12 +109,12 @@ int main(int argc, char **argv)
             grammar_matcher *m = NULL;
             if (grammar_matcher_new(g, vi.v, vi.end_ids, vi.n_end, &m) != ENC_OK) return 1;
             size_t n = 0;
-            int finished = 0, late_at = 8 + (int)rnd(40);
+            int finished = 0, late_at = 8 + (int)vs_rnd(40);
             for (int step = 0; step < MAX_STEPS && !finished; step++) {
-                double t0 = now_s();
+                double t0 = vs_now_s();
                 if (grammar_matcher_fill_mask(m, mask) != ENC_OK) return 1;
-                mask_s += now_s() - t0, n_masks++;
-                int32_t id = pick(&vi, mask, step >= late_at, one_byte, n_one_byte);
+                mask_s += vs_now_s() - t0, n_masks++;
+                int32_t id = vs_pick(&vi, mask, step >= late_at);
                 if (id < 0) {
                     fprintf(stderr, "schema %d sample %d: no token allowed after %zu bytes\n", si,
                             k, n);
@@ -236,7 +126,7 @@ int main(int argc, char **argv)
                             id);
                     return 1;
                 }
-                if (is_end(&vi, id))
+                if (vs_is_end(&vi, id))
                     finished = 1;
                 else
                     memcpy(text + n, vi.bytes[id], vi.lens[id]), n += vi.lens[id];
