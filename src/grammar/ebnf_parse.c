@@ -388,32 +388,35 @@ static enc_status ep__as_one(ep *p, ep_alt **a, uint32_t rule, size_t alt_i, siz
     return ENC_OK;
 }
 
-/* Q ::= X Q | ""  (star) or  Q ::= X | ""  (optional); returns REF Q. */
-static enc_status ep__loop_rule(ep *p, uint32_t x, int star, uint32_t *out)
+/* A new generated rule whose first alternative starts with x. */
+static enc_status ep__rule_with(ep *p, uint32_t x, uint32_t *q, ep_alt **a)
+{
+    ENC_TRY(ep__gen_rule(p, q));
+    p->rules[*q].defined = 1;
+    ENC_TRY(ep__new_alt(p, *q, a));
+    return ep__push(*a, x);
+}
+
+/* Q ::= X Q | "" ; returns REF Q. */
+static enc_status ep__star_rule(ep *p, uint32_t x, uint32_t *out)
 {
     uint32_t q;
     ep_alt *a;
-    ENC_TRY(ep__gen_rule(p, &q));
-    p->rules[q].defined = 1;
-    ENC_TRY(ep__new_alt(p, q, &a));
-    ENC_TRY(ep__push(a, x));
-    if (star) ENC_TRY(ep__push(a, GR_ELEM(GR_REF, q)));
+    ENC_TRY(ep__rule_with(p, x, &q, &a));
+    ENC_TRY(ep__push(a, GR_ELEM(GR_REF, q)));
     ENC_TRY(ep__new_alt(p, q, &a));
     *out = GR_ELEM(GR_REF, q);
     return ENC_OK;
 }
 
-/* O_k ::= X O_{k-1} | "" : up to k more copies of X. */
+/* O_k ::= X O_{k-1} | "" (O_1 ::= X | ""): up to k more copies of X. */
 static enc_status ep__upto_rule(ep *p, uint32_t x, int k, uint32_t *out)
 {
     uint32_t prev = 0;
     for (int i = 1; i <= k; i++) {
         uint32_t q;
         ep_alt *a;
-        ENC_TRY(ep__gen_rule(p, &q));
-        p->rules[q].defined = 1;
-        ENC_TRY(ep__new_alt(p, q, &a));
-        ENC_TRY(ep__push(a, x));
+        ENC_TRY(ep__rule_with(p, x, &q, &a));
         if (i > 1) ENC_TRY(ep__push(a, prev));
         ENC_TRY(ep__new_alt(p, q, &a));
         prev = GR_ELEM(GR_REF, q);
@@ -479,9 +482,7 @@ static enc_status ep__quantify(ep *p, uint32_t rule, size_t alt_i, size_t from)
         ENC_TRY(ep__push(&p->rules[rule].alts[alt_i], x));
     if (max == min) return ENC_OK;
     if (max < 0)
-        ENC_TRY(ep__loop_rule(p, x, 1, &tail));
-    else if (max - min == 1)
-        ENC_TRY(ep__loop_rule(p, x, 0, &tail));
+        ENC_TRY(ep__star_rule(p, x, &tail));
     else
         ENC_TRY(ep__upto_rule(p, x, max - min, &tail));
     return ep__push(&p->rules[rule].alts[alt_i], tail);

@@ -180,6 +180,16 @@ static enc_status js__count(const cJSON *s, const char *ptr, const char *key, lo
     return ENC_OK;
 }
 
+/* A min/max pair of counts; hi -1 when absent. */
+static enc_status js__count_range(const cJSON *s, const char *ptr, const char *min_key,
+                                  const char *max_key, long *lo, long *hi)
+{
+    ENC_TRY(js__count(s, ptr, min_key, 0, lo));
+    ENC_TRY(js__count(s, ptr, max_key, -1, hi));
+    if (*hi >= 0 && *hi < *lo) return js__fail(ptr, "'%s' below '%s'", max_key, min_key);
+    return ENC_OK;
+}
+
 /* --- rules ---------------------------------------------------------------------- */
 
 static int js__new_rule(js *c)
@@ -189,7 +199,6 @@ static int js__new_rule(js *c)
 
 static void js__rule_begin(js *c, ebnf_buf *b, int rule)
 {
-    (void)c;
     memset(b, 0, sizeof *b);
     ebnf_buf_printf(b, "%ss%d ::= ", c->prefix, rule);
 }
@@ -305,9 +314,7 @@ static enc_status js__ref(js *c, ebnf_buf *b, const cJSON *s, const char *ptr)
 static enc_status js__string(js *c, ebnf_buf *b, const cJSON *s, const char *ptr)
 {
     long lo, hi;
-    ENC_TRY(js__count(s, ptr, "minLength", 0, &lo));
-    ENC_TRY(js__count(s, ptr, "maxLength", -1, &hi));
-    if (hi >= 0 && hi < lo) return js__fail(ptr, "'maxLength' below 'minLength'");
+    ENC_TRY(js__count_range(s, ptr, "minLength", "maxLength", &lo, &hi));
     const cJSON *pat = cJSON_GetObjectItemCaseSensitive(s, "pattern");
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(s, "format");
     int counted = lo > 0 || hi >= 0;
@@ -516,7 +523,7 @@ static enc_status js__required(const cJSON *s, const cJSON *props, const char *p
         int i = 0, found = 0;
         for (const cJSON *p = props ? props->child : NULL; p; p = p->next, i++)
             if (!strcmp(p->string, name->valuestring)) req[i] = 1, found = 1;
-        if (!found && i < n + 1)
+        if (!found)
             return js__fail(ptr, "required property '%s' is not in 'properties' (not supported)",
                             name->valuestring);
     }
@@ -614,9 +621,7 @@ static void js__items_from(js *c, ebnf_buf *b, const int *prefix, int k, int ite
 static enc_status js__array(js *c, ebnf_buf *b, const cJSON *s, const char *ptr)
 {
     long lo, hi;
-    ENC_TRY(js__count(s, ptr, "minItems", 0, &lo));
-    ENC_TRY(js__count(s, ptr, "maxItems", -1, &hi));
-    if (hi >= 0 && hi < lo) return js__fail(ptr, "'maxItems' below 'minItems'");
+    ENC_TRY(js__count_range(s, ptr, "minItems", "maxItems", &lo, &hi));
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(s, "items");
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(s, "prefixItems");
     if (items && cJSON_IsArray(items))

@@ -66,6 +66,17 @@ static int rx__shorthand(char e, cp_ranges *r)
     return 1;
 }
 
+/* One UTF-8 character at r->pos. */
+static enc_status rx__utf8(rx *r, uint32_t *cp)
+{
+    size_t i = r->pos;
+    int32_t c = ebnf_utf8_next(r->s, r->n, &i);
+    if (c < 0) return rx__fail(r, "invalid UTF-8");
+    r->pos = i;
+    *cp = (uint32_t)c;
+    return ENC_OK;
+}
+
 /* An escaped single character after the backslash (r->pos at the letter). */
 static enc_status rx__escape_char(rx *r, uint32_t *cp)
 {
@@ -95,12 +106,7 @@ static enc_status rx__escape_char(rx *r, uint32_t *cp)
     if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z'))
         return rx__fail(r, "unknown escape \\%c", e);
     if (!e || r->pos >= r->n) return rx__fail(r, "a trailing backslash");
-    size_t i = r->pos;
-    int32_t c = ebnf_utf8_next(r->s, r->n, &i);
-    if (c < 0) return rx__fail(r, "invalid UTF-8");
-    r->pos = i;
-    *cp = (uint32_t)c;
-    return ENC_OK;
+    return rx__utf8(r, cp);
 }
 
 static enc_status rx__char(rx *r, uint32_t *cp)
@@ -109,12 +115,7 @@ static enc_status rx__char(rx *r, uint32_t *cp)
         r->pos++;
         return rx__escape_char(r, cp);
     }
-    size_t i = r->pos;
-    int32_t c = ebnf_utf8_next(r->s, r->n, &i);
-    if (c < 0) return rx__fail(r, "invalid UTF-8");
-    r->pos = i;
-    *cp = (uint32_t)c;
-    return ENC_OK;
+    return rx__utf8(r, cp);
 }
 
 static enc_status rx__class(rx *r, cp_ranges *cls)
