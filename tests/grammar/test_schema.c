@@ -153,10 +153,40 @@ static void test_layout(void)
     grammar_vocab_free(v);
 }
 
+/* Two schemas under different prefixes inside one wrapping grammar, as a
+ * caller composing tool calls writes it. */
+static void test_compose(void)
+{
+    const char *sa = "{\"type\": \"object\", \"properties\": {\"x\": {\"type\": \"integer\"}}, "
+                     "\"required\": [\"x\"]}";
+    const char *sb = "{\"type\": \"array\", \"items\": {\"type\": \"string\"}}";
+    char *ea = NULL, *eb = NULL;
+    CHECK(grammar_json_schema_to_ebnf(sa, strlen(sa), "a-", &ea) == ENC_OK);
+    CHECK(grammar_json_schema_to_ebnf(sb, strlen(sb), "b-", &eb) == ENC_OK);
+    if (!ea || !eb) return;
+    size_t n = strlen(ea) + strlen(eb) + 100;
+    char *text = malloc(n);
+    snprintf(text, n, "root ::= \"<a>\" a-root \"</a>\" | \"<b>\" b-root \"</b>\"\n%s%s", ea, eb);
+    grammar *g = NULL;
+    CHECK(grammar_compile(text, strlen(text), "root", &g) == ENC_OK);
+    grammar_vocab *v = gt_byte_vocab();
+    if (g) {
+        CHECK(gt_matches(g, v, "<a>{\"x\": 5}</a>", strlen("<a>{\"x\": 5}</a>")));
+        CHECK(gt_matches(g, v, "<b>[\"q\", \"\"]</b>", strlen("<b>[\"q\", \"\"]</b>")));
+        CHECK(!gt_matches(g, v, "<a>[\"q\"]</a>", strlen("<a>[\"q\"]</a>")));
+    }
+    grammar_free(g);
+    grammar_vocab_free(v);
+    free(text);
+    free(ea);
+    free(eb);
+}
+
 int main(void)
 {
     test_refusals();
     test_layout();
+    test_compose();
     if (check_failures)
         fprintf(stderr, "%d check(s) failed\n", check_failures);
     else
