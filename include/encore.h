@@ -174,6 +174,19 @@ typedef struct encore_request {
     const int32_t *prompt_ids;   /* token ids when prompt is NULL (copied) */
     size_t n_prompt_ids;
     encore_sampling sampling;
+    /* Structured output: at most one of these (NULL / 0: none). The output
+     * is then constrained token by token to the language they describe, and
+     * ends (finish_reason "stop") only where a sentence of it is complete;
+     * one that does not compile is refused at submission with
+     * ENCORE_ERR_INVALID_ARGUMENT naming what is wrong (an unsupported
+     * JSON-Schema keyword and its pointer, a regex construct, a grammar's
+     * line:col). The supported subsets: docs/STRUCTURED_OUTPUTS.md. */
+    const char *json_schema;     /* a JSON Schema (text) */
+    const char *regex;           /* the whole output matches it */
+    const char *grammar;         /* EBNF, start rule "root" */
+    const char *const *choices;  /* [n_choices]: the output is one of them */
+    size_t n_choices;
+    int json_object;             /* nonzero: any JSON object */
 } encore_request;
 
 /* Queue a request; fn must not be NULL. Bad parameters, a prompt too long

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 
 #include "encore.h"
+#include "api/structured.h"
 #include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
 
@@ -28,6 +29,7 @@ struct encore_engine {
     tokenizer *tok;         /* NULL: the model directory has no tokenizer.json */
     pthread_mutex_t tok_mu; /* tokenizer_encode is not thread-safe; decoding is */
     char *name;             /* the model directory's last component */
+    api_structured *structured; /* the vocabulary and grammars of constrained requests */
 
     /* --- serving: mu guards these; the engine thread never holds it during
      * a step or a callback, so a callback may call encore_cancel --- */

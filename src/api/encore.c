@@ -99,6 +99,8 @@ encore_status encore_engine_create(const encore_options *opt, encore_engine **ou
         encore__bound_sampling(&cfg, e->tok);
         s = engine_create(&cfg, &e->eng);
     }
+    if (s == ENC_OK)
+        s = api_structured_create(e->tok, (int32_t)engine_model_config(e->eng)->vocab_size, &e->structured);
     if (s == ENC_OK) {
         e->stats.kv_blocks_total = engine_kv_total_blocks(e->eng);
         *out = e;
@@ -112,7 +114,8 @@ void encore_engine_destroy(encore_engine *e)
 {
     if (!e) return;
     serve_shutdown(e);
-    engine_destroy(e->eng);
+    engine_destroy(e->eng); /* frees the constraints still running: before their grammars */
+    api_structured_destroy(e->structured);
     tokenizer_free(e->tok);
     free(e->name);
     free(e);

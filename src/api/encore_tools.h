@@ -22,6 +22,7 @@
 #include "tokenizer/tokenizer.h"
 #include "api/model_tokenizer.h"
 #include "api/quantize.h"
+#include "api/structured.h"
 #ifdef ENCORE_HAVE_VULKAN
 #include "backend/vulkan/vk_backend.h"
 #endif

@@ -41,12 +41,15 @@ struct api_request {
     int64_t min_tokens;           /* no stop string matches before this many tokens */
     text_out text;
     int64_t n_seen;               /* generated ids already delivered */
+    engine_constraint constraint; /* structured output: params.constraint points here */
+    bool owns_constraint;         /* its state is still ours (not yet the engine's) */
     api_request *next;
 };
 
 static void serve__request_free(api_request *r)
 {
     if (!r) return;
+    if (r->owns_constraint && r->constraint.destroy) r->constraint.destroy(r->constraint.state);
     free(r->prompt);
     text_out_free(&r->text);
     free(r);
@@ -150,6 +153,14 @@ static enc_status serve__request_create(encore_engine *e, const encore_request *
             .n_stop_ids = (int)sp->n_stop_token_ids,
         };
         s = engine_check_request(e->eng, &q->params);
+    }
+    int constrained = 0;
+    if (s == ENC_OK) s = api_structured_wanted(r, &constrained);
+    if (s == ENC_OK && constrained) {
+        const qwen3_config *mc = engine_model_config(e->eng);
+        s = api_structured_constraint(e->structured, r, mc->eos_token_ids, mc->n_eos, &q->constraint);
+        q->owns_constraint = s == ENC_OK;
+        if (s == ENC_OK) q->params.constraint = &q->constraint;
     }
     if (s == ENC_OK && sp->n_stop && !e->tok)
         s = enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: stop strings need a tokenizer, and the model %s has no "
@@ -328,6 +339,7 @@ static void serve__admit(encore_engine *e, api_request *fresh)
         fresh = r->next;
         r->next = NULL;
         enc_status s = engine_add_request(e->eng, &r->params, &r->engine_id);
+        if (s == ENC_OK) r->owns_constraint = false; /* the engine's now */
         free(r->prompt); /* the engine has its copy */
         r->prompt = NULL;
         r->params.prompt_ids = NULL;
