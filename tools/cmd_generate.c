@@ -23,6 +23,10 @@ static const char generate_help[] =
     "                           its log-probability under the raw model distribution and\n"
     "                           the N (0..20) most likely alternatives\n"
     "  --ignore-eos             keep generating past end-of-sequence tokens\n"
+    "  --json-schema FILE       constrain the output to JSON valid under the schema in FILE\n"
+    "  --json-object            constrain the output to a JSON object\n"
+    "  --regex RE               constrain the output to a match of the regular expression\n"
+    "  --grammar FILE           constrain the output to the EBNF grammar in FILE (rule root)\n"
     "  --print-ids              print the generated ids, space-separated, on one line\n"
     "  --stats                  print timing and throughput to stderr\n"
     "  -h, --help               show this help\n\n";
@@ -33,6 +37,8 @@ typedef struct generate_args {
     const char *prompt_ids;
     cli_sampling sampling;
     bool ignore_eos, print_ids, stats;
+    const char *json_schema_file, *regex, *grammar_file; /* structured output */
+    bool json_object;
 } generate_args;
 
 static int generate_option(void *args, const char *cmd, int argc, char **argv, int *i)
@@ -44,6 +50,10 @@ static int generate_option(void *args, const char *cmd, int argc, char **argv, i
     if (!strcmp(o, "--ignore-eos")) return a->ignore_eos = true;
     if (!strcmp(o, "--print-ids")) return a->print_ids = true;
     if (!strcmp(o, "--stats")) return a->stats = true;
+    if (!strcmp(o, "--json-object")) return a->json_object = true;
+    if (!strcmp(o, "--json-schema")) return (a->json_schema_file = cli_value(cmd, argc, argv, i)) ? 1 : -1;
+    if (!strcmp(o, "--regex")) return (a->regex = cli_value(cmd, argc, argv, i)) ? 1 : -1;
+    if (!strcmp(o, "--grammar")) return (a->grammar_file = cli_value(cmd, argc, argv, i)) ? 1 : -1;
     return cli_sampling_option(cmd, argc, argv, i, &a->sampling);
 }
 
@@ -105,6 +115,35 @@ static void generate_print_logprobs(const engine *e, int64_t id)
     }
 }
 
+static int generate_loop(const generate_args *a, engine *e, tokenizer *tok, int64_t id, int64_t n_prompt);
+
+/* The structured-output constraint the flags ask for, into *c (none: c->state
+ * NULL). 0 or the exit status. */
+static int generate_constraint(const generate_args *a, const engine *e, api_structured *st, engine_constraint *c)
+{
+    memset(c, 0, sizeof *c);
+    char *schema = NULL, *ebnf = NULL;
+    size_t n = 0;
+    const char *file = a->json_schema_file ? a->json_schema_file : a->grammar_file;
+    if (file && file_read_all(file, a->json_schema_file ? &schema : &ebnf, &n) != ENC_OK) {
+        cli_error("generate", "%s", enc_last_error());
+        return CLI_BAD_ARGS;
+    }
+    encore_request r = {.json_schema = schema, .regex = a->regex, .grammar = ebnf, .json_object = a->json_object,
+                        .sampling = {.ignore_eos = a->ignore_eos}};
+    const qwen3_config *mc = engine_model_config(e);
+    int wanted = 0, rc = 0;
+    enc_status s = api_structured_wanted(&r, &wanted);
+    if (s == ENC_OK && wanted) s = api_structured_constraint(st, &r, mc->eos_token_ids, mc->n_eos, c);
+    if (s != ENC_OK) {
+        cli_error("generate", "%s: %s", file ? file : "--regex", enc_last_error());
+        rc = CLI_BAD_ARGS;
+    }
+    free(schema);
+    free(ebnf);
+    return rc;
+}
+
 static int generate_run(const generate_args *a, engine *e, tokenizer *tok, const int32_t *prompt,
                         int64_t n_prompt)
 {
@@ -115,11 +154,30 @@ static int generate_run(const generate_args *a, engine *e, tokenizer *tok, const
         .sampling = cli_sampling_params(&a->sampling),
         .ignore_eos = a->ignore_eos,
     };
+    api_structured *st = NULL;
+    engine_constraint c;
+    if (api_structured_create(tok, (int32_t)engine_model_config(e)->vocab_size, &st) != ENC_OK) return CLI_FAILED;
+    int rc = generate_constraint(a, e, st, &c);
+    if (rc) {
+        api_structured_destroy(st);
+        return rc;
+    }
+    if (c.state) p.constraint = &c;
     int64_t id;
     if (engine_add_request(e, &p, &id) != ENC_OK) {
         cli_error("generate", "%s", enc_last_error());
+        if (c.state) c.destroy(c.state); /* refused: still ours */
+        api_structured_destroy(st);
         return CLI_BAD_ARGS;
     }
+    rc = generate_loop(a, e, tok, id, n_prompt);
+    engine_release_request(e, id); /* frees the constraint, before its grammar goes */
+    api_structured_destroy(st);
+    return rc;
+}
+
+static int generate_loop(const generate_args *a, engine *e, tokenizer *tok, int64_t id, int64_t n_prompt)
+{
     tokenizer_stream *stream = NULL;
     if (tok && !a->print_ids) tokenizer_stream_create(tok, 1, &stream);
     double t0 = cli_now_seconds(), t_first = 0;
@@ -146,6 +204,10 @@ static int generate_run(const generate_args *a, engine *e, tokenizer *tok, const
         tokenizer_stream_destroy(stream);
     }
     printf("\n");
+    if (finish == ENGINE_FINISH_ERROR) {
+        cli_error("generate", "%s", engine_request_error(e, id));
+        return CLI_FAILED;
+    }
     if (a->sampling.logprobs) generate_print_logprobs(e, id);
     if (a->stats) {
         engine_stats st = engine_get_stats(e);
