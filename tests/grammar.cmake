@@ -73,3 +73,14 @@ endif()
 add_executable(grammar_bench ${PROJECT_SOURCE_DIR}/bench/bench_grammar.c)
 target_link_libraries(grammar_bench PRIVATE encore_internals)
 target_include_directories(grammar_bench PRIVATE ${ENCORE_GRAMMAR_TESTS})
+
+# Structured outputs through the C API on the tiny real-vocabulary model.
+add_executable(test_structured_api ${ENCORE_GRAMMAR_TESTS}/test_structured_api.c)
+target_link_libraries(test_structured_api PRIVATE encore_core PkgConfig::PCRE2 Threads::Threads)
+target_include_directories(test_structured_api PRIVATE ${ENCORE_TESTS_DIR})
+add_test(NAME grammar_structured_api
+  COMMAND sh -c "\"$0\" \"$1\" \"$2\" 6 \"$3\" && ${ENCORE_PYTHON} \"$4\" \"$2\" \"$3\" 6 --min-finished 0.5"
+          $<TARGET_FILE:test_structured_api> ${ENCORE_MODELS_DIR}/tiny-qwen3vocab
+          ${ENCORE_GRAMMAR_TESTS}/schemas_api.json ${ENCORE_GRAMMAR_WORK}/samples_api.jsonl
+          ${ENCORE_GRAMMAR_TESTS}/validate_samples.py)
+set_tests_properties(grammar_structured_api PROPERTIES LABELS grammar TIMEOUT 300 FIXTURES_REQUIRED tiny_models)
