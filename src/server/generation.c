@@ -842,7 +842,16 @@ static int gen__submit(gen_job *j, const int32_t *ids, size_t n_ids, oai_error *
     uint64_t seed = j->req.seed_given ? j->req.sampling.seed : http_random(s);
     for (int i = 0; i < j->n; i++) {
         gen_choice *c = &j->choices[i];
-        encore_request r = {.prompt_ids = ids, .n_prompt_ids = n_ids, .sampling = j->req.sampling};
+        const oai_structured *so = &j->req.structured;
+        encore_request r = {.prompt_ids = ids,
+                            .n_prompt_ids = n_ids,
+                            .sampling = j->req.sampling,
+                            .json_schema = so->json_schema,
+                            .regex = so->regex,
+                            .grammar = so->grammar,
+                            .choices = (const char *const *)so->choices,
+                            .n_choices = so->n_choices,
+                            .json_object = so->json_object};
         r.sampling.seed = seed + (uint64_t)i;
         pthread_mutex_lock(&j->mu);
         j->refs++;

@@ -429,11 +429,12 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
     switch (r->kind) {
     case OAI_COMPLETION:
         return oai__prompt(obj, r, 1, err) && oai__bool(obj, "echo", &r->echo, err) &&
-               oai__stream(obj, r, err) && oai__sampling(obj, r, err);
+               oai__stream(obj, r, err) && oai__sampling(obj, r, err) &&
+               oai_structured_parse(obj, &r->structured, err);
     case OAI_CHAT:
         return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err) &&
                tool_request_parse(obj, r, err) && oai__stream(obj, r, err) &&
-               oai__sampling(obj, r, err);
+               oai__sampling(obj, r, err) && oai_structured_parse(obj, &r->structured, err);
     case OAI_TOKENIZE: {
         const cJSON *v;
         if (oai__present(obj, "messages", &v))
@@ -511,6 +512,7 @@ void oai_request_free(oai_request *r)
     for (size_t i = 0; i < r->sampling.n_stop; i++) free(r->stop[i]);
     free(r->stop);
     free(r->stop_ids);
+    oai_structured_free(&r->structured);
     oai_kind kind = r->kind;
     memset(r, 0, sizeof *r);
     r->kind = kind;

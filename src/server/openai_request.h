@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "encore.h"
+#include "openai_structured.h"
 
 enum {
     OAI_MAX_N = 16,         /* choices per request */
@@ -86,6 +87,7 @@ typedef struct oai_request {
     encore_sampling sampling;
     char **stop;                   /* [n_stop] */
     int32_t *stop_ids;
+    oai_structured structured;     /* response_format, structured_outputs, guided_* */
 } oai_request;
 
 /* Parse `body` (len bytes, need not be NUL-terminated) as a request of
