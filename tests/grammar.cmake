@@ -84,3 +84,10 @@ add_test(NAME grammar_structured_api
           ${ENCORE_GRAMMAR_TESTS}/schemas_api.json ${ENCORE_GRAMMAR_WORK}/samples_api.jsonl
           ${ENCORE_GRAMMAR_TESTS}/validate_samples.py)
 set_tests_properties(grammar_structured_api PROPERTIES LABELS grammar TIMEOUT 300 FIXTURES_REQUIRED tiny_models)
+
+# Structured outputs through `encore serve` (OpenAI's response_format, vLLM's
+# structured_outputs and guided_*), validated by Python's jsonschema.
+add_test(NAME grammar_server
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_GRAMMAR_TESTS}/server_structured.py --encore $<TARGET_FILE:encore>
+          --models ${ENCORE_MODELS_DIR} --schemas ${ENCORE_GRAMMAR_TESTS}/schemas_api.json)
+set_tests_properties(grammar_server PROPERTIES LABELS "grammar;server" TIMEOUT 300 FIXTURES_REQUIRED tiny_models)
