@@ -8,7 +8,9 @@
  * from a fixed seed (lengths uniform in input_len x [1 - r, 1 + r]), greedy,
  * ignore_eos, max_tokens likewise drawn around output_len, streamed with
  * usage. The clients take requests from one shared counter until all are
- * sent, so N requests are in flight at a time. */
+ * sent, so N requests are in flight at a time. With --json-schema FILE each
+ * request carries the schema as response_format (json_schema) and stops at
+ * EOS (a complete JSON value ends it) instead of ignoring it. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <pthread.h>
@@ -36,6 +38,8 @@ static const char bench_serve_help[] =
     "  --prompt-vocab N         prompt ids are drawn from [0, N) (default 1000)\n"
     "  --seed N                 seed of the prompts and lengths (default 0)\n"
     "  --api-key KEY            sent as a bearer token (default $ENCORE_API_KEY)\n"
+    "  --json-schema FILE       constrain every request to the JSON schema in FILE\n"
+    "                           (response_format json_schema; EOS then ends a request)\n"
     "  --timeout S              fail a request whose server is silent this long (default 600)\n"
     "  --json                   print one JSON object instead of text\n"
     "  -h, --help               show this help\n";
@@ -47,6 +51,7 @@ typedef struct bench_serve_args {
     double range_ratio;
     const char *api_key;
     bool json;
+    cJSON *schema; /* --json-schema, or NULL */
 } bench_serve_args;
 
 /* What one request measured. */
@@ -92,7 +97,14 @@ static char *bench_serve__body(const bench_serve_args *a, int64_t i, bench_reque
     cJSON_AddStringToObject(o, "model", a->model);
     cJSON_AddNumberToObject(o, "max_tokens", (double)r->max_tokens);
     cJSON_AddNumberToObject(o, "temperature", 0);
-    cJSON_AddBoolToObject(o, "ignore_eos", 1);
+    cJSON_AddBoolToObject(o, "ignore_eos", a->schema == NULL);
+    if (a->schema) {
+        cJSON *rf = cJSON_AddObjectToObject(o, "response_format"), *js;
+        cJSON_AddStringToObject(rf, "type", "json_schema");
+        js = cJSON_AddObjectToObject(rf, "json_schema");
+        cJSON_AddStringToObject(js, "name", "bench");
+        cJSON_AddItemToObject(js, "schema", cJSON_Duplicate(a->schema, 1));
+    }
     cJSON_AddBoolToObject(o, "stream", 1);
     cJSON_AddBoolToObject(cJSON_AddObjectToObject(o, "stream_options"), "include_usage", 1);
     char *body = cJSON_PrintUnformatted(o);
@@ -269,6 +281,23 @@ static void bench_serve__print(const bench_serve_args *a, const bench_serve_repo
 
 /* --- arguments and the run ------------------------------------------------- */
 
+/* --json-schema FILE: read and parsed once. 1, or -1 (said why). */
+static int bench_serve__schema(bench_serve_args *a, const char *path)
+{
+    if (!path) return -1;
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    long n = -1;
+    if (f && !fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) && (text = malloc((size_t)n + 1)))
+        n = (long)fread(text, 1, (size_t)n, f);
+    if (f) fclose(f);
+    cJSON_Delete(a->schema);
+    a->schema = text && n >= 0 ? cJSON_ParseWithLength(text, (size_t)n) : NULL;
+    free(text);
+    if (!a->schema) return cli_error("bench serve", "--json-schema %s: cannot read it as JSON", path), -1;
+    return 1;
+}
+
 static int bench_serve__option(bench_serve_args *a, int argc, char **argv, int *i)
 {
     const char *cmd = "bench serve", *o = argv[*i];
@@ -282,6 +311,7 @@ static int bench_serve__option(bench_serve_args *a, int argc, char **argv, int *
         return 1;
     }
     if (!strcmp(o, "--json")) return a->json = true;
+    if (!strcmp(o, "--json-schema")) return bench_serve__schema(a, cli_value(cmd, argc, argv, i));
     if (!strcmp(o, "--range-ratio")) return cli_option_f64(cmd, argc, argv, i, 0, 1, &a->range_ratio) ? 1 : -1;
     struct { const char *name; int64_t min, max, *out; } ints[] = {
         {"--clients", 1, 1024, &a->clients},          {"--num-prompts", 1, 1 << 20, &a->num_prompts},
@@ -372,5 +402,6 @@ int cmd_bench_serve(int argc, char **argv)
     for (int64_t i = 0; i < a.num_prompts; i++) free(run.reqs[i].itl);
     free(run.reqs);
     free(threads);
+    cJSON_Delete(a.schema);
     return ok && rep.failed == 0 ? CLI_OK : CLI_FAILED;
 }
