@@ -19,8 +19,9 @@
 #define GD_EMPTY 0u
 #define GD_MAX_NODES (1u << 24)
 #define GD_MAX_SETS (1u << 22)
-#define GD_MASK_BUDGET                                                                             \
-    (64u << 20) /* bytes of cached masks per grammar; the oldest is dropped beyond */
+/* bytes of cached masks per grammar (19 KB each at 151,936 ids); the oldest
+ * is dropped beyond */
+#define GD_MASK_BUDGET (16u << 20)
 #define GD_MAX_MASKS 4096
 #define GD_UNKNOWN (-3)
 
