@@ -7,6 +7,8 @@
  * two constraints is refused at submission with the reason named; regex,
  * choices and json_object requests end in a match (checked here with the
  * grammar-independent rules: PCRE2, string equality, Python's json later).
+ * And batch invariance: an unconstrained seeded request gives the same ids
+ * alone and while the constrained ones run beside it.
  *
  *   test_structured_api MODEL_DIR SCHEMAS.json N OUT.jsonl */
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -23,6 +25,8 @@ typedef struct req_out {
     char text[8192];
     size_t n;
     char finish[16];
+    int32_t ids[512];
+    size_t n_ids;
 } req_out;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -36,6 +40,8 @@ static void on_output(void *user, const encore_output *o)
         memcpy(r->text + r->n, o->text, o->text_len);
         r->n += o->text_len;
     }
+    for (size_t i = 0; i < o->n_ids && r->n_ids < 512; i++)
+        r->ids[r->n_ids++] = o->ids[i];
     if (o->finished) {
         pthread_mutex_lock(&mu);
         snprintf(r->finish, sizeof r->finish, "%s", o->finish_reason);
@@ -166,6 +172,15 @@ static int split_schemas(char *text, char **out, int max)
     return n;
 }
 
+/* The unconstrained request of the invariance check. */
+static encore_request plain_request(void)
+{
+    encore_request r = base_request(4242);
+    r.sampling.max_tokens = 48;
+    r.sampling.ignore_eos = 1;
+    return r;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 5) {
@@ -180,6 +195,10 @@ int main(int argc, char **argv)
         return 1;
     }
     test_refusals(e);
+    req_out *alone = calloc(2, sizeof *alone), *beside = alone + 1;
+    encore_request plain = plain_request();
+    CHECK(encore_submit(e, &plain, on_output, alone, NULL) == ENCORE_OK);
+    wait_for(1);
     char *text = read_file(argv[2]);
     char *schemas[64];
     int n_schemas = text ? split_schemas(text, schemas, 64) : 0, per = atoi(argv[3]);
@@ -195,7 +214,11 @@ int main(int argc, char **argv)
                 fprintf(stderr, "schema %d: %s\n", i, encore_last_error()), check_failures++;
         }
     int n_other = submit_others(e, outs + n_sub);
-    wait_for(n_sub + n_other);
+    CHECK(encore_submit(e, &plain, on_output, beside, NULL) == ENCORE_OK);
+    wait_for(1 + n_sub + n_other + 1);
+    CHECK(alone->n_ids == 48 && beside->n_ids == alone->n_ids &&
+          !memcmp(alone->ids, beside->ids, alone->n_ids * sizeof *alone->ids));
+    free(alone);
     check_others(outs + n_sub);
     FILE *f = fopen(argv[4], "w");
     for (int i = 0, j = 0; i < n_schemas; i++)
