@@ -9,6 +9,11 @@
 #                    one validated by Python's jsonschema (python3-jsonschema)
 #   grammar_schema_mutation  the same with one grammar rule broken on
 #                    purpose: the validator must catch it
+#   grammar_structured_api  constrained requests through the C API on the tiny
+#                    real-vocabulary model (validated by jsonschema), refusals
+#                    by field, an unconstrained request unchanged beside them
+#   grammar_server   the same through encore serve: response_format,
+#                    structured_outputs, guided_*, 400s naming the keyword
 # With ENCORE_FUZZ (clang): fuzz_json_schema, 20 s, labelled "fuzz".
 # grammar_bench (bench/bench_grammar.c) is a benchmark program, not a test.
 set(ENCORE_GRAMMAR_TESTS ${ENCORE_TESTS_DIR}/grammar)
