@@ -1,0 +1,97 @@
+/* sample_select.c - top-k / top-p as a cut over binned weights (see
+ * sample_select.h): count and mass by bin, then one bin sorted where a
+ * count or a running mass crosses its bound. */
+#include "base/sample_select.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+/* Does a come before b: weight descending, then id ascending? */
+static bool sample_select__before(const sample_cand *a, const sample_cand *b)
+{
+    return a->w != b->w ? a->w > b->w : a->id < b->id;
+}
+
+/* Bottom-up merge sort of c[0..n) by sample_select__before, through tmp. */
+static void sample_select__sort(sample_cand *c, sample_cand *tmp, int64_t n)
+{
+    sample_cand *src = c, *dst = tmp;
+    for (int64_t width = 1; width < n; width *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * width) {
+            int64_t mid = lo + width < n ? lo + width : n,
+                    hi = lo + 2 * width < n ? lo + 2 * width : n;
+            int64_t a = lo, b = mid, o = lo;
+            while (a < mid && b < hi)
+                dst[o++] = sample_select__before(&src[b], &src[a]) ? src[b++] : src[a++];
+            while (a < mid)
+                dst[o++] = src[a++];
+            while (b < hi)
+                dst[o++] = src[b++];
+        }
+        sample_cand *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != c) memcpy(c, src, (size_t)n * sizeof *c);
+}
+
+/* The kept ids of bin b, sorted, in cand; returns their count. */
+static int64_t sample_select__bin(const double *w, int64_t n, smath_cut cut, int b,
+                                  sample_cand *cand, sample_cand *tmp)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (smath_kept(w, i, cut) && smath_bin(w[i]) == b)
+            cand[m++] = (sample_cand){w[i], (int32_t)i, 0};
+    sample_select__sort(cand, tmp, m);
+    return m;
+}
+
+static void sample_select__top_k(const double *w, int64_t n, int64_t k, sample_cand *cand,
+                                 sample_cand *tmp, sample_kept *out)
+{
+    int64_t before = 0;
+    int b = 0;
+    while (b < SMATH_BINS && before + out->count[b] < k)
+        before += out->count[b++];
+    if (b == SMATH_BINS) return; /* fewer than k ids have weight */
+    sample_select__bin(w, n, out->cut, b, cand, tmp);
+    out->cut = (smath_cut){cand[k - before - 1].w, INT64_MAX};
+    smath_masses(w, n, out->cut, out->count, out->mass);
+}
+
+static void sample_select__top_p(const double *w, int64_t n, double top_p, sample_cand *cand,
+                                 sample_cand *tmp, sample_kept *out)
+{
+    double need = top_p * smath_total(out->mass), acc = 0.0;
+    int b = 0, last = -1;
+    for (; b < SMATH_BINS; b++) {
+        if (out->count[b] == 0) continue;
+        last = b;
+        double next = acc + out->mass[b];
+        if (next >= need) break;
+        acc = next;
+    }
+    if (last < 0) return;        /* nothing kept */
+    if (b == SMATH_BINS) return; /* rounding: every bin stays */
+    int64_t m = sample_select__bin(w, n, out->cut, b, cand, tmp), r = 0;
+    while (r < m && acc < need)
+        acc += cand[r++].w;
+    if (r == 0) r = 1;
+    out->cut = (smath_cut){cand[r - 1].w, cand[r - 1].id};
+    smath_masses(w, n, out->cut, out->count, out->mass);
+}
+
+void sample_select(const double *w, int64_t n, int64_t top_k, double top_p, sample_cand *cand,
+                   sample_cand *tmp, sample_kept *out)
+{
+    out->cut = (smath_cut){0.0, -1};
+    smath_masses(w, n, out->cut, out->count, out->mass);
+    if (top_k > 0 && top_k < n) sample_select__top_k(w, n, top_k, cand, tmp, out);
+    if (top_p > 0.0 && top_p < 1.0) sample_select__top_p(w, n, top_p, cand, tmp, out);
+}
+
+int64_t sample_select_draw(const double *w, int64_t n, const sample_kept *k, double u01)
+{
+    return smath_draw(w, n, k->cut, k->mass, u01 * smath_total(k->mass));
+}
