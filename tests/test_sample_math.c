@@ -4,11 +4,11 @@
  *   exp, log   against libm: within 3 ulp over [-708, 0] (exp) and over
  *              (0, 2^20] (log); exp(0) is 1, below -708 / -inf / NaN is 0
  *   bin        against frexp's exponent
- *   weights    the AVX2 kernel (kernels_sample_avx2.c) gives the portable
+ *   weights    the AVX2 loop (base/sample_math_avx2.c) gives the portable
  *              loop's bits, row lengths 1..67 and 151936, -inf, min_p
- *   masses     smath_masses against the plain definition in ref_sampler.h
- *              (bin by bin, chunks of 256, id order), bit for bit, for every
- *              id kept and under cuts
+ *   masses     smath_masses and smath_bin_mass against the plain definition
+ *              in ref_sampler.h (bin by bin, chunks of 256, id order), bit
+ *              for bit, for every id kept and under cuts
  *   draw       smath_draw against ref_walk at random u and at u exactly on
  *              each running sum of the definition (where a sum in any other
  *              order or chunking picks a neighbour)
@@ -100,7 +100,7 @@ static void test_weights(void)
         for (int64_t i = 0; i < len; i++)
             if (x[i] > max) max = x[i];
         smath_weights(x, len, max, inv_t, min_p, a);
-        cpu__sample_weights_avx2(x, len, max, inv_t, min_p, b);
+        smath_weights_avx2(x, len, max, inv_t, min_p, b);
         bad += memcmp(a, b, (size_t)len * sizeof *a) != 0;
     }
     CHECK(bad == 0);
@@ -132,6 +132,12 @@ static void test_masses_and_draw(void)
         smath_masses(w, n, cut, count, mass);
         double total = ref_masses(w, keep, n, ref_mass);
         bad_mass += memcmp(mass, ref_mass, sizeof mass) != 0 || smath_total(mass) != total;
+        for (int b = 0; b < SMATH_BINS; b++) { /* one bin alone, as a cut inside it recomputes */
+            int64_t c1;
+            double m1;
+            smath_bin_mass(w, n, cut, b, &c1, &m1);
+            bad_mass += c1 != count[b] || m1 != ref_mass[b];
+        }
         /* u at random, and exactly on the definition's running sums */
         double acc = 0.0;
         for (int b = 0; b < 64; b++) {

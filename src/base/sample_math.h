@@ -142,6 +142,17 @@ static inline void smath_weights(const float *x, int64_t n, double max, double i
     }
 }
 
+#if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
+/* smath_weights four lanes at a time, the same bits (sample_math_avx2.c);
+ * only where the CPU has AVX2. */
+void smath_weights_avx2(const float *x, int64_t n, double max, double inv_t, double min_p,
+                        double *w);
+#endif
+
+/* smath_weights by the fastest loop this CPU runs (sample_select.c). */
+void smath_weights_best(const float *x, int64_t n, double max, double inv_t, double min_p,
+                        double *w);
+
 /* --- kept sets and their masses ------------------------------------------------- */
 
 typedef struct smath_cut {
@@ -177,6 +188,28 @@ static inline void smath_masses(const double *w, int64_t n, smath_cut cut, int64
             part[b] = 0.0;
         }
     }
+}
+
+/* count and mass of bin b alone: smath_masses' figures for it. */
+static inline void smath_bin_mass(const double *w, int64_t n, smath_cut cut, int b, int64_t *count,
+                                  double *mass)
+{
+    double m = 0.0;
+    int64_t c = 0;
+    for (int64_t c0 = 0; c0 < n; c0 += SMATH_CHUNK) {
+        int64_t c1 = c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n;
+        double part = 0.0;
+        bool any = false;
+        for (int64_t i = c0; i < c1; i++) {
+            if (!smath_kept(w, i, cut) || smath_bin(w[i]) != b) continue;
+            part += w[i];
+            c++;
+            any = true;
+        }
+        if (any) m += part;
+    }
+    *count = c;
+    *mass = m;
 }
 
 static inline double smath_total(const double *mass)

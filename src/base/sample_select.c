@@ -6,6 +6,18 @@
 #include <stdbool.h>
 #include <string.h>
 
+void smath_weights_best(const float *x, int64_t n, double max, double inv_t, double min_p,
+                        double *w)
+{
+#if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
+    if (__builtin_cpu_supports("avx2")) {
+        smath_weights_avx2(x, n, max, inv_t, min_p, w);
+        return;
+    }
+#endif
+    smath_weights(x, n, max, inv_t, min_p, w);
+}
+
 /* Does a come before b: weight descending, then id ascending? */
 static bool sample_select__before(const sample_cand *a, const sample_cand *b)
 {
@@ -35,6 +47,17 @@ static void sample_select__sort(sample_cand *c, sample_cand *tmp, int64_t n)
     if (src != c) memcpy(c, src, (size_t)n * sizeof *c);
 }
 
+/* A cut inside bin b changed only b's mass: the bins before keep theirs,
+ * those after are emptied. */
+static void sample_select__recut(const double *w, int64_t n, int b, sample_kept *out)
+{
+    for (int j = b + 1; j < SMATH_BINS; j++) {
+        out->count[j] = 0;
+        out->mass[j] = 0.0;
+    }
+    smath_bin_mass(w, n, out->cut, b, &out->count[b], &out->mass[b]);
+}
+
 /* The kept ids of bin b, sorted, in cand; returns their count. */
 static int64_t sample_select__bin(const double *w, int64_t n, smath_cut cut, int b,
                                   sample_cand *cand, sample_cand *tmp)
@@ -57,7 +80,7 @@ static void sample_select__top_k(const double *w, int64_t n, int64_t k, sample_c
     if (b == SMATH_BINS) return; /* fewer than k ids have weight */
     sample_select__bin(w, n, out->cut, b, cand, tmp);
     out->cut = (smath_cut){cand[k - before - 1].w, INT64_MAX};
-    smath_masses(w, n, out->cut, out->count, out->mass);
+    sample_select__recut(w, n, b, out);
 }
 
 static void sample_select__top_p(const double *w, int64_t n, double top_p, sample_cand *cand,
@@ -79,7 +102,7 @@ static void sample_select__top_p(const double *w, int64_t n, double top_p, sampl
         acc += cand[r++].w;
     if (r == 0) r = 1;
     out->cut = (smath_cut){cand[r - 1].w, cand[r - 1].id};
-    smath_masses(w, n, out->cut, out->count, out->mass);
+    sample_select__recut(w, n, b, out);
 }
 
 void sample_select(const double *w, int64_t n, int64_t top_k, double top_p, sample_cand *cand,

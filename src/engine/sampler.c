@@ -126,7 +126,7 @@ const float *sampler_process(sampler *s, const sampler_input *in)
 static void sampler__kept(sampler *s, const float *x, int64_t n, const engine_sampling *p, sample_kept *k)
 {
     /* min_p first, as in vLLM: the largest weight is 1, so the argmax survives */
-    smath_weights(x, n, x[sampler_argmax(x, n)], 1.0 / p->temperature, p->min_p, s->w);
+    smath_weights_best(x, n, x[sampler_argmax(x, n)], 1.0 / p->temperature, p->min_p, s->w);
     sample_select(s->w, n, p->top_k, p->top_p, s->cand, s->tmp, k);
 }
 
@@ -155,7 +155,7 @@ static int32_t sampler__draw(sampler *s, const float *x, int64_t n, const engine
 static double sampler__logprobs(sampler *s, const float *x, int64_t n, int n_top, engine_token_logprob *lp)
 {
     double max = x[sampler_argmax(x, n)];
-    smath_weights(x, n, max, 1.0, 0.0, s->w);
+    smath_weights_best(x, n, max, 1.0, 0.0, s->w);
     sample_kept all;
     smath_masses(s->w, n, (smath_cut){0.0, -1}, all.count, all.mass);
     double lse = max + smath_log(smath_total(all.mass));

@@ -58,9 +58,6 @@ extern const cpu__kernel_table cpu__kernels_scalar; /* kernels.c */
 #define CPU__HAVE_X86 1
 extern const cpu__kernel_table cpu__kernels_avx2;   /* kernels_avx2.c */
 extern const cpu__kernel_table cpu__kernels_avx512; /* kernels_avx512.c */
-/* kernels_sample_avx2.c: the weights 4 doubles at a time (AVX-512 uses it too) */
-void cpu__sample_weights_avx2(const float *x, int64_t n, double max, double inv_t, double min_p,
-                              double *w);
 #endif
 
 /* The table every kernel goes through now (chosen once; see kernels.c). */

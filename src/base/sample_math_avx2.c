@@ -1,4 +1,4 @@
-/* kernels_sample_avx2.c - the sampler's weights four doubles at a time:
+/* sample_math_avx2.c - the sampler's weights four doubles at a time:
  * smath_weights (base/sample_math.h) with the same correctly rounded adds,
  * multiplies and selects in each lane, so that the bits are those of the
  * portable loop (no fused multiply-add: CMake compiles with
@@ -6,16 +6,15 @@
 #if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
 
 #if !defined(__AVX2__)
-#error "kernels_sample_avx2.c needs -mavx2 (CMake adds it to *_avx2.c)"
+#error "sample_math_avx2.c needs -mavx2 (CMake adds it to *_avx2.c)"
 #endif
 
 #include <immintrin.h>
 
-#include "backend/cpu/kernels_impl.h"
 #include "base/sample_math.h"
 
 /* smath_exp of four lanes (a is already (x - max) * inv_t). */
-static inline __m256d cpu__avx2_smath_exp(__m256d a)
+static inline __m256d smath__exp_avx2(__m256d a)
 {
     const __m256d rounder = _mm256_set1_pd(SMATH_ROUNDER);
     __m256d t = _mm256_add_pd(_mm256_mul_pd(a, _mm256_set1_pd(SMATH_LOG2E)), rounder);
@@ -35,15 +34,15 @@ static inline __m256d cpu__avx2_smath_exp(__m256d a)
     return _mm256_and_pd(e, ok);
 }
 
-void cpu__sample_weights_avx2(const float *x, int64_t n, double max, double inv_t, double min_p,
-                              double *w)
+void smath_weights_avx2(const float *x, int64_t n, double max, double inv_t, double min_p,
+                        double *w)
 {
     const __m256d vmax = _mm256_set1_pd(max), vinv = _mm256_set1_pd(inv_t),
                   vmin_p = _mm256_set1_pd(min_p);
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) {
         __m256d xd = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
-        __m256d e = cpu__avx2_smath_exp(_mm256_mul_pd(_mm256_sub_pd(xd, vmax), vinv));
+        __m256d e = smath__exp_avx2(_mm256_mul_pd(_mm256_sub_pd(xd, vmax), vinv));
         __m256d below = _mm256_cmp_pd(e, vmin_p, _CMP_LT_OQ);
         _mm256_storeu_pd(w + i, _mm256_andnot_pd(below, e));
     }
@@ -51,5 +50,5 @@ void cpu__sample_weights_avx2(const float *x, int64_t n, double max, double inv_
 }
 
 #else
-typedef int cpu__sample_avx2_unavailable; /* not x86-64: nothing to build */
+typedef int smath__avx2_unavailable; /* not x86-64: nothing to build */
 #endif
