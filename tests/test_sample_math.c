@@ -157,7 +157,7 @@ static void test_masses_and_draw(void)
             n_draws += 2;
         }
     }
-    printf("masses: %d of 40 rows differ; draws: %d of %d differ\n", bad_mass, bad_draw, n_draws);
+    printf("masses: %d mismatches over 40 rows; draws: %d of %d differ\n", bad_mass, bad_draw, n_draws);
     CHECK(bad_mass == 0);
     CHECK(bad_draw == 0);
     free(w);
