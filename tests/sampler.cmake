@@ -52,3 +52,8 @@ foreach(check modes seed logprobs bad_args)
             --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${check})
   set_tests_properties(sampler_${check} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 600)
 endforeach()
+
+# CPU time of the sample kernel per row of a 151936-id vocabulary, sampled and
+# greedy (bench/bench_sample.c): a program run by hand, not a test.
+add_executable(bench_sample ${PROJECT_SOURCE_DIR}/bench/bench_sample.c)
+target_link_libraries(bench_sample PRIVATE encore_internals)

@@ -58,16 +58,39 @@ static void sample_select__recut(const double *w, int64_t n, int b, sample_kept 
     smath_bin_mass(w, n, out->cut, b, &out->count[b], &out->mass[b]);
 }
 
-/* The kept ids of bin b, sorted, in cand; returns their count. */
-static int64_t sample_select__bin(const double *w, int64_t n, smath_cut cut, int b,
-                                  sample_cand *cand, sample_cand *tmp)
+enum { SAMPLE_SELECT__BUCKETS = 256 };
+
+/* The kept ids of bin b in out[], counted into buckets by the top 8 bits of
+ * the mantissa, largest first, ids ascending within a bucket (bin 63 mixes
+ * exponents: one bucket); bucket j is out[start[j] .. start[j + 1]). Once a
+ * bucket is sorted (sample_select__sort_bucket) it reads as that stretch of
+ * the whole bin sorted, so only the buckets a walk reaches are sorted.
+ * Returns the count. cand and tmp: scratch, [n] each; out is tmp. */
+static int64_t sample_select__bucket(const double *w, int64_t n, smath_cut cut, int b,
+                                     sample_cand *cand, sample_cand *tmp, int64_t *start)
 {
-    int64_t m = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (smath_kept(w, i, cut) && smath_bin(w[i]) == b)
-            cand[m++] = (sample_cand){w[i], (int32_t)i, 0};
-    sample_select__sort(cand, tmp, m);
+    int64_t m = 0, count[SAMPLE_SELECT__BUCKETS] = {0};
+    int shift = b == SMATH_BINS - 1 ? 63 : 44;
+    for (int64_t i = 0; i < n; i++) {
+        if (!smath_kept(w, i, cut) || smath_bin(w[i]) != b) continue;
+        cand[m++] = (sample_cand){w[i], (int32_t)i, 0};
+        count[255 - (int)((smath__bits(w[i]) >> shift) & 255)]++;
+    }
+    start[0] = 0;
+    for (int j = 0; j < SAMPLE_SELECT__BUCKETS; j++)
+        start[j + 1] = start[j] + count[j];
+    int64_t at[SAMPLE_SELECT__BUCKETS];
+    memcpy(at, start, sizeof at);
+    for (int64_t i = 0; i < m; i++)
+        tmp[at[255 - (int)((smath__bits(cand[i].w) >> shift) & 255)]++] = cand[i];
     return m;
+}
+
+/* Sort bucket j of out (sample_select__bucket's), through cand. */
+static void sample_select__sort_bucket(sample_cand *out, sample_cand *cand, const int64_t *start,
+                                       int j)
+{
+    sample_select__sort(out + start[j], cand + start[j], start[j + 1] - start[j]);
 }
 
 static void sample_select__top_k(const double *w, int64_t n, int64_t k, sample_cand *cand,
@@ -78,8 +101,13 @@ static void sample_select__top_k(const double *w, int64_t n, int64_t k, sample_c
     while (b < SMATH_BINS && before + out->count[b] < k)
         before += out->count[b++];
     if (b == SMATH_BINS) return; /* fewer than k ids have weight */
-    sample_select__bin(w, n, out->cut, b, cand, tmp);
-    out->cut = (smath_cut){cand[k - before - 1].w, INT64_MAX};
+    int64_t start[SAMPLE_SELECT__BUCKETS + 1], at = k - before - 1;
+    sample_select__bucket(w, n, out->cut, b, cand, tmp, start);
+    int j = 0;
+    while (start[j + 1] <= at)
+        j++;
+    sample_select__sort_bucket(tmp, cand, start, j);
+    out->cut = (smath_cut){tmp[at].w, INT64_MAX};
     sample_select__recut(w, n, b, out);
 }
 
@@ -97,11 +125,16 @@ static void sample_select__top_p(const double *w, int64_t n, double top_p, sampl
     }
     if (last < 0) return;        /* nothing kept */
     if (b == SMATH_BINS) return; /* rounding: every bin stays */
-    int64_t m = sample_select__bin(w, n, out->cut, b, cand, tmp), r = 0;
-    while (r < m && acc < need)
-        acc += cand[r++].w;
-    if (r == 0) r = 1;
-    out->cut = (smath_cut){cand[r - 1].w, cand[r - 1].id};
+    int64_t start[SAMPLE_SELECT__BUCKETS + 1], r = 0;
+    sample_select__bucket(w, n, out->cut, b, cand, tmp, start);
+    for (int j = 0; j < SAMPLE_SELECT__BUCKETS && (r == 0 || acc < need); j++) {
+        if (start[j + 1] == start[j]) continue;
+        sample_select__sort_bucket(tmp, cand, start, j);
+        do
+            acc += tmp[r++].w;
+        while (r < start[j + 1] && acc < need);
+    }
+    out->cut = (smath_cut){tmp[r - 1].w, tmp[r - 1].id};
     sample_select__recut(w, n, b, out);
 }
 
