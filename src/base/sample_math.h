@@ -149,7 +149,7 @@ void smath_weights_avx2(const float *x, int64_t n, double max, double inv_t, dou
                         double *w);
 #endif
 
-/* smath_weights by the fastest loop this CPU runs (sample_select.c). */
+/* smath_weights by the fastest loop this CPU runs (sample_math.c). */
 void smath_weights_best(const float *x, int64_t n, double max, double inv_t, double min_p,
                         double *w);
 

@@ -6,18 +6,6 @@
 #include <stdbool.h>
 #include <string.h>
 
-void smath_weights_best(const float *x, int64_t n, double max, double inv_t, double min_p,
-                        double *w)
-{
-#if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
-    if (__builtin_cpu_supports("avx2")) {
-        smath_weights_avx2(x, n, max, inv_t, min_p, w);
-        return;
-    }
-#endif
-    smath_weights(x, n, max, inv_t, min_p, w);
-}
-
 /* Does a come before b: weight descending, then id ascending? */
 static bool sample_select__before(const sample_cand *a, const sample_cand *b)
 {
