@@ -1,9 +1,10 @@
 /* test_sample_op.c - the device sampler (GRAPH_OP_SAMPLE) on the CPU
  * backend, against a reference picker written here plainly from the rules of
  * engine/sampler.h (tests/ref_sampler.h): penalties id by id from their
- * definitions, a full sort of the vocabulary for top-k / top-p, and the same
- * draw (philox_uniform). The host sampler (engine/sampler.c) is held to the
- * same reference.
+ * definitions, a full sort of the vocabulary for top-k / top-p, the masses
+ * and the draw's walk written out from base/sample_math.h's definition, and
+ * the same uniform (philox_uniform). The host sampler (engine/sampler.c) is
+ * held to the same reference.
  *
  *   matrix     temperature 0 / 0.3 / 1 / 1.7 x top-k off / 1 / 20 / all x
  *              top-p 0.1 / 0.9 / 1 x min-p 0 / 0.05 x five penalty sets,
