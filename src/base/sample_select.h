@@ -12,7 +12,9 @@
  *           sum reaches need; the last one walked is the cut
  *
  * The kept set is always a prefix of the ids sorted by (weight desc, id
- * asc), so it is given by one cut; only a boundary bin is ever sorted. */
+ * asc), so it is given by one cut. Only a boundary bin is ever sorted, and of
+ * it only the buckets (by the top 8 mantissa bits) that the count or the walk
+ * reaches: the same order as sorting the whole bin. */
 #ifndef ENC_BASE_SAMPLE_SELECT_H
 #define ENC_BASE_SAMPLE_SELECT_H
 
