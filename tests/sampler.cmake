@@ -1,6 +1,9 @@
 # The sampler: unit tests through its API against reference computations
 # (tests/test_sampler.c), and the engine's sampling end to end.
 #   test_philox             the generator: Random123's known answers, the uniform
+#   test_sample_math        the sampler's arithmetic: exp / log against libm, AVX2
+#                           weights against the portable loop, masses and draws
+#                           against the plain definition, bit for bit
 #   test_sample_op          the device sampler op against a plain reference picker,
 #                           batch invariance, the whole vocabulary, chi-square
 #   test_sampler            filters, penalties, min_tokens, greedy, logprobs, seeds
@@ -20,6 +23,7 @@
 #   sampler_<check>         through `encore` (tests/sampler_cli.py): see its header
 
 encore_add_c_test(test_philox ${ENCORE_TESTS_DIR}/test_philox.c)
+encore_add_c_test(test_sample_math ${ENCORE_TESTS_DIR}/test_sample_math.c)
 encore_add_c_test(test_sampler ${ENCORE_TESTS_DIR}/test_sampler.c)
 encore_add_c_test(test_sample_op ${ENCORE_TESTS_DIR}/test_sample_op.c)
 set_tests_properties(test_sampler PROPERTIES TIMEOUT 300)
@@ -48,3 +52,8 @@ foreach(check modes seed logprobs bad_args)
             --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${check})
   set_tests_properties(sampler_${check} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 600)
 endforeach()
+
+# CPU time of the sample kernel per row of a 151936-id vocabulary, sampled and
+# greedy (bench/bench_sample.c): a program run by hand, not a test.
+add_executable(bench_sample ${PROJECT_SOURCE_DIR}/bench/bench_sample.c)
+target_link_libraries(bench_sample PRIVATE encore_internals)

@@ -256,6 +256,8 @@ static void test_reference(engine *e, const run_out *r, uint64_t seed)
     int64_t V = engine_model_config(e)->vocab_size;
     float *x = malloc((size_t)V * sizeof *x);
     ref_w *it = malloc((size_t)V * sizeof *it);
+    double *rw = malloc((size_t)V * sizeof *rw);
+    bool *rkeep = malloc((size_t)V * sizeof *rkeep);
     uint32_t *mask = malloc((size_t)GRAPH_SAMPLE_MASK_WORDS(V) * sizeof *mask);
     int bad = 0, bad_lp = 0, n_tokens = 0, n_changed = 0;
     for (int i = 0; i < N_REQ; i++) {
@@ -283,10 +285,10 @@ static void test_reference(engine *e, const run_out *r, uint64_t seed)
             memset(mask, 0, (size_t)GRAPH_SAMPLE_MASK_WORDS(V) * sizeof *mask);
             rule_fill(&st, mask, (int32_t)V);
             const float *raw = &logits[(pos - 1) * V];
-            int32_t want = ref_pick_masked(raw, &row, tokens, pos, mask, x, it);
+            int32_t want = ref_pick_masked(raw, &row, tokens, pos, mask, x, it, rw, rkeep);
             graph_sample_row free_row = row;
             free_row.flags &= ~GRAPH_SAMPLE_MASKED;
-            n_changed += ref_pick(raw, &free_row, tokens, pos, x, it) != want;
+            n_changed += ref_pick(raw, &free_row, tokens, pos, x, it, rw, rkeep) != want;
             if (want != tokens[pos] && bad < 5)
                 fprintf(stderr, "reference: request %d position %lld: %d, the reference picks %d\n", i,
                         (long long)pos, tokens[pos], want);
@@ -307,6 +309,8 @@ static void test_reference(engine *e, const run_out *r, uint64_t seed)
            n_changed);
     free(x);
     free(it);
+    free(rw);
+    free(rkeep);
     free(mask);
 }
 

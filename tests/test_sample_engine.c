@@ -173,6 +173,8 @@ static void test_reference(engine *e, const run_out *alone)
     int64_t V = mc->vocab_size;
     float *x = malloc((size_t)V * sizeof *x);
     ref_w *it = malloc((size_t)V * sizeof *it);
+    double *rw = malloc(sizeof *rw * (size_t)V);
+    bool *rkeep = malloc(sizeof *rkeep * (size_t)V);
     int bad = 0, n_tokens = 0;
     for (int i = 0; i < N_REQ; i++) {
         int32_t tokens[MAX_PROMPT + MAX_OUT];
@@ -185,7 +187,7 @@ static void test_reference(engine *e, const run_out *alone)
         CHECK(vocab == V);
         graph_sample_row row = ref_row(i, n_prompt, mc);
         for (int64_t pos = n_prompt; pos < n; pos++, n_tokens++) {
-            int32_t want = ref_pick(&logits[(pos - 1) * V], &row, tokens, pos, x, it);
+            int32_t want = ref_pick(&logits[(pos - 1) * V], &row, tokens, pos, x, it, rw, rkeep);
             if (want != tokens[pos] && bad < 5)
                 fprintf(stderr, "reference: request %d position %lld: %d, the reference picks %d\n",
                         i, (long long)pos, tokens[pos], want);
@@ -198,6 +200,8 @@ static void test_reference(engine *e, const run_out *alone)
     printf("ok reference: %d tokens of %d requests\n", n_tokens, N_REQ);
     free(x);
     free(it);
+    free(rw);
+    free(rkeep);
 }
 
 /* --- what the host reads --------------------------------------------------------- */

@@ -1,9 +1,10 @@
 /* test_sample_op.c - the device sampler (GRAPH_OP_SAMPLE) on the CPU
  * backend, against a reference picker written here plainly from the rules of
  * engine/sampler.h (tests/ref_sampler.h): penalties id by id from their
- * definitions, a full sort of the vocabulary for top-k / top-p, and the same
- * draw (philox_uniform). The host sampler (engine/sampler.c) is held to the
- * same reference.
+ * definitions, a full sort of the vocabulary for top-k / top-p, the masses
+ * and the draw's walk written out from base/sample_math.h's definition, and
+ * the same uniform (philox_uniform). The host sampler (engine/sampler.c) is
+ * held to the same reference.
  *
  *   matrix     temperature 0 / 0.3 / 1 / 1.7 x top-k off / 1 / 20 / all x
  *              top-p 0.1 / 0.9 / 1 x min-p 0 / 0.05 x five penalty sets,
@@ -192,6 +193,8 @@ static void test_matrix(backend *be, sampler *hs)
 {
     float *logits = malloc(sizeof(float) * MS * MV), *x = malloc(sizeof(float) * MV);
     ref_w *it = malloc(sizeof(ref_w) * MV);
+    double *rw = malloc(sizeof *rw * (size_t)MV);
+    bool *rkeep = malloc(sizeof *rkeep * (size_t)MV);
     int32_t hist[MS * MH], hist_out[MS * MH], pos[MS], ids[MS];
     matrix_logits(logits, MS, MV);
     matrix_history(hist, MS, MH);
@@ -210,9 +213,9 @@ static void test_matrix(backend *be, sampler *hs)
                         run_op(be, &c, ids, hist_out);
                         for (int r = 0; r < MS; r++, n_rows++) {
                             int32_t want = ref_pick(logits + r * MV, &rows[r], hist + r * MH,
-                                                    pos[r] + 1, x, it);
-                            int32_t host =
-                                host_pick(hs, logits + r * MV, &rows[r], hist + r * MH, pos[r] + 1, NULL);
+                                                    pos[r] + 1, x, it, rw, rkeep);
+                            int32_t host = host_pick(hs, logits + r * MV, &rows[r], hist + r * MH,
+                                                     pos[r] + 1, NULL);
                             if (ids[r] != want && bad < 5)
                                 fprintf(
                                     stderr,
@@ -232,6 +235,8 @@ static void test_matrix(backend *be, sampler *hs)
     free(logits);
     free(x);
     free(it);
+    free(rw);
+    free(rkeep);
 }
 
 /* Every row of a batch alone, and the batch on other thread counts. */
@@ -274,6 +279,8 @@ static void test_large(backend *be, sampler *hs)
     enum { V = 151936, S = 3, H = 4 };
     float *logits = malloc(sizeof(float) * S * V), *x = malloc(sizeof(float) * V);
     ref_w *it = malloc(sizeof(ref_w) * V);
+    double *rw = malloc(sizeof *rw * (size_t)V);
+    bool *rkeep = malloc(sizeof *rkeep * (size_t)V);
     for (int64_t i = 0; i < V; i++) {
         logits[i] =
             (float)(4.0 * cos(0.001 * (double)i) - 0.00002 * (double)i); /* slow: wide kept sets */
@@ -293,7 +300,8 @@ static void test_large(backend *be, sampler *hs)
             rows[r].seed += 100;
         run_op(be, &c, ids, NULL);
         for (int r = 0; r < S; r++) {
-            int32_t want = ref_pick(logits + r * V, &rows[r], hist + r * H, pos[r] + 1, x, it);
+            int32_t want =
+                ref_pick(logits + r * V, &rows[r], hist + r * H, pos[r] + 1, x, it, rw, rkeep);
             bad += ids[r] != want;
             bad += host_pick(hs, logits + r * V, &rows[r], hist + r * H, pos[r] + 1, NULL) != want;
         }
@@ -303,6 +311,8 @@ static void test_large(backend *be, sampler *hs)
     free(logits);
     free(x);
     free(it);
+    free(rw);
+    free(rkeep);
 }
 
 /* --- the distribution ------------------------------------------------------------ */
@@ -388,7 +398,10 @@ static void test_chi2(backend *be)
 
 enum { MW = GRAPH_SAMPLE_MASK_WORDS(MV) };
 
-static void mask_set(uint32_t *m, int64_t id) { m[id / 32] |= (uint32_t)1 << (id % 32); }
+static void mask_set(uint32_t *m, int64_t id)
+{
+    m[id / 32] |= (uint32_t)1 << (id % 32);
+}
 
 /* A mask of kind r / 2 % 6 for a row of logits x (kind 5 allows nothing). */
 static void mask_of(uint32_t *m, int r, const float *x, int64_t n_sample)
@@ -396,12 +409,14 @@ static void mask_of(uint32_t *m, int r, const float *x, int64_t n_sample)
     memset(m, 0, MW * sizeof *m);
     int kind = r / 2 % 6;
     if (kind == 0 || kind == 1) /* ids = r mod (3 + r) */
-        for (int64_t i = r % (3 + r); i < MV; i += 3 + r) mask_set(m, i);
-    if (kind == 2) mask_set(m, 5 + r); /* one id */
+        for (int64_t i = r % (3 + r); i < MV; i += 3 + r)
+            mask_set(m, i);
+    if (kind == 2) mask_set(m, 5 + r);                   /* one id */
     if (kind == 3) mask_set(m, ref_argmax(x, n_sample)); /* the best id only */
-    if (kind == 4) { /* the ids below the 40th largest logit */
+    if (kind == 4) {                                     /* the ids below the 40th largest logit */
         ref_w sorted[MV];
-        for (int64_t i = 0; i < n_sample; i++) sorted[i] = (ref_w){x[i], (int32_t)i};
+        for (int64_t i = 0; i < n_sample; i++)
+            sorted[i] = (ref_w){x[i], (int32_t)i};
         qsort(sorted, (size_t)n_sample, sizeof *sorted, ref_cmp);
         for (int64_t i = 0; i < MV; i++)
             if (x[i] < sorted[39].w) mask_set(m, i);
@@ -415,12 +430,16 @@ static void test_mask(backend *be, sampler *hs)
 {
     float *logits = malloc(sizeof(float) * MS * MV), *x = malloc(sizeof(float) * MV);
     ref_w *it = malloc(sizeof(ref_w) * MV);
+    double *rw = malloc(sizeof *rw * (size_t)MV);
+    bool *rkeep = malloc(sizeof *rkeep * (size_t)MV);
     uint32_t *mask = calloc(MS * MW, sizeof *mask);
     int32_t hist[MS * MH], pos[MS], ids[MS], plain[MS];
     matrix_logits(logits, MS, MV);
     matrix_history(hist, MS, MH);
-    for (int r = 0; r < MS; r++) pos[r] = M_PROMPT + 2 + 3 * r;
-    int64_t n_masked = 0, changed = 0, bad = 0, bad_host = 0, disallowed = 0, bad_plain = 0, none = 0;
+    for (int r = 0; r < MS; r++)
+        pos[r] = M_PROMPT + 2 + 3 * r;
+    int64_t n_masked = 0, changed = 0, bad = 0, bad_host = 0, disallowed = 0, bad_plain = 0,
+            none = 0;
     graph_sample_row rows[MS];
     static const int ts[] = {0, 2, 3}, ks[] = {0, 2}, ps[] = {1, 2}, qs[] = {0, 4};
     for (int seed = 0; seed < 16; seed++)
@@ -444,13 +463,15 @@ static void test_mask(backend *be, sampler *hs)
             run_op(be, &cm, ids, NULL);
             graph_sample_row unmasked[MS];
             memcpy(unmasked, rows, sizeof rows);
-            for (int r = 0; r < MS; r++) unmasked[r].flags &= ~GRAPH_SAMPLE_MASKED;
+            for (int r = 0; r < MS; r++)
+                unmasked[r].flags &= ~GRAPH_SAMPLE_MASKED;
             sample_case cp = {MS, MV, MH, logits, unmasked, pos, hist, NULL};
             run_op(be, &cp, plain, NULL);
             for (int r = 0; r < MS; r++) {
                 const uint32_t *m = (rows[r].flags & GRAPH_SAMPLE_MASKED) ? &mask[r * MW] : NULL;
                 const float *row = logits + r * MV;
-                int32_t want = ref_pick_masked(row, &rows[r], hist + r * MH, pos[r] + 1, m, x, it);
+                int32_t want =
+                    ref_pick_masked(row, &rows[r], hist + r * MH, pos[r] + 1, m, x, it, rw, rkeep);
                 int32_t host = host_pick(hs, row, &rows[r], hist + r * MH, pos[r] + 1, m);
                 bad += ids[r] != want;
                 bad_host += host != want;
@@ -471,11 +492,13 @@ static void test_mask(backend *be, sampler *hs)
     CHECK(none > 0 && changed > n_masked / 2); /* the masks bite */
     printf("ok mask: %lld masked rows (%lld changed by the mask, %lld with no allowed id), "
            "%lld differ from the reference (host sampler: %lld), %lld disallowed\n",
-           (long long)n_masked, (long long)changed, (long long)none, (long long)bad, (long long)bad_host,
-           (long long)disallowed);
+           (long long)n_masked, (long long)changed, (long long)none, (long long)bad,
+           (long long)bad_host, (long long)disallowed);
     free(logits);
     free(x);
     free(it);
+    free(rw);
+    free(rkeep);
     free(mask);
 }
 

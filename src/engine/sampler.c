@@ -18,9 +18,10 @@ enc_status sampler_init(sampler *s, int64_t n_vocab)
     s->work = malloc((size_t)n_vocab * sizeof *s->work);
     s->w = malloc((size_t)n_vocab * sizeof *s->w);
     s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
+    s->tmp = malloc((size_t)n_vocab * sizeof *s->tmp);
     s->counts = calloc((size_t)n_vocab, sizeof *s->counts);
     s->done = calloc((size_t)n_vocab, sizeof *s->done);
-    if (!s->work || !s->w || !s->cand || !s->counts || !s->done) {
+    if (!s->work || !s->w || !s->cand || !s->tmp || !s->counts || !s->done) {
         sampler_free(s);
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "sampler scratch for a vocabulary of %lld", (long long)n_vocab);
     }
@@ -32,6 +33,7 @@ void sampler_free(sampler *s)
     free(s->work);
     free(s->w);
     free(s->cand);
+    free(s->tmp);
     free(s->counts);
     free(s->done);
     memset(s, 0, sizeof *s);
@@ -118,121 +120,45 @@ const float *sampler_process(sampler *s, const sampler_input *in)
     return s->work;
 }
 
-/* --- top-k and top-p ------------------------------------------------------------ */
+/* --- the kept set and the draw --------------------------------------------------- */
 
-/* Does a come after b: weight descending, then id ascending? */
-static bool sampler__after(const sampler_cand *a, const sampler_cand *b)
+/* The weights of x[0..n) in s->w and their kept set (base/sample_select.h). */
+static void sampler__kept(sampler *s, const float *x, int64_t n, const engine_sampling *p, sample_kept *k)
 {
-    return a->w != b->w ? a->w < b->w : a->id > b->id;
+    /* min_p first, as in vLLM: the largest weight is 1, so the argmax survives */
+    smath_weights_best(x, n, x[sampler_argmax(x, n)], 1.0 / p->temperature, p->min_p, s->w);
+    sample_select(s->w, n, p->top_k, p->top_p, s->cand, s->tmp, k);
 }
-
-static void sampler__sift_down(sampler_cand *c, int64_t i, int64_t n)
-{
-    for (;;) {
-        int64_t big = i, l = 2 * i + 1, r = l + 1;
-        if (l < n && sampler__after(&c[l], &c[big])) big = l;
-        if (r < n && sampler__after(&c[r], &c[big])) big = r;
-        if (big == i) return;
-        sampler_cand t = c[i];
-        c[i] = c[big];
-        c[big] = t;
-        i = big;
-    }
-}
-
-/* Heapsort: in place, so that picking allocates nothing (qsort may). The
- * order is total (ids are distinct), so stability does not matter. */
-static void sampler__sort(sampler_cand *c, int64_t n)
-{
-    for (int64_t i = n / 2 - 1; i >= 0; i--) sampler__sift_down(c, i, n);
-    for (int64_t end = n - 1; end > 0; end--) {
-        sampler_cand t = c[0];
-        c[0] = c[end];
-        c[end] = t;
-        sampler__sift_down(c, 0, end);
-    }
-}
-
-/* The kept set of top-k and top-p, sorted, in s->cand; returns its size.
- * Candidates are the ids whose weight is >= a threshold (the largest weight
- * is 1): they are a prefix of the sorted vocabulary, so when they hold the
- * top-k set and enough mass for top-p, the kept set lies among them. The
- * threshold falls until they do (at 0 they are every id). */
-static int64_t sampler__top_k_top_p(sampler *s, int64_t n, int64_t k, double top_p, double total)
-{
-    static const double thresholds[] = {0x1p-3, 0x1p-9, 0x1p-15, 0x1p-24, 0x1p-40, 0.0};
-    bool k_on = k > 0 && k < n, p_on = top_p > 0.0 && top_p < 1.0;
-    for (size_t ti = 0; ti < sizeof thresholds / sizeof *thresholds; ti++) {
-        double t = thresholds[ti];
-        bool last = t == 0.0;
-        int64_t nc = 0;
-        for (int64_t i = 0; i < n; i++)
-            if (s->w[i] >= t && s->w[i] > 0.0) s->cand[nc++] = (sampler_cand){s->w[i], (int32_t)i};
-        if (k_on && nc < k && !last) continue;
-        sampler__sort(s->cand, nc);
-        double mass = total;
-        if (k_on && nc > k) {
-            int64_t kk = k; /* ties with the k-th weight stay, as in vLLM */
-            while (kk < nc && s->cand[kk].w == s->cand[k - 1].w) kk++;
-            nc = kk;
-        }
-        if (k_on) {
-            mass = 0.0;
-            for (int64_t i = 0; i < nc; i++) mass += s->cand[i].w;
-        }
-        if (!p_on) return nc;
-        double need = top_p * mass, cum = 0.0;
-        int64_t r = 0;
-        while (r < nc && cum < need) cum += s->cand[r++].w;
-        if (cum >= need || k_on || last) return r;
-    }
-    return 0; /* not reached: the last threshold takes every id */
-}
-
-/* --- the draw ------------------------------------------------------------------- */
 
 int64_t sampler_candidates(sampler *s, const float *x, int64_t n, const engine_sampling *p)
 {
-    double max = x[sampler_argmax(x, n)], total = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        s->w[i] = exp(((double)x[i] - max) / p->temperature);
-        /* min_p first, as in vLLM: the largest weight is 1, so the argmax survives */
-        if (s->w[i] < p->min_p) s->w[i] = 0.0;
-        total += s->w[i];
-    }
-    if ((p->top_k > 0 && p->top_k < n) || (p->top_p > 0.0 && p->top_p < 1.0))
-        return sampler__top_k_top_p(s, n, p->top_k, p->top_p, total);
+    sample_kept k;
+    sampler__kept(s, x, n, p, &k);
     int64_t nc = 0;
     for (int64_t i = 0; i < n; i++)
-        if (s->w[i] > 0.0) s->cand[nc++] = (sampler_cand){s->w[i], (int32_t)i};
+        if (smath_kept(s->w, i, k.cut)) s->cand[nc++] = (sample_cand){s->w[i], (int32_t)i, 0};
     return nc;
 }
 
 static int32_t sampler__draw(sampler *s, const float *x, int64_t n, const engine_sampling *p, double u01)
 {
-    int64_t nc = sampler_candidates(s, x, n, p);
-    double sum = 0.0;
-    for (int64_t i = 0; i < nc; i++) sum += s->cand[i].w;
-    double u = u01 * sum, acc = 0.0;
-    for (int64_t i = 0; i < nc; i++) {
-        acc += s->cand[i].w;
-        if (u < acc) return s->cand[i].id;
-    }
-    /* rounding left u at or past the sum: the last candidate with mass */
-    for (int64_t i = nc - 1; i >= 0; i--)
-        if (s->cand[i].w > 0.0) return s->cand[i].id;
-    return sampler_argmax(x, n);
+    sample_kept k;
+    sampler__kept(s, x, n, p, &k);
+    int64_t id = sample_select_draw(s->w, n, &k, u01);
+    return id >= 0 ? (int32_t)id : sampler_argmax(x, n);
 }
 
 /* --- logprobs --------------------------------------------------------------------- */
 
 /* log_softmax of the raw row over ids < n, and the n_top largest (ties: lower
  * id first). Returns the log of the normaliser. */
-static double sampler__logprobs(const float *x, int64_t n, int n_top, engine_token_logprob *lp)
+static double sampler__logprobs(sampler *s, const float *x, int64_t n, int n_top, engine_token_logprob *lp)
 {
-    double max = x[sampler_argmax(x, n)], sum = 0.0;
-    for (int64_t i = 0; i < n; i++) sum += exp((double)x[i] - max);
-    double lse = max + log(sum);
+    double max = x[sampler_argmax(x, n)];
+    smath_weights_best(x, n, max, 1.0, 0.0, s->w);
+    sample_kept all;
+    smath_masses(s->w, n, (smath_cut){0.0, -1}, all.count, all.mass);
+    double lse = max + smath_log(smath_total(all.mass));
     if (n_top > n) n_top = (int)n;
     int have = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -253,7 +179,7 @@ int32_t sampler_pick(sampler *s, const sampler_input *in, engine_token_logprob *
 {
     const engine_sampling *p = in->params;
     int64_t n = in->n_sample;
-    double lse = lp ? sampler__logprobs(in->logits, n, p->top_logprobs, lp) : 0.0;
+    double lse = lp ? sampler__logprobs(s, in->logits, n, p->top_logprobs, lp) : 0.0;
     const float *x = in->logits;
     if (sampler_penalties_on(p) || in->n_output < p->min_tokens || in->allowed) x = sampler_process(s, in);
     if (in->allowed && x[sampler_argmax(x, n)] == -INFINITY) return GRAPH_SAMPLE_NO_TOKEN;

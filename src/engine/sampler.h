@@ -12,7 +12,8 @@
  *      │                      no allowed id is left the pick is GRAPH_SAMPLE_NO_TOKEN
  *      │
  *      ├─ temperature 0: the first id of the largest logit (greedy); done
- *      ├─ temperature T:  w = exp((l - max) / T), in double precision
+ *      ├─ temperature T:  w = exp((l - max) x (1 / T)), in double precision, in
+ *      │                  base/sample_math.h's arithmetic (the device's bits)
  *      ├─ min_p   keep the ids whose weight is >= min_p x the largest weight
  *      ├─ top_k   keep the ids whose weight is >= the k-th largest (ties kept)
  *      ├─ top_p   keep the smallest prefix (weight descending, id ascending) of
@@ -28,14 +29,15 @@
  * do not change them; nor does the token mask.
  *
  * A sampler owns scratch sized by the vocabulary, allocated once; picking a
- * token allocates nothing. Top-k and top-p sort only the candidates above a
- * weight threshold that is lowered until they hold the kept set, not the
- * whole vocabulary. */
+ * token allocates nothing. Top-k and top-p, the masses and the draw are
+ * base/sample_select.h's, which the CPU kernel of GRAPH_OP_SAMPLE runs too:
+ * one bin of weights is sorted, not the whole vocabulary. */
 #ifndef ENC_ENGINE_SAMPLER_H
 #define ENC_ENGINE_SAMPLER_H
 
 #include <stdint.h>
 
+#include "base/sample_select.h"
 #include "base/status.h"
 #include "engine/engine.h"
 #include "graph/sample_row.h"
@@ -43,18 +45,13 @@
 /* The first index of the largest of n logits. */
 int32_t sampler_argmax(const float *logits, int64_t n);
 
-/* A candidate of the top-k / top-p filters. */
-typedef struct sampler_cand {
-    double w; /* exp((l - max) / T) */
-    int32_t id;
-} sampler_cand;
-
 /* Scratch for one vocabulary. */
 typedef struct sampler {
     int64_t n_vocab;
     float *work;        /* [n_vocab] the row after penalties and masks */
     double *w;          /* [n_vocab] sampling weights */
-    sampler_cand *cand; /* [n_vocab] top-k / top-p candidates */
+    sample_cand *cand;  /* [n_vocab] the kept set (sampler_candidates), a sorted bin */
+    sample_cand *tmp;   /* [n_vocab] the sort's other half */
     int32_t *counts;    /* [n_vocab] output occurrences; all zero between calls */
     uint8_t *done;      /* [n_vocab] penalised this call; all zero between calls */
 } sampler;
@@ -87,8 +84,7 @@ const float *sampler_process(sampler *s, const sampler_input *in);
 
 /* The ids a sampled pick (temperature > 0) draws from the row x[0..n) after
  * temperature, top-k, top-p and min-p: in s->cand with their weights (not
- * normalised; the largest is 1), returned count. Sorted by weight
- * descending, then id, when top-k or top-p is on; else in id order. */
+ * normalised; the largest is 1), in id order; returns their count. */
 int64_t sampler_candidates(sampler *s, const float *x, int64_t n, const engine_sampling *p);
 
 /* Pick the next token. When lp is not NULL it gets the chosen id, its raw

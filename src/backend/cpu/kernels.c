@@ -20,6 +20,7 @@
 #include "backend/cpu/kernels_quant_impl.h"
 #include "base/log.h"
 #include "base/quant.h"
+#include "base/sample_math.h"
 
 #if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
 #include <cpuid.h>
@@ -58,6 +59,7 @@ static inline float cpu__f16(const uint16_t *p)
 #define V_FMA(a, b, c) ((a) * (b) + (c))
 #define V_MUL(a, b) ((a) * (b))
 #define V_HSUM(v) (v)
+#define CPU__V_SAMPLE_WEIGHTS smath_weights
 #define CPU__V_TABLE cpu__kernels_scalar
 #define CPU__V_ISA CPU_ISA_SCALAR
 #include "backend/cpu/kernels_impl.h"
@@ -152,6 +154,11 @@ static const cpu__kernel_table *cpu__table(void)
 {
     pthread_once(&cpu__once, cpu__choose);
     return cpu__kt;
+}
+
+const cpu__kernel_table *cpu__kernels(void)
+{
+    return cpu__table();
 }
 
 cpu_isa cpu_kernels_init(void)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "backend/cpu/kernels_impl.h"
+#include "base/sample_math.h"
 
 /* Lanes [0, n) all ones, the rest zero (n < 8). */
 static inline __m256i cpu__avx2_mask(int n)
@@ -66,6 +67,7 @@ static inline float cpu__avx2_hsum(__m256 v)
 #define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define V_MUL(a, b) _mm256_mul_ps(a, b)
 #define V_HSUM(v) cpu__avx2_hsum(v)
+#define CPU__V_SAMPLE_WEIGHTS smath_weights_avx2 /* base/sample_math_avx2.c */
 #define CPU__V_TABLE cpu__kernels_avx2
 #define CPU__V_ISA CPU_ISA_AVX2
 #include "backend/cpu/kernels_impl.h"

@@ -18,6 +18,7 @@
 #include <immintrin.h>
 
 #include "backend/cpu/kernels_impl.h"
+#include "base/sample_math.h"
 
 static inline __mmask16 cpu__avx512_mask(int n)
 {
@@ -61,6 +62,7 @@ static inline float cpu__avx512_hsum(__m512 v)
 #define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define V_MUL(a, b) _mm512_mul_ps(a, b)
 #define V_HSUM(v) cpu__avx512_hsum(v)
+#define CPU__V_SAMPLE_WEIGHTS smath_weights_avx2 /* base/sample_math_avx2.c */
 #define CPU__V_TABLE cpu__kernels_avx512
 #define CPU__V_ISA CPU_ISA_AVX512
 #include "backend/cpu/kernels_impl.h"

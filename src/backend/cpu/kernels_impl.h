@@ -39,12 +39,18 @@ typedef void (*cpu__matmul_rows_fn)(const float *x, int64_t n_tokens, int64_t k,
 /* The (ith, nth) share of cpu_paged_attention. */
 typedef void (*cpu__attention_fn)(const cpu_attention_args *a, int ith, int nth);
 
+/* w[i] = smath_exp((x[i] - max) * inv_t), 0 below min_p: smath_weights'
+ * bits, whatever the ISA. */
+typedef void (*cpu__sample_weights_fn)(const float *x, int64_t n, double max, double inv_t,
+                                       double min_p, double *w);
+
 typedef struct cpu__kernel_table {
     cpu_isa isa;
     int rows_prefill;                /* weight rows per register tile, several tokens */
     int rows_decode;                 /* weight rows per register tile, one token */
     cpu__matmul_rows_fn matmul_rows; /* matmul over a range of weight rows */
     cpu__attention_fn attention;     /* paged attention */
+    cpu__sample_weights_fn sample_weights; /* the sampler's weights (base/sample_math.h) */
 } cpu__kernel_table;
 
 extern const cpu__kernel_table cpu__kernels_scalar; /* kernels.c */
@@ -53,6 +59,9 @@ extern const cpu__kernel_table cpu__kernels_scalar; /* kernels.c */
 extern const cpu__kernel_table cpu__kernels_avx2;   /* kernels_avx2.c */
 extern const cpu__kernel_table cpu__kernels_avx512; /* kernels_avx512.c */
 #endif
+
+/* The table every kernel goes through now (chosen once; see kernels.c). */
+const cpu__kernel_table *cpu__kernels(void);
 
 /* 1 if this CPU (and OS) can run isa. */
 int cpu_isa_supported(cpu_isa isa);
@@ -72,6 +81,7 @@ int cpu_kernels_force_isa(cpu_isa isa);
  *   V, VW                 vector type and its number of float lanes
  *   CPU__V_TM, CPU__V_RM  register tile: tokens x weight rows (prefill)
  *   CPU__V_RD             weight rows per tile when a call has one token
+ *   CPU__V_SAMPLE_WEIGHTS the table's sample_weights
  *   CPU__V_PV             vector accumulators of attention's weights . V step
  *                         (a multiple of 4)
  *   V_ZERO()              all lanes 0
@@ -606,6 +616,7 @@ const cpu__kernel_table CPU__V_TABLE = {
     .rows_decode = CPU__V_RD,
     .matmul_rows = cpu__v_matmul_rows,
     .attention = cpu__v_attention,
+    .sample_weights = CPU__V_SAMPLE_WEIGHTS,
 };
 
 #endif /* CPU__V_TABLE */

@@ -4,7 +4,7 @@
  * so that both choose the same token bit for bit.
  *
  * One row, in its worker's scratch slice ([V] doubles w, [V] candidates
- * {w, id} twice (the second for the merge), [V] i32 cnt and [V] floats raw):
+ * {w, id} twice (the second for a merge), [V] i32 cnt and [V] floats raw):
  *
  *   logprobs    (rows that ask) log_softmax of the raw row and its n_top
  *               best ids, in the host sampler's arithmetic; the raw row is
@@ -15,16 +15,12 @@
  *   token mask  (GRAPH_SAMPLE_MASKED rows) ids whose bit is 0 -> -inf; no
  *               finite logit left: GRAPH_SAMPLE_NO_TOKEN
  *   greedy      T = 0: the first id of the largest logit
- *   weights     w = exp((l - max) / T) in double; min_p zeroes w < min_p
- *   top-k/p     the kept set is a prefix of the ids sorted by (w desc, id
- *               asc). Ids are binned by the binary exponent of w (64 bins)
- *               with counts and masses; only the bins that reach k ids and
- *               (with a margin) top_p of the mass are collected and merge
- *               sorted, and the prefix sums run in that order. When the
- *               sorted candidates fall short of top_p's mass after all, the
- *               next bin joins: exact, with no sort of the whole vocabulary.
- *   draw        u = philox_uniform(seed, position) x the kept mass; the
- *               first kept id whose running sum exceeds u
+ *   weights     w = smath_exp((l - max) x (1 / T)) (base/sample_math.h;
+ *               four at a time on AVX2, the same bits); min_p zeroes w < min_p
+ *   top-k/p     the kept set as a cut over weights binned by exponent, one
+ *               boundary bin sorted (base/sample_select.h)
+ *   draw        u = philox_uniform(seed, position) x the kept mass, walked
+ *               bin, chunk, id (smath_draw)
  *
  * Rows are independent and a row's result depends on nothing else: worker
  * ith of min(nth, n_workers) takes rows ith, ith + n, ... (batch and thread
@@ -34,25 +30,19 @@
 #include <string.h>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_impl.h"
 #include "base/philox.h"
+#include "base/sample_select.h"
 #include "graph/sample_row.h"
 
-enum { SAMPLE__BINS = 64 };
 #define SAMPLE__PROMPT_BIT 0x40000000
-
-/* A candidate of top-k / top-p: its weight beside its id, so that sorting
- * reads memory in order (an index into w would miss the cache per compare). */
-typedef struct sample__cand {
-    double w;
-    int32_t id, pad;
-} sample__cand;
-_Static_assert(sizeof(sample__cand) == 16, "a candidate is four scratch words");
+_Static_assert(sizeof(sample_cand) == 16, "a candidate is four scratch words");
 
 typedef struct sample__scratch {
-    double *w;                /* [V] */
-    sample__cand *cand, *tmp; /* [V] each */
-    int32_t *cnt;             /* [V] */
-    float *raw;               /* [V] the raw row, kept for its logprobs */
+    double *w;               /* [V] */
+    sample_cand *cand, *tmp; /* [V] each */
+    int32_t *cnt;            /* [V] */
+    float *raw;              /* [V] the raw row, kept for its logprobs */
 } sample__scratch;
 
 /* --- penalties and masks ------------------------------------------------------ */
@@ -110,103 +100,6 @@ static int32_t sample__argmax(const float *x, int64_t n)
     return (int32_t)best;
 }
 
-/* --- the kept set ------------------------------------------------------------- */
-
-/* The bin of a weight in (0, 1]: 0 for [1/2, 1], b for [2^-b-1, 2^-b). */
-static int sample__bin(double w)
-{
-    int e;
-    frexp(w, &e);
-    int b = 1 - e;
-    return b < SAMPLE__BINS - 1 ? b : SAMPLE__BINS - 1;
-}
-
-/* Does id a come before id b: weight descending, then id ascending? */
-static bool sample__before(const sample__cand *a, const sample__cand *b)
-{
-    return a->w != b->w ? a->w > b->w : a->id < b->id;
-}
-
-/* Bottom-up merge sort of c[0..n) by sample__before, through tmp. */
-static void sample__sort(sample__cand *c, sample__cand *tmp, int64_t n)
-{
-    sample__cand *src = c, *dst = tmp;
-    for (int64_t width = 1; width < n; width *= 2) {
-        for (int64_t lo = 0; lo < n; lo += 2 * width) {
-            int64_t mid = lo + width < n ? lo + width : n,
-                    hi = lo + 2 * width < n ? lo + 2 * width : n;
-            int64_t a = lo, b = mid, o = lo;
-            while (a < mid && b < hi)
-                dst[o++] = sample__before(&src[b], &src[a]) ? src[b++] : src[a++];
-            while (a < mid)
-                dst[o++] = src[a++];
-            while (b < hi)
-                dst[o++] = src[b++];
-        }
-        sample__cand *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != c) memcpy(c, src, (size_t)n * sizeof *c);
-}
-
-/* The first bin such that bins [0, B] hold k ids (top-k on) or, top-k off,
- * a little more than `need` of the mass (the bins' sums are not in the
- * sorted order, hence the margin; the caller checks exactly). */
-static int sample__cut_bin(const int64_t *count, const double *mass, bool k_on, int64_t k,
-                           double need)
-{
-    int64_t c = 0;
-    double m = 0.0;
-    for (int b = 0; b < SAMPLE__BINS; b++) {
-        c += count[b];
-        m += mass[b];
-        if (k_on ? c >= k : m >= need * (1.0 + 0x1p-20)) return b;
-    }
-    return SAMPLE__BINS - 1;
-}
-
-/* The ids of the kept set, in cand[0..return) sorted, for top-k / top-p over
- * weights w[0..n) whose sum in id order is `total`. */
-static int64_t sample__top_k_top_p(const graph_sample_row *p, const sample__scratch *sc, int64_t n,
-                                   double total)
-{
-    bool k_on = p->top_k > 0 && p->top_k<n, p_on = p->top_p> 0.0 && p->top_p < 1.0;
-    int64_t count[SAMPLE__BINS] = {0};
-    double mass[SAMPLE__BINS] = {0};
-    for (int64_t i = 0; i < n; i++) {
-        if (sc->w[i] <= 0.0) continue;
-        int b = sample__bin(sc->w[i]);
-        count[b]++;
-        mass[b] += sc->w[i];
-    }
-    for (int cut = sample__cut_bin(count, mass, k_on, p->top_k, p->top_p * total);; cut++) {
-        int64_t nc = 0;
-        for (int64_t i = 0; i < n; i++)
-            if (sc->w[i] > 0.0 && sample__bin(sc->w[i]) <= cut)
-                sc->cand[nc++] = (sample__cand){sc->w[i], (int32_t)i, 0};
-        sample__sort(sc->cand, sc->tmp, nc);
-        double kept_mass = total;
-        if (k_on && nc > p->top_k) {
-            int64_t kk = p->top_k; /* ties with the k-th weight stay */
-            while (kk < nc && sc->cand[kk].w == sc->cand[p->top_k - 1].w)
-                kk++;
-            nc = kk;
-        }
-        if (k_on) {
-            kept_mass = 0.0;
-            for (int64_t i = 0; i < nc; i++)
-                kept_mass += sc->cand[i].w;
-        }
-        if (!p_on) return nc;
-        double need = p->top_p * kept_mass, cum = 0.0;
-        int64_t r = 0;
-        while (r < nc && cum < need)
-            cum += sc->cand[r++].w;
-        if (cum >= need || k_on || cut == SAMPLE__BINS - 1) return r;
-    }
-}
-
 /* --- logprobs ------------------------------------------------------------------- */
 
 /* Where id x[i] goes among the n best so far (raw logit descending, ties:
@@ -226,12 +119,14 @@ static int sample__top_slot(const float *x, const int32_t *top, int n, int64_t i
 
 /* The raw row's log-normaliser and n_top best ids into lp; the chosen id's
  * logprob is added once it is known (sample__logprob_of). */
-static double sample__logprobs(const float *x, int64_t n, int n_top, graph_sample_logprobs *lp)
+static double sample__logprobs(const float *x, int64_t n, int n_top, graph_sample_logprobs *lp,
+                               double *w)
 {
-    double max = x[sample__argmax(x, n)], sum = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        sum += exp((double)x[i] - max);
-    double lse = max + log(sum);
+    double max = x[sample__argmax(x, n)];
+    cpu__kernels()->sample_weights(x, n, max, 1.0, 0.0, w);
+    sample_kept all;
+    smath_masses(w, n, (smath_cut){0.0, -1}, all.count, all.mass);
+    double lse = max + smath_log(smath_total(all.mass));
     if (n_top > n) n_top = (int)n;
     if (n_top > GRAPH_SAMPLE_MAX_TOP) n_top = GRAPH_SAMPLE_MAX_TOP;
     int have = 0;
@@ -254,30 +149,12 @@ static int32_t sample__draw(const float *x, const graph_sample_row *p, const sam
                             int64_t pos)
 {
     int64_t n = p->n_sample;
-    double max = x[sample__argmax(x, n)], total = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        double w = exp(((double)x[i] - max) / p->temperature);
-        sc->w[i] = w < p->min_p ? 0.0 : w;
-        total += sc->w[i];
-    }
-    int64_t nc = 0;
-    if ((p->top_k > 0 && p->top_k < n) || (p->top_p > 0.0 && p->top_p < 1.0)) {
-        nc = sample__top_k_top_p(p, sc, n, total);
-    } else {
-        for (int64_t i = 0; i < n; i++)
-            if (sc->w[i] > 0.0) sc->cand[nc++] = (sample__cand){sc->w[i], (int32_t)i, 0};
-    }
-    double sum = 0.0;
-    for (int64_t i = 0; i < nc; i++)
-        sum += sc->cand[i].w;
-    double u = philox_uniform(p->seed, pos) * sum, acc = 0.0;
-    for (int64_t i = 0; i < nc; i++) {
-        acc += sc->cand[i].w;
-        if (u < acc) return sc->cand[i].id;
-    }
-    for (int64_t i = nc - 1; i >= 0; i--) /* rounding left u at the sum */
-        if (sc->cand[i].w > 0.0) return sc->cand[i].id;
-    return sample__argmax(x, n);
+    double max = x[sample__argmax(x, n)];
+    cpu__kernels()->sample_weights(x, n, max, 1.0 / p->temperature, p->min_p, sc->w);
+    sample_kept kept;
+    sample_select(sc->w, n, p->top_k, p->top_p, sc->cand, sc->tmp, &kept);
+    int64_t id = sample_select_draw(sc->w, n, &kept, philox_uniform(p->seed, pos));
+    return id >= 0 ? (int32_t)id : sample__argmax(x, n);
 }
 
 static int32_t sample__row(const cpu_sample_args *a, int64_t r, const sample__scratch *sc)
@@ -293,7 +170,7 @@ static int32_t sample__row(const cpu_sample_args *a, int64_t r, const sample__sc
     double lse = 0.0, raw = 0.0;
     bool want_lp = (p.flags & GRAPH_SAMPLE_LOGPROBS) && a->logprobs;
     if (want_lp) { /* of the raw row: before penalties and masks change it */
-        lse = sample__logprobs(x, p.n_sample, p.n_top, &lp);
+        lse = sample__logprobs(x, p.n_sample, p.n_top, &lp, sc->w);
         memcpy(sc->raw, x, (size_t)p.n_sample * sizeof *x);
     }
     if (p.flags & GRAPH_SAMPLE_PENALTIES) sample__penalize(x, &p, hist, n_hist, sc->cnt);
@@ -318,8 +195,8 @@ void cpu_sample(const cpu_sample_args *a, int ith, int nth)
     if (ith >= n_workers) return;
     int64_t V = a->n_vocab;
     int32_t *base = a->scratch + ith * V * GRAPH_SAMPLE_SCRATCH_WORDS;
-    sample__scratch sc = {(double *)(void *)base, (sample__cand *)(void *)(base + 2 * V),
-                          (sample__cand *)(void *)(base + 6 * V), base + 10 * V,
+    sample__scratch sc = {(double *)(void *)base, (sample_cand *)(void *)(base + 2 * V),
+                          (sample_cand *)(void *)(base + 6 * V), base + 10 * V,
                           (float *)(void *)(base + 11 * V)};
     for (int64_t r = ith; r < a->n_rows; r += n_workers)
         a->out[r] = sample__row(a, r, &sc);

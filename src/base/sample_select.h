@@ -1,0 +1,47 @@
+/* sample_select.h - the kept set of top-k and top-p over a row of sampling
+ * weights, in the arithmetic of base/sample_math.h, shared by the CPU
+ * sample kernel and the host sampler (a shader follows the same steps).
+ *
+ *   every id of weight > 0            masses by bin (sample_math.h)
+ *   top-k   the bin where the running count reaches k is sorted (weight
+ *           descending, id ascending); its k-th weight is the cut, and every
+ *           id of that weight stays (ties kept)
+ *   top-p   need = top_p x the kept mass; the first bin whose running mass
+ *           (bins in order) reaches need is sorted, and its ids are walked
+ *           in that order, adding to the mass of the bins before, until the
+ *           sum reaches need; the last one walked is the cut
+ *
+ * The kept set is always a prefix of the ids sorted by (weight desc, id
+ * asc), so it is given by one cut. Only a boundary bin is ever sorted, and of
+ * it only the buckets (by the top 8 mantissa bits) that the count or the walk
+ * reaches: the same order as sorting the whole bin. */
+#ifndef ENC_BASE_SAMPLE_SELECT_H
+#define ENC_BASE_SAMPLE_SELECT_H
+
+#include <stdint.h>
+
+#include "base/sample_math.h"
+
+/* A weight beside its id, so that sorting reads memory in order. */
+typedef struct sample_cand {
+    double w;
+    int32_t id, pad;
+} sample_cand;
+
+/* A kept set: its cut, and its count and mass by bin. */
+typedef struct sample_kept {
+    smath_cut cut;
+    int64_t count[SMATH_BINS];
+    double mass[SMATH_BINS];
+} sample_kept;
+
+/* The kept set of w[0..n) under top_k (<= 0 or >= n: off) and top_p (0 or
+ * >= 1: off), through cand and tmp ([n] each). */
+void sample_select(const double *w, int64_t n, int64_t top_k, double top_p, sample_cand *cand,
+                   sample_cand *tmp, sample_kept *out);
+
+/* The id the uniform u01 in [0, 1) draws from the kept set (smath_draw of
+ * u01 x its mass); -1 when nothing is kept. */
+int64_t sample_select_draw(const double *w, int64_t n, const sample_kept *k, double u01);
+
+#endif

@@ -1,0 +1,174 @@
+/* test_sample_math.c - the sampler's arithmetic (base/sample_math.h), the
+ * definition every backend reproduces:
+ *
+ *   exp, log   against libm: within 3 ulp over [-708, 0] (exp) and over
+ *              (0, 2^20] (log); exp(0) is 1, below -708 / -inf / NaN is 0
+ *   bin        against frexp's exponent
+ *   weights    the AVX2 loop (base/sample_math_avx2.c) gives the portable
+ *              loop's bits, row lengths 1..67 and 151936, -inf, min_p
+ *   masses     smath_masses and smath_bin_mass against the plain definition
+ *              in ref_sampler.h (bin by bin, chunks of 256, id order), bit
+ *              for bit, for every id kept and under cuts
+ *   draw       smath_draw against ref_walk at random u and at u exactly on
+ *              each running sum of the definition (where a sum in any other
+ *              order or chunking picks a neighbour)
+ *
+ * usage: test_sample_math */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/kernels_impl.h"
+#include "base/sample_math.h"
+#include "check.h"
+#include "ref_sampler.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+
+static double uniform(void) /* [0, 1) */
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) * 0x1p-53;
+}
+
+static double ulps(double got, double want)
+{
+    return fabs(got - want) / (nextafter(want, INFINITY) - want);
+}
+
+static void test_exp_log(void)
+{
+    double worst = 0.0;
+    for (int i = 0; i <= 200000; i++) {
+        double x = i < 100000 ? -708.0 * i / 100000.0 : -708.0 * uniform();
+        double u = ulps(smath_exp(x), exp(x));
+        if (u > worst) worst = u;
+    }
+    printf("exp: worst %.3f ulp over [-708, 0]\n", worst);
+    CHECK(worst <= 3.0);
+    CHECK(smath_exp(0.0) == 1.0 && smath_exp(-0.0) == 1.0);
+    CHECK(smath_exp(-708.5) == 0.0 && smath_exp(-INFINITY) == 0.0 && smath_exp(NAN) == 0.0);
+    CHECK(smath_exp(-1e30) == 0.0);
+    worst = 0.0;
+    for (int i = 0; i < 200000; i++) {
+        double x = i % 2 ? 1.0 + uniform() * 1048576.0 : uniform() + 0x1p-30;
+        double u = ulps(smath_log(x), log(x));
+        if (u > worst) worst = u;
+    }
+    printf("log: worst %.3f ulp over (0, 2^20]\n", worst);
+    CHECK(worst <= 3.0);
+    CHECK(smath_log(1.0) == 0.0);
+}
+
+static void test_bin(void)
+{
+    int bad = 0;
+    for (int i = 0; i < 100000; i++) {
+        double w = i == 0 ? 1.0 : smath_exp(-700.0 * uniform());
+        bad += smath_bin(w) != ref_bin(w);
+    }
+    CHECK(bad == 0);
+    CHECK(smath_bin(1.0) == 0 && smath_bin(0.75) == 1 && smath_bin(0.5) == 1 &&
+          smath_bin(0.25) == 2);
+    CHECK(smath_bin(0x1p-80) == 63);
+}
+
+/* x[0..n): logits around 0 with a few -inf. */
+static void random_row(float *x, int64_t n, double spread)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] = uniform() < 0.01 ? -INFINITY : (float)(spread * (uniform() - 0.5));
+}
+
+static void test_weights(void)
+{
+#ifdef CPU__HAVE_X86
+    if (!cpu_isa_supported(CPU_ISA_AVX2)) {
+        printf("weights: no AVX2 here, the portable loop only\n");
+        return;
+    }
+    enum { N = 151936 };
+    float *x = malloc(N * sizeof *x);
+    double *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
+    int bad = 0;
+    for (int64_t n = 1; n <= 68; n++) {
+        int64_t len = n == 68 ? N : n;
+        random_row(x, len, n % 3 ? 40.0 : 3000.0);
+        double max = 0.0, inv_t = n % 2 ? 1.0 / 0.8 : 1.0 / 1.7, min_p = n % 4 == 0 ? 0.05 : 0.0;
+        for (int64_t i = 0; i < len; i++)
+            if (x[i] > max) max = x[i];
+        smath_weights(x, len, max, inv_t, min_p, a);
+        smath_weights_avx2(x, len, max, inv_t, min_p, b);
+        bad += memcmp(a, b, (size_t)len * sizeof *a) != 0;
+    }
+    CHECK(bad == 0);
+    printf("weights: AVX2 and portable alike in %d of 68 rows\n", 68 - bad);
+    free(x);
+    free(a);
+    free(b);
+#else
+    printf("weights: not x86-64, the portable loop only\n");
+#endif
+}
+
+static void test_masses_and_draw(void)
+{
+    enum { N = 5000 };
+    double *w = malloc(N * sizeof *w), mass[SMATH_BINS], ref_mass[64];
+    bool *keep = malloc(N * sizeof *keep);
+    int64_t count[SMATH_BINS];
+    int bad_mass = 0, bad_draw = 0, n_draws = 0;
+    for (int t = 0; t < 40; t++) {
+        int64_t n = t < 20 ? 1 + t * 97 : N;
+        for (int64_t i = 0; i < n; i++)
+            w[i] = uniform() < 0.05 ? 0.0 : smath_exp(-(t % 2 ? 3.0 : 30.0) * uniform());
+        w[t % n] = 1.0;
+        smath_cut cut = {0.0, -1};
+        if (t % 3 == 1) cut = (smath_cut){w[(t * 7) % n], (t * 13) % n}; /* a cut inside */
+        for (int64_t i = 0; i < n; i++)
+            keep[i] = w[i] > 0.0 && (w[i] > cut.w || (w[i] == cut.w && i <= cut.id));
+        smath_masses(w, n, cut, count, mass);
+        double total = ref_masses(w, keep, n, ref_mass);
+        bad_mass += memcmp(mass, ref_mass, sizeof mass) != 0 || smath_total(mass) != total;
+        for (int b = 0; b < SMATH_BINS; b++) { /* one bin alone, as a cut inside it recomputes */
+            int64_t c1;
+            double m1;
+            smath_bin_mass(w, n, cut, b, &c1, &m1);
+            bad_mass += c1 != count[b] || m1 != ref_mass[b];
+        }
+        /* u at random, and exactly on the definition's running sums */
+        double acc = 0.0;
+        for (int b = 0; b < 64; b++) {
+            double u = uniform() * total;
+            bad_draw += smath_draw(w, n, cut, mass, u) != ref_walk(w, keep, n, ref_mass, u);
+            if (ref_mass[b] <= 0.0) continue;
+            acc = acc + ref_mass[b];
+            bad_draw += smath_draw(w, n, cut, mass, acc) != ref_walk(w, keep, n, ref_mass, acc);
+            double run = 0.0, before = acc - ref_mass[b]; /* inside the bin: id by id */
+            for (int64_t i = 0; i < n && i < 256; i++) {
+                if (!keep[i] || ref_bin(w[i]) != b) continue;
+                run += w[i];
+                bad_draw += smath_draw(w, n, cut, mass, before + run) !=
+                            ref_walk(w, keep, n, ref_mass, before + run);
+                n_draws++;
+            }
+            n_draws += 2;
+        }
+    }
+    printf("masses: %d mismatches over 40 rows; draws: %d of %d differ\n", bad_mass, bad_draw, n_draws);
+    CHECK(bad_mass == 0);
+    CHECK(bad_draw == 0);
+    free(w);
+    free(keep);
+}
+
+int main(void)
+{
+    test_exp_log();
+    test_bin();
+    test_weights();
+    test_masses_and_draw();
+    return check_failures != 0;
+}
