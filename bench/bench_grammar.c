@@ -18,11 +18,7 @@
 #include "base/mapfile.h"
 #include "vocab_sampler.h"
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+#include "bench_timing.h"
 
 /* One request: mean fill_mask and accept time per token (seconds). */
 static int run_request(const grammar *g, const vs_vocab *vi, uint32_t *mask, double *mask_s, double *accept_s,
@@ -84,13 +80,11 @@ int main(int argc, char **argv)
         if (r == 0) cold_mask = ms, cold_acc = as;
         else warm_mask[r - 1] = ms, warm_acc[r - 1] = as;
     }
-    qsort(warm_mask, (size_t)n_req - 1, sizeof *warm_mask, cmp_double);
-    qsort(warm_acc, (size_t)n_req - 1, sizeof *warm_acc, cmp_double);
     printf("vocab: %d ids, trie built in %.0f ms (with the tokenizer's load)\n", vi.n_vocab, t_vocab * 1e3);
     printf("%d requests, %d tokens\n", n_req, total);
     printf("cold request: fill_mask %.1f us/token, accept %.2f us/token\n", cold_mask * 1e6, cold_acc * 1e6);
     printf("warm requests (median): fill_mask %.1f us/token, accept %.2f us/token\n",
-           warm_mask[(n_req - 1) / 2] * 1e6, warm_acc[(n_req - 1) / 2] * 1e6);
+           bench_median(warm_mask, n_req - 1) * 1e6, bench_median(warm_acc, n_req - 1) * 1e6);
     free(mask);
     free(warm_mask);
     free(warm_acc);

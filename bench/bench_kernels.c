@@ -25,6 +25,8 @@
 #include "base/dtype.h"
 #include "base/threadpool.h"
 
+#include "bench_timing.h"
+
 enum {
     K = 1024,
     N_OUT = 3072,
@@ -32,25 +34,6 @@ enum {
     DECODE_CALLS = 200, /* matmuls per timed decode run */
 };
 static const size_t POOL_BYTES = (size_t)1 << 30;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* --- the timed tasks ------------------------------------------------------ */
 
@@ -73,12 +56,12 @@ static void mm_task(void *p, int ith, int nth)
 /* Seconds per matmul call: `calls` calls in a row, one pool run each. */
 static double time_calls(enc_threadpool *tp, mm_job *j, int calls)
 {
-    double t0 = now_s();
+    double t0 = bench_wall_s();
     for (int i = 0; i < calls; i++) {
         threadpool_run(tp, mm_task, j);
         j->w_next++;
     }
-    return (now_s() - t0) / calls;
+    return (bench_wall_s() - t0) / calls;
 }
 
 typedef struct read_job {
@@ -133,9 +116,9 @@ static double time_attention(enc_threadpool *tp, att_bench *b, int n_q, int seq_
         .head_dim = ATT_HD,
         .scale = 0.08838835f, /* 1 / sqrt(128) */
     };
-    double t0 = now_s();
+    double t0 = bench_wall_s();
     threadpool_run(tp, att_task, &a);
-    return now_s() - t0;
+    return bench_wall_s() - t0;
 }
 
 /* --- one ISA, one thread count -------------------------------------------- */
@@ -162,9 +145,9 @@ static void bench_isa(cpu_isa isa, int nth, int runs, const uint16_t *pool, int6
     threadpool_run(tp, read_task, &rd);
     for (int r = 0; r < runs; r++) {
         cold[r] = w_bytes / time_calls(tp, &cdec, (int)n_w) / 1e9;
-        double t0 = now_s();
+        double t0 = bench_wall_s();
         threadpool_run(tp, read_task, &rd);
-        roof[r] = (double)POOL_BYTES / (now_s() - t0) / 1e9;
+        roof[r] = (double)POOL_BYTES / (bench_wall_s() - t0) / 1e9;
     }
     int pre_runs = isa == CPU_ISA_SCALAR ? 3 : runs;
     mm_job pf = {x, N_PREFILL, pool, 1, 0, 0, y};
@@ -180,10 +163,10 @@ static void bench_isa(cpu_isa isa, int nth, int runs, const uint16_t *pool, int6
     time_attention(tp, ab, 512, 512);
     for (int r = 0; r < pre_runs; r++)
         att_pre[r] = att_flops / time_attention(tp, ab, 512, 512) / 1e9;
-    double mc = median(cold, runs), mr = median(roof, runs);
+    double mc = bench_median(cold, runs), mr = bench_median(roof, runs);
     printf("%-7s %3d  %10.1f  %10.1f  %10.1f  %7.0f%%  %12.1f  %10.1f  %10.1f\n", cpu_isa_name(isa),
-           nth, median(hot, runs), mc, mr, 100.0 * mc / mr, median(pre, pre_runs),
-           median(att_dec, runs), median(att_pre, pre_runs));
+           nth, bench_median(hot, runs), mc, mr, 100.0 * mc / mr, bench_median(pre, pre_runs),
+           bench_median(att_dec, runs), bench_median(att_pre, pre_runs));
     fflush(stdout);
     threadpool_destroy(tp);
 }

@@ -25,21 +25,10 @@
 #include "base/dtype.h"
 #include "base/quant.h"
 
+#include "bench_timing.h"
+
 enum { K = 1024, N = 512, T_PREFILL = 64, MAX_RUNS = 99 };
 static const size_t COLD_BYTES = (size_t)256 << 20; /* above any L3 */
-
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static float frand(uint32_t *s)
 {
@@ -53,26 +42,24 @@ static double time_matmul(const void *x8, int64_t n_tokens, const void *w, enc_d
 {
     double t[MAX_RUNS];
     for (int r = -1; r < runs; r++) {
-        double t0 = cpu_s();
+        double t0 = bench_cpu_s();
         for (int c = 0; c < calls; c++)
             cpu_matmul(x8, n_tokens, K, w, dt, N, y, 0, 1);
-        if (r >= 0) t[r] = (cpu_s() - t0) / calls;
+        if (r >= 0) t[r] = (bench_cpu_s() - t0) / calls;
     }
-    qsort(t, (size_t)runs, sizeof *t, cmp_double);
-    return t[runs / 2];
+    return bench_median(t, runs);
 }
 
 static double time_quantize(const float *x, enc_dtype dq, void *x8, int calls, int runs)
 {
     double t[MAX_RUNS];
     for (int r = -1; r < runs; r++) {
-        double t0 = cpu_s();
+        double t0 = bench_cpu_s();
         for (int c = 0; c < calls; c++)
             cpu_quantize_rows(x, T_PREFILL, K, dq, x8, 0, 1);
-        if (r >= 0) t[r] = (cpu_s() - t0) / calls;
+        if (r >= 0) t[r] = (bench_cpu_s() - t0) / calls;
     }
-    qsort(t, (size_t)runs, sizeof *t, cmp_double);
-    return t[runs / 2];
+    return bench_median(t, runs);
 }
 
 static void bench_type(enc_dtype dt, int runs)
@@ -102,12 +89,11 @@ static void bench_type(enc_dtype dt, int runs)
         memcpy(wc + (size_t)n * wrb, w + (size_t)(n % N) * wrb, wrb);
     double tc[MAX_RUNS];
     for (int r = -1; r < runs; r++) {
-        double t0 = cpu_s();
+        double t0 = bench_cpu_s();
         cpu_matmul(x8, 1, K, wc, dt, n_cold, yc, 0, 1);
-        if (r >= 0) tc[r] = cpu_s() - t0;
+        if (r >= 0) tc[r] = bench_cpu_s() - t0;
     }
-    qsort(tc, (size_t)runs, sizeof *tc, cmp_double);
-    double tcold = tc[runs / 2];
+    double tcold = bench_median(tc, runs);
     free(wc), free(yc);
     printf("%-6s decode %6.2f GB/s  cold %6.2f GB/s  prefill %6.2f GMAC/s  quantize %6.2f GB/s\n",
            enc_dtype_name(dt), (double)(wrb * N) / td * 1e-9,

@@ -18,20 +18,9 @@
 #include "backend/cpu/kernels.h"
 #include "graph/sample_row.h"
 
+#include "bench_timing.h"
+
 enum { V = 151936, ROWS = 16, HIST = 128, MAX_RUNS = 32 };
-
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -73,12 +62,11 @@ static double bench(const float *src, float *logits, const graph_sample_row *row
                              .n_vocab = V,
                              .hist_len = HIST,
                              .n_workers = 1};
-        double t0 = cpu_s();
+        double t0 = bench_cpu_s();
         cpu_sample(&a, 0, 1);
-        t[k] = (cpu_s() - t0) * 1e3 / ROWS;
+        t[k] = (bench_cpu_s() - t0) * 1e3 / ROWS;
     }
-    qsort(t, (size_t)runs, sizeof *t, cmp_double);
-    return t[runs / 2];
+    return bench_median(t, runs);
 }
 
 int main(int argc, char **argv)
