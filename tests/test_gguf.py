@@ -190,8 +190,12 @@ def bad_cases(cfg, kvs, tensors):
         ("past_end", with_tensor(len(tensors) - 1, offset=(last_end // 32 + 64) * 32)[:len(good)],
          [f"'{tensors[-1].name}'", "past the end", "byte offset"]),
         ("overlap", with_tensor(1, offset=0), ["overlap", f"'{tensors[1].name}'", f"'{t0.name}'"]),
-        ("unknown_type", with_tensor(0, ggml_type=3), [f"'{t0.name}'", "ggml type 3",
+        ("unknown_type", with_tensor(0, ggml_type=3), [f"'{t0.name}'", "ggml type 3 (Q4_1)",
                                                        f"byte offset {type_at}"]),
+        # Q5_0, which llama-quantize's Q4_K_M puts where rows are no whole Q4_K blocks
+        ("q5_0_type", with_tensor(0, ggml_type=6), [f"'{t0.name}'", "ggml type 6 (Q5_0)",
+                                                    f"byte offset {type_at}"]),
+        ("undefined_type", with_tensor(0, ggml_type=99), [f"'{t0.name}'", "ggml type 99 (unknown)"]),
         ("n_dims_5", with_tensor(0, n_dims=5), [f"'{t0.name}'", "n_dims 5", "byte offset"]),
         ("huge_string", G.build(kvs, tensors, raw_kvs=[huge_str]),
          ["key 'general.name'", "string length", "4611686018427387904", "byte offset"]),
