@@ -32,6 +32,8 @@ encore_gguf_test(gguf_quantized_q8_0 quantized -m ${ENCORE_MODELS_DIR}/tiny-gqa4
 encore_gguf_test(gguf_blocks_q8_0 blocks -m ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16 --type q8_0)
 encore_gguf_test(gguf_blocks_q4_0 blocks -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 --type q4_0)
 encore_gguf_test(gguf_blocks_q4_k blocks -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16 --type q4_k)
+# Block types mixed per tensor, as llama-quantize's Q4_K_M writes them.
+encore_gguf_test(gguf_mixed_q4_k_m mixed -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16)
 # The tokenizer from GGUF metadata on the tokenizer tests' corpus and goldens.
 encore_gguf_test(gguf_tokenizer tokenizer --tokenizer-dir ${ENCORE_TOKENIZER_DIR}
                  --strings ${ENCORE_TESTS_DIR}/tokenizer/strings.jsonl

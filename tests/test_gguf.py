@@ -26,6 +26,9 @@
   experts-vulkan -m DIR --type T
                              a qwen3moe file in T with Q8_0 experts runs on
                              the CPU; Vulkan refuses it naming the tensor
+  mixed     -m DIR           Q4_K and Q6_K tensors in one file, as llama.cpp's
+                             Q4_K_M mixes them: logits match the dequantized
+                             model's
 """
 
 import argparse
@@ -42,6 +45,10 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_py as G  # noqa: E402
 import gguf_weights as GW  # noqa: E402
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference"))
+import gguf_quants as Q  # noqa: E402
 
 PROMPT = "3 14 15 92 65 35 89 79 32 38"
 
@@ -190,8 +197,12 @@ def bad_cases(cfg, kvs, tensors):
         ("past_end", with_tensor(len(tensors) - 1, offset=(last_end // 32 + 64) * 32)[:len(good)],
          [f"'{tensors[-1].name}'", "past the end", "byte offset"]),
         ("overlap", with_tensor(1, offset=0), ["overlap", f"'{tensors[1].name}'", f"'{t0.name}'"]),
-        ("unknown_type", with_tensor(0, ggml_type=3), [f"'{t0.name}'", "ggml type 3",
+        ("unknown_type", with_tensor(0, ggml_type=3), [f"'{t0.name}'", "ggml type 3 (Q4_1)",
                                                        f"byte offset {type_at}"]),
+        # Q5_0, which llama-quantize's Q4_K_M puts where rows are no whole Q4_K blocks
+        ("q5_0_type", with_tensor(0, ggml_type=6), [f"'{t0.name}'", "ggml type 6 (Q5_0)",
+                                                    f"byte offset {type_at}"]),
+        ("undefined_type", with_tensor(0, ggml_type=99), [f"'{t0.name}'", "ggml type 99 (unknown)"]),
         ("n_dims_5", with_tensor(0, n_dims=5), [f"'{t0.name}'", "n_dims 5", "byte offset"]),
         ("huge_string", G.build(kvs, tensors, raw_kvs=[huge_str]),
          ["key 'general.name'", "string length", "4611686018427387904", "byte offset"]),
@@ -405,10 +416,53 @@ def cmd_experts_vulkan(a, tmp):
     print(f"ok: the CPU runs Q8_0 experts; Vulkan refuses them: {p.stderr.strip().splitlines()[-1]}")
 
 
+def cmd_mixed(a, tmp):
+    """A file whose block types differ per tensor, laid out as llama-quantize
+    writes a Q4_K_M file: Q4_K matrices, Q6_K for the tied embedding (also the
+    LM head) and for layer 0's attn_v and ffn_down (llama.cpp gives some
+    layers' attn_v and ffn_down more bits), F32 norms, general.file_type 15,
+    the tensors taken from `encore quantize --type q4_k` and `--type q6_k`.
+    Beside it the same model with every matrix dequantized to F32 by
+    tests/reference/gguf_quants.py (NumPy, from ggml's block layouts): the
+    top logit at every position within 5% of the dequantized model's (the
+    activations are quantized to 8 bits, the weights are the same)."""
+    files = {}
+    for t in ("q4_k", "q6_k"):
+        files[t] = os.path.join(tmp, f"{t}.gguf")
+        run([a.engine, "quantize", "-m", a.model, "-o", files[t], "--type", t])
+    kvs, base, _ = G.read(files["q4_k"])
+    q6 = {t.name: t for t in G.read(files["q6_k"])[1]}
+    more_bits = {"token_embd.weight", "blk.0.attn_v.weight", "blk.0.ffn_down.weight"}
+    mixed = [q6[t.name] if t.name in more_bits else t for t in base]
+    kvs = [(k, t, 15 if k == "general.file_type" else v) for k, t, v in kvs]
+    deq = [t if t.ggml_type == G.GGML_F32 else
+           G.Tensor(t.name, G.GGML_F32, t.shape,
+                    Q.dequantize(G.GGML_NAMES[t.ggml_type], t.data,
+                                 int(np.prod(t.shape))).astype("<f4").tobytes())
+           for t in mixed]
+    path, ref = os.path.join(tmp, "mixed.gguf"), os.path.join(tmp, "deq.gguf")
+    G.write(path, kvs, mixed)
+    G.write(ref, kvs, deq)
+    types = sorted({G.GGML_NAMES[t.ggml_type] for t in mixed})
+    if types != ["F32", "Q4_K", "Q6_K"]:
+        sys.exit(f"FAIL: the mixed file holds {types}")
+    cmd = ["logits", "--prompt-ids", PROMPT, "--top", "1", "-t", "2", "-m"]
+    want = top1(run([a.engine] + cmd + [ref]).stdout)
+    got = top1(run([a.engine] + cmd + [path]).stdout)
+    scale = max(abs(l) for _, l in want)
+    worst = max(abs(g[1] - w[1]) for g, w in zip(got, want)) if len(got) == len(want) else 1e9
+    if worst > 0.05 * scale:
+        sys.exit(f"FAIL: the Q4_K/Q6_K file's top logits {got} are not within 5% of the "
+                 f"dequantized model's {want}")
+    same = sum(g[0] == w[0] for g, w in zip(got, want))
+    print(f"ok: a file of {', '.join(types)} tensors runs; top logits within {worst:.4g} "
+          f"(scale {scale:.3g}) of the dequantized model's, top ids equal at {same}/{len(want)}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("check", choices=["lossless", "pywriter", "bad", "bad-moe", "tokenizer",
-                                      "quantized", "blocks", "experts-vulkan"])
+                                      "quantized", "blocks", "experts-vulkan", "mixed"])
     ap.add_argument("--engine", required=True)
     ap.add_argument("-m", "--model")
     ap.add_argument("--type")
@@ -420,7 +474,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="encore-gguf-") as tmp:
         {"lossless": cmd_lossless, "pywriter": cmd_pywriter, "bad": cmd_bad, "bad-moe": cmd_bad_moe,
          "tokenizer": cmd_tokenizer, "quantized": cmd_quantized, "blocks": cmd_blocks,
-         "experts-vulkan": cmd_experts_vulkan}[a.check](a, tmp)
+         "experts-vulkan": cmd_experts_vulkan, "mixed": cmd_mixed}[a.check](a, tmp)
 
 
 if __name__ == "__main__":

@@ -265,6 +265,22 @@ static enc_status gguf__alignment(gguf_file *g)
 
 /* --- tensor infos ------------------------------------------------------------ */
 
+/* ggml.h's enum ggml_type; ids 4, 5 and 31-33, 36-38 were removed from it. */
+static const char *const gguf__ggml_names[] = {
+    "F32",     "F16",   "Q4_0",   "Q4_1",  NULL,    NULL,     "Q5_0", "Q5_1",    "Q8_0",
+    "Q8_1",    "Q2_K",  "Q3_K",   "Q4_K",  "Q5_K",  "Q6_K",   "Q8_K", "IQ2_XXS", "IQ2_XS",
+    "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS", "I8",   "I16",     "I32",
+    "I64",     "F64",   "IQ1_M",  "BF16",  NULL,    NULL,     NULL,   "TQ1_0",   "TQ2_0",
+    NULL,      NULL,    NULL,     "MXFP4", "NVFP4", "Q1_0",   "Q2_0",
+};
+
+const char *gguf_ggml_type_name(uint32_t ggml_type)
+{
+    size_t n = sizeof gguf__ggml_names / sizeof gguf__ggml_names[0];
+    const char *s = ggml_type < n ? gguf__ggml_names[ggml_type] : NULL;
+    return s ? s : "unknown";
+}
+
 int gguf_dtype_from_ggml(uint32_t ggml_type, enc_dtype *out)
 {
     switch (ggml_type) {
@@ -368,9 +384,9 @@ static enc_status gguf__read_tensor_info(gguf__cur *c, size_t alignment, st_tens
     ENC_TRY(gguf__u32(c, name, &type));
     if (!gguf_dtype_from_ggml(type, &t->dtype))
         return enc_fail(ENC_ERR_UNSUPPORTED,
-                        "%s: tensor '%s' at byte offset %zu: ggml type %u is not supported (F32, "
-                        "F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)",
-                        c->path, name, type_at, type);
+                        "%s: tensor '%s' at byte offset %zu: ggml type %u (%s) is not supported "
+                        "(F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)",
+                        c->path, name, type_at, type, gguf_ggml_type_name(type));
     t->n_dims = (int)n_dims;
     ENC_TRY(gguf__shape(c, t, n_dims, at, ne, &bytes));
     ENC_TRY(gguf__u64(c, name, &off));

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# bench/vs_llamacpp.sh - encore and llama.cpp side by side on the same GGUF
+# files: prefill (pp512) and decode (tg128) tokens/s, the engines interleaved
+# in one run, RUNS rounds; prints the medians and encore/llama.cpp per file.
+#
+#   bench/vs_llamacpp.sh [--build] [--runs N] [--threads T] [--types "bf16 q8_0 q4_0 q4_k_m"]
+#                        [--models "dense moe"] [--check]
+#
+# The files: the bf16 GGUF of each checkpoint written by `encore quantize`,
+# every other type made from it by llama.cpp's own llama-quantize, so both
+# engines read identical weights (kept in OUT and reused). Per round and
+# file, llama-bench -p 512 -n 128 -r 1 and encore bench --prompt-len 512
+# --gen-len 128 --runs 1 (decode: 4 steps per replay, one sequence); the
+# order of the two engines alternates from round to round. A file encore
+# refuses (a tensor type it lacks) is reported with encore's message.
+# --check also runs bench/llamacpp_agree.py on each file first.
+#
+# Environment:
+#   LLAMA_SRC   llama.cpp's source (needed by --build; $LLAMA_SRC/build/bin
+#               is then the default LLAMA_BIN). --build configures and builds
+#               it as pinned below; it is never part of `make test`.
+#   LLAMA_BIN   the directory of llama-bench and llama-quantize
+#   ENCORE      the encore program (default build/encore)
+#   DENSE, MOE  the checkpoints (default build/models/qwen3-0.6b-geometry,
+#               build/models/qwen3-moe-bench-geometry: make bench-model,
+#               make bench-moe-model)
+#   OUT         where the GGUF files and results go (default build/vs_llamacpp)
+set -euo pipefail
+
+LLAMA_PIN=3f545becc # llama.cpp commit the figures in BENCHMARKS.md were measured with
+
+runs=3 threads=2 build=0 check=0
+types="bf16 q8_0 q4_0 q4_k_m"
+models="dense moe"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build=1 ;;
+    --check) check=1 ;;
+    --runs) runs=${2:?}; shift ;;
+    --threads) threads=${2:?}; shift ;;
+    --types) types=${2:?}; shift ;;
+    --models) models=${2:?}; shift ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "vs_llamacpp.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+ENCORE=${ENCORE:-$here/build/encore}
+DENSE=${DENSE:-$here/build/models/qwen3-0.6b-geometry}
+MOE=${MOE:-$here/build/models/qwen3-moe-bench-geometry}
+OUT=${OUT:-$here/build/vs_llamacpp}
+LLAMA_BIN=${LLAMA_BIN:-${LLAMA_SRC:+$LLAMA_SRC/build/bin}}
+mkdir -p "$OUT"
+
+die() { echo "vs_llamacpp.sh: $*" >&2; exit 1; }
+
+# --- llama.cpp, built from the pinned source when asked -----------------------
+build_llama() {
+  [ -n "${LLAMA_SRC:-}" ] && [ -f "$LLAMA_SRC/CMakeLists.txt" ] ||
+    die "--build needs LLAMA_SRC, llama.cpp's source at commit $LLAMA_PIN (LLAMA_SRC='${LLAMA_SRC:-}')"
+  if git -C "$LLAMA_SRC" rev-parse HEAD >/dev/null 2>&1; then
+    case "$(git -C "$LLAMA_SRC" rev-parse HEAD)" in
+      "$LLAMA_PIN"*) ;;
+      *) die "$LLAMA_SRC is at $(git -C "$LLAMA_SRC" rev-parse --short HEAD), not $LLAMA_PIN" ;;
+    esac
+  fi
+  cmake -S "$LLAMA_SRC" -B "$LLAMA_SRC/build" -DGGML_NATIVE=ON -DGGML_OPENMP=ON \
+    -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF
+  cmake --build "$LLAMA_SRC/build" -j "$(nproc)" --target llama-bench llama-quantize llama
+}
+[ "$build" = 1 ] && build_llama
+[ -n "$LLAMA_BIN" ] && [ -x "$LLAMA_BIN/llama-bench" ] && [ -x "$LLAMA_BIN/llama-quantize" ] ||
+  die "no llama-bench and llama-quantize in LLAMA_BIN='$LLAMA_BIN' (set LLAMA_BIN, or LLAMA_SRC with --build)"
+[ -x "$ENCORE" ] || die "no encore program at $ENCORE (build it, or set ENCORE)"
+
+# --- the files ----------------------------------------------------------------
+# llama-quantize's name of a type
+llama_type() { case "$1" in q8_0) echo Q8_0 ;; q4_0) echo Q4_0 ;; q4_k_m) echo Q4_K_M ;;
+  q5_k_m) echo Q5_K_M ;; q6_k) echo Q6_K ;; *) die "unknown type '$1'" ;; esac; }
+
+# make_file NAME CHECKPOINT TYPE -> prints the path of OUT/NAME-TYPE.gguf
+make_file() {
+  local dir=$2 type=$3 bf16="$OUT/$1-bf16.gguf" f="$OUT/$1-$3.gguf"
+  [ -d "$dir" ] || die "no checkpoint $dir (make bench-model / make bench-moe-model, or set DENSE / MOE)"
+  if [ ! -s "$bf16" ]; then
+    "$ENCORE" quantize -m "$dir" -o "$bf16" --type bf16 >&2 || die "encore quantize failed on $dir"
+  fi
+  if [ "$type" != bf16 ] && [ ! -s "$f" ]; then
+    "$LLAMA_BIN/llama-quantize" "$bf16" "$f.tmp" "$(llama_type "$type")" > "$f.log" 2>&1 ||
+      die "llama-quantize $type failed (see $f.log)"
+    mv "$f.tmp" "$f"
+  fi
+  echo "$f"
+}
+
+declare -A ckpt=([dense]="$DENSE" [moe]="$MOE")
+files=()
+for m in $models; do
+  [ -n "${ckpt[$m]:-}" ] || die "unknown model '$m' (dense, moe)"
+  for t in $types; do files+=("$m:$t:$(make_file "qwen3-$m" "${ckpt[$m]}" "$t")"); done
+done
+
+if [ "$check" = 1 ]; then
+  agree="$OUT/llamacpp_logits"
+  lroot=$(cd "$LLAMA_BIN/../.." && pwd)
+  cc -O2 -std=c11 "$here/bench/llamacpp_logits.c" -I"$lroot/include" -I"$lroot/ggml/include" \
+    -L"$LLAMA_BIN" -Wl,-rpath,"$LLAMA_BIN" -lllama -lggml -lggml-base -o "$agree" ||
+    die "cannot build bench/llamacpp_logits.c against $lroot"
+  for e in "${files[@]}"; do
+    /usr/bin/python3 "$here/bench/llamacpp_agree.py" --encore "$ENCORE" --llama "$agree" \
+      --threads "$threads" "${e##*:}" || true
+  done
+fi
+
+# --- the runs -----------------------------------------------------------------
+# one_llama FILE -> "pp tg" (tokens/s)
+one_llama() {
+  "$LLAMA_BIN/llama-bench" -m "$1" -t "$threads" -p 512 -n 128 -r 1 -o jsonl 2>/dev/null |
+    /usr/bin/python3 -c '
+import json, sys
+r = {}
+for line in sys.stdin:
+    j = json.loads(line)
+    r["pp" if j["n_prompt"] else "tg"] = j["avg_ts"]
+print(r.get("pp", "nan"), r.get("tg", "nan"))'
+}
+
+# one_encore FILE -> "pp tg", or "refused MESSAGE"
+one_encore() {
+  local out
+  if ! out=$("$ENCORE" bench -m "$1" -t "$threads" --prompt-len 512 --gen-len 128 --runs 1 \
+               --modes k4 --batches 1 --json 2>"$OUT/encore.err"); then
+    echo "refused $(grep -v '^\s*$' "$OUT/encore.err" | tail -1)"
+    return
+  fi
+  echo "$out" | /usr/bin/python3 -c '
+import json, sys
+j = json.loads(sys.stdin.read())
+print(j["prefill_tokens_per_s"], j["decode_tokens_per_s_batch1"])'
+}
+
+results="$OUT/results.tsv"
+: > "$results"
+echo "vs_llamacpp.sh: $runs rounds, $threads threads, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for r in $(seq 1 "$runs"); do
+  for e in "${files[@]}"; do
+    key=${e%:*} f=${e##*:}
+    order="llama encore"
+    [ $((r % 2)) = 0 ] && order="encore llama"
+    for engine in $order; do
+      line=$("one_$engine" "$f")
+      printf '%s\t%s\t%s\t%s\n' "$key" "$engine" "$r" "$line" >> "$results"
+      printf 'round %s %-12s %-7s %s\n' "$r" "$key" "$engine" "$line" >&2
+    done
+  done
+done
+echo "vs_llamacpp.sh: done, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+/usr/bin/python3 - "$results" <<'EOF'
+import collections, statistics, sys
+v, refused = collections.defaultdict(list), {}
+for line in open(sys.argv[1]):
+    key, engine, _, rest = line.rstrip("\n").split("\t")
+    if rest.startswith("refused"):
+        refused[key] = rest[len("refused "):]
+        continue
+    pp, tg = map(float, rest.split())
+    v[(key, engine)].append((pp, tg))
+def med(key, engine, i):
+    xs = [x[i] for x in v.get((key, engine), [])]
+    return statistics.median(xs) if xs else float("nan")
+print("| model | weights | llama.cpp pp512 | encore pp512 | ratio | llama.cpp tg128 | encore tg128 | ratio |")
+print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+for key in dict.fromkeys(k for k, _ in v):
+    m, t = key.split(":")
+    lp, lt = med(key, "llama", 0), med(key, "llama", 1)
+    if key in refused:
+        print(f"| {m} | {t} | {lp:.1f} | refused | | {lt:.1f} | refused | |  ({refused[key]})")
+        continue
+    ep, et = med(key, "encore", 0), med(key, "encore", 1)
+    print(f"| {m} | {t} | {lp:.1f} | {ep:.1f} | {ep / lp:.2f}x | {lt:.1f} | {et:.1f} | {et / lt:.2f}x |")
+EOF
