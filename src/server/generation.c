@@ -867,6 +867,8 @@ static int gen__submit(gen_job *j, const int32_t *ids, size_t n_ids, oai_error *
         if (cancel_now) encore_cancel(s->engine, id);
         if (st != ENCORE_OK) {
             http_error_from_encore(err, st, "the request was refused");
+            if (r.tool_calls && err->http_status == 400) /* a tool's schema: the field */
+                snprintf(err->param, sizeof err->param, "tools");
             gen__cancel(j);
             return 0;
         }

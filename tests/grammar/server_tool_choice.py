@@ -132,7 +132,8 @@ def check_refusals(srv):
         body["tools"] = bad
         status, r, _ = srv.post("/v1/chat/completions", body)
         msg = r.get("error", {}).get("message", "")
-        check(status == 400 and "minProperties" in msg and '"f"' in msg, f"bad schema, {choice}: {status} {msg!r}")
+        check(status == 400 and "minProperties" in msg and '"f"' in msg and r["error"]["param"] == "tools",
+              f"bad schema, {choice}: {status} {r}")
     body = body_of("required", 1, False)
     body["response_format"] = {"type": "json_object"}
     status, r, _ = srv.post("/v1/chat/completions", body)
