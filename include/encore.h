@@ -187,6 +187,17 @@ typedef struct encore_request {
     const char *const *choices;  /* [n_choices]: the output is one of them */
     size_t n_choices;
     int json_object;             /* nonzero: any JSON object */
+    /* An enforced tool choice (the other kind of constraint): tool_calls is
+     * OpenAI's "tools" array as JSON text, and the output is then Qwen3's
+     * <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call> blocks,
+     * each call's arguments valid for its tool's "parameters" schema (any
+     * object when it has none): one call of tool_call_name when that is set,
+     * else one or more calls of any of the tools, "\n" between them. With
+     * tool_call_thinking nonzero a <think>\n...\n</think>\n\n block may
+     * come first. */
+    const char *tool_calls;
+    const char *tool_call_name;
+    int tool_call_thinking;
 } encore_request;
 
 /* Queue a request; fn must not be NULL. Bad parameters, a prompt too long

@@ -14,6 +14,10 @@
 #                    by field, an unconstrained request unchanged beside them
 #   grammar_server   the same through encore serve: response_format,
 #                    structured_outputs, guided_*, 400s naming the keyword
+#   grammar_tool_choice  the tool-call grammar of "required" and a named
+#                    function on hand-written replies; bad tools by name
+#   grammar_server_tool_choice  tool_choice "required" and a named function
+#                    enforced: calls allowed, arguments valid (jsonschema)
 # With ENCORE_FUZZ (clang): fuzz_json_schema, 20 s, labelled "fuzz".
 # grammar_bench (bench/bench_grammar.c) is a benchmark program, not a test.
 set(ENCORE_GRAMMAR_TESTS ${ENCORE_TESTS_DIR}/grammar)
@@ -47,6 +51,7 @@ add_test(NAME grammar_schema_mutation
           ${ENCORE_GRAMMAR_TESTS}/validate_samples.py)
 set_tests_properties(grammar_schema_property grammar_schema_mutation PROPERTIES LABELS grammar TIMEOUT 300)
 encore_grammar_test(grammar_schema ${ENCORE_GRAMMAR_TESTS}/test_schema.c)
+encore_grammar_test(grammar_tool_choice ${ENCORE_GRAMMAR_TESTS}/test_tool_grammar.c)
 
 # --- fuzzing (ENCORE_FUZZ, clang): the schema compiler, then the grammar
 # compiler and a matcher on whatever it accepted. Like the checkpoint parsers'
@@ -96,3 +101,10 @@ add_test(NAME grammar_server
   COMMAND ${ENCORE_PYTHON} ${ENCORE_GRAMMAR_TESTS}/server_structured.py --encore $<TARGET_FILE:encore>
           --models ${ENCORE_MODELS_DIR} --schemas ${ENCORE_GRAMMAR_TESTS}/schemas_api.json)
 set_tests_properties(grammar_server PROPERTIES LABELS "grammar;server" TIMEOUT 300 FIXTURES_REQUIRED tiny_models)
+
+# tool_choice "required" and a named function enforced through `encore
+# serve`: every call's name allowed and its arguments valid (jsonschema).
+add_test(NAME grammar_server_tool_choice
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_GRAMMAR_TESTS}/server_tool_choice.py --encore $<TARGET_FILE:encore>
+          --models ${ENCORE_MODELS_DIR})
+set_tests_properties(grammar_server_tool_choice PROPERTIES LABELS "grammar;server" TIMEOUT 300 FIXTURES_REQUIRED tiny_models)

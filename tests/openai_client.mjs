@@ -9,7 +9,8 @@
 // needs an engine that records log-probabilities), or with `keepalive` one
 // stream against a server whose first tokens come after its --timeout (the
 // SSE ": keep-alive" comments in between must be skipped), or with `tools` tool
-// calling (tools, tool_choice, a turn after tool results, the refusals); prints one "ok" line per
+// calling (tools, tool_choice auto and none, "required" and a named function enforced, a turn
+// after tool results, the refusals); prints one "ok" line per
 // check and exits 1 at the first failure.
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -114,8 +115,41 @@ if (mode === 'tools') {
     }
     check(false, `refused ${param}`, 'no error');
   }
-  await refused({ tool_choice: 'required' }, 'tool_choice');
-  await refused({ tool_choice: { type: 'function', function: { name: 'get_time' } } }, 'tool_choice');
+  // "required" and a named function are enforced: with random weights only
+  // the grammar makes the model call; every call allowed, arguments valid
+  function argsValid(call) {
+    const args = JSON.parse(call.function.arguments);
+    if (typeof args !== 'object' || args === null || Array.isArray(args)) return false;
+    return call.function.name === 'get_time' ? Object.keys(args).length === 0
+      : Object.keys(args).join() === 'city' && typeof args.city === 'string' && [...args.city].length <= 8;
+  }
+  const bounded = [ // properties that end: random weights would write keys forever
+    { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: {
+      city: { type: 'string', maxLength: 8 } }, required: ['city'], additionalProperties: false } } },
+    { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {},
+      additionalProperties: false } } },
+  ];
+  let called = 0;
+  for (const [choice, names] of [['required', ['get_weather', 'get_time']],
+    [{ type: 'function', function: { name: 'get_time' } }, ['get_time']]]) {
+    for (const seed of [1, 2, 3]) {
+      const req = { ...ask, tools: bounded, tool_choice: choice, temperature: 1, seed, max_tokens: 96,
+                    chat_template_kwargs: { enable_thinking: false } };
+      const got = [await client.chat.completions.create(req),
+        await client.beta.chat.completions.stream(req).finalChatCompletion()];
+      for (const c of got.map((r) => r.choices[0])) {
+        check(['tool_calls', 'length'].includes(c.finish_reason), `tool_choice ${JSON.stringify(choice)}`, c);
+        if (c.finish_reason !== 'tool_calls') continue;
+        called++;
+        const calls = c.message.tool_calls;
+        check(calls.length >= 1 && (choice === 'required' || calls.length === 1) &&
+              calls.every((t) => names.includes(t.function.name) && argsValid(t)),
+              `tool_choice ${JSON.stringify(choice)}: calls`, calls);
+      }
+    }
+  }
+  check(called >= 6, 'enforced tool choices call tools', called);
+  console.log(`ok tool_choice required and named: ${called} of 12 replies called allowed tools, arguments valid`);
   await refused({ tool_choice: { type: 'function', function: { name: 'send_mail' } } },
                 'tool_choice.function.name');
   await refused({ tools: [{ type: 'function', function: { name: 'no spaces' } }] }, 'tools[0].function.name');

@@ -1087,8 +1087,9 @@ def check_tools(a):
             ({"tool_choice": "sometimes"}, "tool_choice"),
             ({"tool_choice": {"type": "function", "function": {"name": "send_mail"}}},
              "tool_choice.function.name"),
-            ({"tool_choice": "required"}, "tool_choice"),
-            ({"tool_choice": {"type": "function", "function": {"name": "get_weather"}}}, "tool_choice"),
+            # enforced: WEATHER's "minimum" on a number is a keyword the grammar lacks
+            ({"tool_choice": "required"}, "tools"),
+            ({"tool_choice": {"type": "function", "function": {"name": "get_weather"}}}, "tools"),
             ({"tools": None, "tool_choice": "auto"}, "tool_choice"),
             ({"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {
                 "name": "get_weather", "arguments": {"city": "Paris"}}}]}]},

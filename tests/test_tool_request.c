@@ -55,10 +55,25 @@ static void test_tools(void)
                  choices[i].choice);
         CHECK(parse(body, &r, &err) && r.tool_choice == choices[i].want);
         CHECK(r.tool_choice != OAI_TOOL_NAMED || !strcmp(r.tool_choice_name, "get-time_2"));
-        /* "required" and a named function are refused until they can be enforced */
+        /* "required" and a named function become the request's constraint */
         int enforced = r.tool_choice == OAI_TOOL_REQUIRED || r.tool_choice == OAI_TOOL_NAMED;
-        CHECK(tool_request_supported(&r, &err) == !enforced);
-        CHECK(!enforced || (err.http_status == 400 && !strcmp(err.param, "tool_choice")));
+        encore_request er = {0};
+        tool_request_constrain(&r, &er);
+        CHECK(tool_request_compatible(&r, &err));
+        CHECK(enforced ? er.tool_calls == r.tools_json : er.tool_calls == NULL);
+        CHECK(r.tool_choice == OAI_TOOL_NAMED ? !strcmp(er.tool_call_name, "get-time_2")
+                                              : er.tool_call_name == NULL);
+        CHECK(er.tool_call_thinking == (enforced && r.enable_thinking));
+        oai_request_free(&r);
+    }
+    /* an enforced tool choice and structured output: one constraint only */
+    {
+        char body[2048];
+        snprintf(body, sizeof body,
+                 "{" USER ", \"tools\": " TOOLS ", \"tool_choice\": \"required\", "
+                 "\"response_format\": {\"type\": \"json_object\"}}");
+        CHECK(parse(body, &r, &err) && !tool_request_compatible(&r, &err));
+        CHECK(err.http_status == 400 && !strcmp(err.param, "response_format"));
         oai_request_free(&r);
     }
     /* the tools' own text, numbers as spelled (cJSON would print 0 and 100) */

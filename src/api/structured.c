@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "api/structured.h"
+#include "api/tool_grammar.h"
 #include "grammar/grammar.h"
 
 #define API_GRAMMARS 16
@@ -91,12 +92,12 @@ static enc_status api__vocab(api_structured *s)
 enc_status api_structured_wanted(const encore_request *r, int *wanted)
 {
     int n = (r->json_schema != NULL) + (r->regex != NULL) + (r->grammar != NULL) +
-            (r->n_choices > 0) + (r->json_object != 0);
+            (r->n_choices > 0) + (r->json_object != 0) + (r->tool_calls != NULL);
     *wanted = n > 0;
     if (n > 1)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT,
-                        "request: at most one of json_schema, regex, grammar, choices "
-                        "and json_object may be given");
+                        "request: at most one of json_schema, regex, grammar, choices, "
+                        "json_object and tool_calls may be given");
     return ENC_OK;
 }
 
@@ -104,6 +105,7 @@ enc_status api_structured_wanted(const encore_request *r, int *wanted)
 static enc_status api__ebnf(const encore_request *r, char **ebnf)
 {
     enc_status st;
+    if (r->tool_calls) return api_tool_grammar_ebnf(r, ebnf);
     if (r->json_schema)
         st = grammar_json_schema_to_ebnf(r->json_schema, strlen(r->json_schema), "", ebnf);
     else if (r->regex)

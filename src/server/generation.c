@@ -852,6 +852,7 @@ static int gen__submit(gen_job *j, const int32_t *ids, size_t n_ids, oai_error *
                             .choices = (const char *const *)so->choices,
                             .n_choices = so->n_choices,
                             .json_object = so->json_object};
+        tool_request_constrain(&j->req, &r);
         r.sampling.seed = seed + (uint64_t)i;
         pthread_mutex_lock(&j->mu);
         j->refs++;
@@ -866,6 +867,8 @@ static int gen__submit(gen_job *j, const int32_t *ids, size_t n_ids, oai_error *
         if (cancel_now) encore_cancel(s->engine, id);
         if (st != ENCORE_OK) {
             http_error_from_encore(err, st, "the request was refused");
+            if (r.tool_calls && err->http_status == 400) /* a tool's schema: the field */
+                snprintf(err->param, sizeof err->param, "tools");
             gen__cancel(j);
             return 0;
         }
@@ -885,7 +888,7 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
                       req->model, s->model_name);
         goto refuse;
     }
-    if (!tool_request_supported(req, &err) || !gen__prompt(s, req, &ids, &n_ids, &err) ||
+    if (!tool_request_compatible(req, &err) || !gen__prompt(s, req, &ids, &n_ids, &err) ||
         !gen__check_length(s, req, n_ids, &err))
         goto refuse;
     if (!http_admit(s, client, req->n, 1, &err)) goto refuse;

@@ -300,16 +300,26 @@ int tool_request_message(const cJSON *m, int i, encore_chat_message *out, oai_er
     return 1;
 }
 
-int tool_request_supported(const oai_request *r, oai_error *err)
+static int tool__enforced(const oai_request *r)
 {
-    if (r->tool_choice != OAI_TOOL_REQUIRED && r->tool_choice != OAI_TOOL_NAMED) return 1;
-    return oai_error_set(err, 400, "tool_choice",
-                         "'tool_choice' %s%s%s is not supported yet: it must be enforced by "
-                         "constrained decoding, which this server does not have; use \"auto\" "
-                         "(the model may then answer in text) or \"none\"",
-                         r->tool_choice == OAI_TOOL_REQUIRED ? "\"required\"" : "naming \"",
-                         r->tool_choice == OAI_TOOL_NAMED ? r->tool_choice_name : "",
-                         r->tool_choice == OAI_TOOL_NAMED ? "\"" : "");
+    return r->tool_choice == OAI_TOOL_REQUIRED || r->tool_choice == OAI_TOOL_NAMED;
+}
+
+int tool_request_compatible(const oai_request *r, oai_error *err)
+{
+    if (!tool__enforced(r) || !r->structured.param) return 1;
+    return oai_error_set(err, 400, r->structured.param,
+                         "'%s' and 'tool_choice' %s both constrain the output; give one",
+                         r->structured.param,
+                         r->tool_choice == OAI_TOOL_REQUIRED ? "\"required\"" : "(a function)");
+}
+
+void tool_request_constrain(const oai_request *r, encore_request *out)
+{
+    if (!tool__enforced(r)) return;
+    out->tool_calls = r->tools_json;
+    out->tool_call_name = r->tool_choice == OAI_TOOL_NAMED ? r->tool_choice_name : NULL;
+    out->tool_call_thinking = r->enable_thinking;
 }
 
 encore_chat_options tool_request_chat_options(const oai_request *r, int plain_content)

@@ -28,11 +28,15 @@ int tool_request_keep_text(const char *body, size_t len, oai_request *r, oai_err
 /* Message i's "tool_calls" (assistant) and "tool_call_id" (tool) into out. */
 int tool_request_message(const cJSON *m, int i, encore_chat_message *out, oai_error *err);
 
-/* 1 when the server can answer r's tool_choice; 0 with err filled (400)
- * when not: "required" and a named function need constrained decoding to be
- * kept, which encore does not have yet, and it refuses them rather than
- * hope the model obeys. */
-int tool_request_supported(const oai_request *r, oai_error *err);
+/* 1 unless r both enforces a tool choice ("required" or a named
+ * function) and asks for structured output: one constraint per request,
+ * else 0 with err filled (400 naming the structured field). */
+int tool_request_compatible(const oai_request *r, oai_error *err);
+
+/* "required" or a named function as out's constraint: the tools and the
+ * name (pointers into r, which outlives the submission) and whether a think
+ * block may come first. Other choices leave out as it is. */
+void tool_request_constrain(const oai_request *r, encore_request *out);
 
 /* The chat template's options for r: its thinking switch and tools (shown
  * with every tool_choice, "none" included, as vLLM does). */
