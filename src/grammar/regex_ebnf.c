@@ -218,9 +218,10 @@ static enc_status rx__emit_class(rx *r, const cp_ranges *cls)
 
 /* --- structure ----------------------------------------------------------------- */
 
-static enc_status rx__alt(rx *r);
+static enc_status rx__alt(rx *r, int *nullable);
 
-static enc_status rx__group(rx *r)
+/* *nullable: whether the group can match the empty string. */
+static enc_status rx__group(rx *r, int *nullable)
 {
     r->pos++; /* '(' */
     if (r->pos < r->n && r->s[r->pos] == '?') {
@@ -240,7 +241,7 @@ static enc_status rx__group(rx *r)
     }
     if (++r->depth > 100) return rx__fail(r, "groups nested deeper than 100");
     ebnf_buf_append(r->out, "(", 1);
-    ENC_TRY(rx__alt(r));
+    ENC_TRY(rx__alt(r, nullable));
     if (r->pos >= r->n || r->s[r->pos] != ')') return rx__fail(r, "missing ')'");
     r->pos++;
     r->depth--;
@@ -248,11 +249,12 @@ static enc_status rx__group(rx *r)
     return ENC_OK;
 }
 
-static enc_status rx__atom(rx *r)
+static enc_status rx__atom(rx *r, int *nullable)
 {
     char c = r->s[r->pos];
     cp_ranges cls;
-    if (c == '(') return rx__group(r);
+    *nullable = 0;
+    if (c == '(') return rx__group(r, nullable);
     if (c == '[') {
         ENC_TRY(rx__class(r, &cls));
         return rx__emit_class(r, &cls);
@@ -291,10 +293,17 @@ static int rx__digits(rx *r, long *v)
     return r->pos > start;
 }
 
-/* A quantifier after an atom, written in the EBNF's syntax. */
-static enc_status rx__quantifier(rx *r)
+/* A quantifier after an atom, written in the EBNF's syntax. An unbounded
+ * repetition of an atom that can match the empty string ((a|)*) would be a
+ * rule that reaches itself without consuming input, which the grammar
+ * compiler refuses: it is refused here, by name. *nullable: in, whether the
+ * atom can match the empty string; out, whether the repeated atom can. */
+static enc_status rx__quantifier(rx *r, int *nullable)
 {
     char c = r->s[r->pos];
+    if ((c == '*' || c == '+') && *nullable)
+        return rx__fail(r, "'%c' after a group that can match the empty string (write (a)%c, not (a|)%c)", c, c, c);
+    if (c == '*' || c == '?') *nullable = 1;
     if (c == '*' || c == '+' || c == '?') {
         r->pos++;
         ebnf_buf_append(r->out, &c, 1);
@@ -313,6 +322,9 @@ static enc_status rx__quantifier(rx *r)
         r->pos++;
         if (lo > 1000 || hi > 1000) return rx__fail(r, "repetition bounds above 1000");
         if (hi >= 0 && hi < lo) return rx__fail(r, "{%ld,%ld}: max below min", lo, hi);
+        if (hi == -2 && *nullable)
+            return rx__fail(r, "{%ld,} after a group that can match the empty string", lo);
+        if (lo == 0) *nullable = 1;
         if (!comma)
             ebnf_buf_printf(r->out, "{%ld}", lo);
         else if (hi == -2)
@@ -329,29 +341,35 @@ static enc_status rx__quantifier(rx *r)
     return ENC_OK;
 }
 
-/* An empty branch is the empty literal. */
-static enc_status rx__concat(rx *r)
+/* An empty branch is the empty literal. *nullable: whether the branch can
+ * match the empty string. */
+static enc_status rx__concat(rx *r, int *nullable)
 {
     int any = 0;
+    *nullable = 1;
     while (r->pos < r->n && r->s[r->pos] != '|' && r->s[r->pos] != ')') {
         if (r->depth == 0 && r->s[r->pos] == '$' && r->pos + 1 == r->n) break;
         if (any) ebnf_buf_append(r->out, " ", 1);
-        ENC_TRY(rx__atom(r));
+        int item_nullable;
+        ENC_TRY(rx__atom(r, &item_nullable));
         if (r->pos < r->n && strchr("*+?{", r->s[r->pos]) && r->s[r->pos])
-            ENC_TRY(rx__quantifier(r));
+            ENC_TRY(rx__quantifier(r, &item_nullable));
+        *nullable = *nullable && item_nullable;
         any = 1;
     }
     if (!any) ebnf_buf_append(r->out, "\"\"", 2);
     return ENC_OK;
 }
 
-static enc_status rx__alt(rx *r)
+static enc_status rx__alt(rx *r, int *nullable)
 {
-    ENC_TRY(rx__concat(r));
+    ENC_TRY(rx__concat(r, nullable));
     while (r->pos < r->n && r->s[r->pos] == '|') {
+        int branch_nullable;
         r->pos++;
         ebnf_buf_append(r->out, " | ", 3);
-        ENC_TRY(rx__concat(r));
+        ENC_TRY(rx__concat(r, &branch_nullable));
+        *nullable = *nullable || branch_nullable;
     }
     return ENC_OK;
 }
@@ -392,7 +410,8 @@ enc_status regex_ebnf_expr(const char *regex, const regex_ebnf_mode *mode, ebnf_
     ebnf_buf_append(out, "(", 1);
     if (mode->search && !start) ebnf_buf_printf(out, "%s* ", mode->any_rule);
     ebnf_buf_append(out, "(", 1);
-    ENC_TRY(rx__alt(&r));
+    int nullable;
+    ENC_TRY(rx__alt(&r, &nullable));
     if (r.pos < r.n && regex[r.pos] == ')') return rx__fail(&r, "unmatched ')'");
     if (end) r.pos++;
     if (r.pos != r.n) return rx__fail(&r, "unexpected '%c'", regex[r.pos]);

@@ -17,6 +17,7 @@ static const char *const patterns[] = {
     "a|b|cd",
     "[a-c]+x?",
     "(ab|cd)*e",
+    "(a?b?){1,3}c",
     "\\d{3}-\\d{2,4}",
     "[^a-c]{1,3}",
     "x{2,}y{0,1}",
@@ -181,6 +182,9 @@ int main(void)
     expect_refused("a^b", "only supported at the start");
     expect_refused("^a|b$", "top-level '|'");
     expect_refused("a{2000}", "above 1000");
+    expect_refused("(|a/!b)*", "can match the empty string");
+    expect_refused("(a?)+", "can match the empty string");
+    expect_refused("(a*b?){2,}", "can match the empty string");
     expect_refused("[[:alpha:]]", "POSIX");
     if (check_failures)
         fprintf(stderr, "%d check(s) failed\n", check_failures);
