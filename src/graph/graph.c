@@ -178,21 +178,34 @@ graph_tensor *graph_rms_norm(graph *g, graph_tensor *x, graph_tensor *w, double 
     return dst;
 }
 
+/* Whether w's rows of k values are whole blocks when w is block-quantized
+ * (Q8_K is an activation type, never a weight). */
+static int graph__quant_rows_whole(enc_dtype dt, int64_t k)
+{
+    return !enc_dtype_is_quantized(dt) || (dt != ENC_Q8_K && enc_dtype_row_bytes(dt, k) > 0);
+}
+
+/* The scratch a matmul over quantized weights of dtype needs: the rows x
+ * [rows, k] quantized once to the dot's activation type; NULL for float
+ * weights. */
+static graph_tensor *graph__act_scratch(graph *g, enc_dtype w_dtype, int64_t rows, int64_t k,
+                                        const char *name)
+{
+    if (!enc_dtype_is_quantized(w_dtype)) return NULL;
+    return graph_tensor_2d(g, GRAPH_INTERMEDIATE, quant_dot_dtype(w_dtype), rows, k, name);
+}
+
 graph_tensor *graph_matmul(graph *g, graph_tensor *x, graph_tensor *w)
 {
     if (!graph__ok(g, graph__is_f32_2d(x) && w && w->n_dims == 2 && x->shape[1] == w->shape[1],
                    "matmul: needs x [T, K] f32 and w [N, K]", w))
         return NULL;
-    int quantized = enc_dtype_is_quantized(w->dtype);
-    if (!graph__ok(g, !quantized || (w->dtype != ENC_Q8_K && enc_dtype_row_bytes(w->dtype, w->shape[1]) > 0),
+    if (!graph__ok(g, graph__quant_rows_whole(w->dtype, w->shape[1]),
                    "matmul: a quantized w needs K a multiple of its block size", w))
         return NULL;
     graph_tensor *dst = graph_tensor_2d(g, GRAPH_INTERMEDIATE, ENC_F32, x->shape[0], w->shape[0],
                                         w->name);
-    graph_tensor *scratch = NULL;
-    if (quantized)
-        scratch = graph_tensor_2d(g, GRAPH_INTERMEDIATE, quant_dot_dtype(w->dtype), x->shape[0],
-                                  x->shape[1], "matmul_act");
+    graph_tensor *scratch = graph__act_scratch(g, w->dtype, x->shape[0], x->shape[1], "matmul_act");
     graph_node *n = graph__node(g, GRAPH_OP_MATMUL, dst, x, w, scratch);
     if (!n) return NULL;
     graph__commit(g, n);
@@ -407,18 +420,14 @@ graph_tensor *graph_matmul_id(graph *g, graph_tensor *x, graph_tensor *w, graph_
     if (!graph__ok(g, ok, "matmul_id: needs x [T, K] or [T, k, K] f32, w [E, N, K], ids [T, k] i32",
                    w))
         return NULL;
-    int quantized = enc_dtype_is_quantized(w->dtype);
-    int whole = w->dtype != ENC_Q8_K && enc_dtype_row_bytes(w->dtype, w->shape[2]) > 0;
-    if (!graph__ok(g, !quantized || whole,
+    if (!graph__ok(g, graph__quant_rows_whole(w->dtype, w->shape[2]),
                    "matmul_id: quantized experts need K a multiple of their block size", w))
         return NULL;
     int64_t shape[3] = {ids->shape[0], ids->shape[1], w->shape[1]};
     graph_tensor *dst = graph_new_tensor(g, GRAPH_INTERMEDIATE, ENC_F32, 3, shape, w->name);
-    graph_tensor *scratch = NULL; /* x's rows in 8-bit blocks, quantized once per row */
-    if (quantized)
-        scratch = graph_tensor_2d(g, GRAPH_INTERMEDIATE, quant_dot_dtype(w->dtype),
-                                  graph_tensor_nelements(x) / x->shape[x->n_dims - 1],
-                                  x->shape[x->n_dims - 1], "matmul_id_act");
+    int64_t k = x->shape[x->n_dims - 1];
+    graph_tensor *scratch =
+        graph__act_scratch(g, w->dtype, graph_tensor_nelements(x) / k, k, "matmul_id_act");
     graph_node *n = graph__node(g, GRAPH_OP_MATMUL_ID, dst, x, w, ids);
     if (!n) return NULL;
     n->src[3] = scratch;
