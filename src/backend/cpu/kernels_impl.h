@@ -132,6 +132,15 @@ CPU__INLINE V cpu__v_load_w_part(enc_dtype dt, const void *w, int64_t i, int n)
     return V_LOAD_PART((const float *)w + i, n);
 }
 
+/* Bytes per weight element of the dense types the tiles read. Written out
+ * (not enc_dtype_size, which lives in another file) so that it folds to a
+ * constant: a call inside the decode loop spilled every accumulator and
+ * cleared the upper vector halves every CPU__V_PF elements. */
+CPU__INLINE size_t cpu__v_elem_size(enc_dtype dt)
+{
+    return dt == ENC_F32 ? 4 : 2;
+}
+
 /* A single-token tile streams its R rows once, and the rows of a matrix lie
  * one after another: every CPU__V_PF elements it asks for the same share of
  * the bytes after its last row (the next tile's). A hint only: a prefetch
@@ -141,7 +150,7 @@ CPU__INLINE void cpu__v_prefetch_next(int R, enc_dtype dt, const void *last_row,
                                       int64_t i)
 {
 #if defined(__GNUC__)
-    size_t es = enc_dtype_size(dt);
+    size_t es = cpu__v_elem_size(dt);
     const char *p = (const char *)last_row + (size_t)k * es + (size_t)i * R * es;
     for (size_t o = 0; o < (size_t)R * CPU__V_PF * es; o += 64)
         __builtin_prefetch(p + o);
