@@ -266,14 +266,29 @@ CPU__TILES_DTYPE(cpu__tiles_f16, ENC_F16)
 
 /* --- matmul ------------------------------------------------------------- */
 
-/* Tokens per cache block: x[t0 .. t0 + n, :] stays in L2 (128 KiB, or more to
- * keep n >= 32) while this thread's weight rows stream past it once per
- * block, so weights cost at most 1/32 byte from memory per flop. */
-static int64_t cpu__token_block(int64_t k)
+/* Weight rows per cache block of a prefill: a block of rows (about 192 KiB,
+ * whole tiles) stays in L2 while every token tile of the call passes over
+ * it, and each token tile's x rows stay in L1 while the block's rows stream
+ * past them from L2. (Token blocks in L2 with the rows in L1 read four x
+ * rows from L2 per three weight rows: more than twice the bytes.) */
+static int64_t cpu__row_block(int64_t row_bytes)
 {
-    int64_t n = ((int64_t)128 * 1024 / 4) / (k > 0 ? k : 1);
-    n = n < 32 ? 32 : n;
-    return (n + CPU__V_TM - 1) / CPU__V_TM * CPU__V_TM;
+    int64_t n = (int64_t)192 * 1024 / (row_bytes > 0 ? row_bytes : 1);
+    n = n < CPU__V_RM ? CPU__V_RM : n;
+    return n / CPU__V_RM * CPU__V_RM;
+}
+
+/* One token tile x[T, k] against the weight rows [r0, r1) in tiles of RM. */
+static void cpu__v_rows_tile(cpu__tile_fn tiles, int T, const float *x, int64_t k, const char *wb,
+                             size_t row_bytes, int64_t r0, int64_t r1, float *y, int64_t n_out)
+{
+    const void *wrow[CPU__V_RMAX];
+    for (int64_t r = r0; r < r1; r += CPU__V_RM) {
+        int R = r1 - r >= CPU__V_RM ? CPU__V_RM : (int)(r1 - r);
+        for (int i = 0; i < R; i++)
+            wrow[i] = wb + (size_t)(r + i) * row_bytes;
+        tiles(T, R, x, k, wrow, k, y + r, n_out);
+    }
 }
 
 /* x [n_tokens, k]; w [n_out, k] of dt; y [n_tokens, n_out]; rows [n0, n1). */
@@ -283,10 +298,10 @@ static void cpu__v_matmul_rows(const float *x, int64_t n_tokens, int64_t k, cons
     cpu__tile_fn tiles = dt == ENC_BF16  ? cpu__tiles_bf16
                          : dt == ENC_F16 ? cpu__tiles_f16
                                          : cpu__tiles_f32;
-    size_t row_bytes = (size_t)k * enc_dtype_size(dt);
+    size_t row_bytes = (size_t)k * cpu__v_elem_size(dt);
     const char *wb = w;
-    const void *wrow[CPU__V_RMAX];
     if (n_tokens == 1) { /* decode: one token against many rows at once */
+        const void *wrow[CPU__V_RMAX];
         for (int64_t r0 = n0; r0 < n1; r0 += CPU__V_RD) {
             int R = n1 - r0 >= CPU__V_RD ? CPU__V_RD : (int)(n1 - r0);
             for (int r = 0; r < R; r++)
@@ -295,17 +310,12 @@ static void cpu__v_matmul_rows(const float *x, int64_t n_tokens, int64_t k, cons
         }
         return;
     }
-    int64_t tb = cpu__token_block(k);
-    for (int64_t t0 = 0; t0 < n_tokens; t0 += tb) {
-        int64_t t1 = t0 + tb < n_tokens ? t0 + tb : n_tokens;
-        for (int64_t r0 = n0; r0 < n1; r0 += CPU__V_RM) {
-            int R = n1 - r0 >= CPU__V_RM ? CPU__V_RM : (int)(n1 - r0);
-            for (int r = 0; r < R; r++)
-                wrow[r] = wb + (size_t)(r0 + r) * row_bytes;
-            for (int64_t t = t0; t < t1; t += CPU__V_TM) {
-                int T = t1 - t >= CPU__V_TM ? CPU__V_TM : (int)(t1 - t);
-                tiles(T, R, x + t * k, k, wrow, k, y + t * n_out + r0, n_out);
-            }
+    int64_t rb = cpu__row_block((int64_t)row_bytes);
+    for (int64_t b0 = n0; b0 < n1; b0 += rb) {
+        int64_t b1 = b0 + rb < n1 ? b0 + rb : n1;
+        for (int64_t t = 0; t < n_tokens; t += CPU__V_TM) {
+            int T = n_tokens - t >= CPU__V_TM ? CPU__V_TM : (int)(n_tokens - t);
+            cpu__v_rows_tile(tiles, T, x + t * k, k, wb, row_bytes, b0, b1, y + t * n_out, n_out);
         }
     }
 }
