@@ -3,12 +3,13 @@
 # files: prefill (pp512) and decode (tg128) tokens/s, the engines interleaved
 # in one run, RUNS rounds; prints the medians and encore/llama.cpp per file.
 #
-#   bench/vs_llamacpp.sh [--build] [--runs N] [--threads T] [--types "bf16 q8_0 q4_0 q4_k_m"]
+#   bench/vs_llamacpp.sh [--build] [--runs N] [--threads T] [--types "bf16 f16 q8_0 q4_0 q4_k_m"]
 #                        [--models "dense moe"] [--check]
 #
-# The files: the bf16 GGUF of each checkpoint written by `encore quantize`,
-# every other type made from it by llama.cpp's own llama-quantize, so both
-# engines read identical weights (kept in OUT and reused). Per round and
+# The files: the bf16 and f16 GGUF of each checkpoint written by `encore
+# quantize`, every other type made from the bf16 one by llama.cpp's own
+# llama-quantize, so both engines read identical weights (kept in OUT and
+# reused). Per round and
 # file, llama-bench -p 512 -n 128 -r 1 and encore bench --prompt-len 512
 # --gen-len 128 --runs 1 (decode: 4 steps per replay, one sequence); the
 # order of the two engines alternates from round to round. A file encore
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=${2:?}; shift ;;
     --types) types=${2:?}; shift ;;
     --models) models=${2:?}; shift ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "vs_llamacpp.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -87,7 +88,10 @@ make_file() {
   if [ ! -s "$bf16" ]; then
     "$ENCORE" quantize -m "$dir" -o "$bf16" --type bf16 >&2 || die "encore quantize failed on $dir"
   fi
-  if [ "$type" != bf16 ] && [ ! -s "$f" ]; then
+  if [ "$type" = f16 ] && [ ! -s "$f" ]; then # a plain conversion: encore writes it too
+    "$ENCORE" quantize -m "$dir" -o "$f" --type f16 >&2 || die "encore quantize f16 failed on $dir"
+  fi
+  if [ "$type" != bf16 ] && [ "$type" != f16 ] && [ ! -s "$f" ]; then
     "$LLAMA_BIN/llama-quantize" "$bf16" "$f.tmp" "$(llama_type "$type")" > "$f.log" 2>&1 ||
       die "llama-quantize $type failed (see $f.log)"
     mv "$f.tmp" "$f"
