@@ -158,7 +158,7 @@ static double test_matmul_ref(void)
 {
     static const int64_t ks[] = {1,  3,  7,  8,  9,   15,  16,   17,  31,
                                  33, 63, 64, 65, 100, 255, 1000, 1024};
-    static const int64_t n_outs[] = {1, 3, 17, 64};
+    static const int64_t n_outs[] = {1, 3, 17, 64, 100}; /* 100: several row blocks at k = 1024 */
     static const int64_t n_toks[] = {1, 3, 7, 13};
     double worst = 0;
     for (size_t ik = 0; ik < sizeof ks / sizeof *ks; ik++)
@@ -198,10 +198,13 @@ static double test_matmul_ref(void)
 }
 
 /* y for 300 tokens with nth = 1 is the baseline; every other way of computing
- * the same token must give the same bits. Returns the number of comparisons. */
+ * the same token must give the same bits. Returns the number of comparisons.
+ * [100, 1024] weights span several of a prefill's cache blocks of rows (about
+ * 192 KiB: 48 f32 or 96 16-bit rows of 1024), whose edges move with nth. */
 static int test_matmul_invariance(void)
 {
-    static const int64_t shapes[][2] = {{1024, 67}, {1000, 17}, {67, 1}, {13, 5}, {100, 300}};
+    static const int64_t shapes[][2] = {{1024, 67}, {1000, 17}, {67, 1},
+                                        {13, 5},    {100, 300}, {1024, 100}};
     static const int64_t windows[][2] = {{0, 1},  {1, 1},   {150, 1}, {299, 1},  {0, 7},
                                          {5, 7},  {293, 7}, {0, 64},  {100, 64}, {236, 64},
                                          {3, 13}, {17, 2},  {201, 99}};
