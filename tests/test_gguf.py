@@ -4,7 +4,9 @@
   lossless  -m DIR --type T  `encore quantize` writes DIR (Qwen3 or Qwen3-MoE)
                              as GGUF in its own type; greedy ids and top
                              logits from the GGUF equal the safetensors' bit
-                             for bit
+                             for bit; with a tokenizer, the bos keys are
+                             llama.cpp's (config.json's bos_token_id when
+                             the tokenizer has none, add_bos_token false)
   pywriter  -m DIR           a GGUF laid out by tests/gguf_py.py (independent
                              of encore's writer; alignment 64, tensors in
                              reverse order) gives the same ids and logits
@@ -81,6 +83,27 @@ def same_as_safetensors(engine, model_dir, gguf, what):
           "logits rows identical")
 
 
+def check_bos(model_dir, gguf):
+    """The bos keys as llama.cpp's converter writes them for Qwen3: the
+    tokenizer's bos token, else config.json's bos_token_id (Qwen3: the id
+    of <|endoftext|>), and add_bos_token false."""
+    kvs = {k: v for k, _, v in G.read(gguf)[0]}
+    cfg = json.load(open(os.path.join(model_dir, "config.json")))
+    tc_path = os.path.join(model_dir, "tokenizer_config.json")
+    tc = json.load(open(tc_path)) if os.path.exists(tc_path) else {}
+    added = json.load(open(os.path.join(model_dir, "tokenizer.json"))).get("added_tokens", [])
+    bos = tc.get("bos_token")
+    bos = bos.get("content") if isinstance(bos, dict) else bos
+    want = next((t["id"] for t in added if t["content"] == bos), None) if bos else cfg.get("bos_token_id")
+    got = kvs.get("tokenizer.ggml.bos_token_id")
+    if want is not None and got != want:
+        sys.exit(f"FAIL: tokenizer.ggml.bos_token_id is {got}, llama.cpp's converter writes {want}")
+    if kvs.get("tokenizer.ggml.add_bos_token") is not False:
+        sys.exit(f"FAIL: tokenizer.ggml.add_bos_token is {kvs.get('tokenizer.ggml.add_bos_token')!r}, not false")
+    name = next((t["content"] for t in added if t["id"] == got), None)
+    print(f"ok: tokenizer.ggml.bos_token_id {got} ({name}), add_bos_token false")
+
+
 def cmd_lossless(a, tmp):
     out = os.path.join(tmp, "model.gguf")
     run([a.engine, "quantize", "-m", a.model, "-o", out, "--type", a.type])
@@ -88,6 +111,7 @@ def cmd_lossless(a, tmp):
         sys.exit("FAIL: the temporary file was left behind")
     same_as_safetensors(a.engine, a.model, out, f"lossless {a.type}")
     if os.path.exists(os.path.join(a.model, "tokenizer.json")):
+        check_bos(a.model, out)
         # the file alone: its own tokenizer turns the text into ids and back
         cmd = ["generate", "-p", "The GGUF file carries its tokenizer: ", "-n", "16",
                "--temperature", "0", "--ignore-eos", "-t", "2", "-m"]

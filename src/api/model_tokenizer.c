@@ -196,8 +196,10 @@ static enc_status mtok__write_merges(const tokenizer *t, gguf_writer *w)
     return s;
 }
 
-enc_status model_tokenizer_to_gguf(const tokenizer *t, int64_t vocab_size, gguf_writer *w)
+enc_status model_tokenizer_to_gguf(const tokenizer *t, int64_t vocab_size, int32_t bos_fallback,
+                                   gguf_writer *w)
 {
+    int32_t bos = tokenizer_bos_id(t) >= 0 ? tokenizer_bos_id(t) : bos_fallback;
     ENC_TRY(gguf_writer_add_str(w, "tokenizer.ggml.model", "gpt2", 4));
     ENC_TRY(gguf_writer_add_str(w, "tokenizer.ggml.pre", "qwen2", 5));
     ENC_TRY(mtok__write_tokens(t, vocab_size, w));
@@ -208,9 +210,7 @@ enc_status model_tokenizer_to_gguf(const tokenizer *t, int64_t vocab_size, gguf_
     if (tokenizer_pad_id(t) >= 0)
         ENC_TRY(gguf_writer_add_u32(w, "tokenizer.ggml.padding_token_id",
                                     (uint32_t)tokenizer_pad_id(t)));
-    if (tokenizer_bos_id(t) >= 0)
-        ENC_TRY(
-            gguf_writer_add_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)tokenizer_bos_id(t)));
+    if (bos >= 0) ENC_TRY(gguf_writer_add_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)bos));
     ENC_TRY(gguf_writer_add_bool(w, "tokenizer.ggml.add_bos_token", 0));
     const char *tpl = tokenizer_chat_template(t);
     return tpl ? gguf_writer_add_str(w, "tokenizer.chat_template", tpl, strlen(tpl)) : ENC_OK;

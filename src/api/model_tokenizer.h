@@ -17,9 +17,13 @@ enc_status model_tokenizer_load(const char *path, int optional, tokenizer **out)
 
 /* Add t to a GGUF file as llama.cpp's converter writes it: tokenizer.ggml.model
  * "gpt2", pre "qwen2", tokens padded with "[PADn]" (type unused) to
- * vocab_size, token_type, merges, eos/padding ids, add_bos_token false, and
- * tokenizer.chat_template. */
-enc_status model_tokenizer_to_gguf(const tokenizer *t, int64_t vocab_size, gguf_writer *w);
+ * vocab_size, token_type, merges, eos/padding ids, the bos id, add_bos_token
+ * false, and tokenizer.chat_template. The bos id is the tokenizer's, else
+ * bos_fallback (config.json's bos_token_id, as llama.cpp's converter falls
+ * back to it: Qwen3's tokenizer has no bos token, its config.json names
+ * <|endoftext|>); neither (-1): no key. */
+enc_status model_tokenizer_to_gguf(const tokenizer *t, int64_t vocab_size, int32_t bos_fallback,
+                                   gguf_writer *w);
 
 /* The tokenizer stored in an open GGUF file (tokenizer.ggml.model "gpt2"). */
 enc_status model_tokenizer_from_gguf(const gguf_file *g, tokenizer **out);

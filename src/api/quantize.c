@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/model_tokenizer.h"
+#include "model/config.h"
 #include "model/gguf_export.h"
 
 int quantize_type_parse(const char *name, enc_dtype *out)
@@ -50,7 +51,9 @@ enc_status quantize_to_gguf(const char *model_dir, const char *out_path, enc_dty
     if (s == ENC_OK)
         s = qwen3_export_gguf(model_dir, type, quantize__name(model_dir, name, sizeof name),
                               progress, user, w, &vocab);
-    if (s == ENC_OK && tok) s = model_tokenizer_to_gguf(tok, vocab, w);
+    qwen3_config cfg;
+    if (s == ENC_OK && tok) s = qwen3_config_load(model_dir, &cfg);
+    if (s == ENC_OK && tok) s = model_tokenizer_to_gguf(tok, vocab, cfg.bos_token_id, w);
     if (s == ENC_OK) s = gguf_writer_write(w, out_path);
     tokenizer_free(tok);
     gguf_writer_free(w);
