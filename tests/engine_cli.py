@@ -18,6 +18,11 @@ significant digits, which round-trips an f32 exactly):
   bad_requests       impossible requests are refused with exit 2 and a reason
   chat               `encore chat` answers each typed line through the chat template,
                      keeps the conversation, and refuses an unknown template unless --raw
+  bench_steps        `encore bench --json`: a decode step's wall time is that of one
+                     forward pass (tokens/s x step time = the sequences running, at
+                     most the batch and more than half of it), in one step per
+                     replay and in four; a host round trip of k4 spans several
+                     steps, of captured exactly one
 """
 import argparse
 import json
@@ -227,6 +232,27 @@ def check_chat(a):
         if p.returncode != 0 or raw.returncode != 0 or p.stdout != raw.stdout or not p.stdout.strip():
             sys.exit(f"FAIL: chat --raw: {p.returncode} {p.stdout!r} {p.stderr} vs generate {raw.stdout!r}")
         print("ok: unknown template refused, --raw works")
+
+
+def check_bench_steps(a):
+    m = os.path.join(a.models, "tiny-gqa2-hd64-bf16")
+    p = run([a.encore, "bench", "-m", m, "--json", "--modes", "captured,k4", "--batches", "1,3", "--runs", "1",
+             "--prompt-len", "8", "--gen-len", "17", "-t", "1"])
+    rep = json.loads(p.stdout)
+    for mode, by_batch in rep["step_ms"].items():
+        for batch, st in by_batch.items():
+            tps = rep["modes"][mode][batch]
+            seqs = tps * st["wall"] / 1e3
+            if not 0.5 * int(batch) < seqs <= 1.01 * int(batch):
+                sys.exit(f"FAIL: {mode}, {batch} seq: {tps} tokens/s x {st['wall']} ms per step = {seqs:.3f} "
+                         f"tokens per step, want at most {batch} and more than half that")
+            steps = st["round_trip"] / st["wall"]
+            lo, hi = (0.99, 1.01) if mode == "captured" else (2.0, 4.01)
+            if not lo <= steps <= hi:
+                sys.exit(f"FAIL: {mode}, {batch} seq: a round trip of {st['round_trip']} ms is {steps:.2f} steps "
+                         f"of {st['wall']} ms, want {lo}..{hi}")
+    print(f"ok: tokens/s x step time <= the batch; k4 round trips of "
+          f"{rep['step_ms']['k4']['3']['round_trip'] / rep['step_ms']['k4']['3']['wall']:.2f} steps")
 
 
 def main():

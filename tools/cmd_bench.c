@@ -14,9 +14,11 @@
  *             step; the STREAM triad is printed beside it
  *   memory    the process's peak resident set (the bandwidth is measured
  *             first, its buffers freed before the engine is made)
- *   per step  for each decode mode, the wall time of one engine step (one
- *             host round trip) split into device time (timestamps, on a
- *             device backend) and host time (the rest)
+ *   per step  for each decode mode, the wall time of one decode step (a
+ *             forward pass over the batch, a token of each running sequence)
+ *             split into device time (timestamps, on a device backend) and
+ *             host time (the rest), and of one host round trip, which runs
+ *             K decode steps in the k4 / k16 modes
  *   sampling  (--sampling) every decode run twice, side by side: greedy, and
  *             sampled with temperature 0.8, top-p 0.95, repetition penalty
  *             1.1 (seeded); tokens/s of both, and the bytes the host reads
@@ -152,7 +154,8 @@ static bool bench__submit(engine *e, int64_t n, int64_t prompt_len, int64_t gen_
 
 /* What bench__drain measured. */
 typedef struct bench_drain {
-    int64_t decode_tokens, decode_steps; /* in steps that decoded only */
+    int64_t decode_tokens, decode_steps; /* in engine steps that decoded only */
+    int64_t decode_passes;               /* their forward passes (K per multi-step replay) */
     double decode_s, decode_device_s;    /* their wall and device seconds */
     int64_t decode_bytes_read;           /* what the host read back in them */
     double total_s;                      /* every step */
@@ -172,6 +175,7 @@ static bool bench__drain(engine *e, bench_drain *d)
         if (st.n_prefill_tokens == 0) {
             d->decode_tokens += st.n_decode_tokens;
             d->decode_steps++;
+            d->decode_passes += st.n_passes;
             d->decode_s += dt;
             d->decode_device_s += engine_device_seconds(e) - dev0;
             d->decode_bytes_read += engine_get_stats(e).n_bytes_read - read0;
@@ -185,12 +189,16 @@ static void bench__release_all(engine *e, int64_t from_id, int64_t n)
     for (int64_t i = 0; i < n; i++) engine_release_request(e, from_id + i);
 }
 
+/* What one decode run gives (bench__decode_once), by index. */
+enum { BENCH_TPS, BENCH_STEP_MS, BENCH_DEVICE_MS, BENCH_READ_BYTES, BENCH_TRIP_MS, BENCH_N_FIGURES };
+
 /* The medians of one decode kind, [mode][batch]. */
 typedef struct bench_decode {
     double tps[BENCH_N_MODES][BENCH_MAX_BATCHES];
-    double step_ms[BENCH_N_MODES][BENCH_MAX_BATCHES];    /* wall time of a decode step */
+    double step_ms[BENCH_N_MODES][BENCH_MAX_BATCHES];    /* wall time of a decode step (a token per sequence) */
     double device_ms[BENCH_N_MODES][BENCH_MAX_BATCHES];  /* its device time */
     double read_bytes[BENCH_N_MODES][BENCH_MAX_BATCHES]; /* read back per token */
+    double trip_ms[BENCH_N_MODES][BENCH_MAX_BATCHES];    /* wall time of a host round trip (K steps) */
 } bench_decode;
 
 typedef struct bench_result {
@@ -216,21 +224,25 @@ static bool bench__run_prefill(engine *e, const bench_args *a, int64_t *next_id,
     return true;
 }
 
-/* One decode run of `batch` sequences of a kind: tokens/s of the
- * decode-only steps, the wall and device milliseconds of one such step, and
- * the bytes read back per token. */
+/* One decode run of `batch` sequences of a kind (BENCH_*): tokens/s of the
+ * decode-only engine steps; the wall and device milliseconds of one decode
+ * step, a forward pass over the batch (an engine step replaying K decode
+ * steps counts K); the bytes read back per token; the wall milliseconds of
+ * one engine step (a host round trip). */
 static bool bench__decode_once(engine *e, const bench_args *a, int64_t batch, int64_t *next_id,
-                               uint64_t seed, int kind, double out[4])
+                               uint64_t seed, int kind, double out[BENCH_N_FIGURES])
 {
     bench_drain d;
     if (!bench__submit(e, batch, 16, a->gen_len, seed, kind, a->constrained) || !bench__drain(e, &d)) return false;
     bench__release_all(e, *next_id, batch);
     *next_id += batch;
-    double steps = d.decode_steps > 0 ? (double)d.decode_steps : 1.0;
-    out[0] = d.decode_s > 0 ? (double)d.decode_tokens / d.decode_s : 0;
-    out[1] = 1e3 * d.decode_s / steps;
-    out[2] = 1e3 * d.decode_device_s / steps;
-    out[3] = d.decode_tokens > 0 ? (double)d.decode_bytes_read / (double)d.decode_tokens : 0;
+    double trips = d.decode_steps > 0 ? (double)d.decode_steps : 1.0;
+    double steps = d.decode_passes > 0 ? (double)d.decode_passes : 1.0;
+    out[BENCH_TPS] = d.decode_s > 0 ? (double)d.decode_tokens / d.decode_s : 0;
+    out[BENCH_STEP_MS] = 1e3 * d.decode_s / steps;
+    out[BENCH_DEVICE_MS] = 1e3 * d.decode_device_s / steps;
+    out[BENCH_READ_BYTES] = d.decode_tokens > 0 ? (double)d.decode_bytes_read / (double)d.decode_tokens : 0;
+    out[BENCH_TRIP_MS] = 1e3 * d.decode_s / trips;
     return true;
 }
 
@@ -240,8 +252,7 @@ static bool bench__decode_once(engine *e, const bench_args *a, int64_t batch, in
  * kinds. */
 static bool bench__run_decode(engine *e, int64_t *next_id, const bench_args *a, bench_result *r)
 {
-    /* tps, step ms, device ms, bytes read per token */
-    static double v[4][BENCH_N_KINDS][BENCH_N_MODES][BENCH_MAX_BATCHES][BENCH_MAX_RUNS];
+    static double v[BENCH_N_FIGURES][BENCH_N_KINDS][BENCH_N_MODES][BENCH_MAX_BATCHES][BENCH_MAX_RUNS];
     int n_kinds = a->sampling ? BENCH_N_KINDS : 1;
     for (int64_t run = -1; run < a->runs; run++)
         for (int m = 0; m < a->n_modes; m++) {
@@ -249,20 +260,21 @@ static bool bench__run_decode(engine *e, int64_t *next_id, const bench_args *a, 
             if (engine_set_decode_mode(e, mode->eager, mode->decode_steps) != ENC_OK) return false;
             for (int b = 0; b < a->n_batches; b++)
                 for (int kind = 0; kind < n_kinds; kind++) {
-                    double got[4];
+                    double got[BENCH_N_FIGURES];
                     uint64_t seed = 100 + (uint64_t)(run + 1) * BENCH_N_MODES + (uint64_t)m;
                     if (!bench__decode_once(e, a, a->batches[b], next_id, seed, kind, got)) return false;
-                    for (int k = 0; k < 4 && run >= 0; k++) v[k][kind][m][b][run] = got[k];
+                    for (int k = 0; k < BENCH_N_FIGURES && run >= 0; k++) v[k][kind][m][b][run] = got[k];
                 }
         }
     for (int kind = 0; kind < n_kinds; kind++)
         for (int m = 0; m < a->n_modes; m++)
             for (int b = 0; b < a->n_batches; b++) {
                 bench_decode *d = &r->dec[kind];
-                d->tps[m][b] = bench__median(v[0][kind][m][b], a->runs);
-                d->step_ms[m][b] = bench__median(v[1][kind][m][b], a->runs);
-                d->device_ms[m][b] = bench__median(v[2][kind][m][b], a->runs);
-                d->read_bytes[m][b] = bench__median(v[3][kind][m][b], a->runs);
+                d->tps[m][b] = bench__median(v[BENCH_TPS][kind][m][b], a->runs);
+                d->step_ms[m][b] = bench__median(v[BENCH_STEP_MS][kind][m][b], a->runs);
+                d->device_ms[m][b] = bench__median(v[BENCH_DEVICE_MS][kind][m][b], a->runs);
+                d->read_bytes[m][b] = bench__median(v[BENCH_READ_BYTES][kind][m][b], a->runs);
+                d->trip_ms[m][b] = bench__median(v[BENCH_TRIP_MS][kind][m][b], a->runs);
             }
     return true;
 }
@@ -339,8 +351,9 @@ static void bench__print_json(const bench_args *a, const engine *e, const bench_
     for (int m = 0; m < a->n_modes; m++) {
         printf("%s\"%s\":{", m ? "," : "", bench_modes[a->modes[m]].name);
         for (int b = 0; b < a->n_batches; b++)
-            printf("%s\"%lld\":{\"wall\":%.4f,\"device\":%.4f,\"host\":%.4f}", b ? "," : "",
-                   (long long)a->batches[b], r->dec[0].step_ms[m][b], r->dec[0].device_ms[m][b], r->dec[0].step_ms[m][b] - r->dec[0].device_ms[m][b]);
+            printf("%s\"%lld\":{\"wall\":%.4f,\"device\":%.4f,\"host\":%.4f,\"round_trip\":%.4f}", b ? "," : "",
+                   (long long)a->batches[b], r->dec[0].step_ms[m][b], r->dec[0].device_ms[m][b],
+                   r->dec[0].step_ms[m][b] - r->dec[0].device_ms[m][b], r->dec[0].trip_ms[m][b]);
         printf("}");
     }
     printf("}");
@@ -376,12 +389,13 @@ static void bench__print(const bench_args *a, const engine *e, const bench_resul
         printf("\n");
     }
     printf("  (ratios against %s, measured side by side)\n", bench_modes[a->modes[0]].name);
-    printf("per decode step (one host round trip), ms: wall = device + host\n");
+    printf("per decode step (a forward pass over the batch), ms: wall = device + host; [a host round trip]\n");
     for (int m = 0; m < a->n_modes; m++) {
         printf("  %-10s", bench_modes[a->modes[m]].name);
         for (int b = 0; b < a->n_batches; b++)
-            printf("  %lld seq: %.3f = %.3f + %.3f", (long long)a->batches[b], r->dec[0].step_ms[m][b], r->dec[0].device_ms[m][b],
-                   r->dec[0].step_ms[m][b] - r->dec[0].device_ms[m][b]);
+            printf("  %lld seq: %.3f = %.3f + %.3f [%.3f]", (long long)a->batches[b], r->dec[0].step_ms[m][b],
+                   r->dec[0].device_ms[m][b], r->dec[0].step_ms[m][b] - r->dec[0].device_ms[m][b],
+                   r->dec[0].trip_ms[m][b]);
         printf("\n");
     }
     bench__print_sampled(a, r);

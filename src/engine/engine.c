@@ -592,8 +592,10 @@ enc_status engine_step(engine *e, engine_step_stats *stats)
         if (decode_multi_reserve(e, b)) {
             ENC_TRY(decode_slots_run_multi(e, b));
             st.n_finished = engine__consume_multi(e, b, &st);
+            st.n_passes = e->multi_steps;
         } else {
             ENC_TRY(engine__run_single(e, b, &st));
+            st.n_passes = 1;
         }
         e->stats.n_steps++;
         e->stats.n_prefill_tokens += st.n_prefill_tokens;

@@ -158,6 +158,8 @@ typedef struct engine_step_stats {
     int64_t n_preempted;      /* sequences preempted this step */
     int64_t n_running;        /* after the step: sequences holding KV blocks */
     int64_t n_waiting;        /* after the step: queued or preempted requests */
+    int64_t n_passes;         /* forward passes the step ran: K for a replay of K
+                               * decode steps, else 1 (0: nothing scheduled) */
 } engine_step_stats;
 
 /* Counters since creation, and gauges (marked "now") for a /metrics page. */
