@@ -165,6 +165,26 @@ static inline bool smath_kept(const double *w, int64_t i, smath_cut cut)
     return w[i] > 0.0 && (w[i] > cut.w || (w[i] == cut.w && i <= cut.id));
 }
 
+/* Add the kept ids of chunk [c0, c1) to count[] and mass[], bin by bin (see
+ * the top); part[] is all zeros before and after. */
+static inline void smath_masses_chunk(const double *w, int64_t c0, int64_t c1, smath_cut cut,
+                                      int64_t *count, double *mass, double *part)
+{
+    uint64_t seen = 0;
+    for (int64_t i = c0; i < c1; i++) {
+        if (!smath_kept(w, i, cut)) continue;
+        int b = smath_bin(w[i]);
+        part[b] += w[i];
+        count[b]++;
+        seen |= 1ull << b;
+    }
+    for (int b = 0; seen; b++, seen >>= 1) {
+        if (!(seen & 1)) continue;
+        mass[b] += part[b];
+        part[b] = 0.0;
+    }
+}
+
 /* count[b] and mass[b] of the kept ids of each bin (see the top). */
 static inline void smath_masses(const double *w, int64_t n, smath_cut cut, int64_t *count,
                                 double *mass)
@@ -172,22 +192,8 @@ static inline void smath_masses(const double *w, int64_t n, smath_cut cut, int64
     double part[SMATH_BINS] = {0};
     memset(mass, 0, SMATH_BINS * sizeof *mass);
     memset(count, 0, SMATH_BINS * sizeof *count);
-    for (int64_t c0 = 0; c0 < n; c0 += SMATH_CHUNK) {
-        int64_t c1 = c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n;
-        uint64_t seen = 0;
-        for (int64_t i = c0; i < c1; i++) {
-            if (!smath_kept(w, i, cut)) continue;
-            int b = smath_bin(w[i]);
-            part[b] += w[i];
-            count[b]++;
-            seen |= 1ull << b;
-        }
-        for (int b = 0; seen; b++, seen >>= 1) {
-            if (!(seen & 1)) continue;
-            mass[b] += part[b];
-            part[b] = 0.0;
-        }
-    }
+    for (int64_t c0 = 0; c0 < n; c0 += SMATH_CHUNK)
+        smath_masses_chunk(w, c0, c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n, cut, count, mass, part);
 }
 
 /* count and mass of bin b alone: smath_masses' figures for it. */

@@ -126,13 +126,19 @@ static void sample_select__top_p(const double *w, int64_t n, double top_p, sampl
     sample_select__recut(w, n, b, out);
 }
 
+void sample_select_cut(const double *w, int64_t n, int64_t top_k, double top_p, sample_cand *cand,
+                       sample_cand *tmp, sample_kept *io)
+{
+    io->cut = (smath_cut){0.0, -1};
+    if (top_k > 0 && top_k < n) sample_select__top_k(w, n, top_k, cand, tmp, io);
+    if (top_p > 0.0 && top_p < 1.0) sample_select__top_p(w, n, top_p, cand, tmp, io);
+}
+
 void sample_select(const double *w, int64_t n, int64_t top_k, double top_p, sample_cand *cand,
                    sample_cand *tmp, sample_kept *out)
 {
-    out->cut = (smath_cut){0.0, -1};
-    smath_masses(w, n, out->cut, out->count, out->mass);
-    if (top_k > 0 && top_k < n) sample_select__top_k(w, n, top_k, cand, tmp, out);
-    if (top_p > 0.0 && top_p < 1.0) sample_select__top_p(w, n, top_p, cand, tmp, out);
+    smath_masses(w, n, (smath_cut){0.0, -1}, out->count, out->mass);
+    sample_select_cut(w, n, top_k, top_p, cand, tmp, out);
 }
 
 int64_t sample_select_draw(const double *w, int64_t n, const sample_kept *k, double u01)

@@ -40,6 +40,12 @@ typedef struct sample_kept {
 void sample_select(const double *w, int64_t n, int64_t top_k, double top_p, sample_cand *cand,
                    sample_cand *tmp, sample_kept *out);
 
+/* sample_select where io already holds every positive weight's count and
+ * mass by bin (smath_masses under the cut {0, -1}, made in the same pass as
+ * the weights); io->cut is set here. */
+void sample_select_cut(const double *w, int64_t n, int64_t top_k, double top_p, sample_cand *cand,
+                       sample_cand *tmp, sample_kept *io);
+
 /* The id the uniform u01 in [0, 1) draws from the kept set (smath_draw of
  * u01 x its mass); -1 when nothing is kept. */
 int64_t sample_select_draw(const double *w, int64_t n, const sample_kept *k, double u01);

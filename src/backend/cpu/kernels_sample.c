@@ -145,14 +145,30 @@ static double sample__logprobs(const float *x, int64_t n, int n_top, graph_sampl
 
 /* --- one row ------------------------------------------------------------------ */
 
+/* The weights of x[0..n) into w and every positive one's count and mass by
+ * bin into k (smath_weights then smath_masses under the cut {0, -1}, the
+ * same bits), a chunk at a time while its weights are in the L1 cache. */
+static void sample__weights_masses(const float *x, int64_t n, double max, double inv_t, double min_p,
+                                   double *w, sample_kept *k)
+{
+    double part[SMATH_BINS] = {0};
+    memset(k->count, 0, sizeof k->count);
+    memset(k->mass, 0, sizeof k->mass);
+    for (int64_t c0 = 0; c0 < n; c0 += SMATH_CHUNK) {
+        int64_t c1 = c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n;
+        cpu__kernels()->sample_weights(x + c0, c1 - c0, max, inv_t, min_p, w + c0);
+        smath_masses_chunk(w, c0, c1, (smath_cut){0.0, -1}, k->count, k->mass, part);
+    }
+}
+
 static int32_t sample__draw(const float *x, const graph_sample_row *p, const sample__scratch *sc,
                             int64_t pos)
 {
     int64_t n = p->n_sample;
     double max = x[sample__argmax(x, n)];
-    cpu__kernels()->sample_weights(x, n, max, 1.0 / p->temperature, p->min_p, sc->w);
     sample_kept kept;
-    sample_select(sc->w, n, p->top_k, p->top_p, sc->cand, sc->tmp, &kept);
+    sample__weights_masses(x, n, max, 1.0 / p->temperature, p->min_p, sc->w, &kept);
+    sample_select_cut(sc->w, n, p->top_k, p->top_p, sc->cand, sc->tmp, &kept);
     int64_t id = sample_select_draw(sc->w, n, &kept, philox_uniform(p->seed, pos));
     return id >= 0 ? (int32_t)id : sample__argmax(x, n);
 }
