@@ -1005,7 +1005,12 @@ def check_bench(a):
             fail(f"prompt tokens: bench {rep['prompt_tokens']}, server computed {prompt}, want 128")
         if not 0 < rep["ttft_ms"]["p50"] <= rep["e2e_ms"]["p50"]:
             fail(f"latencies: {rep}")
-    print("bench: 8 requests over 4 clients, counts match the server's")
+        # the server decodes up to 4 steps per replay (the default) and streams
+        # each replay's tokens as one chunk
+        if not 1.0 <= rep["tokens_per_chunk"] <= 4.0:
+            fail(f"tokens per chunk {rep['tokens_per_chunk']}, want 1..4")
+    print(f"bench: 8 requests over 4 clients, counts match the server's; "
+          f"{rep['tokens_per_chunk']:.2f} tokens per chunk")
 
 
 WEATHER = {"type": "function", "function": {

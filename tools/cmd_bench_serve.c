@@ -203,6 +203,7 @@ static bench_dist bench_serve__dist(double *v, int64_t n)
 typedef struct bench_serve_report {
     int64_t completed, failed, prompt_tokens, output_tokens;
     double duration, request_rate, output_tps, total_tps;
+    double tokens_per_chunk; /* a server that decodes K steps per replay sends K at once */
     bench_dist ttft, tpot, itl, e2e;
 } bench_serve_report;
 
@@ -215,7 +216,7 @@ static bool bench_serve__summarise(const bench_serve_run *run, double duration, 
     double *e2e = malloc((size_t)n * sizeof *e2e), *itl = malloc((size_t)(n_itl + 1) * sizeof *itl);
     if (!ttft || !tpot || !e2e || !itl) return false;
     memset(rep, 0, sizeof *rep);
-    int64_t n_tpot = 0, k = 0;
+    int64_t n_tpot = 0, k = 0, n_chunks = 0;
     for (int64_t i = 0; i < n; i++) {
         const bench_request *r = &run->reqs[i];
         if (!r->ok) {
@@ -229,7 +230,9 @@ static bool bench_serve__summarise(const bench_serve_run *run, double duration, 
         if (r->output_tokens > 1) tpot[n_tpot++] = (r->last - r->first) / (double)(r->output_tokens - 1);
         memcpy(itl + k, r->itl, (size_t)r->n_itl * sizeof *itl);
         k += r->n_itl;
+        n_chunks += r->first > 0 ? r->n_itl + 1 : 0;
     }
+    rep->tokens_per_chunk = n_chunks ? (double)rep->output_tokens / (double)n_chunks : 0.0;
     rep->duration = duration;
     rep->request_rate = (double)rep->completed / duration;
     rep->output_tps = (double)rep->output_tokens / duration;
@@ -257,11 +260,11 @@ static void bench_serve__print(const bench_serve_args *a, const bench_serve_repo
         printf("{\"model\":\"%s\",\"clients\":%lld,\"num_prompts\":%lld,\"input_len\":%lld,\"output_len\":%lld,"
                "\"completed\":%lld,\"failed\":%lld,\"duration_s\":%.6f,\"prompt_tokens\":%lld,"
                "\"output_tokens\":%lld,\"request_throughput\":%.4f,\"output_tokens_per_s\":%.3f,"
-               "\"total_tokens_per_s\":%.3f,",
+               "\"total_tokens_per_s\":%.3f,\"tokens_per_chunk\":%.3f,",
                a->model, (long long)a->clients, (long long)a->num_prompts, (long long)a->input_len,
                (long long)a->output_len, (long long)r->completed, (long long)r->failed, r->duration,
                (long long)r->prompt_tokens, (long long)r->output_tokens, r->request_rate, r->output_tps,
-               r->total_tps);
+               r->total_tps, r->tokens_per_chunk);
     } else {
         printf("encore bench serve: %s, %lld clients, %lld requests (%lld prompt / %lld output tokens)\n",
                a->model, (long long)a->clients, (long long)a->num_prompts, (long long)a->input_len,
@@ -277,6 +280,9 @@ static void bench_serve__print(const bench_serve_args *a, const bench_serve_repo
     bench_serve__print_dist("itl", r->itl, a->json, false);
     bench_serve__print_dist("e2e", r->e2e, a->json, true);
     if (a->json) printf("}\n");
+    else
+        printf("itl is the gap between streamed chunks, %.2f tokens per chunk (a K-step replay's tokens "
+               "come in one); tpot is per token\n", r->tokens_per_chunk);
 }
 
 /* --- arguments and the run ------------------------------------------------- */
