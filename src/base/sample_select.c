@@ -59,10 +59,11 @@ static int64_t sample_select__bucket(const double *w, int64_t n, smath_cut cut, 
 {
     int64_t m = 0, count[SAMPLE_SELECT__BUCKETS] = {0};
     int shift = b == SMATH_BINS - 1 ? 63 : 44;
-    for (int64_t i = 0; i < n; i++) {
-        if (!smath_kept(w, i, cut) || smath_bin(w[i]) != b) continue;
-        cand[m++] = (sample_cand){w[i], (int32_t)i, 0};
-        count[255 - (int)((smath__bits(w[i]) >> shift) & 255)]++;
+    for (int64_t i = 0; i < n; i++) { /* written always, kept when of the bin: no branch */
+        bool in = smath_kept(w, i, cut) & (smath_bin(w[i]) == b);
+        cand[m] = (sample_cand){w[i], (int32_t)i, 0};
+        count[255 - (int)((smath__bits(w[i]) >> shift) & 255)] += in;
+        m += in;
     }
     start[0] = 0;
     for (int j = 0; j < SAMPLE_SELECT__BUCKETS; j++)
