@@ -16,7 +16,8 @@
  *               finite logit left: GRAPH_SAMPLE_NO_TOKEN
  *   greedy      T = 0: the first id of the largest logit
  *   weights     w = smath_exp((l - max) x (1 / T)) (base/sample_math.h;
- *               four at a time on AVX2, the same bits); min_p zeroes w < min_p
+ *               four at a time on AVX2, the same bits); min_p zeroes w < min_p;
+ *               each 256-id chunk's bin masses while its weights are in L1
  *   top-k/p     the kept set as a cut over weights binned by exponent, one
  *               boundary bin sorted (base/sample_select.h)
  *   draw        u = philox_uniform(seed, position) x the kept mass, walked
