@@ -4,6 +4,7 @@
 # library as one generated C file (cmake/embed_spirv.cmake). Included from
 # the top-level CMakeLists.txt when ENCORE_VULKAN is on.
 file(GLOB ENCORE_SHADERS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/shaders/*.comp)
+file(GLOB ENCORE_SHADER_INCLUDES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/shaders/*.glsl)
 set(ENCORE_SPV_DIR ${PROJECT_BINARY_DIR}/shaders)
 file(MAKE_DIRECTORY ${ENCORE_SPV_DIR})
 set(spv_files "")
@@ -25,7 +26,7 @@ foreach(comp ${ENCORE_SHADERS})
     add_custom_command(
       OUTPUT ${spv}
       COMMAND ${ENCORE_GLSLC} --target-env=vulkan1.1 -O -Werror ${defs} -o ${spv} ${comp}
-      DEPENDS ${comp} ${PROJECT_SOURCE_DIR}/shaders/common.glsl
+      DEPENDS ${comp} ${ENCORE_SHADER_INCLUDES}
       COMMENT "glslc ${name}.comp (${variant})")
     list(APPEND spv_files ${spv})
   endforeach()

@@ -38,7 +38,9 @@ enum {
     GRAPH_SAMPLE_NO_TOKEN = -1,     /* the id of a masked row that allows no token */
     GRAPH_SAMPLE_MAX_TOP = 20,      /* alternatives a logprobs record holds */
     GRAPH_SAMPLE_WORKERS = 4,       /* rows sampled at once (scratch slices) */
-    GRAPH_SAMPLE_SCRATCH_WORDS = 12 /* i32 scratch words per vocabulary id per worker (even) */
+    GRAPH_SAMPLE_SCRATCH_WORDS = 12, /* i32 scratch words per vocabulary id per worker (even) */
+    GRAPH_SAMPLE_SCRATCH_EXTRA = 128 /* and per worker beyond them (one chunk's 64 bin masses, for
+                                      * shaders/sample.comp on a vocabulary under 18 ids) */
 };
 
 typedef struct graph_sample_row {

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "backend/vulkan/vk_impl.h"
+#include "base/log.h"
 
 enum { VK__SETS_PER_POOL = 256 };
 
@@ -197,6 +198,7 @@ static enc_status vk__record_node(vk_ctx *c, backend_recording *rec, const graph
         VkDescriptorSet set;
         ENC_TRY(vk__rec_set(c, rec, &set));
         ENC_TRY(vk__encode(c, rec->cmd, set, &c->scratch[i]));
+        if (c->scratch[i].barrier_after && i + 1 < nd) vk_record_barrier(rec->cmd);
     }
     vk_record_barrier(rec->cmd);
     return ENC_OK;
@@ -215,6 +217,7 @@ static enc_status vk__run_node(vk_ctx *c, const graph_node *n, bool last)
         VkDescriptorSet set;
         s = vk__set_alloc(c, c->eager_pool, &set);
         if (s == ENC_OK) s = vk__encode(c, c->cmd, set, &c->scratch[i]);
+        if (s == ENC_OK && c->scratch[i].barrier_after && i + 1 < nd) vk_record_barrier(c->cmd);
     }
     vk_record_barrier(c->cmd);
     if (last) vk_record_readback(c->cmd, c->expected, c->n_expected);
@@ -352,12 +355,13 @@ static double vk__device_seconds(const backend *be)
     return c->total_device_s;
 }
 
-/* Every op but the device sampler, which has no shader yet: sampled
- * requests read their logits rows and sample on the host. */
+/* Every op; the device sampler only where the device can run it
+ * (vk_sampler_check; without it sampled requests read their logits rows
+ * and sample on the host). */
 static bool vk__supports_op(const backend *be, graph_op op)
 {
-    (void)be;
-    return (unsigned)op < GRAPH_OP_COUNT && op != GRAPH_OP_SAMPLE;
+    const vk_ctx *c = be->ctx;
+    return (unsigned)op < GRAPH_OP_COUNT && (op != GRAPH_OP_SAMPLE || c->sampler_ok);
 }
 
 static const struct backend_i vk__iface = {
@@ -382,6 +386,9 @@ static const struct backend_i vk__iface = {
 static enc_status vk__init(vk_ctx *c, int index)
 {
     ENC_TRY(vk_device_open(c, index));
+    c->sampler_ok = vk_sampler_check(c) == ENC_OK;
+    if (!c->sampler_ok) /* the engine then reads logits rows and samples on the host */
+        enc_log_info("%s; sampled requests take the host sampler", enc_last_error());
     const char *prof = getenv("ENCORE_VK_PROFILE");
     c->profile = prof && *prof && strcmp(prof, "0") != 0;
     ENC_TRY(vk_pipelines_init(c));

@@ -348,10 +348,15 @@ static enc_status vk__logical(vk_ctx *c)
         .queueCount = 1,
         .pQueuePriorities = &prio,
     };
+    VkPhysicalDeviceFeatures have, want = {0};
+    vkGetPhysicalDeviceFeatures(c->phys, &have);
+    c->float64 = have.shaderFloat64 && !vk__env_off("ENCORE_VK_FLOAT64");
+    want.shaderFloat64 = c->float64;
     VkDeviceCreateInfo dci = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qci,
+        .pEnabledFeatures = &want,
     };
     VkResult r = vkCreateDevice(c->phys, &dci, NULL, &c->dev);
     if (r != VK_SUCCESS) return vk_fail(r, "vkCreateDevice");

@@ -94,6 +94,7 @@ typedef struct vk_dispatch {
     VkDeviceSize tex_start[VK_N_TEXELS], tex_range[VK_N_TEXELS];
     vk_push push;
     uint32_t groups[3];
+    bool barrier_after; /* the next dispatch of the node waits for this one */
 } vk_dispatch;
 
 typedef struct vk_ctx {
@@ -110,6 +111,8 @@ typedef struct vk_ctx {
     bool one_subgroup;      /* attention's workgroups are one subgroup (a CPU device) */
     bool texels;            /* read-only tensors are read through texel views where they can be */
     bool timestamps;        /* the queue writes timestamps */
+    bool float64;           /* shaderFloat64 on (ENCORE_VK_FLOAT64=0: off, as if the device lacked it) */
+    bool sampler_ok;        /* the device sampler runs here (vk_sampler_check) */
     VkCommandPool cmd_pool;
     VkCommandBuffer cmd;    /* for eager ops and transfers */
     VkFence fence;
@@ -183,6 +186,10 @@ void vk_pipelines_free(vk_ctx *c);
 enc_status vk_pipeline_get(vk_ctx *c, graph_op op, int spec, VkPipeline *out);
 
 /* --- vk_ops.c --- */
+enum { VK_SAMPLE_INVOCATIONS = 1024 }; /* shaders/sample.comp's workgroup */
+/* ENC_OK where the device runs shaders/sample.comp (shaderFloat64, a
+ * workgroup of VK_SAMPLE_INVOCATIONS), else an error naming what it lacks. */
+enc_status vk_sampler_check(const vk_ctx *c);
 /* The dispatches of one node (several where a weight spans more than one
  * storage-buffer range). */
 enc_status vk_ops_plan(const vk_ctx *c, const graph_node *n, vk_dispatch *out, int *n_out);

@@ -13,9 +13,11 @@
  * this changes a value: each output element is computed by one workgroup in
  * one fixed order. */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "backend/vulkan/vk_impl.h"
+#include "graph/sample_row.h"
 
 enum { VK__GRID_MAX = 65535, VK__MATMUL_RPW = 128 /* weight rows per workgroup (matmul.comp) */,
        VK__NORM_RPW_SUBGROUP = 8 /* rows per workgroup, subgroup variant (rms_norm.comp) */,
@@ -449,6 +451,71 @@ static enc_status vk__advance(vk__plan *pl)
     return ENC_OK;
 }
 
+/* --- the device sampler ------------------------------------------------------ */
+
+/* shaders/sample.comp reads graph_sample_row by these word offsets. */
+#define VK__ROW_WORD(f, w) _Static_assert(offsetof(graph_sample_row, f) == 4 * (w), "sample.comp: " #f)
+VK__ROW_WORD(temperature, 0);
+VK__ROW_WORD(top_p, 2);
+VK__ROW_WORD(min_p, 4);
+VK__ROW_WORD(repetition_penalty, 6);
+VK__ROW_WORD(presence_penalty, 8);
+VK__ROW_WORD(frequency_penalty, 10);
+VK__ROW_WORD(seed, 12);
+VK__ROW_WORD(top_k, 14);
+VK__ROW_WORD(n_prompt, 15);
+VK__ROW_WORD(min_tokens, 16);
+VK__ROW_WORD(n_sample, 17);
+VK__ROW_WORD(n_mask, 18);
+VK__ROW_WORD(flags, 19);
+VK__ROW_WORD(n_top, 20);
+VK__ROW_WORD(mask_ids, 21);
+_Static_assert(GRAPH_SAMPLE_ROW_WORDS == 54 && GRAPH_SAMPLE_LP_WORDS == 43 && GRAPH_SAMPLE_MAX_TOP == 20 &&
+                   offsetof(graph_sample_logprobs, top_logprobs) == 4 * 23,
+               "sample.comp: the row and logprobs layouts");
+
+enc_status vk_sampler_check(const vk_ctx *c)
+{
+    const VkPhysicalDeviceLimits *l = &c->props.limits;
+    if (!c->float64)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: sample: device '%s' lacks shaderFloat64, which the device "
+                        "sampler's arithmetic needs", c->props.deviceName);
+    if (l->maxComputeWorkGroupInvocations < VK_SAMPLE_INVOCATIONS ||
+        l->maxComputeWorkGroupSize[0] < VK_SAMPLE_INVOCATIONS)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: sample: device '%s' runs workgroups of at most %u "
+                        "invocations (the device sampler's are %d)", c->props.deviceName,
+                        l->maxComputeWorkGroupInvocations, VK_SAMPLE_INVOCATIONS);
+    return ENC_OK;
+}
+
+/* sample: a dispatch per `workers` rows, one workgroup per row and scratch
+ * slice, a barrier between dispatches (they share the slices). */
+static enc_status vk__sample(vk__plan *pl)
+{
+    const graph_node *n = pl->n;
+    const graph_tensor *scratch = n->src[4];
+    int64_t S = n->src[0]->shape[0], V = n->src[0]->shape[1], workers = scratch->shape[0];
+    ENC_TRY(vk_sampler_check(pl->c));
+    if (scratch->shape[1] < V * GRAPH_SAMPLE_SCRATCH_WORDS + GRAPH_SAMPLE_SCRATCH_EXTRA)
+        return enc_fail(ENC_ERR_INTERNAL, "vulkan: sample: scratch '%s' has %lld words per worker (%lld needed)",
+                        vk__tname(scratch), (long long)scratch->shape[1],
+                        (long long)(V * GRAPH_SAMPLE_SCRATCH_WORDS + GRAPH_SAMPLE_SCRATCH_EXTRA));
+    if (S > workers * VK_MAX_DISPATCHES)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: sample: %lld rows in one step (at most %lld; lower "
+                        "--max-num-seqs)", (long long)S, (long long)(workers * VK_MAX_DISPATCHES));
+    const graph_tensor *ts[] = {n->src[0], n->src[1], n->src[2], n->src[3], scratch, n->src[5], n->src[6], n->dst};
+    for (int64_t r0 = 0; r0 < S; r0 += workers) {
+        vk_dispatch *d = NULL;
+        ENC_TRY(vk__single(pl, ts, 8, &d));
+        uint32_t p[] = {(uint32_t)S, (uint32_t)V, (uint32_t)n->src[3]->shape[1], (uint32_t)workers,
+                        n->src[5] != NULL, n->src[6] != NULL, (uint32_t)scratch->shape[1], (uint32_t)r0};
+        memcpy(d->push.p, p, sizeof p);
+        d->groups[0] = (uint32_t)(S - r0 < workers ? S - r0 : workers);
+        d->barrier_after = true;
+    }
+    return ENC_OK;
+}
+
 /* --- mixture of experts ------------------------------------------------------ */
 
 /* moe_route, moe_weights: one invocation per token. */
@@ -516,6 +583,7 @@ enc_status vk_ops_plan(const vk_ctx *c, const graph_node *n, vk_dispatch *out, i
     case GRAPH_OP_ATTENTION: s = vk__attention(&pl); break;
     case GRAPH_OP_ARGMAX: s = vk__argmax(&pl); break;
     case GRAPH_OP_DECODE_ADVANCE: s = vk__advance(&pl); break;
+    case GRAPH_OP_SAMPLE: s = vk__sample(&pl); break;
     case GRAPH_OP_MOE_ROUTE:
     case GRAPH_OP_MOE_WEIGHTS: s = vk__moe_route(&pl); break;
     case GRAPH_OP_MATMUL_ID: s = vk__matmul_id(&pl); break;

@@ -19,6 +19,7 @@ static const char *const vk__shader_names[GRAPH_OP_COUNT] = {
     [GRAPH_OP_ARGMAX] = "argmax",       [GRAPH_OP_DECODE_ADVANCE] = "decode_advance",
     [GRAPH_OP_MOE_ROUTE] = "moe_route", [GRAPH_OP_MOE_WEIGHTS] = "moe_weights",
     [GRAPH_OP_MATMUL_ID] = "matmul_id", [GRAPH_OP_MOE_SUM] = "moe_sum",
+    [GRAPH_OP_SAMPLE] = "sample",
 };
 
 enc_status vk_pipelines_init(vk_ctx *c)
