@@ -44,6 +44,13 @@ vk_test(vulkan_ops_no_subgroup test_vulkan_ops)
 vk_test(vulkan_ops_no_texels test_vulkan_ops)
 vk_test(vulkan_ops_gpu_layout test_vulkan_ops)
 
+add_executable(test_vulkan_sample ${ENCORE_TESTS_DIR}/test_vulkan_sample.c)
+target_link_libraries(test_vulkan_sample PRIVATE encore_internals m)
+target_include_directories(test_vulkan_sample PRIVATE ${ENCORE_TESTS_DIR})
+vk_test(vulkan_sample_op test_vulkan_sample)
+vk_test(vulkan_sample_op_no_subgroup test_vulkan_sample)
+vk_test(vulkan_sample_refused test_vulkan_sample refuse)
+
 foreach(case write read alloc free nested replay end replay_matches_eager)
   vk_test(vulkan_capture_contract_${case} test_capture ${case})
 endforeach()
@@ -109,6 +116,14 @@ set_tests_properties(vulkan_ops_no_subgroup PROPERTIES
   ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_SUBGROUP=0")
 set_tests_properties(vulkan_validation_vulkan_ops_no_subgroup PROPERTIES
   ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_VALIDATION=1;ENCORE_VK_SUBGROUP=0")
+set_tests_properties(vulkan_sample_op_no_subgroup PROPERTIES
+  ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_SUBGROUP=0")
+set_tests_properties(vulkan_validation_vulkan_sample_op_no_subgroup PROPERTIES
+  ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_VALIDATION=1;ENCORE_VK_SUBGROUP=0")
+set_tests_properties(vulkan_sample_refused PROPERTIES
+  ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_FLOAT64=0")
+set_tests_properties(vulkan_validation_vulkan_sample_refused PROPERTIES
+  ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_VALIDATION=1;ENCORE_VK_FLOAT64=0")
 set_tests_properties(vulkan_ops_no_texels PROPERTIES
   ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_TEXELS=0")
 set_tests_properties(vulkan_validation_vulkan_ops_no_texels PROPERTIES
