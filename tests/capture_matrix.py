@@ -9,8 +9,9 @@ captured multi-step decode with K = 4 (the default) and K = 16 steps per
 replay. A scenario passes when all five give the same tokens, the verify
 run found no difference, the single-step run really replayed (captures > 0,
 replays > 0), and, where every request is greedy, the multi-step runs really
-ran several steps per replay (on the CPU every request: it samples on the
-device, logprobs included; on Vulkan, ENCORE_DEVICE=vulkan, the greedy ones).
+ran several steps per replay (every request: both backends sample on the
+device, logprobs included; on Vulkan with ENCORE_VK_FLOAT64=0, where the
+host samples, the greedy ones).
 Stop conditions inside a multi-step round trip
 (EOS, max_tokens) are honoured: the "eos_stops" scenario stops requests at
 EOS after 15, 29 and 32 tokens. The "prefix_hits" scenario has requests
@@ -138,9 +139,11 @@ def main():
         sys.exit(f"FAIL: the captured run never replayed: {st_cap}")
     if st_ver["verified_steps"] != st_ver["replays"] or st_ver["replays"] == 0:
         sys.exit(f"FAIL: verify mode checked {st_ver['verified_steps']} of {st_ver['replays']} replays")
-    # the CPU samples every request on the device; Vulkan has no sampler op
-    # yet, so there only greedy requests run multi-step
-    device_samples = not os.environ.get("ENCORE_DEVICE", "cpu").startswith("vulkan")
+    # both backends sample every request on the device; Vulkan without
+    # shaderFloat64 samples on the host, and there only greedy requests run
+    # multi-step
+    device_samples = not (os.environ.get("ENCORE_DEVICE", "cpu").startswith("vulkan") and
+                          os.environ.get("ENCORE_VK_FLOAT64") == "0")
     greedy = all(r.get("temperature", 0) == 0 and not r.get("logprobs") for r in requests)
     for k, (out, st) in multi.items():
         if (device_samples or greedy) and st["multi_step_round_trips"] == 0:

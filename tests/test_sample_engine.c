@@ -16,7 +16,8 @@
  *              and nothing else (K logprobs records more when it asks for
  *              them), counted by engine_stats.n_bytes_read
  *
- * usage: test_sample_engine MODEL_DIR */
+ * usage: test_sample_engine MODEL_DIR [DEVICE]   (DEVICE: vulkan runs the same
+ * on shaders/sample.comp) */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +29,7 @@
 
 enum { N_REQ = 8, MAX_OUT = 24, MAX_PROMPT = 16, SAMPLE_VOCAB = 480, STOP_ID = 77 };
 
-static const char *g_model;
+static const char *g_model, *g_device;
 
 typedef struct run_out {
     int32_t ids[N_REQ][MAX_OUT];
@@ -63,6 +64,7 @@ static engine_sampling sampling_of(int i)
 static engine *make_engine(bool eager, int64_t decode_steps, int64_t n_kv_blocks)
 {
     engine_config cfg = {.model_dir = g_model,
+                         .device = g_device,
                          .n_threads = 2,
                          .max_num_seqs = 8,
                          .max_model_len = 64,
@@ -245,11 +247,12 @@ static void test_readback(void)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_sample_engine MODEL_DIR\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: test_sample_engine MODEL_DIR [DEVICE]\n");
         return 2;
     }
     g_model = argv[1];
+    g_device = argc == 3 ? argv[2] : NULL;
     run_out *alone = malloc(sizeof *alone), *r = malloc(sizeof *r);
     engine *e = make_engine(false, 4, 0);
     run_alone(e, alone);

@@ -86,7 +86,7 @@ vk_test(vulkan_bad_device ${CMAKE_COMMAND} -E env ENCORE_KV_CACHE_DTYPE=f32 ${EN
         --encore $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 bad_device)
 
 foreach(scenario long join_after_capture grow_shrink block_crossing_32 same_and_different
-                 pool_exhaustion eos_stops sampling)
+                 pool_exhaustion eos_stops sampling sampling_filters sampling_logprobs sampling_preemption)
   vk_test(vulkan_capture_${scenario} ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py
           --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${scenario})
 endforeach()
@@ -97,9 +97,16 @@ foreach(scenario long grow_shrink)
           --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} --model tiny-moe-e8k2-bf16 ${scenario})
 endforeach()
 
-# Token masks through the host sampler (the backend has no device sampler):
+# Token masks through the device sampler (shaders/sample.comp), and through
+# the host sampler where the device lacks shaderFloat64 (ENCORE_VK_FLOAT64=0):
 # constrained requests obey their rule and equal the reference's picks.
 vk_test(vulkan_constraint_engine test_constraint_engine ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 vulkan)
+vk_test(vulkan_constraint_engine_host_sampler test_constraint_engine ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 vulkan)
+
+# Sampled requests with the device sampler in the multi-step replay
+# (test_sample_engine.c): the reference's tokens; alone, staggered, eager,
+# K = 1 / 4 / 16, preempted; a round trip reads back ids (and logprobs) only.
+vk_test(vulkan_sample_engine test_sample_engine ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 vulkan)
 
 # The whole Vulkan suite once more with the validation layer.
 foreach(t ${ENCORE_VK_TESTS})
@@ -120,6 +127,10 @@ set_tests_properties(vulkan_sample_op_no_subgroup PROPERTIES
   ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_SUBGROUP=0")
 set_tests_properties(vulkan_validation_vulkan_sample_op_no_subgroup PROPERTIES
   ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_VALIDATION=1;ENCORE_VK_SUBGROUP=0")
+set_tests_properties(vulkan_constraint_engine_host_sampler PROPERTIES
+  ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_FLOAT64=0")
+set_tests_properties(vulkan_validation_vulkan_constraint_engine_host_sampler PROPERTIES
+  ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_VALIDATION=1;ENCORE_VK_FLOAT64=0")
 set_tests_properties(vulkan_sample_refused PROPERTIES
   ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_FLOAT64=0")
 set_tests_properties(vulkan_validation_vulkan_sample_refused PROPERTIES
