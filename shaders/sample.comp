@@ -2,12 +2,14 @@
 // its own parameters (src/graph/sample_row.h), by the rules, the order and
 // the arithmetic of the CPU kernel (src/backend/cpu/kernels_sample.c), so
 // that both choose the same ids and write the same logprobs records bit for
-// bit. One workgroup of 1024 invocations per row: dispatch d runs rows
+// bit. One workgroup per row: dispatch d runs rows
 // d x workers + w in workgroups w = 0 .. workers - 1, each in its slice of
 // the scratch (a barrier between dispatches). One row per dispatch also
 // keeps lavapipe's bound on loop trips (65535 per invocation and
-// dispatch, over all loops) out of reach: a row of 151936 ids takes about
-// 50000 trips at worst (a flat row whose top-p bin holds most of them).
+// dispatch, over all loops) out of reach: with 1024 invocations a row of
+// 151936 ids takes about 50000 trips at worst (a flat row whose top-p bin
+// holds most of them); 256 invocations (cheaper to start on lavapipe, which
+// runs a workgroup as coroutines of 8 lanes) serve up to 32768 ids.
 //
 // buf: 0 logits [S, V] f32 (rows overwritten after penalties and masks),
 //      1 params [S, ROW_WORDS], 2 positions [S], 3 history [S, H],
@@ -31,9 +33,12 @@
 #version 450
 #include "common.glsl"
 #include "sample_math.glsl"
-layout(local_size_x = 1024) in;
+// The workgroup: 256 invocations, or 1024 for a vocabulary over 32768 ids
+// (specialization constant 4; vk_ops.c chooses).
+layout(local_size_x_id = 4) in;
 
-#define NT 1024u
+#define NT gl_WorkGroupSize.x
+#define NT_MAX 1024u
 #define NONE 0xffffffffu
 #define NEG_INF uintBitsToFloat(0xff800000u)
 #define POS_INF uintBitsToFloat(0x7f800000u)
@@ -66,8 +71,8 @@ layout(local_size_x = 1024) in;
 shared double s_mass[SM_BINS];
 shared uint s_count[SM_BINS];
 shared uint s_u;
-shared float s_rf[NT];
-shared uint s_ru[NT];
+shared float s_rf[NT_MAX];
+shared uint s_ru[NT_MAX];
 shared int s_top[MAX_TOP];
 shared float s_toplp[MAX_TOP];
 shared uint s_hist[256];
@@ -204,24 +209,17 @@ void masses(uint n, Cut c)
     if (lid < uint(SM_BINS)) s_count[lid] = 0u;
     sync();
     uint n_chunks = (n + SM_CHUNK - 1u) / SM_CHUNK;
-    for (uint ch = lid; ch < n_chunks; ch += NT) {
-        precise double part[SM_BINS];
-        uint cnt[SM_BINS];
-        for (int b = 0; b < SM_BINS; b++) {
-            part[b] = 0.0lf;
-            cnt[b] = 0u;
-        }
+    for (uint ch = lid; ch < n_chunks; ch += NT) { // the chunk's 64 parts in the scratch
+        uint p0 = ch * uint(SM_BINS);
+        for (uint b = 0u; b < uint(SM_BINS); b++) st_part(p0 + b, 0.0lf);
         uint end = min(n, (ch + 1u) * SM_CHUNK);
         for (uint i = ch * SM_CHUNK; i < end; i++) {
             if (!kept(i, c)) continue;
             double w = ld_w(i);
             int b = sm_bin(w);
-            part[b] = part[b] + w;
-            cnt[b]++;
-        }
-        for (int b = 0; b < SM_BINS; b++) {
-            st_part(ch * uint(SM_BINS) + uint(b), part[b]);
-            if (cnt[b] != 0u) atomicAdd(s_count[b], cnt[b]);
+            precise double sum = ld_part(p0 + uint(b)) + w;
+            st_part(p0 + uint(b), sum);
+            atomicAdd(s_count[b], 1u);
         }
     }
     sync();

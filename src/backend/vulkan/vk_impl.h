@@ -87,7 +87,8 @@ typedef struct vk_dispatch {
                 * trip count, unrolled); spec & 4: a workgroup of one subgroup (constant 1,
                 * the workgroup size, = the subgroup size instead of 64; constant 2 = true);
                 * spec >> VK_SPEC_KV_SHIFT: constant 3, the KV caches' dtype (0 f32, 1 bf16,
-                * 2 f16; store_kv and attention) */
+                * 2 f16; store_kv and attention); constant 4 = 256 << (spec & 3), the
+                * workgroup size of sample.comp */
     backend_buffer *bufs[VK_N_DESCRIPTORS]; /* NULL: the dummy buffer */
     VkDeviceSize start[VK_N_DESCRIPTORS], range[VK_N_DESCRIPTORS];
     backend_buffer *tex[VK_N_TEXELS];       /* NULL: the dummy buffer's view */
@@ -186,7 +187,8 @@ void vk_pipelines_free(vk_ctx *c);
 enc_status vk_pipeline_get(vk_ctx *c, graph_op op, int spec, VkPipeline *out);
 
 /* --- vk_ops.c --- */
-enum { VK_SAMPLE_INVOCATIONS = 1024 }; /* shaders/sample.comp's workgroup */
+enum { VK_SAMPLE_INVOCATIONS = 1024, /* shaders/sample.comp's workgroup, at most */
+       VK_SAMPLE_SMALL_VOCAB = 32768 /* and 256 invocations up to this many ids */ };
 /* ENC_OK where the device runs shaders/sample.comp (shaderFloat64, a
  * workgroup of VK_SAMPLE_INVOCATIONS), else an error naming what it lacks. */
 enc_status vk_sampler_check(const vk_ctx *c);

@@ -511,6 +511,7 @@ static enc_status vk__sample(vk__plan *pl)
                         n->src[5] != NULL, n->src[6] != NULL, (uint32_t)scratch->shape[1], (uint32_t)r0};
         memcpy(d->push.p, p, sizeof p);
         d->groups[0] = (uint32_t)(S - r0 < workers ? S - r0 : workers);
+        d->spec = V > VK_SAMPLE_SMALL_VOCAB ? 2 : 0; /* 1024 or 256 invocations */
         d->barrier_after = true;
     }
     return ENC_OK;

@@ -98,12 +98,12 @@ enc_status vk_pipeline_get(vk_ctx *c, graph_op op, int spec, VkPipeline *out)
     }
     ENC_TRY(vk__module(c, op, name));
     /* shaders without these constants ignore them */
-    uint32_t values[4] = {1u << (spec & 3), spec & 4 ? c->subgroup_size : 64u, spec & 4 ? VK_TRUE : VK_FALSE,
-                          (uint32_t)(spec >> VK_SPEC_KV_SHIFT) & 3u};
-    VkSpecializationMapEntry entries[4];
-    for (uint32_t i = 0; i < 4; i++)
+    uint32_t values[5] = {1u << (spec & 3), spec & 4 ? c->subgroup_size : 64u, spec & 4 ? VK_TRUE : VK_FALSE,
+                          (uint32_t)(spec >> VK_SPEC_KV_SHIFT) & 3u, 256u << (spec & 3)};
+    VkSpecializationMapEntry entries[5];
+    for (uint32_t i = 0; i < 5; i++)
         entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = i * 4, .size = 4};
-    VkSpecializationInfo si = {.mapEntryCount = 4, .pMapEntries = entries, .dataSize = sizeof values,
+    VkSpecializationInfo si = {.mapEntryCount = 5, .pMapEntries = entries, .dataSize = sizeof values,
                                .pData = values};
     VkComputePipelineCreateInfo pci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
