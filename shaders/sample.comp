@@ -478,8 +478,8 @@ int sample_draw(uint n, int pos)
 
 // --- logprobs, penalties, masks ----------------------------------------------------
 
-// The raw row's log-normaliser; its n_top best ids and logprobs into s_top,
-// s_toplp; the raw row kept. Returns the count of best ids in s_u's place.
+// The raw row's log-normaliser (returned); its n_top best ids and their
+// logprobs into s_top, s_toplp (`have` of them); the raw row kept.
 double logprobs(uint n, int n_top, out int have)
 {
     float mx = ld_x(row_argmax(n));
