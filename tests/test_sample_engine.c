@@ -13,7 +13,7 @@
  *              the K = 4 and 16 runs are multi-step (round trips counted) and
  *              the small pool preempts
  *   readback   a multi-step round trip of a sampled request reads back K ids
- *              and nothing else (K logprobs records more when it asks for
+ *              (K = 1 and 4) and nothing else (K logprobs records more when it asks for
  *              them), counted by engine_stats.n_bytes_read
  *
  * usage: test_sample_engine MODEL_DIR [DEVICE]   (DEVICE: vulkan runs the same
@@ -210,10 +210,9 @@ static void test_reference(engine *e, const run_out *alone)
 
 /* A sampled request with penalties, and one with logprobs: every multi-step
  * round trip of one sequence reads K ids (and K logprobs records), nothing
- * else. */
-static void test_readback(void)
+ * else; at K = 1 too (one step per replay, still sampled on the device). */
+static void test_readback(int64_t K)
 {
-    enum { K = 4 };
     engine *e = make_engine(false, K, 0);
     for (int lp = 0; lp < 2; lp++) {
         int32_t prompt[MAX_PROMPT];
@@ -239,8 +238,8 @@ static void test_readback(void)
         }
         engine_release_request(e, id);
         CHECK(n_trips >= MAX_OUT / K - 2 && bad == 0);
-        printf("%s readback%s: %lld round trips of %lld bytes each\n", bad ? "FAIL" : "ok",
-               lp ? " with logprobs" : "", (long long)n_trips, (long long)want);
+        printf("%s readback%s, K = %lld: %lld round trips of %lld bytes each\n", bad ? "FAIL" : "ok",
+               lp ? " with logprobs" : "", (long long)K, (long long)n_trips, (long long)want);
     }
     engine_destroy(e);
 }
@@ -278,7 +277,8 @@ int main(int argc, char **argv)
                (long long)r->stats.n_multi_round_trips, (long long)r->stats.n_preemptions);
         engine_destroy(e);
     }
-    test_readback();
+    test_readback(1);
+    test_readback(4);
     free(alone);
     free(r);
     if (check_failures) fprintf(stderr, "test_sample_engine: %d checks failed\n", check_failures);

@@ -240,7 +240,11 @@ static int64_t decode__steps(const engine *e, const sched_batch *b)
 
 bool decode_multi_reserve(engine *e, const sched_batch *b)
 {
-    if (e->cfg.eager || e->cfg.verify_capture || e->cfg.decode_steps < 2 || !decode_batch(b)) return false;
+    /* one step per replay goes this way too when the device samples: the
+     * host then reads ids, not logits rows */
+    if (e->cfg.eager || e->cfg.verify_capture || (e->cfg.decode_steps < 2 && !e->device_sampler) ||
+        !decode_batch(b))
+        return false;
     int64_t K = decode__steps(e, b);
     decode_slot *slot = decode__slot_for(e, b->n_entries);
     if (!slot || slot->state == SLOT_COLD) return false; /* the first decode of a size runs eagerly */

@@ -247,7 +247,8 @@ enc_status step_build_multi(engine *e, graph *g, const step_inputs *in, backend_
 }
 
 /* The arena bytes the largest steps need: the largest eager step, the
- * largest decode slot, and its multi-step graph when multi-step decode is on. */
+ * largest decode slot, and its multi-step graph when multi-step decode is on
+ * or the device samples (one step per replay then takes that graph too). */
 static enc_status step__plan_arena(engine *e, size_t *size)
 {
     graph g;
@@ -258,7 +259,7 @@ static enc_status step__plan_arena(engine *e, size_t *size)
         {S, S, S, 0},                   /* the largest decode slot */
         {S, S, S, e->decode_steps_max}, /* its multi-step graph */
     };
-    int n_shapes = e->decode_steps_max > 1 ? 3 : 2;
+    int n_shapes = e->decode_steps_max > 1 || e->device_sampler ? 3 : 2;
     *size = 0;
     for (int i = 0; i < n_shapes; i++) {
         ENC_TRY(step__build(e, &g, NULL, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3],

@@ -183,7 +183,7 @@ static int32_t sample__row(const cpu_sample_args *a, int64_t r, const sample__sc
     int32_t *hist = a->history + r * a->hist_len;
     int64_t pos = (int64_t)a->positions[r] + 1; /* the token being chosen */
     int64_t n_hist = pos < a->hist_len ? pos : a->hist_len;
-    graph_sample_logprobs lp;
+    graph_sample_logprobs lp = {0}; /* whole, so the record read back holds no stale bytes past n_top */
     double lse = 0.0, raw = 0.0;
     bool want_lp = (p.flags & GRAPH_SAMPLE_LOGPROBS) && a->logprobs;
     if (want_lp) { /* of the raw row: before penalties and masks change it */
