@@ -178,9 +178,9 @@ typedef struct engine_stats {
     int64_t n_kv_blocks_cached;     /* now: blocks in the prefix cache, used or not */
     int64_t n_eager_steps;    /* steps run eagerly (prefill, mixed, cold decode) */
     int64_t n_captures;       /* decode steps recorded */
-    int64_t n_replays;        /* decode steps replayed */
+    int64_t n_replays;        /* replays of a one-step recording whose logits the host samples */
     int64_t n_verified_steps; /* replays checked against eager (verify mode) */
-    int64_t n_multi_round_trips; /* replays that ran decode_steps steps at once */
+    int64_t n_multi_round_trips; /* replays of a recording that picks its K (>= 1) tokens on the device */
     int64_t n_bytes_read;        /* bytes the host read back from the device: logits
                                   * rows, sampled ids, logprobs records */
 } engine_stats;
