@@ -25,7 +25,7 @@ foreach(comp ${ENCORE_SHADERS})
     add_custom_command(
       OUTPUT ${spv}
       COMMAND ${ENCORE_GLSLC} --target-env=vulkan1.1 -O -Werror ${defs} -o ${spv} ${comp}
-      DEPENDS ${comp} ${PROJECT_SOURCE_DIR}/shaders/common.glsl
+      DEPENDS ${comp} ${PROJECT_SOURCE_DIR}/shaders/common.glsl ${PROJECT_SOURCE_DIR}/shaders/quant.glsl
       COMMENT "glslc ${name}.comp (${variant})")
     list(APPEND spv_files ${spv})
   endforeach()

@@ -18,6 +18,7 @@
 #include "backend/vulkan/vk_impl.h"
 
 enum { VK__GRID_MAX = 65535, VK__MATMUL_RPW = 128 /* weight rows per workgroup (matmul.comp) */,
+       VK__MATMUL_Q_RPW = 64 /* matmul_q.comp, matmul_id_q.comp */,
        VK__NORM_RPW_SUBGROUP = 8 /* rows per workgroup, subgroup variant (rms_norm.comp) */,
        VK__ROWS_MAX = 65535 * 8 };
 
@@ -170,11 +171,44 @@ static uint32_t vk__f32_bits(double v)
     return u;
 }
 
+/* --- block-quantized weights ------------------------------------------------ */
+
+bool vk_ops_reads_quantized(graph_op op, enc_dtype t)
+{
+    return (op == GRAPH_OP_MATMUL || op == GRAPH_OP_MATMUL_ID || op == GRAPH_OP_GET_ROWS) && t >= ENC_Q8_0 &&
+           t <= ENC_Q6_K;
+}
+
+/* The weights' type: an element type, or a block type the op's _q shader
+ * reads (shaders/quant.glsl); anything else is refused by name. */
 static enc_status vk__weight_dtype(const vk__plan *pl, const graph_tensor *w)
 {
     if (w->dtype == ENC_F32 || w->dtype == ENC_BF16 || w->dtype == ENC_F16) return ENC_OK;
-    return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: tensor '%s' has dtype %s (f32, bf16 or f16 expected)",
-                    graph_op_name(pl->n->op), vk__tname(w), enc_dtype_name(w->dtype));
+    if (vk_ops_reads_quantized(pl->n->op, w->dtype)) return ENC_OK;
+    return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: tensor '%s' has dtype %s (f32, bf16, f16, q8_0, q4_0, "
+                    "q4_K, q5_K or q6_K expected)", graph_op_name(pl->n->op), vk__tname(w), enc_dtype_name(w->dtype));
+}
+
+/* Bytes of one row of k values of w's type (whole blocks: graph.c checks). */
+static size_t vk__row_bytes(const graph_tensor *w, int64_t k) { return enc_dtype_row_bytes(w->dtype, k); }
+
+/* The tokens per tile of matmul_q.comp (1, 2 or 4) as vk_dispatch.spec. */
+static int vk__tile_spec(int64_t T) { return T <= 1 ? 0 : T == 2 ? 1 : 2; }
+
+/* A matmul window over block-quantized weights (matmul_q.comp). */
+static enc_status vk__matmul_q_window(const vk__plan *pl, vk_dispatch *d, int64_t n0, int64_t nw)
+{
+    const graph_tensor *x = pl->n->src[0], *w = pl->n->src[1];
+    int64_t T = x->shape[0], K = x->shape[1], N = w->shape[0];
+    int spec = vk__tile_spec(T);
+    uint32_t p[] = {(uint32_t)T, (uint32_t)K, (uint32_t)N, (uint32_t)vk__row_bytes(w, K), (uint32_t)n0,
+                    (uint32_t)nw};
+    memcpy(d->push.p, p, sizeof p);
+    d->qtype = w->dtype;
+    d->spec = spec;
+    d->groups[0] = (uint32_t)((nw + VK__MATMUL_Q_RPW - 1) / VK__MATMUL_Q_RPW);
+    d->groups[1] = (uint32_t)((T + (1 << spec) - 1) >> spec); /* zero groups: nothing runs */
+    return ENC_OK;
 }
 
 /* Rows of `row_bytes` per window of a binding: even (so that a 16-bit
@@ -206,7 +240,7 @@ static enc_status vk__windowed(vk__plan *pl, const graph_tensor *w, int wb, cons
 {
     ENC_TRY(vk__weight_dtype(pl, w));
     int64_t R = w->shape[0], win = 1;
-    size_t rb = (size_t)w->shape[1] * enc_dtype_size(w->dtype);
+    size_t rb = vk__row_bytes(w, w->shape[1]);
     ENC_TRY(vk__rows_per_window(pl, w, rb, R, &win));
     for (int64_t r0 = 0; r0 == 0 || r0 < R; r0 += win) {
         enc_status s;
@@ -226,26 +260,17 @@ static enc_status vk__get_rows_window(const vk__plan *pl, vk_dispatch *d, int64_
     const graph_node *n = pl->n;
     const graph_tensor *tab = n->src[0];
     int64_t D = tab->shape[1], N = n->src[1]->shape[0];
-    uint32_t p[] = {(uint32_t)N, (uint32_t)D, (uint32_t)tab->dtype, (uint32_t)tab->shape[0], (uint32_t)r0,
-                    (uint32_t)nw};
+    bool quant = enc_dtype_is_quantized(tab->dtype); /* get_rows_q.comp: p[2] the bytes of a row */
+    uint32_t p[] = {(uint32_t)N, (uint32_t)D, quant ? (uint32_t)vk__row_bytes(tab, D) : (uint32_t)tab->dtype,
+                    (uint32_t)tab->shape[0], (uint32_t)r0, (uint32_t)nw};
     memcpy(d->push.p, p, sizeof p);
+    d->qtype = quant ? tab->dtype : ENC_F32;
     vk__grid_1d(d, N * D, 256);
     return ENC_OK;
 }
 
-/* No shader reads block-quantized weights yet: say which tensor and type. */
-static enc_status vk__refuse_quantized(const vk__plan *pl, const graph_tensor *w)
-{
-    if (!enc_dtype_is_quantized(w->dtype)) return ENC_OK;
-    return enc_fail(ENC_ERR_UNSUPPORTED,
-                    "vulkan: %s: tensor '%s' is %s; the Vulkan backend has no kernels for "
-                    "quantized weights (use --device cpu, or an unquantized checkpoint)",
-                    graph_op_name(pl->n->op), w->name ? w->name : "?", enc_dtype_name(w->dtype));
-}
-
 static enc_status vk__get_rows(vk__plan *pl)
 {
-    ENC_TRY(vk__refuse_quantized(pl, pl->n->src[0]));
     return vk__windowed(pl, pl->n->src[0], 0, pl->n->src[1], 1, vk__get_rows_window);
 }
 
@@ -281,9 +306,10 @@ static enc_status vk__check_tokens(const vk__plan *pl, int64_t T)
 
 static enc_status vk__matmul(vk__plan *pl)
 {
-    ENC_TRY(vk__refuse_quantized(pl, pl->n->src[1]));
+    const graph_tensor *w = pl->n->src[1];
     ENC_TRY(vk__check_tokens(pl, pl->n->src[0]->shape[0]));
-    return vk__windowed(pl, pl->n->src[1], 1, pl->n->src[0], 0, vk__matmul_window);
+    return vk__windowed(pl, w, 1, pl->n->src[0], 0,
+                        enc_dtype_is_quantized(w->dtype) ? vk__matmul_q_window : vk__matmul_window);
 }
 
 static enc_status vk__rms_norm(vk__plan *pl)
@@ -467,7 +493,8 @@ static enc_status vk__moe_route(vk__plan *pl)
     return ENC_OK;
 }
 
-/* matmul_id: one workgroup per (output column, token-slot pair). */
+/* matmul_id: one workgroup per (output column, token-slot pair); over
+ * block-quantized experts, per (64 output columns, pair). */
 static enc_status vk__matmul_id(vk__plan *pl)
 {
     const graph_node *n = pl->n;
@@ -480,10 +507,13 @@ static enc_status vk__matmul_id(vk__plan *pl)
                         vk__tname(w), (long long)N, VK__GRID_MAX);
     vk_dispatch *d = NULL;
     ENC_TRY(vk__single(pl, (const graph_tensor *const[]){x, w, ids, n->dst}, 4, &d));
+    bool quant = enc_dtype_is_quantized(w->dtype); /* matmul_id_q.comp: p[4] the bytes of a row */
     uint32_t p[] = {(uint32_t)pairs, (uint32_t)ids->shape[1], (uint32_t)w->shape[2], (uint32_t)N,
-                    (uint32_t)w->dtype, (uint32_t)w->shape[0], x->n_dims == 3};
+                    quant ? (uint32_t)vk__row_bytes(w, w->shape[2]) : (uint32_t)w->dtype, (uint32_t)w->shape[0],
+                    x->n_dims == 3};
     memcpy(d->push.p, p, sizeof p);
-    d->groups[0] = (uint32_t)N;
+    d->qtype = quant ? w->dtype : ENC_F32;
+    d->groups[0] = (uint32_t)(quant ? (N + VK__MATMUL_Q_RPW - 1) / VK__MATMUL_Q_RPW : N);
     d->groups[1] = (uint32_t)pairs; /* zero groups: nothing runs */
     return ENC_OK;
 }
