@@ -16,7 +16,10 @@
 #                       Q4_K, Q5_K, Q6_K: matmul, matmul_id, get_rows) against
 #                       a double reference on the dequantized weights, batch
 #                       invariance bit for bit (test_vulkan_quant.c)
-#   vulkan_quantized_experts  Q8_0 experts on Vulkan as on the CPU
+#   vulkan_ref_<check>_<q>_<preset>, vulkan_ref_<check>_gguf_<spec>_<preset>
+#                       quantized weights against the reference with f32
+#                       activations; vulkan_capture_[moe_]<q>_<scenario>,
+#                       vulkan_vs_cpu_logits_q8_0, vulkan_quantized_experts
 #   vulkan_capture_contract_<case>       the capture contract (test_capture.c)
 #   vulkan_vs_cpu_<check>_<preset>       the model: logits within 1e-4 of the
 #                       CPU's, greedy ids identical (vulkan_vs_cpu.py)
@@ -101,6 +104,54 @@ foreach(scenario long grow_shrink)
   vk_test(vulkan_capture_moe_${scenario} ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py
           --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} --model tiny-moe-e8k2-bf16 ${scenario})
 endforeach()
+
+# Block-quantized weights (shaders/quant.glsl: matmul_q, matmul_id_q,
+# get_rows_q multiply f32 activations by the dequantized weights). Against
+# the NumPy reference on the same dequantized weights with f32 activations
+# (test_reference.py --f32-activations) at the default tolerance: --quantize
+# at load (dense tied and untied, MoE experts), and files of the K types
+# from encore quantize (tests/gguf_weights.py; Q4_K with Q6_K down experts as
+# llama.cpp's Q4_K_M, and every type at once).
+foreach(c "logits;Q8_0;tiny-gqa2-hd64-bf16" "greedy;Q4_0;tiny-gqa4-hd128-bf16" "logits;Q4_0;tiny-moe-e8k2-bf16"
+          "greedy;Q8_0;tiny-moe-e8k2-bf16")
+  list(GET c 0 check)
+  list(GET c 1 Q)
+  list(GET c 2 preset)
+  string(TOLOWER ${Q} q)
+  string(REPLACE "-" "_" p "${preset}")
+  vk_test(vulkan_ref_${check}_${q}_${p} ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_reference.py ${check}
+          --quantize ${Q} --f32-activations --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/${preset})
+endforeach()
+foreach(c "logits;Q4_K,ffn_down_exps=Q6_K;tiny-moe-e4k2-d256-bf16"
+          "logits;Q5_K,ffn_gate_exps=Q8_0,ffn_up_exps=Q4_0;tiny-moe-e4k2-d256-bf16"
+          "greedy;Q6_K;tiny-gqa2-hd64-d256-bf16" "greedy;Q4_K,attn_v=Q5_K;tiny-gqa2-hd64-d256-bf16")
+  list(GET c 0 check)
+  list(GET c 1 spec)
+  list(GET c 2 preset)
+  string(REGEX REPLACE "[,=]" "_" name "${spec}")
+  string(TOLOWER "${name}" name)
+  string(REPLACE "-" "_" p "${preset}")
+  vk_test(vulkan_ref_${check}_gguf_${name}_${p} ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_reference.py ${check}
+          --gguf ${spec} --f32-activations --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/${preset})
+endforeach()
+# The capture matrix (captured vs eager, bit for bit) over quantized weights
+# and experts. (Batch invariance of the shaders, tiles of 1, 2 and 4 tokens:
+# test_vulkan_quant; the whole-model invariance-batch check takes minutes on
+# lavapipe.)
+foreach(c "q4_k;tiny-gqa2-hd64-d256-bf16;grow_shrink;" "q4_0;tiny-moe-e8k2-bf16;grow_shrink;moe_")
+  list(GET c 0 q)
+  list(GET c 1 preset)
+  list(GET c 2 scenario)
+  list(GET c 3 moe)
+  vk_test(vulkan_capture_${moe}${q}_${scenario} ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py --quantize ${q}
+          --model ${preset} --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${scenario})
+endforeach()
+# Vulkan against the CPU on a quantized checkpoint: the CPU rounds the
+# activations to 8 bits, the shaders do not; each is within 8e-2 of its own
+# reference (tests/quant.cmake) and Vulkan within 2e-4, so 8e-2 here too.
+vk_test(vulkan_vs_cpu_logits_q8_0 ${CMAKE_COMMAND} -E env ENCORE_KV_CACHE_DTYPE=f32
+        ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/vulkan_vs_cpu.py --quantize q8_0 --tol-rel 8e-2
+        --encore $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 logits)
 
 # Token masks through the host sampler (the backend has no device sampler):
 # constrained requests obey their rule and equal the reference's picks.
