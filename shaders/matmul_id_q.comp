@@ -6,7 +6,8 @@
 // matmul_q.comp with a tile of one token, a subgroup (or 8 invocations,
 // summed in lane order through shared memory) per row. A pair's result
 // depends on its own row and expert only. An id outside [0, E) gives 0.
-// buf: 0 x, 1 w [E, N, K], 2 ids [T, k], 3 y [T, k, N].
+// buf: 0 x, 1 w [E, N, K], 2 ids [T, k], 3 y [T, k, N]; with constant 2
+// (quant.glsl QTEX) tex 0 w and tex 1 x instead.
 // p: 0 pairs, 1 k, 2 K, 3 N, 4 bytes per weight row, 5 E, 6 x_per_slot
 #version 450
 #include "common.glsl"

@@ -13,7 +13,8 @@
 // else is in the step. Tokens past T in the last tile repeat token T - 1
 // and store nothing. Output rows come in windows: row n of the weight
 // binding is column n0 + n.
-// buf: 0 x [T, K] f32, 1 w (this window), 2 y [T, N].
+// buf: 0 x [T, K] f32, 1 w (this window), 2 y [T, N]; with constant 2
+// (quant.glsl QTEX) tex 0 w (this window) and tex 1 x instead.
 // p: 0 T, 1 K, 2 N (all columns), 3 bytes per weight row, 4 n0, 5 rows in
 // this window
 #version 450

@@ -29,8 +29,26 @@ const uint QBE = QT == QT_Q8_0 || QT == QT_Q4_0 ? 32u : 256u; // values per bloc
 const uint QU = QT == QT_Q6_K ? 16u : 32u;                    // values per unit
 const uint QUB = QBE / QU;                                    // units per block
 
+// Constant 2 (QTEX): the weights come through texel view tex[0] and the
+// activations through tex[1], 16 bytes a fetch, instead of storage buffer
+// QW and binding 0 (on lavapipe a storage load runs lane by lane, a texel
+// fetch is one gathered load). Both paths load the same values, so they
+// give the same bits.
+layout(constant_id = 2) const bool QTEX = false;
+
 // The word holding byte o of the weight tensor.
-uint q_word(uint o) { return buf[QW].d[pc.off[QW] + (o >> 2u)]; }
+uint q_word(uint o)
+{
+    if (QTEX) return LDT(0, o >> 4u)[(o >> 2u) & 3u];
+    return buf[QW].d[pc.off[QW] + (o >> 2u)];
+}
+
+// Activations i .. i + 3 (i a multiple of 4) of binding 0.
+vec4 q_x4(uint i)
+{
+    if (QTEX) return uintBitsToFloat(LDT(1, i >> 2u));
+    return vec4(LDF(0, i), LDF(0, i + 1u), LDF(0, i + 2u), LDF(0, i + 3u));
+}
 
 // Bytes o .. o + 3 of the weight tensor, the lowest in the low byte. (The
 // second word is read only when the bytes straddle two.)
@@ -124,11 +142,12 @@ vec4 q_dot(uint r, uint K, uvec4 xr, uint lane, uint lanes)
             vec4 w = q_values(r, u, j, h);
             uint k = u * QU + 4u * j;
             [[unroll]] for (uint t = 0u; t < TT; t++) {
+                vec4 x = q_x4(xr[t] + k);
                 float s = a[t];
-                s = fma(LDF(0, xr[t] + k), w.x, s);
-                s = fma(LDF(0, xr[t] + k + 1u), w.y, s);
-                s = fma(LDF(0, xr[t] + k + 2u), w.z, s);
-                s = fma(LDF(0, xr[t] + k + 3u), w.w, s);
+                s = fma(x.x, w.x, s);
+                s = fma(x.y, w.y, s);
+                s = fma(x.z, w.z, s);
+                s = fma(x.w, w.w, s);
                 a[t] = s;
             }
         }

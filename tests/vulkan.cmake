@@ -11,7 +11,7 @@
 #                       of devices whose texel views are small), the fourth
 #                       with the workgroup layouts of a GPU (attention's
 #                       subgroups merged through shared memory)
-#   vulkan_quant, vulkan_quant_no_subgroup
+#   vulkan_quant, vulkan_quant_no_subgroup, vulkan_quant_no_texels
 #                       the shaders over block-quantized weights (Q8_0, Q4_0,
 #                       Q4_K, Q5_K, Q6_K: matmul, matmul_id, get_rows) against
 #                       a double reference on the dequantized weights, batch
@@ -58,6 +58,7 @@ target_link_libraries(test_vulkan_quant PRIVATE encore_internals)
 target_include_directories(test_vulkan_quant PRIVATE ${ENCORE_TESTS_DIR})
 vk_test(vulkan_quant test_vulkan_quant)
 vk_test(vulkan_quant_no_subgroup test_vulkan_quant)
+vk_test(vulkan_quant_no_texels test_vulkan_quant)
 
 foreach(case write read alloc free nested replay end replay_matches_eager)
   vk_test(vulkan_capture_contract_${case} test_capture ${case})
@@ -176,6 +177,10 @@ set_tests_properties(vulkan_quant_no_subgroup PROPERTIES
   ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_SUBGROUP=0")
 set_tests_properties(vulkan_validation_vulkan_quant_no_subgroup PROPERTIES
   ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_VALIDATION=1;ENCORE_VK_SUBGROUP=0")
+set_tests_properties(vulkan_quant_no_texels PROPERTIES
+  ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_TEXELS=0")
+set_tests_properties(vulkan_validation_vulkan_quant_no_texels PROPERTIES
+  ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_VALIDATION=1;ENCORE_VK_TEXELS=0")
 set_tests_properties(vulkan_ops_no_texels PROPERTIES
   ENVIRONMENT "ENCORE_DEVICE=vulkan;ENCORE_VK_TEXELS=0")
 set_tests_properties(vulkan_validation_vulkan_ops_no_texels PROPERTIES

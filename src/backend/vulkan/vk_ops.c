@@ -90,20 +90,37 @@ static enc_status vk__bind(const vk__plan *pl, vk_dispatch *d, int b, const grap
     return ENC_OK;
 }
 
+/* The view onto nbytes of tensor t from byte `skip` of it: it starts there,
+ * aligned down, and runs as far as a view may (whole texels of the buffer);
+ * whether it covers them. */
+static bool vk__texel_window(const vk_ctx *c, const graph_tensor *t, size_t skip, size_t nbytes, size_t *start,
+                             size_t *range)
+{
+    backend_buffer *buf = t->buffer;
+    size_t off = t->offset + skip, max = vk__texel_range_max(c);
+    *start = off - off % vk__texel_align(c);
+    *range = buf && buf->size > *start ? buf->size - *start : 0;
+    *range = (*range < max ? *range : max) / VK_TEXEL_BYTES * VK_TEXEL_BYTES;
+    return buf && off % VK_TEXEL_BYTES == 0 && off - *start + nbytes <= *range;
+}
+
+/* Whether nbytes of t from byte skip fit one texel view (vk__bind_texels). */
+static bool vk__texels_cover(const vk_ctx *c, const graph_tensor *t, size_t skip, size_t nbytes)
+{
+    size_t start, range;
+    return c->texels && vk__texel_window(c, t, skip, nbytes, &start, &range);
+}
+
 /* Texel view v of d onto nbytes of tensor t from byte `skip` of it (which
- * starts on 16 bytes), for 16-byte loads. The view starts there, aligned
- * down, and runs as far as a view may: one view per tensor, made once
- * (vk_buffer_view). */
+ * starts on 16 bytes), for 16-byte loads (vk__texel_window): one view per
+ * tensor, made once (vk_buffer_view). */
 static enc_status vk__bind_texels(const vk__plan *pl, vk_dispatch *d, int v, const graph_tensor *t, size_t skip,
                                   size_t nbytes)
 {
     const vk_ctx *c = pl->c;
     backend_buffer *buf = t->buffer;
-    size_t off = t->offset + skip, max = vk__texel_range_max(c);
-    size_t start = off - off % vk__texel_align(c);
-    size_t range = buf && buf->size > start ? buf->size - start : 0;
-    range = (range < max ? range : max) / VK_TEXEL_BYTES * VK_TEXEL_BYTES;
-    if (!buf || off % VK_TEXEL_BYTES || off - start + nbytes > range)
+    size_t off = t->offset + skip, max = vk__texel_range_max(c), start, range;
+    if (!vk__texel_window(c, t, skip, nbytes, &start, &range))
         return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: tensor '%s' (%zu bytes at offset %zu) does not fit a "
                         "texel view of device '%s' (%zu bytes)", graph_op_name(pl->n->op), vk__tname(t), nbytes,
                         off, c->props.deviceName, max);
@@ -192,6 +209,10 @@ static enc_status vk__weight_dtype(const vk__plan *pl, const graph_tensor *w)
 /* Bytes of one row of k values of w's type (whole blocks: graph.c checks). */
 static size_t vk__row_bytes(const graph_tensor *w, int64_t k) { return enc_dtype_row_bytes(w->dtype, k); }
 
+/* vk_dispatch.spec of the _q shaders: bits 0-1 the tokens per tile
+ * (constant 0, 1 << bits), VK__SPEC_QTEX the texel path (constant 2). */
+enum { VK__SPEC_QTEX = 4 };
+
 /* The tokens per tile of matmul_q.comp (1, 2 or 4) as vk_dispatch.spec. */
 static int vk__tile_spec(int64_t T) { return T <= 1 ? 0 : T == 2 ? 1 : 2; }
 
@@ -200,14 +221,22 @@ static enc_status vk__matmul_q_window(const vk__plan *pl, vk_dispatch *d, int64_
 {
     const graph_tensor *x = pl->n->src[0], *w = pl->n->src[1];
     int64_t T = x->shape[0], K = x->shape[1], N = w->shape[0];
+    size_t rb = vk__row_bytes(w, K);
     int spec = vk__tile_spec(T);
-    uint32_t p[] = {(uint32_t)T, (uint32_t)K, (uint32_t)N, (uint32_t)vk__row_bytes(w, K), (uint32_t)n0,
-                    (uint32_t)nw};
+    /* weights and activations through texel views where both start on 16
+     * bytes (quant.glsl QTEX): the same values, so the same bits either way */
+    if (vk__texels_cover(pl->c, w, (size_t)n0 * rb, (size_t)nw * rb) &&
+        vk__texels_cover(pl->c, x, 0, graph_tensor_nbytes(x))) {
+        ENC_TRY(vk__bind_texels(pl, d, 0, w, (size_t)n0 * rb, (size_t)nw * rb));
+        ENC_TRY(vk__bind_texels(pl, d, 1, x, 0, graph_tensor_nbytes(x)));
+        spec |= VK__SPEC_QTEX;
+    }
+    uint32_t p[] = {(uint32_t)T, (uint32_t)K, (uint32_t)N, (uint32_t)rb, (uint32_t)n0, (uint32_t)nw};
     memcpy(d->push.p, p, sizeof p);
     d->qtype = w->dtype;
     d->spec = spec;
     d->groups[0] = (uint32_t)((nw + VK__MATMUL_Q_RPW - 1) / VK__MATMUL_Q_RPW);
-    d->groups[1] = (uint32_t)((T + (1 << spec) - 1) >> spec); /* zero groups: nothing runs */
+    d->groups[1] = (uint32_t)((T + (1 << (spec & 3)) - 1) >> (spec & 3)); /* zero groups: nothing runs */
     return ENC_OK;
 }
 
@@ -513,6 +542,12 @@ static enc_status vk__matmul_id(vk__plan *pl)
                     x->n_dims == 3};
     memcpy(d->push.p, p, sizeof p);
     d->qtype = quant ? w->dtype : ENC_F32;
+    if (quant && vk__texels_cover(pl->c, w, 0, graph_tensor_nbytes(w)) &&
+        vk__texels_cover(pl->c, x, 0, graph_tensor_nbytes(x))) { /* as vk__matmul_q_window */
+        ENC_TRY(vk__bind_texels(pl, d, 0, w, 0, graph_tensor_nbytes(w)));
+        ENC_TRY(vk__bind_texels(pl, d, 1, x, 0, graph_tensor_nbytes(x)));
+        d->spec = VK__SPEC_QTEX;
+    }
     d->groups[0] = (uint32_t)(quant ? (N + VK__MATMUL_Q_RPW - 1) / VK__MATMUL_Q_RPW : N);
     d->groups[1] = (uint32_t)pairs; /* zero groups: nothing runs */
     return ENC_OK;
