@@ -27,7 +27,7 @@
                              --quantize T makes at load (MoE experts too)
   experts-vulkan -m DIR --type T
                              a qwen3moe file in T with Q8_0 experts runs on
-                             the CPU; Vulkan refuses it naming the tensor
+                             the CPU and on Vulkan, top logits within 5%
   mixed     -m DIR           Q4_K and Q6_K tensors in one file, as llama.cpp's
                              Q4_K_M mixes them: logits match the dequantized
                              model's
@@ -423,21 +423,21 @@ def cmd_quantized(a, tmp):
 
 
 def cmd_experts_vulkan(a, tmp):
-    """A qwen3moe file with only its experts in Q8_0 (tests/gguf_weights.py):
-    it runs on the CPU, and the Vulkan backend, which has no quantized
-    matmul_id, refuses it at load naming the first expert tensor."""
+    """A qwen3moe file with only its experts in Q8_0 (tests/gguf_weights.py)
+    runs on the CPU and on Vulkan (matmul_id_q.comp): the top logit at every
+    position within 5% of the CPU's (the same weights; the CPU rounds the
+    activations to 8 bits, the shader does not)."""
     path = os.path.join(tmp, "experts-q8_0.gguf")
     GW.make_mixed(a.engine, a.model, f"{a.type},ffn_gate_exps=Q8_0,ffn_up_exps=Q8_0,"
                   "ffn_down_exps=Q8_0", path)
     cmd = [a.engine, "logits", "-m", path, "--prompt-ids", PROMPT, "--top", "1", "-t", "2"]
-    run(cmd)
-    p = run(cmd + ["--device", "vulkan"], check=False)
-    want = ("tensor 'blk.0.ffn_gate_exps.weight' has type Q8_0, which the vulkan backend lacks "
-            "for the expert matmul (matmul_id)")
-    if p.returncode != 1 or want not in p.stderr:
-        sys.exit(f"FAIL: Vulkan with Q8_0 experts: exit {p.returncode}, {p.stderr.strip()!r}; "
-                 f"expected exit 1 and {want!r}")
-    print(f"ok: the CPU runs Q8_0 experts; Vulkan refuses them: {p.stderr.strip().splitlines()[-1]}")
+    want = top1(run(cmd + ["--device", "cpu"]).stdout)
+    got = top1(run(cmd + ["--device", "vulkan"]).stdout)
+    scale = max(abs(l) for _, l in want)
+    worst = max(abs(g[1] - w[1]) for g, w in zip(got, want)) if len(got) == len(want) else 1e9
+    if worst > 0.05 * scale:
+        sys.exit(f"FAIL: Q8_0 experts on Vulkan: top logits {got} not within 5% of the CPU's {want}")
+    print(f"ok: Q8_0 experts on the CPU and on Vulkan: top logits within {worst:.4g} (scale {scale:.3g})")
 
 
 def cmd_mixed(a, tmp):

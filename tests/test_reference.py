@@ -52,6 +52,11 @@ A MoE checkpoint's experts are quantized the same way (its router stays float, i
 on float activations); measured at 8e-2 on tiny-moe-e8k2-bf16: worst 0.82 of the tolerance
 (Q8_0; flips through two sparse layers) and 0.19 (Q4_0), the same with both kernel ISAs.
 
+Quantized weights on Vulkan (--f32-activations with --quantize or --gguf). The shaders
+multiply float32 activations by the dequantized weights (shaders/matmul_q.comp), so the
+reference does the same: the weights as above, no activation rounding. Nothing then flips
+between 8-bit levels, and the default tolerance holds (measured in vulkan.cmake's tests).
+
 GGUF weights (--gguf SPEC, tests/gguf_weights.py). The engine runs a qwen3moe file that
 `encore quantize` writes with each tensor in the type SPEC names (e.g. Q4_K with Q6_K down
 experts, as llama.cpp's Q4_K_M files); the reference takes the file's block-typed tensors
@@ -582,6 +587,10 @@ def main(argv=None):
                          "tensor in the type SPEC gives it (\"Q4_K,ffn_down_exps=Q6_K\": Q4_K but "
                          "the down experts; tests/gguf_weights.py); reference: the file's weights "
                          "dequantized by NumPy, activations through the types' 8-bit blocks")
+    ap.add_argument("--f32-activations", action="store_true",
+                    help="with --quantize or --gguf: the reference multiplies float activations by the "
+                         "dequantized weights (as the Vulkan shaders do) instead of rounding them "
+                         "through 8-bit blocks")
     ap.add_argument("--tol-rel", type=float, default=TOL_REL, help=f"logit tolerance relative to max |logit| (default {TOL_REL})")
     args = ap.parse_args(argv)
     needs_engine = args.check not in ("breakage", "selfcheck")
@@ -617,6 +626,8 @@ def main(argv=None):
             engine_model = args.model
             if args.gguf and args.check != "breakage":
                 engine_model = gguf_file(args, model, tmp_dirs)
+            if args.f32_activations:
+                model.act_quant = None
             if args.check == "breakage":
                 fails, summary = check_breakage(model, args.model)
             else:

@@ -19,7 +19,11 @@
 The independent NumPy reference is checked on Vulkan by the ref_* tests run
 with ENCORE_DEVICE=vulkan (tests/vulkan.cmake).
 
-usage: vulkan_vs_cpu.py --encore BIN -m MODEL {logits,greedy,bad_device}
+With --quantize T both devices quantize the weights at load (--tol-rel then
+states the tolerance: the CPU rounds activations to 8 bits, the shaders
+multiply f32 activations by the dequantized weights).
+
+usage: vulkan_vs_cpu.py --encore BIN -m MODEL [--quantize T --tol-rel X] {logits,greedy,bad_device}
 """
 import argparse
 import json
@@ -32,7 +36,8 @@ SMALL_KV = ["--kv-blocks", "64"]
 
 
 def run(a, args):
-    p = subprocess.run([a.encore] + args + ["-m", a.model] + SMALL_KV, capture_output=True, text=True,
+    quant = ["--quantize", a.quantize] if a.quantize else []
+    p = subprocess.run([a.encore] + args + ["-m", a.model] + SMALL_KV + quant, capture_output=True, text=True,
                        timeout=600)
     if p.returncode != 0:
         sys.exit(f"FAIL: encore {' '.join(args)} exited {p.returncode}: {p.stderr.strip()}")
@@ -54,7 +59,7 @@ def check_logits(a):
     worst = 0.0
     for pos, (c, v) in enumerate(zip(rows["cpu"], rows["vulkan"])):
         cd, vd = dict((i, x) for i, x in c), dict((i, x) for i, x in v)
-        tol = TOL_REL * max(1.0, max(abs(x) for _, x in c))
+        tol = a.tol_rel * max(1.0, max(abs(x) for _, x in c))
         for i in set(cd) & set(vd):
             d = abs(cd[i] - vd[i])
             worst = max(worst, d / tol)
@@ -98,6 +103,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--encore", required=True)
     ap.add_argument("-m", "--model", required=True)
+    ap.add_argument("--quantize", help="both devices: --quantize T")
+    ap.add_argument("--tol-rel", type=float, default=TOL_REL, help=f"logit tolerance (default {TOL_REL})")
     ap.add_argument("check", choices=["logits", "greedy", "bad_device"])
     a = ap.parse_args()
     {"logits": check_logits, "greedy": check_greedy, "bad_device": check_bad_device}[a.check](a)

@@ -90,7 +90,7 @@ static enc_status vk__buffer_read(backend *be, backend_buffer *b, size_t offset,
 static enc_status vk__encode(vk_ctx *c, VkCommandBuffer cmd, VkDescriptorSet set, const vk_dispatch *d)
 {
     VkPipeline pipe;
-    ENC_TRY(vk_pipeline_get(c, d->op, d->spec, &pipe));
+    ENC_TRY(vk_pipeline_get(c, d->op, d->spec, d->qtype, &pipe));
     VkDescriptorBufferInfo bi[VK_N_DESCRIPTORS];
     for (int b = 0; b < VK_N_DESCRIPTORS; b++) {
         bool bound = d->bufs[b] != NULL;
@@ -364,6 +364,14 @@ static bool vk__supports_op(const backend *be, graph_op op)
     return (unsigned)op < GRAPH_OP_COUNT && (op != GRAPH_OP_SAMPLE || c->sampler_ok);
 }
 
+/* Matmul, matmul_id and get_rows read Q8_0, Q4_0, Q4_K, Q5_K and Q6_K
+ * weights in their blocks (vk_ops.c, shaders/quant.glsl). */
+static bool vk__supports_weight_dtype(const backend *be, graph_op op, enc_dtype t)
+{
+    (void)be;
+    return vk_ops_reads_quantized(op, t);
+}
+
 static const struct backend_i vk__iface = {
     .name = "vulkan",
     .kv_cache_dtypes = 1u << ENC_F32 | 1u << ENC_F16 | 1u << ENC_BF16,
@@ -380,6 +388,7 @@ static const struct backend_i vk__iface = {
     .recording_free = vk__recording_free,
     .device_seconds = vk__device_seconds,
     .supports_op = vk__supports_op,
+    .supports_weight_dtype = vk__supports_weight_dtype,
     .destroy = vk__destroy,
 };
 

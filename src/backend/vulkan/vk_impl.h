@@ -39,6 +39,7 @@ enum {
     VK_MAX_DISPATCHES = 64,             /* per graph node (windows of large weights) */
     VK_SPEC_KV_SHIFT = 3,               /* vk_dispatch.spec >> 3: the KV cache dtype */
     VK_N_SPECS = 32,                    /* pipelines per op: see vk_dispatch.spec */
+    VK_N_QTYPES = ENC_Q6_K - ENC_Q8_0 + 1, /* block types of the _q shaders: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K */
     VK_MAX_EXPECTED_READS = 4,          /* ranges the host promised to read after a step (expect_read) */
 };
 
@@ -89,6 +90,8 @@ typedef struct vk_dispatch {
                 * spec >> VK_SPEC_KV_SHIFT: constant 3, the KV caches' dtype (0 f32, 1 bf16,
                 * 2 f16; store_kv and attention); constant 4 = 256 << (spec & 3), the
                 * workgroup size of sample.comp */
+    enc_dtype qtype; /* ENC_F32, or the block type of the op's weights: the op's NAME_q shader
+                      * (matmul_q, matmul_id_q, get_rows_q), specialization constant 5 */
     backend_buffer *bufs[VK_N_DESCRIPTORS]; /* NULL: the dummy buffer */
     VkDeviceSize start[VK_N_DESCRIPTORS], range[VK_N_DESCRIPTORS];
     backend_buffer *tex[VK_N_TEXELS];       /* NULL: the dummy buffer's view */
@@ -129,6 +132,8 @@ typedef struct vk_ctx {
     VkPipelineLayout pipe_layout;
     VkShaderModule modules[GRAPH_OP_COUNT];
     VkPipeline pipelines[GRAPH_OP_COUNT][VK_N_SPECS];
+    VkShaderModule qmodules[GRAPH_OP_COUNT];   /* the NAME_q shaders (vk_dispatch.qtype) */
+    VkPipeline qpipelines[GRAPH_OP_COUNT][VK_N_QTYPES][VK_N_SPECS];
     VkDescriptorPool eager_pool; /* reset after every eager op */
     backend_buffer *dummy;       /* bound where a shader has no tensor */
     backend_buffer *staging;     /* host-visible, VK_STAGING_SIZE bytes */
@@ -183,8 +188,11 @@ enc_status vk_submit_wait(vk_ctx *c, VkCommandBuffer cmd, bool end);
 enc_status vk_pipelines_init(vk_ctx *c);
 void vk_pipelines_free(vk_ctx *c);
 /* The pipeline of op with the specialization constants of `spec`
- * (vk_dispatch.spec), made at first use. */
-enc_status vk_pipeline_get(vk_ctx *c, graph_op op, int spec, VkPipeline *out);
+ * (vk_dispatch.spec) for weights of type qtype (vk_dispatch.qtype), made at
+ * first use. */
+enc_status vk_pipeline_get(vk_ctx *c, graph_op op, int spec, enc_dtype qtype, VkPipeline *out);
+/* Whether op has a shader reading weights of block type t (vk_ops.c). */
+bool vk_ops_reads_quantized(graph_op op, enc_dtype t);
 
 /* --- vk_ops.c --- */
 enum { VK_SAMPLE_INVOCATIONS = 1024, /* shaders/sample.comp's workgroup, at most */

@@ -20,6 +20,7 @@
 #include "graph/sample_row.h"
 
 enum { VK__GRID_MAX = 65535, VK__MATMUL_RPW = 128 /* weight rows per workgroup (matmul.comp) */,
+       VK__MATMUL_Q_RPW = 64 /* matmul_q.comp, matmul_id_q.comp */,
        VK__NORM_RPW_SUBGROUP = 8 /* rows per workgroup, subgroup variant (rms_norm.comp) */,
        VK__ROWS_MAX = 65535 * 8 };
 
@@ -91,20 +92,37 @@ static enc_status vk__bind(const vk__plan *pl, vk_dispatch *d, int b, const grap
     return ENC_OK;
 }
 
+/* The view onto nbytes of tensor t from byte `skip` of it: it starts there,
+ * aligned down, and runs as far as a view may (whole texels of the buffer);
+ * whether it covers them. */
+static bool vk__texel_window(const vk_ctx *c, const graph_tensor *t, size_t skip, size_t nbytes, size_t *start,
+                             size_t *range)
+{
+    backend_buffer *buf = t->buffer;
+    size_t off = t->offset + skip, max = vk__texel_range_max(c);
+    *start = off - off % vk__texel_align(c);
+    *range = buf && buf->size > *start ? buf->size - *start : 0;
+    *range = (*range < max ? *range : max) / VK_TEXEL_BYTES * VK_TEXEL_BYTES;
+    return buf && off % VK_TEXEL_BYTES == 0 && off - *start + nbytes <= *range;
+}
+
+/* Whether nbytes of t from byte skip fit one texel view (vk__bind_texels). */
+static bool vk__texels_cover(const vk_ctx *c, const graph_tensor *t, size_t skip, size_t nbytes)
+{
+    size_t start, range;
+    return c->texels && vk__texel_window(c, t, skip, nbytes, &start, &range);
+}
+
 /* Texel view v of d onto nbytes of tensor t from byte `skip` of it (which
- * starts on 16 bytes), for 16-byte loads. The view starts there, aligned
- * down, and runs as far as a view may: one view per tensor, made once
- * (vk_buffer_view). */
+ * starts on 16 bytes), for 16-byte loads (vk__texel_window): one view per
+ * tensor, made once (vk_buffer_view). */
 static enc_status vk__bind_texels(const vk__plan *pl, vk_dispatch *d, int v, const graph_tensor *t, size_t skip,
                                   size_t nbytes)
 {
     const vk_ctx *c = pl->c;
     backend_buffer *buf = t->buffer;
-    size_t off = t->offset + skip, max = vk__texel_range_max(c);
-    size_t start = off - off % vk__texel_align(c);
-    size_t range = buf && buf->size > start ? buf->size - start : 0;
-    range = (range < max ? range : max) / VK_TEXEL_BYTES * VK_TEXEL_BYTES;
-    if (!buf || off % VK_TEXEL_BYTES || off - start + nbytes > range)
+    size_t off = t->offset + skip, max = vk__texel_range_max(c), start, range;
+    if (!vk__texel_window(c, t, skip, nbytes, &start, &range))
         return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: tensor '%s' (%zu bytes at offset %zu) does not fit a "
                         "texel view of device '%s' (%zu bytes)", graph_op_name(pl->n->op), vk__tname(t), nbytes,
                         off, c->props.deviceName, max);
@@ -172,11 +190,56 @@ static uint32_t vk__f32_bits(double v)
     return u;
 }
 
+/* --- block-quantized weights ------------------------------------------------ */
+
+bool vk_ops_reads_quantized(graph_op op, enc_dtype t)
+{
+    return (op == GRAPH_OP_MATMUL || op == GRAPH_OP_MATMUL_ID || op == GRAPH_OP_GET_ROWS) && t >= ENC_Q8_0 &&
+           t <= ENC_Q6_K;
+}
+
+/* The weights' type: an element type, or a block type the op's _q shader
+ * reads (shaders/quant.glsl); anything else is refused by name. */
 static enc_status vk__weight_dtype(const vk__plan *pl, const graph_tensor *w)
 {
     if (w->dtype == ENC_F32 || w->dtype == ENC_BF16 || w->dtype == ENC_F16) return ENC_OK;
-    return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: tensor '%s' has dtype %s (f32, bf16 or f16 expected)",
-                    graph_op_name(pl->n->op), vk__tname(w), enc_dtype_name(w->dtype));
+    if (vk_ops_reads_quantized(pl->n->op, w->dtype)) return ENC_OK;
+    return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: tensor '%s' has dtype %s (f32, bf16, f16, q8_0, q4_0, "
+                    "q4_K, q5_K or q6_K expected)", graph_op_name(pl->n->op), vk__tname(w), enc_dtype_name(w->dtype));
+}
+
+/* Bytes of one row of k values of w's type (whole blocks: graph.c checks). */
+static size_t vk__row_bytes(const graph_tensor *w, int64_t k) { return enc_dtype_row_bytes(w->dtype, k); }
+
+/* vk_dispatch.spec of the _q shaders: bits 0-1 the tokens per tile
+ * (constant 0, 1 << bits), VK__SPEC_QTEX the texel path (constant 2). */
+enum { VK__SPEC_QTEX = 4 };
+
+/* The tokens per tile of matmul_q.comp (1, 2 or 4) as vk_dispatch.spec. */
+static int vk__tile_spec(int64_t T) { return T <= 1 ? 0 : T == 2 ? 1 : 2; }
+
+/* A matmul window over block-quantized weights (matmul_q.comp). */
+static enc_status vk__matmul_q_window(const vk__plan *pl, vk_dispatch *d, int64_t n0, int64_t nw)
+{
+    const graph_tensor *x = pl->n->src[0], *w = pl->n->src[1];
+    int64_t T = x->shape[0], K = x->shape[1], N = w->shape[0];
+    size_t rb = vk__row_bytes(w, K);
+    int spec = vk__tile_spec(T);
+    /* weights and activations through texel views where both start on 16
+     * bytes (quant.glsl QTEX): the same values, so the same bits either way */
+    if (vk__texels_cover(pl->c, w, (size_t)n0 * rb, (size_t)nw * rb) &&
+        vk__texels_cover(pl->c, x, 0, graph_tensor_nbytes(x))) {
+        ENC_TRY(vk__bind_texels(pl, d, 0, w, (size_t)n0 * rb, (size_t)nw * rb));
+        ENC_TRY(vk__bind_texels(pl, d, 1, x, 0, graph_tensor_nbytes(x)));
+        spec |= VK__SPEC_QTEX;
+    }
+    uint32_t p[] = {(uint32_t)T, (uint32_t)K, (uint32_t)N, (uint32_t)rb, (uint32_t)n0, (uint32_t)nw};
+    memcpy(d->push.p, p, sizeof p);
+    d->qtype = w->dtype;
+    d->spec = spec;
+    d->groups[0] = (uint32_t)((nw + VK__MATMUL_Q_RPW - 1) / VK__MATMUL_Q_RPW);
+    d->groups[1] = (uint32_t)((T + (1 << (spec & 3)) - 1) >> (spec & 3)); /* zero groups: nothing runs */
+    return ENC_OK;
 }
 
 /* Rows of `row_bytes` per window of a binding: even (so that a 16-bit
@@ -208,7 +271,7 @@ static enc_status vk__windowed(vk__plan *pl, const graph_tensor *w, int wb, cons
 {
     ENC_TRY(vk__weight_dtype(pl, w));
     int64_t R = w->shape[0], win = 1;
-    size_t rb = (size_t)w->shape[1] * enc_dtype_size(w->dtype);
+    size_t rb = vk__row_bytes(w, w->shape[1]);
     ENC_TRY(vk__rows_per_window(pl, w, rb, R, &win));
     for (int64_t r0 = 0; r0 == 0 || r0 < R; r0 += win) {
         enc_status s;
@@ -228,26 +291,17 @@ static enc_status vk__get_rows_window(const vk__plan *pl, vk_dispatch *d, int64_
     const graph_node *n = pl->n;
     const graph_tensor *tab = n->src[0];
     int64_t D = tab->shape[1], N = n->src[1]->shape[0];
-    uint32_t p[] = {(uint32_t)N, (uint32_t)D, (uint32_t)tab->dtype, (uint32_t)tab->shape[0], (uint32_t)r0,
-                    (uint32_t)nw};
+    bool quant = enc_dtype_is_quantized(tab->dtype); /* get_rows_q.comp: p[2] the bytes of a row */
+    uint32_t p[] = {(uint32_t)N, (uint32_t)D, quant ? (uint32_t)vk__row_bytes(tab, D) : (uint32_t)tab->dtype,
+                    (uint32_t)tab->shape[0], (uint32_t)r0, (uint32_t)nw};
     memcpy(d->push.p, p, sizeof p);
+    d->qtype = quant ? tab->dtype : ENC_F32;
     vk__grid_1d(d, N * D, 256);
     return ENC_OK;
 }
 
-/* No shader reads block-quantized weights yet: say which tensor and type. */
-static enc_status vk__refuse_quantized(const vk__plan *pl, const graph_tensor *w)
-{
-    if (!enc_dtype_is_quantized(w->dtype)) return ENC_OK;
-    return enc_fail(ENC_ERR_UNSUPPORTED,
-                    "vulkan: %s: tensor '%s' is %s; the Vulkan backend has no kernels for "
-                    "quantized weights (use --device cpu, or an unquantized checkpoint)",
-                    graph_op_name(pl->n->op), w->name ? w->name : "?", enc_dtype_name(w->dtype));
-}
-
 static enc_status vk__get_rows(vk__plan *pl)
 {
-    ENC_TRY(vk__refuse_quantized(pl, pl->n->src[0]));
     return vk__windowed(pl, pl->n->src[0], 0, pl->n->src[1], 1, vk__get_rows_window);
 }
 
@@ -283,9 +337,10 @@ static enc_status vk__check_tokens(const vk__plan *pl, int64_t T)
 
 static enc_status vk__matmul(vk__plan *pl)
 {
-    ENC_TRY(vk__refuse_quantized(pl, pl->n->src[1]));
+    const graph_tensor *w = pl->n->src[1];
     ENC_TRY(vk__check_tokens(pl, pl->n->src[0]->shape[0]));
-    return vk__windowed(pl, pl->n->src[1], 1, pl->n->src[0], 0, vk__matmul_window);
+    return vk__windowed(pl, w, 1, pl->n->src[0], 0,
+                        enc_dtype_is_quantized(w->dtype) ? vk__matmul_q_window : vk__matmul_window);
 }
 
 static enc_status vk__rms_norm(vk__plan *pl)
@@ -535,7 +590,8 @@ static enc_status vk__moe_route(vk__plan *pl)
     return ENC_OK;
 }
 
-/* matmul_id: one workgroup per (output column, token-slot pair). */
+/* matmul_id: one workgroup per (output column, token-slot pair); over
+ * block-quantized experts, per (64 output columns, pair). */
 static enc_status vk__matmul_id(vk__plan *pl)
 {
     const graph_node *n = pl->n;
@@ -548,10 +604,19 @@ static enc_status vk__matmul_id(vk__plan *pl)
                         vk__tname(w), (long long)N, VK__GRID_MAX);
     vk_dispatch *d = NULL;
     ENC_TRY(vk__single(pl, (const graph_tensor *const[]){x, w, ids, n->dst}, 4, &d));
+    bool quant = enc_dtype_is_quantized(w->dtype); /* matmul_id_q.comp: p[4] the bytes of a row */
     uint32_t p[] = {(uint32_t)pairs, (uint32_t)ids->shape[1], (uint32_t)w->shape[2], (uint32_t)N,
-                    (uint32_t)w->dtype, (uint32_t)w->shape[0], x->n_dims == 3};
+                    quant ? (uint32_t)vk__row_bytes(w, w->shape[2]) : (uint32_t)w->dtype, (uint32_t)w->shape[0],
+                    x->n_dims == 3};
     memcpy(d->push.p, p, sizeof p);
-    d->groups[0] = (uint32_t)N;
+    d->qtype = quant ? w->dtype : ENC_F32;
+    if (quant && vk__texels_cover(pl->c, w, 0, graph_tensor_nbytes(w)) &&
+        vk__texels_cover(pl->c, x, 0, graph_tensor_nbytes(x))) { /* as vk__matmul_q_window */
+        ENC_TRY(vk__bind_texels(pl, d, 0, w, 0, graph_tensor_nbytes(w)));
+        ENC_TRY(vk__bind_texels(pl, d, 1, x, 0, graph_tensor_nbytes(x)));
+        d->spec = VK__SPEC_QTEX;
+    }
+    d->groups[0] = (uint32_t)(quant ? (N + VK__MATMUL_Q_RPW - 1) / VK__MATMUL_Q_RPW : N);
     d->groups[1] = (uint32_t)pairs; /* zero groups: nothing runs */
     return ENC_OK;
 }

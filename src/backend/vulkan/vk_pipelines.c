@@ -2,9 +2,12 @@
  * embedded SPIR-V (the subgroup variant where the device has subgroup
  * arithmetic), made at the op's first use, one per set of specialization
  * constants a dispatch asks for (attention's unrolled trip count and
- * workgroup layout; shaders without them ignore them). Every pipeline shares one layout:
+ * workgroup layout; shaders without them ignore them). An op whose weights
+ * are block-quantized runs its NAME_q shader instead (matmul_q, ...), one
+ * pipeline per block type (constant 5). Every pipeline shares one layout:
  * a set of VK_N_DESCRIPTORS storage buffers and VK_N_TEXELS texel-buffer
  * views, and the vk_push constants. */
+#include <stdio.h>
 #include <string.h>
 
 #include "backend/vulkan/vk_impl.h"
@@ -60,6 +63,10 @@ void vk_pipelines_free(vk_ctx *c)
         for (int k = 0; k < VK_N_SPECS; k++)
             if (c->pipelines[i][k]) vkDestroyPipeline(c->dev, c->pipelines[i][k], NULL);
         if (c->modules[i]) vkDestroyShaderModule(c->dev, c->modules[i], NULL);
+        for (int q = 0; q < VK_N_QTYPES; q++)
+            for (int k = 0; k < VK_N_SPECS; k++)
+                if (c->qpipelines[i][q][k]) vkDestroyPipeline(c->dev, c->qpipelines[i][q][k], NULL);
+        if (c->qmodules[i]) vkDestroyShaderModule(c->dev, c->qmodules[i], NULL);
     }
     if (c->pipe_layout) vkDestroyPipelineLayout(c->dev, c->pipe_layout, NULL);
     if (c->set_layout) vkDestroyDescriptorSetLayout(c->dev, c->set_layout, NULL);
@@ -73,51 +80,64 @@ static const vk_shader_blob *vk__blob(const char *name, int subgroup)
     return NULL;
 }
 
-static enc_status vk__module(vk_ctx *c, graph_op op, const char *name)
+/* The module of `name` in *slot, made at its first use. */
+static enc_status vk__module(vk_ctx *c, const char *name, VkShaderModule *slot)
 {
-    if (c->modules[op]) return ENC_OK;
+    if (*slot) return ENC_OK;
     const vk_shader_blob *blob = vk__blob(name, c->subgroup);
-    if (!blob) return enc_fail(ENC_ERR_INTERNAL, "vulkan: no shader for op %d", (int)op);
+    if (!blob) return enc_fail(ENC_ERR_INTERNAL, "vulkan: no shader %s", name);
     VkShaderModuleCreateInfo mi = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
         .codeSize = blob->size,
         .pCode = (const uint32_t *)(const void *)blob->spirv,
     };
-    VkResult r = vkCreateShaderModule(c->dev, &mi, NULL, &c->modules[op]);
+    VkResult r = vkCreateShaderModule(c->dev, &mi, NULL, slot);
     return r == VK_SUCCESS ? ENC_OK : enc_fail_context(vk_fail(r, "vkCreateShaderModule"), "shader %s", name);
 }
 
-enc_status vk_pipeline_get(vk_ctx *c, graph_op op, int spec, VkPipeline *out)
+/* The pipeline of module m with the constants of spec and qtype in *slot. */
+static enc_status vk__pipeline(vk_ctx *c, VkShaderModule m, const char *name, int spec, enc_dtype qtype,
+                               VkPipeline *slot)
 {
-    const char *name = (unsigned)op < GRAPH_OP_COUNT ? vk__shader_names[op] : NULL;
-    if (!name || spec < 0 || spec >= VK_N_SPECS)
-        return enc_fail(ENC_ERR_INTERNAL, "vulkan: no shader for op %d (variant %d)", (int)op, spec);
-    if (c->pipelines[op][spec]) {
-        *out = c->pipelines[op][spec];
-        return ENC_OK;
-    }
-    ENC_TRY(vk__module(c, op, name));
     /* shaders without these constants ignore them */
-    uint32_t values[5] = {1u << (spec & 3), spec & 4 ? c->subgroup_size : 64u, spec & 4 ? VK_TRUE : VK_FALSE,
-                          (uint32_t)(spec >> VK_SPEC_KV_SHIFT) & 3u, 256u << (spec & 3)};
-    VkSpecializationMapEntry entries[5];
-    for (uint32_t i = 0; i < 5; i++)
+    uint32_t values[6] = {1u << (spec & 3), spec & 4 ? c->subgroup_size : 64u, spec & 4 ? VK_TRUE : VK_FALSE,
+                          (uint32_t)(spec >> VK_SPEC_KV_SHIFT) & 3u, 256u << (spec & 3), (uint32_t)qtype};
+    VkSpecializationMapEntry entries[6];
+    for (uint32_t i = 0; i < 6; i++)
         entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = i * 4, .size = 4};
-    VkSpecializationInfo si = {.mapEntryCount = 5, .pMapEntries = entries, .dataSize = sizeof values,
+    VkSpecializationInfo si = {.mapEntryCount = 6, .pMapEntries = entries, .dataSize = sizeof values,
                                .pData = values};
     VkComputePipelineCreateInfo pci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {
             .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
             .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-            .module = c->modules[op],
+            .module = m,
             .pName = "main",
             .pSpecializationInfo = &si,
         },
         .layout = c->pipe_layout,
     };
-    VkResult r = vkCreateComputePipelines(c->dev, VK_NULL_HANDLE, 1, &pci, NULL, &c->pipelines[op][spec]);
+    VkResult r = vkCreateComputePipelines(c->dev, VK_NULL_HANDLE, 1, &pci, NULL, slot);
     if (r != VK_SUCCESS) return enc_fail_context(vk_fail(r, "vkCreateComputePipelines"), "shader %s", name);
-    *out = c->pipelines[op][spec];
     return vk_check_validation(c);
+}
+
+enc_status vk_pipeline_get(vk_ctx *c, graph_op op, int spec, enc_dtype qtype, VkPipeline *out)
+{
+    bool quant = qtype != ENC_F32;
+    const char *name = (unsigned)op < GRAPH_OP_COUNT ? vk__shader_names[op] : NULL;
+    if (!name || spec < 0 || spec >= VK_N_SPECS || (quant && !vk_ops_reads_quantized(op, qtype)))
+        return enc_fail(ENC_ERR_INTERNAL, "vulkan: no shader for op %d (variant %d, weights %s)", (int)op, spec,
+                        enc_dtype_name(qtype));
+    VkPipeline *slot = quant ? &c->qpipelines[op][qtype - ENC_Q8_0][spec] : &c->pipelines[op][spec];
+    if (!*slot) {
+        char qname[32];
+        snprintf(qname, sizeof qname, "%s_q", name);
+        VkShaderModule *m = quant ? &c->qmodules[op] : &c->modules[op];
+        ENC_TRY(vk__module(c, quant ? qname : name, m));
+        ENC_TRY(vk__pipeline(c, *m, quant ? qname : name, spec, qtype, slot));
+    }
+    *out = *slot;
+    return ENC_OK;
 }
