@@ -11,9 +11,9 @@
  *     product and one sum per block plus the lane tree;
  *   - batch invariance bit for bit: a token alone (decode), among 67 (prefill)
  *     or 5 at an offset, with nth = 1, 2, 3 (nth = 2 on a real thread pool);
- *   - Q8_0 and Q4_0 on a SIMD ISA give the portable dot's bits (their tiles
- *     add each block's exact int32 sum to one f32 accumulator per output, a
- *     product and a sum per block, as the portable dot does);
+ *   - every type on a SIMD ISA gives the portable dot's bits (its tiles add
+ *     each block's exact int32 sums to f32 accumulators of their own per
+ *     output, a product and a sum per block, as the portable dot does);
  *   - cpu_get_rows on a quantized table: quant_dequantize_row's floats.
  *
  * Weights are quantized gaussians and raw random blocks (negative scales,
@@ -312,10 +312,10 @@ static void check_get_rows(const world *wd)
     free(want);
 }
 
-/* Q8_0, Q4_0: y (this ISA, 2 threads) against the scalar table's y. */
+/* y (this ISA, 2 threads) against the scalar table's y, bit for bit. */
 static void check_same_as_scalar(const world *wd, const float *y)
 {
-    if (g_isa_id == CPU_ISA_SCALAR || (wd->dt != ENC_Q8_0 && wd->dt != ENC_Q4_0)) return;
+    if (g_isa_id == CPU_ISA_SCALAR) return;
     float *ys = xmalloc(sizeof(float) * T * N_OUT);
     mm_ctx c = {wd->xq, T, K, wd->w, wd->dt, N_OUT, ys};
     cpu_kernels_force_isa(CPU_ISA_SCALAR);

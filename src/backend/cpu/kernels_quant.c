@@ -10,7 +10,7 @@
  *   prefill:           token blocks of ~256 KiB of activations; within one,
  *                      each 4 weight rows meet every token while in L1,
  *                      tile_tokens tokens at a time where the ISA has a tile
- *                      for the type (Q8_0, Q4_0: 4 x 4; the K types 2 x 4) */
+ *                      for the type (4 tokens x 4 rows) */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>

@@ -243,22 +243,23 @@ CPU__Q_INLINE void cpu__q_32_tile(int q4, int T, const void *const *wv, const vo
     }
 }
 
-/* R < 4 rows: the tile with the missing rows standing in for row 0, their
- * outputs dropped (each lane is its own output: the kept ones are as with
- * R = 4). */
+/* R < 4 rows go through the 4-row tile with row 0 standing in for the
+ * missing ones and their outputs dropped: each lane is its own output, so
+ * the kept ones are as with R = 4. */
+static inline void cpu__q_pad_rows(int R, const void *const *wv, const void **w4)
+{
+    for (int r = 0; r < CPU__Q_RMAX; r++)
+        w4[r] = wv[r < R ? r : 0];
+}
+
 CPU__Q_INLINE void cpu__q_32_rows(int q4, int R, const void *const *wv, const void *xv, int64_t nb,
                                   float *y)
 {
-    if (R == CPU__Q_RMAX) {
-        cpu__q_32_tile(q4, 1, wv, &xv, nb, &y);
-        return;
-    }
     const void *w4[CPU__Q_RMAX];
-    float y4[CPU__Q_RMAX], *yp = y4;
-    for (int r = 0; r < CPU__Q_RMAX; r++)
-        w4[r] = wv[r < R ? r : 0];
+    float y4[CPU__Q_RMAX], *yp = R == CPU__Q_RMAX ? y : y4;
+    cpu__q_pad_rows(R, wv, w4);
     cpu__q_32_tile(q4, 1, w4, &xv, nb, &yp);
-    memcpy(y, y4, sizeof(float) * (size_t)R);
+    if (yp != y) memcpy(y, y4, sizeof(float) * (size_t)R);
 }
 
 static void cpu__q_dot_q8_0(int R, const void *const *w, const void *x, int64_t nb, float *y)
@@ -287,19 +288,29 @@ static void cpu__q_tile_q4_0(const void *const *w, const void *const *x, int64_t
 /* --- the K types: Q4_K, Q5_K and Q6_K ------------------------------------ */
 
 /* One tile body serves the three K types (kt, a constant at every call site)
- * for T <= 2 tokens x R <= 4 rows. Per weight superblock, per row:
+ * for T (1, 2 or 4) tokens x 4 rows. Per weight superblock, per row:
  *   - its scales unpacked once, in vectors: the 16-bit sub-block scales in
  *     both 128-bit lanes (picked per sub-block by one byte shuffle), and the
  *     16 int16 that dotted with the token's 16 bsums give the correction
  *     (Q4_K/Q5_K: each 6-bit min twice, m[s] . (bsums[2s] + bsums[2s+1]);
  *     Q6_K: the 16 scales, sc[g] . bsums[g], times 32);
  *   - each run of 32 levels unpacked once and dotted with every token.
- * The integer sums are exact in any order, and the f32 steps per output are
- * one fma per block (d_w d_x times the int32 lanes) and one scalar sum of the
- * corrections, so every (T, R) gives every output the bits of the 1 x 1 path. */
+ * Each output's int32 lanes are then summed across (exact) to its isum and
+ * corr, and its f32 steps are the portable dot's, one lane per output:
+ * acc += (d_w d_x) isum, accm += (dm d_x) corr, y = acc - accm. So every
+ * tile shape gives every output the portable bits. */
 enum { CPU__QK_Q4 = 0, CPU__QK_Q5 = 1, CPU__QK_Q6 = 2 };
-enum { CPU__QK_TMAX = 2 }; /* tokens per tile */
+enum { CPU__QK_TMAX = 4 }; /* tokens per tile */
 _Static_assert((int)CPU__QK_TMAX <= (int)CPU__Q_TILE_TOKENS, "a tile's tokens fit cpu__matmul_quant's arrays");
+
+/* v stays one register updated in program order: without it, GCC turns the
+ * 8 x T running sums of cpu__q_k_row into a tree over all 32 products and
+ * spills them to the stack. */
+#if defined(__GNUC__)
+#define CPU__Q_IN_REG(v) __asm__("" : "+x"(v))
+#else
+#define CPU__Q_IN_REG(v) ((void)0)
+#endif
 
 #if defined(__clang__)
 #define CPU__Q_UNROLL8 _Pragma("clang loop unroll(full)")
@@ -398,86 +409,112 @@ CPU__Q_INLINE __m256i cpu__q_k_levels(int kt, const unsigned char *wb, int s)
     return q;
 }
 
-/* y[t][r] = K-type row r . token t's Q8_K activations. */
-CPU__Q_INLINE void cpu__q_k_tile(int kt, int T, int R, const void *const *wv, const void *const *xv,
+/* The exact sums across the lanes of T vectors (T = 1, 2, 4): lane t the
+ * sum of v[t] (lanes T..3 hold no output). */
+CPU__Q_INLINE __m128i cpu__q_hsum_t(int T, const __m256i *v)
+{
+    __m256i h;
+    if (T == 4)
+        h = cpu__q_hsum4(v[0], v[1], v[2], v[3]);
+    else {
+        h = _mm256_hadd_epi32(v[0], T == 2 ? v[1] : v[0]);
+        h = _mm256_hadd_epi32(h, h);
+    }
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+/* Row wb (one superblock of type kt) against T tokens' superblocks x[t]:
+ * lane t of *isum_out and *corr_out token t's isum and correction (Q6_K's
+ * times 32). */
+CPU__Q_INLINE void cpu__q_k_row(int kt, int T, const unsigned char *wb, const block_q8_K *const *x,
+                                __m128i *isum_out, __m128i *corr_out, float *dw, float *dm)
+{
+    __m256i sc[2], mv, isum[CPU__QK_TMAX], corr[CPU__QK_TMAX];
+    cpu__q_k_scales(kt, wb, sc, &mv, dw, dm);
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
+    CPU__Q_UNROLL8 for (int s = 0; s < 8; s++)
+    {
+        __m256i lv = cpu__q_k_levels(kt, wb, s), ss = cpu__q_k_pick(kt, sc, s);
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        {
+            __m256i xs = _mm256_loadu_si256((const __m256i *)(x[t]->qs + 32 * s));
+            isum[t] = _mm256_add_epi32(isum[t], CPU__Q_DOT4_SCALED(lv, xs, ss));
+            CPU__Q_IN_REG(isum[t]);
+        }
+    }
+    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    {
+        __m256i bs = _mm256_loadu_si256((const __m256i *)x[t]->bsums);
+        corr[t] = _mm256_madd_epi16(mv, bs);
+        if (kt == CPU__QK_Q6) corr[t] = _mm256_slli_epi32(corr[t], 5);
+    }
+    *isum_out = cpu__q_hsum_t(T, isum);
+    *corr_out = cpu__q_hsum_t(T, corr);
+}
+
+/* y[t][r] = K-type row r . token t's Q8_K activations, for T tokens and the
+ * 4 rows; output (t, r) is lane t of acc[r] and accm[r]. */
+CPU__Q_INLINE void cpu__q_k_tile(int kt, int T, const void *const *wv, const void *const *xv,
                                  int64_t nb, float *const *y)
 {
     size_t bb = kt == CPU__QK_Q6   ? sizeof(block_q6_K)
                 : kt == CPU__QK_Q5 ? sizeof(block_q5_K)
                                    : sizeof(block_q4_K);
-    __m256 acc[CPU__QK_TMAX][CPU__Q_RMAX];
-    float accm[CPU__QK_TMAX][CPU__Q_RMAX];
-    CPU__Q_UNROLL for (int t = 0; t < T; t++)
-    {
-        CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[t][r] = _mm256_setzero_ps(),
-                                                  accm[t][r] = 0.0f;
-    }
+    __m128 acc[CPU__Q_RMAX], accm[CPU__Q_RMAX];
+    CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++) acc[r] = accm[r] = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        if (T == 1) cpu__q_prefetch_next(R, wv[R - 1], nb, bb, b);
+        if (T == 1) cpu__q_prefetch_next(CPU__Q_RMAX, wv[CPU__Q_RMAX - 1], nb, bb, b);
         const block_q8_K *x[CPU__QK_TMAX];
-        CPU__Q_UNROLL for (int t = 0; t < T; t++) x[t] = (const block_q8_K *)xv[t] + b;
-        CPU__Q_UNROLL for (int r = 0; r < R; r++)
+        float dxs[CPU__QK_TMAX] = {0};
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
         {
-            const unsigned char *wb = (const unsigned char *)wv[r] + (size_t)b * bb;
-            __m256i sc[2], mv, isum[CPU__QK_TMAX];
+            x[t] = (const block_q8_K *)xv[t] + b;
+            dxs[t] = x[t]->d;
+        }
+        __m128 dx = _mm_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3]);
+        CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++)
+        {
+            __m128i isum, corr;
             float dw, dm;
-            cpu__q_k_scales(kt, wb, sc, &mv, &dw, &dm);
-            CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
-            CPU__Q_UNROLL8 for (int s = 0; s < 8; s++)
-            {
-                __m256i lv = cpu__q_k_levels(kt, wb, s), ss = cpu__q_k_pick(kt, sc, s);
-                CPU__Q_UNROLL for (int t = 0; t < T; t++)
-                {
-                    __m256i xs = _mm256_loadu_si256((const __m256i *)(x[t]->qs + 32 * s));
-                    isum[t] = _mm256_add_epi32(isum[t], CPU__Q_DOT4_SCALED(lv, xs, ss));
-                }
-            }
-            CPU__Q_UNROLL for (int t = 0; t < T; t++)
-            {
-                __m256i bs = _mm256_loadu_si256((const __m256i *)x[t]->bsums);
-                int corr = cpu__q_hsum_i32(_mm256_madd_epi16(mv, bs));
-                corr = kt == CPU__QK_Q6 ? 32 * corr : corr;
-                acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[t]->d),
-                                            _mm256_cvtepi32_ps(isum[t]), acc[t][r]);
-                accm[t][r] += (dm * x[t]->d) * (float)corr;
-            }
+            cpu__q_k_row(kt, T, (const unsigned char *)wv[r] + (size_t)b * bb, x, &isum, &corr,
+                         &dw, &dm);
+            __m128 sd = _mm_mul_ps(_mm_set1_ps(dw), dx), sm = _mm_mul_ps(_mm_set1_ps(dm), dx);
+            acc[r] = _mm_add_ps(acc[r], _mm_mul_ps(sd, _mm_cvtepi32_ps(isum)));
+            accm[r] = _mm_add_ps(accm[r], _mm_mul_ps(sm, _mm_cvtepi32_ps(corr)));
         }
     }
-    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++)
     {
-        CPU__Q_UNROLL for (int r = 0; r < R; r++) y[t][r] = cpu__q_hsum(acc[t][r]) - accm[t][r];
+        float out[4];
+        _mm_storeu_ps(out, _mm_sub_ps(acc[r], accm[r]));
+        CPU__Q_UNROLL for (int t = 0; t < T; t++) y[t][r] = out[t];
     }
 }
 
+CPU__Q_INLINE void cpu__q_k_rows(int kt, int R, const void *const *wv, const void *xv, int64_t nb,
+                                 float *y)
+{
+    const void *w4[CPU__Q_RMAX];
+    float y4[CPU__Q_RMAX], *yp = R == CPU__Q_RMAX ? y : y4;
+    cpu__q_pad_rows(R, wv, w4);
+    cpu__q_k_tile(kt, 1, w4, &xv, nb, &yp);
+    if (yp != y) memcpy(y, y4, sizeof(float) * (size_t)R);
+}
+
+/* The table's entries for one K type: dot (R rows, one token) and tile. */
 #define CPU__Q_K_TYPE(T, KT)                                                                       \
-    CPU__Q_INLINE void cpu__q_##T##_rows(int R, const void *const *wv, const void *xv, int64_t nb, \
-                                         float *y)                                                 \
+    static void cpu__q_dot_##T(int R, const void *const *w, const void *x, int64_t nb, float *y)   \
     {                                                                                              \
-        cpu__q_k_tile(KT, 1, R, wv, &xv, nb, &y);                                                  \
+        cpu__q_k_rows(KT, R, w, x, nb, y);                                                         \
     }                                                                                              \
     static void cpu__q_tile_##T(const void *const *w, const void *const *x, int64_t nb,            \
                                 float *const *y)                                                   \
     {                                                                                              \
-        cpu__q_k_tile(KT, CPU__QK_TMAX, CPU__Q_RMAX, w, x, nb, y);                                  \
+        cpu__q_k_tile(KT, CPU__QK_TMAX, w, x, nb, y);                                              \
     }
 CPU__Q_K_TYPE(q4_k, CPU__QK_Q4)
 CPU__Q_K_TYPE(q5_k, CPU__QK_Q5)
 CPU__Q_K_TYPE(q6_k, CPU__QK_Q6)
-
-/* The table's entry for one type: R = CPU__Q_RMAX at once, else row by row. */
-#define CPU__Q_ROWS(T)                                                                             \
-    static void cpu__q_dot_##T(int R, const void *const *w, const void *x, int64_t nb, float *y)   \
-    {                                                                                              \
-        if (R == CPU__Q_RMAX) {                                                                    \
-            cpu__q_##T##_rows(CPU__Q_RMAX, w, x, nb, y);                                           \
-            return;                                                                                \
-        }                                                                                          \
-        for (int r = 0; r < R; r++)                                                                \
-            cpu__q_##T##_rows(1, w + r, x, nb, y + r);                                             \
-    }
-CPU__Q_ROWS(q4_k)
-CPU__Q_ROWS(q5_k)
-CPU__Q_ROWS(q6_k)
 
 /* --- activations: f32 rows -> Q8_0 / Q8_K blocks --------------------------- */
 
