@@ -146,7 +146,8 @@ CPU__Q_INLINE void cpu__q_prefetch_next(int R, const void *last_row, int64_t nb,
  * and a sum per block, one accumulator per output. Every output of every
  * tile shape therefore gets the portable dot's bits, whatever the tile. */
 enum { CPU__Q_TMAX = 4 };
-_Static_assert((int)CPU__Q_TMAX <= (int)CPU__Q_TILE_TOKENS, "a tile's tokens fit cpu__matmul_quant's arrays");
+_Static_assert((int)CPU__Q_TMAX <= (int)CPU__Q_TILE_TOKENS,
+               "a tile's tokens fit cpu__matmul_quant's arrays");
 
 /* Weight block b of row w as 32 levels: Q8_0 signed, Q4_0 unsigned (q,
  * 0..15; the dot takes 8 times the token's sums off after). */
@@ -164,13 +165,13 @@ CPU__Q_INLINE __m256i cpu__q_levels(int q4, const void *w, int64_t b)
 /* The f16 scale of block b of each of the 4 rows, as 4 floats. */
 CPU__Q_INLINE __m128 cpu__q_d4(int q4, const void *const *wv, int64_t b)
 {
-    __m128i h = _mm_setzero_si128();
+    uint16_t d[CPU__Q_RMAX];
     CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++)
     {
-        uint16_t d = q4 ? ((const block_q4_0 *)wv[r] + b)->d : ((const block_q8_0 *)wv[r] + b)->d;
-        h = _mm_insert_epi16(h, d, r);
+        d[r] = q4 ? ((const block_q4_0 *)wv[r] + b)->d : ((const block_q8_0 *)wv[r] + b)->d;
     }
-    return _mm_cvtph_ps(h);
+    return _mm_cvtph_ps(
+        _mm_setr_epi16((short)d[0], (short)d[1], (short)d[2], (short)d[3], 0, 0, 0, 0));
 }
 
 /* 4 vectors of 8 int32 lanes (rows 0..3) summed across lanes: in each
@@ -226,8 +227,8 @@ CPU__Q_INLINE void cpu__q_32_tile(int q4, int T, const void *const *wv, const vo
             __m256i g0 = cpu__q_token4(q4, qw, x0), g1 = cpu__q_token4(q4, qw, x1);
             __m256i tot = _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x20),
                                            _mm256_permute2x128_si256(g0, g1, 0x31));
-            __m256 dx = _mm256_set_m128(_mm_set1_ps(cpu__q_f16(x1->d)),
-                                        _mm_set1_ps(cpu__q_f16(x0->d)));
+            __m256 dx =
+                _mm256_set_m128(_mm_set1_ps(cpu__q_f16(x1->d)), _mm_set1_ps(cpu__q_f16(x0->d)));
             __m256 s = _mm256_mul_ps(_mm256_set_m128(dw, dw), dx);
             acc[p] = _mm256_add_ps(acc[p], _mm256_mul_ps(s, _mm256_cvtepi32_ps(tot)));
         }
@@ -301,7 +302,8 @@ static void cpu__q_tile_q4_0(const void *const *w, const void *const *x, int64_t
  * tile shape gives every output the portable bits. */
 enum { CPU__QK_Q4 = 0, CPU__QK_Q5 = 1, CPU__QK_Q6 = 2 };
 enum { CPU__QK_TMAX = 4 }; /* tokens per tile */
-_Static_assert((int)CPU__QK_TMAX <= (int)CPU__Q_TILE_TOKENS, "a tile's tokens fit cpu__matmul_quant's arrays");
+_Static_assert((int)CPU__QK_TMAX <= (int)CPU__Q_TILE_TOKENS,
+               "a tile's tokens fit cpu__matmul_quant's arrays");
 
 /* v stays one register updated in program order: without it, GCC turns the
  * 8 x T running sums of cpu__q_k_row into a tree over all 32 products and
@@ -476,8 +478,8 @@ CPU__Q_INLINE void cpu__q_k_tile(int kt, int T, const void *const *wv, const voi
         {
             __m128i isum, corr;
             float dw, dm;
-            cpu__q_k_row(kt, T, (const unsigned char *)wv[r] + (size_t)b * bb, x, &isum, &corr,
-                         &dw, &dm);
+            cpu__q_k_row(kt, T, (const unsigned char *)wv[r] + (size_t)b * bb, x, &isum, &corr, &dw,
+                         &dm);
             __m128 sd = _mm_mul_ps(_mm_set1_ps(dw), dx), sm = _mm_mul_ps(_mm_set1_ps(dm), dx);
             acc[r] = _mm_add_ps(acc[r], _mm_mul_ps(sd, _mm_cvtepi32_ps(isum)));
             accm[r] = _mm_add_ps(accm[r], _mm_mul_ps(sm, _mm_cvtepi32_ps(corr)));
