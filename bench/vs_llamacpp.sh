@@ -22,6 +22,9 @@
 #               it as pinned below; it is never part of `make test`.
 #   LLAMA_BIN   the directory of llama-bench and llama-quantize
 #   ENCORE      the encore program (default build/encore)
+#   BEFORE      (optional) an older encore program, run in each round beside
+#               ENCORE (the order of the three rotating), its figures and
+#               ratios as the table's "before" columns
 #   DENSE, MOE  the checkpoints (default build/models/qwen3-0.6b-geometry,
 #               build/models/qwen3-moe-bench-geometry: make bench-model,
 #               make bench-moe-model)
@@ -41,7 +44,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=${2:?}; shift ;;
     --types) types=${2:?}; shift ;;
     --models) models=${2:?}; shift ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "vs_llamacpp.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -75,6 +78,7 @@ build_llama() {
 [ -n "$LLAMA_BIN" ] && [ -x "$LLAMA_BIN/llama-bench" ] && [ -x "$LLAMA_BIN/llama-quantize" ] ||
   die "no llama-bench and llama-quantize in LLAMA_BIN='$LLAMA_BIN' (set LLAMA_BIN, or LLAMA_SRC with --build)"
 [ -x "$ENCORE" ] || die "no encore program at $ENCORE (build it, or set ENCORE)"
+[ -z "${BEFORE:-}" ] || [ -x "$BEFORE" ] || die "no encore program at BEFORE='$BEFORE'"
 
 # --- the files ----------------------------------------------------------------
 # llama-quantize's name of a type
@@ -131,10 +135,10 @@ for line in sys.stdin:
 print(r.get("pp", "nan"), r.get("tg", "nan"))'
 }
 
-# one_encore FILE -> "pp tg", or "refused MESSAGE"
+# one_encore FILE [PROGRAM] -> "pp tg", or "refused MESSAGE"
 one_encore() {
   local out
-  if ! out=$("$ENCORE" bench -m "$1" -t "$threads" --prompt-len 512 --gen-len 128 --runs 1 \
+  if ! out=$("${2:-$ENCORE}" bench -m "$1" -t "$threads" --prompt-len 512 --gen-len 128 --runs 1 \
                --modes k4 --batches 1 --json 2>"$OUT/encore.err"); then
     echo "refused $(grep -v '^\s*$' "$OUT/encore.err" | tail -1)"
     return
@@ -144,6 +148,7 @@ import json, sys
 j = json.loads(sys.stdin.read())
 print(j["prefill_tokens_per_s"], j["decode_tokens_per_s_batch1"])'
 }
+one_before() { one_encore "$1" "$BEFORE"; }
 
 results="$OUT/results.tsv"
 : > "$results"
@@ -153,6 +158,10 @@ for r in $(seq 1 "$runs"); do
     key=${e%:*} f=${e##*:}
     order="llama encore"
     [ $((r % 2)) = 0 ] && order="encore llama"
+    if [ -n "${BEFORE:-}" ]; then
+      case $((r % 3)) in 1) order="llama before encore" ;; 2) order="before encore llama" ;;
+        0) order="encore llama before" ;; esac
+    fi
     for engine in $order; do
       line=$("one_$engine" "$f")
       printf '%s\t%s\t%s\t%s\n' "$key" "$engine" "$r" "$line" >> "$results"
@@ -175,14 +184,21 @@ for line in open(sys.argv[1]):
 def med(key, engine, i):
     xs = [x[i] for x in v.get((key, engine), [])]
     return statistics.median(xs) if xs else float("nan")
-print("| model | weights | llama.cpp pp512 | encore pp512 | ratio | llama.cpp tg128 | encore tg128 | ratio |")
-print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+before = any(e == "before" for _, e in v)
+hb = " before pp512 | ratio |" if before else ""
+hb2 = " before tg128 | ratio |" if before else ""
+print("| model | weights | llama.cpp pp512 |" + hb + " encore pp512 | ratio | llama.cpp tg128 |" + hb2 + " encore tg128 | ratio |")
+print("| --- | --- | ---: |" + " ---: | ---: |" * (1 + before) + " ---: |" + " ---: | ---: |" * (1 + before))
+def cols(key, engine, i, ref):
+    x = med(key, engine, i)
+    return f" {x:.1f} | {x / ref:.2f}x |"
 for key in dict.fromkeys(k for k, _ in v):
     m, t = key.split(":")
     lp, lt = med(key, "llama", 0), med(key, "llama", 1)
     if key in refused:
         print(f"| {m} | {t} | {lp:.1f} | refused | | {lt:.1f} | refused | |  ({refused[key]})")
         continue
-    ep, et = med(key, "encore", 0), med(key, "encore", 1)
-    print(f"| {m} | {t} | {lp:.1f} | {ep:.1f} | {ep / lp:.2f}x | {lt:.1f} | {et:.1f} | {et / lt:.2f}x |")
+    bp = cols(key, "before", 0, lp) if before else ""
+    bt = cols(key, "before", 1, lt) if before else ""
+    print(f"| {m} | {t} | {lp:.1f} |{bp}{cols(key, 'encore', 0, lp)} {lt:.1f} |{bt}{cols(key, 'encore', 1, lt)}")
 EOF

@@ -11,6 +11,9 @@
  *     product and one sum per block plus the lane tree;
  *   - batch invariance bit for bit: a token alone (decode), among 67 (prefill)
  *     or 5 at an offset, with nth = 1, 2, 3 (nth = 2 on a real thread pool);
+ *   - every type on a SIMD ISA gives the portable dot's bits (its tiles add
+ *     each block's exact int32 sums to f32 accumulators of their own per
+ *     output, a product and a sum per block, as the portable dot does);
  *   - cpu_get_rows on a quantized table: quant_dequantize_row's floats.
  *
  * Weights are quantized gaussians and raw random blocks (negative scales,
@@ -34,6 +37,7 @@
 
 static int g_failures;
 static const char *g_isa = "?";
+static cpu_isa g_isa_id = CPU_ISA_SCALAR;
 static enc_threadpool *g_pool; /* 2 threads */
 
 static void fail(const char *fmt, ...)
@@ -308,6 +312,24 @@ static void check_get_rows(const world *wd)
     free(want);
 }
 
+/* y (this ISA, 2 threads) against the scalar table's y, bit for bit. */
+static void check_same_as_scalar(const world *wd, const float *y)
+{
+    if (g_isa_id == CPU_ISA_SCALAR) return;
+    float *ys = xmalloc(sizeof(float) * T * N_OUT);
+    mm_ctx c = {wd->xq, T, K, wd->w, wd->dt, N_OUT, ys};
+    cpu_kernels_force_isa(CPU_ISA_SCALAR);
+    run_nth(mm_task, &c, 2);
+    cpu_kernels_force_isa(g_isa_id);
+    for (int i = 0; i < T * N_OUT; i++)
+        if (memcmp(&y[i], &ys[i], sizeof(float)) != 0) {
+            fail("%s: token %d row %d is %.9g, the scalar dot's %.9g", enc_dtype_name(wd->dt),
+                 i / N_OUT, i % N_OUT, (double)y[i], (double)ys[i]);
+            break;
+        }
+    free(ys);
+}
+
 static void test_type(enc_dtype dt, double *worst, int *n_inv)
 {
     world wd;
@@ -320,6 +342,7 @@ static void test_type(enc_dtype dt, double *worst, int *n_inv)
     double e = check_ref(&wd, y);
     *worst = e > *worst ? e : *worst;
     *n_inv += check_invariance(&wd, y);
+    check_same_as_scalar(&wd, y);
     check_get_rows(&wd);
     free(y);
     world_free(&wd);
@@ -336,6 +359,7 @@ int main(void)
     int n_isas = 0;
     for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
         g_isa = cpu_isa_name(isas[i]);
+        g_isa_id = isas[i];
         if (!cpu_kernels_force_isa(isas[i])) {
             printf("[%s] not supported by this CPU: not run\n", g_isa);
             continue;

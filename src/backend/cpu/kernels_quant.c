@@ -8,9 +8,9 @@
  *
  *   decode (1 token):  for each 4 weight rows r..r+3: y[r..] = dot(w[r..], x)
  *   prefill:           token blocks of ~256 KiB of activations; within one,
- *                      each 4 weight rows meet every token while in L1, two
- *                      tokens at a time where the ISA has a 2 x 4 tile for
- *                      the type (dot2) */
+ *                      each 4 weight rows meet every token while in L1,
+ *                      tile_tokens tokens at a time where the ISA has a tile
+ *                      for the type (4 tokens x 4 rows) */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -186,7 +186,7 @@ const cpu__quant_table *cpu__quant_table_for(cpu_isa isa)
 
 enum {
     CPU__Q_X_BLOCK_BYTES = 256 * 1024, /* activations per token block (L2) */
-    CPU__Q_TILE_ROWS = 4,              /* weight rows per dot call (one token) */
+    CPU__Q_TILE_ROWS = 4,              /* weight rows per dot or tile call */
 };
 
 void cpu__matmul_quant(const cpu__quant_table *qt, const void *x, int64_t n_tokens, int64_t k,
@@ -194,7 +194,8 @@ void cpu__matmul_quant(const cpu__quant_table *qt, const void *x, int64_t n_toke
                        float *y)
 {
     cpu__qdot_fn dot = qt->dot[w_dtype];
-    cpu__qdot2_fn dot2 = qt->dot2[w_dtype];
+    cpu__qtile_fn tile = qt->tile[w_dtype];
+    int nt = tile ? qt->tile_tokens[w_dtype] : 1;
     int64_t nb = k / enc_dtype_block_elems(w_dtype);
     size_t wrb = enc_dtype_row_bytes(w_dtype, k);
     size_t xrb = enc_dtype_row_bytes(quant_dot_dtype(w_dtype), k);
@@ -209,11 +210,15 @@ void cpu__matmul_quant(const cpu__quant_table *qt, const void *x, int64_t n_toke
             for (int r = 0; r < R; r++)
                 wrow[r] = wb + (size_t)(r0 + r) * wrb;
             int64_t t = t0;
-            if (dot2 && R == CPU__Q_TILE_ROWS) /* token pairs share the weights' unpacking */
-                for (; t + 2 <= t1; t += 2) {
-                    const void *xp[2] = {xb + (size_t)t * xrb, xb + (size_t)(t + 1) * xrb};
-                    float *yp[2] = {y + t * n_out + r0, y + (t + 1) * n_out + r0};
-                    dot2(wrow, xp, nb, yp);
+            if (tile && R == CPU__Q_TILE_ROWS) /* nt tokens share the weights' unpacking */
+                for (; t + nt <= t1; t += nt) {
+                    const void *xp[CPU__Q_TILE_TOKENS];
+                    float *yp[CPU__Q_TILE_TOKENS];
+                    for (int i = 0; i < nt; i++) {
+                        xp[i] = xb + (size_t)(t + i) * xrb;
+                        yp[i] = y + (t + i) * n_out + r0;
+                    }
+                    tile(wrow, xp, nb, yp);
                 }
             for (; t < t1; t++)
                 dot(R, wrow, xb + (size_t)t * xrb, nb, y + t * n_out + r0);

@@ -18,8 +18,10 @@
  *       acc += (d_w d_x) isum;  accm += (d_w d_x) corr;      y = acc - accm
  *
  * The integers are exact in every ISA; the f32 accumulation runs block by
- * block in one order fixed per ISA (portable: one scalar; SIMD: 8 lanes of
- * int32 partial sums converted and accumulated lane-wise, then a fixed lane
+ * block in one order fixed per ISA and type (portable: one scalar; SIMD
+ * Q8_0 / Q4_0: each block's int32 lanes summed to one exact isum, then the
+ * portable steps, so the portable bits; SIMD K types: 8 lanes of int32
+ * partial sums converted and accumulated lane-wise, then a fixed lane
  * tree). Each output has its own accumulator, so y[t, n] never depends on
  * the batch, the tile or the thread split. The VNNI build computes the same
  * int32 lanes as the AVX2 one (vpdpbusd instead of vpmaddubsw + vpmaddwd,
@@ -39,15 +41,19 @@
 typedef void (*cpu__qdot_fn)(int R, const void *const *w, const void *x, int64_t n_blocks,
                              float *y);
 
-/* y[t][r] for two tokens x[0], x[1] and four weight rows w[0..3], each output
- * through the very steps of cpu__qdot_fn (the weights' unpacking shared). */
-typedef void (*cpu__qdot2_fn)(const void *const *w, const void *const *x, int64_t n_blocks,
+/* y[t][r] for the table's tile_tokens tokens x[t] and four weight rows
+ * w[0..3], each output through the very steps of cpu__qdot_fn (the weights'
+ * unpacking shared by the tokens). */
+typedef void (*cpu__qtile_fn)(const void *const *w, const void *const *x, int64_t n_blocks,
                               float *const *y);
+
+enum { CPU__Q_TILE_TOKENS = 4 }; /* the most tokens of a tile call (tile_tokens) */
 
 typedef struct cpu__quant_table {
     const char *name;
     cpu__qdot_fn dot[ENC_DTYPE_COUNT];   /* by weight dtype; NULL for non-block types */
-    cpu__qdot2_fn dot2[ENC_DTYPE_COUNT]; /* (optional, per type) 2 tokens x 4 rows */
+    cpu__qtile_fn tile[ENC_DTYPE_COUNT]; /* (optional, per type) tokens x 4 rows */
+    int tile_tokens[ENC_DTYPE_COUNT];    /* tokens per tile call, where tile is set */
     /* (optional) quant_quantize_row's bytes, faster; NULL: quant_quantize_row */
     int (*quantize_row)(enc_dtype dt, const float *x, void *out, int64_t k);
 } cpu__quant_table;
@@ -131,109 +137,182 @@ CPU__Q_INLINE void cpu__q_prefetch_next(int R, const void *last_row, int64_t nb,
         _mm_prefetch(p + o, _MM_HINT_T0);
 }
 
-/* Q8_0 and Q4_0 also come as tiles of T <= 2 tokens x R rows, which share
- * each weight block's unpacking and scale across the tokens (prefill). */
-enum { CPU__Q_TMAX = 2 };
+/* --- the 32-blocks: Q8_0 and Q4_0 ------------------------------------------ */
 
-/* Weight block b of row r as 32 levels and its scale: Q8_0 signed, Q4_0
- * unsigned (q, 0..15; the dot takes 8 times the token's sums off after). */
-CPU__Q_INLINE __m256i cpu__q_levels(int q4, const void *w, int64_t b, float *d)
+/* A tile is T tokens (1, 2 or 4) x 4 weight rows. Per block, each output's
+ * int32 lanes (8 partial sums, exact) are added across lanes by a tree of
+ * vphaddd into one lane per output (exact: integers), so the f32 steps are
+ * those of the portable dot, lane by lane: acc += (d_w d_x) isum, a product
+ * and a sum per block, one accumulator per output. Every output of every
+ * tile shape therefore gets the portable dot's bits, whatever the tile. */
+enum { CPU__Q_TMAX = 4 };
+_Static_assert((int)CPU__Q_TMAX <= (int)CPU__Q_TILE_TOKENS,
+               "a tile's tokens fit cpu__matmul_quant's arrays");
+
+/* Weight block b of row w as 32 levels: Q8_0 signed, Q4_0 unsigned (q,
+ * 0..15; the dot takes 8 times the token's sums off after). */
+CPU__Q_INLINE __m256i cpu__q_levels(int q4, const void *w, int64_t b)
 {
     if (q4) {
         const block_q4_0 *k = (const block_q4_0 *)w + b;
         __m128i v = _mm_loadu_si128((const __m128i *)k->qs);
         __m256i q = _mm256_set_m128i(_mm_srli_epi16(v, 4), v); /* values 0..15 | 16..31 */
-        *d = cpu__q_f16(k->d);
         return _mm256_and_si256(q, _mm256_set1_epi8(15));
     }
-    const block_q8_0 *k = (const block_q8_0 *)w + b;
-    *d = cpu__q_f16(k->d);
-    return _mm256_loadu_si256((const __m256i *)k->qs);
+    return _mm256_loadu_si256((const __m256i *)((const block_q8_0 *)w + b)->qs);
 }
 
-/* y[t][r] = row r (Q8_0, or Q4_0 when q4) . token t's Q8_0 activations.
- * Q8_0 levels are signed: |w| . x sign(w). Q4_0 ones are unsigned: the lanes
- * of q . x less 8 times the lanes of 1 . x (computed once per token and
- * block), the same exact int32 lanes as (q - 8) . x. */
-CPU__Q_INLINE void cpu__q_32_tile(int q4, int T, int R, const void *const *wv,
-                                  const void *const *xv, int64_t nb, float *const *y)
+/* The f16 scale of block b of each of the 4 rows, as 4 floats. */
+CPU__Q_INLINE __m128 cpu__q_d4(int q4, const void *const *wv, int64_t b)
 {
-    __m256 acc[CPU__Q_TMAX][CPU__Q_RMAX];
-    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    uint16_t d[CPU__Q_RMAX];
+    CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++)
     {
-        CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[t][r] = _mm256_setzero_ps();
+        d[r] = q4 ? ((const block_q4_0 *)wv[r] + b)->d : ((const block_q8_0 *)wv[r] + b)->d;
     }
+    return _mm_cvtph_ps(
+        _mm_setr_epi16((short)d[0], (short)d[1], (short)d[2], (short)d[3], 0, 0, 0, 0));
+}
+
+/* 4 vectors of 8 int32 lanes (rows 0..3) summed across lanes: in each
+ * 128-bit half [row 0, row 1, row 2, row 3], the low half over lanes 0..3,
+ * the high one over lanes 4..7. */
+static inline __m256i cpu__q_hsum4(__m256i a, __m256i b, __m256i c, __m256i d)
+{
+    return _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+}
+
+/* Token x (block b) against the 4 rows' levels qw: cpu__q_hsum4 of the 4
+ * dots. Q8_0 levels are signed: |w| . x sign(w). Q4_0 ones are unsigned:
+ * the lanes of q . x less 8 times the lanes of 1 . x, the same exact int32
+ * lanes as (q - 8) . x. */
+CPU__Q_INLINE __m256i cpu__q_token4(int q4, const __m256i *qw, const block_q8_0 *x)
+{
+    __m256i qx = _mm256_loadu_si256((const __m256i *)x->qs), dot[CPU__Q_RMAX];
+    __m256i x8 = q4 ? _mm256_slli_epi32(CPU__Q_DOT4(_mm256_set1_epi8(1), qx), 3) : qx;
+    CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++)
+    {
+        dot[r] = q4 ? _mm256_sub_epi32(CPU__Q_DOT4(qw[r], qx), x8)
+                    : CPU__Q_DOT4(_mm256_sign_epi8(qw[r], qw[r]), _mm256_sign_epi8(qx, qw[r]));
+    }
+    return cpu__q_hsum4(dot[0], dot[1], dot[2], dot[3]);
+}
+
+/* y[t][r] = row r (Q8_0, or Q4_0 when q4) . token t's Q8_0 activations, for
+ * T tokens and the 4 rows; lanes per token pair [t r0..r3 | t+1 r0..r3]. */
+CPU__Q_INLINE void cpu__q_32_tile(int q4, int T, const void *const *wv, const void *const *xv,
+                                  int64_t nb, float *const *y)
+{
+    __m256 acc[CPU__Q_TMAX / 2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m128 acc1 = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         if (T == 1)
-            cpu__q_prefetch_next(R, wv[R - 1], nb, q4 ? sizeof(block_q4_0) : sizeof(block_q8_0), b);
-        __m256i qx[CPU__Q_TMAX], x8[CPU__Q_TMAX];
-        float dx[CPU__Q_TMAX];
-        CPU__Q_UNROLL for (int t = 0; t < T; t++)
-        {
-            const block_q8_0 *x = (const block_q8_0 *)xv[t] + b;
-            qx[t] = _mm256_loadu_si256((const __m256i *)x->qs);
-            dx[t] = cpu__q_f16(x->d);
-            if (q4) x8[t] = _mm256_slli_epi32(CPU__Q_DOT4(_mm256_set1_epi8(1), qx[t]), 3);
+            cpu__q_prefetch_next(CPU__Q_RMAX, wv[CPU__Q_RMAX - 1], nb,
+                                 q4 ? sizeof(block_q4_0) : sizeof(block_q8_0), b);
+        __m256i qw[CPU__Q_RMAX];
+        CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++) qw[r] = cpu__q_levels(q4, wv[r], b);
+        __m128 dw = cpu__q_d4(q4, wv, b);
+        if (T == 1) {
+            const block_q8_0 *x = (const block_q8_0 *)xv[0] + b;
+            __m256i g = cpu__q_token4(q4, qw, x);
+            __m128i tot = _mm_add_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1));
+            __m128 s = _mm_mul_ps(dw, _mm_set1_ps(cpu__q_f16(x->d)));
+            acc1 = _mm_add_ps(acc1, _mm_mul_ps(s, _mm_cvtepi32_ps(tot)));
+            continue;
         }
-        CPU__Q_UNROLL for (int r = 0; r < R; r++)
+        CPU__Q_UNROLL for (int p = 0; p < T / 2; p++)
         {
-            float dw;
-            __m256i qw = cpu__q_levels(q4, wv[r], b, &dw);
-            __m256i aw = q4 ? qw : _mm256_sign_epi8(qw, qw);
-            CPU__Q_UNROLL for (int t = 0; t < T; t++)
-            {
-                __m256i dot = q4 ? _mm256_sub_epi32(CPU__Q_DOT4(aw, qx[t]), x8[t])
-                                 : CPU__Q_DOT4(aw, _mm256_sign_epi8(qx[t], qw));
-                acc[t][r] =
-                    _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[t]), _mm256_cvtepi32_ps(dot), acc[t][r]);
-            }
+            const block_q8_0 *x0 = (const block_q8_0 *)xv[2 * p] + b;
+            const block_q8_0 *x1 = (const block_q8_0 *)xv[2 * p + 1] + b;
+            __m256i g0 = cpu__q_token4(q4, qw, x0), g1 = cpu__q_token4(q4, qw, x1);
+            __m256i tot = _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x20),
+                                           _mm256_permute2x128_si256(g0, g1, 0x31));
+            __m256 dx =
+                _mm256_set_m128(_mm_set1_ps(cpu__q_f16(x1->d)), _mm_set1_ps(cpu__q_f16(x0->d)));
+            __m256 s = _mm256_mul_ps(_mm256_set_m128(dw, dw), dx);
+            acc[p] = _mm256_add_ps(acc[p], _mm256_mul_ps(s, _mm256_cvtepi32_ps(tot)));
         }
     }
-    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    if (T == 1) {
+        _mm_storeu_ps(y[0], acc1);
+        return;
+    }
+    CPU__Q_UNROLL for (int p = 0; p < T / 2; p++)
     {
-        CPU__Q_UNROLL for (int r = 0; r < R; r++) y[t][r] = cpu__q_hsum(acc[t][r]);
+        _mm_storeu_ps(y[2 * p], _mm256_castps256_ps128(acc[p]));
+        _mm_storeu_ps(y[2 * p + 1], _mm256_extractf128_ps(acc[p], 1));
     }
 }
 
-CPU__Q_INLINE void cpu__q_q8_0_rows(int R, const void *const *wv, const void *xv, int64_t nb,
-                                    float *y)
+/* R < 4 rows go through the 4-row tile with row 0 standing in for the
+ * missing ones and their outputs dropped: each lane is its own output, so
+ * the kept ones are as with R = 4. */
+static inline void cpu__q_pad_rows(int R, const void *const *wv, const void **w4)
 {
-    cpu__q_32_tile(0, 1, R, wv, &xv, nb, &y);
+    for (int r = 0; r < CPU__Q_RMAX; r++)
+        w4[r] = wv[r < R ? r : 0];
 }
 
-CPU__Q_INLINE void cpu__q_q4_0_rows(int R, const void *const *wv, const void *xv, int64_t nb,
-                                    float *y)
+CPU__Q_INLINE void cpu__q_32_rows(int q4, int R, const void *const *wv, const void *xv, int64_t nb,
+                                  float *y)
 {
-    cpu__q_32_tile(1, 1, R, wv, &xv, nb, &y);
+    const void *w4[CPU__Q_RMAX];
+    float y4[CPU__Q_RMAX], *yp = R == CPU__Q_RMAX ? y : y4;
+    cpu__q_pad_rows(R, wv, w4);
+    cpu__q_32_tile(q4, 1, w4, &xv, nb, &yp);
+    if (yp != y) memcpy(y, y4, sizeof(float) * (size_t)R);
 }
 
-/* The tables' two-token entries (CPU__Q_RMAX rows). */
-static void cpu__q_dot2_q8_0(const void *const *w, const void *const *x, int64_t nb,
+static void cpu__q_dot_q8_0(int R, const void *const *w, const void *x, int64_t nb, float *y)
+{
+    cpu__q_32_rows(0, R, w, x, nb, y);
+}
+
+static void cpu__q_dot_q4_0(int R, const void *const *w, const void *x, int64_t nb, float *y)
+{
+    cpu__q_32_rows(1, R, w, x, nb, y);
+}
+
+/* The tables' tile entries: CPU__Q_TMAX tokens x CPU__Q_RMAX rows. */
+static void cpu__q_tile_q8_0(const void *const *w, const void *const *x, int64_t nb,
                              float *const *y)
 {
-    cpu__q_32_tile(0, CPU__Q_TMAX, CPU__Q_RMAX, w, x, nb, y);
+    cpu__q_32_tile(0, CPU__Q_TMAX, w, x, nb, y);
 }
 
-static void cpu__q_dot2_q4_0(const void *const *w, const void *const *x, int64_t nb,
+static void cpu__q_tile_q4_0(const void *const *w, const void *const *x, int64_t nb,
                              float *const *y)
 {
-    cpu__q_32_tile(1, CPU__Q_TMAX, CPU__Q_RMAX, w, x, nb, y);
+    cpu__q_32_tile(1, CPU__Q_TMAX, w, x, nb, y);
 }
 
 /* --- the K types: Q4_K, Q5_K and Q6_K ------------------------------------ */
 
 /* One tile body serves the three K types (kt, a constant at every call site)
- * for T <= 2 tokens x R <= 4 rows. Per weight superblock, per row:
+ * for T (1, 2 or 4) tokens x 4 rows. Per weight superblock, per row:
  *   - its scales unpacked once, in vectors: the 16-bit sub-block scales in
  *     both 128-bit lanes (picked per sub-block by one byte shuffle), and the
  *     16 int16 that dotted with the token's 16 bsums give the correction
  *     (Q4_K/Q5_K: each 6-bit min twice, m[s] . (bsums[2s] + bsums[2s+1]);
  *     Q6_K: the 16 scales, sc[g] . bsums[g], times 32);
  *   - each run of 32 levels unpacked once and dotted with every token.
- * The integer sums are exact in any order, and the f32 steps per output are
- * one fma per block (d_w d_x times the int32 lanes) and one scalar sum of the
- * corrections, so every (T, R) gives every output the bits of the 1 x 1 path. */
+ * Each output's int32 lanes are then summed across (exact) to its isum and
+ * corr, and its f32 steps are the portable dot's, one lane per output:
+ * acc += (d_w d_x) isum, accm += (dm d_x) corr, y = acc - accm. So every
+ * tile shape gives every output the portable bits. */
 enum { CPU__QK_Q4 = 0, CPU__QK_Q5 = 1, CPU__QK_Q6 = 2 };
+enum { CPU__QK_TMAX = 4 }; /* tokens per tile */
+_Static_assert((int)CPU__QK_TMAX <= (int)CPU__Q_TILE_TOKENS,
+               "a tile's tokens fit cpu__matmul_quant's arrays");
+
+/* v stays one register updated in program order: without it, GCC turns the
+ * 8 x T running sums of cpu__q_k_row into a tree over all 32 products and
+ * spills them to the stack. */
+#if defined(__GNUC__)
+#define CPU__Q_IN_REG(v) __asm__("" : "+x"(v))
+#else
+#define CPU__Q_IN_REG(v) ((void)0)
+#endif
 
 #if defined(__clang__)
 #define CPU__Q_UNROLL8 _Pragma("clang loop unroll(full)")
@@ -332,88 +411,112 @@ CPU__Q_INLINE __m256i cpu__q_k_levels(int kt, const unsigned char *wb, int s)
     return q;
 }
 
-/* y[t][r] = K-type row r . token t's Q8_K activations. */
-CPU__Q_INLINE void cpu__q_k_tile(int kt, int T, int R, const void *const *wv, const void *const *xv,
+/* The exact sums across the lanes of T vectors (T = 1, 2, 4): lane t the
+ * sum of v[t] (lanes T..3 hold no output). */
+CPU__Q_INLINE __m128i cpu__q_hsum_t(int T, const __m256i *v)
+{
+    __m256i h;
+    if (T == 4)
+        h = cpu__q_hsum4(v[0], v[1], v[2], v[3]);
+    else {
+        h = _mm256_hadd_epi32(v[0], T == 2 ? v[1] : v[0]);
+        h = _mm256_hadd_epi32(h, h);
+    }
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+/* Row wb (one superblock of type kt) against T tokens' superblocks x[t]:
+ * lane t of *isum_out and *corr_out token t's isum and correction (Q6_K's
+ * times 32). */
+CPU__Q_INLINE void cpu__q_k_row(int kt, int T, const unsigned char *wb, const block_q8_K *const *x,
+                                __m128i *isum_out, __m128i *corr_out, float *dw, float *dm)
+{
+    __m256i sc[2], mv, isum[CPU__QK_TMAX], corr[CPU__QK_TMAX];
+    cpu__q_k_scales(kt, wb, sc, &mv, dw, dm);
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
+    CPU__Q_UNROLL8 for (int s = 0; s < 8; s++)
+    {
+        __m256i lv = cpu__q_k_levels(kt, wb, s), ss = cpu__q_k_pick(kt, sc, s);
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        {
+            __m256i xs = _mm256_loadu_si256((const __m256i *)(x[t]->qs + 32 * s));
+            isum[t] = _mm256_add_epi32(isum[t], CPU__Q_DOT4_SCALED(lv, xs, ss));
+            CPU__Q_IN_REG(isum[t]);
+        }
+    }
+    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    {
+        __m256i bs = _mm256_loadu_si256((const __m256i *)x[t]->bsums);
+        corr[t] = _mm256_madd_epi16(mv, bs);
+        if (kt == CPU__QK_Q6) corr[t] = _mm256_slli_epi32(corr[t], 5);
+    }
+    *isum_out = cpu__q_hsum_t(T, isum);
+    *corr_out = cpu__q_hsum_t(T, corr);
+}
+
+/* y[t][r] = K-type row r . token t's Q8_K activations, for T tokens and the
+ * 4 rows; output (t, r) is lane t of acc[r] and accm[r]. */
+CPU__Q_INLINE void cpu__q_k_tile(int kt, int T, const void *const *wv, const void *const *xv,
                                  int64_t nb, float *const *y)
 {
     size_t bb = kt == CPU__QK_Q6   ? sizeof(block_q6_K)
                 : kt == CPU__QK_Q5 ? sizeof(block_q5_K)
                                    : sizeof(block_q4_K);
-    __m256 acc[CPU__Q_TMAX][CPU__Q_RMAX];
-    float accm[CPU__Q_TMAX][CPU__Q_RMAX];
-    CPU__Q_UNROLL for (int t = 0; t < T; t++)
-    {
-        CPU__Q_UNROLL for (int r = 0; r < R; r++) acc[t][r] = _mm256_setzero_ps(),
-                                                  accm[t][r] = 0.0f;
-    }
+    __m128 acc[CPU__Q_RMAX], accm[CPU__Q_RMAX];
+    CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++) acc[r] = accm[r] = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        if (T == 1) cpu__q_prefetch_next(R, wv[R - 1], nb, bb, b);
-        const block_q8_K *x[CPU__Q_TMAX];
-        CPU__Q_UNROLL for (int t = 0; t < T; t++) x[t] = (const block_q8_K *)xv[t] + b;
-        CPU__Q_UNROLL for (int r = 0; r < R; r++)
+        if (T == 1) cpu__q_prefetch_next(CPU__Q_RMAX, wv[CPU__Q_RMAX - 1], nb, bb, b);
+        const block_q8_K *x[CPU__QK_TMAX];
+        float dxs[CPU__QK_TMAX] = {0};
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
         {
-            const unsigned char *wb = (const unsigned char *)wv[r] + (size_t)b * bb;
-            __m256i sc[2], mv, isum[CPU__Q_TMAX];
+            x[t] = (const block_q8_K *)xv[t] + b;
+            dxs[t] = x[t]->d;
+        }
+        __m128 dx = _mm_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3]);
+        CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++)
+        {
+            __m128i isum, corr;
             float dw, dm;
-            cpu__q_k_scales(kt, wb, sc, &mv, &dw, &dm);
-            CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
-            CPU__Q_UNROLL8 for (int s = 0; s < 8; s++)
-            {
-                __m256i lv = cpu__q_k_levels(kt, wb, s), ss = cpu__q_k_pick(kt, sc, s);
-                CPU__Q_UNROLL for (int t = 0; t < T; t++)
-                {
-                    __m256i xs = _mm256_loadu_si256((const __m256i *)(x[t]->qs + 32 * s));
-                    isum[t] = _mm256_add_epi32(isum[t], CPU__Q_DOT4_SCALED(lv, xs, ss));
-                }
-            }
-            CPU__Q_UNROLL for (int t = 0; t < T; t++)
-            {
-                __m256i bs = _mm256_loadu_si256((const __m256i *)x[t]->bsums);
-                int corr = cpu__q_hsum_i32(_mm256_madd_epi16(mv, bs));
-                corr = kt == CPU__QK_Q6 ? 32 * corr : corr;
-                acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[t]->d),
-                                            _mm256_cvtepi32_ps(isum[t]), acc[t][r]);
-                accm[t][r] += (dm * x[t]->d) * (float)corr;
-            }
+            cpu__q_k_row(kt, T, (const unsigned char *)wv[r] + (size_t)b * bb, x, &isum, &corr, &dw,
+                         &dm);
+            __m128 sd = _mm_mul_ps(_mm_set1_ps(dw), dx), sm = _mm_mul_ps(_mm_set1_ps(dm), dx);
+            acc[r] = _mm_add_ps(acc[r], _mm_mul_ps(sd, _mm_cvtepi32_ps(isum)));
+            accm[r] = _mm_add_ps(accm[r], _mm_mul_ps(sm, _mm_cvtepi32_ps(corr)));
         }
     }
-    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++)
     {
-        CPU__Q_UNROLL for (int r = 0; r < R; r++) y[t][r] = cpu__q_hsum(acc[t][r]) - accm[t][r];
+        float out[4];
+        _mm_storeu_ps(out, _mm_sub_ps(acc[r], accm[r]));
+        CPU__Q_UNROLL for (int t = 0; t < T; t++) y[t][r] = out[t];
     }
 }
 
+CPU__Q_INLINE void cpu__q_k_rows(int kt, int R, const void *const *wv, const void *xv, int64_t nb,
+                                 float *y)
+{
+    const void *w4[CPU__Q_RMAX];
+    float y4[CPU__Q_RMAX], *yp = R == CPU__Q_RMAX ? y : y4;
+    cpu__q_pad_rows(R, wv, w4);
+    cpu__q_k_tile(kt, 1, w4, &xv, nb, &yp);
+    if (yp != y) memcpy(y, y4, sizeof(float) * (size_t)R);
+}
+
+/* The table's entries for one K type: dot (R rows, one token) and tile. */
 #define CPU__Q_K_TYPE(T, KT)                                                                       \
-    CPU__Q_INLINE void cpu__q_##T##_rows(int R, const void *const *wv, const void *xv, int64_t nb, \
-                                         float *y)                                                 \
+    static void cpu__q_dot_##T(int R, const void *const *w, const void *x, int64_t nb, float *y)   \
     {                                                                                              \
-        cpu__q_k_tile(KT, 1, R, wv, &xv, nb, &y);                                                  \
+        cpu__q_k_rows(KT, R, w, x, nb, y);                                                         \
     }                                                                                              \
-    static void cpu__q_dot2_##T(const void *const *w, const void *const *x, int64_t nb,            \
+    static void cpu__q_tile_##T(const void *const *w, const void *const *x, int64_t nb,            \
                                 float *const *y)                                                   \
     {                                                                                              \
-        cpu__q_k_tile(KT, CPU__Q_TMAX, CPU__Q_RMAX, w, x, nb, y);                                  \
+        cpu__q_k_tile(KT, CPU__QK_TMAX, w, x, nb, y);                                              \
     }
 CPU__Q_K_TYPE(q4_k, CPU__QK_Q4)
 CPU__Q_K_TYPE(q5_k, CPU__QK_Q5)
 CPU__Q_K_TYPE(q6_k, CPU__QK_Q6)
-
-/* The table's entry for one type: R = CPU__Q_RMAX at once, else row by row. */
-#define CPU__Q_ROWS(T)                                                                             \
-    static void cpu__q_dot_##T(int R, const void *const *w, const void *x, int64_t nb, float *y)   \
-    {                                                                                              \
-        if (R == CPU__Q_RMAX) {                                                                    \
-            cpu__q_##T##_rows(CPU__Q_RMAX, w, x, nb, y);                                           \
-            return;                                                                                \
-        }                                                                                          \
-        for (int r = 0; r < R; r++)                                                                \
-            cpu__q_##T##_rows(1, w + r, x, nb, y + r);                                             \
-    }
-CPU__Q_ROWS(q8_0)
-CPU__Q_ROWS(q4_0)
-CPU__Q_ROWS(q4_k)
-CPU__Q_ROWS(q5_k)
-CPU__Q_ROWS(q6_k)
 
 /* --- activations: f32 rows -> Q8_0 / Q8_K blocks --------------------------- */
 
@@ -506,13 +609,21 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q5_K] = cpu__q_dot_q5_k,
             [ENC_Q6_K] = cpu__q_dot_q6_k,
         },
-    .dot2 =
+    .tile =
         {
-            [ENC_Q8_0] = cpu__q_dot2_q8_0,
-            [ENC_Q4_0] = cpu__q_dot2_q4_0,
-            [ENC_Q4_K] = cpu__q_dot2_q4_k,
-            [ENC_Q5_K] = cpu__q_dot2_q5_k,
-            [ENC_Q6_K] = cpu__q_dot2_q6_k,
+            [ENC_Q8_0] = cpu__q_tile_q8_0,
+            [ENC_Q4_0] = cpu__q_tile_q4_0,
+            [ENC_Q4_K] = cpu__q_tile_q4_k,
+            [ENC_Q5_K] = cpu__q_tile_q5_k,
+            [ENC_Q6_K] = cpu__q_tile_q6_k,
+        },
+    .tile_tokens =
+        {
+            [ENC_Q8_0] = CPU__Q_TMAX,
+            [ENC_Q4_0] = CPU__Q_TMAX,
+            [ENC_Q4_K] = CPU__QK_TMAX,
+            [ENC_Q5_K] = CPU__QK_TMAX,
+            [ENC_Q6_K] = CPU__QK_TMAX,
         },
 };
 
