@@ -57,6 +57,7 @@ static const char bench_help[] =
     "  -h, --help               show this help\n\n";
 
 enum { BENCH_MAX_BATCHES = 8, BENCH_MAX_RUNS = 32, BENCH_N_MODES = 6, BENCH_N_DEFAULT_MODES = 4 };
+enum { BENCH_DECODE_PROMPT_LEN = 16 }; /* tokens of each prompt of a decode run */
 
 /* What the decode requests do: greedy, or (--sampling) the sampled kind. */
 enum { BENCH_GREEDY = 0, BENCH_SAMPLED, BENCH_N_KINDS };
@@ -233,7 +234,7 @@ static bool bench__decode_once(engine *e, const bench_args *a, int64_t batch, in
                                uint64_t seed, int kind, double out[BENCH_N_FIGURES])
 {
     bench_drain d;
-    if (!bench__submit(e, batch, 16, a->gen_len, seed, kind, a->constrained) || !bench__drain(e, &d)) return false;
+    if (!bench__submit(e, batch, BENCH_DECODE_PROMPT_LEN, a->gen_len, seed, kind, a->constrained) || !bench__drain(e, &d)) return false;
     bench__release_all(e, *next_id, batch);
     *next_id += batch;
     double trips = d.decode_steps > 0 ? (double)d.decode_steps : 1.0;
@@ -466,7 +467,15 @@ static int bench__parse(int argc, char **argv, bench_args *a)
     int64_t max_batch = 1;
     for (int i = 0; i < a->n_batches; i++) max_batch = a->batches[i] > max_batch ? a->batches[i] : max_batch;
     if (a->cfg.max_num_seqs < max_batch) a->cfg.max_num_seqs = (int)max_batch;
-    if (a->cfg.max_num_batched_tokens < a->prompt_len) a->cfg.max_num_batched_tokens = a->prompt_len;
+    /* one step holds the whole prefill prompt and every prompt of a decode
+     * run, so that a batch-B figure is made of steps decoding B tokens each
+     * (unset, the engine's default budget, raised where it is short: a
+     * budget below batch x BENCH_DECODE_PROMPT_LEN chunks those prompts, and
+     * the decode steps between the chunks run a few sequences) */
+    int64_t need = max_batch * BENCH_DECODE_PROMPT_LEN > a->prompt_len ? max_batch * BENCH_DECODE_PROMPT_LEN
+                                                                        : a->prompt_len;
+    if (a->cfg.max_num_batched_tokens == 0) a->cfg.max_num_batched_tokens = ENGINE_DEFAULT_MAX_NUM_BATCHED_TOKENS;
+    if (a->cfg.max_num_batched_tokens < need) a->cfg.max_num_batched_tokens = need;
     return 0;
 }
 

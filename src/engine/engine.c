@@ -73,7 +73,7 @@ static enc_status engine__resolve_config(engine *e, const qwen3_config *mc)
     if (c->sample_vocab < 1 || c->sample_vocab > mc->vocab_size)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "sample_vocab %lld out of range [1, %lld] (vocab_size)",
                         (long long)c->sample_vocab, (long long)mc->vocab_size);
-    if (c->max_num_batched_tokens == 0) c->max_num_batched_tokens = 2048;
+    if (c->max_num_batched_tokens == 0) c->max_num_batched_tokens = ENGINE_DEFAULT_MAX_NUM_BATCHED_TOKENS;
     if (c->max_model_len == 0)
         c->max_model_len = mc->max_position_embeddings < 8192 ? mc->max_position_embeddings : 8192;
     if (c->max_num_seqs < 1 || c->max_num_seqs > 4096)

@@ -33,6 +33,7 @@ typedef struct engine engine;
 enum { ENGINE_MAX_STOP_IDS = 16, ENGINE_MAX_TOP_LOGPROBS = 20 };
 
 enum { ENGINE_MAX_DECODE_STEPS = 64 }; /* the most decode steps one replay may run */
+enum { ENGINE_DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048 }; /* the token budget of a step when unset */
 
 typedef struct engine_config {
     const char *model_dir;
@@ -45,7 +46,7 @@ typedef struct engine_config {
                                      * f16 for an f16 model, bf16 otherwise, where the backend
                                      * runs it, else f32; not copied */
     int max_num_seqs;               /* 0: 64 */
-    int64_t max_num_batched_tokens; /* 0: 2048 */
+    int64_t max_num_batched_tokens; /* 0: ENGINE_DEFAULT_MAX_NUM_BATCHED_TOKENS */
     int64_t max_model_len;          /* 0: min(max_position_embeddings, 8192) */
     bool eager;                     /* run every step eagerly (no capture) */
     bool verify_capture;            /* run each replayed step eagerly too; stop at a difference */

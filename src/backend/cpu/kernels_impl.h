@@ -141,10 +141,12 @@ CPU__INLINE size_t cpu__v_elem_size(enc_dtype dt)
     return dt == ENC_F32 ? 4 : 2;
 }
 
-/* A single-token tile streams its R rows once, and the rows of a matrix lie
- * one after another: every CPU__V_PF elements it asks for the same share of
- * the bytes after its last row (the next tile's). A hint only: a prefetch
- * never faults, past the matrix end included, and changes no value. */
+/* A tile that streams its R rows once (one token, or a call of at most
+ * CPU__V_TM tokens: one token tile per block of rows, as the few tokens of
+ * one expert in a decode batch), and the rows of a matrix lie one after
+ * another: every CPU__V_PF elements it asks for the same share of the bytes
+ * after its last row (the next tile's). A hint only: a prefetch never
+ * faults, past the matrix end included, and changes no value. */
 enum { CPU__V_PF = 32 };
 CPU__INLINE void cpu__v_prefetch_next(int R, enc_dtype dt, const void *last_row, int64_t k,
                                       int64_t i)
@@ -163,7 +165,7 @@ CPU__INLINE void cpu__v_prefetch_next(int R, enc_dtype dt, const void *last_row,
  * each in the fixed order of the header comment. T, R and dt are constants
  * at every call site, so acc[][] lives in registers. */
 CPU__INLINE void cpu__tile(int T, int R, enc_dtype dt, const float *x, int64_t ldx,
-                           const void *const *wrow, int64_t k, float *y, int64_t ldy)
+                           const void *const *wrow, int64_t k, float *y, int64_t ldy, int stream)
 {
     V acc[CPU__V_TM][CPU__V_RMAX];
     CPU__UNROLL for (int t = 0; t < T; t++) {
@@ -171,7 +173,7 @@ CPU__INLINE void cpu__tile(int T, int R, enc_dtype dt, const float *x, int64_t l
     }
     int64_t i = 0;
     for (; i + VW <= k; i += VW) {
-        if (T == 1 && i % CPU__V_PF == 0) cpu__v_prefetch_next(R, dt, wrow[R - 1], k, i);
+        if ((T == 1 || stream) && i % CPU__V_PF == 0) cpu__v_prefetch_next(R, dt, wrow[R - 1], k, i);
         V wv[CPU__V_RMAX];
         CPU__UNROLL for (int r = 0; r < R; r++) wv[r] = cpu__v_load_w(dt, wrow[r], i);
         CPU__UNROLL for (int t = 0; t < T; t++) {
@@ -200,11 +202,11 @@ CPU__INLINE void cpu__tile(int T, int R, enc_dtype dt, const float *x, int64_t l
  * dt is a constant at each call site (the three wrappers below). */
 #define CPU__TILE_CASE(T_, R_)                                                                     \
     case (T_) * 64 + (R_):                                                                           \
-        cpu__tile(T_, R_, dt, x, ldx, wrow, k, y, ldy);                                            \
+        cpu__tile(T_, R_, dt, x, ldx, wrow, k, y, ldy, stream);                                    \
         return
 
 CPU__INLINE void cpu__tiles(enc_dtype dt, int T, int R, const float *x, int64_t ldx,
-                            const void *const *wrow, int64_t k, float *y, int64_t ldy)
+                            const void *const *wrow, int64_t k, float *y, int64_t ldy, int stream)
 {
     switch (T * 64 + R) {
 #if CPU__V_RD != CPU__V_RM
@@ -248,17 +250,17 @@ CPU__INLINE void cpu__tiles(enc_dtype dt, int T, int R, const float *x, int64_t 
     }
     for (int t = 0; t < T; t++)
         for (int r = 0; r < R; r++)
-            cpu__tile(1, 1, dt, x + t * ldx, ldx, wrow + r, k, y + t * ldy + r, ldy);
+            cpu__tile(1, 1, dt, x + t * ldx, ldx, wrow + r, k, y + t * ldy + r, ldy, stream);
 }
 
 typedef void (*cpu__tile_fn)(int T, int R, const float *x, int64_t ldx, const void *const *wrow,
-                             int64_t k, float *y, int64_t ldy);
+                             int64_t k, float *y, int64_t ldy, int stream);
 
 #define CPU__TILES_DTYPE(NAME, DT)                                                                 \
     static void NAME(int T, int R, const float *x, int64_t ldx, const void *const *wrow,           \
-                     int64_t k, float *y, int64_t ldy)                                             \
+                     int64_t k, float *y, int64_t ldy, int stream)                                 \
     {                                                                                              \
-        cpu__tiles(DT, T, R, x, ldx, wrow, k, y, ldy);                                             \
+        cpu__tiles(DT, T, R, x, ldx, wrow, k, y, ldy, stream);                                     \
     }
 CPU__TILES_DTYPE(cpu__tiles_f32, ENC_F32)
 CPU__TILES_DTYPE(cpu__tiles_bf16, ENC_BF16)
@@ -278,16 +280,18 @@ static int64_t cpu__row_block(int64_t row_bytes)
     return n / CPU__V_RM * CPU__V_RM;
 }
 
-/* One token tile x[T, k] against the weight rows [r0, r1) in tiles of RM. */
+/* One token tile x[T, k] against the weight rows [r0, r1) in tiles of RM;
+ * stream: no other token tile reads these rows (cpu__tile). */
 static void cpu__v_rows_tile(cpu__tile_fn tiles, int T, const float *x, int64_t k, const char *wb,
-                             size_t row_bytes, int64_t r0, int64_t r1, float *y, int64_t n_out)
+                             size_t row_bytes, int64_t r0, int64_t r1, float *y, int64_t n_out,
+                             int stream)
 {
     const void *wrow[CPU__V_RMAX];
     for (int64_t r = r0; r < r1; r += CPU__V_RM) {
         int R = r1 - r >= CPU__V_RM ? CPU__V_RM : (int)(r1 - r);
         for (int i = 0; i < R; i++)
             wrow[i] = wb + (size_t)(r + i) * row_bytes;
-        tiles(T, R, x, k, wrow, k, y + r, n_out);
+        tiles(T, R, x, k, wrow, k, y + r, n_out, stream);
     }
 }
 
@@ -306,16 +310,18 @@ static void cpu__v_matmul_rows(const float *x, int64_t n_tokens, int64_t k, cons
             int R = n1 - r0 >= CPU__V_RD ? CPU__V_RD : (int)(n1 - r0);
             for (int r = 0; r < R; r++)
                 wrow[r] = wb + (size_t)(r0 + r) * row_bytes;
-            tiles(1, R, x, k, wrow, k, y + r0, n_out);
+            tiles(1, R, x, k, wrow, k, y + r0, n_out, 1);
         }
         return;
     }
     int64_t rb = cpu__row_block((int64_t)row_bytes);
+    int stream = n_tokens <= CPU__V_TM; /* one token tile: each row read once */
     for (int64_t b0 = n0; b0 < n1; b0 += rb) {
         int64_t b1 = b0 + rb < n1 ? b0 + rb : n1;
         for (int64_t t = 0; t < n_tokens; t += CPU__V_TM) {
             int T = n_tokens - t >= CPU__V_TM ? CPU__V_TM : (int)(n_tokens - t);
-            cpu__v_rows_tile(tiles, T, x + t * k, k, wb, row_bytes, b0, b1, y + t * n_out, n_out);
+            cpu__v_rows_tile(tiles, T, x + t * k, k, wb, row_bytes, b0, b1, y + t * n_out, n_out,
+                             stream);
         }
     }
 }
@@ -432,7 +438,7 @@ static void cpu__att_scores(const cpu_attention_args *a, const cpu__att_item *it
             for (int r = 0; r < it->nr; r += CPU__V_TM) {
                 int T = it->nr - r >= CPU__V_TM ? CPU__V_TM : it->nr - r;
                 cpu__tiles_f32(T, R, q + r * a->n_heads * hd, a->n_heads * hd, krow + i, hd,
-                               S + r * lds + g * CPU__ATT_PB + i, lds);
+                               S + r * lds + g * CPU__ATT_PB + i, lds, 0);
             }
         }
     }
