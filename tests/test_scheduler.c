@@ -2,8 +2,9 @@
  * checkpoint: prefix caching, chunked prefill, preemption, aborts.
  *
  * White-box where the API says too little: after each step the logits row
- * every sampling sequence used is read from e->logits (decode_steps 1, so
- * every step leaves its logits on the host), and the property test walks the
+ * every sampling sequence used is read from e->logits (every engine here
+ * runs eagerly, so every step leaves its logits on the host: a replay picks
+ * on the device when the backend samples), and the property test walks the
  * block tables and the pool. The reference for tokens and logits is always
  * the same engine with prefix caching off (and an ample pool): the kernels
  * are batch-invariant, so a hit, a chunk boundary or a recompute must change
@@ -66,6 +67,7 @@ static void run_init(run *r, engine_config cfg)
     memset(r, 0, sizeof *r);
     cfg.model_dir = model_dir;
     cfg.n_threads = 1;
+    cfg.eager = true; /* every step's logits reach the host (capture has its own tests) */
     CHECK(engine_create(&cfg, &r->e) == ENC_OK);
     if (!r->e) exit(1);
 }
