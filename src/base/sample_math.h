@@ -171,7 +171,7 @@ static inline bool smath_kept(const double *w, int64_t i, smath_cut cut)
  * others' at random, which a branch mispredicts about half the time). */
 static inline double smath__of_bin(const double *w, int64_t i, smath_cut cut, int b)
 {
-    bool in = smath_kept(w, i, cut) & (smath_bin(w[i]) == b);
+    bool in = (int)smath_kept(w, i, cut) & (int)(smath_bin(w[i]) == b); /* no branch: & of two ints */
     return in ? w[i] : 0.0;
 }
 

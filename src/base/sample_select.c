@@ -60,7 +60,7 @@ static int64_t sample_select__bucket(const double *w, int64_t n, smath_cut cut, 
     int64_t m = 0, count[SAMPLE_SELECT__BUCKETS] = {0};
     int shift = b == SMATH_BINS - 1 ? 63 : 44;
     for (int64_t i = 0; i < n; i++) { /* written always, kept when of the bin: no branch */
-        bool in = smath_kept(w, i, cut) & (smath_bin(w[i]) == b);
+        bool in = (int)smath_kept(w, i, cut) & (int)(smath_bin(w[i]) == b); /* no branch: & of two ints */
         cand[m] = (sample_cand){w[i], (int32_t)i, 0};
         count[255 - (int)((smath__bits(w[i]) >> shift) & 255)] += in;
         m += in;
