@@ -34,6 +34,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "base/philox.h"
+#include "backend_upload.h"
 #include "check.h"
 #include "engine/sampler.h"
 #include "graph/sample_row.h"
@@ -49,14 +50,6 @@ typedef struct sample_case {
     const int32_t *history;       /* [S, H] */
     const uint32_t *mask;         /* [S, GRAPH_SAMPLE_MASK_WORDS(V)] or NULL: no mask input */
 } sample_case;
-
-static backend_buffer *upload(backend *be, const void *data, size_t bytes, const char *what)
-{
-    backend_buffer *b = NULL;
-    CHECK(backend_buffer_alloc(be, bytes, what, &b) == ENC_OK);
-    CHECK(backend_buffer_write(be, b, 0, data, bytes) == ENC_OK);
-    return b;
-}
 
 /* The op's ids in ids[S], and the history after it in hist_out[S, H]. */
 static void run_op(backend *be, const sample_case *c, int32_t *ids, int32_t *hist_out)

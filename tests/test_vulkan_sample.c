@@ -26,6 +26,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/vulkan/vk_backend.h"
 #include "base/philox.h"
+#include "backend_upload.h"
 #include "check.h"
 #include "graph/sample_row.h"
 #include "ref_sampler.h"
@@ -47,14 +48,6 @@ typedef struct sample_out {
     float *logits;    /* [S, V] after the op */
     int32_t *lp;      /* [S, GRAPH_SAMPLE_LP_WORDS] */
 } sample_out;
-
-static backend_buffer *upload(backend *be, const void *data, size_t bytes, const char *what)
-{
-    backend_buffer *b = NULL;
-    CHECK(backend_buffer_alloc(be, bytes, what, &b) == ENC_OK);
-    CHECK(backend_buffer_write(be, b, 0, data, bytes) == ENC_OK);
-    return b;
-}
 
 static sample_out out_alloc(const sample_case *c)
 {
