@@ -12,6 +12,10 @@
  *   draw       smath_draw against ref_walk at random u and at u exactly on
  *              each running sum of the definition (where a sum in any other
  *              order or chunking picks a neighbour)
+ *   chunks     chunk records (smath_chunk_of) made for 1, 2 and 3 ranges of
+ *              chunks, the last range first (threads finish in any order),
+ *              then added in chunk order (smath_chunks_fold): the plain
+ *              definition's masses bit for bit, smath_masses' counts
  *
  * usage: test_sample_math */
 #include <math.h>
@@ -164,11 +168,54 @@ static void test_masses_and_draw(void)
     free(keep);
 }
 
+/* The chunk records of w[0..n) made range by range, the last of n_parts
+ * ranges first, then folded. */
+static void chunked_masses(const double *w, int64_t n, smath_cut cut, int n_parts, smath_chunk *ch,
+                           int64_t *count, double *mass)
+{
+    int64_t n_chunks = (n + SMATH_CHUNK - 1) / SMATH_CHUNK;
+    for (int part = n_parts - 1; part >= 0; part--)
+        for (int64_t c = n_chunks * part / n_parts; c < n_chunks * (part + 1) / n_parts; c++)
+            smath_chunk_of(w, c * SMATH_CHUNK, c * SMATH_CHUNK + SMATH_CHUNK < n ? c * SMATH_CHUNK + SMATH_CHUNK : n,
+                           cut, &ch[c]);
+    smath_chunks_fold(ch, n_chunks, count, mass);
+}
+
+static void test_chunks(void)
+{
+    enum { N = 20000 };
+    double *w = malloc(N * sizeof *w), mass[SMATH_BINS], ref_mass[64];
+    bool *keep = malloc(N * sizeof *keep);
+    smath_chunk *ch = malloc((N / SMATH_CHUNK + 1) * sizeof *ch);
+    int64_t count[SMATH_BINS], want_count[SMATH_BINS];
+    int bad = 0;
+    for (int t = 0; t < 12; t++) {
+        int64_t n = t < 6 ? 1 + t * 1301 : N;
+        for (int64_t i = 0; i < n; i++)
+            w[i] = uniform() < 0.05 ? 0.0 : smath_exp(-(t % 2 ? 3.0 : 30.0) * uniform());
+        smath_cut cut = t % 3 == 1 ? (smath_cut){w[(t * 7) % n], (t * 13) % n} : (smath_cut){0.0, -1};
+        for (int64_t i = 0; i < n; i++)
+            keep[i] = w[i] > 0.0 && (w[i] > cut.w || (w[i] == cut.w && i <= cut.id));
+        ref_masses(w, keep, n, ref_mass);
+        smath_masses(w, n, cut, want_count, mass);
+        for (int parts = 1; parts <= 3; parts++) {
+            chunked_masses(w, n, cut, parts, ch, count, mass);
+            bad += memcmp(mass, ref_mass, sizeof mass) != 0 || memcmp(count, want_count, sizeof count) != 0;
+        }
+    }
+    printf("chunks: %d mismatches over 12 rows x 3 splits\n", bad);
+    CHECK(bad == 0);
+    free(w);
+    free(keep);
+    free(ch);
+}
+
 int main(void)
 {
     test_exp_log();
     test_bin();
     test_weights();
     test_masses_and_draw();
+    test_chunks();
     return check_failures != 0;
 }

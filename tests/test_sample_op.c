@@ -13,6 +13,10 @@
  *              row's history gets its id at position + 1
  *   invariance the rows of a batch of 8 give the same ids alone, and with 1
  *              or 3 threads
+ *   threads    batches of 1 and 2 rows (fewer rows than threads: a row's
+ *              weights split over the threads) with 1, 2 and 3 threads: the
+ *              ids, the history and the logprobs records byte for byte the
+ *              one-thread op's, the ids the reference's
  *   large      a 151936-id row, flat enough at T = 1.7 and top-p 0.95 that the
  *              kept set spans many bins, and a row of ties
  *   chi2       20,000 draws from one row (T 0.8, top-k 20, top-p 0.9): the
@@ -49,6 +53,7 @@ typedef struct sample_case {
     const int32_t *positions;     /* [S] */
     const int32_t *history;       /* [S, H] */
     const uint32_t *mask;         /* [S, GRAPH_SAMPLE_MASK_WORDS(V)] or NULL: no mask input */
+    int32_t *lp_out;              /* [S, GRAPH_SAMPLE_LP_WORDS] read back, or NULL: no logprobs */
 } sample_case;
 
 /* The op's ids in ids[S], and the history after it in hist_out[S, H]. */
@@ -79,7 +84,16 @@ static void run_op(backend *be, const sample_case *c, int32_t *ids, int32_t *his
     };
     for (int i = 0; i < 4; i++)
         graph_bind(t[i], b[i], 0);
-    graph_tensor *dst = graph_sample(&g, t[0], t[1], t[2], t[3], NULL, mt);
+    size_t lp_bytes = (size_t)(c->S * GRAPH_SAMPLE_LP_WORDS) * sizeof(int32_t);
+    backend_buffer *lb = NULL;
+    graph_tensor *lt = NULL;
+    if (c->lp_out) {
+        memset(c->lp_out, 0x5A, lp_bytes); /* what a record not written reads as */
+        lb = upload(be, c->lp_out, lp_bytes, "logprobs");
+        lt = graph_tensor_2d(&g, GRAPH_INPUT, ENC_I32, c->S, GRAPH_SAMPLE_LP_WORDS, "logprobs");
+        graph_bind(lt, lb, 0);
+    }
+    graph_tensor *dst = graph_sample(&g, t[0], t[1], t[2], t[3], lt, mt);
     CHECK(dst != NULL);
     backend_buffer *arena = NULL;
     CHECK(graph_plan(&g, NULL) == ENC_OK);
@@ -93,6 +107,10 @@ static void run_op(backend *be, const sample_case *c, int32_t *ids, int32_t *his
     if (hist_out)
         CHECK(backend_buffer_read(be, b[3], 0, hist_out, (size_t)(c->S * c->H) * sizeof(int32_t)) ==
               ENC_OK);
+    if (lb) {
+        CHECK(backend_buffer_read(be, lb, 0, c->lp_out, lp_bytes) == ENC_OK);
+        CHECK(backend_buffer_free(be, lb) == ENC_OK);
+    }
     for (int i = 0; i < 4; i++)
         CHECK(backend_buffer_free(be, b[i]) == ENC_OK);
     if (mb) CHECK(backend_buffer_free(be, mb) == ENC_OK);
@@ -202,7 +220,7 @@ static void test_matrix(backend *be, sampler *hs)
                     for (int qi = 0; qi < 5; qi++) {
                         for (int r = 0; r < MS; r++)
                             rows[r] = matrix_row(ti, ki, pi, mi, qi, r);
-                        sample_case c = {MS, MV, MH, logits, rows, pos, hist, NULL};
+                        sample_case c = {MS, MV, MH, logits, rows, pos, hist, NULL, NULL};
                         run_op(be, &c, ids, hist_out);
                         for (int r = 0; r < MS; r++, n_rows++) {
                             int32_t want = ref_pick(logits + r * MV, &rows[r], hist + r * MH,
@@ -244,11 +262,11 @@ static void test_invariance(backend *be)
         rows[r] = matrix_row(r % 4, r % 4, r % 3, r % 2, r % 5, r);
         pos[r] = M_PROMPT + r;
     }
-    sample_case c = {MS, MV, MH, logits, rows, pos, hist, NULL};
+    sample_case c = {MS, MV, MH, logits, rows, pos, hist, NULL, NULL};
     run_op(be, &c, ids, NULL);
     int bad = 0;
     for (int r = 0; r < MS; r++) {
-        sample_case alone = {1, MV, MH, logits + r * MV, &rows[r], &pos[r], hist + r * MH, NULL};
+        sample_case alone = {1, MV, MH, logits + r * MV, &rows[r], &pos[r], hist + r * MH, NULL, NULL};
         run_op(be, &alone, one, NULL);
         bad += one[0] != ids[r];
     }
@@ -263,6 +281,81 @@ static void test_invariance(backend *be)
     CHECK(bad == 0);
     printf("ok invariance\n");
     free(logits);
+}
+
+/* --- rows split over the threads ------------------------------------------------ */
+
+enum { TV = 24000, TH = 40, T_SETS = 6 };
+
+/* Parameter set k of the thread test, for row r, seed s. */
+static graph_sample_row threads_row(int k, int64_t r, int s)
+{
+    static const double temp[T_SETS] = {0.8, 1.7, 1.0, 0.3, 0.0, 1.2};
+    static const double top_p[T_SETS] = {0.95, 0.9, 0.9, 1.0, 1.0, 0.5};
+    static const int32_t top_k[T_SETS] = {0, 0, 20, 0, 0, 200};
+    graph_sample_row p = {
+        .temperature = temp[k],
+        .top_p = top_p[k],
+        .top_k = top_k[k],
+        .min_p = k == 1 ? 0.05 : 0.0,
+        .repetition_penalty = k % 2 ? 1.0 : 1.1,
+        .presence_penalty = k == 2 ? 0.5 : 0.0,
+        .frequency_penalty = k == 2 ? 0.3 : 0.0,
+        .seed = 7919u * (uint64_t)(k * 16 + s) + (uint64_t)r,
+        .n_prompt = M_PROMPT,
+        .min_tokens = k == 5 ? 30 : 0,
+        .n_sample = k == 3 ? TV - 17 : TV,
+        .n_mask = 3,
+        .flags = (k % 2 ? 0 : GRAPH_SAMPLE_PENALTIES) | (k != 1 ? GRAPH_SAMPLE_LOGPROBS : 0),
+        .n_top = 5,
+        .mask_ids = {7, 57, 107},
+    };
+    return p;
+}
+
+static void test_threads(void)
+{
+    enum { S = 2 };
+    float *logits = malloc(sizeof(float) * S * TV), *x = malloc(sizeof(float) * TV);
+    ref_w *it = malloc(sizeof(ref_w) * TV);
+    double *rw = malloc(sizeof *rw * (size_t)TV);
+    bool *rkeep = malloc(sizeof *rkeep * (size_t)TV);
+    matrix_logits(logits, S, TV);
+    backend *be[3];
+    for (int t = 0; t < 3; t++)
+        CHECK(cpu_backend_create(t + 1, &be[t]) == ENC_OK);
+    int bad = 0, n = 0;
+    for (int k = 0; k < T_SETS; k++)
+        for (int s = 0; s < 4; s++)
+            for (int64_t rows = 1; rows <= S; rows++) {
+                graph_sample_row p[S];
+                int32_t hist0[S * TH], pos[S], ids[3][S], hist[3][S * TH], lp[3][S * GRAPH_SAMPLE_LP_WORDS];
+                matrix_history(hist0, S, TH);
+                for (int64_t r = 0; r < rows; r++) {
+                    p[r] = threads_row(k, r, s);
+                    pos[r] = M_PROMPT + 3 + (int32_t)r;
+                }
+                for (int t = 0; t < 3; t++) {
+                    sample_case c = {rows, TV, TH, logits, p, pos, hist0, NULL, lp[t]};
+                    run_op(be[t], &c, ids[t], hist[t]);
+                    size_t nb = (size_t)rows * sizeof(int32_t);
+                    bad += memcmp(ids[t], ids[0], nb) != 0 || memcmp(hist[t], hist[0], nb * TH) != 0 ||
+                           memcmp(lp[t], lp[0], nb * GRAPH_SAMPLE_LP_WORDS) != 0;
+                }
+                for (int64_t r = 0; r < rows; r++, n++) {
+                    bad += ids[0][r] != ref_pick(logits + r * TV, &p[r], hist0 + r * TH, pos[r] + 1, x, it, rw, rkeep);
+                    bad += (p[r].flags & GRAPH_SAMPLE_LOGPROBS) && lp[0][r * GRAPH_SAMPLE_LP_WORDS] != ids[0][r];
+                }
+            }
+    CHECK(bad == 0);
+    printf("ok threads: %d rows in batches of 1 and 2, 1/2/3 threads, %d differ\n", n, bad);
+    for (int t = 0; t < 3; t++)
+        backend_destroy(be[t]);
+    free(logits);
+    free(x);
+    free(it);
+    free(rw);
+    free(rkeep);
 }
 
 /* --- the whole vocabulary ------------------------------------------------------ */
@@ -286,7 +379,7 @@ static void test_large(backend *be, sampler *hs)
         {.temperature = 0.7, .top_p = 0.3, .min_p = 0.1, .n_sample = V, .seed = 7},
     };
     int32_t hist[S * H] = {0}, pos[S] = {0, 1, 2}, ids[S];
-    sample_case c = {S, V, H, logits, rows, pos, hist, NULL};
+    sample_case c = {S, V, H, logits, rows, pos, hist, NULL, NULL};
     int bad = 0;
     for (int trial = 0; trial < 3; trial++) {
         for (int r = 0; r < S; r++)
@@ -360,7 +453,7 @@ static void test_chi2(backend *be)
     for (int round = 0; round < ROUNDS; round++) {
         for (int r = 0; r < S; r++)
             pos[r] = round * S + r;
-        sample_case c = {S, V, 1, logits, rows, pos, hist, NULL};
+        sample_case c = {S, V, 1, logits, rows, pos, hist, NULL, NULL};
         run_op(be, &c, ids, NULL);
         for (int r = 0; r < S; r++)
             hits[ids[r]]++;
@@ -452,13 +545,13 @@ static void test_mask(backend *be, sampler *hs)
                     rows[r].min_tokens = 1000;
                 }
             }
-            sample_case cm = {MS, MV, MH, logits, rows, pos, hist, mask};
+            sample_case cm = {MS, MV, MH, logits, rows, pos, hist, mask, NULL};
             run_op(be, &cm, ids, NULL);
             graph_sample_row unmasked[MS];
             memcpy(unmasked, rows, sizeof rows);
             for (int r = 0; r < MS; r++)
                 unmasked[r].flags &= ~GRAPH_SAMPLE_MASKED;
-            sample_case cp = {MS, MV, MH, logits, unmasked, pos, hist, NULL};
+            sample_case cp = {MS, MV, MH, logits, unmasked, pos, hist, NULL, NULL};
             run_op(be, &cp, plain, NULL);
             for (int r = 0; r < MS; r++) {
                 const uint32_t *m = (rows[r].flags & GRAPH_SAMPLE_MASKED) ? &mask[r * MW] : NULL;
@@ -502,6 +595,7 @@ int main(void)
     if (cpu_backend_create(2, &be) != ENC_OK || sampler_init(&hs, 151936) != ENC_OK) return 1;
     test_matrix(be, &hs);
     test_invariance(be);
+    test_threads();
     test_large(be, &hs);
     test_chi2(be);
     test_mask(be, &hs);

@@ -175,10 +175,11 @@ static inline double smath__of_bin(const double *w, int64_t i, smath_cut cut, in
     return in ? w[i] : 0.0;
 }
 
-/* Add the kept ids of chunk [c0, c1) to count[] and mass[], bin by bin (see
- * the top); part[] is all zeros before and after. */
-static inline void smath_masses_chunk(const double *w, int64_t c0, int64_t c1, smath_cut cut,
-                                      int64_t *count, double *mass, double *part)
+/* part(b, c) of chunk [c0, c1) added to part[b] (zero before, for every
+ * bin the chunk has) and its kept ids counted into count[]; returns the bins
+ * it has, bit b for bin b. */
+static inline uint64_t smath_chunk_parts(const double *w, int64_t c0, int64_t c1, smath_cut cut,
+                                         int64_t *count, double *part)
 {
     uint64_t seen = 0;
     for (int64_t i = c0; i < c1; i++) {
@@ -188,6 +189,15 @@ static inline void smath_masses_chunk(const double *w, int64_t c0, int64_t c1, s
         count[b]++;
         seen |= 1ull << b;
     }
+    return seen;
+}
+
+/* Add the kept ids of chunk [c0, c1) to count[] and mass[], bin by bin (see
+ * the top); part[] is all zeros before and after. */
+static inline void smath_masses_chunk(const double *w, int64_t c0, int64_t c1, smath_cut cut,
+                                      int64_t *count, double *mass, double *part)
+{
+    uint64_t seen = smath_chunk_parts(w, c0, c1, cut, count, part);
     for (int b = 0; seen; b++, seen >>= 1) {
         if (!(seen & 1)) continue;
         mass[b] += part[b];
@@ -204,6 +214,47 @@ static inline void smath_masses(const double *w, int64_t n, smath_cut cut, int64
     memset(count, 0, SMATH_BINS * sizeof *count);
     for (int64_t c0 = 0; c0 < n; c0 += SMATH_CHUNK)
         smath_masses_chunk(w, c0, c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n, cut, count, mass, part);
+}
+
+/* One chunk's parts kept apart, so that chunks can be made in any order (by
+ * several threads) and then added in chunk order: part[b] and count[b] are
+ * meaningful for the bins in seen (bit b). */
+typedef struct smath_chunk {
+    uint64_t seen;
+    double part[SMATH_BINS];
+    int32_t count[SMATH_BINS];
+} smath_chunk;
+
+/* The record of chunk [c0, c1) (at most SMATH_CHUNK ids). */
+static inline void smath_chunk_of(const double *w, int64_t c0, int64_t c1, smath_cut cut,
+                                  smath_chunk *out)
+{
+    double part[SMATH_BINS] = {0};
+    int64_t count[SMATH_BINS] = {0};
+    uint64_t seen = smath_chunk_parts(w, c0, c1, cut, count, part);
+    out->seen = seen;
+    for (int b = 0; seen; b++, seen >>= 1) {
+        if (!(seen & 1)) continue;
+        out->part[b] = part[b];
+        out->count[b] = (int32_t)count[b];
+    }
+}
+
+/* count[] and mass[] from chunks ch[0 .. n_chunks), added in chunk order:
+ * smath_masses' bits when the chunks are a row's in order. */
+static inline void smath_chunks_fold(const smath_chunk *ch, int64_t n_chunks, int64_t *count,
+                                     double *mass)
+{
+    memset(mass, 0, SMATH_BINS * sizeof *mass);
+    memset(count, 0, SMATH_BINS * sizeof *count);
+    for (int64_t c = 0; c < n_chunks; c++) {
+        uint64_t seen = ch[c].seen;
+        for (int b = 0; seen; b++, seen >>= 1) {
+            if (!(seen & 1)) continue;
+            mass[b] += ch[c].part[b];
+            count[b] += ch[c].count[b];
+        }
+    }
 }
 
 /* count and mass of bin b alone: smath_masses' figures for it. */

@@ -363,6 +363,7 @@ static void cpu__prepare_sample(const graph_node *n, cpu__call *c)
         .n_vocab = n->src[0]->shape[1],
         .hist_len = n->src[3]->shape[1],
         .n_workers = n->src[4]->shape[0],
+        .scratch_stride = n->src[4]->shape[1],
     };
 }
 /* A row costs a few passes over the vocabulary (exp in the sampled ones). */
@@ -497,11 +498,20 @@ static enc_status cpu__prepare_as(const graph_node *n, int op_id, cpu__call *c)
 /* The calls of node n, in order, into c[0 .. *n_calls): one per node, but a
  * matmul or matmul_id over block-quantized weights is two: its activations
  * quantized into the node's scratch (src2 / src3, planned with the graph, so
- * a replay allocates nothing), then the integer dots reading that scratch. */
-enum { CPU__MAX_CALLS_PER_NODE = 2 };
+ * a replay allocates nothing), then the integer dots reading that scratch;
+ * a sample is its CPU_SAMPLE_PHASES phases. */
+enum { CPU__MAX_CALLS_PER_NODE = CPU_SAMPLE_PHASES };
 static enc_status cpu__prepare(const graph_node *n, cpu__call *c, int *n_calls)
 {
     *n_calls = 0;
+    if (n->op == GRAPH_OP_SAMPLE) { /* its phases, each call finished before the next */
+        for (int ph = 0; ph < CPU_SAMPLE_PHASES; ph++) {
+            ENC_TRY(cpu__prepare_as(n, (int)n->op, &c[ph]));
+            c[ph].sample.phase = ph;
+        }
+        *n_calls = CPU_SAMPLE_PHASES;
+        return ENC_OK;
+    }
     int matmul = n->op == GRAPH_OP_MATMUL || n->op == GRAPH_OP_MATMUL_ID;
     if (matmul && enc_dtype_is_quantized(n->src[1]->dtype)) {
         const graph_tensor *scratch = n->src[cpu__scratch_src(n)];

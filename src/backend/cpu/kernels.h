@@ -143,17 +143,23 @@ void cpu_decode_advance(const cpu_advance_args *a, int ith, int nth);
 
 /* The device sampler (kernels_sample.c, GRAPH_OP_SAMPLE): out[r] = the token
  * row r of logits chooses under its graph_sample_row (graph/sample_row.h).
- * The logits rows are overwritten; history rows get the chosen id. */
+ * The logits rows are overwritten; history rows get the chosen id. It is
+ * CPU_SAMPLE_PHASES calls, phase 0, 1, 2 in order, each finished before the
+ * next starts: with fewer rows than threads a row's weights are split over
+ * the threads in phase 1; otherwise phase 0 does every row whole. */
+enum { CPU_SAMPLE_PHASES = 3 };
 typedef struct cpu_sample_args {
     float *logits;           /* [n_rows, n_vocab] */
     const int32_t *params;   /* [n_rows, GRAPH_SAMPLE_ROW_WORDS] */
     const int32_t *positions; /* [n_rows] */
     int32_t *history;        /* [n_rows, hist_len] */
-    int32_t *scratch;        /* [n_workers, n_vocab * GRAPH_SAMPLE_SCRATCH_WORDS] */
+    int32_t *scratch;        /* [n_workers, scratch_stride] */
     int32_t *out;            /* [n_rows] */
     int32_t *logprobs;       /* [n_rows, GRAPH_SAMPLE_LP_WORDS] or NULL */
     const uint32_t *mask;    /* [n_rows, GRAPH_SAMPLE_MASK_WORDS(n_vocab)] or NULL */
     int64_t n_rows, n_vocab, hist_len, n_workers;
+    int64_t scratch_stride;  /* >= n_vocab * GRAPH_SAMPLE_SCRATCH_WORDS + GRAPH_SAMPLE_SCRATCH_EXTRA */
+    int phase;               /* 0 .. CPU_SAMPLE_PHASES - 1 */
 } cpu_sample_args;
 
 void cpu_sample(const cpu_sample_args *a, int ith, int nth);

@@ -23,9 +23,22 @@
  *   draw        u = philox_uniform(seed, position) x the kept mass, walked
  *               bin, chunk, id (smath_draw)
  *
- * Rows are independent and a row's result depends on nothing else: worker
- * ith of min(nth, n_workers) takes rows ith, ith + n, ... (batch and thread
- * invariant). */
+ * Rows are independent and a row's result depends on nothing else. The op
+ * is three calls (phases), each finished before the next starts:
+ *
+ *   rows >= threads   phase 0: worker ith of min(nth, n_workers) takes rows
+ *                     ith, ith + n, ... whole; phases 1 and 2 do nothing
+ *   rows <  threads   phase 0: share r takes row r up to its draw (logprobs,
+ *                     penalties, masks, the max; greedy rows end here)
+ *                     phase 1: share i takes a contiguous range of row
+ *                     i % rows' 256-id chunks: their weights and each
+ *                     chunk's bin parts, kept apart (smath_chunk)
+ *                     phase 2: share r adds row r's chunk parts in chunk
+ *                     order (the sum of the one-thread pass, term for term),
+ *                     then top-k / top-p and the draw
+ *
+ * so the bits are the same for every thread count and batch. A row's state
+ * between phases lives in its slice's extra words (sample__state). */
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
@@ -162,59 +175,176 @@ static void sample__weights_masses(const float *x, int64_t n, double max, double
     }
 }
 
-static int32_t sample__draw(const float *x, const graph_sample_row *p, const sample__scratch *sc,
-                            int64_t pos)
-{
-    int64_t n = p->n_sample;
-    double max = x[sample__argmax(x, n)];
-    sample_kept kept;
-    sample__weights_masses(x, n, max, 1.0 / p->temperature, p->min_p, sc->w, &kept);
-    sample_select_cut(sc->w, n, p->top_k, p->top_p, sc->cand, sc->tmp, &kept);
-    int64_t id = sample_select_draw(sc->w, n, &kept, philox_uniform(p->seed, pos));
-    return id >= 0 ? (int32_t)id : sample__argmax(x, n);
-}
+/* What a row carries from one phase to the next, in the words of its scratch
+ * slice past the [V]-sized arrays (GRAPH_SAMPLE_SCRATCH_EXTRA). */
+typedef struct sample__state {
+    double max, lse;          /* the largest logit after masks; the raw row's log-normaliser */
+    int32_t draw, want_lp;    /* the row is still to be drawn; it writes its logprobs */
+    graph_sample_logprobs lp; /* its record, without the chosen id until the end */
+} sample__state;
+_Static_assert(sizeof(sample__state) <= GRAPH_SAMPLE_SCRATCH_EXTRA * sizeof(int32_t),
+               "a row's state fits the scratch slice's extra words");
 
-static int32_t sample__row(const cpu_sample_args *a, int64_t r, const sample__scratch *sc)
+static graph_sample_row sample__params(const cpu_sample_args *a, int64_t r)
 {
     graph_sample_row p;
     memcpy(&p, a->params + r * GRAPH_SAMPLE_ROW_WORDS, sizeof p);
-    if (p.n_sample <= 0 || p.n_sample > a->n_vocab) return 0; /* padding */
+    return p;
+}
+
+static int64_t sample__pos(const cpu_sample_args *a, int64_t r)
+{
+    return (int64_t)a->positions[r] + 1; /* the token being chosen */
+}
+
+/* The chosen id into out, history and (rows that ask) the logprobs record. */
+static void sample__finish(const cpu_sample_args *a, int64_t r, const sample__scratch *sc,
+                           sample__state *st, int32_t id)
+{
+    int64_t pos = sample__pos(a, r);
+    a->out[r] = id;
+    if (pos < a->hist_len) a->history[r * a->hist_len + pos] = id;
+    st->draw = 0;
+    if (!st->want_lp || id < 0) return;
+    st->lp.id = id;
+    st->lp.logprob = (float)((double)sc->raw[id] - st->lse);
+    memcpy(a->logprobs + r * GRAPH_SAMPLE_LP_WORDS, &st->lp, sizeof st->lp);
+}
+
+/* Row r up to its draw: logprobs of the raw row, penalties, masks, the
+ * largest logit. A greedy, masked-out or padding row is finished here;
+ * otherwise st->draw is set. */
+static void sample__begin(const cpu_sample_args *a, int64_t r, const sample__scratch *sc,
+                          sample__state *st)
+{
+    graph_sample_row p = sample__params(a, r);
+    memset(st, 0, sizeof *st); /* the record whole, so the read back holds no stale bytes past n_top */
+    if (p.n_sample <= 0 || p.n_sample > a->n_vocab) { /* padding */
+        a->out[r] = 0;
+        return;
+    }
     float *x = a->logits + r * a->n_vocab;
     int32_t *hist = a->history + r * a->hist_len;
-    int64_t pos = (int64_t)a->positions[r] + 1; /* the token being chosen */
-    int64_t n_hist = pos < a->hist_len ? pos : a->hist_len;
-    graph_sample_logprobs lp = {0}; /* whole, so the record read back holds no stale bytes past n_top */
-    double lse = 0.0, raw = 0.0;
-    bool want_lp = (p.flags & GRAPH_SAMPLE_LOGPROBS) && a->logprobs;
-    if (want_lp) { /* of the raw row: before penalties and masks change it */
-        lse = sample__logprobs(x, p.n_sample, p.n_top, &lp, sc->w);
+    int64_t pos = sample__pos(a, r), n_hist = pos < a->hist_len ? pos : a->hist_len;
+    st->want_lp = (p.flags & GRAPH_SAMPLE_LOGPROBS) && a->logprobs;
+    if (st->want_lp) { /* of the raw row: before penalties and masks change it */
+        st->lse = sample__logprobs(x, p.n_sample, p.n_top, &st->lp, sc->w);
         memcpy(sc->raw, x, (size_t)p.n_sample * sizeof *x);
     }
     if (p.flags & GRAPH_SAMPLE_PENALTIES) sample__penalize(x, &p, hist, n_hist, sc->cnt);
     sample__mask(x, &p, pos - p.n_prompt);
-    int32_t id = GRAPH_SAMPLE_NO_TOKEN;
     const uint32_t *mask = a->mask ? a->mask + r * GRAPH_SAMPLE_MASK_WORDS(a->n_vocab) : NULL;
-    if (!(p.flags & GRAPH_SAMPLE_MASKED) || (mask && sample__allow(x, mask, p.n_sample)))
-        id = p.temperature == 0.0 ? sample__argmax(x, p.n_sample) : sample__draw(x, &p, sc, pos);
-    if (pos < a->hist_len) hist[pos] = id;
-    if (want_lp && id >= 0) {
-        raw = sc->raw[id];
-        lp.id = id;
-        lp.logprob = (float)(raw - lse);
-        memcpy(a->logprobs + r * GRAPH_SAMPLE_LP_WORDS, &lp, sizeof lp);
+    if ((p.flags & GRAPH_SAMPLE_MASKED) && !(mask && sample__allow(x, mask, p.n_sample))) {
+        sample__finish(a, r, sc, st, GRAPH_SAMPLE_NO_TOKEN);
+        return;
     }
-    return id;
+    int32_t best = sample__argmax(x, p.n_sample);
+    if (p.temperature == 0.0) {
+        sample__finish(a, r, sc, st, best);
+        return;
+    }
+    st->max = x[best];
+    st->draw = 1;
+}
+
+/* Row r's draw from its kept set (every positive weight's count and mass by
+ * bin in k): the top-k / top-p cut, then philox_uniform(seed, position). */
+static void sample__end(const cpu_sample_args *a, int64_t r, const sample__scratch *sc,
+                        sample__state *st, sample_kept *k)
+{
+    graph_sample_row p = sample__params(a, r);
+    int64_t n = p.n_sample;
+    sample_select_cut(sc->w, n, p.top_k, p.top_p, sc->cand, sc->tmp, k);
+    int64_t id = sample_select_draw(sc->w, n, k, philox_uniform(p.seed, sample__pos(a, r)));
+    sample__finish(a, r, sc, st, id >= 0 ? (int32_t)id : sample__argmax(a->logits + r * a->n_vocab, n));
+}
+
+/* Row r whole, on one thread. */
+static void sample__row(const cpu_sample_args *a, int64_t r, const sample__scratch *sc,
+                        sample__state *st)
+{
+    sample__begin(a, r, sc, st);
+    if (!st->draw) return;
+    graph_sample_row p = sample__params(a, r);
+    sample_kept kept;
+    sample__weights_masses(a->logits + r * a->n_vocab, p.n_sample, st->max, 1.0 / p.temperature,
+                           p.min_p, sc->w, &kept);
+    sample__end(a, r, sc, st, &kept);
+}
+
+/* --- a row split over the threads ------------------------------------------------ */
+
+/* Phase 1, part `part` of n_parts of row r: the weights of its contiguous
+ * range of chunks, and each chunk's bin parts (smath_masses_chunk's, kept
+ * apart instead of added to the row's masses). */
+static void sample__split_weights(const cpu_sample_args *a, int64_t r, const sample__scratch *sc,
+                                  const sample__state *st, int part, int n_parts)
+{
+    graph_sample_row p = sample__params(a, r);
+    int64_t n = p.n_sample, n_chunks = (n + SMATH_CHUNK - 1) / SMATH_CHUNK;
+    const float *x = a->logits + r * a->n_vocab;
+    smath_chunk *ch = (smath_chunk *)(void *)sc->tmp;
+    for (int64_t c = n_chunks * part / n_parts; c < n_chunks * (part + 1) / n_parts; c++) {
+        int64_t c0 = c * SMATH_CHUNK, c1 = c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n;
+        cpu__kernels()->sample_weights(x + c0, c1 - c0, st->max, 1.0 / p.temperature, p.min_p, sc->w + c0);
+        smath_chunk_of(sc->w, c0, c1, (smath_cut){0.0, -1}, &ch[c]);
+    }
+}
+
+/* Phase 2 of row r: the chunks' parts added bin by bin in chunk order (the
+ * order of sample__weights_masses, so the same bits), then the draw. */
+static void sample__split_end(const cpu_sample_args *a, int64_t r, const sample__scratch *sc,
+                              sample__state *st)
+{
+    int64_t n = sample__params(a, r).n_sample, n_chunks = (n + SMATH_CHUNK - 1) / SMATH_CHUNK;
+    sample_kept kept;
+    smath_chunks_fold((const smath_chunk *)(const void *)sc->tmp, n_chunks, kept.count, kept.mass);
+    sample__end(a, r, sc, st, &kept);
+}
+
+/* --- the phases ------------------------------------------------------------------ */
+
+static sample__scratch sample__slice(const cpu_sample_args *a, int64_t slot, sample__state **st)
+{
+    int64_t V = a->n_vocab;
+    int32_t *base = a->scratch + slot * a->scratch_stride;
+    *st = (sample__state *)(void *)(base + GRAPH_SAMPLE_SCRATCH_WORDS * V);
+    return (sample__scratch){(double *)(void *)base, (sample_cand *)(void *)(base + 2 * V),
+                             (sample_cand *)(void *)(base + 6 * V), base + 10 * V,
+                             (float *)(void *)(base + 11 * V)};
+}
+
+/* Are the rows split over the threads? When there are fewer rows than
+ * threads and a scratch slice for each (slice r is row r's), and the
+ * chunks' parts fit where the candidates go later. */
+static bool sample__split(const cpu_sample_args *a, int nth)
+{
+    int64_t n_chunks = (a->n_vocab + SMATH_CHUNK - 1) / SMATH_CHUNK;
+    return a->n_rows < nth && a->n_rows <= a->n_workers &&
+           n_chunks * (int64_t)sizeof(smath_chunk) <= a->n_vocab * (int64_t)sizeof(sample_cand);
 }
 
 void cpu_sample(const cpu_sample_args *a, int ith, int nth)
 {
-    int64_t n_workers = nth < a->n_workers ? nth : a->n_workers;
-    if (ith >= n_workers) return;
-    int64_t V = a->n_vocab;
-    int32_t *base = a->scratch + ith * V * GRAPH_SAMPLE_SCRATCH_WORDS;
-    sample__scratch sc = {(double *)(void *)base, (sample_cand *)(void *)(base + 2 * V),
-                          (sample_cand *)(void *)(base + 6 * V), base + 10 * V,
-                          (float *)(void *)(base + 11 * V)};
-    for (int64_t r = ith; r < a->n_rows; r += n_workers)
-        a->out[r] = sample__row(a, r, &sc);
+    sample__state *st;
+    if (!sample__split(a, nth)) { /* rows whole: worker ith of min(nth, n_workers) takes rows ith, ith + n, ... */
+        int64_t n_workers = nth < a->n_workers ? nth : a->n_workers;
+        if (a->phase != 0 || ith >= n_workers) return;
+        sample__scratch sc = sample__slice(a, ith, &st);
+        for (int64_t r = ith; r < a->n_rows; r += n_workers)
+            sample__row(a, r, &sc, st);
+        return;
+    }
+    if (a->phase == 1) { /* share ith: part ith / n_rows of row ith % n_rows */
+        int64_t r = ith % a->n_rows;
+        sample__scratch sc = sample__slice(a, r, &st);
+        if (st->draw)
+            sample__split_weights(a, r, &sc, st, (int)(ith / a->n_rows),
+                                  (int)((nth - 1 - r) / a->n_rows + 1));
+        return;
+    }
+    if (ith >= a->n_rows) return; /* phases 0 and 2: share r does row r */
+    sample__scratch sc = sample__slice(a, ith, &st);
+    if (a->phase == 0) sample__begin(a, ith, &sc, st);
+    else if (st->draw) sample__split_end(a, ith, &sc, st);
 }
