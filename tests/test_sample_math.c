@@ -175,9 +175,10 @@ static void chunked_masses(const double *w, int64_t n, smath_cut cut, int n_part
 {
     int64_t n_chunks = (n + SMATH_CHUNK - 1) / SMATH_CHUNK;
     for (int part = n_parts - 1; part >= 0; part--)
-        for (int64_t c = n_chunks * part / n_parts; c < n_chunks * (part + 1) / n_parts; c++)
-            smath_chunk_of(w, c * SMATH_CHUNK, c * SMATH_CHUNK + SMATH_CHUNK < n ? c * SMATH_CHUNK + SMATH_CHUNK : n,
-                           cut, &ch[c]);
+        for (int64_t c = n_chunks * part / n_parts; c < n_chunks * (part + 1) / n_parts; c++) {
+            int64_t c0 = c * SMATH_CHUNK, c1 = c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n;
+            smath_chunk_of(w, c0, c1, cut, &ch[c]);
+        }
     smath_chunks_fold(ch, n_chunks, count, mass);
 }
 

@@ -266,7 +266,8 @@ static void test_invariance(backend *be)
     run_op(be, &c, ids, NULL);
     int bad = 0;
     for (int r = 0; r < MS; r++) {
-        sample_case alone = {1, MV, MH, logits + r * MV, &rows[r], &pos[r], hist + r * MH, NULL, NULL};
+        sample_case alone = {.S = 1, .V = MV, .H = MH, .logits = logits + r * MV, .rows = &rows[r],
+                             .positions = &pos[r], .history = hist + r * MH};
         run_op(be, &alone, one, NULL);
         bad += one[0] != ids[r];
     }
@@ -329,7 +330,8 @@ static void test_threads(void)
         for (int s = 0; s < 4; s++)
             for (int64_t rows = 1; rows <= S; rows++) {
                 graph_sample_row p[S];
-                int32_t hist0[S * TH], pos[S], ids[3][S], hist[3][S * TH], lp[3][S * GRAPH_SAMPLE_LP_WORDS];
+                int32_t hist0[S * TH], pos[S], ids[3][S], hist[3][S * TH];
+                int32_t lp[3][S * GRAPH_SAMPLE_LP_WORDS];
                 matrix_history(hist0, S, TH);
                 for (int64_t r = 0; r < rows; r++) {
                     p[r] = threads_row(k, r, s);
@@ -339,12 +341,15 @@ static void test_threads(void)
                     sample_case c = {rows, TV, TH, logits, p, pos, hist0, NULL, lp[t]};
                     run_op(be[t], &c, ids[t], hist[t]);
                     size_t nb = (size_t)rows * sizeof(int32_t);
-                    bad += memcmp(ids[t], ids[0], nb) != 0 || memcmp(hist[t], hist[0], nb * TH) != 0 ||
+                    bad += memcmp(ids[t], ids[0], nb) != 0 ||
+                           memcmp(hist[t], hist[0], nb * TH) != 0 ||
                            memcmp(lp[t], lp[0], nb * GRAPH_SAMPLE_LP_WORDS) != 0;
                 }
                 for (int64_t r = 0; r < rows; r++, n++) {
-                    bad += ids[0][r] != ref_pick(logits + r * TV, &p[r], hist0 + r * TH, pos[r] + 1, x, it, rw, rkeep);
-                    bad += (p[r].flags & GRAPH_SAMPLE_LOGPROBS) && lp[0][r * GRAPH_SAMPLE_LP_WORDS] != ids[0][r];
+                    bad += ids[0][r] != ref_pick(logits + r * TV, &p[r], hist0 + r * TH, pos[r] + 1,
+                                                 x, it, rw, rkeep);
+                    bad += (p[r].flags & GRAPH_SAMPLE_LOGPROBS) &&
+                           lp[0][r * GRAPH_SAMPLE_LP_WORDS] != ids[0][r];
                 }
             }
     CHECK(bad == 0);

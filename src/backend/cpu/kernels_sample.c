@@ -218,7 +218,7 @@ static void sample__begin(const cpu_sample_args *a, int64_t r, const sample__scr
                           sample__state *st)
 {
     graph_sample_row p = sample__params(a, r);
-    memset(st, 0, sizeof *st); /* the record whole, so the read back holds no stale bytes past n_top */
+    memset(st, 0, sizeof *st); /* the record whole: no stale bytes past n_top */
     if (p.n_sample <= 0 || p.n_sample > a->n_vocab) { /* padding */
         a->out[r] = 0;
         return;
@@ -256,7 +256,8 @@ static void sample__end(const cpu_sample_args *a, int64_t r, const sample__scrat
     int64_t n = p.n_sample;
     sample_select_cut(sc->w, n, p.top_k, p.top_p, sc->cand, sc->tmp, k);
     int64_t id = sample_select_draw(sc->w, n, k, philox_uniform(p.seed, sample__pos(a, r)));
-    sample__finish(a, r, sc, st, id >= 0 ? (int32_t)id : sample__argmax(a->logits + r * a->n_vocab, n));
+    if (id < 0) id = sample__argmax(a->logits + r * a->n_vocab, n);
+    sample__finish(a, r, sc, st, (int32_t)id);
 }
 
 /* Row r whole, on one thread. */
@@ -286,7 +287,8 @@ static void sample__split_weights(const cpu_sample_args *a, int64_t r, const sam
     smath_chunk *ch = (smath_chunk *)(void *)sc->tmp;
     for (int64_t c = n_chunks * part / n_parts; c < n_chunks * (part + 1) / n_parts; c++) {
         int64_t c0 = c * SMATH_CHUNK, c1 = c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n;
-        cpu__kernels()->sample_weights(x + c0, c1 - c0, st->max, 1.0 / p.temperature, p.min_p, sc->w + c0);
+        cpu__kernels()->sample_weights(x + c0, c1 - c0, st->max, 1.0 / p.temperature, p.min_p,
+                                       sc->w + c0);
         smath_chunk_of(sc->w, c0, c1, (smath_cut){0.0, -1}, &ch[c]);
     }
 }
