@@ -9,7 +9,9 @@
  * CPU value: err = max_i |vk_i - cpu_i| / max(max_i |cpu_i|, 1e-30), within
  * the bound stated at each case (0: bit-identical, for copies and integer
  * ops). Then batch invariance on Vulkan, bit for bit: a token's matmul row
- * and a decode row's attention are the same alone and inside a larger step.
+ * and a decode row's attention are the same alone and inside a larger step;
+ * a token's matmul_id rows alone (one workgroup per pair) and grouped by
+ * expert with 12 others.
  *
  * usage: test_vulkan_ops   (ENCORE_VK_SUBGROUP=0 runs the shaders' fallback
  * reductions instead of subgroup arithmetic) */
@@ -595,6 +597,60 @@ static void invariance_matmul(backend *vk)
     for (int i = 0; i < big.n_in; i++) free(big.in[i].data);
 }
 
+/* matmul_id of T = 13 tokens (grouped by expert on the device: T >= 8, 13
+ * not a multiple of the tile) against each token alone (one workgroup per
+ * pair), bit for bit, with ids from pick(t, s): E = 6 experts. */
+static void invariance_matmul_id_ids(backend *vk, enc_dtype wt, int32_t (*pick)(int64_t t, int64_t s))
+{
+    const int64_t T = 13, k = 2, K = 150, N = 9, E = 6;
+    op_case big = {.build = b_matmul_id, .ip = {k, 0, E}};
+    fill_random(add_in(&big, "x", ENC_F32, T, K, GRAPH_INPUT), 1.0f);
+    fill_random(add_in(&big, "w", wt, E * N, K, GRAPH_WEIGHT), 1.0f);
+    op_in *ids = add_in(&big, "ids", ENC_I32, T, k, GRAPH_INPUT);
+    for (int64_t i = 0; i < T * k; i++) ints(ids)[i] = pick(i / k, i % k);
+    op_result rb;
+    run_case(vk, &big, &rb);
+    for (int64_t t = 0; t < T; t++) {
+        op_case one = {.build = b_matmul_id, .ip = {k, 0, E}};
+        for (int i = 0; i < big.n_in; i++) {
+            const op_in *b = &big.in[i];
+            int64_t rows = i == 1 ? b->sh[0] : 1;
+            op_in *o = add_in(&one, b->name, b->dt, rows, b->sh[1], b->kind);
+            size_t bytes = in_bytes(o);
+            memcpy(o->data, (const char *)b->data + (i == 1 ? 0 : (size_t)t * bytes), bytes);
+        }
+        op_result r1;
+        vk_output(vk, &one, &r1);
+        CHECK(memcmp(r1.out[0], (float *)rb.out[0] + t * k * N, (size_t)(k * N) * 4) == 0);
+        result_free(&r1);
+    }
+    result_free(&rb);
+    for (int i = 0; i < big.n_in; i++) free(big.in[i].data);
+}
+
+/* Expert 2 chosen by no token, ties (both slots on one expert), a bad id. */
+static int32_t pick_mixed(int64_t t, int64_t s)
+{
+    if (t == 5 && s == 1) return -1;
+    int32_t e = (int32_t)((t * 3 + s * (t % 3 != 0)) % 5);
+    return e >= 2 ? e + 1 : e;
+}
+
+static int32_t pick_one_expert(int64_t t, int64_t s)
+{
+    (void)t, (void)s;
+    return 4;
+}
+
+static void invariance_matmul_id(backend *vk)
+{
+    g_rng = 7;
+    for (int d = 0; d < 2; d++) {
+        invariance_matmul_id_ids(vk, g_wtypes[d], pick_mixed);
+        invariance_matmul_id_ids(vk, g_wtypes[d], pick_one_expert);
+    }
+}
+
 /* A decode row's attention alone equals the same row beside a prefill. */
 static void invariance_attention(backend *vk)
 {
@@ -659,6 +715,7 @@ int main(void)
     cases_matmul_id(cpu, vk);
     cases_windows(cpu, vk);
     invariance_matmul(vk);
+    invariance_matmul_id(vk);
     invariance_attention(vk);
     backend_destroy(vk);
     backend_destroy(cpu);

@@ -410,6 +410,11 @@ graph_tensor *graph_moe_route(graph *g, graph_tensor *logits, int64_t k, graph_r
     return *weights ? ids : NULL;
 }
 
+int64_t graph_moe_group_words(int64_t pairs, int64_t experts)
+{
+    return pairs + 3 * ((pairs + GRAPH_MOE_GROUP_TILE - 1) / GRAPH_MOE_GROUP_TILE + experts);
+}
+
 graph_tensor *graph_matmul_id(graph *g, graph_tensor *x, graph_tensor *w, graph_tensor *ids)
 {
     int ok = x && w && ids && x->dtype == ENC_F32 && ids->dtype == ENC_I32 && ids->n_dims == 2 &&
@@ -429,9 +434,14 @@ graph_tensor *graph_matmul_id(graph *g, graph_tensor *x, graph_tensor *w, graph_
     int64_t k = x->shape[x->n_dims - 1];
     graph_tensor *scratch =
         graph__act_scratch(g, w->dtype, graph_tensor_nelements(x) / k, k, "matmul_id_act");
+    int64_t pairs = ids->shape[0] * ids->shape[1];
+    graph_tensor *group = graph_tensor_1d(g, GRAPH_INTERMEDIATE, ENC_I32,
+                                          graph_moe_group_words(pairs, w->shape[0]),
+                                          "matmul_id_group");
     graph_node *n = graph__node(g, GRAPH_OP_MATMUL_ID, dst, x, w, ids);
     if (!n) return NULL;
     n->src[3] = scratch;
+    n->src[4] = group;
     graph__commit(g, n);
     return dst;
 }

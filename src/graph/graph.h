@@ -185,6 +185,13 @@ typedef enum graph_router {
 } graph_router;
 
 enum { GRAPH_MOE_MAX_EXPERTS = 512 }; /* the kernels keep one row of scores on the stack */
+/* matmul_id's grouping scratch (src[4], i32, for a backend that groups the
+ * (token, slot) pairs by expert on the device): P = T * k pair indices in
+ * expert order, then 3 words (first position, expert, count) for each of the
+ * at most ceil(P / GRAPH_MOE_GROUP_TILE) + E tiles of one expert's pairs.
+ * Its size depends on T, k and E only, never on the routing. */
+enum { GRAPH_MOE_GROUP_TILE = 4 };
+int64_t graph_moe_group_words(int64_t pairs, int64_t experts);
 
 /* The top-k experts of router logits [T, E] and their weights: returns ids
  * [T, k] i32 and sets *weights to [T, k] f32 (renormalised when norm). */

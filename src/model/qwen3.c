@@ -249,7 +249,8 @@ void qwen3_model_free(qwen3_model *m)
  *   a MoE layer (qwen3_moe_block) instead of the dense MLP's 4 nodes (3
  *     matmul, swiglu) and 7 tensors (3 weights, 4 outputs) has 8 nodes (the
  *     router matmul, moe_route, moe_weights, 3 matmul_id, swiglu, moe_sum)
- *     and 12 tensors (4 weights, 8 outputs): 4 nodes and 5 tensors more.
+ *     and 15 tensors (4 weights, 8 outputs, each matmul_id's grouping
+ *     scratch): 4 nodes and 8 tensors more.
  *   around the layers: 4 nodes (the embedding's get_rows, the logits rows'
  *     get_rows, the final rms_norm, the lm_head matmul), 7 tensors (their
  *     3 weights and 4 outputs). */
@@ -258,7 +259,7 @@ enum {
     QWEN3__LAYER_NODES = 18,
     QWEN3__LAYER_TENSORS = 28,
     QWEN3__MOE_EXTRA_NODES = 4,
-    QWEN3__MOE_EXTRA_TENSORS = 5,
+    QWEN3__MOE_EXTRA_TENSORS = 8,
     QWEN3__OUTER_NODES = 4,
     QWEN3__OUTER_TENSORS = 7,
 };

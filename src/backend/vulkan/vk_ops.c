@@ -590,8 +590,41 @@ static enc_status vk__moe_route(vk__plan *pl)
     return ENC_OK;
 }
 
-/* matmul_id: one workgroup per (output column, token-slot pair); over
- * block-quantized experts, per (64 output columns, pair). */
+/* matmul_id over f32/bf16/f16 experts in a step of at least this many
+ * tokens groups the pairs by expert (matmul_id.comp modes 1 and 2), so a
+ * weight row is read once per tile of GRAPH_MOE_GROUP_TILE pairs; fewer
+ * tokens (decode) take one workgroup per pair. Fixed by T at record time;
+ * both give the same bits for every pair. */
+enum { VK__MATMUL_ID_GROUP_MIN_T = 8 };
+
+/* The grouped path: the grouping pass, then one workgroup per (output
+ * column, tile), p the per-pair push constants. */
+static enc_status vk__matmul_id_grouped(vk__plan *pl, const uint32_t *p, size_t np)
+{
+    const graph_node *n = pl->n;
+    const graph_tensor *group = n->src[4], *w = n->src[1];
+    int64_t pairs = p[0], tiles = (pairs + GRAPH_MOE_GROUP_TILE - 1) / GRAPH_MOE_GROUP_TILE + w->shape[0];
+    if (group == NULL || graph_tensor_nelements(group) < graph_moe_group_words(pairs, w->shape[0]))
+        return enc_fail(ENC_ERR_INTERNAL, "vulkan: matmul_id: tensor '%s' has no grouping scratch of %lld words",
+                        vk__tname(w), (long long)graph_moe_group_words(pairs, w->shape[0]));
+    ENC_TRY(vk__check_tokens(pl, tiles));
+    const graph_tensor *ts[] = {n->src[0], w, n->src[2], n->dst, group};
+    for (uint32_t mode = 1; mode <= 2; mode++) {
+        vk_dispatch *d = NULL;
+        ENC_TRY(vk__single(pl, ts, 5, &d));
+        memcpy(d->push.p, p, np * sizeof *p);
+        d->push.p[7] = mode;
+        d->push.p[8] = (uint32_t)tiles;
+        d->groups[0] = mode == 1 ? 1 : p[3];
+        d->groups[1] = mode == 1 ? 1 : (uint32_t)tiles;
+        d->barrier_after = mode == 1;
+    }
+    return ENC_OK;
+}
+
+/* matmul_id: one workgroup per (output column, token-slot pair), or grouped
+ * by expert (above); over block-quantized experts, per (64 output columns,
+ * pair). */
 static enc_status vk__matmul_id(vk__plan *pl)
 {
     const graph_node *n = pl->n;
@@ -602,12 +635,13 @@ static enc_status vk__matmul_id(vk__plan *pl)
     if (N > VK__GRID_MAX)
         return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: matmul_id: tensor '%s' has %lld output rows (at most %d)",
                         vk__tname(w), (long long)N, VK__GRID_MAX);
-    vk_dispatch *d = NULL;
-    ENC_TRY(vk__single(pl, (const graph_tensor *const[]){x, w, ids, n->dst}, 4, &d));
     bool quant = enc_dtype_is_quantized(w->dtype); /* matmul_id_q.comp: p[4] the bytes of a row */
     uint32_t p[] = {(uint32_t)pairs, (uint32_t)ids->shape[1], (uint32_t)w->shape[2], (uint32_t)N,
                     quant ? (uint32_t)vk__row_bytes(w, w->shape[2]) : (uint32_t)w->dtype, (uint32_t)w->shape[0],
-                    x->n_dims == 3};
+                    x->n_dims == 3, 0 /* mode: per pair */};
+    if (!quant && ids->shape[0] >= VK__MATMUL_ID_GROUP_MIN_T) return vk__matmul_id_grouped(pl, p, 8);
+    vk_dispatch *d = NULL;
+    ENC_TRY(vk__single(pl, (const graph_tensor *const[]){x, w, ids, n->dst}, 4, &d));
     memcpy(d->push.p, p, sizeof p);
     d->qtype = quant ? w->dtype : ENC_F32;
     if (quant && vk__texels_cover(pl->c, w, 0, graph_tensor_nbytes(w)) &&
