@@ -23,6 +23,8 @@
 #   vulkan_capture_contract_<case>       the capture contract (test_capture.c)
 #   vulkan_vs_cpu_<check>_<preset>       the model: logits within 1e-4 of the
 #                       CPU's, greedy ids identical (vulkan_vs_cpu.py)
+#   vulkan_chunks_tiny_moe_e8k2_bf16     the MoE model's logits bit-identical in
+#                       one step, steps of 11 and of 1 (vulkan_vs_cpu.py)
 #   vulkan_bad_device                    bad device names and indices refused
 #   vulkan_constraint_engine             per-request token masks through the host
 #                       sampler (test_constraint_engine.c, one seed)
@@ -96,6 +98,11 @@ foreach(kv bf16 f16)
             ${check} --kv-cache-dtype ${kv} --tol-rel ${ENCORE_REF_TOL_KV16} --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16)
   endforeach()
 endforeach()
+
+# A MoE model's logits the same bits whatever the step's size (grouped expert
+# matmuls at prefill, one workgroup per pair below 8 tokens).
+vk_test(vulkan_chunks_tiny_moe_e8k2_bf16 ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/vulkan_vs_cpu.py
+        --encore $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-bf16 chunks)
 
 vk_test(vulkan_bad_device ${CMAKE_COMMAND} -E env ENCORE_KV_CACHE_DTYPE=f32 ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/vulkan_vs_cpu.py
         --encore $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 bad_device)

@@ -10,6 +10,12 @@
   greedy   `encore generate` greedy, 48 tokens from three prompts, on both
            devices, captured (the default) and --eager on Vulkan: identical
            ids.
+  chunks   `encore logits` on Vulkan over a 48-token prompt in one step, in
+           steps of 11 tokens (the last of 4) and of one token: the same
+           top-20 logits to the last printed digit (9 significant digits,
+           an f32's round trip) at every position, whatever the step's
+           size (an MoE model's expert matmuls group 8 or more tokens by
+           expert, fewer run one workgroup per token and slot).
   bad_device  a device name that is not one, a Vulkan index past the last
            device, a bad ENCORE_VK_DEVICE, and a KV pool (16M blocks, 125 GB
            per layer of a tiny model) that no device holds: a clear error
@@ -23,7 +29,7 @@ With --quantize T both devices quantize the weights at load (--tol-rel then
 states the tolerance: the CPU rounds activations to 8 bits, the shaders
 multiply f32 activations by the dequantized weights).
 
-usage: vulkan_vs_cpu.py --encore BIN -m MODEL [--quantize T --tol-rel X] {logits,greedy,bad_device}
+usage: vulkan_vs_cpu.py --encore BIN -m MODEL [--quantize T --tol-rel X] {logits,greedy,chunks,bad_device}
 """
 import argparse
 import json
@@ -85,6 +91,21 @@ def check_greedy(a):
     print("ok greedy: 3 prompts x 48 tokens identical on cpu, vulkan captured and vulkan eager")
 
 
+def check_chunks(a):
+    ids = prompt(48, 5)
+    outs = {}
+    for step in (2048, 11, 1):
+        outs[step] = run(a, ["logits", "--device", "vulkan", "--max-num-batched-tokens", str(step),
+                             "--prompt-ids", ids, "--top", "20"]).splitlines()
+    if len(outs[2048]) != 48:
+        sys.exit(f"FAIL: expected 48 positions, got {len(outs[2048])}")
+    for step in (11, 1):
+        for pos, (whole, part) in enumerate(zip(outs[2048], outs[step])):
+            if whole != part:
+                sys.exit(f"FAIL: position {pos}: one step {whole}\nsteps of {step}: {part}")
+    print("ok chunks: 48 positions, top-20 logits identical in one step, steps of 11 and of 1")
+
+
 def check_bad_device(a):
     cases = [(["--device", "gpu"], {}, 2, "--device: expected cpu, vulkan or vulkan:N, got 'gpu'"),
              (["--device", "vulkan:99"], {}, 1, "device 99 requested but there are"),
@@ -105,9 +126,10 @@ def main():
     ap.add_argument("-m", "--model", required=True)
     ap.add_argument("--quantize", help="both devices: --quantize T")
     ap.add_argument("--tol-rel", type=float, default=TOL_REL, help=f"logit tolerance (default {TOL_REL})")
-    ap.add_argument("check", choices=["logits", "greedy", "bad_device"])
+    ap.add_argument("check", choices=["logits", "greedy", "chunks", "bad_device"])
     a = ap.parse_args()
-    {"logits": check_logits, "greedy": check_greedy, "bad_device": check_bad_device}[a.check](a)
+    {"logits": check_logits, "greedy": check_greedy, "chunks": check_chunks,
+     "bad_device": check_bad_device}[a.check](a)
 
 
 if __name__ == "__main__":
