@@ -17,7 +17,9 @@
  *   - cpu_get_rows on a quantized table: quant_dequantize_row's floats.
  *
  * Weights are quantized gaussians and raw random blocks (negative scales,
- * -128 in Q8_0, all nibbles 0 or 15, the 6-bit scales of sub-blocks 4..7).
+ * -128 in Q8_0, all nibbles 0 or 15, the 6-bit scales of sub-blocks 4..7);
+ * the last two tokens are all +127 and all -127 bytes, the largest sums
+ * the tiles' int16 lanes (Q4_0) and int32 lanes hold.
  * The AVX-512 VNNI table cannot run on a CPU without VNNI; it is the AVX2
  * body with one instruction swapped (kernels_quant_impl.h). */
 #include <math.h>
@@ -127,6 +129,10 @@ static void world_init(world *wd, enc_dtype dt)
     }
     for (int i = 0; i < T * K; i++)
         wd->x[i] = qb_gauss() * (i % 97 == 0 ? 8.0f : 1.0f);
+    for (int i = 0; i < K; i++) { /* the last two tokens: every byte +127, then -127 */
+        wd->x[(T - 2) * K + i] = 1.0f;
+        wd->x[(T - 1) * K + i] = -1.0f;
+    }
 }
 
 static void world_free(world *wd)

@@ -150,7 +150,7 @@ _Static_assert((int)CPU__Q_TMAX <= (int)CPU__Q_TILE_TOKENS,
                "a tile's tokens fit cpu__matmul_quant's arrays");
 
 /* Weight block b of row w as 32 levels: Q8_0 signed, Q4_0 unsigned (q,
- * 0..15; the dot takes 8 times the token's sums off after). */
+ * 0..15; the tile takes 8 times the token's sum off after). */
 CPU__Q_INLINE __m256i cpu__q_levels(int q4, const void *w, int64_t b)
 {
     if (q4) {
@@ -182,20 +182,43 @@ static inline __m256i cpu__q_hsum4(__m256i a, __m256i b, __m256i c, __m256i d)
     return _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
 }
 
-/* Token x (block b) against the 4 rows' levels qw: cpu__q_hsum4 of the 4
- * dots. Q8_0 levels are signed: |w| . x sign(w). Q4_0 ones are unsigned:
- * the lanes of q . x less 8 times the lanes of 1 . x, the same exact int32
- * lanes as (q - 8) . x. */
-CPU__Q_INLINE __m256i cpu__q_token4(int q4, const __m256i *qw, const block_q8_0 *x)
+/* cpu__q_hsum4's layout from the int16 lanes of 4 vpmaddubsw of unsigned
+ * Q4_0 levels (0..15) by a token's signed bytes: a lane is a pair of
+ * products, |.| <= 2 * 15 * 128; two vphaddw make lanes of 8 products
+ * (|.| <= 15360, exact in int16) and one vpmaddwd by 1 the int32 sums of 16.
+ * The same exact integers as cpu__q_hsum4 of the int32 dots, with one
+ * multiply per row and one shared, not two per row. */
+static inline __m256i cpu__q_hsum4_16(__m256i a, __m256i b, __m256i c, __m256i d)
 {
-    __m256i qx = _mm256_loadu_si256((const __m256i *)x->qs), dot[CPU__Q_RMAX];
-    __m256i x8 = q4 ? _mm256_slli_epi32(CPU__Q_DOT4(_mm256_set1_epi8(1), qx), 3) : qx;
+    __m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(a, b), _mm256_hadd_epi16(c, d));
+    return _mm256_madd_epi16(h, _mm256_set1_epi16(1));
+}
+
+/* Token qx (one block) against the 4 rows' levels qw: cpu__q_hsum4 of the 4
+ * dots. Q8_0 levels are signed: |w| . x sign(w). Q4_0 ones are unsigned:
+ * q . x, the tile taking 8 times the token's sum off after (cpu__q_xsum8),
+ * which leaves the same exact int32 as (q - 8) . x. */
+CPU__Q_INLINE __m256i cpu__q_token4(int q4, const __m256i *qw, __m256i qx)
+{
+    __m256i dot[CPU__Q_RMAX];
     CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++)
     {
-        dot[r] = q4 ? _mm256_sub_epi32(CPU__Q_DOT4(qw[r], qx), x8)
+        dot[r] = q4 ? _mm256_maddubs_epi16(qw[r], qx)
                     : CPU__Q_DOT4(_mm256_sign_epi8(qw[r], qw[r]), _mm256_sign_epi8(qx, qw[r]));
     }
-    return cpu__q_hsum4(dot[0], dot[1], dot[2], dot[3]);
+    return q4 ? cpu__q_hsum4_16(dot[0], dot[1], dot[2], dot[3])
+              : cpu__q_hsum4(dot[0], dot[1], dot[2], dot[3]);
+}
+
+/* 8 times the sum of the 32 bytes of each of 4 tokens' blocks qx[t], lane t
+ * (exact: |pair| <= 256 in the int16 tree). */
+static inline __m128i cpu__q_xsum8(__m256i x0, __m256i x1, __m256i x2, __m256i x3)
+{
+    const __m256i one = _mm256_set1_epi8(1);
+    __m256i h = cpu__q_hsum4_16(_mm256_maddubs_epi16(one, x0), _mm256_maddubs_epi16(one, x1),
+                                _mm256_maddubs_epi16(one, x2), _mm256_maddubs_epi16(one, x3));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    return _mm_slli_epi32(s, 3);
 }
 
 /* y[t][r] = row r (Q8_0, or Q4_0 when q4) . token t's Q8_0 activations, for
@@ -209,13 +232,23 @@ CPU__Q_INLINE void cpu__q_32_tile(int q4, int T, const void *const *wv, const vo
         if (T == 1)
             cpu__q_prefetch_next(CPU__Q_RMAX, wv[CPU__Q_RMAX - 1], nb,
                                  q4 ? sizeof(block_q4_0) : sizeof(block_q8_0), b);
-        __m256i qw[CPU__Q_RMAX];
+        __m256i qw[CPU__Q_RMAX], qx[CPU__Q_TMAX];
         CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++) qw[r] = cpu__q_levels(q4, wv[r], b);
         __m128 dw = cpu__q_d4(q4, wv, b);
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        {
+            qx[t] = _mm256_loadu_si256((const __m256i *)((const block_q8_0 *)xv[t] + b)->qs);
+        }
+        __m128i x8 = _mm_setzero_si128(); /* Q4_0: lane t 8 times token t's sum */
+        if (q4)
+            x8 = T == 1   ? cpu__q_xsum8(qx[0], qx[0], qx[0], qx[0])
+                 : T == 2 ? cpu__q_xsum8(qx[0], qx[1], qx[0], qx[1])
+                          : cpu__q_xsum8(qx[0], qx[1], qx[2], qx[3]);
         if (T == 1) {
             const block_q8_0 *x = (const block_q8_0 *)xv[0] + b;
-            __m256i g = cpu__q_token4(q4, qw, x);
+            __m256i g = cpu__q_token4(q4, qw, qx[0]);
             __m128i tot = _mm_add_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1));
+            tot = _mm_sub_epi32(tot, x8);
             __m128 s = _mm_mul_ps(dw, _mm_set1_ps(cpu__q_f16(x->d)));
             acc1 = _mm_add_ps(acc1, _mm_mul_ps(s, _mm_cvtepi32_ps(tot)));
             continue;
@@ -224,9 +257,14 @@ CPU__Q_INLINE void cpu__q_32_tile(int q4, int T, const void *const *wv, const vo
         {
             const block_q8_0 *x0 = (const block_q8_0 *)xv[2 * p] + b;
             const block_q8_0 *x1 = (const block_q8_0 *)xv[2 * p + 1] + b;
-            __m256i g0 = cpu__q_token4(q4, qw, x0), g1 = cpu__q_token4(q4, qw, x1);
+            __m256i g0 = cpu__q_token4(q4, qw, qx[2 * p]),
+                    g1 = cpu__q_token4(q4, qw, qx[2 * p + 1]);
             __m256i tot = _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x20),
                                            _mm256_permute2x128_si256(g0, g1, 0x31));
+            __m256i pick = _mm256_setr_epi32(2 * p, 2 * p, 2 * p, 2 * p, 2 * p + 1, 2 * p + 1,
+                                             2 * p + 1, 2 * p + 1);
+            tot = _mm256_sub_epi32(tot,
+                                   _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(x8), pick));
             __m256 dx =
                 _mm256_set_m128(_mm_set1_ps(cpu__q_f16(x1->d)), _mm_set1_ps(cpu__q_f16(x0->d)));
             __m256 s = _mm256_mul_ps(_mm256_set_m128(dw, dw), dx);
