@@ -27,6 +27,7 @@
 #define DT_F32 0u
 #define DT_BF16 1u
 #define DT_F16 2u
+#define DT_Q8_0 3u
 
 layout(std430, set = 0, binding = 0) buffer Buf { uint d[]; } buf[24];
 // The same buffers seen 16 bytes at a time (aliases of buf[]), for loads
@@ -56,11 +57,24 @@ float ld_w_word(uint word, uint e, uint dt)
     return unpackHalf2x16(h).x;
 }
 
-// The KV caches' element type, specialization constant 3: DT_F32, DT_BF16 or
-// DT_F16. Element i of a cache binding is word i (f32), or half i % 2 of word
-// i / 2 (16-bit: the lower element in the low half, as ld_w_word reads).
+// The KV caches' element type, specialization constant 3: DT_F32, DT_BF16,
+// DT_F16 or DT_Q8_0. Element i of a cache binding is word i (f32), or half
+// i % 2 of word i / 2 (16-bit: the lower element in the low half, as
+// ld_w_word reads), or value i % 32 of Q8_0 block i / 32 (34 bytes at byte
+// 34 (i / 32): the f16 scale d, then 32 int8 q; the value is d * q, exactly
+// as base/quant.c dequantizes). Rows are whole blocks, so element i of the
+// row-major [slots, kv_dim] cache is in block i / 32 for every type.
 layout(constant_id = 3) const uint KV_DT = 0u;
-#define KV_LD(b, i) ld_w_word(buf[b].d[KV_DT == DT_F32 ? (i) : ((i) >> 1u)], (i), KV_DT)
+uint kv_q8_byte(uint i) { return (i >> 5u) * 34u + 2u + (i & 31u); }
+float kv_q8_value(uint dword, uint qword, uint i)
+{
+    uint base = (i >> 5u) * 34u, sh = (kv_q8_byte(i) & 3u) * 8u;
+    float d = unpackHalf2x16((base & 2u) != 0u ? dword >> 16u : dword & 0xffffu).x;
+    return d * float(int(qword << (24u - sh)) >> 24); // the byte, sign-extended
+}
+#define KV_LD(b, i) (KV_DT == DT_Q8_0 \
+        ? kv_q8_value(buf[b].d[((i) >> 5u) * 34u >> 2u], buf[b].d[kv_q8_byte(i) >> 2u], (i)) \
+        : ld_w_word(buf[b].d[KV_DT == DT_F32 ? (i) : ((i) >> 1u)], (i), KV_DT))
 
 // f32 -> bf16 / f16 bits, rounded to nearest even exactly as base/dtype.c
 // does it on the host (NaN stays NaN, overflow is infinity).

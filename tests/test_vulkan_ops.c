@@ -1,7 +1,8 @@
 /* test_vulkan_ops.c - every op of the Qwen3 step on the Vulkan backend
  * against the CPU backend, over many shapes: odd sizes, one token and many,
  * GQA ratios, f32/bf16/f16 weights, a weight larger than one storage-buffer
- * range; the MoE ops with tied router scores and bad expert ids.
+ * range, f32/bf16/f16/Q8_0 KV caches; the MoE ops with tied router scores
+ * and bad expert ids.
  *
  * Each case builds a one-op graph twice over the same host data, once per
  * backend, runs it eagerly and compares every output (the op's result, and
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "base/quant.h"
 #include "backend/vulkan/vk_backend.h"
 #include "check.h"
 
@@ -62,8 +64,8 @@ typedef struct op_case {
 
 static size_t in_bytes(const op_in *in)
 {
-    int64_t n = in->sh[0] * (in->sh[1] ? in->sh[1] : 1);
-    return (size_t)n * enc_dtype_size(in->dt);
+    if (!in->sh[1]) return enc_dtype_row_bytes(in->dt, in->sh[0]);
+    return (size_t)in->sh[0] * enc_dtype_row_bytes(in->dt, in->sh[1]);
 }
 
 static op_in *add_in(op_case *c, const char *name, enc_dtype dt, int64_t n0, int64_t n1, graph_tensor_kind kind)
@@ -74,9 +76,27 @@ static op_in *add_in(op_case *c, const char *name, enc_dtype dt, int64_t n0, int
     return in;
 }
 
+/* Random Q8_0 blocks: a scale of about s / 127, random int8 quants. */
+static void fill_q8(op_in *in, float s)
+{
+    uint8_t *p = in->data;
+    for (size_t b = 0; b < in_bytes(in) / 34; b++, p += 34) {
+        uint16_t d = enc_f32_to_f16(s / 127.0f * (1.5f + 0.5f * rndf()));
+        memcpy(p, &d, 2);
+        for (int j = 0; j < 32; j += 4) {
+            uint32_t r = rnd();
+            memcpy(p + 2 + j, &r, 4);
+        }
+    }
+}
+
 /* Fill with random values of the tensor's dtype (scale s). */
 static void fill_random(op_in *in, float s)
 {
+    if (in->dt == ENC_Q8_0) {
+        fill_q8(in, s);
+        return;
+    }
     int64_t n = in->sh[0] * (in->sh[1] ? in->sh[1] : 1);
     for (int64_t i = 0; i < n; i++) {
         float v = s * rndf();
@@ -357,6 +377,45 @@ static void plant_rounding_cases(op_in *in)
         memcpy((float *)in->data + i * 3 % n, &bits[i], 4);
 }
 
+/* Q8_0 blocks whose rounding a wrong quantizer gets wrong: row 0's first
+ * block has amax 127 (d = 1), so 2.5, -2.5 and 0.5 are ties, rounded away
+ * from zero; row 1's first block is zero (d = 0). Every other block's scale
+ * is rounded to f16. */
+static void plant_q8_cases(op_in *in)
+{
+    float *x = in->data;
+    const float tie[] = {127.0f, 2.5f, -2.5f, 0.5f, -0.5f, 126.5f, 1e-3f};
+    memcpy(x, tie, sizeof tie);
+    if (in->sh[0] > 1) memset(x + in->sh[1], 0, 32 * sizeof(float));
+}
+
+/* store_kv into Q8_0 caches of random bytes: rows of 1 to 8 blocks (34 to
+ * 272 bytes, half of them ending mid-word, so neighbouring slots share a
+ * word), slots out of order, some -1; the bytes written and those left
+ * alone equal the CPU's, bit for bit. */
+static void cases_store_kv_q8(backend *cpu, backend *vk)
+{
+    const int64_t shapes[][3] = {{1, 32, 5}, {9, 32, 12}, {7, 256, 64}, {20, 96, 41}, {6, 160, 7}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int64_t T = shapes[s][0], D = shapes[s][1], n_slots = shapes[s][2];
+        op_case c = {.build = b_store_kv, .tol = 0};
+        snprintf(c.what, sizeof c.what, "store_kv T=%lld kv_dim=%lld cache q8_0", (long long)T, (long long)D);
+        op_in *k = add_in(&c, "k", ENC_F32, T, D, GRAPH_INPUT);
+        fill_random(k, 3.0f);
+        plant_q8_cases(k);
+        fill_random(add_in(&c, "v", ENC_F32, T, D, GRAPH_INPUT), 0.01f);
+        op_in *sm = add_in(&c, "slot_mapping", ENC_I32, T, 0, GRAPH_INPUT);
+        for (int64_t i = 0; i < T; i++) ints(sm)[i] = (int32_t)((n_slots - 1 - i * 5 % n_slots + n_slots) % n_slots);
+        if (T > 2) ints(sm)[1] = -1;
+        for (int i = 0; i < 2; i++) {
+            op_in *cache = add_in(&c, i ? "v_cache" : "k_cache", ENC_Q8_0, n_slots, D, GRAPH_CACHE);
+            for (size_t b = 0; b < in_bytes(cache); b++) ((uint8_t *)cache->data)[b] = (uint8_t)rnd();
+            cache->check = 1;
+        }
+        check_case(cpu, vk, &c);
+    }
+}
+
 /* store_kv: a copy, exact (16-bit caches: rounded to nearest even, bit for
  * bit as the CPU rounds); slots distinct, some -1 (padding). */
 static void cases_store_kv(backend *cpu, backend *vk)
@@ -448,6 +507,20 @@ static void cases_attention(backend *cpu, backend *vk)
         big.cache = dt ? ENC_F16 : ENC_BF16;
         att_case(cpu, vk, &big);
     }
+    /* Q8_0 caches of random blocks (head_dims 64, 128, 256): both sides read
+     * the same dequantized values (d * q, exact), so the f32 bound holds;
+     * then K and V of 147 MiB each (four times the blocks, at 68 bytes a
+     * slot), through several windows. */
+    const size_t q8[] = {1, 2, 4, 5};
+    for (size_t i = 0; i < sizeof q8 / sizeof q8[0]; i++) {
+        att_shape a = shapes[q8[i]];
+        a.cache = ENC_Q8_0;
+        att_case(cpu, vk, &a);
+    }
+    att_shape big = shapes[sizeof shapes / sizeof shapes[0] - 1];
+    big.pool_blocks *= 4;
+    big.cache = ENC_Q8_0;
+    att_case(cpu, vk, &big);
 }
 
 /* argmax and decode_advance: integers, exact. */
@@ -708,6 +781,7 @@ int main(void)
     cases_rope(cpu, vk);
     cases_elementwise(cpu, vk);
     cases_store_kv(cpu, vk);
+    cases_store_kv_q8(cpu, vk);
     cases_attention(cpu, vk);
     cases_argmax(cpu, vk);
     cases_advance(cpu, vk);

@@ -230,9 +230,3 @@ add_test(NAME vulkan_quantized_experts
 set_tests_properties(vulkan_quantized_experts PROPERTIES
   FIXTURES_REQUIRED tiny_models LABELS "vulkan;quant;moe" TIMEOUT 120)
 
-# A Q8_0 KV cache is the CPU's only: Vulkan refuses it by name.
-add_test(NAME vulkan_refuses_kv_q8_0
-  COMMAND sh -c "out=$(\"$0\" logits -m \"$1\" --device vulkan --kv-cache-dtype q8_0 --prompt-ids '1 2 3' 2>&1); \
-rc=$?; echo \"$out\"; [ $rc -eq 1 ] && echo \"$out\" | grep -q \"kv_cache_dtype q8_0: the vulkan backend has no Q8_0 KV cache\""
-          $<TARGET_FILE:encore> ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
-set_tests_properties(vulkan_refuses_kv_q8_0 PROPERTIES FIXTURES_REQUIRED tiny_models LABELS "vulkan;kv")

@@ -374,7 +374,7 @@ static bool vk__supports_weight_dtype(const backend *be, graph_op op, enc_dtype 
 
 static const struct backend_i vk__iface = {
     .name = "vulkan",
-    .kv_cache_dtypes = 1u << ENC_F32 | 1u << ENC_F16 | 1u << ENC_BF16,
+    .kv_cache_dtypes = 1u << ENC_F32 | 1u << ENC_F16 | 1u << ENC_BF16 | 1u << ENC_Q8_0,
     .buffer_alloc = vk__buffer_alloc,
     .buffer_from_host = NULL, /* weights are uploaded to device-local memory */
     .buffer_free = vk__buffer_free,

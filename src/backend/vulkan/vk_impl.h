@@ -88,7 +88,7 @@ typedef struct vk_dispatch {
                 * trip count, unrolled); spec & 4: a workgroup of one subgroup (constant 1,
                 * the workgroup size, = the subgroup size instead of 64; constant 2 = true);
                 * spec >> VK_SPEC_KV_SHIFT: constant 3, the KV caches' dtype (0 f32, 1 bf16,
-                * 2 f16; store_kv and attention); constant 4 = 256 << (spec & 3), the
+                * 2 f16, 3 q8_0; store_kv and attention); constant 4 = 256 << (spec & 3), the
                 * workgroup size of sample.comp */
     enc_dtype qtype; /* ENC_F32, or the block type of the op's weights: the op's NAME_q shader
                       * (matmul_q, matmul_id_q, get_rows_q), specialization constant 5 */

@@ -385,19 +385,25 @@ static enc_status vk__elementwise(vk__plan *pl)
 
 static int64_t vk__gcd(int64_t a, int64_t b) { return b ? vk__gcd(b, a % b) : a; }
 
-/* Bind a KV cache [n_slots, kv_dim] f32 as windows of *spw slots at
- * bindings base .. base + VK_KV_WINDOWS - 1 (shaders/common.glsl); *n_win
- * of them. */
+/* Bind a KV cache [n_slots, kv_dim] (rows of f32, bf16, f16 or Q8_0 blocks,
+ * as src/kv sizes them) as windows of *spw slots at bindings base ..
+ * base + VK_KV_WINDOWS - 1 (shaders/common.glsl); *n_win of them. A window's
+ * range is rounded up to whole words (a Q8_0 row may end mid-word; the
+ * buffer holds whole words, vk_memory.c). */
 static enc_status vk__bind_cache(const vk__plan *pl, vk_dispatch *d, int base, const graph_tensor *t, uint32_t *spw,
                                  uint32_t *n_windows)
 {
     const vk_ctx *c = pl->c;
     backend_buffer *buf = t->buffer;
-    if (t->dtype != ENC_F32 && t->shape[1] % 2)
+    if (t->dtype == ENC_Q8_0 && enc_dtype_row_bytes(ENC_Q8_0, t->shape[1]) == 0)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: KV cache '%s' of dtype q8_0 has rows of %lld elements "
+                        "(whole 32-value blocks expected)", graph_op_name(pl->n->op), vk__tname(t),
+                        (long long)t->shape[1]);
+    if ((t->dtype == ENC_F16 || t->dtype == ENC_BF16) && t->shape[1] % 2)
         return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: KV cache '%s' of dtype %s has rows of %lld elements "
                         "(an even number expected)", graph_op_name(pl->n->op), vk__tname(t),
                         enc_dtype_name(t->dtype), (long long)t->shape[1]);
-    int64_t rb = t->shape[1] * (int64_t)enc_dtype_size(t->dtype), n_slots = t->shape[0], a = (int64_t)vk__align(c);
+    int64_t rb = (int64_t)enc_dtype_row_bytes(t->dtype, t->shape[1]), n_slots = t->shape[0], a = (int64_t)vk__align(c);
     int64_t per = (int64_t)vk__window(c) / rb, step = a / vk__gcd(rb, a); /* windows start aligned */
     per -= per % step;
     int64_t n_win = per > 0 ? (n_slots + per - 1) / per : 0;
@@ -411,7 +417,7 @@ static enc_status vk__bind_cache(const vk__plan *pl, vk_dispatch *d, int base, c
         int64_t first = w * per, count = n_slots - first < per ? n_slots - first : per;
         d->bufs[base + w] = buf;
         d->start[base + w] = t->offset + (size_t)(first * rb);
-        d->range[base + w] = (VkDeviceSize)(count * rb);
+        d->range[base + w] = (VkDeviceSize)((count * rb + 3) / 4 * 4);
     }
     *spw = (uint32_t)(per > 0 ? per : 1);
     *n_windows = (uint32_t)n_win;
@@ -421,10 +427,10 @@ static enc_status vk__bind_cache(const vk__plan *pl, vk_dispatch *d, int base, c
 enum { VK__K_WINDOWS = VK_N_BINDINGS, VK__V_WINDOWS = VK_N_BINDINGS + VK_KV_WINDOWS };
 
 /* The pipeline variant bits of a cache's dtype (specialization constant 3,
- * shaders/common.glsl KV_DT: 0 f32, 1 bf16, 2 f16). */
+ * shaders/common.glsl KV_DT: 0 f32, 1 bf16, 2 f16, 3 q8_0). */
 static int vk__kv_spec(const graph_tensor *cache)
 {
-    int dt = cache->dtype == ENC_BF16 ? 1 : cache->dtype == ENC_F16 ? 2 : 0;
+    int dt = cache->dtype == ENC_BF16 ? 1 : cache->dtype == ENC_F16 ? 2 : cache->dtype == ENC_Q8_0 ? 3 : 0;
     return dt << VK_SPEC_KV_SHIFT;
 }
 
@@ -439,7 +445,9 @@ static enc_status vk__store_kv(vk__plan *pl)
     d->push.p[0] = (uint32_t)T;
     d->push.p[1] = (uint32_t)kv_dim;
     d->spec |= vk__kv_spec(n->src[3]);
-    vk__grid_1d(d, n->src[3]->dtype == ENC_F32 ? T * kv_dim : T * kv_dim / 2, 256); /* a word each */
+    /* a word each, or a Q8_0 block of 32 values each */
+    enc_dtype dt = n->src[3]->dtype;
+    vk__grid_1d(d, dt == ENC_F32 ? T * kv_dim : dt == ENC_Q8_0 ? T * kv_dim / 32 : T * kv_dim / 2, 256);
     return ENC_OK;
 }
 
