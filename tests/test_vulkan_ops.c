@@ -152,13 +152,18 @@ static void run_case(backend *be, const op_case *c, op_result *r)
     CHECK(graph_plan(&g, NULL) == ENC_OK);
     CHECK(backend_buffer_alloc(be, g.arena_size + 256, "arena", &arena) == ENC_OK);
     CHECK(graph_plan(&g, arena) == ENC_OK);
+    /* graph_plan places an intermediate source in the arena (it rebinds
+     * it): its data goes there, where the op reads it. */
+    for (int i = 0; i < c->n_in; i++)
+        if (c->in[i].kind == GRAPH_INTERMEDIATE)
+            CHECK(backend_buffer_write(be, t[i]->buffer, t[i]->offset, c->in[i].data, in_bytes(&c->in[i])) == ENC_OK);
     enc_status s = backend_graph_compute(be, &g);
     if (s != ENC_OK) fprintf(stderr, "%s: %s: %s\n", c->what, be->iface->name, enc_last_error());
     CHECK(s == ENC_OK);
     if (dst && dst->kind == GRAPH_INTERMEDIATE)
         keep(r, be, arena, dst->offset, graph_tensor_nbytes(dst), dst->dtype);
     for (int i = 0; i < c->n_in; i++)
-        if (c->in[i].check) keep(r, be, bufs[i], 0, in_bytes(&c->in[i]), c->in[i].dt);
+        if (c->in[i].check) keep(r, be, t[i]->buffer, t[i]->offset, in_bytes(&c->in[i]), c->in[i].dt);
     for (int i = 0; i < c->n_in; i++) CHECK(backend_buffer_free(be, bufs[i]) == ENC_OK);
     CHECK(backend_buffer_free(be, arena) == ENC_OK);
     arena_free(&host);
