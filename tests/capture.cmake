@@ -17,7 +17,7 @@ foreach(scenario long join_after_capture grow_shrink block_crossing_32 same_and_
 endforeach()
 
 # The same on the KV cache dtypes other than the default (bf16 on the CPU),
-# Q8_0 (per token and head blocks of 32, CPU only) included.
+# Q8_0 (per token and head blocks of 32) included; tests/vulkan.cmake has Vulkan's.
 foreach(kv f32 f16 q8_0)
   foreach(scenario long block_crossing_32 prefix_hits)
     add_test(NAME capture_${scenario}_kv${kv}

@@ -99,6 +99,21 @@ foreach(kv bf16 f16)
   endforeach()
 endforeach()
 
+# A Q8_0 KV cache on Vulkan (store_kv quantizes each block as the CPU does,
+# attention dequantizes in the shader) against the reference rounding its
+# cache through the same blocks, at the CPU's Q8_0 tolerance (reference.cmake);
+# and the capture matrix on it, captured against eager.
+foreach(check logits greedy)
+  vk_test(vulkan_ref_${check}_tiny_gqa2_hd64_bf16_kvq8_0 ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_reference.py
+          ${check} --kv-cache-dtype q8_0 --tol-rel ${ENCORE_REF_TOL_KVQ8} --engine $<TARGET_FILE:encore>
+          -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
+endforeach()
+foreach(scenario long block_crossing_32)
+  vk_test(vulkan_capture_${scenario}_kvq8_0 ${CMAKE_COMMAND} -E env ENCORE_KV_CACHE_DTYPE=q8_0
+          ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py
+          --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${scenario})
+endforeach()
+
 # A MoE model's logits the same bits whatever the step's size (grouped expert
 # matmuls at prefill, one workgroup per pair below 8 tokens).
 vk_test(vulkan_chunks_tiny_moe_e8k2_bf16 ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/vulkan_vs_cpu.py
