@@ -31,6 +31,7 @@ struct backend_recording {
     int n_pools, sets_left;
     backend_buffer **staged; /* step inputs it copies from their mirrors */
     int n_staged, cap_staged;
+    vk_rec_profile *profile; /* ENCORE_VK_PROFILE: a timestamp after each node, else NULL */
 };
 
 static enc_status vk__refuse_in_capture(backend *be, const char *call, const char *what)
@@ -201,6 +202,7 @@ static enc_status vk__record_node(vk_ctx *c, backend_recording *rec, const graph
         if (c->scratch[i].barrier_after && i + 1 < nd) vk_record_barrier(rec->cmd);
     }
     vk_record_barrier(rec->cmd);
+    vk_profile_rec_node(rec->profile, rec->cmd, n->op);
     return ENC_OK;
 }
 
@@ -263,6 +265,7 @@ static void vk__recording_free(backend *be, backend_recording *rec)
     for (int i = 0; i < rec->n_pools; i++) vkDestroyDescriptorPool(c->dev, rec->pools[i], NULL);
     free(rec->pools);
     free(rec->staged);
+    vk_profile_rec_free(c, rec->profile);
     free(rec);
 }
 
@@ -280,6 +283,7 @@ static enc_status vk__capture_begin(backend *be)
     };
     VkResult r = vkAllocateCommandBuffers(c->dev, &ai, &rec->cmd);
     enc_status s = r == VK_SUCCESS ? vk_cmd_begin(c, rec->cmd) : vk_fail(r, "vkAllocateCommandBuffers");
+    if (s == ENC_OK) s = vk_profile_rec_begin(c, rec->cmd, &rec->profile);
     if (s != ENC_OK) {
         vk__recording_free(be, rec);
         return s;
@@ -318,25 +322,16 @@ static enc_status vk__replay(backend *be, const backend_recording *rec)
     }
     ENC_TRY(vk_submit_wait(c, rec->cmd, false));
     vk_mark_fresh(c, rec->reads, rec->n_reads);
+    vk_profile_rec_collect(c, rec->profile);
     return ENC_OK;
 }
 
 /* --- lifetime ------------------------------------------------------------------------- */
 
-/* ENCORE_VK_PROFILE: the device time of the eager ops, per op. */
-static void vk__print_profile(const vk_ctx *c)
-{
-    fprintf(stderr, "vulkan profile (eager ops; device time):\n");
-    for (int op = 0; op < GRAPH_OP_COUNT; op++)
-        if (c->op_count[op])
-            fprintf(stderr, "  %-16s %8lld calls %10.3f ms %8.1f us/call\n", graph_op_name((graph_op)op),
-                    (long long)c->op_count[op], c->op_seconds[op] * 1e3, c->op_seconds[op] * 1e6 / (double)c->op_count[op]);
-}
-
 static void vk__destroy(backend *be)
 {
     vk_ctx *c = be->ctx;
-    if (c->profile) vk__print_profile(c);
+    if (c->profile) vk_profile_print(c);
     if (c->dev) vkDeviceWaitIdle(c->dev);
     vk__recording_free(be, c->capturing);
     if (c->eager_pool) vkDestroyDescriptorPool(c->dev, c->eager_pool, NULL);

@@ -5,6 +5,7 @@
  *   vk_pipelines.c  shader modules, the one pipeline layout, pipelines
  *   vk_ops.c        a graph node -> its dispatches (bindings, constants, grid)
  *   vk_backend.c    the vtable: eager submission, capture and replay
+ *   vk_profile.c    ENCORE_VK_PROFILE: device time per op, eager and replayed
  *
  * Memory layout of a buffer:
  *
@@ -126,8 +127,12 @@ typedef struct vk_ctx {
     vk_range expected[VK_MAX_EXPECTED_READS]; /* for the next graph_compute or the capture */
     int n_expected;
     bool profile;                /* ENCORE_VK_PROFILE=1: device time per op, printed at the end */
-    double op_seconds[GRAPH_OP_COUNT];
+    double op_seconds[GRAPH_OP_COUNT];       /* eager ops */
     int64_t op_count[GRAPH_OP_COUNT];
+    double rec_op_seconds[GRAPH_OP_COUNT];   /* nodes inside replayed recordings */
+    int64_t rec_op_count[GRAPH_OP_COUNT];
+    double rec_seconds;                      /* the replays' first to last timestamp */
+    int64_t rec_replays;
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipe_layout;
     VkShaderModule modules[GRAPH_OP_COUNT];
@@ -193,6 +198,20 @@ void vk_pipelines_free(vk_ctx *c);
 enc_status vk_pipeline_get(vk_ctx *c, graph_op op, int spec, enc_dtype qtype, VkPipeline *out);
 /* Whether op has a shader reading weights of block type t (vk_ops.c). */
 bool vk_ops_reads_quantized(graph_op op, enc_dtype t);
+
+/* --- vk_profile.c --- */
+/* A recording's timestamps, one after each node (NULL: not profiling). */
+typedef struct vk_rec_profile vk_rec_profile;
+/* With ENCORE_VK_PROFILE and timestamps: a query pool for the recording
+ * begun in cmd, and its first timestamp; else *out = NULL. */
+enc_status vk_profile_rec_begin(vk_ctx *c, VkCommandBuffer cmd, vk_rec_profile **out);
+/* The timestamp after a node of op `op` (nothing for NULL). */
+void vk_profile_rec_node(vk_rec_profile *p, VkCommandBuffer cmd, graph_op op);
+/* After a replay: each node's device time added to its op. */
+void vk_profile_rec_collect(vk_ctx *c, const vk_rec_profile *p);
+void vk_profile_rec_free(vk_ctx *c, vk_rec_profile *p);
+/* Both tables (eager ops, replayed nodes) on stderr. */
+void vk_profile_print(const vk_ctx *c);
 
 /* --- vk_ops.c --- */
 enum { VK_SAMPLE_INVOCATIONS = 1024, /* shaders/sample.comp's workgroup, at most */
