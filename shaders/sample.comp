@@ -9,7 +9,9 @@
 // dispatch, over all loops) out of reach: with 1024 invocations a row of
 // 151936 ids takes about 50000 trips at worst (a flat row whose top-p bin
 // holds most of them); 256 invocations (cheaper to start on lavapipe, which
-// runs a workgroup as coroutines of 8 lanes) serve up to 32768 ids.
+// runs a workgroup as coroutines of 8 lanes and pays each barrier on every
+// one) serve up to 32768 ids, 64 up to 4096. No result depends on the
+// count: every loop that splits work over the invocations strides by NT.
 //
 // buf: 0 logits [S, V] f32 (rows overwritten after penalties and masks),
 //      1 params [S, ROW_WORDS], 2 positions [S], 3 history [S, H],
@@ -33,7 +35,7 @@
 #version 450
 #include "common.glsl"
 #include "sample_math.glsl"
-// The workgroup: 256 invocations, or 1024 for a vocabulary over 32768 ids
+// The workgroup: 64 invocations up to 4096 ids, 256 up to 32768, else 1024
 // (specialization constant 4; vk_ops.c chooses).
 layout(local_size_x_id = 4) in;
 
@@ -206,7 +208,7 @@ void weights(uint n, double mx, double inv_t, double min_p)
 // s_count[b], s_mass[b] of the kept ids of every bin.
 void masses(uint n, Cut c)
 {
-    if (lid < uint(SM_BINS)) s_count[lid] = 0u;
+    for (uint b = lid; b < uint(SM_BINS); b += NT) s_count[b] = 0u;
     sync();
     uint n_chunks = (n + SM_CHUNK - 1u) / SM_CHUNK;
     for (uint ch = lid; ch < n_chunks; ch += NT) { // the chunk's 64 parts in the scratch
@@ -223,10 +225,10 @@ void masses(uint n, Cut c)
         }
     }
     sync();
-    if (lid < uint(SM_BINS)) {
+    for (uint b = lid; b < uint(SM_BINS); b += NT) {
         precise double m = 0.0lf;
-        for (uint ch = 0u; ch < n_chunks; ch++) m = m + ld_part(ch * uint(SM_BINS) + lid);
-        s_mass[lid] = m;
+        for (uint ch = 0u; ch < n_chunks; ch++) m = m + ld_part(ch * uint(SM_BINS) + b);
+        s_mass[b] = m;
     }
     sync();
 }
@@ -325,7 +327,7 @@ double select_rank(uint n, Cut c, uint rank)
     uvec2 prefix = uvec2(0u);
     for (int d = 7; d >= 0; d--) {
         sync();
-        if (lid < 256u) s_hist[lid] = 0u;
+        for (uint i = lid; i < 256u; i += NT) s_hist[i] = 0u;
         sync();
         uint hi_mask = d >= 4 ? (d == 7 ? 0u : 0xffffffffu << uint(8 * (d - 3))) : 0xffffffffu;
         uint lo_mask = d >= 4 ? 0u : (d == 3 ? 0u : 0xffffffffu << uint(8 * (d + 1)));

@@ -552,7 +552,12 @@ enc_status vk_sampler_check(const vk_ctx *c)
 }
 
 /* sample: a dispatch per `workers` rows, one workgroup per row and scratch
- * slice, a barrier between dispatches (they share the slices). */
+ * slice, a barrier between dispatches (they share the slices). The
+ * workgroup grows with the vocabulary: lavapipe runs it as coroutines of 8
+ * lanes and pays every barrier on each (a 512-id row took about twice as
+ * long with 256 invocations as with 64), a GPU idles lanes past a row's
+ * ids, and above 32768 ids 1024 invocations keep each one's loop trips
+ * under lavapipe's bound (sample.comp). */
 static enc_status vk__sample(vk__plan *pl)
 {
     const graph_node *n = pl->n;
@@ -574,7 +579,8 @@ static enc_status vk__sample(vk__plan *pl)
                         n->src[5] != NULL, n->src[6] != NULL, (uint32_t)scratch->shape[1], (uint32_t)r0};
         memcpy(d->push.p, p, sizeof p);
         d->groups[0] = (uint32_t)(S - r0 < workers ? S - r0 : workers);
-        d->spec = V > VK_SAMPLE_SMALL_VOCAB ? 2 : 0; /* 1024 or 256 invocations */
+        /* 1024, 256 or 64 invocations (sample.comp: any count gives the same bits) */
+        d->spec = V > VK_SAMPLE_SMALL_VOCAB ? 2 : V > VK_SAMPLE_TINY_VOCAB ? 0 : 4;
         d->barrier_after = true;
     }
     return ENC_OK;
