@@ -21,8 +21,9 @@
 // p: 0 n_seqs, 1 max_blocks, 2 block_size, 3 n_heads, 4 n_kv_heads,
 //    5 head_dim (<= 256), 6 scale (f32 bits), 7 slots per window,
 //    8 windows (1: the common case, read without choosing a window),
-//    9 texel path (subgroup variant; an f32 cache, head_dim a multiple of 4
-//      and each cache in one texel view: tex 0 the K cache, tex 1 the V cache);
+//    9 texel path (subgroup variant, each cache in one texel view: tex 0 the
+//      K cache, tex 1 the V cache): 1 an f32 cache, head_dim a multiple of 4;
+//      2 a bf16 or f16 cache, head_dim a multiple of 8; 0 none;
 //    specialization constant 0: NT, below
 #version 450
 #include "common.glsl"
@@ -42,6 +43,17 @@ layout(constant_id = 0) const uint NT = 1u; // texels per lane on the texel path
 layout(constant_id = 2) const bool ONE_SG = false;
 shared float sg_m[NS_MAX], sg_l[NS_MAX];
 shared float sg_o[NS_MAX * HD_MAX];
+
+// A texel of a 16-bit cache: its 8 values, 4 in lo, 4 in hi, in order.
+vec2 kv_word16(uint w)
+{
+    return KV_DT == DT_BF16 ? vec2(uintBitsToFloat(w << 16u), uintBitsToFloat(w & 0xffff0000u)) : unpackHalf2x16(w);
+}
+void kv_texel16(uvec4 u, out vec4 lo, out vec4 hi)
+{
+    lo = vec4(kv_word16(u.x), kv_word16(u.y));
+    hi = vec4(kv_word16(u.z), kv_word16(u.w));
+}
 
 void main()
 {
@@ -114,6 +126,64 @@ void main()
             if (e < hd4)
                 for (uint i = 0u; i < 4u; i++) sg_o[g * HD_MAX + 4u * e + i] = o4[j][i];
         }
+    } else if (pc.p[9] == 2u) {
+        // The 16-bit texel path: as the f32 one, but a texel of the bf16 or
+        // f16 cache holds 8 dimensions (8e .. 8e + 7, the lower of each pair
+        // in a word's low half), kept as two vec4 (lo: 8e .. 8e + 3); each
+        // score adds the lane's products in dimension order.
+        uint hd8 = hd / 8u, kv8 = kv_dim / 8u;
+        vec4 qlo[NT], qhi[NT], olo[NT], ohi[NT];
+        [[unroll]] for (uint j = 0u; j < NT; j++) {
+            uint e = lane + j * SS, d = qb + 8u * e;
+            qlo[j] = e < hd8 ? vec4(LDF(0, d), LDF(0, d + 1u), LDF(0, d + 2u), LDF(0, d + 3u)) : vec4(0.0);
+            qhi[j] = e < hd8 ? vec4(LDF(0, d + 4u), LDF(0, d + 5u), LDF(0, d + 6u), LDF(0, d + 7u)) : vec4(0.0);
+            olo[j] = vec4(0.0);
+            ohi[j] = vec4(0.0);
+        }
+        for (int p = int(g); p < ctx; p += int(NS)) {
+            uint slot = uint(LDI(3, s * maxb + uint(p) / bs)) * bs + uint(p) % bs;
+            uint kt = slot * kv8 + kvh * hd8;
+            float part = 0.0;
+            [[unroll]] for (uint j = 0u; j < NT; j++) {
+                uint e = lane + j * SS;
+                if (e < hd8) {
+                    vec4 lo, hi;
+                    kv_texel16(LDT(0, kt + e), lo, hi);
+                    part = fma(qlo[j].x, lo.x, part); part = fma(qlo[j].y, lo.y, part);
+                    part = fma(qlo[j].z, lo.z, part); part = fma(qlo[j].w, lo.w, part);
+                    part = fma(qhi[j].x, hi.x, part); part = fma(qhi[j].y, hi.y, part);
+                    part = fma(qhi[j].z, hi.z, part); part = fma(qhi[j].w, hi.w, part);
+                }
+            }
+            float sc = subgroupAdd(part) * PF(6);
+            float nm = max(m, sc), c = exp(m - nm), ew = exp(sc - nm);
+            l = l * c + ew;
+            [[unroll]] for (uint j = 0u; j < NT; j++) {
+                uint e = lane + j * SS;
+                if (e < hd8) {
+                    vec4 lo, hi;
+                    kv_texel16(LDT(1, kt + e), lo, hi);
+                    olo[j] = fma(vec4(ew), lo, olo[j] * c);
+                    ohi[j] = fma(vec4(ew), hi, ohi[j] * c);
+                }
+            }
+            m = nm;
+        }
+        float inv = ONE_SG && ctx > 0 ? 1.0 / l : 1.0; // ONE_SG: the row itself, else this subgroup's part
+        [[unroll]] for (uint j = 0u; j < NT; j++) {
+            uint e = lane + j * SS;
+            if (e < hd8)
+                for (uint i = 0u; i < 4u; i++) {
+                    if (ONE_SG) {
+                        STF(6, qb + 8u * e + i, olo[j][i] * inv);
+                        STF(6, qb + 8u * e + 4u + i, ohi[j][i] * inv);
+                    } else {
+                        sg_o[g * HD_MAX + 8u * e + i] = olo[j][i];
+                        sg_o[g * HD_MAX + 8u * e + 4u + i] = ohi[j][i];
+                    }
+                }
+        }
+        if (ONE_SG) return;
     } else {
         // the lane's dimensions are d = lane + j * SS, j < nj; the loops over j
         // are not unrolled: lavapipe runs an unrolled loop's unused iterations

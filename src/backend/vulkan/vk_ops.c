@@ -470,16 +470,23 @@ static enc_status vk__attention(vk__plan *pl)
     ENC_TRY(vk__bind_cache(pl, d, VK__V_WINDOWS, n->src[2], &spw, &n_win));
     int64_t T = n->src[0]->shape[0];
     /* The caches through texel views where both fit one (attention.comp's
-     * texel path, subgroup variant): fixed for the caches' lifetime. */
-    bool texels = pl->c->subgroup && hd % 4 == 0 && n->src[1]->dtype == ENC_F32 &&
-                  vk__texels_fit(pl->c, n->src[1]) && vk__texels_fit(pl->c, n->src[2]);
+     * texel paths, subgroup variant: 1 for an f32 cache, 4 values a texel;
+     * 2 for a bf16 or f16 one, 8 values): fixed for the caches' lifetime. */
+    enc_dtype kvt = n->src[1]->dtype;
+    int64_t per_texel = kvt == ENC_F32 ? 4 : kvt == ENC_BF16 || kvt == ENC_F16 ? 8 : 0;
+    uint32_t texels = pl->c->subgroup && per_texel && hd % per_texel == 0 && vk__texels_fit(pl->c, n->src[1]) &&
+                              vk__texels_fit(pl->c, n->src[2])
+                          ? (per_texel == 4 ? 1u : 2u)
+                          : 0u;
     d->spec |= vk__kv_spec(n->src[1]);
     if (texels) {
         ENC_TRY(vk__bind_texels(pl, d, 0, n->src[1], 0, graph_tensor_nbytes(n->src[1])));
         ENC_TRY(vk__bind_texels(pl, d, 1, n->src[2], 0, graph_tensor_nbytes(n->src[2])));
         /* the texels a lane owns, rounded up to 1, 2, 4 or 8 (attention.comp's NT) */
-        int64_t ss = pl->c->subgroup_size ? pl->c->subgroup_size : 1, per_lane = (hd / 4 + ss - 1) / ss;
-        while (d->spec < 3 && (1 << d->spec) < per_lane) d->spec++;
+        int64_t ss = pl->c->subgroup_size ? pl->c->subgroup_size : 1, per_lane = (hd / per_texel + ss - 1) / ss;
+        int nt = 0;
+        while (nt < 3 && (1 << nt) < per_lane) nt++;
+        d->spec |= nt;
         if (pl->c->one_subgroup) d->spec |= 4;
     }
     uint32_t p[] = {(uint32_t)n->src[4]->shape[0], (uint32_t)n->src[3]->shape[1], (uint32_t)n->i[3],
