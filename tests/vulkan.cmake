@@ -21,6 +21,9 @@
 #                       activations; vulkan_capture_[moe_]<q>_<scenario>,
 #                       vulkan_vs_cpu_logits_q8_0, vulkan_quantized_experts
 #   vulkan_capture_contract_<case>       the capture contract (test_capture.c)
+#   vulkan_profile_replay                ENCORE_VK_PROFILE's replayed nodes: per
+#                       replay K sample and K x layers attention nodes, their
+#                       times adding up to the replays' (vk_profile_check.py)
 #   vulkan_vs_cpu_<check>_<preset>       the model: logits within 1e-4 of the
 #                       CPU's, greedy ids identical (vulkan_vs_cpu.py)
 #   vulkan_chunks_tiny_moe_e8k2_bf16     the MoE model's logits bit-identical in
@@ -67,6 +70,11 @@ target_include_directories(test_vulkan_quant PRIVATE ${ENCORE_TESTS_DIR})
 vk_test(vulkan_quant test_vulkan_quant)
 vk_test(vulkan_quant_no_subgroup test_vulkan_quant)
 vk_test(vulkan_quant_no_texels test_vulkan_quant)
+
+# ENCORE_VK_PROFILE's table of replayed nodes: K sample, decode_advance and
+# K x layers attention nodes a replay, the ops' times adding up to the replays'.
+vk_test(vulkan_profile_replay ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/vk_profile_check.py
+        --encore $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 --steps 4)
 
 foreach(case write read alloc free nested replay end replay_matches_eager)
   vk_test(vulkan_capture_contract_${case} test_capture ${case})
