@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "backend/cpu/kernels_quant_impl.h"
+#include "backend/cpu/repack.h"
 #include "base/log.h"
 #include "base/quant.h"
 #include "base/sample_math.h"
@@ -194,19 +195,33 @@ static int64_t cpu__gcd(int64_t a, int64_t b)
 
 /* --- matmul -------------------------------------------------------------- */
 
-void cpu_matmul(const void *x, int64_t n_tokens, int64_t k, const void *w, enc_dtype w_dtype,
-                int64_t n_out, float *y, int ith, int nth)
+static void cpu__matmul(const void *x, int64_t n_tokens, int64_t k, const void *w,
+                        enc_dtype w_dtype, int64_t n_out, float *y, int ith, int nth, int packed)
 {
     const cpu__kernel_table *kt = cpu__table();
     int64_t rp = kt->rows_prefill, rd = kt->rows_decode;
     int64_t align = rp / cpu__gcd(rp, rd) * rd; /* whole tiles of either shape */
+    if (packed) align = align / cpu__gcd(align, CPU_REPACK_ROWS) * CPU_REPACK_ROWS; /* and groups */
     int64_t n0, n1;
     cpu__split(n_out, align, ith, nth, &n0, &n1);
     if (n0 >= n1 || n_tokens <= 0) return;
     if (enc_dtype_is_quantized(w_dtype))
-        cpu__matmul_quant(cpu__quant_table_for(kt->isa), x, n_tokens, k, w, w_dtype, n_out, n0, n1, y);
+        cpu__matmul_quant(cpu__quant_table_for(kt->isa), x, n_tokens, k, w, w_dtype, n_out, n0, n1,
+                          y, packed);
     else
         kt->matmul_rows(x, n_tokens, k, w, w_dtype, n_out, n0, n1, y);
+}
+
+void cpu_matmul(const void *x, int64_t n_tokens, int64_t k, const void *w, enc_dtype w_dtype,
+                int64_t n_out, float *y, int ith, int nth)
+{
+    cpu__matmul(x, n_tokens, k, w, w_dtype, n_out, y, ith, nth, 0);
+}
+
+void cpu_matmul_packed(const void *x, int64_t n_tokens, int64_t k, const void *w,
+                       enc_dtype w_dtype, int64_t n_out, float *y, int ith, int nth)
+{
+    cpu__matmul(x, n_tokens, k, w, w_dtype, n_out, y, ith, nth, 1);
 }
 
 /* --- get_rows ------------------------------------------------------------ */

@@ -39,6 +39,12 @@ const char *cpu_isa_name(cpu_isa isa);
 void cpu_matmul(const void *x, int64_t n_tokens, int64_t k, const void *w,
                 enc_dtype w_dtype, int64_t n_out, float *y, int ith, int nth);
 
+/* cpu_matmul over a w laid out by cpu_repack_matrix (repack.h: groups of 8
+ * rows interleaved, for a w_dtype and shape cpu_repack_supports): the same
+ * bits as cpu_matmul over the row layout; threads split whole groups. */
+void cpu_matmul_packed(const void *x, int64_t n_tokens, int64_t k, const void *w,
+                       enc_dtype w_dtype, int64_t n_out, float *y, int ith, int nth);
+
 /* out = x [rows, k] f32 quantized row by row to dtype (Q8_0 or Q8_K), as
  * quant_quantize_row does; threads split the rows. */
 void cpu_quantize_rows(const float *x, int64_t rows, int64_t k, enc_dtype dtype,

@@ -10,7 +10,10 @@
  *   prefill:           token blocks of ~256 KiB of activations; within one,
  *                      each 4 weight rows meet every token while in L1,
  *                      tile_tokens tokens at a time where the ISA has a tile
- *                      for the type (4 tokens x 4 rows) */
+ *                      for the type (4 tokens x 4 rows)
+ *   packed (repack.h): each group of 8 interleaved rows meets every token of
+ *                      a block, up to 4 at a time (the table's x8); the tail
+ *                      rows past the last group as above */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -18,7 +21,9 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_impl.h"
 #include "backend/cpu/kernels_quant_impl.h"
+#include "backend/cpu/repack.h"
 #include "base/quant.h"
+#include "base/status.h"
 
 #if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
 #include <cpuid.h>
@@ -30,16 +35,45 @@
 
 /* --- portable dots --------------------------------------------------------- */
 
+/* The exact int32 dot of one 32-block of weights with one of activations. */
+static int32_t cpu__qs_isum_q8_0(const void *wv, const block_q8_0 *x)
+{
+    const block_q8_0 *w = wv;
+    int32_t isum = 0;
+    for (int j = 0; j < 32; j++)
+        isum += w->qs[j] * x->qs[j];
+    return isum;
+}
+
+static int32_t cpu__qs_isum_q4_0(const void *wv, const block_q8_0 *x)
+{
+    const block_q4_0 *w = wv;
+    int32_t isum = 0;
+    for (int j = 0; j < 16; j++)
+        isum += ((w->qs[j] & 15) - 8) * x->qs[j] + ((w->qs[j] >> 4) - 8) * x->qs[j + 16];
+    return isum;
+}
+
+/* The f16 scale d that opens a Q8_0 or Q4_0 block. */
+static float cpu__qs_d(const void *blk)
+{
+    uint16_t d;
+    memcpy(&d, blk, sizeof d);
+    return enc_f16_to_f32(d);
+}
+
+/* One 32-block's step of a row's dot: acc += (d_w d_x) isum. */
+static float cpu__qs_step(float acc, const void *wblk, const block_q8_0 *x, int32_t isum)
+{
+    return acc + (cpu__qs_d(wblk) * enc_f16_to_f32(x->d)) * (float)isum;
+}
+
 static float cpu__qs_dot_q8_0(const void *wv, const void *xv, int64_t nb)
 {
     const block_q8_0 *w = wv, *x = xv;
     float acc = 0.0f;
-    for (int64_t b = 0; b < nb; b++) {
-        int32_t isum = 0;
-        for (int j = 0; j < 32; j++)
-            isum += w[b].qs[j] * x[b].qs[j];
-        acc += (enc_f16_to_f32(w[b].d) * enc_f16_to_f32(x[b].d)) * (float)isum;
-    }
+    for (int64_t b = 0; b < nb; b++)
+        acc = cpu__qs_step(acc, &w[b], &x[b], cpu__qs_isum_q8_0(&w[b], &x[b]));
     return acc;
 }
 
@@ -48,13 +82,8 @@ static float cpu__qs_dot_q4_0(const void *wv, const void *xv, int64_t nb)
     const block_q4_0 *w = wv;
     const block_q8_0 *x = xv;
     float acc = 0.0f;
-    for (int64_t b = 0; b < nb; b++) {
-        int32_t isum = 0;
-        for (int j = 0; j < 16; j++)
-            isum +=
-                ((w[b].qs[j] & 15) - 8) * x[b].qs[j] + ((w[b].qs[j] >> 4) - 8) * x[b].qs[j + 16];
-        acc += (enc_f16_to_f32(w[b].d) * enc_f16_to_f32(x[b].d)) * (float)isum;
-    }
+    for (int64_t b = 0; b < nb; b++)
+        acc = cpu__qs_step(acc, &w[b], &x[b], cpu__qs_isum_q4_0(&w[b], &x[b]));
     return acc;
 }
 
@@ -138,8 +167,44 @@ CPU__QS_ROWS(q4_k)
 CPU__QS_ROWS(q5_k)
 CPU__QS_ROWS(q6_k)
 
+/* The interleaved entries: each block of the group's 8 rows back in the
+ * row layout (cpu_repack_block), then the row dots' steps, output by output. */
+static void cpu__qs_x8(enc_dtype dt, int T, const void *g, const void *const *xv, int64_t nb,
+                       float *const *y)
+{
+    int32_t (*isum)(const void *, const block_q8_0 *) =
+        dt == ENC_Q4_0 ? cpu__qs_isum_q4_0 : cpu__qs_isum_q8_0;
+    float acc[CPU__QX_TOKENS][CPU_REPACK_ROWS] = {{0}};
+    block_q8_0 blk; /* the larger of the two blocks */
+    for (int64_t b = 0; b < nb; b++)
+        for (int r = 0; r < CPU_REPACK_ROWS; r++) {
+            cpu_repack_block(g, dt, b, r, &blk);
+            for (int t = 0; t < T; t++) {
+                const block_q8_0 *x = (const block_q8_0 *)xv[t] + b;
+                acc[t][r] = cpu__qs_step(acc[t][r], &blk, x, isum(&blk, x));
+            }
+        }
+    for (int t = 0; t < T; t++)
+        memcpy(y[t], acc[t], sizeof acc[t]);
+}
+
+static void cpu__qs_x8_q8_0(int T, const void *g, const void *const *x, int64_t nb, float *const *y)
+{
+    cpu__qs_x8(ENC_Q8_0, T, g, x, nb, y);
+}
+
+static void cpu__qs_x8_q4_0(int T, const void *g, const void *const *x, int64_t nb, float *const *y)
+{
+    cpu__qs_x8(ENC_Q4_0, T, g, x, nb, y);
+}
+
 const cpu__quant_table cpu__quant_scalar = {
     .name = "scalar",
+    .x8 =
+        {
+            [ENC_Q8_0] = cpu__qs_x8_q8_0,
+            [ENC_Q4_0] = cpu__qs_x8_q4_0,
+        },
     .dot =
         {
             [ENC_Q8_0] = cpu__qs_rows_q8_0,
@@ -189,21 +254,68 @@ enum {
     CPU__Q_TILE_ROWS = 4,              /* weight rows per dot or tile call */
 };
 
+/* The sizes both loops walk: blocks per row, bytes per weight and
+ * activation row, tokens per token block. */
+typedef struct cpu__qsizes {
+    int64_t nb, tb;
+    size_t wrb, xrb;
+} cpu__qsizes;
+
+static cpu__qsizes cpu__qsizes_of(enc_dtype w_dtype, int64_t k)
+{
+    cpu__qsizes z = {.nb = k / enc_dtype_block_elems(w_dtype),
+                     .wrb = enc_dtype_row_bytes(w_dtype, k),
+                     .xrb = enc_dtype_row_bytes(quant_dot_dtype(w_dtype), k)};
+    z.tb = (int64_t)(CPU__Q_X_BLOCK_BYTES / (z.xrb ? z.xrb : 1));
+    z.tb = z.tb < 1 ? 1 : z.tb;
+    return z;
+}
+
+/* Rows [n0, n1) of the whole groups of an interleaved W (n0 a multiple of
+ * 8): per token block, each group meets every token, CPU__QX_TOKENS at a
+ * time and the rest in one call. */
+static void cpu__matmul_x8(cpu__qx8_fn fn, const void *x, int64_t n_tokens, int64_t k,
+                           const void *w, enc_dtype w_dtype, int64_t n_out, int64_t n0, int64_t n1,
+                           float *y)
+{
+    cpu__qsizes z = cpu__qsizes_of(w_dtype, k);
+    const unsigned char *wb = w, *xb = x;
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += z.tb) {
+        int64_t t1 = t0 + z.tb < n_tokens ? t0 + z.tb : n_tokens;
+        for (int64_t r0 = n0; r0 < n1; r0 += CPU_REPACK_ROWS)
+            for (int64_t t = t0; t < t1; t += CPU__QX_TOKENS) {
+                int T = t1 - t < CPU__QX_TOKENS ? (int)(t1 - t) : CPU__QX_TOKENS;
+                const void *xp[CPU__QX_TOKENS];
+                float *yp[CPU__QX_TOKENS];
+                for (int i = 0; i < T; i++) {
+                    xp[i] = xb + (size_t)(t + i) * z.xrb;
+                    yp[i] = y + (t + i) * n_out + r0;
+                }
+                fn(T, wb + (size_t)r0 * z.wrb, xp, z.nb, yp);
+            }
+    }
+}
+
 void cpu__matmul_quant(const cpu__quant_table *qt, const void *x, int64_t n_tokens, int64_t k,
                        const void *w, enc_dtype w_dtype, int64_t n_out, int64_t n0, int64_t n1,
-                       float *y)
+                       float *y, int packed)
 {
+    if (packed) { /* the whole groups interleaved, the tail rows (n_out % 8) in rows */
+        int64_t ng = n_out / CPU_REPACK_ROWS * CPU_REPACK_ROWS, g1 = n1 < ng ? n1 : ng;
+        ENC_ASSERT(n0 % CPU_REPACK_ROWS == 0 && qt->x8[w_dtype]);
+        if (n0 < g1) cpu__matmul_x8(qt->x8[w_dtype], x, n_tokens, k, w, w_dtype, n_out, n0, g1, y);
+        n0 = n0 > ng ? n0 : ng;
+        if (n0 >= n1) return;
+    }
     cpu__qdot_fn dot = qt->dot[w_dtype];
     cpu__qtile_fn tile = qt->tile[w_dtype];
     int nt = tile ? qt->tile_tokens[w_dtype] : 1;
-    int64_t nb = k / enc_dtype_block_elems(w_dtype);
-    size_t wrb = enc_dtype_row_bytes(w_dtype, k);
-    size_t xrb = enc_dtype_row_bytes(quant_dot_dtype(w_dtype), k);
+    cpu__qsizes z = cpu__qsizes_of(w_dtype, k);
+    int64_t nb = z.nb;
+    size_t wrb = z.wrb, xrb = z.xrb;
     const unsigned char *wb = w, *xb = x;
-    int64_t tb = (int64_t)(CPU__Q_X_BLOCK_BYTES / (xrb ? xrb : 1));
-    tb = tb < 1 ? 1 : tb;
-    for (int64_t t0 = 0; t0 < n_tokens; t0 += tb) {
-        int64_t t1 = t0 + tb < n_tokens ? t0 + tb : n_tokens;
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += z.tb) {
+        int64_t t1 = t0 + z.tb < n_tokens ? t0 + z.tb : n_tokens;
         for (int64_t r0 = n0; r0 < n1; r0 += CPU__Q_TILE_ROWS) {
             int R = n1 - r0 < CPU__Q_TILE_ROWS ? (int)(n1 - r0) : CPU__Q_TILE_ROWS;
             const void *wrow[CPU__Q_TILE_ROWS];

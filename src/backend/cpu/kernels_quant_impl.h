@@ -49,11 +49,22 @@ typedef void (*cpu__qtile_fn)(const void *const *w, const void *const *x, int64_
 
 enum { CPU__Q_TILE_TOKENS = 4 }; /* the most tokens of a tile call (tile_tokens) */
 
+/* y[t][r] for T tokens x[t] (1 <= T <= CPU__QX_TOKENS) and the 8 rows of one
+ * interleaved group g (repack.h), each output through the very steps of the
+ * portable dot: the same exact int32 per block, then acc += (d_w d_x) isum
+ * in f32, block by block, one accumulator per output (the 8 rows are the 8
+ * lanes of a vector). */
+typedef void (*cpu__qx8_fn)(int T, const void *g, const void *const *x, int64_t n_blocks,
+                            float *const *y);
+
+enum { CPU__QX_TOKENS = 4 }; /* the most tokens of an interleaved call */
+
 typedef struct cpu__quant_table {
     const char *name;
     cpu__qdot_fn dot[ENC_DTYPE_COUNT];   /* by weight dtype; NULL for non-block types */
     cpu__qtile_fn tile[ENC_DTYPE_COUNT]; /* (optional, per type) tokens x 4 rows */
     int tile_tokens[ENC_DTYPE_COUNT];    /* tokens per tile call, where tile is set */
+    cpu__qx8_fn x8[ENC_DTYPE_COUNT];     /* interleaved groups (cpu_repack_supports' types) */
     /* (optional) quant_quantize_row's bytes, faster; NULL: quant_quantize_row */
     int (*quantize_row)(enc_dtype dt, const float *x, void *out, int64_t k);
 } cpu__quant_table;
@@ -68,10 +79,11 @@ extern const cpu__quant_table cpu__quant_vnni; /* kernels_quant_vnni.c: AVX-512 
  * where the CPU has AVX512_VNNI, else the AVX2 one). */
 const cpu__quant_table *cpu__quant_table_for(cpu_isa isa);
 
-/* y = x W^T over weight rows [n0, n1) (shapes as cpu_matmul). */
+/* y = x W^T over weight rows [n0, n1) (shapes as cpu_matmul); packed: W
+ * in the interleaved layout of repack.h (n0 a multiple of its 8 rows). */
 void cpu__matmul_quant(const cpu__quant_table *qt, const void *x, int64_t n_tokens, int64_t k,
                        const void *w, enc_dtype w_dtype, int64_t n_out, int64_t n0, int64_t n1,
-                       float *y);
+                       float *y, int packed);
 
 #endif /* ENC_CPU_KERNELS_QUANT_IMPL_H */
 
@@ -636,9 +648,16 @@ static int cpu__q_quantize_row(enc_dtype dt, const float *x, void *out, int64_t 
     return 0;
 }
 
+#include "backend/cpu/kernels_repack_impl.h"
+
 const cpu__quant_table CPU__Q_TABLE = {
     .name = CPU__Q_NAME,
     .quantize_row = cpu__q_quantize_row,
+    .x8 =
+        {
+            [ENC_Q8_0] = cpu__qx_q8_0,
+            [ENC_Q4_0] = cpu__qx_q4_0,
+        },
     .dot =
         {
             [ENC_Q8_0] = cpu__q_dot_q8_0,

@@ -1,0 +1,133 @@
+/* kernels_repack_impl.h - the 256-bit bodies of the interleaved matmul
+ * kernels (cpu__qx8_fn): 8 weight rows of one group (repack.h) against up to
+ * CPU__QX_TOKENS tokens' Q8_0 blocks. Included by kernels_quant_impl.h's
+ * Part 2 (so by kernels_quant_avx2.c and kernels_quant_vnni.c) before their
+ * table; it uses that part's CPU__Q_DOT4 and helpers.
+ *
+ * Per 32-block and token, row r's exact int32 isum ends up in lane r:
+ *   a chunk vector holds qs bytes 4c..4c+3 of the 8 rows; the token's 4
+ *   bytes of the same values, broadcast to every lane, meet it in one u8 x
+ *   s8 dot of 4-byte groups, so lane r gets row r's 4 products.
+ *   Q4_0: the levels q (0..15, one vector per nibble) against x: each
+ *   vpmaddubsw lane is a pair |q x| <= 2 * 15 * 128 = 3840, and the 8 of a
+ *   block (4 chunks x 2 nibbles) add to |.| <= 30720 < 2^15 in int16, exact;
+ *   one vpmaddwd by 1 makes the int32 sum of q x over the block, and 8 times
+ *   the token's byte sum (|.| <= 8 * 32 * 128) is taken off once per block
+ *   and token: sum (q - 8) x, the portable isum.
+ *   Q8_0: |w| against x with w's sign (vpsignb), a vpmaddubsw pair |.| <=
+ *   2 * 128 * 127 = 32512 < 2^15 (never saturates), summed to int32 at once
+ *   (CPU__Q_DOT4).
+ * Then acc(8 rows) += (d_w(8 rows) * d_x) * (float)isum, a multiply, a
+ * multiply and an add in f32 lane by lane: the portable dot's steps in its
+ * order, so every output has the portable bits, whatever T or the ISA. */
+
+enum { CPU__QX_R = 8 }; /* rows of a group: CPU_REPACK_ROWS */
+
+/* The token's 4 bytes at p in every int32 lane. */
+static inline __m256i cpu__qx_bcast4(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32(v);
+}
+
+/* 8 times the sum of the 32 signed bytes of a token's block, in every lane
+ * (vpmaddubsw by 1: pairs |.| <= 256; the rest int32). */
+static inline __m256i cpu__qx_xsum8(const int8_t *qs)
+{
+    __m256i p = _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)qs));
+    __m256i s = _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+    s = _mm256_add_epi32(s, _mm256_shuffle_epi32(s, 0x4e));
+    s = _mm256_add_epi32(s, _mm256_shuffle_epi32(s, 0xb1));
+    s = _mm256_add_epi32(s, _mm256_permute2x128_si256(s, s, 0x01));
+    return _mm256_slli_epi32(s, 3);
+}
+
+/* Q4_0: the 8 rows' exact isums of one block against token block x; lv[c]
+ * the low-nibble levels of chunk c (values 4c..4c+3), lv[4 + c] the high
+ * ones (values 16 + 4c ..). */
+CPU__Q_INLINE __m256i cpu__qx_isum_q4(const __m256i *lv, const block_q8_0 *x)
+{
+    __m256i s16 = _mm256_setzero_si256();
+    CPU__Q_UNROLL for (int c = 0; c < 4; c++)
+    {
+        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lv[c], cpu__qx_bcast4(x->qs + 4 * c)));
+        s16 = _mm256_add_epi16(s16,
+                               _mm256_maddubs_epi16(lv[4 + c], cpu__qx_bcast4(x->qs + 16 + 4 * c)));
+    }
+    return _mm256_sub_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), cpu__qx_xsum8(x->qs));
+}
+
+/* Q8_0: the same, chunk c of the block at q (8 chunks), aw[c] its |w|. */
+CPU__Q_INLINE __m256i cpu__qx_isum_q8(const unsigned char *q, const __m256i *aw,
+                                      const block_q8_0 *x)
+{
+    __m256i s = _mm256_setzero_si256();
+    CPU__Q_UNROLL8 for (int c = 0; c < 8; c++)
+    {
+        __m256i w = _mm256_loadu_si256((const __m256i *)(q + 32 * c));
+        s = _mm256_add_epi32(
+            s, CPU__Q_DOT4(aw[c], _mm256_sign_epi8(cpu__qx_bcast4(x->qs + 4 * c), w)));
+    }
+    return s;
+}
+
+/* The body: T tokens x the 8 rows of group g (Q4_0 when q4, else Q8_0). */
+CPU__Q_INLINE void cpu__qx_tile(int q4, int T, const void *g, const void *const *xv, int64_t nb,
+                                float *const *y)
+{
+    const size_t gb = CPU__QX_R * (q4 ? sizeof(block_q4_0) : sizeof(block_q8_0));
+    __m256 acc[CPU__QX_TOKENS];
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const unsigned char *gp = (const unsigned char *)g + (size_t)b * gb;
+        const unsigned char *q = gp + 2 * CPU__QX_R; /* the chunks after the 8 scales */
+        __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)gp));
+        __m256i lv[8];
+        if (q4) {
+            CPU__Q_UNROLL for (int c = 0; c < 4; c++)
+            {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(q + 32 * c));
+                lv[c] = _mm256_and_si256(v, _mm256_set1_epi8(15));
+                lv[4 + c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(15));
+            }
+        } else {
+            CPU__Q_UNROLL8 for (int c = 0; c < 8; c++)
+            {
+                __m256i w = _mm256_loadu_si256((const __m256i *)(q + 32 * c));
+                lv[c] = _mm256_sign_epi8(w, w);
+            }
+        }
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        {
+            const block_q8_0 *x = (const block_q8_0 *)xv[t] + b;
+            __m256i isum = q4 ? cpu__qx_isum_q4(lv, x) : cpu__qx_isum_q8(q, lv, x);
+            __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(cpu__q_f16(x->d)));
+            acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(s, _mm256_cvtepi32_ps(isum)));
+        }
+    }
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], acc[t]);
+}
+
+/* The table's entries: T a constant in each body. */
+#define CPU__QX_TYPE(T_, Q4)                                                                       \
+    static void cpu__qx_##T_(int T, const void *g, const void *const *x, int64_t nb,               \
+                             float *const *y)                                                      \
+    {                                                                                              \
+        switch (T) {                                                                               \
+        case 4:                                                                                    \
+            cpu__qx_tile(Q4, 4, g, x, nb, y);                                                      \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            cpu__qx_tile(Q4, 3, g, x, nb, y);                                                      \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            cpu__qx_tile(Q4, 2, g, x, nb, y);                                                      \
+            break;                                                                                 \
+        default:                                                                                   \
+            cpu__qx_tile(Q4, 1, g, x, nb, y);                                                      \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+CPU__QX_TYPE(q4_0, 1)
+CPU__QX_TYPE(q8_0, 0)
