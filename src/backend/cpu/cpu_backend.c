@@ -18,6 +18,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_moe.h"
+#include "backend/cpu/repack.h"
 #include "base/quant.h"
 #include "base/threadpool.h"
 
@@ -25,6 +26,12 @@ struct backend_buffer {
     unsigned char *data;
     size_t size;
     char what[64]; /* what it holds, for error messages */
+    /* A weight matrix [rows, k] of dtype in the interleaved layout of
+     * repack.h (cpu__buffer_repack_matrix), read by matmul only; false: the
+     * bytes as written. */
+    bool packed;
+    enc_dtype packed_dtype;
+    int64_t packed_rows, packed_k;
 };
 
 static void cpu__name(backend_buffer *b, const char *what)
@@ -36,6 +43,7 @@ typedef struct backend_recording backend_recording;
 
 typedef struct cpu__ctx {
     enc_threadpool *pool;
+    bool repack; /* lay weight matrices out for the kernels (ENCORE_CPU_REPACK, default 1) */
     backend_recording *capturing; /* the recording being made, NULL when not capturing */
 } cpu__ctx;
 
@@ -101,8 +109,32 @@ static enc_status cpu__buffer_write(backend *be, backend_buffer *b, size_t offse
 {
     ENC_TRY(cpu__refuse_in_capture(be, "write", b->what));
     ENC_TRY(cpu__check_range(b, offset, size, "write"));
+    if (b->packed)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                        "cpu: write of %zu bytes at offset %zu to '%s', a %s matrix repacked for "
+                        "the matmul kernels (ENCORE_CPU_REPACK=0 keeps the row layout)",
+                        size, offset, b->what, enc_dtype_name(b->packed_dtype));
     memcpy(b->data + offset, src, size);
     return ENC_OK;
+}
+
+/* A repacked matrix is read in its row layout: the whole matrix back in
+ * rows in a copy, then the bytes asked for. */
+static enc_status cpu__read_packed(const backend_buffer *b, size_t offset, void *dst, size_t size)
+{
+    unsigned char *rows = malloc(b->size);
+    void *tmp = malloc(cpu_repack_tmp_bytes(b->packed_dtype, b->packed_k));
+    enc_status s = ENC_OK;
+    if (!rows || !tmp)
+        s = enc_fail(ENC_ERR_OUT_OF_MEMORY, "cpu: read of '%s' (%zu bytes)", b->what, b->size);
+    else {
+        memcpy(rows, b->data, b->size);
+        cpu_repack_matrix(rows, b->packed_dtype, b->packed_rows, b->packed_k, true, tmp);
+        memcpy(dst, rows + offset, size);
+    }
+    free(tmp);
+    free(rows);
+    return s;
 }
 
 static enc_status cpu__buffer_read(backend *be, backend_buffer *b, size_t offset, void *dst,
@@ -110,7 +142,32 @@ static enc_status cpu__buffer_read(backend *be, backend_buffer *b, size_t offset
 {
     ENC_TRY(cpu__refuse_in_capture(be, "read", b->what));
     ENC_TRY(cpu__check_range(b, offset, size, "read"));
+    if (b->packed) return cpu__read_packed(b, offset, dst, size);
     memcpy(dst, b->data + offset, size);
+    return ENC_OK;
+}
+
+/* Weight matrices of the types repack.h lays out take its interleaved
+ * layout, unless ENCORE_CPU_REPACK=0; any other stays as written. */
+static enc_status cpu__buffer_repack_matrix(backend *be, backend_buffer *b, enc_dtype dt,
+                                            int64_t rows, int64_t k)
+{
+    const cpu__ctx *ctx = be->ctx;
+    ENC_TRY(cpu__refuse_in_capture(be, "repack", b->what));
+    if (!ctx->repack || b->packed || !cpu_repack_supports(dt, rows, k)) return ENC_OK;
+    if ((size_t)rows * enc_dtype_row_bytes(dt, k) != b->size)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                        "cpu: repack of '%s': a [%lld, %lld] %s matrix is %zu bytes, the buffer %zu",
+                        b->what, (long long)rows, (long long)k, enc_dtype_name(dt),
+                        (size_t)rows * enc_dtype_row_bytes(dt, k), b->size);
+    void *tmp = malloc(cpu_repack_tmp_bytes(dt, k));
+    if (!tmp) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "cpu: repack of '%s'", b->what);
+    cpu_repack_matrix(b->data, dt, rows, k, false, tmp);
+    free(tmp);
+    b->packed = true;
+    b->packed_dtype = dt;
+    b->packed_rows = rows;
+    b->packed_k = k;
     return ENC_OK;
 }
 
@@ -127,8 +184,9 @@ typedef struct cpu__call {
     union {
         struct { enc_dtype dtype; int64_t n_rows, dim, n_ids; } get_rows; /* dtype of the table */
         struct { int64_t rows, dim; float eps; } rms_norm;
-        struct { enc_dtype w_dtype; int64_t n_tokens, k, n_out; } matmul; /* src0: x, or
-                                               * its 8-bit blocks for a quantized w */
+        struct { enc_dtype w_dtype; int64_t n_tokens, k, n_out; bool packed; } matmul; /* src0:
+                                               * x, or its 8-bit blocks for a quantized w;
+                                               * packed: w interleaved (repack.h) */
         struct { enc_dtype dtype; int64_t rows, k; } quantize; /* dst: rows in dtype blocks */
         struct { int64_t n_tokens, n_heads, head_dim; double theta; } rope_neox;
         struct { int64_t n; } elementwise; /* swiglu, add: elements */
@@ -197,6 +255,7 @@ static void cpu__prepare_matmul(const graph_node *n, cpu__call *c)
     c->matmul.n_tokens = x->shape[0];
     c->matmul.k = x->shape[1];
     c->matmul.n_out = w->shape[0];
+    c->matmul.packed = w->buffer->packed;
 }
 static int64_t cpu__cost_matmul(const cpu__call *c)
 {
@@ -204,7 +263,7 @@ static int64_t cpu__cost_matmul(const cpu__call *c)
 }
 static void cpu__run_matmul(const cpu__call *c, int ith, int nth)
 {
-    cpu_matmul(c->src[0], c->matmul.n_tokens, c->matmul.k, c->src[1], c->matmul.w_dtype,
+    (c->matmul.packed ? cpu_matmul_packed : cpu_matmul)(c->src[0], c->matmul.n_tokens, c->matmul.k, c->src[1], c->matmul.w_dtype,
                c->matmul.n_out, c->dst, ith, nth);
 }
 
@@ -481,13 +540,36 @@ static enc_status cpu__resolve(const graph_tensor *t, const graph_node *n, void 
     return ENC_OK;
 }
 
+/* A repacked matrix (cpu__buffer_repack_matrix) is read by a matmul as its
+ * weight, the whole buffer, in the shape and type it was repacked in; any
+ * other use would read the interleaved bytes as rows, and is refused. */
+static enc_status cpu__check_packed(const graph_node *n, int s)
+{
+    const graph_tensor *t = n->src[s];
+    const backend_buffer *b = t ? t->buffer : NULL;
+    if (!b || !b->packed) return ENC_OK;
+    bool ok = n->op == GRAPH_OP_MATMUL && s == 1 && t->offset == 0 && t->n_dims == 2 &&
+              t->dtype == b->packed_dtype && t->shape[0] == b->packed_rows &&
+              t->shape[1] == b->packed_k;
+    if (ok) return ENC_OK;
+    return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                    "cpu: %s: source %d, tensor '%s', reads '%s', a [%lld, %lld] %s matrix "
+                    "repacked for matmul only (ENCORE_CPU_REPACK=0 keeps the row layout)",
+                    graph_op_name(n->op), s, t->name ? t->name : "?", b->what,
+                    (long long)b->packed_rows, (long long)b->packed_k,
+                    enc_dtype_name(b->packed_dtype));
+}
+
 /* One call of node n as the op `op` (n->op, or a call of its own). */
 static enc_status cpu__prepare_as(const graph_node *n, int op_id, cpu__call *c)
 {
     memset(c, 0, sizeof *c);
     c->op = (graph_op)op_id;
     ENC_TRY(cpu__resolve(n->dst, n, &c->dst));
-    for (int s = 0; s < GRAPH_MAX_SRC; s++) ENC_TRY(cpu__resolve(n->src[s], n, &c->src[s]));
+    for (int s = 0; s < GRAPH_MAX_SRC; s++) {
+        ENC_TRY(cpu__resolve(n->src[s], n, &c->src[s]));
+        ENC_TRY(cpu__check_packed(n, s));
+    }
     const cpu__op *op = op_id >= 0 && op_id < CPU__OP_COUNT ? &cpu__op_table[op_id] : NULL;
     if (!op || !op->run) return enc_fail(ENC_ERR_INTERNAL, "cpu: unknown op");
     op->prepare(n, c);
@@ -719,6 +801,7 @@ static const struct backend_i cpu__iface = {
     .buffer_free = cpu__buffer_free,
     .buffer_write = cpu__buffer_write,
     .buffer_read = cpu__buffer_read,
+    .buffer_repack_matrix = cpu__buffer_repack_matrix,
     .graph_compute = cpu__graph_compute,
     .capture_begin = cpu__capture_begin,
     .capture_end = cpu__capture_end,
@@ -746,6 +829,8 @@ enc_status cpu_backend_create(int n_threads, backend **out)
         free(ctx);
         return s;
     }
+    const char *rp = getenv("ENCORE_CPU_REPACK");
+    ctx->repack = !rp || strcmp(rp, "0") != 0;
     be->iface = &cpu__iface;
     be->ctx = ctx;
     *out = be;
