@@ -32,6 +32,12 @@ encore_gguf_test(gguf_quantized_q8_0 quantized -m ${ENCORE_MODELS_DIR}/tiny-gqa4
 encore_gguf_test(gguf_blocks_q8_0 blocks -m ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16 --type q8_0)
 encore_gguf_test(gguf_blocks_q4_0 blocks -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 --type q4_0)
 encore_gguf_test(gguf_blocks_q4_k blocks -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16 --type q4_k)
+# The CPU's interleaved weight layout (repack.h) against the row layout, bit
+# for bit: tied (q4_0) and untied (q8_0) lm_heads, and a MoE file's dense
+# matrices beside its row-layout experts.
+encore_gguf_test(gguf_repack_q4_0 repack -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 --type q4_0)
+encore_gguf_test(gguf_repack_q8_0 repack -m ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16 --type q8_0)
+encore_gguf_test(gguf_repack_moe_q4_0 repack -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-bf16 --type q4_0)
 # Block types mixed per tensor, as llama-quantize's Q4_K_M writes them.
 encore_gguf_test(gguf_mixed_q4_k_m mixed -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16)
 # The tokenizer from GGUF metadata on the tokenizer tests' corpus and goldens.

@@ -135,3 +135,10 @@ add_test(NAME quantize_refusals_moe
 [ $rc -eq 1 ] && echo \"$out\" | grep -q \"tensor 'model.layers.0.mlp.experts.0.down_proj.weight' (F32, 48 columns) cannot be quantized to Q8_0\""
           $<TARGET_FILE:encore> ${ENCORE_MODELS_DIR}/tiny-moe-e4k1-f32)
 set_tests_properties(quantize_refusals_moe PROPERTIES FIXTURES_REQUIRED tiny_models LABELS "quant;moe")
+
+# The CPU backend's interleaved layout of Q4_0 / Q8_0 matrices (repack.h) and
+# its kernels: the layout as drawn, the round trip, every ISA's interleaved
+# matmul bit for bit against the portable dot, the buffer's read and write
+# (tests/test_repack.c).
+encore_add_c_test(test_repack ${ENCORE_TESTS_DIR}/test_repack.c)
+set_tests_properties(test_repack PROPERTIES LABELS "quant;kernels")

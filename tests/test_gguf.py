@@ -31,6 +31,10 @@
   mixed     -m DIR           Q4_K and Q6_K tensors in one file, as llama.cpp's
                              Q4_K_M mixes them: logits match the dequantized
                              model's
+  repack    -m DIR --type T  a T file on the CPU with its matrices repacked at
+                             load (the default) and without (ENCORE_CPU_REPACK=0):
+                             the same greedy ids and logits bit for bit, on the
+                             widest ISA and on the portable kernels
 """
 
 import argparse
@@ -55,19 +59,21 @@ import gguf_quants as Q  # noqa: E402
 PROMPT = "3 14 15 92 65 35 89 79 32 38"
 
 
-def run(cmd, stdin=None, check=True):
-    p = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=300)
+def run(cmd, stdin=None, check=True, env=None):
+    p = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=300,
+                       env=None if env is None else {**os.environ, **env})
     if check and p.returncode != 0:
         sys.exit(f"FAIL: {' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
     return p
 
 
-def outputs(engine, model, extra=()):
+def outputs(engine, model, extra=(), env=None):
     """Greedy ids and the teacher-forced top logits of a model path."""
     ids = run([engine, "generate", "-m", model, "--prompt-ids", PROMPT, "-n", "24",
-               "--temperature", "0", "--ignore-eos", "--print-ids", "-t", "2", *extra]).stdout
+               "--temperature", "0", "--ignore-eos", "--print-ids", "-t", "2", *extra],
+              env=env).stdout
     logits = run([engine, "logits", "-m", model, "--prompt-ids", PROMPT, "--top", "20",
-                  "-t", "2", *extra]).stdout
+                  "-t", "2", *extra], env=env).stdout
     return ids, logits
 
 
@@ -440,6 +446,25 @@ def cmd_experts_vulkan(a, tmp):
     print(f"ok: Q8_0 experts on the CPU and on Vulkan: top logits within {worst:.4g} (scale {scale:.3g})")
 
 
+def cmd_repack(a, tmp):
+    """The CPU backend's interleaved layout changes no bit: the file's greedy
+    ids and top logits with its matrices repacked at load equal those of the
+    row layout (ENCORE_CPU_REPACK=0), on the widest ISA and on the portable
+    kernels (ENCORE_CPU_ISA=scalar)."""
+    out = os.path.join(tmp, "model.gguf")
+    run([a.engine, "quantize", "-m", a.model, "-o", out, "--type", a.type])
+    rows = outputs(a.engine, out, env={"ENCORE_CPU_REPACK": "0"})
+    for isa in (None, "scalar"):
+        env = {"ENCORE_CPU_ISA": isa} if isa else {}
+        got = outputs(a.engine, out, env=env)
+        if got[0] != rows[0] or not rows[0].split():
+            sys.exit(f"FAIL repack {a.type} ({isa or 'widest ISA'}): greedy ids differ:\n"
+                     f"  rows     {rows[0]}  repacked {got[0]}")
+        if got[1] != rows[1]:
+            sys.exit(f"FAIL repack {a.type} ({isa or 'widest ISA'}): logits differ")
+    print(f"ok repack {a.type}: repacked and row-layout weights give identical ids and logits")
+
+
 def cmd_mixed(a, tmp):
     """A file whose block types differ per tensor, laid out as llama-quantize
     writes a Q4_K_M file: Q4_K matrices, Q6_K for the tied embedding (also the
@@ -486,7 +511,7 @@ def cmd_mixed(a, tmp):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("check", choices=["lossless", "pywriter", "bad", "bad-moe", "tokenizer",
-                                      "quantized", "blocks", "experts-vulkan", "mixed"])
+                                      "quantized", "blocks", "experts-vulkan", "mixed", "repack"])
     ap.add_argument("--engine", required=True)
     ap.add_argument("-m", "--model")
     ap.add_argument("--type")
@@ -498,7 +523,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="encore-gguf-") as tmp:
         {"lossless": cmd_lossless, "pywriter": cmd_pywriter, "bad": cmd_bad, "bad-moe": cmd_bad_moe,
          "tokenizer": cmd_tokenizer, "quantized": cmd_quantized, "blocks": cmd_blocks,
-         "experts-vulkan": cmd_experts_vulkan, "mixed": cmd_mixed}[a.check](a, tmp)
+         "experts-vulkan": cmd_experts_vulkan, "mixed": cmd_mixed, "repack": cmd_repack}[a.check](a, tmp)
 
 
 if __name__ == "__main__":

@@ -26,27 +26,12 @@
 #include "base/quant.h"
 #include "base/threadpool.h"
 
+#include "isa_fail.h"
 #include "matmul_task.h"
 
 /* --- harness ------------------------------------------------------------- */
 
-static int g_failures;
-static const char *g_isa = "?";
 static enc_threadpool *g_pool; /* 2 threads */
-
-static void fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "FAIL [%s] ", g_isa);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    if (++g_failures > 40) {
-        fprintf(stderr, "too many failures\n");
-        exit(1);
-    }
-}
 
 static void *xmalloc(size_t n)
 {

@@ -34,24 +34,12 @@
 #include "base/dtype.h"
 #include "base/quant.h"
 #include "base/threadpool.h"
+#include "isa_fail.h"
 #include "quant_blocks.h"
 #include "matmul_task.h"
 
-static int g_failures;
-static const char *g_isa = "?";
 static cpu_isa g_isa_id = CPU_ISA_SCALAR;
 static enc_threadpool *g_pool; /* 2 threads */
-
-static void fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "FAIL [%s] ", g_isa);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    if (++g_failures > 40) exit(1);
-}
 
 static void *xmalloc(size_t n)
 {

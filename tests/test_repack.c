@@ -1,0 +1,239 @@
+/* test_repack.c - the CPU backend's interleaved weight layout (repack.h) and
+ * the matmul over it (cpu_matmul_packed), for Q4_0 and Q8_0, on every ISA
+ * this CPU runs:
+ *
+ *   - the layout is the one repack.h draws: block b of row r's scale and qs
+ *     bytes found at the offsets computed here from the drawing, and the
+ *     round trip (rows -> interleaved -> rows) gives back every byte;
+ *   - cpu_matmul_packed over the interleaved bytes equals the portable dot
+ *     (the scalar table's cpu_matmul over the row layout) bit for bit, for
+ *     8, 13, 37 and 69 rows (tails of 0..5 rows past the last group), token
+ *     counts 1..9 and 67, and 1, 2 and 3 threads;
+ *   - the CPU backend: a repacked buffer reads back in the row layout and
+ *     refuses a write by name; with ENCORE_CPU_REPACK=0 it stays a plain
+ *     buffer (the write goes through).
+ *
+ * Weights are quantized gaussians and raw random blocks (negative scales,
+ * -128 in Q8_0, every nibble 0 or 15); the last tokens are all +127 and all
+ * -127 bytes, the largest sums the kernels' int16 lanes hold. */
+#define _POSIX_C_SOURCE 200112L /* setenv */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_impl.h"
+#include "backend/cpu/repack.h"
+#include "base/dtype.h"
+#include "base/quant.h"
+#include "base/threadpool.h"
+#include "matmul_task.h"
+
+typedef void (*task_fn)(void *ctx, int ith, int nth);
+#include "isa_fail.h"
+#include "quant_blocks.h"
+#include "xalloc.h"
+
+static enc_threadpool *g_pool; /* 2 threads */
+
+enum { K = 512, MAX_ROWS = 69, MAX_T = 67 };
+static const enc_dtype TYPES[2] = {ENC_Q4_0, ENC_Q8_0};
+static const int ROWS[4] = {8, 13, 37, 69};
+
+/* Rows r % 3 == 2 raw random blocks, the others quantized gaussians. */
+static void fill_weights(enc_dtype dt, int rows, unsigned char *w)
+{
+    size_t rb = enc_dtype_row_bytes(dt, K), bb = enc_dtype_block_bytes(dt);
+    float row[K];
+    for (int r = 0; r < rows; r++) {
+        if (r % 3 == 2) {
+            for (int b = 0; b < K / 32; b++)
+                qb_block(dt, (r / 3 + b) % 5, w + r * rb + b * bb);
+            continue;
+        }
+        for (int i = 0; i < K; i++)
+            row[i] = qb_gauss() * (r % 3 ? 0.02f : 1.0f);
+        quant_quantize_row(dt, row, w + r * rb, K);
+    }
+}
+
+/* T tokens' Q8_0 activations, the last two all +127 and all -127. */
+static void fill_tokens(int T, unsigned char *xq)
+{
+    float x[K];
+    size_t xrb = enc_dtype_row_bytes(ENC_Q8_0, K);
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < K; i++)
+            x[i] = t == T - 2 ? 1.0f : t == T - 1 ? -1.0f : qb_gauss() * (i % 97 ? 1.0f : 8.0f);
+        quant_quantize_row(ENC_Q8_0, x, xq + t * xrb, K);
+    }
+}
+
+/* --- the layout ---------------------------------------------------------------- */
+
+/* repack.h's drawing, read plainly: in group g, block b of the 8 rows is
+ * 8 f16 scales then chunks of 32 bytes, chunk c holding qs[4c..4c+3] of
+ * rows 0..7. */
+static void check_layout(enc_dtype dt, int rows)
+{
+    size_t rb = enc_dtype_row_bytes(dt, K), bb = enc_dtype_block_bytes(dt), nq = bb - 2;
+    unsigned char *w = xcalloc(1, rb * rows), *p = xcalloc(1, rb * rows);
+    void *tmp = xcalloc(1, cpu_repack_tmp_bytes(dt, K));
+    fill_weights(dt, rows, w);
+    memcpy(p, w, rb * rows);
+    cpu_repack_matrix(p, dt, rows, K, false, tmp);
+    int bad = 0;
+    for (int r = 0; r < rows && !bad; r++)
+        for (int b = 0; b < K / 32 && !bad; b++) {
+            const unsigned char *row = w + r * rb + b * bb;
+            const unsigned char *il = p + (size_t)(r / 8) * 8 * rb + (size_t)b * 8 * bb;
+            int ri = r % 8;
+            if (r >= rows / 8 * 8) { /* the tail: unmoved */
+                bad = memcmp(p + r * rb + b * bb, row, bb) != 0;
+                continue;
+            }
+            bad = memcmp(il + 2 * ri, row, 2) != 0;
+            for (size_t j = 0; j < nq && !bad; j++)
+                bad = il[16 + 32 * (j / 4) + 4 * ri + j % 4] != row[2 + j];
+            unsigned char blk[sizeof(block_q8_0)];
+            cpu_repack_block(p + (size_t)(r / 8) * 8 * rb, dt, b, ri, blk);
+            if (!bad) bad = memcmp(blk, row, bb) != 0;
+            if (bad)
+                fail("%s, %d rows: row %d block %d not where repack.h draws it", enc_dtype_name(dt),
+                     rows, r, b);
+        }
+    if (memcmp(p, w, rb * rows) == 0)
+        fail("%s, %d rows: repacking moved nothing", enc_dtype_name(dt), rows);
+    cpu_repack_matrix(p, dt, rows, K, true, tmp);
+    if (memcmp(p, w, rb * rows) != 0)
+        fail("%s, %d rows: the round trip changed bytes", enc_dtype_name(dt), rows);
+    free(w), free(p), free(tmp);
+}
+
+/* --- the kernels ----------------------------------------------------------------- */
+
+/* c->w interleaved: cpu_matmul_packed */
+static void mm_packed_task(void *p, int ith, int nth)
+{
+    mm_ctx *c = p;
+    cpu_matmul_packed(c->x, c->n_tokens, c->k, c->w, c->dt, c->n_out, c->y, ith, nth);
+}
+
+static void run_nth(mm_ctx *c, int packed, int nth)
+{
+    task_fn fn = packed ? mm_packed_task : mm_task;
+    if (nth == 2) { /* a real pool */
+        threadpool_run(g_pool, fn, c);
+        return;
+    }
+    for (int ith = nth - 1; ith >= 0; ith--)
+        fn(c, ith, nth);
+}
+
+/* The first token count whose packed y differs from want, or 0. */
+static int compare_packed(enc_dtype dt, int rows, const unsigned char *p, const unsigned char *xq,
+                          const float *want, float *y, int nth)
+{
+    static const int counts[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, MAX_T};
+    size_t xrb = enc_dtype_row_bytes(ENC_Q8_0, K);
+    for (int i = 0; i < 10; i++) {
+        int T = counts[i], t0 = MAX_T - T; /* the small batches end at the +-127 tokens */
+        mm_ctx c = {xq + t0 * xrb, T, K, p, dt, rows, y};
+        run_nth(&c, 1, nth);
+        for (int e = 0; e < T * rows; e++)
+            if (memcmp(&y[e], &want[t0 * rows + e], sizeof(float)) != 0) {
+                fail("%s, %d rows, %d tokens, nth %d: token %d row %d is %.9g, the portable dot's "
+                     "%.9g",
+                     enc_dtype_name(dt), rows, T, nth, t0 + e / rows, e % rows, (double)y[e],
+                     (double)want[t0 * rows + e]);
+                return T;
+            }
+    }
+    return 0;
+}
+
+static void check_kernels(enc_dtype dt, int rows, cpu_isa isa)
+{
+    size_t rb = enc_dtype_row_bytes(dt, K), xrb = enc_dtype_row_bytes(ENC_Q8_0, K);
+    unsigned char *w = xcalloc(1, rb * rows), *p = xcalloc(1, rb * rows),
+                  *xq = xcalloc(1, xrb * MAX_T);
+    void *tmp = xcalloc(1, cpu_repack_tmp_bytes(dt, K));
+    float *want = xcalloc(1, sizeof(float) * MAX_T * rows),
+          *y = xcalloc(1, sizeof(float) * MAX_T * rows);
+    fill_weights(dt, rows, w);
+    fill_tokens(MAX_T, xq);
+    memcpy(p, w, rb * rows);
+    cpu_repack_matrix(p, dt, rows, K, false, tmp);
+    cpu_kernels_force_isa(CPU_ISA_SCALAR); /* the portable dot over the row layout */
+    mm_ctx c = {xq, MAX_T, K, w, dt, rows, want};
+    run_nth(&c, 0, 1);
+    cpu_kernels_force_isa(isa);
+    for (int nth = 1; nth <= 3; nth++)
+        if (compare_packed(dt, rows, p, xq, want, y, nth)) break;
+    free(w), free(p), free(xq), free(tmp), free(want), free(y);
+}
+
+static void check_all_kernels(cpu_isa isa)
+{
+    for (int t = 0; t < 2; t++)
+        for (int r = 0; r < 4; r++)
+            check_kernels(TYPES[t], ROWS[r], isa);
+}
+
+/* --- the backend ------------------------------------------------------------------ */
+
+static void check_backend(int repack)
+{
+    const enc_dtype dt = ENC_Q4_0;
+    const int rows = 13;
+    size_t rb = enc_dtype_row_bytes(dt, K), n = rb * rows;
+    unsigned char *w = xcalloc(1, n), *got = xcalloc(1, n);
+    fill_weights(dt, rows, w);
+    backend *be = NULL;
+    backend_buffer *buf = NULL;
+    if (repack)
+        unsetenv("ENCORE_CPU_REPACK");
+    else
+        setenv("ENCORE_CPU_REPACK", "0", 1);
+    if (cpu_backend_create(1, &be) != ENC_OK || backend_buffer_alloc(be, n, "w", &buf) != ENC_OK ||
+        backend_buffer_write(be, buf, 0, w, n) != ENC_OK ||
+        backend_buffer_repack_matrix(be, buf, dt, rows, K) != ENC_OK) {
+        fail("backend (repack %d): cannot make the buffer: %s", repack, enc_last_error());
+        goto out;
+    }
+    if (backend_buffer_read(be, buf, rb + 5, got, n - rb - 5) != ENC_OK ||
+        memcmp(got, w + rb + 5, n - rb - 5) != 0)
+        fail("backend (repack %d): a read does not give the row layout's bytes", repack);
+    enc_status s = backend_buffer_write(be, buf, 0, w, 4);
+    if (repack && (s == ENC_OK || !strstr(enc_last_error(), "repacked")))
+        fail("backend: a write to a repacked matrix was not refused by name (%s)",
+             enc_last_error());
+    if (!repack && s != ENC_OK) fail("backend: a write to a row-layout matrix failed");
+out:
+    if (be) backend_buffer_free(be, buf);
+    backend_destroy(be);
+    unsetenv("ENCORE_CPU_REPACK");
+    free(w), free(got);
+}
+
+int main(void)
+{
+    if (threadpool_create(2, &g_pool) != ENC_OK) {
+        fprintf(stderr, "cannot create the thread pool\n");
+        return 1;
+    }
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < 4; i++)
+            check_layout(TYPES[t], ROWS[i]);
+    int n_isas = isa_for_each(check_all_kernels,
+                              "Q4_0 and Q8_0, 4 row counts, 10 token counts, 1-3 threads");
+    g_isa = "backend";
+    check_backend(1);
+    check_backend(0);
+    threadpool_destroy(g_pool);
+    return isa_verdict(n_isas);
+}
