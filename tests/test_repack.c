@@ -8,7 +8,8 @@
  *   - cpu_matmul_packed over the interleaved bytes equals the portable dot
  *     (the scalar table's cpu_matmul over the row layout) bit for bit, for
  *     8, 13, 37 and 69 rows (tails of 0..5 rows past the last group), token
- *     counts 1..9 and 67, and 1, 2 and 3 threads;
+ *     counts 1..9 and 67, and 1, 2 and 3 threads; and Q4_0 rows of 8224
+ *     blocks (too long for the token sums made ahead);
  *   - the CPU backend: a repacked buffer reads back in the row layout and
  *     refuses a write by name; with ENCORE_CPU_REPACK=0 it stays a plain
  *     buffer (the write goes through).
@@ -41,36 +42,43 @@ typedef void (*task_fn)(void *ctx, int ith, int nth);
 static enc_threadpool *g_pool; /* 2 threads */
 
 enum { K = 512, MAX_ROWS = 69, MAX_T = 67 };
+/* The row length of the checks below: K, and once rows of more blocks than
+ * a token block's sums hold on the stack (kernels_quant.c's CPU__QX_XS_MAX,
+ * 8192), where the Q4_0 kernels sum the tokens themselves. */
+static const int64_t K_LONG = 32 * 8224;
+static int64_t g_k = K;
 static const enc_dtype TYPES[2] = {ENC_Q4_0, ENC_Q8_0};
 static const int ROWS[4] = {8, 13, 37, 69};
 
 /* Rows r % 3 == 2 raw random blocks, the others quantized gaussians. */
 static void fill_weights(enc_dtype dt, int rows, unsigned char *w)
 {
-    size_t rb = enc_dtype_row_bytes(dt, K), bb = enc_dtype_block_bytes(dt);
-    float row[K];
+    size_t rb = enc_dtype_row_bytes(dt, g_k), bb = enc_dtype_block_bytes(dt);
+    float *row = xcalloc((size_t)g_k, sizeof *row);
     for (int r = 0; r < rows; r++) {
         if (r % 3 == 2) {
-            for (int b = 0; b < K / 32; b++)
+            for (int b = 0; b < g_k / 32; b++)
                 qb_block(dt, (r / 3 + b) % 5, w + r * rb + b * bb);
             continue;
         }
-        for (int i = 0; i < K; i++)
+        for (int i = 0; i < g_k; i++)
             row[i] = qb_gauss() * (r % 3 ? 0.02f : 1.0f);
-        quant_quantize_row(dt, row, w + r * rb, K);
+        quant_quantize_row(dt, row, w + r * rb, g_k);
     }
+    free(row);
 }
 
 /* T tokens' Q8_0 activations, the last two all +127 and all -127. */
 static void fill_tokens(int T, unsigned char *xq)
 {
-    float x[K];
-    size_t xrb = enc_dtype_row_bytes(ENC_Q8_0, K);
+    float *x = xcalloc((size_t)g_k, sizeof *x);
+    size_t xrb = enc_dtype_row_bytes(ENC_Q8_0, g_k);
     for (int t = 0; t < T; t++) {
-        for (int i = 0; i < K; i++)
+        for (int i = 0; i < g_k; i++)
             x[i] = t == T - 2 ? 1.0f : t == T - 1 ? -1.0f : qb_gauss() * (i % 97 ? 1.0f : 8.0f);
-        quant_quantize_row(ENC_Q8_0, x, xq + t * xrb, K);
+        quant_quantize_row(ENC_Q8_0, x, xq + t * xrb, g_k);
     }
+    free(x);
 }
 
 /* --- the layout ---------------------------------------------------------------- */
@@ -80,15 +88,15 @@ static void fill_tokens(int T, unsigned char *xq)
  * rows 0..7. */
 static void check_layout(enc_dtype dt, int rows)
 {
-    size_t rb = enc_dtype_row_bytes(dt, K), bb = enc_dtype_block_bytes(dt), nq = bb - 2;
+    size_t rb = enc_dtype_row_bytes(dt, g_k), bb = enc_dtype_block_bytes(dt), nq = bb - 2;
     unsigned char *w = xcalloc(1, rb * rows), *p = xcalloc(1, rb * rows);
-    void *tmp = xcalloc(1, cpu_repack_tmp_bytes(dt, K));
+    void *tmp = xcalloc(1, cpu_repack_tmp_bytes(dt, g_k));
     fill_weights(dt, rows, w);
     memcpy(p, w, rb * rows);
-    cpu_repack_matrix(p, dt, rows, K, false, tmp);
+    cpu_repack_matrix(p, dt, rows, g_k, false, tmp);
     int bad = 0;
     for (int r = 0; r < rows && !bad; r++)
-        for (int b = 0; b < K / 32 && !bad; b++) {
+        for (int b = 0; b < g_k / 32 && !bad; b++) {
             const unsigned char *row = w + r * rb + b * bb;
             const unsigned char *il = p + (size_t)(r / 8) * 8 * rb + (size_t)b * 8 * bb;
             int ri = r % 8;
@@ -108,7 +116,7 @@ static void check_layout(enc_dtype dt, int rows)
         }
     if (memcmp(p, w, rb * rows) == 0)
         fail("%s, %d rows: repacking moved nothing", enc_dtype_name(dt), rows);
-    cpu_repack_matrix(p, dt, rows, K, true, tmp);
+    cpu_repack_matrix(p, dt, rows, g_k, true, tmp);
     if (memcmp(p, w, rb * rows) != 0)
         fail("%s, %d rows: the round trip changed bytes", enc_dtype_name(dt), rows);
     free(w), free(p), free(tmp);
@@ -139,10 +147,10 @@ static int compare_packed(enc_dtype dt, int rows, const unsigned char *p, const 
                           const float *want, float *y, int nth)
 {
     static const int counts[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, MAX_T};
-    size_t xrb = enc_dtype_row_bytes(ENC_Q8_0, K);
+    size_t xrb = enc_dtype_row_bytes(ENC_Q8_0, g_k);
     for (int i = 0; i < 10; i++) {
         int T = counts[i], t0 = MAX_T - T; /* the small batches end at the +-127 tokens */
-        mm_ctx c = {xq + t0 * xrb, T, K, p, dt, rows, y};
+        mm_ctx c = {xq + t0 * xrb, T, g_k, p, dt, rows, y};
         run_nth(&c, 1, nth);
         for (int e = 0; e < T * rows; e++)
             if (memcmp(&y[e], &want[t0 * rows + e], sizeof(float)) != 0) {
@@ -158,18 +166,18 @@ static int compare_packed(enc_dtype dt, int rows, const unsigned char *p, const 
 
 static void check_kernels(enc_dtype dt, int rows, cpu_isa isa)
 {
-    size_t rb = enc_dtype_row_bytes(dt, K), xrb = enc_dtype_row_bytes(ENC_Q8_0, K);
+    size_t rb = enc_dtype_row_bytes(dt, g_k), xrb = enc_dtype_row_bytes(ENC_Q8_0, g_k);
     unsigned char *w = xcalloc(1, rb * rows), *p = xcalloc(1, rb * rows),
                   *xq = xcalloc(1, xrb * MAX_T);
-    void *tmp = xcalloc(1, cpu_repack_tmp_bytes(dt, K));
+    void *tmp = xcalloc(1, cpu_repack_tmp_bytes(dt, g_k));
     float *want = xcalloc(1, sizeof(float) * MAX_T * rows),
           *y = xcalloc(1, sizeof(float) * MAX_T * rows);
     fill_weights(dt, rows, w);
     fill_tokens(MAX_T, xq);
     memcpy(p, w, rb * rows);
-    cpu_repack_matrix(p, dt, rows, K, false, tmp);
+    cpu_repack_matrix(p, dt, rows, g_k, false, tmp);
     cpu_kernels_force_isa(CPU_ISA_SCALAR); /* the portable dot over the row layout */
-    mm_ctx c = {xq, MAX_T, K, w, dt, rows, want};
+    mm_ctx c = {xq, MAX_T, g_k, w, dt, rows, want};
     run_nth(&c, 0, 1);
     cpu_kernels_force_isa(isa);
     for (int nth = 1; nth <= 3; nth++)
@@ -182,6 +190,9 @@ static void check_all_kernels(cpu_isa isa)
     for (int t = 0; t < 2; t++)
         for (int r = 0; r < 4; r++)
             check_kernels(TYPES[t], ROWS[r], isa);
+    g_k = K_LONG;
+    check_kernels(ENC_Q4_0, 13, isa);
+    g_k = K;
 }
 
 /* --- the backend ------------------------------------------------------------------ */
@@ -230,7 +241,7 @@ int main(void)
         for (int i = 0; i < 4; i++)
             check_layout(TYPES[t], ROWS[i]);
     int n_isas = isa_for_each(check_all_kernels,
-                              "Q4_0 and Q8_0, 4 row counts, 10 token counts, 1-3 threads");
+                              "Q4_0 and Q8_0, 4 row counts, 10 token counts, 1-3 threads; long Q4_0 rows");
     g_isa = "backend";
     check_backend(1);
     check_backend(0);

@@ -53,9 +53,10 @@ enum { CPU__Q_TILE_TOKENS = 4 }; /* the most tokens of a tile call (tile_tokens)
  * interleaved group g (repack.h), each output through the very steps of the
  * portable dot: the same exact int32 per block, then acc += (d_w d_x) isum
  * in f32, block by block, one accumulator per output (the 8 rows are the 8
- * lanes of a vector). */
-typedef void (*cpu__qx8_fn)(int T, const void *g, const void *const *x, int64_t n_blocks,
-                            float *const *y);
+ * lanes of a vector). xs8 (Q4_0; may be NULL): xs8[t][b] = 8 times the sum
+ * of token t's bytes in block b, which the kernel otherwise computes. */
+typedef void (*cpu__qx8_fn)(int T, const void *g, const void *const *x,
+                            const int32_t *const *xs8, int64_t n_blocks, float *const *y);
 
 enum { CPU__QX_TOKENS = 4 }; /* the most tokens of an interleaved call */
 

@@ -46,7 +46,7 @@ static inline __m256i cpu__qx_xsum8(const int8_t *qs)
 /* Q4_0: the 8 rows' exact isums of one block against token block x; lv[c]
  * the low-nibble levels of chunk c (values 4c..4c+3), lv[4 + c] the high
  * ones (values 16 + 4c ..). */
-CPU__Q_INLINE __m256i cpu__qx_isum_q4(const __m256i *lv, const block_q8_0 *x)
+CPU__Q_INLINE __m256i cpu__qx_isum_q4(const __m256i *lv, const block_q8_0 *x, const int32_t *xs8)
 {
     __m256i s16 = _mm256_setzero_si256();
     CPU__Q_UNROLL for (int c = 0; c < 4; c++)
@@ -55,7 +55,8 @@ CPU__Q_INLINE __m256i cpu__qx_isum_q4(const __m256i *lv, const block_q8_0 *x)
         s16 = _mm256_add_epi16(s16,
                                _mm256_maddubs_epi16(lv[4 + c], cpu__qx_bcast4(x->qs + 16 + 4 * c)));
     }
-    return _mm256_sub_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), cpu__qx_xsum8(x->qs));
+    __m256i off = xs8 ? _mm256_set1_epi32(*xs8) : cpu__qx_xsum8(x->qs);
+    return _mm256_sub_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), off);
 }
 
 /* Q8_0: the same, chunk c of the block at q (8 chunks), aw[c] its |w|. */
@@ -73,14 +74,17 @@ CPU__Q_INLINE __m256i cpu__qx_isum_q8(const unsigned char *q, const __m256i *aw,
 }
 
 /* The body: T tokens x the 8 rows of group g (Q4_0 when q4, else Q8_0). */
-CPU__Q_INLINE void cpu__qx_tile(int q4, int T, const void *g, const void *const *xv, int64_t nb,
-                                float *const *y)
+CPU__Q_INLINE void cpu__qx_tile(int q4, int T, const void *g, const void *const *xv,
+                                const int32_t *const *xs8, int64_t nb, float *const *y)
 {
     const size_t gb = CPU__QX_R * (q4 ? sizeof(block_q4_0) : sizeof(block_q8_0));
     __m256 acc[CPU__QX_TOKENS];
     CPU__Q_UNROLL for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const unsigned char *gp = (const unsigned char *)g + (size_t)b * gb;
+        if (T == 1) /* decode streams the matrix: ask for the next group's block b */
+            for (size_t o = 0; o < gb; o += 64)
+                _mm_prefetch((const char *)gp + nb * gb + o, _MM_HINT_T0);
         const unsigned char *q = gp + 2 * CPU__QX_R; /* the chunks after the 8 scales */
         __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)gp));
         __m256i lv[8];
@@ -101,7 +105,8 @@ CPU__Q_INLINE void cpu__qx_tile(int q4, int T, const void *g, const void *const 
         CPU__Q_UNROLL for (int t = 0; t < T; t++)
         {
             const block_q8_0 *x = (const block_q8_0 *)xv[t] + b;
-            __m256i isum = q4 ? cpu__qx_isum_q4(lv, x) : cpu__qx_isum_q8(q, lv, x);
+            __m256i isum =
+                q4 ? cpu__qx_isum_q4(lv, x, xs8 ? xs8[t] + b : NULL) : cpu__qx_isum_q8(q, lv, x);
             __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(cpu__q_f16(x->d)));
             acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(s, _mm256_cvtepi32_ps(isum)));
         }
@@ -111,21 +116,21 @@ CPU__Q_INLINE void cpu__qx_tile(int q4, int T, const void *g, const void *const 
 
 /* The table's entries: T a constant in each body. */
 #define CPU__QX_TYPE(T_, Q4)                                                                       \
-    static void cpu__qx_##T_(int T, const void *g, const void *const *x, int64_t nb,               \
-                             float *const *y)                                                      \
+    static void cpu__qx_##T_(int T, const void *g, const void *const *x,                           \
+                             const int32_t *const *xs8, int64_t nb, float *const *y)               \
     {                                                                                              \
         switch (T) {                                                                               \
         case 4:                                                                                    \
-            cpu__qx_tile(Q4, 4, g, x, nb, y);                                                      \
+            cpu__qx_tile(Q4, 4, g, x, xs8, nb, y);                                                 \
             break;                                                                                 \
         case 3:                                                                                    \
-            cpu__qx_tile(Q4, 3, g, x, nb, y);                                                      \
+            cpu__qx_tile(Q4, 3, g, x, xs8, nb, y);                                                 \
             break;                                                                                 \
         case 2:                                                                                    \
-            cpu__qx_tile(Q4, 2, g, x, nb, y);                                                      \
+            cpu__qx_tile(Q4, 2, g, x, xs8, nb, y);                                                 \
             break;                                                                                 \
         default:                                                                                   \
-            cpu__qx_tile(Q4, 1, g, x, nb, y);                                                      \
+            cpu__qx_tile(Q4, 1, g, x, xs8, nb, y);                                                 \
             break;                                                                                 \
         }                                                                                          \
     }
