@@ -12,7 +12,9 @@
  *            f32 read.
  *
  * Every figure is the median of RUNS timed runs after one warm-up, for the
- * ISA chosen by ENCORE_CPU_ISA (else the widest the CPU runs).
+ * ISA chosen by ENCORE_CPU_ISA (else the widest the CPU runs). Q4_0 and
+ * Q8_0 run twice: in the row layout, and repacked as the CPU backend lays
+ * them out at load ("x8": cpu_repack_matrix, cpu_matmul_packed).
  * Usage: bench_quant [runs]   (default 5; at least 3) */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #include <stdint.h>
@@ -22,6 +24,7 @@
 #include <time.h>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/repack.h"
 #include "base/dtype.h"
 #include "base/quant.h"
 
@@ -37,14 +40,17 @@ static float frand(uint32_t *s)
 }
 
 /* Seconds per call of cpu_matmul over n_tokens tokens (median of runs). */
-static double time_matmul(const void *x8, int64_t n_tokens, const void *w, enc_dtype dt, float *y,
-                          int calls, int runs)
+typedef void (*matmul_fn)(const void *, int64_t, int64_t, const void *, enc_dtype, int64_t, float *,
+                          int, int);
+
+static double time_matmul(matmul_fn mm, const void *x8, int64_t n_tokens, const void *w,
+                          enc_dtype dt, float *y, int calls, int runs)
 {
     double t[MAX_RUNS];
     for (int r = -1; r < runs; r++) {
         double t0 = bench_cpu_s();
         for (int c = 0; c < calls; c++)
-            cpu_matmul(x8, n_tokens, K, w, dt, N, y, 0, 1);
+            mm(x8, n_tokens, K, w, dt, N, y, 0, 1);
         if (r >= 0) t[r] = (bench_cpu_s() - t0) / calls;
     }
     return bench_median(t, runs);
@@ -62,8 +68,17 @@ static double time_quantize(const float *x, enc_dtype dq, void *x8, int calls, i
     return bench_median(t, runs);
 }
 
-static void bench_type(enc_dtype dt, int runs)
+/* w [rows, K] in place into the interleaved layout. */
+static void repack(unsigned char *w, enc_dtype dt, int64_t rows)
 {
+    void *tmp = malloc(cpu_repack_tmp_bytes(dt, K));
+    cpu_repack_matrix(w, dt, rows, K, false, tmp);
+    free(tmp);
+}
+
+static void bench_type(enc_dtype dt, int packed, int runs)
+{
+    matmul_fn mm = packed ? cpu_matmul_packed : cpu_matmul;
     enc_dtype dq = quant_dot_dtype(dt);
     size_t wrb = enc_dtype_row_bytes(dt, K), xrb = enc_dtype_row_bytes(dq, K);
     float *xf = malloc(sizeof(float) * K * T_PREFILL), *y = malloc(sizeof(float) * N * T_PREFILL);
@@ -78,8 +93,9 @@ static void bench_type(enc_dtype dt, int runs)
         quant_quantize_row(dt, row, w + (size_t)n * wrb, K);
     }
     double tq = time_quantize(xf, dq, x8, 20, runs);
-    double td = time_matmul(x8, 1, w, dt, y, 200, runs);
-    double tp = time_matmul(x8, T_PREFILL, w, dt, y, 4, runs);
+    if (packed) repack(w, dt, N);
+    double td = time_matmul(mm, x8, 1, w, dt, y, 200, runs);
+    double tp = time_matmul(mm, x8, T_PREFILL, w, dt, y, 4, runs);
     /* cold: one call over N_COLD rows (a new slice of a large matrix each
      * time), so the weights stream from DRAM */
     int64_t n_cold = (int64_t)(COLD_BYTES / wrb);
@@ -87,18 +103,21 @@ static void bench_type(enc_dtype dt, int runs)
     float *yc = malloc(sizeof(float) * (size_t)n_cold);
     for (int64_t n = 0; n < n_cold; n++)
         memcpy(wc + (size_t)n * wrb, w + (size_t)(n % N) * wrb, wrb);
+    n_cold -=
+        n_cold % CPU_REPACK_ROWS; /* whole groups (N is a multiple of 8: the copies keep them) */
     double tc[MAX_RUNS];
     for (int r = -1; r < runs; r++) {
         double t0 = bench_cpu_s();
-        cpu_matmul(x8, 1, K, wc, dt, n_cold, yc, 0, 1);
+        mm(x8, 1, K, wc, dt, n_cold, yc, 0, 1);
         if (r >= 0) tc[r] = bench_cpu_s() - t0;
     }
     double tcold = bench_median(tc, runs);
     free(wc), free(yc);
-    printf("%-6s decode %6.2f GB/s  cold %6.2f GB/s  prefill %6.2f GMAC/s  quantize %6.2f GB/s\n",
-           enc_dtype_name(dt), (double)(wrb * N) / td * 1e-9,
-           (double)(wrb * (size_t)n_cold) / tcold * 1e-9, (double)K * N * T_PREFILL / tp * 1e-9,
-           (double)sizeof(float) * K * T_PREFILL / tq * 1e-9);
+    printf(
+        "%-4s%-3s decode %6.2f GB/s  cold %6.2f GB/s  prefill %6.2f GMAC/s  quantize %6.2f GB/s\n",
+        enc_dtype_name(dt), packed ? "x8" : "", (double)(wrb * N) / td * 1e-9,
+        (double)(wrb * (size_t)n_cold) / tcold * 1e-9, (double)K * N * T_PREFILL / tp * 1e-9,
+        (double)sizeof(float) * K * T_PREFILL / tq * 1e-9);
     free(xf), free(y), free(w), free(x8);
 }
 
@@ -112,7 +131,9 @@ int main(int argc, char **argv)
     cpu_isa isa = cpu_kernels_init();
     printf("isa %s, one thread, thread CPU time, median of %d\n", cpu_isa_name(isa), runs);
     const enc_dtype types[] = {ENC_Q8_0, ENC_Q4_0, ENC_Q4_K, ENC_Q5_K, ENC_Q6_K};
-    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
-        bench_type(types[i], runs);
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        bench_type(types[i], 0, runs);
+        if (cpu_repack_supports(types[i], N, K)) bench_type(types[i], 1, runs);
+    }
     return 0;
 }
