@@ -318,7 +318,7 @@ static void cpu__matmul_x8(cpu__qx8_fn fn, const void *x, int64_t n_tokens, int6
                 for (int i = 0; i < T; i++) {
                     xp[i] = xb + (size_t)(t + i) * z.xrb;
                     yp[i] = y + (t + i) * n_out + r0;
-                    sp[i] = xs8 + (t + i - t0) * z.nb;
+                    sp[i] = sums ? xs8 + (t + i - t0) * z.nb : NULL;
                 }
                 fn(T, wb + (size_t)r0 * z.wrb, xp, sums ? sp : NULL, z.nb, yp);
             }
