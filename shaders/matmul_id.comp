@@ -3,10 +3,10 @@
 // outside [0, E) gives 0. Three modes (p[7]):
 //   0 per pair:  one workgroup per (output n, pair p);
 //   1 group:     one workgroup sorts the pairs by expert into the scratch
-//                (graph.h GRAPH_MOE_GROUP_TILE): the pair indices in expert
-//                order, then a table of tiles of at most TP pairs of one
-//                expert (first position, expert, count; count 0 past the
-//                last), and zeroes the rows of bad ids;
+//                (moe_group.glsl): the pair indices in expert order, then a
+//                table of tiles of at most TP pairs of one expert, and
+//                zeroes the rows of bad ids (matmul_id_q.comp's tiles read
+//                the same scratch: this pass groups for both);
 //   2 tiles:     one workgroup per (output n, tile): the weight element is
 //                loaded once for the tile's TP pairs.
 // In modes 0 and 2 every output is the same dot: lane l fmas elements l,
@@ -18,12 +18,11 @@
 // p: 0 pairs, 1 k, 2 K, 3 N, 4 dtype, 5 E, 6 x_per_slot, 7 mode, 8 tiles
 #version 450
 #include "common.glsl"
-#define TP 4u
+#include "moe_group.glsl"
+#define TP MG_TP
 layout(local_size_x = 64) in;
 
 shared uint at[512]; // mode 1: pairs per expert, then each expert's next position
-
-uint xrow(uint p) { return (pc.p[6] != 0u ? p : p / pc.p[1]) * pc.p[2]; }
 
 bool bad_id(int e) { return e < 0 || uint(e) >= pc.p[5]; }
 
@@ -36,20 +35,11 @@ void per_pair()
         if (lid == 0u) STF(3, p * N + n, 0.0);
         return;
     }
-    uint xr = xrow(p), wr = (uint(e) * N + n) * K;
+    uint xr = mg_xrow(p), wr = (uint(e) * N + n) * K;
     float acc = 0.0;
     for (uint i = lid; i < K; i += WG) acc = fma(LDF(0, xr + i), LDW(1, wr + i, dt), acc);
     float s = wg_sum(acc);
     if (lid == 0u) STF(3, p * N + n, s);
-}
-
-// The tile table of scratch entry P + 3 * tile, written by invocation 0.
-void put_tile(uint tile, uint first, uint e, uint count)
-{
-    uint b = pc.p[0] + 3u * tile;
-    STI(4, b, first);
-    STI(4, b + 1u, e);
-    STI(4, b + 2u, count);
 }
 
 void group()
@@ -68,28 +58,23 @@ void group()
     for (uint e = 0u; e < E; e++) {
         uint c = at[e];
         at[e] = pos;
-        for (uint j = 0u; j < c; j += TP) put_tile(tile++, pos + j, e, min(TP, c - j));
+        for (uint j = 0u; j < c; j += TP) mg_put_tile(tile++, pos + j, e, min(TP, c - j));
         pos += c;
     }
-    for (; tile < pc.p[8]; tile++) put_tile(tile, 0u, 0u, 0u);
+    for (; tile < pc.p[8]; tile++) mg_put_tile(tile, 0u, 0u, 0u);
     for (uint p = 0u; p < P; p++) {
         int e = LDI(2, p);
-        if (!bad_id(e)) STI(4, at[e]++, p);
+        if (!bad_id(e)) STI(MG_BUF, at[e]++, p);
     }
 }
 
 void tiles()
 {
-    uint n = gl_WorkGroupID.x, b = pc.p[0] + 3u * gl_WorkGroupID.y, lid = gl_LocalInvocationIndex;
-    uint K = pc.p[2], N = pc.p[3], dt = pc.p[4];
-    uint count = uint(LDI(4, b + 2u));
-    if (count == 0u) return; // uniform over the workgroup
-    uint first = uint(LDI(4, b)), e = uint(LDI(4, b + 1u));
+    uint n = gl_WorkGroupID.x, lid = gl_LocalInvocationIndex;
+    uint K = pc.p[2], N = pc.p[3], dt = pc.p[4], e;
     uvec4 pr, xr; // pairs past count repeat the last; their results are dropped
-    [[unroll]] for (uint q = 0u; q < TP; q++) {
-        pr[q] = uint(LDI(4, first + min(q, count - 1u)));
-        xr[q] = xrow(pr[q]);
-    }
+    uint count = mg_tile(gl_WorkGroupID.y, e, pr, xr);
+    if (count == 0u) return; // uniform over the workgroup
     uint wr = (e * N + n) * K;
     vec4 acc = vec4(0.0);
     for (uint i = lid; i < K; i += WG) {

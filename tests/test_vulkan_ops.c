@@ -25,6 +25,7 @@
 #include "base/quant.h"
 #include "backend/vulkan/vk_backend.h"
 #include "check.h"
+#include "moe_ids.h"
 
 enum { MAX_IN = 7 };
 
@@ -677,10 +678,10 @@ static void invariance_matmul(backend *vk)
 
 /* matmul_id of T = 13 tokens (grouped by expert on the device: T >= 8, 13
  * not a multiple of the tile) against each token alone (one workgroup per
- * pair), bit for bit, with ids from pick(t, s): E = 6 experts. */
+ * pair), bit for bit, with ids from pick(t, s) (moe_ids.h). */
 static void invariance_matmul_id_ids(backend *vk, enc_dtype wt, int32_t (*pick)(int64_t t, int64_t s))
 {
-    const int64_t T = 13, k = 2, K = 150, N = 9, E = 6;
+    const int64_t T = 13, k = 2, K = 150, N = 9, E = MOE_IDS_EXPERTS;
     op_case big = {.build = b_matmul_id, .ip = {k, 0, E}};
     fill_random(add_in(&big, "x", ENC_F32, T, K, GRAPH_INPUT), 1.0f);
     fill_random(add_in(&big, "w", wt, E * N, K, GRAPH_WEIGHT), 1.0f);
@@ -706,26 +707,12 @@ static void invariance_matmul_id_ids(backend *vk, enc_dtype wt, int32_t (*pick)(
     for (int i = 0; i < big.n_in; i++) free(big.in[i].data);
 }
 
-/* Expert 2 chosen by no token, ties (both slots on one expert), a bad id. */
-static int32_t pick_mixed(int64_t t, int64_t s)
-{
-    if (t == 5 && s == 1) return -1;
-    int32_t e = (int32_t)((t * 3 + s * (t % 3 != 0)) % 5);
-    return e >= 2 ? e + 1 : e;
-}
-
-static int32_t pick_one_expert(int64_t t, int64_t s)
-{
-    (void)t, (void)s;
-    return 4;
-}
-
 static void invariance_matmul_id(backend *vk)
 {
     g_rng = 7;
     for (int d = 0; d < 2; d++) {
-        invariance_matmul_id_ids(vk, g_wtypes[d], pick_mixed);
-        invariance_matmul_id_ids(vk, g_wtypes[d], pick_one_expert);
+        invariance_matmul_id_ids(vk, g_wtypes[d], moe_ids_mixed);
+        invariance_matmul_id_ids(vk, g_wtypes[d], moe_ids_one_expert);
     }
 }
 

@@ -16,7 +16,10 @@
  *   - batch invariance bit for bit: a token's matmul row alone (a decode
  *     step, tile of 1) equals its row in steps of 2 and 9 tokens (tiles of
  *     2 and 4), and a (token, slot)'s matmul_id row alone equals its row
- *     among others.
+ *     among others; so do a token's rows among 13 grouped by expert on the
+ *     device (tiles of up to 4 pairs of one expert: both slots on one
+ *     expert, an expert nobody chose, a bad id, every token on one expert),
+ *     which also lie within the bound above.
  * Weights are gaussian rows quantized by base/quant.c, plus raw random
  * blocks (tests/quant_blocks.h: every bit pattern of the scales, negative d
  * and dmin). ENCORE_VK_SUBGROUP=0 runs the shaders' fallback reductions. */
@@ -29,6 +32,7 @@
 #include "base/quant.h"
 #include "check.h"
 #include "graph/graph.h"
+#include "moe_ids.h"
 #include "quant_blocks.h"
 #include "xalloc.h"
 
@@ -229,6 +233,21 @@ static float *vk_matmul_id(backend *be, enc_dtype dt, const id_shape *s, const f
     return vq_run(&q, graph_matmul_id(&q.g, tx, tw, ti), "matmul_id");
 }
 
+/* The values of y [T, k, N] off the reference: a pair's dot with its
+ * expert's dequantized row wf within dot_ok, 0 for an id outside [0, E). */
+static int id_rows_bad(const id_shape *s, const float *x, const float *wf, const int32_t *ids, const float *y)
+{
+    int bad = 0;
+    for (int64_t p = 0; p < s->T * s->k; p++) {
+        const float *xp = x + (s->per_slot ? p : p / s->k) * s->K;
+        for (int64_t n = 0; n < s->N; n++) {
+            float v = y[p * s->N + n];
+            bad += ids[p] < 0 || ids[p] >= s->E ? v != 0.0f : !dot_ok(v, xp, wf + (ids[p] * s->N + n) * s->K, s->K);
+        }
+    }
+    return bad;
+}
+
 static void matmul_id_case(backend *be, enc_dtype dt, id_shape s)
 {
     int64_t pairs = s.T * s.k, xr = s.per_slot ? pairs : s.T;
@@ -238,14 +257,7 @@ static void matmul_id_case(backend *be, enc_dtype dt, id_shape s)
     for (int64_t p = 0; p < pairs; p++) /* some outside [0, E) */
         ids[p] = qb_next() % 9 == 0 ? (qb_next() & 1 ? -1 : (int32_t)s.E) : (int32_t)(qb_next() % (uint64_t)s.E);
     float *y = vk_matmul_id(be, dt, &s, x, w, ids);
-    int bad = 0;
-    for (int64_t p = 0; y && p < pairs; p++) {
-        const float *xp = x + (s.per_slot ? p : p / s.k) * s.K;
-        for (int64_t n = 0; n < s.N; n++) {
-            float v = y[p * s.N + n];
-            bad += ids[p] < 0 || ids[p] >= s.E ? v != 0.0f : !dot_ok(v, xp, wf + (ids[p] * s.N + n) * s.K, s.K);
-        }
-    }
+    int bad = y ? id_rows_bad(&s, x, wf, ids, y) : 0;
     /* batch invariance: the last pair alone (one token, one slot) */
     id_shape one = {1, 1, s.K, s.N, s.E, 0};
     int32_t id = ids[pairs - 1] < 0 || ids[pairs - 1] >= s.E ? 0 : ids[pairs - 1];
@@ -259,6 +271,35 @@ static void matmul_id_case(backend *be, enc_dtype dt, id_shape s)
     free(w), free(x), free(wf), free(ids), free(y), free(y1);
 }
 
+/* T = 13 tokens, grouped by expert on the device (T >= 8; 13 not a multiple
+ * of the 4-pair tile), ids from pick (moe_ids.h): within the bound of the
+ * reference, and each token's rows bit for bit those of the token alone
+ * (one workgroup per pair). */
+static void matmul_id_grouped(backend *be, enc_dtype dt, int per_slot, int32_t (*pick)(int64_t t, int64_t s))
+{
+    id_shape s = {13, 2, 256, 70, MOE_IDS_EXPERTS, per_slot};
+    int64_t pairs = s.T * s.k, xt = per_slot ? s.k : 1; /* activation rows per token */
+    void *w = make_weights(dt, s.E * s.N, s.K);
+    float *x = make_floats(s.T * xt * s.K), *wf = dequantized(dt, w, s.E * s.N, s.K);
+    int32_t *ids = xcalloc((size_t)pairs, sizeof *ids);
+    for (int64_t p = 0; p < pairs; p++) ids[p] = pick(p / s.k, p % s.k);
+    float *y = vk_matmul_id(be, dt, &s, x, w, ids);
+    int bad = y ? id_rows_bad(&s, x, wf, ids, y) : 0, differ = 0;
+    id_shape one = {1, s.k, s.K, s.N, s.E, per_slot};
+    for (int64_t t = 0; y && t < s.T; t++) {
+        float *y1 = vk_matmul_id(be, dt, &one, x + t * xt * s.K, w, ids + t * s.k);
+        differ += !y1 || memcmp(y1, y + t * s.k * s.N, (size_t)(s.k * s.N) * 4) != 0;
+        free(y1);
+    }
+    if (bad || differ)
+        fprintf(stderr, "FAIL matmul_id grouped %s%s (%s): %d values off the reference, %d tokens differ alone\n",
+                enc_dtype_name(dt), per_slot ? " per slot" : "", pick == moe_ids_mixed ? "mixed" : "one expert", bad,
+                differ);
+    CHECK(y && bad == 0 && differ == 0);
+    g_cases++;
+    free(w), free(x), free(wf), free(ids), free(y);
+}
+
 static void test_matmul_id(backend *be)
 {
     static const id_shape shapes[] = {{1, 8, 256, 48, 16, 0}, {3, 2, 512, 65, 5, 1}, {6, 4, 256, 40, 8, 0},
@@ -266,6 +307,9 @@ static void test_matmul_id(backend *be)
     for (size_t d = 0; d < sizeof g_types / sizeof *g_types; d++) {
         for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) matmul_id_case(be, g_types[d], shapes[s]);
         if (enc_dtype_block_elems(g_types[d]) == 32) matmul_id_case(be, g_types[d], (id_shape){7, 3, 96, 9, 4, 1});
+        matmul_id_grouped(be, g_types[d], 0, moe_ids_mixed);
+        matmul_id_grouped(be, g_types[d], 1, moe_ids_mixed);
+        matmul_id_grouped(be, g_types[d], 0, moe_ids_one_expert);
     }
 }
 

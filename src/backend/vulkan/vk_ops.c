@@ -611,15 +611,38 @@ static enc_status vk__moe_route(vk__plan *pl)
     return ENC_OK;
 }
 
-/* matmul_id over f32/bf16/f16 experts in a step of at least this many
- * tokens groups the pairs by expert (matmul_id.comp modes 1 and 2), so a
- * weight row is read once per tile of GRAPH_MOE_GROUP_TILE pairs; fewer
+/* matmul_id in a step of at least this many tokens groups the pairs by
+ * expert (matmul_id.comp's grouping pass, then its tiles or matmul_id_q.comp's),
+ * so a weight row is read once per tile of GRAPH_MOE_GROUP_TILE pairs; fewer
  * tokens (decode) take one workgroup per pair. Fixed by T at record time;
  * both give the same bits for every pair. */
 enum { VK__MATMUL_ID_GROUP_MIN_T = 8 };
 
-/* The grouped path: the grouping pass, then one workgroup per (output
- * column, tile), p the per-pair push constants. */
+/* matmul_id_q.comp's pass over block-quantized experts: a tile of 1 << tile
+ * pairs (vk_dispatch.spec bits 0-1; GRAPH_MOE_GROUP_TILE = 4 grouped), the
+ * experts and activations through texel views where both fit (as
+ * vk__matmul_q_window), one workgroup per (64 output rows, pair or tile). */
+static enc_status vk__matmul_id_q(const vk__plan *pl, vk_dispatch *d, int tile, int64_t rows)
+{
+    const graph_tensor *x = pl->n->src[0], *w = pl->n->src[1];
+    d->qtype = w->dtype;
+    d->spec = tile;
+    if (vk__texels_cover(pl->c, w, 0, graph_tensor_nbytes(w)) &&
+        vk__texels_cover(pl->c, x, 0, graph_tensor_nbytes(x))) {
+        ENC_TRY(vk__bind_texels(pl, d, 0, w, 0, graph_tensor_nbytes(w)));
+        ENC_TRY(vk__bind_texels(pl, d, 1, x, 0, graph_tensor_nbytes(x)));
+        d->spec |= VK__SPEC_QTEX;
+    }
+    d->groups[0] = (uint32_t)((w->shape[1] + VK__MATMUL_Q_RPW - 1) / VK__MATMUL_Q_RPW);
+    d->groups[1] = (uint32_t)rows; /* zero groups: nothing runs */
+    return ENC_OK;
+}
+
+_Static_assert(GRAPH_MOE_GROUP_TILE == 1 << 2, "matmul_id_q.comp's tile of 4 pairs: spec 2");
+
+/* The grouped path: the grouping pass (matmul_id.comp, for every weight
+ * type), then one workgroup per (output column, tile), or per (64 output
+ * rows, tile) over block-quantized experts; p the per-pair push constants. */
 static enc_status vk__matmul_id_grouped(vk__plan *pl, const uint32_t *p, size_t np)
 {
     const graph_node *n = pl->n;
@@ -639,13 +662,14 @@ static enc_status vk__matmul_id_grouped(vk__plan *pl, const uint32_t *p, size_t 
         d->groups[0] = mode == 1 ? 1 : p[3];
         d->groups[1] = mode == 1 ? 1 : (uint32_t)tiles;
         d->barrier_after = mode == 1;
+        if (mode == 2 && enc_dtype_is_quantized(w->dtype)) ENC_TRY(vk__matmul_id_q(pl, d, 2, tiles));
     }
     return ENC_OK;
 }
 
-/* matmul_id: one workgroup per (output column, token-slot pair), or grouped
- * by expert (above); over block-quantized experts, per (64 output columns,
- * pair). */
+/* matmul_id: one workgroup per (output column, token-slot pair), over
+ * block-quantized experts per (64 output columns, pair); or grouped by
+ * expert (above). */
 static enc_status vk__matmul_id(vk__plan *pl)
 {
     const graph_node *n = pl->n;
@@ -660,18 +684,12 @@ static enc_status vk__matmul_id(vk__plan *pl)
     uint32_t p[] = {(uint32_t)pairs, (uint32_t)ids->shape[1], (uint32_t)w->shape[2], (uint32_t)N,
                     quant ? (uint32_t)vk__row_bytes(w, w->shape[2]) : (uint32_t)w->dtype, (uint32_t)w->shape[0],
                     x->n_dims == 3, 0 /* mode: per pair */};
-    if (!quant && ids->shape[0] >= VK__MATMUL_ID_GROUP_MIN_T) return vk__matmul_id_grouped(pl, p, 8);
+    if (ids->shape[0] >= VK__MATMUL_ID_GROUP_MIN_T) return vk__matmul_id_grouped(pl, p, 8);
     vk_dispatch *d = NULL;
     ENC_TRY(vk__single(pl, (const graph_tensor *const[]){x, w, ids, n->dst}, 4, &d));
     memcpy(d->push.p, p, sizeof p);
-    d->qtype = quant ? w->dtype : ENC_F32;
-    if (quant && vk__texels_cover(pl->c, w, 0, graph_tensor_nbytes(w)) &&
-        vk__texels_cover(pl->c, x, 0, graph_tensor_nbytes(x))) { /* as vk__matmul_q_window */
-        ENC_TRY(vk__bind_texels(pl, d, 0, w, 0, graph_tensor_nbytes(w)));
-        ENC_TRY(vk__bind_texels(pl, d, 1, x, 0, graph_tensor_nbytes(x)));
-        d->spec = VK__SPEC_QTEX;
-    }
-    d->groups[0] = (uint32_t)(quant ? (N + VK__MATMUL_Q_RPW - 1) / VK__MATMUL_Q_RPW : N);
+    if (quant) return vk__matmul_id_q(pl, d, 0, pairs);
+    d->groups[0] = (uint32_t)N;
     d->groups[1] = (uint32_t)pairs; /* zero groups: nothing runs */
     return ENC_OK;
 }
