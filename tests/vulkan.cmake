@@ -27,7 +27,9 @@
 #   vulkan_vs_cpu_<check>_<preset>       the model: logits within 1e-4 of the
 #                       CPU's, greedy ids identical (vulkan_vs_cpu.py)
 #   vulkan_chunks_tiny_moe_e8k2_bf16     the MoE model's logits bit-identical in
-#                       one step, steps of 11 and of 1 (vulkan_vs_cpu.py)
+#                       one step, steps of 11 and of 1 (vulkan_vs_cpu.py);
+#                       vulkan_chunks_gguf_<spec>_tiny_moe_e4k2_d256_bf16 the
+#                       same over GGUF files of quantized experts
 #   vulkan_bad_device                    bad device names and indices refused
 #   vulkan_constraint_engine             per-request token masks through the host
 #                       sampler (test_constraint_engine.c, one seed)
@@ -126,6 +128,15 @@ endforeach()
 # matmuls at prefill, one workgroup per pair below 8 tokens).
 vk_test(vulkan_chunks_tiny_moe_e8k2_bf16 ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/vulkan_vs_cpu.py
         --encore $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-bf16 chunks)
+# The same over quantized experts (matmul_id_q.comp grouped and per pair):
+# GGUF files of every block type the shader reads, Q4_K with Q6_K down
+# experts (llama.cpp's Q4_K_M) and Q5_K with Q8_0 gate and Q4_0 up experts.
+foreach(spec "Q4_K,ffn_down_exps=Q6_K" "Q5_K,ffn_gate_exps=Q8_0,ffn_up_exps=Q4_0")
+  string(REGEX REPLACE "[,=]" "_" name "${spec}")
+  string(TOLOWER "${name}" name)
+  vk_test(vulkan_chunks_gguf_${name}_tiny_moe_e4k2_d256_bf16 ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/vulkan_vs_cpu.py
+          --gguf ${spec} --encore $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-moe-e4k2-d256-bf16 chunks)
+endforeach()
 
 vk_test(vulkan_bad_device ${CMAKE_COMMAND} -E env ENCORE_KV_CACHE_DTYPE=f32 ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/vulkan_vs_cpu.py
         --encore $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 bad_device)

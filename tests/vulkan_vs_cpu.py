@@ -34,8 +34,12 @@ usage: vulkan_vs_cpu.py --encore BIN -m MODEL [--quantize T --tol-rel X] {logits
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+
+import gguf_weights
 
 TOL_REL = 1e-4
 SMALL_KV = ["--kv-blocks", "64"]
@@ -125,11 +129,29 @@ def main():
     ap.add_argument("--encore", required=True)
     ap.add_argument("-m", "--model", required=True)
     ap.add_argument("--quantize", help="both devices: --quantize T")
+    ap.add_argument("--gguf", metavar="SPEC", help="run on a GGUF file of these block types (gguf_weights.py)")
     ap.add_argument("--tol-rel", type=float, default=TOL_REL, help=f"logit tolerance (default {TOL_REL})")
     ap.add_argument("check", choices=["logits", "greedy", "chunks", "bad_device"])
     a = ap.parse_args()
-    {"logits": check_logits, "greedy": check_greedy, "chunks": check_chunks,
-     "bad_device": check_bad_device}[a.check](a)
+    if a.gguf and a.quantize:
+        ap.error("--gguf and --quantize exclude each other")
+    check = {"logits": check_logits, "greedy": check_greedy, "chunks": check_chunks,
+             "bad_device": check_bad_device}[a.check]
+    if not a.gguf:
+        check(a)
+        return
+    tmp = tempfile.mkdtemp(prefix="encore-vk-gguf-")
+    try:
+        path = os.path.join(tmp, "model.gguf")
+        try:
+            types = gguf_weights.make_mixed(a.encore, a.model, a.gguf, path)
+        except (RuntimeError, ValueError) as e:
+            sys.exit(f"FAIL: --gguf {a.gguf}: {e}")
+        print(f"  {a.gguf}: block types {' '.join(types)}")
+        a.model = path
+        check(a)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
