@@ -12,8 +12,10 @@
 //                decoded once for the tile's pairs.
 // As matmul_q.comp, a subgroup (or 8 invocations, summed in lane order
 // through shared memory) per row, and q_dot folds a pair's part in the same
-// fma sequence whatever the tile's size: a pair's result depends on its own
-// row and expert only, in either mode and whoever shares its tile.
+// fma sequence whatever the tile's size; each slot's parts are summed by a
+// scalar subgroupAdd (or in lane order), the same in both modes: a pair's
+// result depends on its own row and expert only, in either mode and whoever
+// shares its tile.
 // buf: 0 x, 1 w [E, N, K], 2 ids [T, k], 3 y [T, k, N], 4 the grouping
 // scratch (mode 2); with constant 2 (quant.glsl QTEX) tex 0 w and tex 1 x
 // instead.
@@ -38,7 +40,9 @@ void expert_rows(uint e, uint r0, uint nr, uvec4 xr, uvec4 pr, uint count)
     uint K = pc.p[2], N = pc.p[3], rb = pc.p[4], wr = e * N + r0;
 #ifdef ENC_SUBGROUP
     for (uint r = gl_SubgroupID; r < nr; r += gl_NumSubgroups) {
-        vec4 s = subgroupAdd(q_dot((wr + r) * rb, K, xr, gl_SubgroupInvocationID, gl_SubgroupSize));
+        vec4 a = q_dot((wr + r) * rb, K, xr, gl_SubgroupInvocationID, gl_SubgroupSize), s = vec4(0.0);
+        // one scalar sum per slot: a pair alone (a tile of one) sums only its own
+        [[unroll]] for (uint t = 0u; t < TT; t++) s[t] = subgroupAdd(a[t]);
         uint i = gl_SubgroupInvocationID; // lane i < count stores slot i
         if (i < count) STF(3, pr[i] * N + r0 + r, s[i]);
     }
