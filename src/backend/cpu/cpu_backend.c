@@ -263,8 +263,10 @@ static int64_t cpu__cost_matmul(const cpu__call *c)
 }
 static void cpu__run_matmul(const cpu__call *c, int ith, int nth)
 {
-    (c->matmul.packed ? cpu_matmul_packed : cpu_matmul)(c->src[0], c->matmul.n_tokens, c->matmul.k, c->src[1], c->matmul.w_dtype,
-               c->matmul.n_out, c->dst, ith, nth);
+    void (*matmul)(const void *, int64_t, int64_t, const void *, enc_dtype, int64_t, float *, int,
+                   int) = c->matmul.packed ? cpu_matmul_packed : cpu_matmul;
+    matmul(c->src[0], c->matmul.n_tokens, c->matmul.k, c->src[1], c->matmul.w_dtype,
+           c->matmul.n_out, c->dst, ith, nth);
 }
 
 /* The source slot of a quantized matmul's activation scratch: src2 of a
