@@ -1090,6 +1090,26 @@ static int test_isa_env(void)
     return 0;
 }
 
+/* Every kernel check under the ISA the kernels are forced to, with the
+ * figures it measured. */
+static void test_one_isa(cpu_isa isa)
+{
+    (void)isa;
+    double mm = test_matmul_ref();
+    int n_inv = test_matmul_invariance();
+    test_get_rows();
+    test_rms_norm();
+    test_rope();
+    test_elementwise();
+    test_argmax();
+    double att = test_attention();
+    test_cache16();
+    test_cacheq8();
+    printf("[%s] matmul max err/bound %.3g, %d invariance comparisons; "
+           "attention max err/bound %.3g\n",
+           g_isa, mm, n_inv, att);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--isa-env-only") == 0) return test_isa_env();
@@ -1101,29 +1121,7 @@ int main(int argc, char **argv)
     if (!cpu_isa_supported(chosen) || cpu_kernels_init() != chosen)
         fail("cpu_kernels_init chose %s", cpu_isa_name(chosen));
     printf("cpu_kernels_init: %s\n", cpu_isa_name(chosen));
-    static const cpu_isa isas[] = {CPU_ISA_SCALAR, CPU_ISA_AVX2, CPU_ISA_AVX512};
-    for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
-        g_isa = cpu_isa_name(isas[i]);
-        if (!cpu_kernels_force_isa(isas[i])) {
-            printf("[%s] not supported here, skipped\n", g_isa);
-            continue;
-        }
-        int before = g_failures;
-        double mm = test_matmul_ref();
-        int n_inv = test_matmul_invariance();
-        test_get_rows();
-        test_rms_norm();
-        test_rope();
-        test_elementwise();
-        test_argmax();
-        double att = test_attention();
-        test_cache16();
-        test_cacheq8();
-        printf("[%s] %s: matmul max err/bound %.3g, %d invariance comparisons; "
-               "attention max err/bound %.3g\n",
-               g_isa, g_failures == before ? "ok" : "FAILED", mm, n_inv, att);
-    }
-    cpu_kernels_force_isa(chosen);
+    isa_for_each(test_one_isa, "kernels");
     threadpool_destroy(g_pool);
     if (g_failures) {
         printf("%d failures\n", g_failures);
