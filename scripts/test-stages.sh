@@ -10,7 +10,8 @@
 #               and scalar on an AVX-512 machine, scalar on an AVX2 one), so
 #               a machine without AVX-512 is never the first to run a path
 #   sanitizers  the whole suite built with ASan + UBSan (build-asan/)
-#   fuzz        the libFuzzer targets, built with clang (build-fuzz/)
+#   fuzz        the libFuzzer targets, built with clang and without the
+#               Vulkan backend (build-fuzz/)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 make=${MAKE:-make}

@@ -29,11 +29,10 @@ enc_status backend_create_named(const char *device, int n_threads, backend **out
 {
     *out = NULL;
     if (!device || !*device || strcmp(device, "cpu") == 0) return cpu_backend_create(n_threads, out);
-    int index = backend__vulkan_index(device);
     if (!backend_name_valid(device))
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "device '%s': expected cpu, vulkan or vulkan:N", device);
 #ifdef ENCORE_HAVE_VULKAN
-    return vk_backend_create(index, out);
+    return vk_backend_create(backend__vulkan_index(device), out);
 #else
     return enc_fail(ENC_ERR_UNSUPPORTED, "device '%s': this build has no Vulkan backend (build with "
                     "-DENCORE_VULKAN=ON; it needs libvulkan-dev and glslc)", device);
