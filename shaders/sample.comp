@@ -10,8 +10,9 @@
 // 151936 ids takes about 50000 trips at worst (a flat row whose top-p bin
 // holds most of them); 256 invocations (cheaper to start on lavapipe, which
 // runs a workgroup as coroutines of 8 lanes and pays each barrier on every
-// one) serve up to 32768 ids, 64 up to 4096. No result depends on the
-// count: every loop that splits work over the invocations strides by NT.
+// one) serve up to 32768 ids, 64 up to 4096 (8 up to 1024 on a CPU device,
+// one coroutine). No result depends on the count: every loop that splits
+// work over the invocations strides by NT.
 //
 // buf: 0 logits [S, V] f32 (rows overwritten after penalties and masks),
 //      1 params [S, ROW_WORDS], 2 positions [S], 3 history [S, H],
@@ -35,8 +36,9 @@
 #version 450
 #include "common.glsl"
 #include "sample_math.glsl"
-// The workgroup: 64 invocations up to 4096 ids, 256 up to 32768, else 1024
-// (specialization constant 4; vk_ops.c chooses).
+// The workgroup: 64 invocations up to 4096 ids (8 up to 1024 on a CPU
+// device), 256 up to 32768, else 1024 (specialization constant 4; vk_ops.c
+// chooses).
 layout(local_size_x_id = 4) in;
 
 #define NT gl_WorkGroupSize.x

@@ -11,7 +11,8 @@
  *            token masks, logprobs with 0 / 5 / 20 alternatives, n_sample
  *            below the vocabulary, padding rows
  *   small    5, 17 and 300 ids (less than a chunk, one and a half chunks),
- *            4096 and 4097 (either side of the shader's 64 / 256-invocation
+ *            1024 and 1025 (either side of a CPU device's 8 / 64-invocation
+ *            bound), 4096 and 4097 (either side of the 64 / 256-invocation
  *            bound, vk_ops.c)
  *   large    151936 ids: sd 0.1 to 4, top-k 20, top-p, min-p, a mask, a row
  *            of ties; a flat row of 40000 ids under top-p 0.95 (a boundary
@@ -293,8 +294,8 @@ static void test_matrix(backend *cpu, backend *vk)
 
 static void test_small(backend *cpu, backend *vk)
 {
-    const int64_t sizes[] = {5, 17, 300, 4096, 4097};
-    for (int s = 0; s < 5; s++) {
+    const int64_t sizes[] = {5, 17, 300, 1024, 1025, 4096, 4097};
+    for (int s = 0; s < (int)(sizeof sizes / sizeof sizes[0]); s++) {
         sample_case c = case_alloc(8, sizes[s], 48, true);
         for (int64_t r = 0; r < 8; r++) {
             matrix_row(&c, r, (int)(r * 13 + s) % 96);

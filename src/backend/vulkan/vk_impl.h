@@ -89,8 +89,8 @@ typedef struct vk_dispatch {
                 * trip count, unrolled); spec & 4: a workgroup of one subgroup (constant 1,
                 * the workgroup size, = the subgroup size instead of 64; constant 2 = true);
                 * spec >> VK_SPEC_KV_SHIFT: constant 3, the KV caches' dtype (0 f32, 1 bf16,
-                * 2 f16, 3 q8_0; store_kv and attention); constant 4 = (spec & 4 ? 64 : 256)
-                * << (spec & 3), the workgroup size of sample.comp */
+                * 2 f16, 3 q8_0; store_kv and attention); constant 4 = 8 << (spec & 7), the
+                * workgroup size of sample.comp (its spec is below 8) */
     enc_dtype qtype; /* ENC_F32, or the block type of the op's weights: the op's NAME_q shader
                       * (matmul_q, matmul_id_q, get_rows_q), specialization constant 5 */
     backend_buffer *bufs[VK_N_DESCRIPTORS]; /* NULL: the dummy buffer */
@@ -216,7 +216,8 @@ void vk_profile_print(const vk_ctx *c);
 /* --- vk_ops.c --- */
 enum { VK_SAMPLE_INVOCATIONS = 1024, /* shaders/sample.comp's workgroup, at most */
        VK_SAMPLE_SMALL_VOCAB = 32768, /* and 256 invocations up to this many ids */
-       VK_SAMPLE_TINY_VOCAB = 4096 /* and 64 up to this many */ };
+       VK_SAMPLE_TINY_VOCAB = 4096, /* and 64 up to this many */
+       VK_SAMPLE_CPU_NARROW_VOCAB = 1024 /* and on a CPU device 8 up to this many */ };
 /* ENC_OK where the device runs shaders/sample.comp (shaderFloat64, a
  * workgroup of VK_SAMPLE_INVOCATIONS), else an error naming what it lacks. */
 enc_status vk_sampler_check(const vk_ctx *c);

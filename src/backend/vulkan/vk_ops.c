@@ -558,13 +558,26 @@ enc_status vk_sampler_check(const vk_ctx *c)
     return ENC_OK;
 }
 
+/* sample.comp's workgroup for rows of V ids, as vk_dispatch.spec
+ * (8 << spec invocations; any count gives the same bits). It grows with
+ * the vocabulary: lavapipe runs a workgroup as coroutines of 8 lanes and
+ * pays every barrier on each (a 512-id row took about twice as long with
+ * 256 invocations as with 64, and half as long again with 8 as with 64), a
+ * GPU idles lanes past a row's ids, and above 32768 ids 1024 invocations
+ * keep each one's loop trips under lavapipe's bound (sample.comp). The 8 of
+ * a CPU device stop at 1024 ids, far inside that bound; a GPU keeps 64, a
+ * subgroup or two of lanes, for small rows. */
+static int vk__sample_spec(const vk_ctx *c, int64_t V)
+{
+    if (V > VK_SAMPLE_SMALL_VOCAB) return 7;  /* 1024 */
+    if (V > VK_SAMPLE_TINY_VOCAB) return 5;   /* 256 */
+    bool cpu = c->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    return cpu && V <= VK_SAMPLE_CPU_NARROW_VOCAB ? 0 /* 8 */ : 3 /* 64 */;
+}
+
 /* sample: a dispatch per `workers` rows, one workgroup per row and scratch
- * slice, a barrier between dispatches (they share the slices). The
- * workgroup grows with the vocabulary: lavapipe runs it as coroutines of 8
- * lanes and pays every barrier on each (a 512-id row took about twice as
- * long with 256 invocations as with 64), a GPU idles lanes past a row's
- * ids, and above 32768 ids 1024 invocations keep each one's loop trips
- * under lavapipe's bound (sample.comp). */
+ * slice (vk__sample_spec), a barrier between dispatches (they share the
+ * slices). */
 static enc_status vk__sample(vk__plan *pl)
 {
     const graph_node *n = pl->n;
@@ -586,8 +599,7 @@ static enc_status vk__sample(vk__plan *pl)
                         n->src[5] != NULL, n->src[6] != NULL, (uint32_t)scratch->shape[1], (uint32_t)r0};
         memcpy(d->push.p, p, sizeof p);
         d->groups[0] = (uint32_t)(S - r0 < workers ? S - r0 : workers);
-        /* 1024, 256 or 64 invocations (sample.comp: any count gives the same bits) */
-        d->spec = V > VK_SAMPLE_SMALL_VOCAB ? 2 : V > VK_SAMPLE_TINY_VOCAB ? 0 : 4;
+        d->spec = vk__sample_spec(pl->c, V);
         d->barrier_after = true;
     }
     return ENC_OK;

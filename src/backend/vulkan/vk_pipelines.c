@@ -101,7 +101,7 @@ static enc_status vk__pipeline(vk_ctx *c, VkShaderModule m, const char *name, in
 {
     /* shaders without these constants ignore them */
     uint32_t values[6] = {1u << (spec & 3), spec & 4 ? c->subgroup_size : 64u, spec & 4 ? VK_TRUE : VK_FALSE,
-                          (uint32_t)(spec >> VK_SPEC_KV_SHIFT) & 3u, (spec & 4 ? 64u : 256u) << (spec & 3),
+                          (uint32_t)(spec >> VK_SPEC_KV_SHIFT) & 3u, 8u << (spec & 7),
                           (uint32_t)qtype};
     VkSpecializationMapEntry entries[6];
     for (uint32_t i = 0; i < 6; i++)
