@@ -1,10 +1,12 @@
 /* test_repack.c - the CPU backend's interleaved weight layout (repack.h) and
- * the matmul over it (cpu_matmul_packed), for Q4_0 and Q8_0, on every ISA
- * this CPU runs:
+ * the matmul over it (cpu_matmul_packed), for Q4_0, Q8_0, Q4_K and Q6_K, on
+ * every ISA this CPU runs:
  *
- *   - the layout is the one repack.h draws: block b of row r's scale and qs
- *     bytes found at the offsets computed here from the drawing, and the
- *     round trip (rows -> interleaved -> rows) gives back every byte;
+ *   - the layout is the one repack.h draws: block b of row r's f16 fields
+ *     and other bytes found at the offsets computed here from the drawing
+ *     (the fields' places from quant_blocks.h), and the round trip (rows ->
+ *     interleaved -> rows) gives back every byte; get_rows over the
+ *     interleaved table gives the row layout's floats;
  *   - cpu_matmul_packed over the interleaved bytes equals the portable dot
  *     (the scalar table's cpu_matmul over the row layout) bit for bit, for
  *     8, 13, 37 and 69 rows (tails of 0..5 rows past the last group), token
@@ -47,7 +49,8 @@ enum { K = 512, MAX_ROWS = 69, MAX_T = 67 };
  * 8192), where the Q4_0 kernels sum the tokens themselves. */
 static const int64_t K_LONG = 32 * 8224;
 static int64_t g_k = K;
-static const enc_dtype TYPES[2] = {ENC_Q4_0, ENC_Q8_0};
+enum { N_TYPES = 4 };
+static const enc_dtype TYPES[N_TYPES] = {ENC_Q4_0, ENC_Q8_0, ENC_Q4_K, ENC_Q6_K};
 static const int ROWS[4] = {8, 13, 37, 69};
 
 /* Rows r % 3 == 2 raw random blocks, the others quantized gaussians. */
@@ -57,7 +60,7 @@ static void fill_weights(enc_dtype dt, int rows, unsigned char *w)
     float *row = xcalloc((size_t)g_k, sizeof *row);
     for (int r = 0; r < rows; r++) {
         if (r % 3 == 2) {
-            for (int b = 0; b < g_k / 32; b++)
+            for (int b = 0; b < g_k / enc_dtype_block_elems(dt); b++)
                 qb_block(dt, (r / 3 + b) % 5, w + r * rb + b * bb);
             continue;
         }
@@ -68,27 +71,63 @@ static void fill_weights(enc_dtype dt, int rows, unsigned char *w)
     free(row);
 }
 
-/* T tokens' Q8_0 activations, the last two all +127 and all -127. */
-static void fill_tokens(int T, unsigned char *xq)
+/* T tokens' activations for dt's dot (Q8_0 or Q8_K), the last two all
+ * +127 and all -127. */
+static void fill_tokens(enc_dtype dt, int T, unsigned char *xq)
 {
     float *x = xcalloc((size_t)g_k, sizeof *x);
-    size_t xrb = enc_dtype_row_bytes(ENC_Q8_0, g_k);
+    enc_dtype xt = quant_dot_dtype(dt);
+    size_t xrb = enc_dtype_row_bytes(xt, g_k);
     for (int t = 0; t < T; t++) {
         for (int i = 0; i < g_k; i++)
             x[i] = t == T - 2 ? 1.0f : t == T - 1 ? -1.0f : qb_gauss() * (i % 97 ? 1.0f : 8.0f);
-        quant_quantize_row(ENC_Q8_0, x, xq + t * xrb, g_k);
+        quant_quantize_row(xt, x, xq + t * xrb, g_k);
     }
     free(x);
 }
 
 /* --- the layout ---------------------------------------------------------------- */
 
-/* repack.h's drawing, read plainly: in group g, block b of the 8 rows is
- * 8 f16 scales then chunks of 32 bytes, chunk c holding qs[4c..4c+3] of
- * rows 0..7. */
+/* Where repack.h draws byte j of row ri's block within the group's block:
+ * f16 field f (at off[f] in the row's block) in plane f, any other byte,
+ * the q-th of those, in chunk q / 4 after the planes. */
+static size_t drawn_at(enc_dtype dt, int ri, size_t j)
+{
+    int off[2], nf = qb_f16_fields(dt, off);
+    size_t q = j;
+    for (int f = 0; f < nf; f++) {
+        if (j >= (size_t)off[f] && j < (size_t)off[f] + 2)
+            return 16 * (size_t)f + 2 * (size_t)ri + (j - (size_t)off[f]);
+        if ((size_t)off[f] < j) q -= 2;
+    }
+    return 16 * (size_t)nf + 32 * (q / 4) + 4 * (size_t)ri + q % 4;
+}
+
+/* get_rows over the interleaved table p equals get_rows over the rows w
+ * (every row, the tail included, an id out of range a zero row). */
+static void check_get_rows(enc_dtype dt, int rows, const unsigned char *w, const unsigned char *p)
+{
+    int32_t ids[MAX_ROWS + 1];
+    for (int i = 0; i < rows; i++)
+        ids[i] = (i * 7 + 3) % rows;
+    ids[rows] = rows; /* out of range */
+    size_t n = (size_t)(rows + 1) * (size_t)g_k;
+    float *want = xcalloc(n, sizeof *want), *got = xcalloc(n, sizeof *got);
+    cpu_get_rows(w, dt, rows, g_k, ids, rows + 1, want, 0, 1);
+    memset(got, 0x7f, n * sizeof *got);
+    for (int ith = 0; ith < 2; ith++)
+        cpu_get_rows_packed(p, dt, rows, g_k, ids, rows + 1, got, ith, 2);
+    if (memcmp(want, got, n * sizeof *got) != 0)
+        fail("%s, %d rows: get_rows over the interleaved table differs from the rows'",
+             enc_dtype_name(dt), rows);
+    free(want), free(got);
+}
+
+/* repack.h's drawing, read plainly (drawn_at), for every byte. */
 static void check_layout(enc_dtype dt, int rows)
 {
-    size_t rb = enc_dtype_row_bytes(dt, g_k), bb = enc_dtype_block_bytes(dt), nq = bb - 2;
+    size_t rb = enc_dtype_row_bytes(dt, g_k), bb = enc_dtype_block_bytes(dt);
+    int64_t nb = g_k / enc_dtype_block_elems(dt);
     unsigned char *w = xcalloc(1, rb * rows), *p = xcalloc(1, rb * rows);
     void *tmp = xcalloc(1, cpu_repack_tmp_bytes(dt, g_k));
     fill_weights(dt, rows, w);
@@ -96,7 +135,7 @@ static void check_layout(enc_dtype dt, int rows)
     cpu_repack_matrix(p, dt, rows, g_k, false, tmp);
     int bad = 0;
     for (int r = 0; r < rows && !bad; r++)
-        for (int b = 0; b < g_k / 32 && !bad; b++) {
+        for (int b = 0; b < nb && !bad; b++) {
             const unsigned char *row = w + r * rb + b * bb;
             const unsigned char *il = p + (size_t)(r / 8) * 8 * rb + (size_t)b * 8 * bb;
             int ri = r % 8;
@@ -104,18 +143,19 @@ static void check_layout(enc_dtype dt, int rows)
                 bad = memcmp(p + r * rb + b * bb, row, bb) != 0;
                 continue;
             }
-            bad = memcmp(il + 2 * ri, row, 2) != 0;
-            for (size_t j = 0; j < nq && !bad; j++)
-                bad = il[16 + 32 * (j / 4) + 4 * ri + j % 4] != row[2 + j];
-            unsigned char blk[sizeof(block_q8_0)];
+            for (size_t j = 0; j < bb && !bad; j++)
+                bad = il[drawn_at(dt, ri, j)] != row[j];
+            unsigned char blk[sizeof(block_q6_K)], blk2[sizeof(block_q6_K)];
             cpu_repack_block(p + (size_t)(r / 8) * 8 * rb, dt, b, ri, blk);
-            if (!bad) bad = memcmp(blk, row, bb) != 0;
+            cpu_repack_row_block(p, dt, rows, g_k, r, b, blk2);
+            if (!bad) bad = memcmp(blk, row, bb) != 0 || memcmp(blk2, row, bb) != 0;
             if (bad)
                 fail("%s, %d rows: row %d block %d not where repack.h draws it", enc_dtype_name(dt),
                      rows, r, b);
         }
     if (memcmp(p, w, rb * rows) == 0)
         fail("%s, %d rows: repacking moved nothing", enc_dtype_name(dt), rows);
+    check_get_rows(dt, rows, w, p);
     cpu_repack_matrix(p, dt, rows, g_k, true, tmp);
     if (memcmp(p, w, rb * rows) != 0)
         fail("%s, %d rows: the round trip changed bytes", enc_dtype_name(dt), rows);
@@ -147,7 +187,7 @@ static int compare_packed(enc_dtype dt, int rows, const unsigned char *p, const 
                           const float *want, float *y, int nth)
 {
     static const int counts[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, MAX_T};
-    size_t xrb = enc_dtype_row_bytes(ENC_Q8_0, g_k);
+    size_t xrb = enc_dtype_row_bytes(quant_dot_dtype(dt), g_k);
     for (int i = 0; i < 10; i++) {
         int T = counts[i], t0 = MAX_T - T; /* the small batches end at the +-127 tokens */
         mm_ctx c = {xq + t0 * xrb, T, g_k, p, dt, rows, y};
@@ -166,14 +206,14 @@ static int compare_packed(enc_dtype dt, int rows, const unsigned char *p, const 
 
 static void check_kernels(enc_dtype dt, int rows, cpu_isa isa)
 {
-    size_t rb = enc_dtype_row_bytes(dt, g_k), xrb = enc_dtype_row_bytes(ENC_Q8_0, g_k);
+    size_t rb = enc_dtype_row_bytes(dt, g_k), xrb = enc_dtype_row_bytes(quant_dot_dtype(dt), g_k);
     unsigned char *w = xcalloc(1, rb * rows), *p = xcalloc(1, rb * rows),
                   *xq = xcalloc(1, xrb * MAX_T);
     void *tmp = xcalloc(1, cpu_repack_tmp_bytes(dt, g_k));
     float *want = xcalloc(1, sizeof(float) * MAX_T * rows),
           *y = xcalloc(1, sizeof(float) * MAX_T * rows);
     fill_weights(dt, rows, w);
-    fill_tokens(MAX_T, xq);
+    fill_tokens(dt, MAX_T, xq);
     memcpy(p, w, rb * rows);
     cpu_repack_matrix(p, dt, rows, g_k, false, tmp);
     cpu_kernels_force_isa(CPU_ISA_SCALAR); /* the portable dot over the row layout */
@@ -187,7 +227,7 @@ static void check_kernels(enc_dtype dt, int rows, cpu_isa isa)
 
 static void check_all_kernels(cpu_isa isa)
 {
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < N_TYPES; t++)
         for (int r = 0; r < 4; r++)
             check_kernels(TYPES[t], ROWS[r], isa);
     g_k = K_LONG;
@@ -237,11 +277,11 @@ int main(void)
         fprintf(stderr, "cannot create the thread pool\n");
         return 1;
     }
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < N_TYPES; t++)
         for (int i = 0; i < 4; i++)
             check_layout(TYPES[t], ROWS[i]);
-    int n_isas = isa_for_each(check_all_kernels,
-                              "Q4_0 and Q8_0, 4 row counts, 10 token counts, 1-3 threads; long Q4_0 rows");
+    int n_isas = isa_for_each(check_all_kernels, "Q4_0, Q8_0, Q4_K and Q6_K, 4 row counts, 10 "
+                                                 "token counts, 1-3 threads; long Q4_0 rows");
     g_isa = "backend";
     check_backend(1);
     check_backend(0);

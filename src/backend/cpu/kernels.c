@@ -226,19 +226,54 @@ void cpu_matmul_packed(const void *x, int64_t n_tokens, int64_t k, const void *w
 
 /* --- get_rows ------------------------------------------------------------ */
 
-void cpu_get_rows(const void *table, enc_dtype dtype, int64_t n_rows, int64_t dim,
-                  const int32_t *ids, int64_t n, float *out, int ith, int nth)
+/* Row r of an interleaved table (repack.h) to f32: each block gathered
+ * back into the row layout, then dequantized as a row's block is (blocks
+ * convert one by one, so the floats of the row layout). 0, or -1. */
+static int cpu__dequantize_packed_row(const void *table, enc_dtype dtype, int64_t n_rows,
+                                      int64_t dim, int64_t r, float *o)
+{
+    union {
+        block_q8_0 q8;
+        block_q4_K q4k;
+        block_q6_K q6k;
+    } blk; /* the largest block */
+    int64_t be = enc_dtype_block_elems(dtype);
+    if (enc_dtype_block_bytes(dtype) > sizeof blk) return -1;
+    for (int64_t b = 0; b < dim / be; b++) {
+        cpu_repack_row_block(table, dtype, n_rows, dim, r, b, &blk);
+        if (quant_dequantize_row(dtype, &blk, o + b * be, be) != 0) return -1;
+    }
+    return 0;
+}
+
+static void cpu__get_rows(const void *table, enc_dtype dtype, int64_t n_rows, int64_t dim,
+                          const int32_t *ids, int64_t n, float *out, int ith, int nth, int packed)
 {
     int64_t i0, i1;
     cpu__split(n, 1, ith, nth, &i0, &i1);
     size_t row_bytes = enc_dtype_row_bytes(dtype, dim);
     for (int64_t i = i0; i < i1; i++) {
         float *o = out + i * dim;
-        int ok = ids[i] >= 0 && ids[i] < n_rows &&
-                 quant_dequantize_row(dtype, (const char *)table + (size_t)ids[i] * row_bytes, o,
+        int ok = ids[i] >= 0 && ids[i] < n_rows;
+        if (ok && packed)
+            ok = cpu__dequantize_packed_row(table, dtype, n_rows, dim, ids[i], o) == 0;
+        else if (ok)
+            ok = quant_dequantize_row(dtype, (const char *)table + (size_t)ids[i] * row_bytes, o,
                                       dim) == 0;
         if (!ok) memset(o, 0, (size_t)dim * sizeof *o);
     }
+}
+
+void cpu_get_rows(const void *table, enc_dtype dtype, int64_t n_rows, int64_t dim,
+                  const int32_t *ids, int64_t n, float *out, int ith, int nth)
+{
+    cpu__get_rows(table, dtype, n_rows, dim, ids, n, out, ith, nth, 0);
+}
+
+void cpu_get_rows_packed(const void *table, enc_dtype dtype, int64_t n_rows, int64_t dim,
+                         const int32_t *ids, int64_t n, float *out, int ith, int nth)
+{
+    cpu__get_rows(table, dtype, n_rows, dim, ids, n, out, ith, nth, 1);
 }
 
 /* --- rms_norm ------------------------------------------------------------ */

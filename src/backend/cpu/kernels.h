@@ -58,6 +58,12 @@ void cpu_get_rows(const void *table, enc_dtype dtype, int64_t n_rows,
                   int64_t dim, const int32_t *ids, int64_t n, float *out,
                   int ith, int nth);
 
+/* cpu_get_rows over a table laid out by cpu_repack_matrix (repack.h; a
+ * dtype and shape cpu_repack_supports): the same floats. */
+void cpu_get_rows_packed(const void *table, enc_dtype dtype, int64_t n_rows,
+                         int64_t dim, const int32_t *ids, int64_t n, float *out,
+                         int ith, int nth);
+
 /* y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w[:]   (Qwen3RMSNorm).
  * x, y [rows, dim] f32 (y may equal x); w [dim] f32. Used per token (dim =
  * hidden size) and per head (rows = tokens * heads, dim = head_dim). */

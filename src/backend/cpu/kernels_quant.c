@@ -108,13 +108,22 @@ static float cpu__qs_k45(uint16_t d, uint16_t dmin, const uint8_t *scales, const
     return (enc_f16_to_f32(dmin) * x->d) * (float)msum;
 }
 
+/* One superblock's steps of a K-type row's dot (*acc, *accm; y = acc - accm). */
+typedef void (*cpu__qs_kstep_fn)(const void *w, const block_q8_K *x, float *acc, float *accm);
+
+static void cpu__qs_kstep_q4_k(const void *wv, const block_q8_K *x, float *acc, float *accm)
+{
+    const block_q4_K *w = wv;
+    *accm += cpu__qs_k45(w->d, w->dmin, w->scales, NULL, w->qs, x, acc);
+}
+
 static float cpu__qs_dot_q4_k(const void *wv, const void *xv, int64_t nb)
 {
     const block_q4_K *w = wv;
     const block_q8_K *x = xv;
     float acc = 0.0f, accm = 0.0f;
     for (int64_t b = 0; b < nb; b++)
-        accm += cpu__qs_k45(w[b].d, w[b].dmin, w[b].scales, NULL, w[b].qs, &x[b], &acc);
+        cpu__qs_kstep_q4_k(&w[b], &x[b], &acc, &accm);
     return acc - accm;
 }
 
@@ -128,29 +137,34 @@ static float cpu__qs_dot_q5_k(const void *wv, const void *xv, int64_t nb)
     return acc - accm;
 }
 
+static void cpu__qs_kstep_q6_k(const void *wv, const block_q8_K *x, float *acc, float *accm)
+{
+    const block_q6_K *w = wv;
+    int32_t isum = 0, corr = 0;
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *ql = w->ql + 64 * h, *qh = w->qh + 32 * h;
+        for (int i = 0; i < 4; i++)
+            for (int l = 0; l < 32; l++) {
+                int v = 128 * h + 32 * i + l;
+                int q = ((ql[l + 32 * (i & 1)] >> (4 * (i >> 1))) & 15) |
+                        (((qh[l] >> (2 * i)) & 3) << 4);
+                isum += w->scales[v / 16] * q * x->qs[v];
+            }
+    }
+    for (int g = 0; g < 16; g++)
+        corr += w->scales[g] * x->bsums[g];
+    float d = enc_f16_to_f32(w->d) * x->d;
+    *acc += d * (float)isum;
+    *accm += d * (float)(32 * corr);
+}
+
 static float cpu__qs_dot_q6_k(const void *wv, const void *xv, int64_t nb)
 {
     const block_q6_K *w = wv;
     const block_q8_K *x = xv;
     float acc = 0.0f, accm = 0.0f;
-    for (int64_t b = 0; b < nb; b++) {
-        int32_t isum = 0, corr = 0;
-        for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = w[b].ql + 64 * h, *qh = w[b].qh + 32 * h;
-            for (int i = 0; i < 4; i++)
-                for (int l = 0; l < 32; l++) {
-                    int v = 128 * h + 32 * i + l;
-                    int q = ((ql[l + 32 * (i & 1)] >> (4 * (i >> 1))) & 15) |
-                            (((qh[l] >> (2 * i)) & 3) << 4);
-                    isum += w[b].scales[v / 16] * q * x[b].qs[v];
-                }
-        }
-        for (int g = 0; g < 16; g++)
-            corr += w[b].scales[g] * x[b].bsums[g];
-        float d = enc_f16_to_f32(w[b].d) * x[b].d;
-        acc += d * (float)isum;
-        accm += d * (float)(32 * corr);
-    }
+    for (int64_t b = 0; b < nb; b++)
+        cpu__qs_kstep_q6_k(&w[b], &x[b], &acc, &accm);
     return acc - accm;
 }
 
@@ -202,12 +216,50 @@ static void cpu__qs_x8_q4_0(int T, const void *g, const void *const *x, const in
     cpu__qs_x8(ENC_Q4_0, T, g, x, nb, y);
 }
 
+/* The K types' interleaved entries: the same, the superblocks' steps of
+ * the row dot (acc and accm per output, y = acc - accm). */
+static void cpu__qs_x8_k(enc_dtype dt, cpu__qs_kstep_fn step, int T, const void *g,
+                         const void *const *xv, int64_t nb, float *const *y)
+{
+    float acc[CPU__QX_TOKENS][CPU_REPACK_ROWS] = {{0}},
+          accm[CPU__QX_TOKENS][CPU_REPACK_ROWS] = {{0}};
+    union {
+        block_q4_K q4;
+        block_q6_K q6;
+    } blk; /* one superblock of either type */
+    for (int64_t b = 0; b < nb; b++)
+        for (int r = 0; r < CPU_REPACK_ROWS; r++) {
+            cpu_repack_block(g, dt, b, r, &blk);
+            for (int t = 0; t < T; t++)
+                step(&blk, (const block_q8_K *)xv[t] + b, &acc[t][r], &accm[t][r]);
+        }
+    for (int t = 0; t < T; t++)
+        for (int r = 0; r < CPU_REPACK_ROWS; r++)
+            y[t][r] = acc[t][r] - accm[t][r];
+}
+
+static void cpu__qs_x8_q4_k(int T, const void *g, const void *const *x, const int32_t *const *xs8,
+                            int64_t nb, float *const *y)
+{
+    (void)xs8;
+    cpu__qs_x8_k(ENC_Q4_K, cpu__qs_kstep_q4_k, T, g, x, nb, y);
+}
+
+static void cpu__qs_x8_q6_k(int T, const void *g, const void *const *x, const int32_t *const *xs8,
+                            int64_t nb, float *const *y)
+{
+    (void)xs8;
+    cpu__qs_x8_k(ENC_Q6_K, cpu__qs_kstep_q6_k, T, g, x, nb, y);
+}
+
 const cpu__quant_table cpu__quant_scalar = {
     .name = "scalar",
     .x8 =
         {
             [ENC_Q8_0] = cpu__qs_x8_q8_0,
             [ENC_Q4_0] = cpu__qs_x8_q4_0,
+            [ENC_Q4_K] = cpu__qs_x8_q4_k,
+            [ENC_Q6_K] = cpu__qs_x8_q6_k,
         },
     .dot =
         {

@@ -650,6 +650,7 @@ static int cpu__q_quantize_row(enc_dtype dt, const float *x, void *out, int64_t 
 }
 
 #include "backend/cpu/kernels_repack_impl.h"
+#include "backend/cpu/kernels_repack_k_impl.h"
 
 const cpu__quant_table CPU__Q_TABLE = {
     .name = CPU__Q_NAME,
@@ -658,6 +659,8 @@ const cpu__quant_table CPU__Q_TABLE = {
         {
             [ENC_Q8_0] = cpu__qx_q8_0,
             [ENC_Q4_0] = cpu__qx_q4_0,
+            [ENC_Q4_K] = cpu__qxk_q4_k,
+            [ENC_Q6_K] = cpu__qxk_q6_k,
         },
     .dot =
         {

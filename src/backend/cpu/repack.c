@@ -8,17 +8,34 @@
 
 #include "base/quant.h"
 
-enum { CPU__RP_D = 2, CPU__RP_CHUNK = 4 }; /* bytes of a block's f16 scale; of a qs chunk */
+enum { CPU__RP_F16 = 2, CPU__RP_CHUNK = 4 }; /* bytes of an f16 field; of a chunk */
 
-/* The qs bytes of one block of dt (Q4_0: 16, Q8_0: 32); 0 for any other type. */
-static int cpu__rp_qs(enc_dtype dt)
+/* Where a block of one type keeps its f16 fields (nf of them, at off[]) and
+ * the rest of its bytes ([rest, rest + nq)). */
+typedef struct cpu__rp_kind {
+    int nf, off[2], rest, nq;
+} cpu__rp_kind;
+
+/* The kind of dt; nq 0 for a type without an interleaved layout. */
+static cpu__rp_kind cpu__rp_kind_of(enc_dtype dt)
 {
-    return dt == ENC_Q4_0 ? 16 : dt == ENC_Q8_0 ? 32 : 0;
+    switch (dt) {
+    case ENC_Q4_0:
+        return (cpu__rp_kind){1, {0, 0}, 2, 16};
+    case ENC_Q8_0:
+        return (cpu__rp_kind){1, {0, 0}, 2, 32};
+    case ENC_Q4_K:
+        return (cpu__rp_kind){2, {0, 2}, 4, 140};
+    case ENC_Q6_K:
+        return (cpu__rp_kind){1, {208, 0}, 0, 208};
+    default:
+        return (cpu__rp_kind){0, {0, 0}, 0, 0};
+    }
 }
 
 bool cpu_repack_supports(enc_dtype dt, int64_t rows, int64_t k)
 {
-    return cpu__rp_qs(dt) > 0 && k > 0 && k % enc_dtype_block_elems(dt) == 0 &&
+    return cpu__rp_kind_of(dt).nq > 0 && k > 0 && k % enc_dtype_block_elems(dt) == 0 &&
            rows >= CPU_REPACK_ROWS;
 }
 
@@ -27,45 +44,58 @@ size_t cpu_repack_tmp_bytes(enc_dtype dt, int64_t k)
     return CPU_REPACK_ROWS * enc_dtype_row_bytes(dt, k);
 }
 
-/* Offsets in one interleaved block of 8 rows: row r's scale, and row r's
- * qs byte j. */
-static size_t cpu__rp_d_at(int r)
+/* Offsets in one interleaved block of 8 rows: row r's field f, and row r's
+ * rest byte j. */
+static size_t cpu__rp_f_at(int f, int r)
 {
-    return (size_t)CPU__RP_D * (size_t)r;
+    return (size_t)CPU__RP_F16 * (size_t)(CPU_REPACK_ROWS * f + r);
 }
-static size_t cpu__rp_q_at(int r, int j)
+static size_t cpu__rp_q_at(const cpu__rp_kind *kd, int r, int j)
 {
-    return CPU__RP_D * CPU_REPACK_ROWS +
+    return (size_t)CPU__RP_F16 * CPU_REPACK_ROWS * (size_t)kd->nf +
            (size_t)(j / CPU__RP_CHUNK) * CPU__RP_CHUNK * CPU_REPACK_ROWS +
            (size_t)r * CPU__RP_CHUNK + (size_t)(j % CPU__RP_CHUNK);
 }
 
 /* One block: row-layout block `row` (of row r) <-> its place in the
  * interleaved block `il`. */
-static void cpu__rp_move(unsigned char *il, unsigned char *row, int r, int nq, bool to_rows)
+static void cpu__rp_move(const cpu__rp_kind *kd, unsigned char *il, unsigned char *row, int r,
+                         bool to_rows)
 {
-    if (to_rows) {
-        memcpy(row, il + cpu__rp_d_at(r), CPU__RP_D);
-        for (int j = 0; j < nq; j += CPU__RP_CHUNK)
-            memcpy(row + CPU__RP_D + j, il + cpu__rp_q_at(r, j), CPU__RP_CHUNK);
-        return;
+    for (int f = 0; f < kd->nf; f++) {
+        unsigned char *a = il + cpu__rp_f_at(f, r), *b = row + kd->off[f];
+        memcpy(to_rows ? b : a, to_rows ? a : b, CPU__RP_F16);
     }
-    memcpy(il + cpu__rp_d_at(r), row, CPU__RP_D);
-    for (int j = 0; j < nq; j += CPU__RP_CHUNK)
-        memcpy(il + cpu__rp_q_at(r, j), row + CPU__RP_D + j, CPU__RP_CHUNK);
+    for (int j = 0; j < kd->nq; j += CPU__RP_CHUNK) {
+        unsigned char *a = il + cpu__rp_q_at(kd, r, j), *b = row + kd->rest + j;
+        memcpy(to_rows ? b : a, to_rows ? a : b, CPU__RP_CHUNK);
+    }
 }
 
 void cpu_repack_block(const void *g, enc_dtype dt, int64_t b, int r, void *out)
 {
-    int nq = cpu__rp_qs(dt);
-    size_t bb = (size_t)(CPU__RP_D + nq);
-    cpu__rp_move((unsigned char *)g + (size_t)b * CPU_REPACK_ROWS * bb, out, r, nq, true);
+    cpu__rp_kind kd = cpu__rp_kind_of(dt);
+    size_t bb = enc_dtype_block_bytes(dt);
+    cpu__rp_move(&kd, (unsigned char *)g + (size_t)b * CPU_REPACK_ROWS * bb, out, r, true);
+}
+
+void cpu_repack_row_block(const void *w, enc_dtype dt, int64_t rows, int64_t k, int64_t r,
+                          int64_t b, void *out)
+{
+    size_t rb = enc_dtype_row_bytes(dt, k), bb = enc_dtype_block_bytes(dt);
+    const unsigned char *p = w;
+    if (r >= rows / CPU_REPACK_ROWS * CPU_REPACK_ROWS) { /* the tail: in rows */
+        memcpy(out, p + (size_t)r * rb + (size_t)b * bb, bb);
+        return;
+    }
+    int64_t g = r / CPU_REPACK_ROWS * CPU_REPACK_ROWS;
+    cpu_repack_block(p + (size_t)g * rb, dt, b, (int)(r - g), out);
 }
 
 void cpu_repack_matrix(void *w, enc_dtype dt, int64_t rows, int64_t k, bool to_rows, void *tmp)
 {
-    int nq = cpu__rp_qs(dt);
-    size_t bb = (size_t)(CPU__RP_D + nq), rb = enc_dtype_row_bytes(dt, k);
+    cpu__rp_kind kd = cpu__rp_kind_of(dt);
+    size_t bb = enc_dtype_block_bytes(dt), rb = enc_dtype_row_bytes(dt, k);
     int64_t nb = k / enc_dtype_block_elems(dt);
     unsigned char *t = tmp;
     for (int64_t g = 0; g + CPU_REPACK_ROWS <= rows; g += CPU_REPACK_ROWS) {
@@ -75,7 +105,7 @@ void cpu_repack_matrix(void *w, enc_dtype dt, int64_t rows, int64_t k, bool to_r
             for (int r = 0; r < CPU_REPACK_ROWS; r++) {
                 unsigned char *il = (to_rows ? t : gp) + (size_t)b * CPU_REPACK_ROWS * bb;
                 unsigned char *row = (to_rows ? gp : t) + (size_t)r * rb + (size_t)b * bb;
-                cpu__rp_move(il, row, r, nq, to_rows);
+                cpu__rp_move(&kd, il, row, r, to_rows);
             }
     }
 }

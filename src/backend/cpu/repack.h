@@ -1,21 +1,32 @@
 /* repack.h - the CPU backend's interleaved layout of block-quantized weight
  * matrices, made once at load (cpu_repack_matrix) and read by the matmul's
- * interleaved kernels (cpu_matmul_packed; kernels_quant_impl.h).
+ * interleaved kernels (cpu_matmul_packed; kernels_repack_impl.h,
+ * kernels_repack_k_impl.h) and by get_rows (cpu_repack_row_block).
  *
  * Rows go in groups of CPU_REPACK_ROWS = 8. A group takes the bytes its 8
  * rows took in the row layout, so a matrix keeps its size and the rows past
  * the last whole group (rows % 8, the tail) stay where they were, in the
- * row layout. Within a group, block b of the 8 rows (Q4_0 / Q8_0: an f16
- * scale d and qs bytes, nq = 16 or 32 of them) is stored as
+ * row layout. Within a group, block b of the 8 rows is stored as its f16
+ * fields, one plane of 8 per field, then the rest of the block's bytes (in
+ * their row-layout order) as 4-byte chunks of the 8 rows side by side:
  *
- *   d[row 0] ... d[row 7]                      8 x f16  (16 bytes)
+ *   field f = 0 .. nf - 1:                     16 bytes each
+ *       field f of row 0, of row 1, ..., of row 7      (8 x f16)
  *   chunk c = 0 .. nq/4 - 1:                   32 bytes each
- *       qs[4c .. 4c+3] of row 0, of row 1, ..., of row 7
+ *       rest[4c .. 4c+3] of row 0, of row 1, ..., of row 7
  *
- * so that one 256-bit load of a chunk holds the same 4 consecutive qs bytes
- * of 8 rows: against a token's 4 bytes broadcast, the u8 x s8 dot of each
+ *   type   block  fields (nf)    rest (nq bytes)
+ *   Q4_0   18     d              qs[16]
+ *   Q8_0   34     d              qs[32]
+ *   Q4_K   144    d, dmin        scales[12] qs[128]     (chunks 0-2, 3-34)
+ *   Q6_K   210    d (at 208)     ql[128] qh[64] scales[16]
+ *                                                       (chunks 0-31, 32-47, 48-51)
+ *
+ * so that one 256-bit load of a chunk holds the same 4 consecutive bytes of
+ * 8 rows: against a token's 4 bytes broadcast, the u8 x s8 dot of each
  * 4-byte group lands row r's partial sum in int32 lane r, with no sum across
- * lanes. */
+ * lanes. Q4_K's packed 6-bit scales stay packed (3 chunks: byte j of row r's
+ * 12 in lane r of chunk j / 4), unpacked by the kernel for 8 rows at once. */
 #ifndef ENC_CPU_REPACK_H
 #define ENC_CPU_REPACK_H
 
@@ -27,8 +38,9 @@
 
 enum { CPU_REPACK_ROWS = 8 };
 
-/* Whether a [rows, k] matrix of dtype has an interleaved layout: Q4_0 and
- * Q8_0, k a whole number of blocks, at least one group of rows. */
+/* Whether a [rows, k] matrix of dtype has an interleaved layout: Q4_0,
+ * Q8_0, Q4_K and Q6_K, k a whole number of blocks, at least one group of
+ * rows. */
 bool cpu_repack_supports(enc_dtype dt, int64_t rows, int64_t k);
 
 /* In place, w [rows, k] of dtype: row layout -> interleaved (to_rows false)
@@ -40,5 +52,10 @@ size_t cpu_repack_tmp_bytes(enc_dtype dt, int64_t k);
 /* Block b of row r (< 8) of the group g (interleaved bytes), written in the
  * row layout to out (one block of dtype). */
 void cpu_repack_block(const void *g, enc_dtype dt, int64_t b, int r, void *out);
+
+/* Block b of row r of a whole interleaved matrix w [rows, k] (a group's
+ * row or a tail row), written in the row layout to out. */
+void cpu_repack_row_block(const void *w, enc_dtype dt, int64_t rows, int64_t k, int64_t r,
+                          int64_t b, void *out);
 
 #endif

@@ -1,0 +1,213 @@
+/* kernels_repack_k_impl.h - the 256-bit bodies of the interleaved matmul
+ * kernels (cpu__qx8_fn) for the K types: 8 weight rows of one group
+ * (repack.h) of Q4_K or Q6_K against up to CPU__QX_TOKENS tokens' Q8_K
+ * superblocks. Included by kernels_quant_impl.h's Part 2 after
+ * kernels_repack_impl.h, whose helpers it uses.
+ *
+ * Per superblock and token, row r's exact int32 isum and correction end up
+ * in lane r, as in kernels_repack_impl.h: a chunk holds 4 consecutive level
+ * bytes of the 8 rows, a token's 4 bytes broadcast meet it in vpmaddubsw,
+ * and no sum crosses lanes.
+ *   Q4_K: per sub-block s of 32 values, 8 chunks' nibbles (0..15) against x:
+ *   a vpmaddubsw pair |.| <= 2 * 15 * 128 = 3840, the 8 pairs of a lane add
+ *   to <= 30720 < 2^15 in int16, exact; one vpmaddwd by the sub-block's
+ *   scale (its two int16 lanes both sc) makes sc[s] sum_j q x in int32.
+ *   The 6-bit scales and mins of the 8 rows are unpacked at once from the
+ *   3 scale chunks (lane r: row r's bytes 0-3, 4-7, 8-11) by the shifts
+ *   and masks of quant_scale_min_k4; msum = sum_s m[s] (bsums[2s] +
+ *   bsums[2s + 1]), one vpmaddwd per s.
+ *   Q6_K: the levels q + 32 (0..63) of a run of 4 values from a ql and a qh
+ *   chunk; two vpmaddubsw pairs add to <= 2 * 2 * 63 * 128 = 32256 < 2^15,
+ *   so each group of 16 values (one int8 scale) takes two vpmaddwd by its
+ *   sign-extended scale; corr = 32 sum_g sc[g] bsums[g].
+ * Then, lane by lane, the portable dot's f32 steps in its order:
+ *   acc += (d_w d_x) isum;  accm += (dmin_w d_x) msum   (Q6_K: d_w, corr);
+ *   y = acc - accm
+ * so every output has the row layout's bits, whatever T or the ISA. */
+
+enum { CPU__QXK_Q4 = 0, CPU__QXK_Q6 = 1 };
+
+/* Each 32-bit lane of v shuffled by the 4 byte indices of pat (byte i of
+ * pat: which byte of the lane goes to byte i; 0x80 gives 0). */
+static inline __m256i cpu__qxk_shuf(__m256i v, uint32_t pat)
+{
+    const __m256i base = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0,
+                                          0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12);
+    return _mm256_shuffle_epi8(v, _mm256_add_epi8(_mm256_set1_epi32((int)pat), base));
+}
+
+/* Byte j of every lane of v in both int16 halves of the lane: unsigned
+ * (zero-extended), or signed (sign-extended, from the high byte). */
+static inline __m256i cpu__qxk_u16(__m256i v, int j)
+{
+    return cpu__qxk_shuf(v, (uint32_t)j | 0x80u << 8 | (uint32_t)j << 16 | 0x80u << 24);
+}
+static inline __m256i cpu__qxk_s16(__m256i v, int j0, int j1)
+{
+    __m256i h = cpu__qxk_shuf(v, 0x80u | (uint32_t)j0 << 8 | 0x80u << 16 | (uint32_t)j1 << 24);
+    return _mm256_srai_epi16(h, 8);
+}
+
+/* The two int16 bsums[i], bsums[i + 1] of a token in every lane. */
+static inline __m256i cpu__qxk_bsum2(const block_q8_K *x, int i)
+{
+    int32_t v;
+    memcpy(&v, x->bsums + i, sizeof v);
+    return _mm256_set1_epi32(v);
+}
+
+/* The 256-bit chunk c of an interleaved block's rest (q: after the f16
+ * planes). */
+static inline __m256i cpu__qxk_chunk(const unsigned char *q, int c)
+{
+    return _mm256_loadu_si256((const __m256i *)(q + 32 * c));
+}
+
+/* Q4_K superblock gp of the 8 rows (2 f16 planes, 3 scale chunks, 32 qs
+ * chunks) against T tokens: isum[t], msum[t] lane r row r's. */
+CPU__Q_INLINE void cpu__qxk_q4_sb(int T, const unsigned char *gp, const block_q8_K *const *x,
+                                  __m256i *isum, __m256i *msum)
+{
+    const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+    const unsigned char *q = gp + 2 * 2 * CPU__QX_R;
+    __m256i u0 = cpu__qxk_chunk(q, 0), u1 = cpu__qxk_chunk(q, 1), u2 = cpu__qxk_chunk(q, 2);
+    __m256i sc[2], mn[2]; /* lane r: row r's sc / m of sub-blocks 0-3, then 4-7 */
+    sc[0] = _mm256_and_si256(u0, m6);
+    mn[0] = _mm256_and_si256(u1, m6);
+    sc[1] = _mm256_or_si256(_mm256_and_si256(u2, m4),
+                            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u0, 6), m2), 4));
+    mn[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), m4),
+                            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 6), m2), 4));
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = msum[t] = _mm256_setzero_si256();
+    for (int s = 0; s < 8; s++) {
+        __m256i s16[CPU__QX_TOKENS];
+        CPU__Q_UNROLL for (int t = 0; t < T; t++) s16[t] = _mm256_setzero_si256();
+        CPU__Q_UNROLL8 for (int i = 0; i < 8; i++)
+        {
+            __m256i v = cpu__qxk_chunk(q, 3 + 8 * (s / 2) + i);
+            __m256i lv = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(v, 4) : v, m4);
+            CPU__Q_UNROLL for (int t = 0; t < T; t++)
+            {
+                __m256i p = _mm256_maddubs_epi16(lv, cpu__qx_bcast4(x[t]->qs + 32 * s + 4 * i));
+                s16[t] = _mm256_add_epi16(s16[t], p);
+            }
+        }
+        __m256i ss = cpu__qxk_u16(sc[s / 4], s % 4), ms = cpu__qxk_u16(mn[s / 4], s % 4);
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        {
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], ss));
+            msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(ms, cpu__qxk_bsum2(x[t], 2 * s)));
+        }
+    }
+}
+
+/* The levels q + 32 of values 128 h + 32 i + 4 m .. + 3 of the 8 rows of
+ * a Q6_K superblock (q: its 52 chunks, ql 0-31, qh 32-47). */
+CPU__Q_INLINE __m256i cpu__qxk_q6_levels(const unsigned char *q, int h, int i, int m)
+{
+    __m256i l = cpu__qxk_chunk(q, 16 * h + 8 * (i & 1) + m), hb = cpu__qxk_chunk(q, 32 + 8 * h + m);
+    __m256i lo = _mm256_and_si256(_mm256_srl_epi16(l, _mm_cvtsi32_si128(4 * (i >> 1))),
+                                  _mm256_set1_epi8(15));
+    __m256i hi =
+        _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(2 * i)), _mm256_set1_epi8(3));
+    return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+}
+
+/* Q6_K superblock gp of the 8 rows (1 f16 plane, 52 chunks) against T
+ * tokens: isum[t], corr[t] (times 32) lane r row r's. */
+CPU__Q_INLINE void cpu__qxk_q6_sb(int T, const unsigned char *gp, const block_q8_K *const *x,
+                                  __m256i *isum, __m256i *corr)
+{
+    const unsigned char *q = gp + 2 * CPU__QX_R;
+    __m256i sv[4]; /* lane r: row r's scales 4p .. 4p + 3 */
+    CPU__Q_UNROLL for (int p = 0; p < 4; p++) sv[p] = cpu__qxk_chunk(q, 48 + p);
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = corr[t] = _mm256_setzero_si256();
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 4; i++)
+            for (int m = 0; m < 8; m += 2) { /* values 4m .. 4m + 7 of run i: one group */
+                int g = 8 * h + 2 * i + m / 4;
+                __m256i l0 = cpu__qxk_q6_levels(q, h, i, m),
+                        l1 = cpu__qxk_q6_levels(q, h, i, m + 1);
+                __m256i sg = cpu__qxk_s16(sv[g / 4], g % 4, g % 4);
+                CPU__Q_UNROLL for (int t = 0; t < T; t++)
+                {
+                    const int8_t *xq = x[t]->qs + 128 * h + 32 * i + 4 * m;
+                    __m256i s16 =
+                        _mm256_add_epi16(_mm256_maddubs_epi16(l0, cpu__qx_bcast4(xq)),
+                                         _mm256_maddubs_epi16(l1, cpu__qx_bcast4(xq + 4)));
+                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16, sg));
+                }
+            }
+    CPU__Q_UNROLL8 for (int p = 0; p < 8; p++)
+    { /* groups 2p and 2p + 1: their scales against their bsums */
+        __m256i sp = cpu__qxk_s16(sv[p / 2], 2 * (p % 2), 2 * (p % 2) + 1);
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        {
+            corr[t] = _mm256_add_epi32(corr[t], _mm256_madd_epi16(sp, cpu__qxk_bsum2(x[t], 2 * p)));
+        }
+    }
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) corr[t] = _mm256_slli_epi32(corr[t], 5);
+}
+
+/* The body: T tokens x the 8 rows of group g of type kt. */
+CPU__Q_INLINE void cpu__qxk_tile(int kt, int T, const void *g, const void *const *xv, int64_t nb,
+                                 float *const *y)
+{
+    const size_t gb = CPU__QX_R * (kt == CPU__QXK_Q6 ? sizeof(block_q6_K) : sizeof(block_q4_K));
+    __m256 acc[CPU__QX_TOKENS], accm[CPU__QX_TOKENS];
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const unsigned char *gp = (const unsigned char *)g + (size_t)b * gb;
+        if (T == 1) /* decode streams the matrix: ask for the next group's block b */
+            for (size_t o = 0; o < gb; o += 64)
+                _mm_prefetch((const char *)gp + nb * gb + o, _MM_HINT_T0);
+        const block_q8_K *x[CPU__QX_TOKENS];
+        CPU__Q_UNROLL for (int t = 0; t < T; t++) x[t] = (const block_q8_K *)xv[t] + b;
+        __m256i isum[CPU__QX_TOKENS], corr[CPU__QX_TOKENS];
+        if (kt == CPU__QXK_Q6)
+            cpu__qxk_q6_sb(T, gp, x, isum, corr);
+        else
+            cpu__qxk_q4_sb(T, gp, x, isum, corr);
+        __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)gp));
+        __m256 dm =
+            kt == CPU__QXK_Q6 ? dw : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 16)));
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        {
+            __m256 dx = _mm256_set1_ps(x[t]->d);
+            acc[t] = _mm256_add_ps(
+                acc[t], _mm256_mul_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(isum[t])));
+            accm[t] = _mm256_add_ps(
+                accm[t], _mm256_mul_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(corr[t])));
+        }
+    }
+    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        _mm256_storeu_ps(y[t], _mm256_sub_ps(acc[t], accm[t]));
+}
+
+/* T a constant in each body. */
+CPU__Q_INLINE void cpu__qxk_by_t(int kt, int T, const void *g, const void *const *x, int64_t nb,
+                                 float *const *y)
+{
+    if (T >= 4)
+        cpu__qxk_tile(kt, 4, g, x, nb, y);
+    else if (T == 3)
+        cpu__qxk_tile(kt, 3, g, x, nb, y);
+    else if (T == 2)
+        cpu__qxk_tile(kt, 2, g, x, nb, y);
+    else
+        cpu__qxk_tile(kt, 1, g, x, nb, y);
+}
+
+static void cpu__qxk_q4_k(int T, const void *g, const void *const *x, const int32_t *const *xs8,
+                          int64_t nb, float *const *y)
+{
+    (void)xs8;
+    cpu__qxk_by_t(CPU__QXK_Q4, T, g, x, nb, y);
+}
+
+static void cpu__qxk_q6_k(int T, const void *g, const void *const *x, const int32_t *const *xs8,
+                          int64_t nb, float *const *y)
+{
+    (void)xs8;
+    cpu__qxk_by_t(CPU__QXK_Q6, T, g, x, nb, y);
+}
