@@ -38,6 +38,10 @@ encore_gguf_test(gguf_blocks_q4_k blocks -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-
 encore_gguf_test(gguf_repack_q4_0 repack -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16 --type q4_0)
 encore_gguf_test(gguf_repack_q8_0 repack -m ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16 --type q8_0)
 encore_gguf_test(gguf_repack_moe_q4_0 repack -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-bf16 --type q4_0)
+# The K types (rows of 256-value superblocks): every matrix Q4_K (the tied
+# embedding too, read by get_rows and the lm_head), and every matrix Q6_K.
+encore_gguf_test(gguf_repack_q4_k repack -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16 --type q4_k)
+encore_gguf_test(gguf_repack_q6_k repack -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16 --type q6_k)
 # Block types mixed per tensor, as llama-quantize's Q4_K_M writes them.
 encore_gguf_test(gguf_mixed_q4_k_m mixed -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16)
 # The tokenizer from GGUF metadata on the tokenizer tests' corpus and goldens.

@@ -41,8 +41,9 @@ struct backend_i {
                               size_t size);
     /* (optional) A promise: buf holds, from offset 0, a weight matrix
      * [rows, k] of the block type dtype in the row layout, written in full,
-     * and only GRAPH_OP_MATMUL will read it (as its weight, the whole
-     * buffer). The backend may re-lay it out for its kernels; a later
+     * and only GRAPH_OP_MATMUL (as its weight) and GRAPH_OP_GET_ROWS (as its
+     * table) will read it, the whole buffer in that shape and type. The
+     * backend may re-lay it out for its kernels; a later
      * buffer_write may be refused, buffer_read still gives the row layout's
      * bytes. NULL: the buffer stays as written. */
     enc_status (*buffer_repack_matrix)(backend *be, backend_buffer *buf, enc_dtype dtype,

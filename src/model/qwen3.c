@@ -50,27 +50,36 @@ static enc_status qwen3__upload(backend *be, const st_tensor *t, enc_dtype quant
     return enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
 }
 
-/* A matrix only matmul reads: the backend may lay it out its own way
- * (backend_buffer_repack_matrix; the CPU interleaves rows of block types). */
-static enc_status qwen3__put_matrix(backend *be, const st_tensor *t, enc_dtype quantize,
-                                    qwen3_weight *w)
+/* A block-quantized matrix that only matmul and get_rows read: the backend
+ * may lay it out its own way (backend_buffer_repack_matrix; the CPU
+ * interleaves rows of block types). */
+static enc_status qwen3__repack(backend *be, const st_tensor *t, const qwen3_weight *w)
 {
-    ENC_TRY(model_check_weight_dtype(be, t, model_loaded_dtype(t, quantize), GRAPH_OP_MATMUL));
-    ENC_TRY(qwen3__upload(be, t, quantize, w));
     if (w->n_dims != 2 || !enc_dtype_is_quantized(w->dtype)) return ENC_OK;
     enc_status s = backend_buffer_repack_matrix(be, w->buf, w->dtype, w->shape[0], w->shape[1]);
     return s == ENC_OK ? s : enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
 }
 
+/* A matrix only matmul reads. */
+static enc_status qwen3__put_matrix(backend *be, const st_tensor *t, enc_dtype quantize,
+                                    qwen3_weight *w)
+{
+    ENC_TRY(model_check_weight_dtype(be, t, model_loaded_dtype(t, quantize), GRAPH_OP_MATMUL));
+    ENC_TRY(qwen3__upload(be, t, quantize, w));
+    return qwen3__repack(be, t, w);
+}
+
 /* The embedding: a table for get_rows, and the lm_head's matrix when tied
- * (then it keeps the row layout, which get_rows reads). */
+ * (then the backend may lay it out for the matmul too: get_rows reads
+ * either layout). */
 static enc_status qwen3__put_embedding(backend *be, const st_tensor *t, int tied,
                                        enc_dtype quantize, qwen3_weight *w)
 {
     enc_dtype dt = model_loaded_dtype(t, quantize);
     ENC_TRY(model_check_weight_dtype(be, t, dt, GRAPH_OP_GET_ROWS));
     if (tied) ENC_TRY(model_check_weight_dtype(be, t, dt, GRAPH_OP_MATMUL));
-    return qwen3__upload(be, t, quantize, w);
+    ENC_TRY(qwen3__upload(be, t, quantize, w));
+    return tied ? qwen3__repack(be, t, w) : ENC_OK;
 }
 
 static void qwen3__to_f32(const st_tensor *t, float *out)

@@ -182,7 +182,11 @@ typedef struct cpu__call {
     void *dst;
     void *src[GRAPH_MAX_SRC];
     union {
-        struct { enc_dtype dtype; int64_t n_rows, dim, n_ids; } get_rows; /* dtype of the table */
+        struct {
+            enc_dtype dtype; /* of the table */
+            int64_t n_rows, dim, n_ids;
+            bool packed; /* the table interleaved (repack.h) */
+        } get_rows;
         struct { int64_t rows, dim; float eps; } rms_norm;
         struct { enc_dtype w_dtype; int64_t n_tokens, k, n_out; bool packed; } matmul; /* src0:
                                                * x, or its 8-bit blocks for a quantized w;
@@ -219,6 +223,7 @@ static void cpu__prepare_get_rows(const graph_node *n, cpu__call *c)
     c->get_rows.n_rows = table->shape[0];
     c->get_rows.dim = table->shape[1];
     c->get_rows.n_ids = n->src[1]->shape[0];
+    c->get_rows.packed = table->buffer && table->buffer->packed;
 }
 static int64_t cpu__cost_get_rows(const cpu__call *c)
 {
@@ -226,8 +231,10 @@ static int64_t cpu__cost_get_rows(const cpu__call *c)
 }
 static void cpu__run_get_rows(const cpu__call *c, int ith, int nth)
 {
-    cpu_get_rows(c->src[0], c->get_rows.dtype, c->get_rows.n_rows, c->get_rows.dim, c->src[1],
-                 c->get_rows.n_ids, c->dst, ith, nth);
+    void (*get)(const void *, enc_dtype, int64_t, int64_t, const int32_t *, int64_t, float *, int,
+                int) = c->get_rows.packed ? cpu_get_rows_packed : cpu_get_rows;
+    get(c->src[0], c->get_rows.dtype, c->get_rows.n_rows, c->get_rows.dim, c->src[1],
+        c->get_rows.n_ids, c->dst, ith, nth);
 }
 
 /* rms_norm: rows of length len(weights) */
@@ -543,23 +550,24 @@ static enc_status cpu__resolve(const graph_tensor *t, const graph_node *n, void 
 }
 
 /* A repacked matrix (cpu__buffer_repack_matrix) is read by a matmul as its
- * weight, the whole buffer, in the shape and type it was repacked in; any
- * other use would read the interleaved bytes as rows, and is refused. */
+ * weight or by get_rows as its table, the whole buffer, in the shape and
+ * type it was repacked in (both read the interleaved layout); any other use
+ * would read the interleaved bytes as rows, and is refused. */
 static enc_status cpu__check_packed(const graph_node *n, int s)
 {
     const graph_tensor *t = n->src[s];
     const backend_buffer *b = t ? t->buffer : NULL;
     if (!b || !b->packed) return ENC_OK;
-    bool ok = n->op == GRAPH_OP_MATMUL && s == 1 && t->offset == 0 && t->n_dims == 2 &&
-              t->dtype == b->packed_dtype && t->shape[0] == b->packed_rows &&
-              t->shape[1] == b->packed_k;
+    bool reader = (n->op == GRAPH_OP_MATMUL && s == 1) || (n->op == GRAPH_OP_GET_ROWS && s == 0);
+    bool ok = reader && t->offset == 0 && t->n_dims == 2 && t->dtype == b->packed_dtype &&
+              t->shape[0] == b->packed_rows && t->shape[1] == b->packed_k;
     if (ok) return ENC_OK;
-    return enc_fail(ENC_ERR_INVALID_ARGUMENT,
-                    "cpu: %s: source %d, tensor '%s', reads '%s', a [%lld, %lld] %s matrix "
-                    "repacked for matmul only (ENCORE_CPU_REPACK=0 keeps the row layout)",
-                    graph_op_name(n->op), s, t->name ? t->name : "?", b->what,
-                    (long long)b->packed_rows, (long long)b->packed_k,
-                    enc_dtype_name(b->packed_dtype));
+    return enc_fail(
+        ENC_ERR_INVALID_ARGUMENT,
+        "cpu: %s: source %d, tensor '%s', reads '%s', a [%lld, %lld] %s matrix "
+        "repacked for matmul and get_rows only (ENCORE_CPU_REPACK=0 keeps the row layout)",
+        graph_op_name(n->op), s, t->name ? t->name : "?", b->what, (long long)b->packed_rows,
+        (long long)b->packed_k, enc_dtype_name(b->packed_dtype));
 }
 
 /* One call of node n as the op `op` (n->op, or a call of its own). */
