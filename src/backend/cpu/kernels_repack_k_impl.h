@@ -101,16 +101,17 @@ CPU__Q_INLINE void cpu__qxk_q4_sb(int T, const unsigned char *gp, const block_q8
     }
 }
 
-/* The levels q + 32 of values 128 h + 32 i + 4 m .. + 3 of the 8 rows of
- * a Q6_K superblock (q: its 52 chunks, ql 0-31, qh 32-47). */
-CPU__Q_INLINE __m256i cpu__qxk_q6_levels(const unsigned char *q, int h, int i, int m)
+/* The levels q + 32 of run i of the 8 rows of a Q6_K superblock, 4 values
+ * from lq (its ql chunk, 16 h + 8 (i & 1) + m: nibble i >> 1) and hq (its
+ * qh chunk, 32 + 8 h + m: bits 2i, 2i + 1 to bits 4, 5). */
+CPU__Q_INLINE __m256i cpu__qxk_q6_level(__m256i lq, __m256i hq, int i)
 {
-    __m256i l = cpu__qxk_chunk(q, 16 * h + 8 * (i & 1) + m), hb = cpu__qxk_chunk(q, 32 + 8 * h + m);
-    __m256i lo = _mm256_and_si256(_mm256_srl_epi16(l, _mm_cvtsi32_si128(4 * (i >> 1))),
-                                  _mm256_set1_epi8(15));
-    __m256i hi =
-        _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(2 * i)), _mm256_set1_epi8(3));
-    return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+    __m256i lo = _mm256_and_si256(i >> 1 ? _mm256_srli_epi16(lq, 4) : lq, _mm256_set1_epi8(15));
+    __m256i hi = i == 0   ? _mm256_slli_epi16(hq, 4)
+                 : i == 1 ? _mm256_slli_epi16(hq, 2)
+                 : i == 2 ? hq
+                          : _mm256_srli_epi16(hq, 2);
+    return _mm256_or_si256(lo, _mm256_and_si256(hi, _mm256_set1_epi8(0x30)));
 }
 
 /* Q6_K superblock gp of the 8 rows (1 f16 plane, 52 chunks) against T
@@ -123,11 +124,19 @@ CPU__Q_INLINE void cpu__qxk_q6_sb(int T, const unsigned char *gp, const block_q8
     CPU__Q_UNROLL for (int p = 0; p < 4; p++) sv[p] = cpu__qxk_chunk(q, 48 + p);
     CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = corr[t] = _mm256_setzero_si256();
     for (int h = 0; h < 2; h++)
-        for (int i = 0; i < 4; i++)
-            for (int m = 0; m < 8; m += 2) { /* values 4m .. 4m + 7 of run i: one group */
+        for (int m = 0; m < 8; m += 2) { /* values 4m .. 4m + 7 of each run i: one group */
+            __m256i lq[2][2], hq[2];     /* [i & 1][m or m + 1] */
+            CPU__Q_UNROLL for (int j = 0; j < 2; j++)
+            {
+                lq[0][j] = cpu__qxk_chunk(q, 16 * h + m + j);
+                lq[1][j] = cpu__qxk_chunk(q, 16 * h + 8 + m + j);
+                hq[j] = cpu__qxk_chunk(q, 32 + 8 * h + m + j);
+            }
+            CPU__Q_UNROLL for (int i = 0; i < 4; i++)
+            {
                 int g = 8 * h + 2 * i + m / 4;
-                __m256i l0 = cpu__qxk_q6_levels(q, h, i, m),
-                        l1 = cpu__qxk_q6_levels(q, h, i, m + 1);
+                __m256i l0 = cpu__qxk_q6_level(lq[i & 1][0], hq[0], i);
+                __m256i l1 = cpu__qxk_q6_level(lq[i & 1][1], hq[1], i);
                 __m256i sg = cpu__qxk_s16(sv[g / 4], g % 4, g % 4);
                 CPU__Q_UNROLL for (int t = 0; t < T; t++)
                 {
@@ -138,6 +147,7 @@ CPU__Q_INLINE void cpu__qxk_q6_sb(int T, const unsigned char *gp, const block_q8
                     isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16, sg));
                 }
             }
+        }
     CPU__Q_UNROLL8 for (int p = 0; p < 8; p++)
     { /* groups 2p and 2p + 1: their scales against their bsums */
         __m256i sp = cpu__qxk_s16(sv[p / 2], 2 * (p % 2), 2 * (p % 2) + 1);
