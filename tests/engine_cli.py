@@ -6,14 +6,16 @@ The engine is compared with itself, bit for bit (logits are printed with 9
 significant digits, which round-trips an f32 exactly):
 
   prefill_vs_decode  a prompt's logits prefilled at once == fed one token per step
-  threads            logits with 1 thread == with 2 threads
+  threads            logits with 1 thread == with 2 threads, and with the pool's
+                     waits awake for no time or 50 ms (ENCORE_CPU_SPIN_US)
   preemption         a KV pool too small for the batch (requests wait, sequences
                      are preempted and recomputed) gives the same tokens as an
                      ample pool, and preemption really happened
   prefix_caching     requests sharing a prefix: the cache serves its blocks (counted in
                      --stats), computed + served == what --no-prefix-caching computes,
                      the tokens are the same, and ENCORE_NO_PREFIX_CACHING=1 turns it off
-  bad_args           bad arguments exit 2 with a one-line reason
+  bad_args           bad arguments exit 2 with a one-line reason (a bad
+                     ENCORE_CPU_SPIN_US exits 1, naming it)
   bad_checkpoints    broken checkpoints exit 1 naming the file and the tensor/field
   bad_requests       impossible requests are refused with exit 2 and a reason
   chat               `encore chat` answers each typed line through the chat template,
@@ -68,7 +70,10 @@ def check_threads(a):
         one, two = run(base + ["-t", "1"]).stdout, run(base + ["-t", "2"]).stdout
         if one != two:
             sys.exit(f"FAIL: {preset}: logits differ between 1 and 2 threads")
-        print(f"ok {preset}: 1 thread == 2 threads")
+        for us in ["0", "50000"]:
+            if run(base + ["-t", "2"], env={"ENCORE_CPU_SPIN_US": us}).stdout != one:
+                sys.exit(f"FAIL: {preset}: logits differ with ENCORE_CPU_SPIN_US={us}")
+        print(f"ok {preset}: 1 thread == 2 threads, waits awake for 0, default and 50000 us")
 
 
 def batch(a, model, requests, extra, env=None):
@@ -124,8 +129,8 @@ def check_prefix_caching(a):
     print(f"ok: {want} of {st_on['prefix_cache_queries']} prompt tokens served from the cache, same tokens")
 
 
-def expect_fail(args, code, *needles):
-    p = run(args, check=False)
+def expect_fail(args, code, *needles, env=None):
+    p = run(args, check=False, env=env)
     if p.returncode != code:
         sys.exit(f"FAIL: {' '.join(args)}: exit {p.returncode}, expected {code}; stderr: {p.stderr}")
     err = p.stderr.strip()
@@ -151,6 +156,9 @@ def check_bad_args(a):
     expect_fail([e, "batch", "-m", m], 2, "--requests")
     expect_fail([e, "bench", "-m", m, "--runs", "0"], 2, "--runs")
     expect_fail([e, "generate", "-m", m, "--prompt-ids", "1", "--block-size", "24"], 2, "16 or 32")
+    for bad in ["", "fast", "-1", "100001", "20us"]:
+        expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2"], 1, "ENCORE_CPU_SPIN_US", "[0, 100000]",
+                    env={"ENCORE_CPU_SPIN_US": bad})
     for cmd in ["generate", "logits", "batch", "bench"]:
         p = run([e, cmd, "--help"])
         if "usage: encore " + cmd not in p.stdout:

@@ -1,8 +1,9 @@
 /* test_threadpool.c - the thread pool's contract (src/base/threadpool.h):
  * every share of a run runs exactly once, whatever threads take it; the
  * caller returns only when all are done; progress counters order dependent
- * work; and all of it holds with more threads than cores, where workers are
- * often not running (the case the claimed shares exist for). */
+ * work; all of it holds with more threads than cores, where workers are
+ * often not running (the case the claimed shares exist for), and with waits
+ * that stay awake long or not at all; an idle pool sleeps. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -42,11 +43,13 @@ static int64_t expected_sum(int ith)
 }
 
 /* Many runs in a row: each share exactly once per run, results visible to
- * the caller when run returns. */
-static void test_exactly_once(int n_threads, int n_runs)
+ * the caller when run returns; waits that stay awake spin_ns (< 0: the
+ * pool's default). */
+static void test_exactly_once(int n_threads, int n_runs, int64_t spin_ns)
 {
     enc_threadpool *pool;
     CHECK(threadpool_create(n_threads, &pool) == ENC_OK);
+    if (spin_ns >= 0) threadpool_set_spin_ns(pool, spin_ns);
     CHECK(threadpool_size(pool) == n_threads);
     share_log *l = calloc(1, sizeof *l);
     for (int r = 0; r < n_runs; r++) {
@@ -94,10 +97,11 @@ static void chain_share(void *arg, int ith, int nth)
     }
 }
 
-static void test_dependent_stages(int n_threads, int n_runs)
+static void test_dependent_stages(int n_threads, int n_runs, int64_t spin_ns)
 {
     chain *c = calloc(1, sizeof *c);
     CHECK(threadpool_create(n_threads, &c->pool) == ENC_OK);
+    if (spin_ns >= 0) threadpool_set_spin_ns(c->pool, spin_ns);
     c->n_chunks = n_threads;
     /* the reference: the same recurrence, one thread */
     uint64_t want[N_STAGES][MAX_THREADS];
@@ -123,6 +127,42 @@ static void test_dependent_stages(int n_threads, int n_runs)
     free(c);
 }
 
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits that stay awake are bounded: spin_ns after its last run a pool's
+ * workers sleep, and the process uses next to no CPU while it sits idle
+ * (a server between requests must not keep a core busy). */
+static void test_idle_pool_sleeps(void)
+{
+    enum { SPIN_MS = 10, IDLE_MS = 200 };
+    enc_threadpool *pool;
+    CHECK(threadpool_create(4, &pool) == ENC_OK);
+    threadpool_set_spin_ns(pool, (int64_t)SPIN_MS * 1000 * 1000);
+    share_log *l = calloc(1, sizeof *l);
+    threadpool_run(pool, count_share, l);
+    sleep_ms(4 * SPIN_MS); /* the spin is over (with room for a late worker) */
+    double t0 = cpu_seconds();
+    sleep_ms(IDLE_MS);
+    double busy = cpu_seconds() - t0;
+    /* three workers awake would use up to 3 x IDLE_MS; asleep, about none */
+    CHECK(busy < 0.1 * IDLE_MS / 1000.0);
+    threadpool_run(pool, count_share, l); /* and they still wake */
+    for (int i = 0; i < 4; i++) CHECK(atomic_load(&l->runs[i]) == 2);
+    free(l);
+    threadpool_destroy(pool);
+}
+
 int main(void)
 {
     CHECK(enc_cpu_count() >= 1);
@@ -130,13 +170,21 @@ int main(void)
     CHECK(threadpool_create(0, &pool) != ENC_OK);
     CHECK(threadpool_create(1025, &pool) != ENC_OK);
     threadpool_destroy(NULL);
-    test_exactly_once(1, 100);
-    test_exactly_once(2, 20000);
+    test_exactly_once(1, 100, -1);
+    test_exactly_once(2, 20000, -1);
+    /* waits that never stay awake, and waits that stay awake for 2 ms
+     * (yielding the CPU after the first 20 us) */
+    test_exactly_once(2, 5000, 0);
+    test_exactly_once(2, 5000, 2 * 1000 * 1000);
     /* more threads than cores: workers are descheduled, the others take their shares */
-    test_exactly_once(MAX_THREADS, 5000);
-    test_dependent_stages(1, 10);
-    test_dependent_stages(2, 2000);
-    test_dependent_stages(MAX_THREADS, 300);
+    test_exactly_once(MAX_THREADS, 5000, -1);
+    test_exactly_once(MAX_THREADS, 1000, 2 * 1000 * 1000);
+    test_dependent_stages(1, 10, -1);
+    test_dependent_stages(2, 2000, -1);
+    test_dependent_stages(2, 1000, 2 * 1000 * 1000);
+    test_dependent_stages(MAX_THREADS, 300, -1);
+    test_dependent_stages(MAX_THREADS, 100, 2 * 1000 * 1000);
+    test_idle_pool_sleeps();
     /* a pool that sits idle long enough for its workers to sleep still wakes */
     CHECK(threadpool_create(3, &pool) == ENC_OK);
     share_log *l = calloc(1, sizeof *l);

@@ -37,12 +37,24 @@
 #define tp__pause() ((void)0)
 #endif
 
-/* How long a waiting thread spins before it sleeps: about what sleeping and
- * being woken cost (two system calls and a context switch, a few
- * microseconds), so spinning never costs more than blocking would have,
- * and the hundreds of short waits of one decode step on an idle machine
- * cost no system call. */
-enum { TP__SPIN_NS = 20000, TP__SPIN_CHECK = 32 /* pauses between clock reads */ };
+/* How a waiting thread waits. For the first TP__SPIN_NS it spins on pause
+ * instructions: about what sleeping and being woken cost on bare metal (two
+ * system calls and a context switch, a few microseconds), so the hundreds
+ * of short waits of one decode step cost no system call. Then, up to the
+ * pool's spin_ns (threadpool_set_spin_ns), it stays awake but yields the
+ * CPU at every clock read, so another runnable thread on its core (the
+ * caller, a competing process) runs first; only then does it sleep on a
+ * futex. Staying awake pays where waking is slow: on a virtual machine a
+ * sleeping vCPU can take a tenth of a millisecond or more to run again
+ * (the hypervisor), late for a matmul share of half a millisecond. It is
+ * bounded, so an idle pool (a server between requests) sleeps spin_ns
+ * after its last run and burns no core. */
+enum {
+    TP__SPIN_NS = 20000,
+    TP__SPIN_CHECK = 32,                /* pauses between clock reads */
+    TP__SPIN_DEFAULT_NS = TP__SPIN_NS,  /* spin_ns of a new pool */
+};
+#define TP__SPIN_MAX_NS INT64_C(1000000000)
 
 /* --- sleeping and waking ----------------------------------------------------- */
 
@@ -72,17 +84,19 @@ static int64_t tp__now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Spin until done(arg) or TP__SPIN_NS have passed; returns done(arg). */
-static bool tp__spin(bool (*done)(const void *), const void *arg)
+/* Wait awake until done(arg) or spin_ns have passed (see TP__SPIN_NS);
+ * returns done(arg). */
+static bool tp__spin(int64_t spin_ns, bool (*done)(const void *), const void *arg)
 {
-    int64_t deadline = 0;
+    int64_t start = 0;
     for (int i = 1;; i++) {
         if (done(arg)) return true;
         tp__pause();
         if (i % TP__SPIN_CHECK) continue;
         int64_t now = tp__now_ns();
-        if (!deadline) deadline = now + TP__SPIN_NS;
-        else if (now >= deadline) return done(arg);
+        if (!start) start = now;
+        else if (now - start >= spin_ns) return done(arg);
+        else if (now - start >= TP__SPIN_NS) sched_yield();
     }
 }
 
@@ -106,6 +120,7 @@ struct enc_threadpool {
     atomic_uint progress;
     atomic_int n_progress_sleepers;
     atomic_bool stop;
+    _Atomic int64_t spin_ns; /* how long a wait stays awake (tp__spin) */
 };
 
 /* Take and run shares of run r until none is left. */
@@ -140,7 +155,7 @@ static void *tp__worker_main(void *arg)
     enc_threadpool *pool = ((tp__worker *)arg)->pool;
     tp__idle idle = {pool, 0};
     for (;;) {
-        if (!tp__spin(tp__idle_over, &idle)) {
+        if (!tp__spin(atomic_load_explicit(&pool->spin_ns, memory_order_relaxed), tp__idle_over, &idle)) {
             atomic_fetch_add(&pool->n_idle_sleepers, 1);
             while (!tp__idle_over(&idle)) tp__sleep(&pool->run_word, idle.seen);
             atomic_fetch_sub(&pool->n_idle_sleepers, 1);
@@ -182,6 +197,7 @@ enc_status threadpool_create(int n_threads, enc_threadpool **out)
     atomic_init(&pool->progress, 0);
     atomic_init(&pool->n_progress_sleepers, 0);
     atomic_init(&pool->stop, false);
+    atomic_init(&pool->spin_ns, (int64_t)TP__SPIN_DEFAULT_NS);
     if (n_threads > 1) {
         pool->workers = calloc((size_t)n_threads - 1, sizeof *pool->workers);
         if (!pool->workers) {
@@ -213,6 +229,13 @@ void threadpool_destroy(enc_threadpool *pool)
 }
 
 int threadpool_size(const enc_threadpool *pool) { return pool->n_threads; }
+
+void threadpool_set_spin_ns(enc_threadpool *pool, int64_t spin_ns)
+{
+    if (spin_ns < 0) spin_ns = 0;
+    if (spin_ns > TP__SPIN_MAX_NS) spin_ns = TP__SPIN_MAX_NS;
+    atomic_store_explicit(&pool->spin_ns, spin_ns, memory_order_relaxed);
+}
 
 void threadpool_run(enc_threadpool *pool, threadpool_task_fn fn, void *ctx)
 {
@@ -248,7 +271,7 @@ static bool tp__reached(const void *arg)
 void threadpool_wait_for(enc_threadpool *pool, atomic_int *counter, int target)
 {
     tp__target t = {counter, target};
-    if (tp__spin(tp__reached, &t)) return;
+    if (tp__spin(atomic_load_explicit(&pool->spin_ns, memory_order_relaxed), tp__reached, &t)) return;
     /* Sleep. The order (announce, then check, then sleep on the value read
      * before checking) pairs with threadpool_advance's (add, then look for
      * sleepers): either this check sees the new count, or the advance sees

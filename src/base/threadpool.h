@@ -12,13 +12,15 @@
  *
  * Waiting (a worker for the next run, the caller for the last share, a share
  * for progress made by another: threadpool_wait_for) spins for a few
- * microseconds, about what blocking and waking cost, then sleeps in the
- * kernel (a futex on Linux) until woken: a waiting thread never burns a core
- * that the thread it waits for could use. */
+ * microseconds, about what blocking and waking cost, then stays awake
+ * yielding its CPU up to the pool's spin time (threadpool_set_spin_ns), then
+ * sleeps in the kernel (a futex on Linux) until woken: a waiting thread
+ * gives its core to a thread that could use it, and an idle pool sleeps. */
 #ifndef ENC_BASE_THREADPOOL_H
 #define ENC_BASE_THREADPOOL_H
 
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "base/status.h"
 
@@ -29,6 +31,11 @@ typedef struct enc_threadpool enc_threadpool;
 enc_status threadpool_create(int n_threads, enc_threadpool **out);
 void threadpool_destroy(enc_threadpool *pool); /* NULL is a no-op */
 int threadpool_size(const enc_threadpool *pool);
+/* How long a waiting thread stays awake before it sleeps, in ns (clamped
+ * to [0, 1 s]; a new pool: 20 us). The first 20 us spin, the rest yield the
+ * CPU between checks. Longer pays where a woken thread runs late (a
+ * virtual machine); an idle pool is asleep spin_ns after its last run. */
+void threadpool_set_spin_ns(enc_threadpool *pool, int64_t spin_ns);
 /* Not reentrant: one run at a time, from one caller thread. */
 void threadpool_run(enc_threadpool *pool, threadpool_task_fn fn, void *ctx);
 

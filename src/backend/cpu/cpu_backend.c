@@ -821,6 +821,24 @@ static const struct backend_i cpu__iface = {
     .destroy = cpu__destroy,
 };
 
+/* ENCORE_CPU_SPIN_US: how long the pool's waiting threads stay awake
+ * (threadpool_set_spin_ns); unset, CPU__SPIN_US_DEFAULT. */
+enum { CPU__SPIN_US_DEFAULT = 2000, CPU__SPIN_US_MAX = 100000 };
+
+static enc_status cpu__spin_us(int64_t *out)
+{
+    *out = CPU__SPIN_US_DEFAULT;
+    const char *v = getenv("ENCORE_CPU_SPIN_US");
+    if (!v) return ENC_OK;
+    char *end = NULL;
+    long long us = strtoll(v, &end, 10);
+    if (!*v || *end || us < 0 || us > CPU__SPIN_US_MAX)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                        "ENCORE_CPU_SPIN_US=\"%s\": expected whole microseconds in [0, %d]", v, CPU__SPIN_US_MAX);
+    *out = us;
+    return ENC_OK;
+}
+
 enc_status cpu_backend_create(int n_threads, backend **out)
 {
     *out = NULL;
@@ -833,12 +851,15 @@ enc_status cpu_backend_create(int n_threads, backend **out)
         free(ctx);
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "cpu backend");
     }
-    enc_status s = threadpool_create(n_threads, &ctx->pool);
+    int64_t spin_us;
+    enc_status s = cpu__spin_us(&spin_us);
+    if (s == ENC_OK) s = threadpool_create(n_threads, &ctx->pool);
     if (s != ENC_OK) {
         free(be);
         free(ctx);
         return s;
     }
+    threadpool_set_spin_ns(ctx->pool, spin_us * 1000);
     const char *rp = getenv("ENCORE_CPU_REPACK");
     ctx->repack = !rp || strcmp(rp, "0") != 0;
     be->iface = &cpu__iface;
