@@ -3,9 +3,12 @@
  * caller returns only when all are done; progress counters order dependent
  * work; all of it holds with more threads than cores, where workers are
  * often not running (the case the claimed shares exist for), and with waits
- * that stay awake long or not at all; an idle pool sleeps. */
+ * that stay awake long or not at all; an idle pool sleeps, and a pool whose
+ * cores other threads want stops staying awake. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +130,13 @@ static void test_dependent_stages(int n_threads, int n_runs, int64_t spin_ns)
     free(c);
 }
 
+static double wall_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static double cpu_seconds(void)
 {
     struct timespec ts;
@@ -163,6 +173,55 @@ static void test_idle_pool_sleeps(void)
     threadpool_destroy(pool);
 }
 
+/* A busy loop per CPU and two more, for a fixed time: more runnable
+ * threads than cores. */
+typedef struct hog {
+    pthread_t thread;
+    int ms;
+} hog;
+
+static void *hog_main(void *arg)
+{
+    const hog *h = arg;
+    double t_end = wall_seconds() + h->ms / 1000.0;
+    volatile uint64_t x = 0;
+    while (wall_seconds() < t_end)
+        for (int i = 0; i < 10000; i++) x = x + 1;
+    return NULL;
+}
+
+/* Waits that stay awake give way on a machine with more runnable threads
+ * than cores: a quiet pool is not contended; with every core busy, a
+ * spinning worker loses its CPU and the pool is then contended (its waits
+ * sleep after 20 us); a while after the competition ends it is quiet again. */
+static void test_contended_waits_short(void)
+{
+    enc_threadpool *pool;
+    CHECK(threadpool_create(2, &pool) == ENC_OK);
+    threadpool_set_spin_ns(pool, (int64_t)50 * 1000 * 1000);
+    CHECK(!threadpool_contended(pool));
+    int n_hogs = enc_cpu_count() + 2;
+    hog *hogs = calloc((size_t)n_hogs, sizeof *hogs);
+    for (int i = 0; i < n_hogs; i++) {
+        hogs[i].ms = 300;
+        CHECK(pthread_create(&hogs[i].thread, NULL, hog_main, &hogs[i]) == 0);
+    }
+    share_log *l = calloc(1, sizeof *l);
+    bool contended = false;
+    for (int r = 0; r < 200 && !contended; r++) { /* up to ~250 ms of runs a millisecond apart */
+        threadpool_run(pool, count_share, l);
+        sleep_ms(1);
+        contended = threadpool_contended(pool);
+    }
+    CHECK(contended);
+    for (int i = 0; i < n_hogs; i++) pthread_join(hogs[i].thread, NULL);
+    sleep_ms(300); /* the mark lasts 100 ms */
+    CHECK(!threadpool_contended(pool));
+    free(hogs);
+    free(l);
+    threadpool_destroy(pool);
+}
+
 int main(void)
 {
     CHECK(enc_cpu_count() >= 1);
@@ -185,6 +244,7 @@ int main(void)
     test_dependent_stages(MAX_THREADS, 300, -1);
     test_dependent_stages(MAX_THREADS, 100, 2 * 1000 * 1000);
     test_idle_pool_sleeps();
+    test_contended_waits_short();
     /* a pool that sits idle long enough for its workers to sleep still wakes */
     CHECK(threadpool_create(3, &pool) == ENC_OK);
     share_log *l = calloc(1, sizeof *l);

@@ -48,11 +48,22 @@
  * sleeping vCPU can take a tenth of a millisecond or more to run again
  * (the hypervisor), late for a matmul share of half a millisecond. It is
  * bounded, so an idle pool (a server between requests) sleeps spin_ns
- * after its last run and burns no core. */
+ * after its last run and burns no core.
+ *
+ * It pays only while the pool has its cores to itself. On a machine with
+ * more runnable threads than cores a spinning thread spends its fair share
+ * of CPU time on spinning, and the scheduler then runs it late just when a
+ * run needs it (a thread that slept wakes ahead of the others). So a
+ * thread that finds a gap of TP__PREEMPTED_NS between two clock reads of
+ * its spin (it lost its CPU, or its yield gave the CPU to another thread)
+ * marks the pool contended: for TP__CONTENDED_NS every wait sleeps after
+ * TP__SPIN_NS, as if spin_ns were 20 us. */
 enum {
     TP__SPIN_NS = 20000,
-    TP__SPIN_CHECK = 32,                /* pauses between clock reads */
+    TP__SPIN_CHECK = 32,                /* pauses between clock reads (about a microsecond) */
     TP__SPIN_DEFAULT_NS = TP__SPIN_NS,  /* spin_ns of a new pool */
+    TP__PREEMPTED_NS = 50000,           /* a gap between clock reads: the CPU was taken */
+    TP__CONTENDED_NS = 100000000,       /* then waits stay short this long: 100 ms */
 };
 #define TP__SPIN_MAX_NS INT64_C(1000000000)
 
@@ -84,19 +95,43 @@ static int64_t tp__now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Wait awake until done(arg) or spin_ns have passed (see TP__SPIN_NS);
- * returns done(arg). */
-static bool tp__spin(int64_t spin_ns, bool (*done)(const void *), const void *arg)
+/* How long a wait starting at `now` stays awake. */
+static int64_t tp__spin_limit(int64_t spin_ns, _Atomic int64_t *contended_until, int64_t now)
 {
-    int64_t start = 0;
+    if (now < atomic_load_explicit(contended_until, memory_order_relaxed) && spin_ns > TP__SPIN_NS)
+        return TP__SPIN_NS;
+    return spin_ns;
+}
+
+/* Whether the gap since the last clock read of a spin (`last`, 0: none yet)
+ * says the thread lost its CPU; if so, the pool is contended from now. */
+static bool tp__lost_cpu(_Atomic int64_t *contended_until, int64_t last, int64_t now)
+{
+    if (!last || now - last < TP__PREEMPTED_NS) return false;
+    atomic_store_explicit(contended_until, now + TP__CONTENDED_NS, memory_order_relaxed);
+    return true;
+}
+
+/* Wait awake until done(arg) or the wait's limit has passed (see
+ * TP__SPIN_NS); returns done(arg). A gap between clock reads, or between
+ * the last one and the end of the wait, marks the pool contended. */
+static bool tp__spin(int64_t spin_ns, _Atomic int64_t *contended_until, bool (*done)(const void *),
+                     const void *arg)
+{
+    int64_t start = 0, last = 0, limit = 0;
     for (int i = 1;; i++) {
-        if (done(arg)) return true;
+        if (done(arg)) {
+            if (last) tp__lost_cpu(contended_until, last, tp__now_ns());
+            return true;
+        }
         tp__pause();
         if (i % TP__SPIN_CHECK) continue;
         int64_t now = tp__now_ns();
-        if (!start) start = now;
-        else if (now - start >= spin_ns) return done(arg);
-        else if (now - start >= TP__SPIN_NS) sched_yield();
+        if (!start) start = now, limit = tp__spin_limit(spin_ns, contended_until, now);
+        else if (tp__lost_cpu(contended_until, last, now)) limit = tp__spin_limit(spin_ns, contended_until, now);
+        last = now;
+        if (now - start >= limit) return done(arg);
+        if (now - start >= TP__SPIN_NS) sched_yield();
     }
 }
 
@@ -121,6 +156,7 @@ struct enc_threadpool {
     atomic_int n_progress_sleepers;
     atomic_bool stop;
     _Atomic int64_t spin_ns; /* how long a wait stays awake (tp__spin) */
+    _Atomic int64_t contended_until; /* before this time (tp__now_ns), waits stay short */
 };
 
 /* Take and run shares of run r until none is left. */
@@ -155,7 +191,8 @@ static void *tp__worker_main(void *arg)
     enc_threadpool *pool = ((tp__worker *)arg)->pool;
     tp__idle idle = {pool, 0};
     for (;;) {
-        if (!tp__spin(atomic_load_explicit(&pool->spin_ns, memory_order_relaxed), tp__idle_over, &idle)) {
+        if (!tp__spin(atomic_load_explicit(&pool->spin_ns, memory_order_relaxed), &pool->contended_until,
+                      tp__idle_over, &idle)) {
             atomic_fetch_add(&pool->n_idle_sleepers, 1);
             while (!tp__idle_over(&idle)) tp__sleep(&pool->run_word, idle.seen);
             atomic_fetch_sub(&pool->n_idle_sleepers, 1);
@@ -198,6 +235,7 @@ enc_status threadpool_create(int n_threads, enc_threadpool **out)
     atomic_init(&pool->n_progress_sleepers, 0);
     atomic_init(&pool->stop, false);
     atomic_init(&pool->spin_ns, (int64_t)TP__SPIN_DEFAULT_NS);
+    atomic_init(&pool->contended_until, 0);
     if (n_threads > 1) {
         pool->workers = calloc((size_t)n_threads - 1, sizeof *pool->workers);
         if (!pool->workers) {
@@ -237,6 +275,11 @@ void threadpool_set_spin_ns(enc_threadpool *pool, int64_t spin_ns)
     atomic_store_explicit(&pool->spin_ns, spin_ns, memory_order_relaxed);
 }
 
+bool threadpool_contended(enc_threadpool *pool)
+{
+    return tp__now_ns() < atomic_load_explicit(&pool->contended_until, memory_order_relaxed);
+}
+
 void threadpool_run(enc_threadpool *pool, threadpool_task_fn fn, void *ctx)
 {
     if (pool->n_threads == 1) {
@@ -271,7 +314,9 @@ static bool tp__reached(const void *arg)
 void threadpool_wait_for(enc_threadpool *pool, atomic_int *counter, int target)
 {
     tp__target t = {counter, target};
-    if (tp__spin(atomic_load_explicit(&pool->spin_ns, memory_order_relaxed), tp__reached, &t)) return;
+    if (tp__spin(atomic_load_explicit(&pool->spin_ns, memory_order_relaxed), &pool->contended_until, tp__reached,
+                 &t))
+        return;
     /* Sleep. The order (announce, then check, then sleep on the value read
      * before checking) pairs with threadpool_advance's (add, then look for
      * sleepers): either this check sees the new count, or the advance sees

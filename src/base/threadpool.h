@@ -20,6 +20,7 @@
 #define ENC_BASE_THREADPOOL_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/status.h"
@@ -34,8 +35,12 @@ int threadpool_size(const enc_threadpool *pool);
 /* How long a waiting thread stays awake before it sleeps, in ns (clamped
  * to [0, 1 s]; a new pool: 20 us). The first 20 us spin, the rest yield the
  * CPU between checks. Longer pays where a woken thread runs late (a
- * virtual machine); an idle pool is asleep spin_ns after its last run. */
+ * virtual machine); an idle pool is asleep spin_ns after its last run.
+ * While the pool is contended (below) waits sleep after 20 us. */
 void threadpool_set_spin_ns(enc_threadpool *pool, int64_t spin_ns);
+/* Whether a waiting thread of the pool lost its CPU (to another process or
+ * thread) in the last 100 ms, and so its waits are short for now. */
+bool threadpool_contended(enc_threadpool *pool);
 /* Not reentrant: one run at a time, from one caller thread. */
 void threadpool_run(enc_threadpool *pool, threadpool_task_fn fn, void *ctx);
 
