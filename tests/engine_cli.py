@@ -157,8 +157,8 @@ def check_bad_args(a):
     expect_fail([e, "bench", "-m", m, "--runs", "0"], 2, "--runs")
     expect_fail([e, "generate", "-m", m, "--prompt-ids", "1", "--block-size", "24"], 2, "16 or 32")
     for bad in ["", "fast", "-1", "100001", "20us"]:
-        expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2"], 1, "ENCORE_CPU_SPIN_US", "[0, 100000]",
-                    env={"ENCORE_CPU_SPIN_US": bad})
+        expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2"], 1, "ENCORE_CPU_SPIN_US",
+                    "[0, 100000]", env={"ENCORE_CPU_SPIN_US": bad})
     for cmd in ["generate", "logits", "batch", "bench"]:
         p = run([e, cmd, "--help"])
         if "usage: encore " + cmd not in p.stdout:

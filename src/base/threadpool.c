@@ -60,10 +60,10 @@
  * TP__SPIN_NS, as if spin_ns were 20 us. */
 enum {
     TP__SPIN_NS = 20000,
-    TP__SPIN_CHECK = 32,                /* pauses between clock reads (about a microsecond) */
-    TP__SPIN_DEFAULT_NS = TP__SPIN_NS,  /* spin_ns of a new pool */
-    TP__PREEMPTED_NS = 50000,           /* a gap between clock reads: the CPU was taken */
-    TP__CONTENDED_NS = 100000000,       /* then waits stay short this long: 100 ms */
+    TP__SPIN_CHECK = 32,               /* pauses between clock reads (about a microsecond) */
+    TP__SPIN_DEFAULT_NS = TP__SPIN_NS, /* spin_ns of a new pool */
+    TP__PREEMPTED_NS = 50000,          /* a gap between clock reads: the CPU was taken */
+    TP__CONTENDED_NS = 100000000,      /* then waits stay short this long: 100 ms */
 };
 #define TP__SPIN_MAX_NS INT64_C(1000000000)
 
@@ -127,8 +127,10 @@ static bool tp__spin(int64_t spin_ns, _Atomic int64_t *contended_until, bool (*d
         tp__pause();
         if (i % TP__SPIN_CHECK) continue;
         int64_t now = tp__now_ns();
-        if (!start) start = now, limit = tp__spin_limit(spin_ns, contended_until, now);
-        else if (tp__lost_cpu(contended_until, last, now)) limit = tp__spin_limit(spin_ns, contended_until, now);
+        if (!start)
+            start = now, limit = tp__spin_limit(spin_ns, contended_until, now);
+        else if (tp__lost_cpu(contended_until, last, now))
+            limit = tp__spin_limit(spin_ns, contended_until, now);
         last = now;
         if (now - start >= limit) return done(arg);
         if (now - start >= TP__SPIN_NS) sched_yield();
@@ -155,7 +157,7 @@ struct enc_threadpool {
     atomic_uint progress;
     atomic_int n_progress_sleepers;
     atomic_bool stop;
-    _Atomic int64_t spin_ns; /* how long a wait stays awake (tp__spin) */
+    _Atomic int64_t spin_ns;         /* how long a wait stays awake (tp__spin) */
     _Atomic int64_t contended_until; /* before this time (tp__now_ns), waits stay short */
 };
 
@@ -191,8 +193,8 @@ static void *tp__worker_main(void *arg)
     enc_threadpool *pool = ((tp__worker *)arg)->pool;
     tp__idle idle = {pool, 0};
     for (;;) {
-        if (!tp__spin(atomic_load_explicit(&pool->spin_ns, memory_order_relaxed), &pool->contended_until,
-                      tp__idle_over, &idle)) {
+        if (!tp__spin(atomic_load_explicit(&pool->spin_ns, memory_order_relaxed),
+                      &pool->contended_until, tp__idle_over, &idle)) {
             atomic_fetch_add(&pool->n_idle_sleepers, 1);
             while (!tp__idle_over(&idle)) tp__sleep(&pool->run_word, idle.seen);
             atomic_fetch_sub(&pool->n_idle_sleepers, 1);
@@ -314,8 +316,8 @@ static bool tp__reached(const void *arg)
 void threadpool_wait_for(enc_threadpool *pool, atomic_int *counter, int target)
 {
     tp__target t = {counter, target};
-    if (tp__spin(atomic_load_explicit(&pool->spin_ns, memory_order_relaxed), &pool->contended_until, tp__reached,
-                 &t))
+    if (tp__spin(atomic_load_explicit(&pool->spin_ns, memory_order_relaxed), &pool->contended_until,
+                 tp__reached, &t))
         return;
     /* Sleep. The order (announce, then check, then sleep on the value read
      * before checking) pairs with threadpool_advance's (add, then look for

@@ -834,7 +834,8 @@ static enc_status cpu__spin_us(int64_t *out)
     long long us = strtoll(v, &end, 10);
     if (!*v || *end || us < 0 || us > CPU__SPIN_US_MAX)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT,
-                        "ENCORE_CPU_SPIN_US=\"%s\": expected whole microseconds in [0, %d]", v, CPU__SPIN_US_MAX);
+                        "ENCORE_CPU_SPIN_US=\"%s\": expected whole microseconds in [0, %d]", v,
+                        CPU__SPIN_US_MAX);
     *out = us;
     return ENC_OK;
 }
