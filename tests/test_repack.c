@@ -11,7 +11,7 @@
  *     (the scalar table's cpu_matmul over the row layout) bit for bit, for
  *     8, 13, 37 and 69 rows (tails of 0..5 rows past the last group), token
  *     counts 1..9 and 67, and 1, 2 and 3 threads; and Q4_0 rows of 8224
- *     blocks (too long for the token sums made ahead);
+ *     blocks (too long for the token table made ahead);
  *   - the CPU backend: a repacked buffer reads back in the row layout and
  *     refuses a write by name; with ENCORE_CPU_REPACK=0 it stays a plain
  *     buffer (the write goes through).
@@ -45,8 +45,9 @@ static enc_threadpool *g_pool; /* 2 threads */
 
 enum { K = 512, MAX_ROWS = 69, MAX_T = 67 };
 /* The row length of the checks below: K, and once rows of more blocks than
- * a token block's sums hold on the stack (kernels_quant.c's CPU__QX_XS_MAX,
- * 8192), where the Q4_0 kernels sum the tokens themselves. */
+ * a token block's table holds on the stack (kernels_quant.c's
+ * CPU__QX_TOK_MAX, 8192), where the kernels take each token's scale and
+ * (Q4_0) byte sum from its block themselves. */
 static const int64_t K_LONG = 32 * 8224;
 static int64_t g_k = K;
 enum { N_TYPES = 4 };

@@ -202,17 +202,17 @@ static void cpu__qs_x8(enc_dtype dt, int T, const void *g, const void *const *xv
         memcpy(y[t], acc[t], sizeof acc[t]);
 }
 
-static void cpu__qs_x8_q8_0(int T, const void *g, const void *const *x, const int32_t *const *xs8,
-                            int64_t nb, float *const *y)
+static void cpu__qs_x8_q8_0(int T, const void *g, const void *const *x,
+                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
 {
-    (void)xs8;
+    (void)tok;
     cpu__qs_x8(ENC_Q8_0, T, g, x, nb, y);
 }
 
-static void cpu__qs_x8_q4_0(int T, const void *g, const void *const *x, const int32_t *const *xs8,
-                            int64_t nb, float *const *y)
+static void cpu__qs_x8_q4_0(int T, const void *g, const void *const *x,
+                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
 {
-    (void)xs8;
+    (void)tok;
     cpu__qs_x8(ENC_Q4_0, T, g, x, nb, y);
 }
 
@@ -238,17 +238,17 @@ static void cpu__qs_x8_k(enc_dtype dt, cpu__qs_kstep_fn step, int T, const void 
             y[t][r] = acc[t][r] - accm[t][r];
 }
 
-static void cpu__qs_x8_q4_k(int T, const void *g, const void *const *x, const int32_t *const *xs8,
-                            int64_t nb, float *const *y)
+static void cpu__qs_x8_q4_k(int T, const void *g, const void *const *x,
+                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
 {
-    (void)xs8;
+    (void)tok;
     cpu__qs_x8_k(ENC_Q4_K, cpu__qs_kstep_q4_k, T, g, x, nb, y);
 }
 
-static void cpu__qs_x8_q6_k(int T, const void *g, const void *const *x, const int32_t *const *xs8,
-                            int64_t nb, float *const *y)
+static void cpu__qs_x8_q6_k(int T, const void *g, const void *const *x,
+                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
 {
-    (void)xs8;
+    (void)tok;
     cpu__qs_x8_k(ENC_Q6_K, cpu__qs_kstep_q6_k, T, g, x, nb, y);
 }
 
@@ -327,52 +327,53 @@ static cpu__qsizes cpu__qsizes_of(enc_dtype w_dtype, int64_t k)
     return z;
 }
 
-/* Q4_0's level offset: xs8[t * nb + b] = 8 times the sum of token t's bytes
- * in block b, for the tokens [t0, t1) (exact int32), computed once per token
- * block for all the groups it meets. */
-enum { CPU__QX_XS_MAX = 8192 }; /* int32 of a token block's sums, on the stack */
+/* The token table of the interleaved kernels (cpu__qx_tok): tok[t * nb +
+ * b] token t's block b, for the tokens [t0, t1), made once per token block
+ * for all the groups it meets (Q4_0: with 8 times the block's byte sum, its
+ * level offset). */
+enum { CPU__QX_TOK_MAX = 8192 }; /* entries of a token block's table, on the stack */
 
-static void cpu__qx_xsums(const unsigned char *xb, size_t xrb, int64_t t0, int64_t t1, int64_t nb,
-                          int32_t *xs8)
+static void cpu__qx_toks(const unsigned char *xb, size_t xrb, int64_t t0, int64_t t1, int64_t nb,
+                         int q4, cpu__qx_tok *tok)
 {
     for (int64_t t = t0; t < t1; t++)
         for (int64_t b = 0; b < nb; b++) {
             const block_q8_0 *x = (const block_q8_0 *)(xb + (size_t)t * xrb) + b;
             int32_t s = 0;
-            for (int j = 0; j < 32; j++)
+            for (int j = 0; q4 && j < 32; j++)
                 s += x->qs[j];
-            xs8[(t - t0) * nb + b] = 8 * s;
+            tok[(t - t0) * nb + b] = (cpu__qx_tok){.dx = enc_f16_to_f32(x->d), .xs8 = 8 * s};
         }
 }
 
 /* Rows [n0, n1) of the whole groups of an interleaved W (n0 a multiple of
  * 8): per token block, each group meets every token, CPU__QX_TOKENS at a
- * time and the rest in one call; Q4_0's token sums made first where they
- * fit CPU__QX_XS_MAX (the token block shrunk to fit), else by the kernel. */
+ * time and the rest in one call; Q4_0/Q8_0: the token table made first where it fits
+ * CPU__QX_TOK_MAX (the token block shrunk to fit), else by the kernel. */
 static void cpu__matmul_x8(cpu__qx8_fn fn, const void *x, int64_t n_tokens, int64_t k,
                            const void *w, enc_dtype w_dtype, int64_t n_out, int64_t n0, int64_t n1,
                            float *y)
 {
     cpu__qsizes z = cpu__qsizes_of(w_dtype, k);
     const unsigned char *wb = w, *xb = x;
-    int32_t xs8[CPU__QX_XS_MAX];
-    int sums = w_dtype == ENC_Q4_0 && z.nb <= CPU__QX_XS_MAX;
-    if (sums && z.tb * z.nb > CPU__QX_XS_MAX) z.tb = CPU__QX_XS_MAX / z.nb;
+    cpu__qx_tok tok[CPU__QX_TOK_MAX];
+    int has_tok = (w_dtype == ENC_Q4_0 || w_dtype == ENC_Q8_0) && z.nb <= CPU__QX_TOK_MAX;
+    if (has_tok && z.tb * z.nb > CPU__QX_TOK_MAX) z.tb = CPU__QX_TOK_MAX / z.nb;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += z.tb) {
         int64_t t1 = t0 + z.tb < n_tokens ? t0 + z.tb : n_tokens;
-        if (sums) cpu__qx_xsums(xb, z.xrb, t0, t1, z.nb, xs8);
+        if (has_tok) cpu__qx_toks(xb, z.xrb, t0, t1, z.nb, w_dtype == ENC_Q4_0, tok);
         for (int64_t r0 = n0; r0 < n1; r0 += CPU_REPACK_ROWS)
             for (int64_t t = t0; t < t1; t += CPU__QX_TOKENS) {
                 int T = t1 - t < CPU__QX_TOKENS ? (int)(t1 - t) : CPU__QX_TOKENS;
                 const void *xp[CPU__QX_TOKENS];
                 float *yp[CPU__QX_TOKENS];
-                const int32_t *sp[CPU__QX_TOKENS];
+                const cpu__qx_tok *tp[CPU__QX_TOKENS];
                 for (int i = 0; i < T; i++) {
                     xp[i] = xb + (size_t)(t + i) * z.xrb;
                     yp[i] = y + (t + i) * n_out + r0;
-                    sp[i] = sums ? xs8 + (t + i - t0) * z.nb : NULL;
+                    tp[i] = has_tok ? tok + (t + i - t0) * z.nb : NULL;
                 }
-                fn(T, wb + (size_t)r0 * z.wrb, xp, sums ? sp : NULL, z.nb, yp);
+                fn(T, wb + (size_t)r0 * z.wrb, xp, has_tok ? tp : NULL, z.nb, yp);
             }
     }
 }

@@ -49,14 +49,23 @@ typedef void (*cpu__qtile_fn)(const void *const *w, const void *const *x, int64_
 
 enum { CPU__Q_TILE_TOKENS = 4 }; /* the most tokens of a tile call (tile_tokens) */
 
+/* What the interleaved kernels need of token t's block b besides its
+ * bytes, made once per token block for all the groups it meets: its scale
+ * d as f32 (exact: an f16), and (Q4_0) 8 times the sum of its 32 bytes
+ * (exact int32). */
+typedef struct cpu__qx_tok {
+    float dx;
+    int32_t xs8;
+} cpu__qx_tok;
+
 /* y[t][r] for T tokens x[t] (1 <= T <= CPU__QX_TOKENS) and the 8 rows of one
  * interleaved group g (repack.h), each output through the very steps of the
  * portable dot: the same exact int32 per block, then acc += (d_w d_x) isum
  * in f32, block by block, one accumulator per output (the 8 rows are the 8
- * lanes of a vector). xs8 (Q4_0; may be NULL): xs8[t][b] = 8 times the sum
- * of token t's bytes in block b, which the kernel otherwise computes. */
+ * lanes of a vector). tok (may be NULL): tok[t][b] token t's block b as
+ * cpu__qx_tok, which the kernel otherwise computes from x. */
 typedef void (*cpu__qx8_fn)(int T, const void *g, const void *const *x,
-                            const int32_t *const *xs8, int64_t n_blocks, float *const *y);
+                            const cpu__qx_tok *const *tok, int64_t n_blocks, float *const *y);
 
 enum { CPU__QX_TOKENS = 4 }; /* the most tokens of an interleaved call */
 

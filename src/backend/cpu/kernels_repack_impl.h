@@ -13,7 +13,8 @@
  *   block (4 chunks x 2 nibbles) add to |.| <= 30720 < 2^15 in int16, exact;
  *   one vpmaddwd by 1 makes the int32 sum of q x over the block, and 8 times
  *   the token's byte sum (|.| <= 8 * 32 * 128) is taken off once per block
- *   and token: sum (q - 8) x, the portable isum.
+ *   and token: sum (q - 8) x, the portable isum. That sum and d_x as f32
+ *   come from the token table (cpu__qx_tok) where the caller made one.
  *   Q8_0: |w| against x with w's sign (vpsignb), a vpmaddubsw pair |.| <=
  *   2 * 128 * 127 = 32512 < 2^15 (never saturates), summed to int32 at once
  *   (CPU__Q_DOT4).
@@ -43,10 +44,10 @@ static inline __m256i cpu__qx_xsum8(const int8_t *qs)
     return _mm256_slli_epi32(s, 3);
 }
 
-/* Q4_0: the 8 rows' exact isums of one block against token block x; lv[c]
- * the low-nibble levels of chunk c (values 4c..4c+3), lv[4 + c] the high
- * ones (values 16 + 4c ..). */
-CPU__Q_INLINE __m256i cpu__qx_isum_q4(const __m256i *lv, const block_q8_0 *x, const int32_t *xs8)
+/* Q4_0: the 8 rows' exact isums of one block against token block x, less
+ * xs8 (8 times the token's byte sum); lv[c] the low-nibble levels of chunk
+ * c (values 4c..4c+3), lv[4 + c] the high ones (values 16 + 4c ..). */
+CPU__Q_INLINE __m256i cpu__qx_isum_q4(const __m256i *lv, const block_q8_0 *x, __m256i xs8)
 {
     __m256i s16 = _mm256_setzero_si256();
     CPU__Q_UNROLL for (int c = 0; c < 4; c++)
@@ -55,8 +56,7 @@ CPU__Q_INLINE __m256i cpu__qx_isum_q4(const __m256i *lv, const block_q8_0 *x, co
         s16 = _mm256_add_epi16(s16,
                                _mm256_maddubs_epi16(lv[4 + c], cpu__qx_bcast4(x->qs + 16 + 4 * c)));
     }
-    __m256i off = xs8 ? _mm256_set1_epi32(*xs8) : cpu__qx_xsum8(x->qs);
-    return _mm256_sub_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), off);
+    return _mm256_sub_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), xs8);
 }
 
 /* Q8_0: the same, chunk c of the block at q (8 chunks), aw[c] its |w|. */
@@ -73,9 +73,31 @@ CPU__Q_INLINE __m256i cpu__qx_isum_q8(const unsigned char *q, const __m256i *aw,
     return s;
 }
 
-/* The body: T tokens x the 8 rows of group g (Q4_0 when q4, else Q8_0). */
-CPU__Q_INLINE void cpu__qx_tile(int q4, int T, const void *g, const void *const *xv,
-                                const int32_t *const *xs8, int64_t nb, float *const *y)
+/* Group block gp's levels: Q4_0 lv[c] the low nibbles of chunk c, lv[4 +
+ * c] the high ones; Q8_0 lv[c] |w| of chunk c. */
+CPU__Q_INLINE void cpu__qx_levels(int q4, const unsigned char *q, __m256i *lv)
+{
+    if (q4) {
+        CPU__Q_UNROLL for (int c = 0; c < 4; c++)
+        {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(q + 32 * c));
+            lv[c] = _mm256_and_si256(v, _mm256_set1_epi8(15));
+            lv[4 + c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(15));
+        }
+        return;
+    }
+    CPU__Q_UNROLL8 for (int c = 0; c < 8; c++)
+    {
+        __m256i w = _mm256_loadu_si256((const __m256i *)(q + 32 * c));
+        lv[c] = _mm256_sign_epi8(w, w);
+    }
+}
+
+/* The body: T tokens x the 8 rows of group g (Q4_0 when q4, else Q8_0);
+ * has_tok: the token table tok is there (else each token's scale and sum
+ * come from its block). T and has_tok are constants at each call. */
+CPU__Q_INLINE void cpu__qx_tile(int q4, int T, int has_tok, const void *g, const void *const *xv,
+                                const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
 {
     const size_t gb = CPU__QX_R * (q4 ? sizeof(block_q4_0) : sizeof(block_q8_0));
     __m256 acc[CPU__QX_TOKENS];
@@ -85,53 +107,43 @@ CPU__Q_INLINE void cpu__qx_tile(int q4, int T, const void *g, const void *const 
         if (T == 1) /* decode streams the matrix: ask for the next group's block b */
             for (size_t o = 0; o < gb; o += 64)
                 _mm_prefetch((const char *)gp + nb * gb + o, _MM_HINT_T0);
-        const unsigned char *q = gp + 2 * CPU__QX_R; /* the chunks after the 8 scales */
         __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)gp));
         __m256i lv[8];
-        if (q4) {
-            CPU__Q_UNROLL for (int c = 0; c < 4; c++)
-            {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(q + 32 * c));
-                lv[c] = _mm256_and_si256(v, _mm256_set1_epi8(15));
-                lv[4 + c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(15));
-            }
-        } else {
-            CPU__Q_UNROLL8 for (int c = 0; c < 8; c++)
-            {
-                __m256i w = _mm256_loadu_si256((const __m256i *)(q + 32 * c));
-                lv[c] = _mm256_sign_epi8(w, w);
-            }
-        }
+        cpu__qx_levels(q4, gp + 2 * CPU__QX_R, lv); /* the chunks after the 8 scales */
         CPU__Q_UNROLL for (int t = 0; t < T; t++)
         {
             const block_q8_0 *x = (const block_q8_0 *)xv[t] + b;
+            __m256 dx =
+                has_tok ? _mm256_broadcast_ss(&tok[t][b].dx) : _mm256_set1_ps(cpu__q_f16(x->d));
             __m256i isum =
-                q4 ? cpu__qx_isum_q4(lv, x, xs8 ? xs8[t] + b : NULL) : cpu__qx_isum_q8(q, lv, x);
-            __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(cpu__q_f16(x->d)));
+                q4 ? cpu__qx_isum_q4(
+                         lv, x, has_tok ? _mm256_set1_epi32(tok[t][b].xs8) : cpu__qx_xsum8(x->qs))
+                   : cpu__qx_isum_q8(gp + 2 * CPU__QX_R, lv, x);
+            __m256 s = _mm256_mul_ps(dw, dx);
             acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(s, _mm256_cvtepi32_ps(isum)));
         }
     }
     CPU__Q_UNROLL for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], acc[t]);
 }
 
-/* The table's entries: T a constant in each body. */
+/* The table's entries: T and has_tok constants in each body. */
+#define CPU__QX_CASE(Q4, T_)                                                                       \
+    case T_:                                                                                       \
+        if (tok)                                                                                   \
+            cpu__qx_tile(Q4, T_, 1, g, x, tok, nb, y);                                             \
+        else                                                                                       \
+            cpu__qx_tile(Q4, T_, 0, g, x, tok, nb, y);                                             \
+        break
 #define CPU__QX_TYPE(T_, Q4)                                                                       \
     static void cpu__qx_##T_(int T, const void *g, const void *const *x,                           \
-                             const int32_t *const *xs8, int64_t nb, float *const *y)               \
+                             const cpu__qx_tok *const *tok, int64_t nb, float *const *y)           \
     {                                                                                              \
         switch (T) {                                                                               \
-        case 4:                                                                                    \
-            cpu__qx_tile(Q4, 4, g, x, xs8, nb, y);                                                 \
-            break;                                                                                 \
-        case 3:                                                                                    \
-            cpu__qx_tile(Q4, 3, g, x, xs8, nb, y);                                                 \
-            break;                                                                                 \
-        case 2:                                                                                    \
-            cpu__qx_tile(Q4, 2, g, x, xs8, nb, y);                                                 \
-            break;                                                                                 \
+            CPU__QX_CASE(Q4, 4);                                                                   \
+            CPU__QX_CASE(Q4, 3);                                                                   \
+            CPU__QX_CASE(Q4, 2);                                                                   \
         default:                                                                                   \
-            cpu__qx_tile(Q4, 1, g, x, xs8, nb, y);                                                 \
-            break;                                                                                 \
+            CPU__QX_CASE(Q4, 1);                                                                   \
         }                                                                                          \
     }
 CPU__QX_TYPE(q4_0, 1)

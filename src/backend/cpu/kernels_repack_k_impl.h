@@ -208,16 +208,16 @@ CPU__Q_INLINE void cpu__qxk_by_t(int kt, int T, const void *g, const void *const
         cpu__qxk_tile(kt, 1, g, x, nb, y);
 }
 
-static void cpu__qxk_q4_k(int T, const void *g, const void *const *x, const int32_t *const *xs8,
+static void cpu__qxk_q4_k(int T, const void *g, const void *const *x, const cpu__qx_tok *const *tok,
                           int64_t nb, float *const *y)
 {
-    (void)xs8;
+    (void)tok;
     cpu__qxk_by_t(CPU__QXK_Q4, T, g, x, nb, y);
 }
 
-static void cpu__qxk_q6_k(int T, const void *g, const void *const *x, const int32_t *const *xs8,
+static void cpu__qxk_q6_k(int T, const void *g, const void *const *x, const cpu__qx_tok *const *tok,
                           int64_t nb, float *const *y)
 {
-    (void)xs8;
+    (void)tok;
     cpu__qxk_by_t(CPU__QXK_Q6, T, g, x, nb, y);
 }
