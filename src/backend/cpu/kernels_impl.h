@@ -341,7 +341,8 @@ static void cpu__v_matmul_rows(const float *x, int64_t n_tokens, int64_t k, cons
 enum {
     CPU__ATT_PB = 32,       /* keys per softmax block; blocks start at multiples of 32 */
     CPU__ATT_HG = 8,        /* query heads of one kv head done together (at most) */
-    CPU__ATT_QT = 8,        /* query rows of one sequence done together (at most) */
+    CPU__ATT_QT = 16,       /* query rows of one sequence done together (at most): a
+                               block's keys and values widened once for them all */
     CPU__ATT_COPY_HD = 256, /* up to this head_dim, a block's keys and values are
                                copied together first (rows 4 KiB apart thrash L1) */
     CPU__ATT_PACK_MIN_READS = 4, /* ... when this many (row, head) pairs read them */
@@ -442,10 +443,16 @@ static void cpu__att_scores(const cpu_attention_args *a, const cpu__att_item *it
             }
         }
     }
+    V sv = V_SET1(a->scale); /* one multiply per score, VW at a time */
     for (int r = 0; r < it->nr; r++)
-        for (int g = 0; g < it->hg; g++)
-            for (int i = 0; i < pn; i++)
-                S[r * lds + g * CPU__ATT_PB + i] *= a->scale;
+        for (int g = 0; g < it->hg; g++) {
+            float *s = S + r * lds + g * CPU__ATT_PB;
+            int i = 0;
+            for (; i + VW <= pn; i += VW)
+                V_STORE(s + i, V_MUL(V_LOAD(s + i), sv));
+            for (; i < pn; i++)
+                s[i] *= a->scale;
+        }
 }
 
 /* o[g][d0 .. d0 + C VW) += sum_i P[g][i] v_i[d0 ..] for g < GH, i = 0, 1, ...
