@@ -1,10 +1,10 @@
 /* bench_kernels.c - speed of the CPU matmul, per ISA, with 1 and 2 threads.
  *
- *   decode:  y[1, 3072] = x[1, 1024] W^T, W [3072, 1024] bf16: GB/s of weights
+ *   decode:  y[1, 3072] = x[1, 1024] W^T, W [3072, 1024] bf16 (or f16): GB/s of weights
  *            read. "hot": one W, which stays in cache; "cold": a new W every
  *            call from a pool of 1 GiB, so W comes from DRAM, next to the
  *            read bandwidth of that same pool (the roofline) in the same run.
- *   prefill: y[512, 3072] = x[512, 1024] W^T, bf16: GFLOP/s (2 flop per
+ *   prefill: y[512, 3072] = x[512, 1024] W^T, the same type: GFLOP/s (2 flop per
  *            multiply-add).
  *   attention (Qwen3-0.6B shape: 16 query heads, 8 kv heads, head_dim 128,
  *            block 16): a decode row over 4096 cached tokens (GB/s of K and V
@@ -15,7 +15,7 @@
  * thread the calling thread does all the work, so it is timed in its own
  * CPU time, which other people's load on a shared machine disturbs far less
  * than the wall clock; with two, in wall time.
- * Usage: bench_kernels [runs]   (default 5; at least 3) */
+ * Usage: bench_kernels [runs] [bf16|f16]   (default 5 runs, at least 3; bf16) */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #include <stdint.h>
 #include <stdio.h>
@@ -37,13 +37,14 @@ enum {
     DECODE_CALLS = 200, /* matmuls per timed decode run */
 };
 static const size_t POOL_BYTES = (size_t)1 << 30;
+static enc_dtype weight_dtype = ENC_BF16; /* bf16 or f16 (argv[2]) */
 
 /* --- the timed tasks ------------------------------------------------------ */
 
 typedef struct mm_job {
     const float *x;
     int64_t n_tokens;
-    const uint16_t *pool; /* n_w matrices [N_OUT, K] bf16, back to back */
+    const uint16_t *pool; /* n_w matrices [N_OUT, K] of the weight type, back to back */
     int64_t n_w, w_next;  /* call i uses matrix (w_next + i) % n_w */
     int calls;
     float *y;
@@ -53,7 +54,7 @@ static void mm_task(void *p, int ith, int nth)
 {
     mm_job *j = p;
     const uint16_t *w = j->pool + (size_t)(j->w_next % j->n_w) * N_OUT * K;
-    cpu_matmul(j->x, j->n_tokens, K, w, ENC_BF16, N_OUT, j->y, ith, nth);
+    cpu_matmul(j->x, j->n_tokens, K, w, weight_dtype, N_OUT, j->y, ith, nth);
 }
 
 /* The clock of a pool: one thread runs every share inline, in the caller. */
@@ -185,6 +186,12 @@ int main(int argc, char **argv)
     int runs = argc > 1 ? atoi(argv[1]) : 5;
     if (runs < 3) runs = 3;
     if (runs > 64) runs = 64;
+    if (argc > 2 && !strcmp(argv[2], "f16")) {
+        weight_dtype = ENC_F16;
+    } else if (argc > 2 && strcmp(argv[2], "bf16")) {
+        fprintf(stderr, "bench_kernels: weight type '%s' is not bf16 or f16\n", argv[2]);
+        return 2;
+    }
     size_t w_elems = (size_t)N_OUT * K;
     int64_t n_w = (int64_t)(POOL_BYTES / (w_elems * 2));
     uint16_t *pool = malloc(POOL_BYTES);
@@ -197,13 +204,14 @@ int main(int argc, char **argv)
     uint32_t s = 12345;
     for (size_t i = 0; i < POOL_BYTES / 2; i++) {
         s = s * 1664525u + 1013904223u;
-        pool[i] = enc_f32_to_bf16(((float)(s >> 8) / 16777216.0f - 0.5f) * 0.1f);
+        float v = ((float)(s >> 8) / 16777216.0f - 0.5f) * 0.1f;
+        pool[i] = weight_dtype == ENC_F16 ? enc_f32_to_f16(v) : enc_f32_to_bf16(v);
     }
     for (size_t i = 0; i < (size_t)N_PREFILL * K; i++)
         x[i] = (float)((i * 7919) % 1000) / 1000.0f;
 
-    printf("matmul bf16 [%d x %d] x [%d x %d]^T; median of %d runs; kernels_init: %s\n", 1, K,
-           N_OUT, K, runs, cpu_isa_name(cpu_kernels_init()));
+    printf("matmul %s [%d x %d] x [%d x %d]^T; median of %d runs; kernels_init: %s\n",
+           enc_dtype_name(weight_dtype), 1, K, N_OUT, K, runs, cpu_isa_name(cpu_kernels_init()));
     att_bench ab;
     size_t kv_elems = (size_t)ATT_CTX * ATT_KV_HEADS * ATT_HD, q_elems = 512u * ATT_HEADS * ATT_HD;
     ab.k_cache = malloc(kv_elems * sizeof(float));
