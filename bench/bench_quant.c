@@ -15,7 +15,8 @@
  * ISA chosen by ENCORE_CPU_ISA (else the widest the CPU runs). Q4_0, Q8_0,
  * Q4_K and Q6_K run twice: in the row layout, and repacked as the CPU
  * backend lays them out at load ("x8": cpu_repack_matrix, cpu_matmul_packed).
- * Usage: bench_quant [runs]   (default 5; at least 3) */
+ * Usage: bench_quant [runs [TYPE ...]]   (runs default 5, at least 3; the
+ * types by name, e.g. Q6_K, default all) */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #include <stdint.h>
 #include <stdio.h>
@@ -121,6 +122,14 @@ static void bench_type(enc_dtype dt, int packed, int runs)
     free(xf), free(y), free(w), free(x8);
 }
 
+/* Whether dt is among the n names (all types when n is 0). */
+static int type_wanted(enc_dtype dt, int n, char **names)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], enc_dtype_name(dt)) == 0) return 1;
+    return n <= 0;
+}
+
 int main(int argc, char **argv)
 {
     int runs = argc > 1 ? atoi(argv[1]) : 5;
@@ -132,6 +141,7 @@ int main(int argc, char **argv)
     printf("isa %s, one thread, thread CPU time, median of %d\n", cpu_isa_name(isa), runs);
     const enc_dtype types[] = {ENC_Q8_0, ENC_Q4_0, ENC_Q4_K, ENC_Q5_K, ENC_Q6_K};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        if (!type_wanted(types[i], argc - 2, argv + 2)) continue;
         bench_type(types[i], 0, runs);
         if (cpu_repack_supports(types[i], N, K)) bench_type(types[i], 1, runs);
     }
