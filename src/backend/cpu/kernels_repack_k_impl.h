@@ -63,10 +63,27 @@ static inline __m256i cpu__qxk_chunk(const unsigned char *q, int c)
     return _mm256_loadu_si256((const __m256i *)(q + 32 * c));
 }
 
+/* A one-token call streams the matrix from DRAM: it asks for pf, the next
+ * group's block (gb bytes), in CPU__QXK_PF_STEPS parts, part `step` at each
+ * step of its own block's work (NULL pf: no prefetch). Spread so, the misses
+ * in flight stay within the core's miss buffers; the 27 lines of a Q6_K
+ * block asked for at once made the stream from DRAM about a third slower
+ * than the row kernel's. */
+enum { CPU__QXK_PF_STEPS = 8 };
+CPU__Q_INLINE void cpu__qxk_prefetch(const unsigned char *pf, size_t gb, int step)
+{
+    const size_t lines = (gb + 63) / 64, per = (lines + CPU__QXK_PF_STEPS - 1) / CPU__QXK_PF_STEPS;
+    if (!pf) return;
+    for (size_t l = per * (size_t)step; l < per * (size_t)(step + 1) && l < lines; l++) {
+        _mm_prefetch((const char *)pf + 64 * l, _MM_HINT_T0);
+    }
+}
+
 /* Q4_K superblock gp of the 8 rows (2 f16 planes, 3 scale chunks, 32 qs
- * chunks) against T tokens: isum[t], msum[t] lane r row r's. */
+ * chunks) against T tokens: isum[t], msum[t] lane r row r's; pf the block
+ * to prefetch (cpu__qxk_prefetch). */
 CPU__Q_INLINE void cpu__qxk_q4_sb(int T, const unsigned char *gp, const block_q8_K *const *x,
-                                  __m256i *isum, __m256i *msum)
+                                  __m256i *isum, __m256i *msum, const unsigned char *pf)
 {
     const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
     const unsigned char *q = gp + 2 * 2 * CPU__QX_R;
@@ -80,6 +97,7 @@ CPU__Q_INLINE void cpu__qxk_q4_sb(int T, const unsigned char *gp, const block_q8
                             _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 6), m2), 4));
     CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = msum[t] = _mm256_setzero_si256();
     for (int s = 0; s < 8; s++) {
+        cpu__qxk_prefetch(pf, CPU__QX_R * sizeof(block_q4_K), s);
         __m256i s16[CPU__QX_TOKENS];
         CPU__Q_UNROLL for (int t = 0; t < T; t++) s16[t] = _mm256_setzero_si256();
         CPU__Q_UNROLL8 for (int i = 0; i < 8; i++)
@@ -115,39 +133,43 @@ CPU__Q_INLINE __m256i cpu__qxk_q6_level(__m256i lq, __m256i hq, int i)
 }
 
 /* Q6_K superblock gp of the 8 rows (1 f16 plane, 52 chunks) against T
- * tokens: isum[t], corr[t] (times 32) lane r row r's. */
+ * tokens: isum[t], corr[t] (times 32) lane r row r's; pf the block to
+ * prefetch (cpu__qxk_prefetch). The 8 steps (h, m) are unrolled, so that
+ * each group's scale shuffle is a constant (as two loops, GCC built each
+ * one's pattern at run time and read the scales from the stack). */
 CPU__Q_INLINE void cpu__qxk_q6_sb(int T, const unsigned char *gp, const block_q8_K *const *x,
-                                  __m256i *isum, __m256i *corr)
+                                  __m256i *isum, __m256i *corr, const unsigned char *pf)
 {
     const unsigned char *q = gp + 2 * CPU__QX_R;
     __m256i sv[4]; /* lane r: row r's scales 4p .. 4p + 3 */
     CPU__Q_UNROLL for (int p = 0; p < 4; p++) sv[p] = cpu__qxk_chunk(q, 48 + p);
     CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = corr[t] = _mm256_setzero_si256();
-    for (int h = 0; h < 2; h++)
-        for (int m = 0; m < 8; m += 2) { /* values 4m .. 4m + 7 of each run i: one group */
-            __m256i lq[2][2], hq[2];     /* [i & 1][m or m + 1] */
-            CPU__Q_UNROLL for (int j = 0; j < 2; j++)
+    CPU__Q_UNROLL8 for (int st = 0; st < 8; st++)
+    { /* half h, values 4m .. 4m + 7 of each run i: one group */
+        const int h = st / 4, m = 2 * (st % 4);
+        cpu__qxk_prefetch(pf, CPU__QX_R * sizeof(block_q6_K), st);
+        __m256i lq[2][2], hq[2]; /* [i & 1][m or m + 1] */
+        CPU__Q_UNROLL for (int j = 0; j < 2; j++)
+        {
+            lq[0][j] = cpu__qxk_chunk(q, 16 * h + m + j);
+            lq[1][j] = cpu__qxk_chunk(q, 16 * h + 8 + m + j);
+            hq[j] = cpu__qxk_chunk(q, 32 + 8 * h + m + j);
+        }
+        CPU__Q_UNROLL for (int i = 0; i < 4; i++)
+        {
+            int g = 8 * h + 2 * i + m / 4;
+            __m256i l0 = cpu__qxk_q6_level(lq[i & 1][0], hq[0], i);
+            __m256i l1 = cpu__qxk_q6_level(lq[i & 1][1], hq[1], i);
+            __m256i sg = cpu__qxk_s16(sv[g / 4], g % 4, g % 4);
+            CPU__Q_UNROLL for (int t = 0; t < T; t++)
             {
-                lq[0][j] = cpu__qxk_chunk(q, 16 * h + m + j);
-                lq[1][j] = cpu__qxk_chunk(q, 16 * h + 8 + m + j);
-                hq[j] = cpu__qxk_chunk(q, 32 + 8 * h + m + j);
-            }
-            CPU__Q_UNROLL for (int i = 0; i < 4; i++)
-            {
-                int g = 8 * h + 2 * i + m / 4;
-                __m256i l0 = cpu__qxk_q6_level(lq[i & 1][0], hq[0], i);
-                __m256i l1 = cpu__qxk_q6_level(lq[i & 1][1], hq[1], i);
-                __m256i sg = cpu__qxk_s16(sv[g / 4], g % 4, g % 4);
-                CPU__Q_UNROLL for (int t = 0; t < T; t++)
-                {
-                    const int8_t *xq = x[t]->qs + 128 * h + 32 * i + 4 * m;
-                    __m256i s16 =
-                        _mm256_add_epi16(_mm256_maddubs_epi16(l0, cpu__qx_bcast4(xq)),
-                                         _mm256_maddubs_epi16(l1, cpu__qx_bcast4(xq + 4)));
-                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16, sg));
-                }
+                const int8_t *xq = x[t]->qs + 128 * h + 32 * i + 4 * m;
+                __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(l0, cpu__qx_bcast4(xq)),
+                                               _mm256_maddubs_epi16(l1, cpu__qx_bcast4(xq + 4)));
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16, sg));
             }
         }
+    }
     CPU__Q_UNROLL8 for (int p = 0; p < 8; p++)
     { /* groups 2p and 2p + 1: their scales against their bsums */
         __m256i sp = cpu__qxk_s16(sv[p / 2], 2 * (p % 2), 2 * (p % 2) + 1);
@@ -168,16 +190,14 @@ CPU__Q_INLINE void cpu__qxk_tile(int kt, int T, const void *g, const void *const
     CPU__Q_UNROLL for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const unsigned char *gp = (const unsigned char *)g + (size_t)b * gb;
-        if (T == 1) /* decode streams the matrix: ask for the next group's block b */
-            for (size_t o = 0; o < gb; o += 64)
-                _mm_prefetch((const char *)gp + nb * gb + o, _MM_HINT_T0);
+        const unsigned char *pf = T == 1 ? gp + nb * gb : NULL; /* the next group's block b */
         const block_q8_K *x[CPU__QX_TOKENS];
         CPU__Q_UNROLL for (int t = 0; t < T; t++) x[t] = (const block_q8_K *)xv[t] + b;
         __m256i isum[CPU__QX_TOKENS], corr[CPU__QX_TOKENS];
         if (kt == CPU__QXK_Q6)
-            cpu__qxk_q6_sb(T, gp, x, isum, corr);
+            cpu__qxk_q6_sb(T, gp, x, isum, corr, pf);
         else
-            cpu__qxk_q4_sb(T, gp, x, isum, corr);
+            cpu__qxk_q4_sb(T, gp, x, isum, corr, pf);
         __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)gp));
         __m256 dm =
             kt == CPU__QXK_Q6 ? dw : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 16)));
