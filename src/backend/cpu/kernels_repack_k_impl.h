@@ -96,7 +96,8 @@ CPU__Q_INLINE void cpu__qxk_q4_sb(int T, const unsigned char *gp, const block_q8
     mn[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), m4),
                             _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 6), m2), 4));
     CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = msum[t] = _mm256_setzero_si256();
-    for (int s = 0; s < 8; s++) {
+    CPU__Q_UNROLL8 for (int s = 0; s < 8; s++)
+    {
         cpu__qxk_prefetch(pf, CPU__QX_R * sizeof(block_q4_K), s);
         __m256i s16[CPU__QX_TOKENS];
         CPU__Q_UNROLL for (int t = 0; t < T; t++) s16[t] = _mm256_setzero_si256();
