@@ -79,9 +79,42 @@ CPU__Q_INLINE void cpu__qxk_prefetch(const unsigned char *pf, size_t gb, int ste
     }
 }
 
+/* Sub-block s (32 values) of a Q4_K superblock of the 8 rows, q its chunks
+ * after the f16 planes, sc / mn the unpacked scales and mins, against T
+ * tokens: isum[t] += sc[s] sum q x, msum[t] += m[s] (bsums[2s] + bsums[2s +
+ * 1]), lane r row r's. */
+CPU__Q_INLINE void cpu__qxk_q4_sub(int T, const unsigned char *q, const block_q8_K *const *x, int s,
+                                   const __m256i *sc, const __m256i *mn, __m256i *isum,
+                                   __m256i *msum)
+{
+    const __m256i m4 = _mm256_set1_epi8(15);
+    __m256i s16[CPU__QX_TOKENS];
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) s16[t] = _mm256_setzero_si256();
+    CPU__Q_UNROLL8 for (int i = 0; i < 8; i++)
+    {
+        __m256i v = cpu__qxk_chunk(q, 3 + 8 * (s / 2) + i);
+        __m256i lv = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(v, 4) : v, m4);
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        {
+            __m256i p = _mm256_maddubs_epi16(lv, cpu__qx_bcast4(x[t]->qs + 32 * s + 4 * i));
+            s16[t] = _mm256_add_epi16(s16[t], p);
+        }
+    }
+    __m256i ss = cpu__qxk_u16(sc[s / 4], s % 4), ms = cpu__qxk_u16(mn[s / 4], s % 4);
+    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    {
+        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], ss));
+        msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(ms, cpu__qxk_bsum2(x[t], 2 * s)));
+    }
+}
+
 /* Q4_K superblock gp of the 8 rows (2 f16 planes, 3 scale chunks, 32 qs
  * chunks) against T tokens: isum[t], msum[t] lane r row r's; pf the block
- * to prefetch (cpu__qxk_prefetch). */
+ * to prefetch (cpu__qxk_prefetch). One token's 8 sub-blocks are unrolled,
+ * so that their shuffles and shifts are constants (as a loop, GCC built
+ * each pattern at run time: 952 instructions a superblock against 502);
+ * more tokens stay a loop (unrolled, GCC hoists the loads of all 8 and
+ * spills them: twice the time in prefill). */
 CPU__Q_INLINE void cpu__qxk_q4_sb(int T, const unsigned char *gp, const block_q8_K *const *x,
                                   __m256i *isum, __m256i *msum, const unsigned char *pf)
 {
@@ -96,28 +129,16 @@ CPU__Q_INLINE void cpu__qxk_q4_sb(int T, const unsigned char *gp, const block_q8
     mn[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), m4),
                             _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 6), m2), 4));
     CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = msum[t] = _mm256_setzero_si256();
-    CPU__Q_UNROLL8 for (int s = 0; s < 8; s++)
-    {
-        cpu__qxk_prefetch(pf, CPU__QX_R * sizeof(block_q4_K), s);
-        __m256i s16[CPU__QX_TOKENS];
-        CPU__Q_UNROLL for (int t = 0; t < T; t++) s16[t] = _mm256_setzero_si256();
-        CPU__Q_UNROLL8 for (int i = 0; i < 8; i++)
+    if (T == 1) {
+        CPU__Q_UNROLL8 for (int s = 0; s < 8; s++)
         {
-            __m256i v = cpu__qxk_chunk(q, 3 + 8 * (s / 2) + i);
-            __m256i lv = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(v, 4) : v, m4);
-            CPU__Q_UNROLL for (int t = 0; t < T; t++)
-            {
-                __m256i p = _mm256_maddubs_epi16(lv, cpu__qx_bcast4(x[t]->qs + 32 * s + 4 * i));
-                s16[t] = _mm256_add_epi16(s16[t], p);
-            }
+            cpu__qxk_prefetch(pf, CPU__QX_R * sizeof(block_q4_K), s);
+            cpu__qxk_q4_sub(1, q, x, s, sc, mn, isum, msum);
         }
-        __m256i ss = cpu__qxk_u16(sc[s / 4], s % 4), ms = cpu__qxk_u16(mn[s / 4], s % 4);
-        CPU__Q_UNROLL for (int t = 0; t < T; t++)
-        {
-            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], ss));
-            msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(ms, cpu__qxk_bsum2(x[t], 2 * s)));
-        }
+        return;
     }
+    for (int s = 0; s < 8; s++)
+        cpu__qxk_q4_sub(T, q, x, s, sc, mn, isum, msum);
 }
 
 /* The levels q + 32 of run i of the 8 rows of a Q6_K superblock, 4 values
@@ -133,11 +154,42 @@ CPU__Q_INLINE __m256i cpu__qxk_q6_level(__m256i lq, __m256i hq, int i)
     return _mm256_or_si256(lo, _mm256_and_si256(hi, _mm256_set1_epi8(0x30)));
 }
 
+/* The step (h, m) (half h, values 4m .. 4m + 7 of each run i, m even: one
+ * group g of 16 values per run) of a Q6_K superblock of the 8 rows,
+ * q its chunks after the f16 plane, sv its scale chunks, against T tokens:
+ * isum[t] += sum_g sc[g] sum (q + 32) x, lane r row r's. */
+CPU__Q_INLINE void cpu__qxk_q6_step(int T, const unsigned char *q, const block_q8_K *const *x,
+                                    int h, int m, const __m256i *sv, __m256i *isum)
+{
+    __m256i lq[2][2], hq[2]; /* [i & 1][m or m + 1] */
+    CPU__Q_UNROLL for (int j = 0; j < 2; j++)
+    {
+        lq[0][j] = cpu__qxk_chunk(q, 16 * h + m + j);
+        lq[1][j] = cpu__qxk_chunk(q, 16 * h + 8 + m + j);
+        hq[j] = cpu__qxk_chunk(q, 32 + 8 * h + m + j);
+    }
+    CPU__Q_UNROLL for (int i = 0; i < 4; i++)
+    {
+        int g = 8 * h + 2 * i + m / 4;
+        __m256i l0 = cpu__qxk_q6_level(lq[i & 1][0], hq[0], i);
+        __m256i l1 = cpu__qxk_q6_level(lq[i & 1][1], hq[1], i);
+        __m256i sg = cpu__qxk_s16(sv[g / 4], g % 4, g % 4);
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        {
+            const int8_t *xq = x[t]->qs + 128 * h + 32 * i + 4 * m;
+            __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(l0, cpu__qx_bcast4(xq)),
+                                           _mm256_maddubs_epi16(l1, cpu__qx_bcast4(xq + 4)));
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16, sg));
+        }
+    }
+}
+
 /* Q6_K superblock gp of the 8 rows (1 f16 plane, 52 chunks) against T
  * tokens: isum[t], corr[t] (times 32) lane r row r's; pf the block to
- * prefetch (cpu__qxk_prefetch). The 8 steps (h, m) are unrolled, so that
- * each group's scale shuffle is a constant (as two loops, GCC built each
- * one's pattern at run time and read the scales from the stack). */
+ * prefetch (cpu__qxk_prefetch). One token's 8 steps are unrolled (constant
+ * scale shuffles; as a loop, GCC built each pattern at run time and read
+ * the scales from the stack: 1299 instructions a superblock against 729),
+ * more tokens' stay a loop (unrolled, prefill took 9% longer). */
 CPU__Q_INLINE void cpu__qxk_q6_sb(int T, const unsigned char *gp, const block_q8_K *const *x,
                                   __m256i *isum, __m256i *corr, const unsigned char *pf)
 {
@@ -145,31 +197,16 @@ CPU__Q_INLINE void cpu__qxk_q6_sb(int T, const unsigned char *gp, const block_q8
     __m256i sv[4]; /* lane r: row r's scales 4p .. 4p + 3 */
     CPU__Q_UNROLL for (int p = 0; p < 4; p++) sv[p] = cpu__qxk_chunk(q, 48 + p);
     CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = corr[t] = _mm256_setzero_si256();
-    CPU__Q_UNROLL8 for (int st = 0; st < 8; st++)
-    { /* half h, values 4m .. 4m + 7 of each run i: one group */
-        const int h = st / 4, m = 2 * (st % 4);
-        cpu__qxk_prefetch(pf, CPU__QX_R * sizeof(block_q6_K), st);
-        __m256i lq[2][2], hq[2]; /* [i & 1][m or m + 1] */
-        CPU__Q_UNROLL for (int j = 0; j < 2; j++)
+    if (T == 1) {
+        CPU__Q_UNROLL8 for (int st = 0; st < 8; st++)
         {
-            lq[0][j] = cpu__qxk_chunk(q, 16 * h + m + j);
-            lq[1][j] = cpu__qxk_chunk(q, 16 * h + 8 + m + j);
-            hq[j] = cpu__qxk_chunk(q, 32 + 8 * h + m + j);
+            cpu__qxk_prefetch(pf, CPU__QX_R * sizeof(block_q6_K), st);
+            cpu__qxk_q6_step(1, q, x, st / 4, 2 * (st % 4), sv, isum);
         }
-        CPU__Q_UNROLL for (int i = 0; i < 4; i++)
-        {
-            int g = 8 * h + 2 * i + m / 4;
-            __m256i l0 = cpu__qxk_q6_level(lq[i & 1][0], hq[0], i);
-            __m256i l1 = cpu__qxk_q6_level(lq[i & 1][1], hq[1], i);
-            __m256i sg = cpu__qxk_s16(sv[g / 4], g % 4, g % 4);
-            CPU__Q_UNROLL for (int t = 0; t < T; t++)
-            {
-                const int8_t *xq = x[t]->qs + 128 * h + 32 * i + 4 * m;
-                __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(l0, cpu__qx_bcast4(xq)),
-                                               _mm256_maddubs_epi16(l1, cpu__qx_bcast4(xq + 4)));
-                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16, sg));
-            }
-        }
+    } else {
+        for (int h = 0; h < 2; h++)
+            for (int m = 0; m < 8; m += 2)
+                cpu__qxk_q6_step(T, q, x, h, m, sv, isum);
     }
     CPU__Q_UNROLL8 for (int p = 0; p < 8; p++)
     { /* groups 2p and 2p + 1: their scales against their bsums */
