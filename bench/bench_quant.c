@@ -7,6 +7,10 @@
  *            ceiling when memory is not the limit.
  *            "cold": y[1, N'] over a 256 MiB W, which streams from DRAM
  *            (page faults of the first touch are outside the timing).
+ *            "cold x8/rows": for a type with both layouts, the ratio of
+ *            the two cold speeds in calls that alternate (rows, x8, rows,
+ *            ...), the median of the runs' ratios: a slow spell of a shared
+ *            machine slows both halves of a pair, so the ratio stays.
  *   prefill: y[64, N] = x[64, K] W^T: GMAC/s (multiply-adds per second).
  *   quantize: the activations of a [64, K] f32 x into the dot type: GB/s of
  *            f32 read.
@@ -69,6 +73,42 @@ static double time_quantize(const float *x, enc_dtype dq, void *x8, int calls, i
     return bench_median(t, runs);
 }
 
+/* W [N, K] of dt from the generator's state s. */
+static unsigned char *make_weights(enc_dtype dt, uint32_t *s)
+{
+    size_t wrb = enc_dtype_row_bytes(dt, K);
+    unsigned char *w = malloc(wrb * N);
+    for (int n = 0; n < N; n++) {
+        float row[K];
+        for (int j = 0; j < K; j++)
+            row[j] = frand(s);
+        quant_quantize_row(dt, row, w + (size_t)n * wrb, K);
+    }
+    return w;
+}
+
+/* A COLD_BYTES matrix of copies of w's N rows (its groups, when packed:
+ * N is a multiple of 8); *n_cold its rows, whole groups. */
+static unsigned char *make_cold(const unsigned char *w, size_t wrb, int64_t *n_cold)
+{
+    int64_t n = (int64_t)(COLD_BYTES / wrb);
+    n -= n % CPU_REPACK_ROWS;
+    unsigned char *wc = malloc(wrb * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        memcpy(wc + (size_t)i * wrb, w + (size_t)(i % N) * wrb, wrb);
+    *n_cold = n;
+    return wc;
+}
+
+/* Seconds of one one-token call over the cold matrix wc [n_cold, K]. */
+static double time_cold(matmul_fn mm, const void *x8, const void *wc, enc_dtype dt, int64_t n_cold,
+                        float *yc)
+{
+    double t0 = bench_cpu_s();
+    mm(x8, 1, K, wc, dt, n_cold, yc, 0, 1);
+    return bench_cpu_s() - t0;
+}
+
 /* w [rows, K] in place into the interleaved layout. */
 static void repack(unsigned char *w, enc_dtype dt, int64_t rows)
 {
@@ -83,34 +123,23 @@ static void bench_type(enc_dtype dt, int packed, int runs)
     enc_dtype dq = quant_dot_dtype(dt);
     size_t wrb = enc_dtype_row_bytes(dt, K), xrb = enc_dtype_row_bytes(dq, K);
     float *xf = malloc(sizeof(float) * K * T_PREFILL), *y = malloc(sizeof(float) * N * T_PREFILL);
-    unsigned char *w = malloc(wrb * N), *x8 = malloc(xrb * T_PREFILL);
+    unsigned char *x8 = malloc(xrb * T_PREFILL);
     uint32_t s = 12345;
     for (int64_t i = 0; i < (int64_t)K * T_PREFILL; i++)
         xf[i] = frand(&s);
-    for (int n = 0; n < N; n++) {
-        float row[K];
-        for (int j = 0; j < K; j++)
-            row[j] = frand(&s);
-        quant_quantize_row(dt, row, w + (size_t)n * wrb, K);
-    }
+    unsigned char *w = make_weights(dt, &s);
     double tq = time_quantize(xf, dq, x8, 20, runs);
     if (packed) repack(w, dt, N);
     double td = time_matmul(mm, x8, 1, w, dt, y, 200, runs);
     double tp = time_matmul(mm, x8, T_PREFILL, w, dt, y, 4, runs);
-    /* cold: one call over N_COLD rows (a new slice of a large matrix each
-     * time), so the weights stream from DRAM */
-    int64_t n_cold = (int64_t)(COLD_BYTES / wrb);
-    unsigned char *wc = malloc(wrb * (size_t)n_cold);
+    /* cold: one call over the whole 256 MiB matrix, which streams from DRAM */
+    int64_t n_cold;
+    unsigned char *wc = make_cold(w, wrb, &n_cold);
     float *yc = malloc(sizeof(float) * (size_t)n_cold);
-    for (int64_t n = 0; n < n_cold; n++)
-        memcpy(wc + (size_t)n * wrb, w + (size_t)(n % N) * wrb, wrb);
-    n_cold -=
-        n_cold % CPU_REPACK_ROWS; /* whole groups (N is a multiple of 8: the copies keep them) */
     double tc[MAX_RUNS];
     for (int r = -1; r < runs; r++) {
-        double t0 = bench_cpu_s();
-        mm(x8, 1, K, wc, dt, n_cold, yc, 0, 1);
-        if (r >= 0) tc[r] = bench_cpu_s() - t0;
+        double t = time_cold(mm, x8, wc, dt, n_cold, yc);
+        if (r >= 0) tc[r] = t;
     }
     double tcold = bench_median(tc, runs);
     free(wc), free(yc);
@@ -120,6 +149,35 @@ static void bench_type(enc_dtype dt, int packed, int runs)
         (double)(wrb * (size_t)n_cold) / tcold * 1e-9, (double)K * N * T_PREFILL / tp * 1e-9,
         (double)sizeof(float) * K * T_PREFILL / tq * 1e-9);
     free(xf), free(y), free(w), free(x8);
+}
+
+/* The cold ratio x8 / rows of dt: the two layouts of the same matrix in
+ * alternating calls, the median of the runs' ratios of speed. */
+static void bench_cold_pair(enc_dtype dt, int runs)
+{
+    enc_dtype dq = quant_dot_dtype(dt);
+    size_t wrb = enc_dtype_row_bytes(dt, K);
+    uint32_t s = 12345;
+    float xf[K];
+    for (int j = 0; j < K; j++)
+        xf[j] = frand(&s);
+    unsigned char *x8 = malloc(enc_dtype_row_bytes(dq, K));
+    quant_quantize_row(dq, xf, x8, K);
+    unsigned char *w = make_weights(dt, &s);
+    int64_t n_cold;
+    unsigned char *wr = make_cold(w, wrb, &n_cold);
+    repack(w, dt, N);
+    unsigned char *wp = make_cold(w, wrb, &n_cold);
+    float *yc = malloc(sizeof(float) * (size_t)n_cold);
+    double ratio[MAX_RUNS];
+    for (int r = -1; r < runs; r++) {
+        double tr = time_cold(cpu_matmul, x8, wr, dt, n_cold, yc);
+        double tp = time_cold(cpu_matmul_packed, x8, wp, dt, n_cold, yc);
+        if (r >= 0) ratio[r] = tr / tp;
+    }
+    printf("%-7s cold x8/rows %5.3f  (alternating calls, median of %d pairs)\n", enc_dtype_name(dt),
+           bench_median(ratio, runs), runs);
+    free(x8), free(w), free(wr), free(wp), free(yc);
 }
 
 /* Whether dt is among the n names (all types when n is 0). */
@@ -143,7 +201,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
         if (!type_wanted(types[i], argc - 2, argv + 2)) continue;
         bench_type(types[i], 0, runs);
-        if (cpu_repack_supports(types[i], N, K)) bench_type(types[i], 1, runs);
+        if (!cpu_repack_supports(types[i], N, K)) continue;
+        bench_type(types[i], 1, runs);
+        bench_cold_pair(types[i], runs);
     }
     return 0;
 }
