@@ -23,7 +23,10 @@
  * Then, lane by lane, the portable dot's f32 steps in its order:
  *   acc += (d_w d_x) isum;  accm += (dmin_w d_x) msum   (Q6_K: d_w, corr);
  *   y = acc - accm
- * so every output has the row layout's bits, whatever T or the ISA. */
+ * so every output has the row layout's bits, whatever T or the ISA.
+ * A one-token call (decode, the weights streaming from DRAM) unrolls a
+ * superblock's 8 steps and spreads its prefetch of the next group over
+ * them (cpu__qxk_prefetch); more tokens keep the loops. */
 
 enum { CPU__QXK_Q4 = 0, CPU__QXK_Q6 = 1 };
 
