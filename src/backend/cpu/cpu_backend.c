@@ -19,6 +19,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_moe.h"
 #include "backend/cpu/repack.h"
+#include "base/log.h"
 #include "base/quant.h"
 #include "base/threadpool.h"
 
@@ -204,6 +205,7 @@ typedef struct cpu__call {
         struct { int64_t n_tokens, k, n; } moe_sum;
     };
     bool serial; /* too small to be worth waking the other threads */
+    size_t dst_bytes, src_bytes[GRAPH_MAX_SRC]; /* what dst and src[] span (cpu__joins) */
 } cpu__call;
 
 /* What the backend knows of one op: how to fill a call's arguments from its
@@ -291,6 +293,7 @@ static void cpu__prepare_quantize(const graph_node *n, cpu__call *c)
     c->quantize.k = x->shape[x->n_dims - 1];
     c->quantize.rows = graph_tensor_nelements(x) / c->quantize.k;
     c->dst = c->src[scratch];
+    c->dst_bytes = graph_tensor_nbytes(n->src[scratch]);
 }
 static int64_t cpu__cost_quantize(const cpu__call *c) { return 4 * c->quantize.rows * c->quantize.k; }
 static void cpu__run_quantize(const cpu__call *c, int ith, int nth)
@@ -576,9 +579,11 @@ static enc_status cpu__prepare_as(const graph_node *n, int op_id, cpu__call *c)
     memset(c, 0, sizeof *c);
     c->op = (graph_op)op_id;
     ENC_TRY(cpu__resolve(n->dst, n, &c->dst));
+    c->dst_bytes = n->dst ? graph_tensor_nbytes(n->dst) : 0;
     for (int s = 0; s < GRAPH_MAX_SRC; s++) {
         ENC_TRY(cpu__resolve(n->src[s], n, &c->src[s]));
         ENC_TRY(cpu__check_packed(n, s));
+        c->src_bytes[s] = n->src[s] ? graph_tensor_nbytes(n->src[s]) : 0;
     }
     const cpu__op *op = op_id >= 0 && op_id < CPU__OP_COUNT ? &cpu__op_table[op_id] : NULL;
     if (!op || !op->run) return enc_fail(ENC_ERR_INTERNAL, "cpu: unknown op");
@@ -615,6 +620,7 @@ static enc_status cpu__prepare(const graph_node *n, cpu__call *c, int *n_calls)
         ENC_TRY(cpu__prepare_as(n, CPU__OP_QUANTIZE, &c[0]));
         ENC_TRY(cpu__prepare_as(n, (int)n->op, &c[1]));
         c[1].src[0] = c[1].src[cpu__scratch_src(n)]; /* the dots read the quantized activations */
+        c[1].src_bytes[0] = c[1].src_bytes[cpu__scratch_src(n)];
         if (n->op == GRAPH_OP_MATMUL_ID) c[1].matmul_id.x = c[1].src[0];
         *n_calls = 2;
         return ENC_OK;
@@ -627,6 +633,63 @@ static enc_status cpu__prepare(const graph_node *n, cpu__call *c, int *n_calls)
 static void cpu__run(const cpu__call *c, int ith, int nth) { cpu__op_table[c->op].run(c, ith, nth); }
 
 static void cpu__run_one(void *arg, int ith, int nth) { cpu__run(arg, ith, nth); }
+
+/* --- groups of independent calls -------------------------------------------- *
+ *
+ * Consecutive parallel calls that do not depend on each other run as one
+ * parallel group: every share does its share of each call in order, and the
+ * pool's threads meet once after the group instead of once per call. The
+ * matmuls of one activation form such groups (q, k and v of a layer; the gate
+ * and up experts of an MoE layer). A call joins a group when its op writes
+ * nothing but dst (a matmul, a matmul_id, a quantize), every call of the
+ * group is such a one, and no byte it reads or writes is one a call of the
+ * group writes (nor one it writes read by them). Every call still runs its
+ * own (ith, nth) share, so no value changes. */
+enum { CPU__GROUP_MAX = 8 };
+
+static bool cpu__writes_dst_only(const cpu__call *c)
+{
+    return !c->serial && (c->op == GRAPH_OP_MATMUL || c->op == GRAPH_OP_MATMUL_ID ||
+                          (int)c->op == CPU__OP_QUANTIZE);
+}
+
+static bool cpu__overlap(const void *a, size_t na, const void *b, size_t nb)
+{
+    const char *pa = a, *pb = b;
+    return pa && pb && na && nb && pa < pb + nb && pb < pa + na;
+}
+
+/* 1 if call a's dst is none of b's sources nor its dst (either way round). */
+static bool cpu__apart(const cpu__call *a, const cpu__call *b)
+{
+    if (cpu__overlap(a->dst, a->dst_bytes, b->dst, b->dst_bytes)) return false;
+    for (int s = 0; s < GRAPH_MAX_SRC; s++)
+        if (cpu__overlap(a->dst, a->dst_bytes, b->src[s], b->src_bytes[s]) ||
+            cpu__overlap(b->dst, b->dst_bytes, a->src[s], a->src_bytes[s]))
+            return false;
+    return true;
+}
+
+/* 1 if c may join the group g[0 .. n) (n >= 1). */
+static bool cpu__joins(const cpu__call *g, int n, const cpu__call *c)
+{
+    if (n >= CPU__GROUP_MAX || !cpu__writes_dst_only(c)) return false;
+    for (int i = 0; i < n; i++)
+        if (!cpu__writes_dst_only(&g[i]) || !cpu__apart(&g[i], c)) return false;
+    return true;
+}
+
+typedef struct cpu__group {
+    const cpu__call *calls;
+    int n;
+} cpu__group;
+
+static void cpu__run_group(void *arg, int ith, int nth)
+{
+    const cpu__group *gr = arg;
+    for (int i = 0; i < gr->n; i++)
+        cpu__run(&gr->calls[i], ith, nth);
+}
 
 /* --- eager execution, capture and replay ------------------------------------ */
 
@@ -675,27 +738,50 @@ static enc_status cpu__segment_recording(backend_recording *rec, int n_threads)
             rec->segments[n - 1].n_calls++;
             continue;
         }
+        cpu__segment *last = n > 0 ? &rec->segments[n - 1] : NULL;
+        if (last && cpu__joins(&rec->calls[last->first], last->n_calls, &rec->calls[i])) {
+            last->n_calls++; /* a group of independent parallel calls */
+            continue;
+        }
         rec->segments[n++] = (cpu__segment){i, 1, serial ? 1 : n_threads};
     }
     rec->n_segments = n;
+    enc_log_debug("cpu: a recording of %d calls in %d segments", rec->n_calls, n);
     return ENC_OK;
+}
+
+/* Eager: the parallel group waiting to run (cpu__joins), run as one pool run. */
+static void cpu__flush(cpu__ctx *ctx, cpu__call *group, int *n)
+{
+    cpu__group gr = {group, *n};
+    if (*n == 1) threadpool_run(ctx->pool, cpu__run_one, &group[0]);
+    else if (*n > 1) threadpool_run(ctx->pool, cpu__run_group, &gr);
+    *n = 0;
 }
 
 static enc_status cpu__graph_compute(backend *be, const graph *g)
 {
     cpu__ctx *ctx = be->ctx;
-    for (int i = 0; i < g->n_nodes; i++) {
+    cpu__call group[CPU__GROUP_MAX];
+    int n_group = 0;
+    enc_status st = ENC_OK;
+    for (int i = 0; i < g->n_nodes && st == ENC_OK; i++) {
         cpu__call calls[CPU__MAX_CALLS_PER_NODE];
         int n_calls;
-        ENC_TRY(cpu__prepare(&g->nodes[i], calls, &n_calls));
-        for (int j = 0; j < n_calls; j++) {
+        st = cpu__prepare(&g->nodes[i], calls, &n_calls);
+        for (int j = 0; st == ENC_OK && j < n_calls; j++) {
             cpu__call *c = &calls[j];
-            if (ctx->capturing) ENC_TRY(cpu__record(ctx->capturing, c));
-            else if (c->serial) cpu__run(c, 0, 1);
-            else threadpool_run(ctx->pool, cpu__run_one, c);
+            if (ctx->capturing) {
+                st = cpu__record(ctx->capturing, c);
+                continue;
+            }
+            if (n_group > 0 && !cpu__joins(group, n_group, c)) cpu__flush(ctx, group, &n_group);
+            if (c->serial) cpu__run(c, 0, 1);
+            else group[n_group++] = *c;
         }
     }
-    return ENC_OK;
+    cpu__flush(ctx, group, &n_group);
+    return st;
 }
 
 static enc_status cpu__capture_begin(backend *be)
