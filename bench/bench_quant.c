@@ -198,7 +198,16 @@ int main(int argc, char **argv)
     cpu_isa isa = cpu_kernels_init();
     printf("isa %s, one thread, thread CPU time, median of %d\n", cpu_isa_name(isa), runs);
     const enc_dtype types[] = {ENC_Q8_0, ENC_Q4_0, ENC_Q4_K, ENC_Q5_K, ENC_Q6_K};
-    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+    const size_t n_types = sizeof types / sizeof *types;
+    for (int a = 2; a < argc; a++) {
+        size_t i = 0;
+        while (i < n_types && strcmp(argv[a], enc_dtype_name(types[i])) != 0) i++;
+        if (i == n_types) {
+            fprintf(stderr, "bench_quant: unknown type '%s' (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)\n", argv[a]);
+            return 2;
+        }
+    }
+    for (size_t i = 0; i < n_types; i++) {
         if (!type_wanted(types[i], argc - 2, argv + 2)) continue;
         bench_type(types[i], 0, runs);
         if (!cpu_repack_supports(types[i], N, K)) continue;
