@@ -61,6 +61,20 @@ mkdir -p "$OUT"
 die() { echo "vs_llamacpp.sh: $*" >&2; exit 1; }
 
 # --- llama.cpp, built from the pinned source when asked -----------------------
+# llama.cpp's ISA options: -DGGML_NATIVE=ON, except on a CPU that lists AMX,
+# where its native build's AMX kernel has crashed (SIGSEGV in
+# ggml_backend_amx_mul_mat on a KVM Xeon): there every other ISA the CPU
+# lists is named and AMX is left out.
+llama_isa_flags() {
+  local f=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+  case "$f" in *" amx_int8 "*) ;; *) echo -DGGML_NATIVE=ON; return ;; esac
+  echo -DGGML_NATIVE=OFF
+  local pair
+  for pair in avx:AVX avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx_vnni:AVX_VNNI avx512f:AVX512 \
+              avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16; do
+    case "$f" in *" ${pair%%:*} "*) echo "-DGGML_${pair#*:}=ON" ;; esac
+  done
+}
 build_llama() {
   [ -n "${LLAMA_SRC:-}" ] && [ -f "$LLAMA_SRC/CMakeLists.txt" ] ||
     die "--build needs LLAMA_SRC, llama.cpp's source at commit $LLAMA_PIN (LLAMA_SRC='${LLAMA_SRC:-}')"
@@ -70,7 +84,7 @@ build_llama() {
       *) die "$LLAMA_SRC is at $(git -C "$LLAMA_SRC" rev-parse --short HEAD), not $LLAMA_PIN" ;;
     esac
   fi
-  cmake -S "$LLAMA_SRC" -B "$LLAMA_SRC/build" -DGGML_NATIVE=ON -DGGML_OPENMP=ON \
+  cmake -S "$LLAMA_SRC" -B "$LLAMA_SRC/build" $(llama_isa_flags) -DGGML_OPENMP=ON \
     -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF
   cmake --build "$LLAMA_SRC/build" -j "$(nproc)" --target llama-bench llama-quantize llama
 }
