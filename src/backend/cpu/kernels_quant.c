@@ -329,18 +329,18 @@ static cpu__qsizes cpu__qsizes_of(enc_dtype w_dtype, int64_t k)
 
 /* The token table of the interleaved kernels (cpu__qx_tok): tok[t * nb +
  * b] token t's block b, for the tokens [t0, t1), made once per token block
- * for all the groups it meets (Q4_0: with 8 times the block's byte sum, its
- * level offset). */
+ * for all the groups it meets, with 8 times the block's byte sum (Q4_0's
+ * level offset; the VNNI Q8_0 kernel's, times 16). */
 enum { CPU__QX_TOK_MAX = 8192 }; /* entries of a token block's table, on the stack */
 
 static void cpu__qx_toks(const unsigned char *xb, size_t xrb, int64_t t0, int64_t t1, int64_t nb,
-                         int q4, cpu__qx_tok *tok)
+                         cpu__qx_tok *tok)
 {
     for (int64_t t = t0; t < t1; t++)
         for (int64_t b = 0; b < nb; b++) {
             const block_q8_0 *x = (const block_q8_0 *)(xb + (size_t)t * xrb) + b;
             int32_t s = 0;
-            for (int j = 0; q4 && j < 32; j++)
+            for (int j = 0; j < 32; j++)
                 s += x->qs[j];
             tok[(t - t0) * nb + b] = (cpu__qx_tok){.dx = enc_f16_to_f32(x->d), .xs8 = 8 * s};
         }
@@ -361,7 +361,7 @@ static void cpu__matmul_x8(cpu__qx8_fn fn, const void *x, int64_t n_tokens, int6
     if (has_tok && z.tb * z.nb > CPU__QX_TOK_MAX) z.tb = CPU__QX_TOK_MAX / z.nb;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += z.tb) {
         int64_t t1 = t0 + z.tb < n_tokens ? t0 + z.tb : n_tokens;
-        if (has_tok) cpu__qx_toks(xb, z.xrb, t0, t1, z.nb, w_dtype == ENC_Q4_0, tok);
+        if (has_tok) cpu__qx_toks(xb, z.xrb, t0, t1, z.nb, tok);
         for (int64_t r0 = n0; r0 < n1; r0 += CPU_REPACK_ROWS)
             for (int64_t t = t0; t < t1; t += CPU__QX_TOKENS) {
                 int T = t1 - t < CPU__QX_TOKENS ? (int)(t1 - t) : CPU__QX_TOKENS;

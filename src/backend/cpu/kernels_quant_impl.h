@@ -51,8 +51,8 @@ enum { CPU__Q_TILE_TOKENS = 4 }; /* the most tokens of a tile call (tile_tokens)
 
 /* What the interleaved kernels need of token t's block b besides its
  * bytes, made once per token block for all the groups it meets: its scale
- * d as f32 (exact: an f16), and (Q4_0) 8 times the sum of its 32 bytes
- * (exact int32). */
+ * d as f32 (exact: an f16), and 8 times the sum of its 32 bytes (exact
+ * int32). */
 typedef struct cpu__qx_tok {
     float dx;
     int32_t xs8;

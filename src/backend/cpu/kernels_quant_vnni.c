@@ -12,6 +12,9 @@
 #include <immintrin.h>
 
 #define CPU__Q_DOT4(u, s) _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
+/* vpdpbusd never saturates: its u8 operand may be any byte, so the
+ * interleaved Q8_0 kernel feeds w + 128 and takes 128 sum(x) off once */
+#define CPU__Q_DOT4_ACC(acc, u, s) _mm256_dpbusd_epi32(acc, u, s)
 /* sc16 holds one int16 twice in each int32 lane: the arithmetic shift gives it as int32 */
 #define CPU__Q_DOT4_SCALED(u, s, sc16)                                                             \
     _mm256_mullo_epi32(CPU__Q_DOT4(u, s), _mm256_srai_epi32(sc16, 16))

@@ -15,9 +15,15 @@
  *   the token's byte sum (|.| <= 8 * 32 * 128) is taken off once per block
  *   and token: sum (q - 8) x, the portable isum. That sum and d_x as f32
  *   come from the token table (cpu__qx_tok) where the caller made one.
+ *   With VNNI each chunk's products go straight into the int32 sum
+ *   (vpdpbusd), the same exact value in 9 instructions per block, not 18.
  *   Q8_0: |w| against x with w's sign (vpsignb), a vpmaddubsw pair |.| <=
  *   2 * 128 * 127 = 32512 < 2^15 (never saturates), summed to int32 at once
- *   (CPU__Q_DOT4).
+ *   (CPU__Q_DOT4). With VNNI (CPU__Q_DOT4_ACC, vpdpbusd, no int16 step to
+ *   saturate) the u8 operand is w xor 0x80 = w + 128 (0..255, made once per
+ *   block for all tokens), summed into one int32 per lane (|.| <= 32 * 255
+ *   * 128), and 128 times the token's byte sum is taken off once per block:
+ *   sum w x again, exact, two instructions fewer per chunk and token.
  * Then acc(8 rows) += (d_w(8 rows) * d_x) * (float)isum, a multiply, a
  * multiply and an add in f32 lane by lane: the portable dot's steps in its
  * order, so every output has the portable bits, whatever T or the ISA. */
@@ -49,6 +55,15 @@ static inline __m256i cpu__qx_xsum8(const int8_t *qs)
  * c (values 4c..4c+3), lv[4 + c] the high ones (values 16 + 4c ..). */
 CPU__Q_INLINE __m256i cpu__qx_isum_q4(const __m256i *lv, const block_q8_0 *x, __m256i xs8)
 {
+#ifdef CPU__Q_DOT4_ACC /* VNNI: straight into int32, no int16 partial sums */
+    __m256i s = _mm256_setzero_si256();
+    CPU__Q_UNROLL for (int c = 0; c < 4; c++)
+    {
+        s = CPU__Q_DOT4_ACC(s, lv[c], cpu__qx_bcast4(x->qs + 4 * c));
+        s = CPU__Q_DOT4_ACC(s, lv[4 + c], cpu__qx_bcast4(x->qs + 16 + 4 * c));
+    }
+    return _mm256_sub_epi32(s, xs8);
+#else
     __m256i s16 = _mm256_setzero_si256();
     CPU__Q_UNROLL for (int c = 0; c < 4; c++)
     {
@@ -57,12 +72,27 @@ CPU__Q_INLINE __m256i cpu__qx_isum_q4(const __m256i *lv, const block_q8_0 *x, __
                                _mm256_maddubs_epi16(lv[4 + c], cpu__qx_bcast4(x->qs + 16 + 4 * c)));
     }
     return _mm256_sub_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), xs8);
+#endif
 }
 
+#ifdef CPU__Q_DOT4_ACC
+/* Q8_0 with VNNI: the same from lv[c] = w + 128 of chunk c, less xs128
+ * (128 times the token's byte sum). */
+CPU__Q_INLINE __m256i cpu__qx_isum_q8(const unsigned char *q, const __m256i *lv,
+                                      const block_q8_0 *x, __m256i xs128)
+{
+    (void)q;
+    __m256i s = _mm256_setzero_si256();
+    CPU__Q_UNROLL8 for (int c = 0; c < 8; c++) s = CPU__Q_DOT4_ACC(s, lv[c], cpu__qx_bcast4(x->qs + 4 * c));
+    return _mm256_sub_epi32(s, xs128);
+}
+#define CPU__QX_Q8_OFFSET 1 /* Q8_0 levels are w + 128 */
+#else
 /* Q8_0: the same, chunk c of the block at q (8 chunks), aw[c] its |w|. */
 CPU__Q_INLINE __m256i cpu__qx_isum_q8(const unsigned char *q, const __m256i *aw,
-                                      const block_q8_0 *x)
+                                      const block_q8_0 *x, __m256i xs128)
 {
+    (void)xs128;
     __m256i s = _mm256_setzero_si256();
     CPU__Q_UNROLL8 for (int c = 0; c < 8; c++)
     {
@@ -72,9 +102,11 @@ CPU__Q_INLINE __m256i cpu__qx_isum_q8(const unsigned char *q, const __m256i *aw,
     }
     return s;
 }
+#define CPU__QX_Q8_OFFSET 0 /* Q8_0 levels are |w| */
+#endif
 
 /* Group block gp's levels: Q4_0 lv[c] the low nibbles of chunk c, lv[4 +
- * c] the high ones; Q8_0 lv[c] |w| of chunk c. */
+ * c] the high ones; Q8_0 lv[c] |w| of chunk c, or w + 128 with VNNI. */
 CPU__Q_INLINE void cpu__qx_levels(int q4, const unsigned char *q, __m256i *lv)
 {
     if (q4) {
@@ -89,7 +121,8 @@ CPU__Q_INLINE void cpu__qx_levels(int q4, const unsigned char *q, __m256i *lv)
     CPU__Q_UNROLL8 for (int c = 0; c < 8; c++)
     {
         __m256i w = _mm256_loadu_si256((const __m256i *)(q + 32 * c));
-        lv[c] = _mm256_sign_epi8(w, w);
+        lv[c] = CPU__QX_Q8_OFFSET ? _mm256_xor_si256(w, _mm256_set1_epi8(-128))
+                                  : _mm256_sign_epi8(w, w);
     }
 }
 
@@ -115,10 +148,12 @@ CPU__Q_INLINE void cpu__qx_tile(int q4, int T, int has_tok, const void *g, const
             const block_q8_0 *x = (const block_q8_0 *)xv[t] + b;
             __m256 dx =
                 has_tok ? _mm256_broadcast_ss(&tok[t][b].dx) : _mm256_set1_ps(cpu__q_f16(x->d));
-            __m256i isum =
-                q4 ? cpu__qx_isum_q4(
-                         lv, x, has_tok ? _mm256_set1_epi32(tok[t][b].xs8) : cpu__qx_xsum8(x->qs))
-                   : cpu__qx_isum_q8(gp + 2 * CPU__QX_R, lv, x);
+            __m256i xs8 = q4 || CPU__QX_Q8_OFFSET ? (has_tok ? _mm256_set1_epi32(tok[t][b].xs8)
+                                                             : cpu__qx_xsum8(x->qs))
+                                                  : _mm256_setzero_si256();
+            __m256i isum = q4 ? cpu__qx_isum_q4(lv, x, xs8)
+                              : cpu__qx_isum_q8(gp + 2 * CPU__QX_R, lv, x,
+                                                _mm256_slli_epi32(xs8, 4));
             __m256 s = _mm256_mul_ps(dw, dx);
             acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(s, _mm256_cvtepi32_ps(isum)));
         }
