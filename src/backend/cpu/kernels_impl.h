@@ -155,7 +155,7 @@ CPU__INLINE void cpu__v_prefetch_next(int R, enc_dtype dt, const void *last_row,
     size_t es = cpu__v_elem_size(dt);
     const char *p = (const char *)last_row + (size_t)k * es + (size_t)i * R * es;
     for (size_t o = 0; o < (size_t)R * CPU__V_PF * es; o += 64)
-        __builtin_prefetch(p + o);
+        __builtin_prefetch(p + o, 0, 2); /* to L2 (prefetcht1): kernels_quant_impl.h says why */
 #else
     (void)R, (void)dt, (void)last_row, (void)k, (void)i;
 #endif

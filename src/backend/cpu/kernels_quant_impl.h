@@ -146,6 +146,14 @@ enum { CPU__Q_RMAX = 4 };
 #define CPU__Q_UNROLL
 #endif
 
+/* The level of every weight prefetch of the quantized kernels: L2
+ * (prefetcht1; kernels_impl.h's f32/f16/bf16 one asks the same). On an
+ * Intel Xeon asking for L1 held the core's few fill buffers for the whole
+ * trip from DRAM: decode ran 10-25% slower (BENCHMARKS.md); the loads that
+ * follow bring each line on to L1. AMD documents T1 going to L2 from Zen 4
+ * on; on Zen 3 it fills L1 as T0 does. */
+#define CPU__Q_PF_HINT _MM_HINT_T1
+
 /* Decode streams each weight once, R rows side by side, and the rows of a
  * matrix lie one after another: while a tile reads block b of its rows, it
  * asks for the same share of the bytes after its last row (the next tile's,
@@ -156,7 +164,7 @@ CPU__Q_INLINE void cpu__q_prefetch_next(int R, const void *last_row, int64_t nb,
 {
     const char *p = (const char *)last_row + (size_t)nb * bb + (size_t)b * R * bb;
     for (size_t o = 0; o < (size_t)R * bb; o += 64)
-        _mm_prefetch(p + o, _MM_HINT_T0);
+        _mm_prefetch(p + o, CPU__Q_PF_HINT);
 }
 
 /* --- the 32-blocks: Q8_0 and Q4_0 ------------------------------------------ */

@@ -83,7 +83,10 @@ CPU__Q_INLINE __m256i cpu__qx_isum_q8(const unsigned char *q, const __m256i *lv,
 {
     (void)q;
     __m256i s = _mm256_setzero_si256();
-    CPU__Q_UNROLL8 for (int c = 0; c < 8; c++) s = CPU__Q_DOT4_ACC(s, lv[c], cpu__qx_bcast4(x->qs + 4 * c));
+    CPU__Q_UNROLL8 for (int c = 0; c < 8; c++)
+    {
+        s = CPU__Q_DOT4_ACC(s, lv[c], cpu__qx_bcast4(x->qs + 4 * c));
+    }
     return _mm256_sub_epi32(s, xs128);
 }
 #define CPU__QX_Q8_OFFSET 1 /* Q8_0 levels are w + 128 */
@@ -139,7 +142,7 @@ CPU__Q_INLINE void cpu__qx_tile(int q4, int T, int has_tok, const void *g, const
         const unsigned char *gp = (const unsigned char *)g + (size_t)b * gb;
         if (T == 1) /* decode streams the matrix: ask for the next group's block b */
             for (size_t o = 0; o < gb; o += 64)
-                _mm_prefetch((const char *)gp + nb * gb + o, _MM_HINT_T0);
+                _mm_prefetch((const char *)gp + nb * gb + o, CPU__Q_PF_HINT);
         __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)gp));
         __m256i lv[8];
         cpu__qx_levels(q4, gp + 2 * CPU__QX_R, lv); /* the chunks after the 8 scales */
@@ -148,12 +151,12 @@ CPU__Q_INLINE void cpu__qx_tile(int q4, int T, int has_tok, const void *g, const
             const block_q8_0 *x = (const block_q8_0 *)xv[t] + b;
             __m256 dx =
                 has_tok ? _mm256_broadcast_ss(&tok[t][b].dx) : _mm256_set1_ps(cpu__q_f16(x->d));
-            __m256i xs8 = q4 || CPU__QX_Q8_OFFSET ? (has_tok ? _mm256_set1_epi32(tok[t][b].xs8)
-                                                             : cpu__qx_xsum8(x->qs))
-                                                  : _mm256_setzero_si256();
-            __m256i isum = q4 ? cpu__qx_isum_q4(lv, x, xs8)
-                              : cpu__qx_isum_q8(gp + 2 * CPU__QX_R, lv, x,
-                                                _mm256_slli_epi32(xs8, 4));
+            __m256i xs8 = q4 || CPU__QX_Q8_OFFSET
+                              ? (has_tok ? _mm256_set1_epi32(tok[t][b].xs8) : cpu__qx_xsum8(x->qs))
+                              : _mm256_setzero_si256();
+            __m256i isum =
+                q4 ? cpu__qx_isum_q4(lv, x, xs8)
+                   : cpu__qx_isum_q8(gp + 2 * CPU__QX_R, lv, x, _mm256_slli_epi32(xs8, 4));
             __m256 s = _mm256_mul_ps(dw, dx);
             acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(s, _mm256_cvtepi32_ps(isum)));
         }

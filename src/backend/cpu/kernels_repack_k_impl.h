@@ -78,7 +78,7 @@ CPU__Q_INLINE void cpu__qxk_prefetch(const unsigned char *pf, size_t gb, int ste
     const size_t lines = (gb + 63) / 64, per = (lines + CPU__QXK_PF_STEPS - 1) / CPU__QXK_PF_STEPS;
     if (!pf) return;
     for (size_t l = per * (size_t)step; l < per * (size_t)(step + 1) && l < lines; l++) {
-        _mm_prefetch((const char *)pf + 64 * l, _MM_HINT_T0);
+        _mm_prefetch((const char *)pf + 64 * l, CPU__Q_PF_HINT);
     }
 }
 
