@@ -330,7 +330,9 @@ static cpu__qsizes cpu__qsizes_of(enc_dtype w_dtype, int64_t k)
 /* The token table of the interleaved kernels (cpu__qx_tok): tok[t * nb +
  * b] token t's block b, for the tokens [t0, t1), made once per token block
  * for all the groups it meets, with 8 times the block's byte sum (Q4_0's
- * level offset; the VNNI Q8_0 kernel's, times 16). */
+ * level offset; the VNNI Q8_0 kernel's, times 16; the AVX2 Q8_0 one leaves
+ * it unread: 32 adds per token and block, against that block's 32 products
+ * with every row of the matrix). */
 enum { CPU__QX_TOK_MAX = 8192 }; /* entries of a token block's table, on the stack */
 
 static void cpu__qx_toks(const unsigned char *xb, size_t xrb, int64_t t0, int64_t t1, int64_t nb,
