@@ -1,11 +1,17 @@
 # The CPU kernels: correctness against a double-precision reference and batch
 # invariance, for every ISA the machine runs (tests/test_kernels.c); and the
-# micro-benchmark (bench/bench_kernels.c), a program run by hand, not a test.
+# micro-benchmarks (bench/bench_kernels.c, bench/bench_moe_step.c), programs
+# run by hand, not tests.
 
 encore_add_c_test(test_kernels ${ENCORE_TESTS_DIR}/test_kernels.c)
 
 add_executable(bench_kernels ${PROJECT_SOURCE_DIR}/bench/bench_kernels.c)
 target_link_libraries(bench_kernels PRIVATE encore_internals)
+
+# The MoE bench geometry's decode-step matmuls at T tokens (bench/bench_moe_step.c),
+# also run by hand.
+add_executable(bench_moe_step ${PROJECT_SOURCE_DIR}/bench/bench_moe_step.c)
+target_link_libraries(bench_moe_step PRIVATE encore_internals)
 
 # ENCORE_CPU_ISA forces the instruction set (scalar runs everywhere).
 add_test(NAME test_kernels_isa_env COMMAND test_kernels --isa-env-only)
