@@ -28,6 +28,7 @@
 #include "base/dtype.h"
 #include "base/threadpool.h"
 
+#include "bench_read.h"
 #include "bench_timing.h"
 
 enum {
@@ -72,24 +73,6 @@ static double time_calls(enc_threadpool *tp, mm_job *j, int calls)
         j->w_next++;
     }
     return (bench_clock(tp) - t0) / calls;
-}
-
-typedef struct read_job {
-    const uint64_t *p;
-    size_t n;
-    uint64_t sink[64];
-} read_job;
-
-/* Sum the ith share of the pool with 8 independent lanes: a plain streaming read. */
-static void read_task(void *p, int ith, int nth)
-{
-    read_job *j = p;
-    size_t per = (j->n / (size_t)nth) & ~(size_t)7, i0 = per * (size_t)ith;
-    uint64_t l[8] = {0};
-    for (size_t i = i0; i < i0 + per; i += 8)
-        for (int k = 0; k < 8; k++)
-            l[k] += j->p[i + k];
-    j->sink[ith] = l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7];
 }
 
 /* --- attention --------------------------------------------------------------- */
@@ -150,13 +133,13 @@ static void bench_isa(cpu_isa isa, int nth, int runs, const uint16_t *pool, int6
     /* cold decode and the read bandwidth alternate, so both see the same
      * machine (other processes, clock) */
     mm_job cdec = {x, 1, pool, n_w, 0, 0, y};
-    read_job rd = {(const uint64_t *)pool, POOL_BYTES / 8, {0}};
+    bench_read_job rd = {(const uint64_t *)pool, POOL_BYTES / 8, {0}};
     time_calls(tp, &cdec, (int)n_w);
-    threadpool_run(tp, read_task, &rd);
+    threadpool_run(tp, bench_read_task, &rd);
     for (int r = 0; r < runs; r++) {
         cold[r] = w_bytes / time_calls(tp, &cdec, (int)n_w) / 1e9;
         double t0 = bench_clock(tp);
-        threadpool_run(tp, read_task, &rd);
+        threadpool_run(tp, bench_read_task, &rd);
         roof[r] = (double)POOL_BYTES / (bench_clock(tp) - t0) / 1e9;
     }
     int pre_runs = isa == CPU_ISA_SCALAR ? 3 : runs;

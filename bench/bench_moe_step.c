@@ -29,6 +29,7 @@
 #include "base/dtype.h"
 #include "base/threadpool.h"
 
+#include "bench_read.h"
 #include "bench_timing.h"
 
 enum {
@@ -75,23 +76,6 @@ static void mm_task(void *p, int ith, int nth)
 static void id_task(void *p, int ith, int nth)
 {
     cpu_matmul_id(p, ith, nth);
-}
-
-typedef struct read_job {
-    const uint64_t *p;
-    size_t n;
-    uint64_t sink[MAX_T];
-} read_job;
-
-static void read_task(void *p, int ith, int nth)
-{
-    read_job *j = p;
-    size_t per = (j->n / (size_t)nth) & ~(size_t)7, i0 = per * (size_t)ith;
-    uint64_t l[8] = {0};
-    for (size_t i = i0; i < i0 + per; i += 8)
-        for (int k = 0; k < 8; k++)
-            l[k] += j->p[i + k];
-    j->sink[ith % MAX_T] = l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7];
 }
 
 /* 8 distinct experts for each of T tokens; the number of experts chosen. */
@@ -223,11 +207,11 @@ int main(int argc, char **argv)
         x[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
 
     double rd[MAX_RUNS];
-    read_job rj = {(const uint64_t *)w.lm_head, (size_t)VOCAB * D / 4, {0}};
-    threadpool_run(tp, read_task, &rj);
+    bench_read_job rj = {(const uint64_t *)w.lm_head, (size_t)VOCAB * D / 4, {0}};
+    threadpool_run(tp, bench_read_task, &rj);
     for (int r = 0; r < runs; r++) {
         double t0 = bench_wall_s();
-        threadpool_run(tp, read_task, &rj);
+        threadpool_run(tp, bench_read_task, &rj);
         rd[r] = 1e3 * (bench_wall_s() - t0);
     }
     printf("%-10s %3s  %9s  %9s  %9s\n", "", "T", "ms", "GB/s", "GFLOP/s");
