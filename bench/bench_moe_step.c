@@ -14,9 +14,9 @@
  *             experts per token), bytes counted over the union of the chosen
  *
  * Each line: the median ms of RUNS runs, the GB/s of weights read and the
- * GFLOP/s (2 flop a multiply-add), next to a plain 2-thread read of the
- * lm_head's bytes in the same run. Read bandwidth bounds one token; the
- * multiply-adds bound sixteen.
+ * GFLOP/s (2 flop a multiply-add), next to a plain read of the lm_head's
+ * bytes by the same threads in the same run. At one token the reads set
+ * the pace; at sixteen the lm_head's and projections' multiply-adds do.
  * Usage: bench_moe_step [runs] [threads] [tokens...]   (default 5 2 1 16) */
 #define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
 #include <stdint.h>
@@ -100,8 +100,18 @@ static int bench__route(int32_t *ids, int T, uint32_t *seed)
     return n_used;
 }
 
+/* The step's matrices, each kind with all layers back to back. */
+enum { W_LM_HEAD, W_QKV, W_O, W_GATE, W_UP, W_DOWN, W_KINDS };
+static const size_t bench__elems[W_KINDS] = {
+    (size_t)VOCAB * D,
+    (size_t)LAYERS *QKV *D,
+    (size_t)LAYERS *D *Q,
+    (size_t)LAYERS *EXPERTS *FF *D,
+    (size_t)LAYERS *EXPERTS *FF *D,
+    (size_t)LAYERS *EXPERTS *D *FF,
+};
 typedef struct moe_weights {
-    uint16_t *lm_head, *qkv, *o, *gate, *up, *down; /* all layers back to back */
+    uint16_t *m[W_KINDS];
 } moe_weights;
 
 static void bench__line(const char *what, int T, double *ms, int runs, double bytes, double flops)
@@ -114,7 +124,7 @@ static void bench_tokens(enc_threadpool *tp, const moe_weights *w, int T, int ru
                          float *y, float *y2)
 {
     double ms[MAX_RUNS];
-    mm_job lm = {x, T, D, VOCAB, w->lm_head, y};
+    mm_job lm = {x, T, D, VOCAB, w->m[W_LM_HEAD], y};
     threadpool_run(tp, mm_task, &lm); /* warm-up: y paged in */
     for (int r = 0; r < runs; r++) {
         double t0 = bench_wall_s();
@@ -126,8 +136,8 @@ static void bench_tokens(enc_threadpool *tp, const moe_weights *w, int T, int ru
     for (int r = 0; r < runs; r++) {
         double t0 = bench_wall_s();
         for (int l = 0; l < LAYERS; l++) {
-            mm_job a = {x, T, D, QKV, w->qkv + (size_t)l * QKV * D, y};
-            mm_job b = {x, T, Q, D, w->o + (size_t)l * D * Q, y};
+            mm_job a = {x, T, D, QKV, w->m[W_QKV] + (size_t)l * QKV * D, y};
+            mm_job b = {x, T, Q, D, w->m[W_O] + (size_t)l * D * Q, y};
             threadpool_run(tp, mm_task, &a);
             threadpool_run(tp, mm_task, &b);
         }
@@ -145,13 +155,13 @@ static void bench_tokens(enc_threadpool *tp, const moe_weights *w, int T, int ru
         double t0 = bench_wall_s();
         for (int l = 0; l < LAYERS; l++) {
             size_t off = (size_t)l * EXPERTS * FF * D;
-            cpu_matmul_id_args g = {x,     0, ids, w->gate + off, ENC_BF16, y, T,
-                                    TOP_K, D, FF,  EXPERTS};
+            cpu_matmul_id_args g = {x, 0,  ids,    w->m[W_GATE] + off, ENC_BF16, y, T, TOP_K,
+                                    D, FF, EXPERTS};
             cpu_matmul_id_args u = g;
-            u.w = w->up + off;
+            u.w = w->m[W_UP] + off;
             u.y = y2;
-            cpu_matmul_id_args d = {y,     1,  ids, w->down + off, ENC_BF16, y2, T,
-                                    TOP_K, FF, D,   EXPERTS};
+            cpu_matmul_id_args d = {y,  1, ids,    w->m[W_DOWN] + off, ENC_BF16, y2, T, TOP_K,
+                                    FF, D, EXPERTS};
             threadpool_run(tp, id_task, &g);
             threadpool_run(tp, id_task, &u);
             threadpool_run(tp, id_task, &d);
@@ -187,14 +197,9 @@ int main(int argc, char **argv)
     }
     printf("MoE bench geometry, bf16, %d threads, median of %d runs; kernels_init: %s\n", nth, runs,
            cpu_isa_name(cpu_kernels_init()));
-    moe_weights w = {
-        bench__weights((size_t)VOCAB * D, 1),
-        bench__weights((size_t)LAYERS * QKV * D, 2),
-        bench__weights((size_t)LAYERS * D * Q, 3),
-        bench__weights((size_t)LAYERS * EXPERTS * FF * D, 4),
-        bench__weights((size_t)LAYERS * EXPERTS * FF * D, 5),
-        bench__weights((size_t)LAYERS * EXPERTS * D * FF, 6),
-    };
+    moe_weights w;
+    for (int i = 0; i < W_KINDS; i++)
+        w.m[i] = bench__weights(bench__elems[i], (uint32_t)i + 1);
     float *x = malloc((size_t)MAX_T * TOP_K * Q * sizeof *x);
     float *y = malloc((size_t)MAX_T * VOCAB * sizeof *y);
     float *y2 = malloc((size_t)MAX_T * TOP_K * D * sizeof *y2);
@@ -207,7 +212,7 @@ int main(int argc, char **argv)
         x[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
 
     double rd[MAX_RUNS];
-    bench_read_job rj = {(const uint64_t *)w.lm_head, (size_t)VOCAB * D / 4, {0}};
+    bench_read_job rj = {(const uint64_t *)w.m[W_LM_HEAD], bench__elems[W_LM_HEAD] / 4, {0}};
     threadpool_run(tp, bench_read_task, &rj);
     for (int r = 0; r < runs; r++) {
         double t0 = bench_wall_s();
@@ -219,5 +224,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < n_tok; i++)
         bench_tokens(tp, &w, tokens[i], runs, x, y, y2);
     threadpool_destroy(tp);
+    free(x), free(y), free(y2);
+    for (int i = 0; i < W_KINDS; i++)
+        munmap(w.m[i], bench__elems[i] * 2);
     return 0;
 }
