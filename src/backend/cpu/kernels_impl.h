@@ -400,12 +400,13 @@ static void cpu__att_rows(const cpu_attention_args *a, const cpu__att_item *it, 
     size_t slot_bytes = enc_dtype_row_bytes(a->cache_dtype, kv_dim);
     size_t head_bytes = enc_dtype_row_bytes(a->cache_dtype, hd);
     const int32_t *bt = a->block_tables + it->s * a->max_blocks;
+    int64_t blk = p0 / a->block_size, in = p0 % a->block_size; /* walked, not divided per row */
     for (int i = 0; i < pn; i++) {
-        int64_t p = p0 + i;
-        int64_t slot = (int64_t)bt[p / a->block_size] * a->block_size + p % a->block_size;
+        int64_t slot = (int64_t)bt[blk] * a->block_size + in;
         size_t off = (size_t)slot * slot_bytes + (size_t)it->kvh * head_bytes;
         krow[i] = (const char *)a->k_cache + off;
         vrow[i] = (const char *)a->v_cache + off;
+        if (++in == a->block_size) blk++, in = 0;
     }
 }
 
@@ -453,21 +454,33 @@ static void cpu__att_pack(int64_t hd, int pn, const void **krow, const void *con
 }
 
 /* S[r][g][i] = q(row0 + r, h0 + g) . k_i * scale for i < pn, every row and
- * head of the item (rows whose context ends earlier ignore the extra keys).
- * Tiles run over rows (stride n_heads * head_dim) x keys. */
+ * head of the item (rows whose context ends earlier ignore the extra keys);
+ * the key rows are read by tiles (tiles_f32 after a widen, or those of the
+ * cache's dtype in place: the same bits). Tiles run over rows (stride
+ * n_heads * head_dim) x keys, or, for one query row, over its heads (stride
+ * head_dim) x keys: more independent dots in flight, each the same steps. */
 static void cpu__att_scores(const cpu_attention_args *a, const cpu__att_item *it,
-                            const void *const *krow, int pn, float *S)
+                            cpu__tile_fn tiles, const void *const *krow, int pn, float *S)
 {
     int64_t hd = a->head_dim;
     const int64_t lds = CPU__ATT_HG * CPU__ATT_PB; /* S: [QT][HG][PB] */
-    for (int g = 0; g < it->hg; g++) {
-        const float *q = a->q + (it->row0 * a->n_heads + it->h0 + g) * hd;
+    const float *q0 = a->q + (it->row0 * a->n_heads + it->h0) * hd;
+    if (it->nr == 1) {
+        for (int i = 0; i < pn; i += CPU__V_RM) {
+            int R = pn - i >= CPU__V_RM ? CPU__V_RM : pn - i;
+            for (int g = 0; g < it->hg; g += CPU__V_TM) {
+                int T = it->hg - g >= CPU__V_TM ? CPU__V_TM : it->hg - g;
+                tiles(T, R, q0 + g * hd, hd, krow + i, hd, S + g * CPU__ATT_PB + i, CPU__ATT_PB, 0);
+            }
+        }
+    }
+    for (int g = 0; g < it->hg && it->nr > 1; g++) {
         for (int i = 0; i < pn; i += CPU__V_RM) {
             int R = pn - i >= CPU__V_RM ? CPU__V_RM : pn - i;
             for (int r = 0; r < it->nr; r += CPU__V_TM) {
                 int T = it->nr - r >= CPU__V_TM ? CPU__V_TM : it->nr - r;
-                cpu__tiles_f32(T, R, q + r * a->n_heads * hd, a->n_heads * hd, krow + i, hd,
-                               S + r * lds + g * CPU__ATT_PB + i, lds, 0);
+                tiles(T, R, q0 + g * hd + r * a->n_heads * hd, a->n_heads * hd, krow + i, hd,
+                      S + r * lds + g * CPU__ATT_PB + i, lds, 0);
             }
         }
     }
@@ -486,9 +499,11 @@ static void cpu__att_scores(const cpu_attention_args *a, const cpu__att_item *it
 /* o[g][d0 .. d0 + C VW) += sum_i P[g][i] v_i[d0 ..] for g < GH, i = 0, 1, ...
  * in order: each lane of o is one chain of FMAs over the positions, whatever
  * GH and C; the GH x C accumulators only let heads share the loads of v and
- * keep enough independent chains in flight. */
-CPU__INLINE void cpu__att_pv_tile(int GH, int C, float *const *o, const float *P,
-                                  const float *const *vrow, int pn, int64_t d0)
+ * keep enough independent chains in flight. The v rows are of dt (f32 after a
+ * widen, or the cache's 16-bit rows in place): a widened value is exact, so
+ * either gives the same bits. */
+CPU__INLINE void cpu__att_pv_tile(int GH, int C, enc_dtype dt, float *const *o, const float *P,
+                                  const void *const *vrow, int pn, int64_t d0)
 {
     V acc[4][CPU__V_PV];
     CPU__UNROLL for (int g = 0; g < GH; g++) {
@@ -496,7 +511,7 @@ CPU__INLINE void cpu__att_pv_tile(int GH, int C, float *const *o, const float *P
     }
     for (int i = 0; i < pn; i++) {
         V v[CPU__V_PV];
-        CPU__UNROLL for (int c = 0; c < C; c++) v[c] = V_LOAD(vrow[i] + d0 + c * VW);
+        CPU__UNROLL for (int c = 0; c < C; c++) v[c] = cpu__v_load_w(dt, vrow[i], d0 + c * VW);
         CPU__UNROLL for (int g = 0; g < GH; g++) {
             V p = V_SET1(P[g * CPU__ATT_PB + i]);
             CPU__UNROLL for (int c = 0; c < C; c++) acc[g][c] = V_FMA(p, v[c], acc[g][c]);
@@ -509,25 +524,26 @@ CPU__INLINE void cpu__att_pv_tile(int GH, int C, float *const *o, const float *P
 
 #if VW > 1
 /* The same for one head and the last d < VW lanes (a partial vector). */
-static void cpu__att_pv_part(float *o, const float *P, const float *const *vrow, int pn, int64_t d0,
-                             int n)
+CPU__INLINE void cpu__att_pv_part(enc_dtype dt, float *o, const float *P, const void *const *vrow,
+                                  int pn, int64_t d0, int n)
 {
     V acc = V_LOAD_PART(o + d0, n);
     for (int i = 0; i < pn; i++)
-        acc = V_FMA(V_SET1(P[i]), V_LOAD_PART(vrow[i] + d0, n), acc);
+        acc = V_FMA(V_SET1(P[i]), cpu__v_load_w_part(dt, vrow[i], d0, n), acc);
     V_STORE_PART(o + d0, acc, n);
 }
 #endif
 
 #define CPU__PV_CASE(GH_, C_)                                                                      \
     case (GH_) * 64 + (C_):                                                                          \
-        cpu__att_pv_tile(GH_, C_, o, P, vrow, pn, d);                                              \
+        cpu__att_pv_tile(GH_, C_, dt, o, P, vrow, pn, d);                                          \
         break
 
 /* o[g] += P[g] . V over all head_dim lanes, for hg heads: tiles of GH heads
- * x C vectors with GH * C = CPU__V_PV accumulators where head_dim allows. */
-static void cpu__att_pv(float *const *o_all, const float *P_all, int hg, const float *const *vrow,
-                        int pn, int64_t hd)
+ * x C vectors with GH * C = CPU__V_PV accumulators where head_dim allows.
+ * dt is a constant at each call (the wrappers below). */
+CPU__INLINE void cpu__att_pv_dt(enc_dtype dt, float *const *o_all, const float *P_all, int hg,
+                                const void *const *vrow, int pn, int64_t hd)
 {
     for (int g0 = 0; g0 < hg;) {
         int GH = hg - g0 >= 4 ? 4 : hg - g0 >= 2 ? 2 : 1;
@@ -548,25 +564,38 @@ static void cpu__att_pv(float *const *o_all, const float *P_all, int hg, const f
             default: /* a smaller head_dim: one vector at a time */
                 for (int c = 0; c < C; c++)
                     for (int g = 0; g < GH; g++)
-                        cpu__att_pv_tile(1, 1, o + g, P + g * CPU__ATT_PB, vrow, pn, d + c * VW);
+                        cpu__att_pv_tile(1, 1, dt, o + g, P + g * CPU__ATT_PB, vrow, pn,
+                                         d + c * VW);
             }
         }
         for (; d + VW <= hd; d += VW)
             for (int g = 0; g < GH; g++)
-                cpu__att_pv_tile(1, 1, o + g, P + g * CPU__ATT_PB, vrow, pn, d);
+                cpu__att_pv_tile(1, 1, dt, o + g, P + g * CPU__ATT_PB, vrow, pn, d);
 #if VW > 1
         if (d < hd)
             for (int g = 0; g < GH; g++)
-                cpu__att_pv_part(o[g], P + g * CPU__ATT_PB, vrow, pn, d, (int)(hd - d));
+                cpu__att_pv_part(dt, o[g], P + g * CPU__ATT_PB, vrow, pn, d, (int)(hd - d));
 #endif
         g0 += GH;
     }
 }
 
+typedef void (*cpu__att_pv_fn)(float *const *o, const float *P, int hg, const void *const *vrow,
+                               int pn, int64_t hd);
+#define CPU__ATT_PV_DTYPE(NAME, DT)                                                                \
+    static void NAME(float *const *o, const float *P, int hg, const void *const *vrow, int pn,     \
+                     int64_t hd)                                                                   \
+    {                                                                                              \
+        cpu__att_pv_dt(DT, o, P, hg, vrow, pn, hd);                                                \
+    }
+CPU__ATT_PV_DTYPE(cpu__att_pv_f32, ENC_F32)
+CPU__ATT_PV_DTYPE(cpu__att_pv_bf16, ENC_BF16)
+CPU__ATT_PV_DTYPE(cpu__att_pv_f16, ENC_F16)
+
 /* Fold one block of pn keys into the state of hg heads of one query row:
  * S[g][i] holds the scores and is overwritten by the weights. */
-static void cpu__att_fold(const cpu_attention_args *a, cpu__att_head *hs, int hg,
-                          const float *const *vrow, int pn, float *S)
+static void cpu__att_fold(const cpu_attention_args *a, cpu__att_head *hs, int hg, cpu__att_pv_fn pv,
+                          const void *const *vrow, int pn, float *S)
 {
     int64_t hd = a->head_dim;
     float *o[CPU__ATT_HG];
@@ -593,7 +622,7 @@ static void cpu__att_fold(const cpu_attention_args *a, cpu__att_head *hs, int hg
         hs[g].l = l;
         o[g] = hs[g].o;
     }
-    cpu__att_pv(o, S, hg, vrow, pn, hd);
+    pv(o, S, hg, vrow, pn, hd);
 }
 
 /* One work item, start to finish: out rows start at 0 and end as o / l. */
@@ -615,24 +644,37 @@ static void cpu__att_item_run(const cpu_attention_args *a, const cpu__att_item *
     float kbuf[CPU__ATT_PB * CPU__ATT_COPY_HD], vbuf[CPU__ATT_PB * CPU__ATT_COPY_HD];
     /* Packing pays when the rows are read again by several (row, head) pairs;
      * for one or two (a decode row of a small GQA group) the copy is more
-     * traffic than it saves. A 16-bit or Q8_0 cache is always widened into the
-     * buffers (head_dim <= CPU__ATT_COPY_HD, graph_attention checks). */
-    int widen = a->cache_dtype != ENC_F32;
-    int pack = !widen && hd <= CPU__ATT_COPY_HD && it->nr * it->hg >= CPU__ATT_PACK_MIN_READS;
+     * traffic than it saves. A Q8_0 cache is always widened into the buffers
+     * (head_dim <= CPU__ATT_COPY_HD, graph_attention checks), a 16-bit one
+     * when several query rows read it; one query row (a decode) reads 16-bit
+     * rows where they lie, widening each value as it loads it. */
+    enc_dtype dt = a->cache_dtype;
+    int direct = it->nr == 1 && dt != ENC_Q8_0;
+    int widen = !direct && dt != ENC_F32;
+    int pack =
+        !widen && !direct && hd <= CPU__ATT_COPY_HD && it->nr * it->hg >= CPU__ATT_PACK_MIN_READS;
+    enc_dtype rows_dt = direct ? dt : ENC_F32; /* the dtype krow, vrow point at */
+    cpu__tile_fn tiles = rows_dt == ENC_BF16  ? cpu__tiles_bf16
+                         : rows_dt == ENC_F16 ? cpu__tiles_f16
+                                              : cpu__tiles_f32;
+    cpu__att_pv_fn pv = rows_dt == ENC_BF16  ? cpu__att_pv_bf16
+                        : rows_dt == ENC_F16 ? cpu__att_pv_f16
+                                             : cpu__att_pv_f32;
     for (int64_t p0 = 0; p0 < end; p0 += CPU__ATT_PB) {
         int pn = end - p0 >= CPU__ATT_PB ? CPU__ATT_PB : (int)(end - p0);
         cpu__att_rows(a, it, p0, pn, krow, vraw);
         if (widen)
-            cpu__att_widen(a->cache_dtype, hd, pn, krow, vraw, vrow, kbuf, vbuf);
+            cpu__att_widen(dt, hd, pn, krow, vraw, vrow, kbuf, vbuf);
         else if (pack)
             cpu__att_pack(hd, pn, krow, vraw, vrow, kbuf, vbuf);
         else
             for (int i = 0; i < pn; i++) vrow[i] = vraw[i];
-        cpu__att_scores(a, it, krow, pn, S);
+        const void *const *vr = direct ? vraw : (const void *const *)vrow;
+        cpu__att_scores(a, it, tiles, krow, pn, S);
         for (int r = 0; r < it->nr; r++) {
             int64_t left = it->ctx0 + r - p0; /* keys of this block row r sees */
             if (left > 0)
-                cpu__att_fold(a, hs[r], it->hg, vrow, left < pn ? (int)left : pn,
+                cpu__att_fold(a, hs[r], it->hg, pv, vr, left < pn ? (int)left : pn,
                               S + r * CPU__ATT_HG * CPU__ATT_PB);
         }
     }
