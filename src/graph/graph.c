@@ -1,6 +1,7 @@
 /* graph.c - building a step graph and planning its intermediates. */
 #include "graph/graph.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "base/quant.h"
@@ -468,6 +469,7 @@ graph_tensor *graph_moe_sum(graph *g, graph_tensor *y, graph_tensor *weights)
 typedef struct graph__live {
     size_t offset, size;
     int last_use;
+    bool private; /* used by one node only: a scratch */
 } graph__live;
 
 static size_t graph__align(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -504,11 +506,16 @@ enc_status graph_plan(graph *g, backend_buffer *arena_buffer)
     /* Walk the nodes in order; a node's output is placed when the node is
      * reached, after freeing what died before it (inputs of this node stay),
      * and so is an intermediate source that no earlier node touched (a
-     * kernel's scratch, such as the sampler's). */
+     * kernel's scratch, such as the sampler's). A scratch is freed only
+     * GRAPH_REUSE_GAP nodes after its node: so the output of k's matmul does
+     * not take the bytes of the q matmul's activation scratch, and the q, k
+     * and v matmuls of a layer, writing no byte another reads, can run
+     * together. */
     for (int node = 0; node < g->n_nodes; node++) {
         int keep = 0;
         for (int i = 0; i < n_live; i++)
-            if (live[i].last_use >= node) live[keep++] = live[i];
+            if (live[i].last_use + (live[i].private ? GRAPH_REUSE_GAP : 1) > node)
+                live[keep++] = live[i];
         n_live = keep;
         const graph_node *n = &g->nodes[node];
         graph_tensor *place[1 + GRAPH_MAX_SRC];
@@ -523,7 +530,8 @@ enc_status graph_plan(graph *g, backend_buffer *arena_buffer)
             if (!t || again || t->kind != GRAPH_INTERMEDIATE || t->first_use != node) continue;
             size_t size = graph__align(graph_tensor_nbytes(t));
             size_t at = graph__first_fit(live, n_live, size);
-            graph__insert_live(live, &n_live, (graph__live){at, size, t->last_use});
+            graph__insert_live(live, &n_live,
+                              (graph__live){at, size, t->last_use, t->first_use == t->last_use});
             graph_bind(t, arena_buffer, at);
             if (at + size > peak) peak = at + size;
         }

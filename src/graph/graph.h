@@ -3,7 +3,10 @@
  *
  * A model builder adds ops for one batch shape; the graph then knows every
  * tensor's first and last use, and graph_plan() packs the intermediates into
- * one arena with reuse (first fit, 64-byte aligned). The graph never touches
+ * one arena with reuse (first fit, 64-byte aligned; the bytes of a tensor
+ * only one node uses, a node's scratch, are reused only GRAPH_REUSE_GAP
+ * nodes later, so that neighbouring nodes with no data between them share
+ * no bytes either, and a backend may run them together). The graph never touches
  * memory itself: each tensor carries a binding (a backend_buffer, opaque
  * here, plus a byte offset) that the backend resolves when it runs.
  *
@@ -33,6 +36,7 @@ enum {
     GRAPH_MAX_DIMS = 4,
     GRAPH_MAX_SRC = 7,
     GRAPH_CACHE16_HEAD_DIM_MAX = 256, /* attention over an F16 / BF16 / Q8_0 cache */
+    GRAPH_REUSE_GAP = 3, /* nodes from a scratch's node to the reuse of its bytes */
 };
 
 typedef enum graph_tensor_kind {
@@ -204,7 +208,9 @@ graph_tensor *graph_matmul_id(graph *g, graph_tensor *x, graph_tensor *w, graph_
 graph_tensor *graph_moe_sum(graph *g, graph_tensor *y, graph_tensor *weights);
 
 /* Place every intermediate in one arena of g->arena_size bytes with reuse,
- * binding each to (arena_buffer, offset). Returns g->status. */
+ * binding each to (arena_buffer, offset): a tensor last used by node n and
+ * one first used by node m share bytes only if m > n, and m >= n +
+ * GRAPH_REUSE_GAP where only node n uses the first. Returns g->status. */
 enc_status graph_plan(graph *g, backend_buffer *arena_buffer);
 
 #endif

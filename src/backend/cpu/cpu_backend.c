@@ -644,14 +644,23 @@ static void cpu__run_one(void *arg, int ith, int nth) { cpu__run(arg, ith, nth);
  * nothing but dst (a matmul, a matmul_id, a quantize), every call of the
  * group is such a one, and no byte it reads or writes is one a call of the
  * group writes (nor one it writes read by them). Every call still runs its
- * own (ith, nth) share, so no value changes. */
+ * own (ith, nth) share, so no value changes.
+ *
+ * A serial call of the same kinds that is apart from a waiting group runs
+ * before the group instead of closing it: each quantized matmul is a serial
+ * quantize of its activations then its dots, so q, k and v of a layer come
+ * as quantize, dots, quantize, dots, quantize, dots; the quantizes move
+ * ahead and the three dots make one group (one meeting of the threads, not
+ * five). Order between calls that touch no common byte changes nothing. */
 enum { CPU__GROUP_MAX = 8 };
 
-static bool cpu__writes_dst_only(const cpu__call *c)
+static bool cpu__dst_only_op(const cpu__call *c)
 {
-    return !c->serial && (c->op == GRAPH_OP_MATMUL || c->op == GRAPH_OP_MATMUL_ID ||
-                          (int)c->op == CPU__OP_QUANTIZE);
+    return c->op == GRAPH_OP_MATMUL || c->op == GRAPH_OP_MATMUL_ID ||
+           (int)c->op == CPU__OP_QUANTIZE;
 }
+
+static bool cpu__writes_dst_only(const cpu__call *c) { return !c->serial && cpu__dst_only_op(c); }
 
 static bool cpu__overlap(const void *a, size_t na, const void *b, size_t nb)
 {
@@ -674,6 +683,15 @@ static bool cpu__apart(const cpu__call *a, const cpu__call *b)
 static bool cpu__joins(const cpu__call *g, int n, const cpu__call *c)
 {
     if (n >= CPU__GROUP_MAX || !cpu__writes_dst_only(c)) return false;
+    for (int i = 0; i < n; i++)
+        if (!cpu__writes_dst_only(&g[i]) || !cpu__apart(&g[i], c)) return false;
+    return true;
+}
+
+/* 1 if the serial call c may run before the group g[0 .. n) (n >= 1). */
+static bool cpu__runs_ahead(const cpu__call *g, int n, const cpu__call *c)
+{
+    if (!c->serial || !cpu__dst_only_op(c)) return false;
     for (int i = 0; i < n; i++)
         if (!cpu__writes_dst_only(&g[i]) || !cpu__apart(&g[i], c)) return false;
     return true;
@@ -743,6 +761,15 @@ static enc_status cpu__segment_recording(backend_recording *rec, int n_threads)
             last->n_calls++; /* a group of independent parallel calls */
             continue;
         }
+        if (n >= 2 && rec->calls[rec->segments[n - 2].first].serial &&
+            cpu__runs_ahead(&rec->calls[last->first], last->n_calls, &rec->calls[i])) {
+            cpu__call c = rec->calls[i]; /* into the serial run before the group */
+            memmove(&rec->calls[last->first + 1], &rec->calls[last->first],
+                    (size_t)last->n_calls * sizeof c);
+            rec->calls[last->first++] = c;
+            rec->segments[n - 2].n_calls++;
+            continue;
+        }
         rec->segments[n++] = (cpu__segment){i, 1, serial ? 1 : n_threads};
     }
     rec->n_segments = n;
@@ -773,6 +800,10 @@ static enc_status cpu__graph_compute(backend *be, const graph *g)
             cpu__call *c = &calls[j];
             if (ctx->capturing) {
                 st = cpu__record(ctx->capturing, c);
+                continue;
+            }
+            if (n_group > 0 && cpu__runs_ahead(group, n_group, c)) {
+                cpu__run(c, 0, 1); /* ahead of the waiting group */
                 continue;
             }
             if (n_group > 0 && !cpu__joins(group, n_group, c)) cpu__flush(ctx, group, &n_group);
