@@ -7,9 +7,10 @@
  *   prefill: y[512, 3072] = x[512, 1024] W^T, the same type: GFLOP/s (2 flop per
  *            multiply-add).
  *   attention (Qwen3-0.6B shape: 16 query heads, 8 kv heads, head_dim 128,
- *            block 16): a decode row over 4096 cached tokens (GB/s of K and V
- *            read; 32 MiB, so from L3 where L3 is that large) and a 512-token
- *            prefill (GFLOP/s of q.k and p.v).
+ *            block 16), the KV cache in the weight type (as the engine's
+ *            `--kv-cache-dtype auto`): a decode row over 4096 cached tokens
+ *            (GB/s of K and V read; 16 MiB, so from L3 where L3 is that
+ *            large) and a 512-token prefill (GFLOP/s of q.k and p.v).
  *
  * Every figure is the median of RUNS timed runs after one warm-up. With one
  * thread the calling thread does all the work, so it is timed in its own
@@ -80,7 +81,8 @@ static double time_calls(enc_threadpool *tp, mm_job *j, int calls)
 enum { ATT_HEADS = 16, ATT_KV_HEADS = 8, ATT_HD = 128, ATT_BS = 16, ATT_CTX = 4096 };
 
 typedef struct att_bench {
-    float *k_cache, *v_cache, *q, *out; /* cache [ATT_CTX, kv heads, hd]; q, out [512, heads, hd] */
+    uint16_t *k_cache, *v_cache; /* [ATT_CTX, kv heads, hd] of weight_dtype */
+    float *q, *out;              /* [512, heads, hd] */
     int32_t bt[ATT_CTX / ATT_BS];
 } att_bench;
 
@@ -108,6 +110,7 @@ static double time_attention(enc_threadpool *tp, att_bench *b, int n_q, int seq_
         .n_kv_heads = ATT_KV_HEADS,
         .head_dim = ATT_HD,
         .scale = 0.08838835f, /* 1 / sqrt(128) */
+        .cache_dtype = weight_dtype,
     };
     double t0 = bench_clock(tp);
     threadpool_run(tp, att_task, &a);
@@ -148,7 +151,7 @@ static void bench_isa(cpu_isa isa, int nth, int runs, const uint16_t *pool, int6
     for (int r = 0; r < pre_runs; r++)
         pre[r] = flops / time_calls(tp, &pf, 1) / 1e9;
     double att_dec[64], att_pre[64];
-    double kv_bytes = 2.0 * ATT_CTX * ATT_KV_HEADS * ATT_HD * sizeof(float);
+    double kv_bytes = 2.0 * ATT_CTX * ATT_KV_HEADS * ATT_HD * sizeof(uint16_t);
     double att_flops = 4.0 * ATT_HEADS * ATT_HD * (512.0 * 513.0 / 2.0);
     time_attention(tp, ab, 1, ATT_CTX);
     for (int r = 0; r < runs; r++)
@@ -197,8 +200,8 @@ int main(int argc, char **argv)
            enc_dtype_name(weight_dtype), 1, K, N_OUT, K, runs, cpu_isa_name(cpu_kernels_init()));
     att_bench ab;
     size_t kv_elems = (size_t)ATT_CTX * ATT_KV_HEADS * ATT_HD, q_elems = 512u * ATT_HEADS * ATT_HD;
-    ab.k_cache = malloc(kv_elems * sizeof(float));
-    ab.v_cache = malloc(kv_elems * sizeof(float));
+    ab.k_cache = malloc(kv_elems * sizeof *ab.k_cache);
+    ab.v_cache = malloc(kv_elems * sizeof *ab.v_cache);
     ab.q = malloc(q_elems * sizeof(float));
     ab.out = malloc(q_elems * sizeof(float));
     if (!ab.k_cache || !ab.v_cache || !ab.q || !ab.out) {
@@ -206,8 +209,9 @@ int main(int argc, char **argv)
         return 1;
     }
     for (size_t i = 0; i < kv_elems; i++) {
-        ab.k_cache[i] = (float)(i % 101) / 101.0f - 0.5f;
-        ab.v_cache[i] = (float)(i % 103) / 103.0f - 0.5f;
+        float k = (float)(i % 101) / 101.0f - 0.5f, v = (float)(i % 103) / 103.0f - 0.5f;
+        ab.k_cache[i] = weight_dtype == ENC_F16 ? enc_f32_to_f16(k) : enc_f32_to_bf16(k);
+        ab.v_cache[i] = weight_dtype == ENC_F16 ? enc_f32_to_f16(v) : enc_f32_to_bf16(v);
     }
     for (size_t i = 0; i < q_elems; i++)
         ab.q[i] = (float)(i % 37) / 37.0f - 0.5f;
