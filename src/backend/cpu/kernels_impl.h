@@ -482,24 +482,21 @@ static void cpu__att_scores(const cpu_attention_args *a, const cpu__att_item *it
     int64_t hd = a->head_dim;
     const int64_t lds = CPU__ATT_HG * CPU__ATT_PB; /* S: [QT][HG][PB] */
     const float *q0 = a->q + (it->row0 * a->n_heads + it->h0) * hd;
-    if (it->nr == 1) {
-        for (int i = 0; i < pn; i += CPU__V_RM) {
-            int R = pn - i >= CPU__V_RM ? CPU__V_RM : pn - i;
+    for (int i = 0; i < pn; i += CPU__V_RM) {
+        int R = pn - i >= CPU__V_RM ? CPU__V_RM : pn - i;
+        if (it->nr == 1) {
             for (int g = 0; g < it->hg; g += CPU__V_TM) {
                 int T = it->hg - g >= CPU__V_TM ? CPU__V_TM : it->hg - g;
                 tiles(T, R, q0 + g * hd, hd, krow + i, hd, S + g * CPU__ATT_PB + i, CPU__ATT_PB, 0);
             }
+            continue;
         }
-    }
-    for (int g = 0; g < it->hg && it->nr > 1; g++) {
-        for (int i = 0; i < pn; i += CPU__V_RM) {
-            int R = pn - i >= CPU__V_RM ? CPU__V_RM : pn - i;
+        for (int g = 0; g < it->hg; g++)
             for (int r = 0; r < it->nr; r += CPU__V_TM) {
                 int T = it->nr - r >= CPU__V_TM ? CPU__V_TM : it->nr - r;
                 tiles(T, R, q0 + g * hd + r * a->n_heads * hd, a->n_heads * hd, krow + i, hd,
                       S + r * lds + g * CPU__ATT_PB + i, lds, 0);
             }
-        }
     }
     V sv = V_SET1(a->scale); /* one multiply per score, VW at a time */
     for (int r = 0; r < it->nr; r++)
@@ -656,7 +653,7 @@ static void cpu__att_item_run(const cpu_attention_args *a, const cpu__att_item *
         }
     int64_t end = it->ctx0 + it->nr - 1; /* the keys the last row sees */
     float S[CPU__ATT_QT * CPU__ATT_HG * CPU__ATT_PB];
-    const void *krow[CPU__ATT_PB], *vraw[CPU__ATT_PB], *nkrow[CPU__ATT_PB], *nvrow[CPU__ATT_PB];
+    const void *krow[CPU__ATT_PB], *vraw[CPU__ATT_PB];
     const float *vrow[CPU__ATT_PB];
     float kbuf[CPU__ATT_PB * CPU__ATT_COPY_HD], vbuf[CPU__ATT_PB * CPU__ATT_COPY_HD];
     /* Packing pays when the rows are read again by several (row, head) pairs;
@@ -677,21 +674,31 @@ static void cpu__att_item_run(const cpu_attention_args *a, const cpu__att_item *
     cpu__att_pv_fn pv = rows_dt == ENC_BF16  ? cpu__att_pv_bf16
                         : rows_dt == ENC_F16 ? cpu__att_pv_f16
                                              : cpu__att_pv_f32;
+    /* In place (one query row), the next block's rows are found and asked for
+     * while this block is computed: nk, nv hold them when `ahead`. */
+    const void *nk[CPU__ATT_PB], *nv[CPU__ATT_PB];
+    int ahead = 0;
     for (int64_t p0 = 0; p0 < end; p0 += CPU__ATT_PB) {
         int pn = end - p0 >= CPU__ATT_PB ? CPU__ATT_PB : (int)(end - p0);
-        cpu__att_rows(a, it, p0, pn, krow, vraw);
-        if (direct && p0 + CPU__ATT_PB < end) { /* the next block's rows */
+        if (ahead) {
+            memcpy(krow, nk, (size_t)pn * sizeof *krow);
+            memcpy(vraw, nv, (size_t)pn * sizeof *vraw);
+        } else {
+            cpu__att_rows(a, it, p0, pn, krow, vraw);
+        }
+        ahead = direct && p0 + CPU__ATT_PB < end;
+        if (ahead) {
             int64_t left = end - p0 - CPU__ATT_PB;
             int nn = left >= CPU__ATT_PB ? CPU__ATT_PB : (int)left;
-            cpu__att_rows(a, it, p0 + CPU__ATT_PB, nn, nkrow, nvrow);
-            cpu__att_prefetch(a, nkrow, nn);
-            cpu__att_prefetch(a, nvrow, nn);
+            cpu__att_rows(a, it, p0 + CPU__ATT_PB, nn, nk, nv);
+            cpu__att_prefetch(a, nk, nn);
+            cpu__att_prefetch(a, nv, nn);
         }
         if (widen)
             cpu__att_widen(dt, hd, pn, krow, vraw, vrow, kbuf, vbuf);
         else if (pack)
             cpu__att_pack(hd, pn, krow, vraw, vrow, kbuf, vbuf);
-        else
+        else if (!direct)
             for (int i = 0; i < pn; i++) vrow[i] = vraw[i];
         const void *const *vr = direct ? vraw : (const void *const *)vrow;
         cpu__att_scores(a, it, tiles, krow, pn, S);
