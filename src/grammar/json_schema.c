@@ -24,6 +24,8 @@
 typedef struct js_ref {
     char *ptr; /* "#/$defs/x" */
     int rule;
+    int open;   /* its target is being compiled */
+    int guards; /* js.guards when it opened */
 } js_ref;
 
 typedef struct js {
@@ -35,6 +37,7 @@ typedef struct js {
     size_t n_refs, cap_refs;
     unsigned formats; /* json_schema_formats.h bits used */
     int depth;
+    int guards; /* objects and arrays around the node being compiled: each reads a byte first */
 } js;
 
 static enc_status js__fail(const char *ptr, const char *fmt, ...)
@@ -266,6 +269,13 @@ static enc_status js__ref(js *c, ebnf_buf *b, const cJSON *s, const char *ptr)
     const char *r = ref->valuestring;
     for (size_t i = 0; i < c->n_refs; i++)
         if (!strcmp(c->refs[i].ptr, r)) {
+            /* Recursion must pass through an object or an array: one that
+             * reaches its own '$ref' before any byte is an endless rule. */
+            if (c->refs[i].open && c->refs[i].guards == c->guards)
+                return js__fail(ptr,
+                                "'$ref' to '%s' recurses without an object or array between "
+                                "(it never reads a byte)",
+                                r);
             ebnf_buf_printf(b, "%ss%d", c->prefix, c->refs[i].rule);
             return ENC_OK;
         }
@@ -298,9 +308,13 @@ static enc_status js__ref(js *c, ebnf_buf *b, const cJSON *s, const char *ptr)
     c->refs[c->n_refs].ptr = malloc(strlen(r) + 1);
     if (!c->refs[c->n_refs].ptr) return js__oom();
     strcpy(c->refs[c->n_refs].ptr, r);
-    c->refs[c->n_refs++].rule = rule;
+    size_t at = c->n_refs++;
+    c->refs[at].rule = rule;
+    c->refs[at].open = 1;
+    c->refs[at].guards = c->guards;
     int inner;
     ENC_TRY(js__node(c, target, r + 1, &inner));
+    c->refs[at].open = 0;
     ebnf_buf d;
     js__rule_begin(c, &d, rule);
     ebnf_buf_printf(&d, "%ss%d", c->prefix, inner);
@@ -668,11 +682,12 @@ static enc_status js__type(js *c, ebnf_buf *b, const cJSON *s, const char *ptr, 
         return js__integer(c, b, s, ptr);
     else if (!strcmp(t, "number"))
         return js__number(c, b, s, ptr);
-    else if (!strcmp(t, "object"))
-        return js__object(c, b, s, ptr);
-    else if (!strcmp(t, "array"))
-        return js__array(c, b, s, ptr);
-    else
+    else if (!strcmp(t, "object") || !strcmp(t, "array")) {
+        c->guards++;
+        enc_status st = t[0] == 'o' ? js__object(c, b, s, ptr) : js__array(c, b, s, ptr);
+        c->guards--;
+        return st;
+    } else
         return js__fail(ptr, "unknown type '%s'", t);
     return ENC_OK;
 }

@@ -87,6 +87,15 @@ static void test_refusals(void)
         "'uniqueItems' at #/anyOf/1");
     expect_refused("{\"$defs\": {\"d\": {\"maxProperties\": 1}}, \"$ref\": \"#/$defs/d\"}",
                    "'maxProperties' at #/$defs/d");
+    /* recursion that reads no byte before it comes round is an endless rule */
+    expect_refused("{\"$ref\": \"#\"}", "'$ref' to '#' recurses without an object or array");
+    expect_refused("{\"anyOf\": [{\"type\": \"null\"}, {\"$ref\": \"#\"}]}",
+                   "'$ref' to '#' recurses without an object or array between (it never reads a "
+                   "byte) at #/anyOf/1");
+    expect_refused("{\"$defs\": {\"a\": {\"allOf\": [{\"$ref\": \"#/$defs/b\"}]}, \"b\": "
+                   "{\"oneOf\": [{\"type\": \"string\"}, {\"$ref\": \"#/$defs/a\"}]}}, "
+                   "\"$ref\": \"#/$defs/a\"}",
+                   "'$ref' to '#/$defs/a' recurses");
     /* deep nesting is refused, not a stack overflow */
     char deep[4096] = "";
     for (int i = 0; i < 100; i++)
@@ -112,6 +121,11 @@ static void test_layout(void)
          "{}", "{, \"b\": true}"},
         {"{\"type\": \"array\", \"items\": {\"type\": \"null\"}, \"minItems\": 2}",
          "[null, null, null]", "[null]"},
+        /* recursion through an array, and back to the same definition once closed */
+        {"{\"$defs\": {\"n\": {\"anyOf\": [{\"type\": \"null\"}, {\"type\": \"array\", "
+         "\"items\": {\"$ref\": \"#/$defs/n\"}}]}}, \"type\": \"array\", \"prefixItems\": "
+         "[{\"$ref\": \"#/$defs/n\"}, {\"$ref\": \"#/$defs/n\"}], \"items\": false}",
+         "[[null, [[]]], null]", "[[null, [1]], null]"},
         {"{\"type\": \"integer\", \"minimum\": -5, \"maximum\": 120}", "-5", "121"},
         {"{\"type\": \"integer\", \"minimum\": -5, \"maximum\": 120}", "120", "-6"},
         {"{\"type\": \"integer\", \"minimum\": -5, \"maximum\": 120}", "0", "-0"},
