@@ -670,6 +670,17 @@ static enc_status js__array(js *c, ebnf_buf *b, const cJSON *s, const char *ptr)
     return st;
 }
 
+/* An object or an array: its first byte is read before any child, so a
+ * recursion through it is no endless rule (js__ref). */
+static enc_status js__guarded(enc_status (*body)(js *, ebnf_buf *, const cJSON *, const char *),
+                              js *c, ebnf_buf *b, const cJSON *s, const char *ptr)
+{
+    c->guards++;
+    enc_status st = body(c, b, s, ptr);
+    c->guards--;
+    return st;
+}
+
 static enc_status js__type(js *c, ebnf_buf *b, const cJSON *s, const char *ptr, const char *t)
 {
     if (!strcmp(t, "null"))
@@ -682,12 +693,11 @@ static enc_status js__type(js *c, ebnf_buf *b, const cJSON *s, const char *ptr, 
         return js__integer(c, b, s, ptr);
     else if (!strcmp(t, "number"))
         return js__number(c, b, s, ptr);
-    else if (!strcmp(t, "object") || !strcmp(t, "array")) {
-        c->guards++;
-        enc_status st = t[0] == 'o' ? js__object(c, b, s, ptr) : js__array(c, b, s, ptr);
-        c->guards--;
-        return st;
-    } else
+    else if (!strcmp(t, "object"))
+        return js__guarded(js__object, c, b, s, ptr);
+    else if (!strcmp(t, "array"))
+        return js__guarded(js__array, c, b, s, ptr);
+    else
         return js__fail(ptr, "unknown type '%s'", t);
     return ENC_OK;
 }
