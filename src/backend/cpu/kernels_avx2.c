@@ -6,7 +6,11 @@
  * dot-product instructions that round the activations); f16 -> f32 is F16C.
  *
  * Register tile for prefill: 4 tokens x 3 weight rows = 12 accumulators of
- * the 16 ymm registers; for decode, 1 token x 4 rows. */
+ * the 16 ymm registers; for decode, 1 token x 2 rows. Two accumulators per
+ * output (CPU__V_P): a one-token tile keeps all four in registers, four
+ * independent FMA chains for the loads to run ahead of (one chain per row
+ * streamed a row from L3 at 15-17 GB/s on a Zen 3 core, two at 21-27); a
+ * tile of several tokens runs one pass per accumulator. */
 #if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
 
 #if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
@@ -53,6 +57,8 @@ static inline float cpu__avx2_hsum(__m256 v)
 #define CPU__V_TM 4
 #define CPU__V_RM 3
 #define CPU__V_RD 2 /* decode tile rows: 2 beat 4 and 8 end to end on the 0.6B geometry */
+#define CPU__V_P 2   /* accumulators per output */
+#define CPU__V_ACC 8 /* at most this many in registers at once, else a pass each */
 #define CPU__V_PV 8
 #define V_ZERO() _mm256_setzero_ps()
 #define V_SET1(s) _mm256_set1_ps(s)
@@ -66,6 +72,7 @@ static inline float cpu__avx2_hsum(__m256 v)
 #define V_STORE_PART(p, v, n) _mm256_maskstore_ps(p, cpu__avx2_mask(n), v)
 #define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define V_MUL(a, b) _mm256_mul_ps(a, b)
+#define V_ADD(a, b) _mm256_add_ps(a, b)
 #define V_HSUM(v) cpu__avx2_hsum(v)
 #define CPU__V_SAMPLE_WEIGHTS smath_weights_avx2 /* base/sample_math_avx2.c */
 #define CPU__V_TABLE cpu__kernels_avx2

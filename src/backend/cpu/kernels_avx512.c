@@ -61,6 +61,7 @@ static inline float cpu__avx512_hsum(__m512 v)
 #define V_STORE_PART(p, v, n) _mm512_mask_storeu_ps(p, cpu__avx512_mask(n), v)
 #define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define V_MUL(a, b) _mm512_mul_ps(a, b)
+#define V_ADD(a, b) _mm512_add_ps(a, b)
 #define V_HSUM(v) cpu__avx512_hsum(v)
 #define CPU__V_SAMPLE_WEIGHTS smath_weights_avx2 /* base/sample_math_avx2.c */
 #define CPU__V_TABLE cpu__kernels_avx512

@@ -14,11 +14,15 @@
  * The fixed order of every dot product (the heart of batch invariance):
  *
  *     k:    [ VW lanes ][ VW lanes ] ... [ VW lanes ][ tail, zero-padded ]
- *     acc:  one VW-lane accumulator, acc = fma(x_blk, w_blk, acc), block by block
- *     y   = V_HSUM(acc)   (a fixed tree; see each ISA file)
+ *     acc:  P = CPU__V_P VW-lane accumulators, each over its own run of
+ *           consecutive blocks (cpu__v_class_start: P near-equal runs, the
+ *           tail in the last), acc[c] = fma(x_blk, w_blk, acc[c]), block by
+ *           block
+ *     y   = V_HSUM(acc[0] + acc[1] + ...)   (fixed trees; see cpu__tile and
+ *           each ISA file)
  *
  * Register tiles of T tokens x R weight rows only share loads: each of the
- * T*R outputs has its own accumulator run through exactly the steps above,
+ * T*R outputs has its own accumulators run through exactly the steps above,
  * so y[t, n] is the same bits whatever T, R, n_tokens, nth or the tile's
  * position. */
 #ifndef ENC_CPU_KERNELS_IMPL_H
@@ -81,6 +85,11 @@ int cpu_kernels_force_isa(cpu_isa isa);
  *   V, VW                 vector type and its number of float lanes
  *   CPU__V_TM, CPU__V_RM  register tile: tokens x weight rows (prefill)
  *   CPU__V_RD             weight rows per tile when a call has one token
+ *   CPU__V_P              accumulators per output (1, 2 or 4; default 1): a
+ *                         one-token tile of R rows runs R * CPU__V_P
+ *                         independent chains
+ *   CPU__V_ACC            accumulators a tile may keep in registers at once
+ *                         (default CPU__V_TM * CPU__V_RMAX)
  *   CPU__V_SAMPLE_WEIGHTS the table's sample_weights
  *   CPU__V_PV             vector accumulators of attention's weights . V step
  *                         (a multiple of 4)
@@ -93,7 +102,7 @@ int cpu_kernels_force_isa(cpu_isa isa);
  *   V_LOAD_BF16_PART(p, n), V_LOAD_F16_PART(p, n)  likewise
  *   V_STORE(p, v), V_STORE_PART(p, v, n)
  *   V_FMA(a, b, c)        a * b + c (one rounding where the ISA has FMA)
- *   V_MUL(a, b)
+ *   V_MUL(a, b), V_ADD(a, b)
  *   V_HSUM(v)             the sum of the lanes, by a fixed tree
  */
 #ifdef CPU__V_TABLE
@@ -115,6 +124,12 @@ int cpu_kernels_force_isa(cpu_isa isa);
 #endif
 
 #define CPU__V_RMAX (CPU__V_RD > CPU__V_RM ? CPU__V_RD : CPU__V_RM) /* rows of any tile */
+#ifndef CPU__V_P
+#define CPU__V_P 1
+#endif
+#ifndef CPU__V_ACC
+#define CPU__V_ACC (CPU__V_TM * CPU__V_RMAX)
+#endif
 
 /* --- dot-product tiles ------------------------------------------------- */
 
@@ -148,6 +163,7 @@ CPU__INLINE size_t cpu__v_elem_size(enc_dtype dt)
  * after its last row (the next tile's). A hint only: a prefetch never
  * faults, past the matrix end included, and changes no value. */
 enum { CPU__V_PF = 32 };
+_Static_assert(CPU__V_PF % (CPU__V_P * VW) == 0, "a step of every class must divide CPU__V_PF");
 CPU__INLINE void cpu__v_prefetch_next(int R, enc_dtype dt, const void *last_row, int64_t k,
                                       int64_t i)
 {
@@ -161,39 +177,146 @@ CPU__INLINE void cpu__v_prefetch_next(int R, enc_dtype dt, const void *last_row,
 #endif
 }
 
-/* y[t * ldy + r] = dot(x[t * ldx .. + k], wrow[r][0 .. k]) for t < T, r < R,
- * each in the fixed order of the header comment. T, R and dt are constants
- * at every call site, so acc[][] lives in registers. */
-CPU__INLINE void cpu__tile(int T, int R, enc_dtype dt, const float *x, int64_t ldx,
-                           const void *const *wrow, int64_t k, float *y, int64_t ldy, int stream)
+CPU__INLINE void cpu__tile_zero(int T, int R, V acc[CPU__V_TM][CPU__V_RMAX])
 {
-    V acc[CPU__V_TM][CPU__V_RMAX];
     CPU__UNROLL for (int t = 0; t < T; t++) {
         CPU__UNROLL for (int r = 0; r < R; r++) acc[t][r] = V_ZERO();
     }
-    int64_t i = 0;
-    for (; i + VW <= k; i += VW) {
-        if ((T == 1 || stream) && i % CPU__V_PF == 0) cpu__v_prefetch_next(R, dt, wrow[R - 1], k, i);
-        V wv[CPU__V_RMAX];
-        CPU__UNROLL for (int r = 0; r < R; r++) wv[r] = cpu__v_load_w(dt, wrow[r], i);
-        CPU__UNROLL for (int t = 0; t < T; t++) {
-            V xv = V_LOAD(x + t * ldx + i);
-            CPU__UNROLL for (int r = 0; r < R; r++) acc[t][r] = V_FMA(xv, wv[r], acc[t][r]);
-        }
-    }
-#if VW > 1
-    if (i < k) { /* the zero-padded tail block: one more step of the same accumulator */
-        int n = (int)(k - i);
-        V wv[CPU__V_RMAX];
-        CPU__UNROLL for (int r = 0; r < R; r++) wv[r] = cpu__v_load_w_part(dt, wrow[r], i, n);
-        CPU__UNROLL for (int t = 0; t < T; t++) {
-            V xv = V_LOAD_PART(x + t * ldx + i, n);
-            CPU__UNROLL for (int r = 0; r < R; r++) acc[t][r] = V_FMA(xv, wv[r], acc[t][r]);
-        }
-    }
-#endif
+}
+
+CPU__INLINE void cpu__tile_copy(int T, int R, V from[CPU__V_TM][CPU__V_RMAX],
+                                V to[CPU__V_TM][CPU__V_RMAX])
+{
     CPU__UNROLL for (int t = 0; t < T; t++) {
-        CPU__UNROLL for (int r = 0; r < R; r++) y[t * ldy + r] = V_HSUM(acc[t][r]);
+        CPU__UNROLL for (int r = 0; r < R; r++) to[t][r] = from[t][r];
+    }
+}
+
+/* One step of a tile: the block at element o into acc[t][r] (n < VW: the
+ * tail block, zero-padded; VW == 1 has none). */
+CPU__INLINE void cpu__tile_block(int T, int R, enc_dtype dt, const float *x, int64_t ldx,
+                                 const void *const *wrow, int64_t o, int n,
+                                 V acc[CPU__V_TM][CPU__V_RMAX])
+{
+    V wv[CPU__V_RMAX];
+    CPU__UNROLL for (int r = 0; r < R; r++) {
+        wv[r] = n == VW ? cpu__v_load_w(dt, wrow[r], o) : cpu__v_load_w_part(dt, wrow[r], o, n);
+    }
+    CPU__UNROLL for (int t = 0; t < T; t++) {
+        V xv = n == VW ? V_LOAD(x + t * ldx + o) : V_LOAD_PART(x + t * ldx + o, n);
+        CPU__UNROLL for (int r = 0; r < R; r++) acc[t][r] = V_FMA(xv, wv[r], acc[t][r]);
+    }
+}
+
+/* The first element of accumulator class c of a dot product of k (k for
+ * c = CPU__V_P): the blocks of VW elements split into CPU__V_P runs of
+ * consecutive blocks, the later runs a block longer where they do not split
+ * evenly, the zero-padded tail block the last of the last run. */
+CPU__INLINE int64_t cpu__v_class_start(int64_t k, int c)
+{
+    int64_t blocks = (k + VW - 1) / VW;
+    return c >= CPU__V_P ? k : c * blocks / CPU__V_P * VW;
+}
+
+/* Every class side by side, acc[c][t][r]: the shape of a tile whose T * R
+ * * P accumulators fit in registers. */
+CPU__INLINE void cpu__tile_classes(int T, int R, enc_dtype dt, const float *x, int64_t ldx,
+                                   const void *const *wrow, int64_t k, int prefetch,
+                                   V out[CPU__V_P][CPU__V_TM][CPU__V_RMAX])
+{
+    V acc[CPU__V_P][CPU__V_TM][CPU__V_RMAX]; /* local: in registers, the shape GCC keeps there */
+    int64_t start[CPU__V_P + 1], whole = k / VW;
+    CPU__UNROLL for (int c = 0; c <= CPU__V_P; c++) start[c] = cpu__v_class_start(k, c);
+    CPU__UNROLL for (int c = 0; c < CPU__V_P; c++) {
+        cpu__tile_zero(T, R, acc[c]);
+        int64_t w = (start[c + 1] - start[c]) / VW;
+        whole = w < whole ? w : whole;
+    }
+    /* the whole blocks every class has, side by side... */
+    for (int64_t j = 0; j < whole; j++) {
+        int64_t done = j * VW * CPU__V_P; /* the share of the tile read, per row */
+        if (prefetch && done % CPU__V_PF == 0) cpu__v_prefetch_next(R, dt, wrow[R - 1], k, done);
+        CPU__UNROLL for (int c = 0; c < CPU__V_P; c++) {
+            cpu__tile_block(T, R, dt, x, ldx, wrow, start[c] + j * VW, VW, acc[c]);
+        }
+    }
+    /* ...then the rest of each: a block more in some, the tail block */
+    CPU__UNROLL for (int c = 0; c < CPU__V_P; c++) {
+        for (int64_t o = start[c] + whole * VW; o < start[c + 1]; o += VW) {
+            int n = start[c + 1] - o < VW ? (int)(start[c + 1] - o) : VW;
+            cpu__tile_block(T, R, dt, x, ldx, wrow, o, n, acc[c]);
+        }
+        cpu__tile_copy(T, R, acc[c], out[c]);
+    }
+}
+
+/* One class, acc[t][r]. prefetch: ask for the next tile's rows, all of
+ * them by the end of this pass. */
+CPU__INLINE void cpu__tile_class(int T, int R, int c, enc_dtype dt, const float *x, int64_t ldx,
+                                 const void *const *wrow, int64_t k, int prefetch,
+                                 V out[CPU__V_TM][CPU__V_RMAX])
+{
+    V acc[CPU__V_TM][CPU__V_RMAX];
+    cpu__tile_zero(T, R, acc);
+    int64_t o = cpu__v_class_start(k, c), end = cpu__v_class_start(k, c + 1);
+    for (int64_t done = 0; o + VW <= end; o += VW, done += VW * CPU__V_P) {
+        if (prefetch && done % CPU__V_PF == 0) cpu__v_prefetch_next(R, dt, wrow[R - 1], k, done);
+        cpu__tile_block(T, R, dt, x, ldx, wrow, o, VW, acc);
+    }
+    if (o < end) cpu__tile_block(T, R, dt, x, ldx, wrow, o, (int)(end - o), acc);
+    cpu__tile_copy(T, R, acc, out);
+}
+
+/* The classes done wait in memory while the next pass runs: left to itself,
+ * GCC kept some of them in registers and spilled a running accumulator of
+ * the 4 x 3 tile instead, a load and a store every step (37 GFLOP/s against
+ * 46 without). */
+#if defined(__GNUC__)
+#define cpu__v_keep_in_memory(p) __asm__ volatile("" : : "r"(p) : "memory")
+#else
+#define cpu__v_keep_in_memory(p) ((void)(p))
+#endif
+
+/* The CPU__V_P accumulators of one output, summed by a fixed tree. */
+CPU__INLINE V cpu__v_sum_classes(const V *a)
+{
+#if CPU__V_P == 1
+    return a[0];
+#elif CPU__V_P == 2
+    return V_ADD(a[0], a[1]);
+#elif CPU__V_P == 4
+    return V_ADD(V_ADD(a[0], a[1]), V_ADD(a[2], a[3]));
+#else
+#error "CPU__V_P must be 1, 2 or 4"
+#endif
+}
+
+/* y[t * ldy + r] = dot(x[t * ldx .. + k], wrow[r][0 .. k]) for t < T, r < R,
+ * each in the fixed order of the header comment. T, R and dt are constants
+ * at every call site, so the accumulators live in registers: all CPU__V_P
+ * classes in one pass where T * R * CPU__V_P of them fit (a one-token tile:
+ * independent chains for the loads to run ahead of), otherwise one pass per
+ * class, the classes done kept aside. Either way every accumulator sees the
+ * same blocks in the same order, so the bits do not depend on the shape. */
+CPU__INLINE void cpu__tile(int T, int R, enc_dtype dt, const float *x, int64_t ldx,
+                           const void *const *wrow, int64_t k, float *y, int64_t ldy, int stream)
+{
+    V acc[CPU__V_P][CPU__V_TM][CPU__V_RMAX];
+    int prefetch = T == 1 || stream;
+    if (CPU__V_P == 1 || T * R * CPU__V_P <= CPU__V_ACC) {
+        cpu__tile_classes(T, R, dt, x, ldx, wrow, k, prefetch, acc);
+    } else {
+        CPU__UNROLL for (int c = 0; c < CPU__V_P; c++) {
+            cpu__tile_class(T, R, c, dt, x, ldx, wrow, k, prefetch && c == 0, acc[c]);
+            cpu__v_keep_in_memory(acc);
+        }
+    }
+    CPU__UNROLL for (int t = 0; t < T; t++) {
+        CPU__UNROLL for (int r = 0; r < R; r++) {
+            V a[CPU__V_P];
+            CPU__UNROLL for (int c = 0; c < CPU__V_P; c++) a[c] = acc[c][t][r];
+            y[t * ldy + r] = V_HSUM(cpu__v_sum_classes(a));
+        }
     }
 }
 
