@@ -85,7 +85,7 @@ int cpu_kernels_force_isa(cpu_isa isa);
  *   V, VW                 vector type and its number of float lanes
  *   CPU__V_TM, CPU__V_RM  register tile: tokens x weight rows (prefill)
  *   CPU__V_RD             weight rows per tile when a call has one token
- *   CPU__V_P              accumulators per output (1, 2 or 4; default 1): a
+ *   CPU__V_P              accumulators per output (1 or 2; default 1): a
  *                         one-token tile of R rows runs R * CPU__V_P
  *                         independent chains
  *   CPU__V_ACC            accumulators a tile may keep in registers at once
@@ -269,25 +269,24 @@ CPU__INLINE void cpu__tile_class(int T, int R, int c, enc_dtype dt, const float 
 
 /* The classes done wait in memory while the next pass runs: left to itself,
  * GCC kept some of them in registers and spilled a running accumulator of
- * the 4 x 3 tile instead, a load and a store every step (37 GFLOP/s against
- * 46 without). */
+ * the 4 x 3 tile instead, a load and a store every step (seen in the
+ * generated code; with blocks alternating between the classes, a layout
+ * tried first, the tile ran at 37 GFLOP/s that way against 46 without). */
 #if defined(__GNUC__)
 #define cpu__v_keep_in_memory(p) __asm__ volatile("" : : "r"(p) : "memory")
 #else
 #define cpu__v_keep_in_memory(p) ((void)(p))
 #endif
 
-/* The CPU__V_P accumulators of one output, summed by a fixed tree. */
+/* The CPU__V_P accumulators of one output, summed. */
 CPU__INLINE V cpu__v_sum_classes(const V *a)
 {
 #if CPU__V_P == 1
     return a[0];
 #elif CPU__V_P == 2
     return V_ADD(a[0], a[1]);
-#elif CPU__V_P == 4
-    return V_ADD(V_ADD(a[0], a[1]), V_ADD(a[2], a[3]));
 #else
-#error "CPU__V_P must be 1, 2 or 4"
+#error "CPU__V_P must be 1 or 2"
 #endif
 }
 
