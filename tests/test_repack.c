@@ -11,7 +11,10 @@
  *     (the scalar table's cpu_matmul over the row layout) bit for bit, for
  *     8, 13, 37 and 69 rows (tails of 0..5 rows past the last group), token
  *     counts 1..9 and 67, and 1, 2 and 3 threads; and Q4_0 rows of 8224
- *     blocks (too long for the token table made ahead);
+ *     blocks (too long for the token table made ahead). With AVX-512 VNNI,
+ *     calls of 2+ tokens take Q4_0/Q8_0 groups in pairs (the 16-row
+ *     kernel) and a thread's odd last group alone: 37 and 69 rows split
+ *     over 1-3 threads give both;
  *   - the CPU backend: a repacked buffer reads back in the row layout and
  *     refuses a write by name; with ENCORE_CPU_REPACK=0 it stays a plain
  *     buffer (the write goes through).

@@ -351,10 +351,12 @@ static void cpu__qx_toks(const unsigned char *xb, size_t xrb, int64_t t0, int64_
 /* Rows [n0, n1) of the whole groups of an interleaved W (n0 a multiple of
  * 8): per token block, each group meets every token, CPU__QX_TOKENS at a
  * time and the rest in one call; Q4_0/Q8_0: the token table made first where it fits
- * CPU__QX_TOK_MAX (the token block shrunk to fit), else by the kernel. */
-static void cpu__matmul_x8(cpu__qx8_fn fn, const void *x, int64_t n_tokens, int64_t k,
-                           const void *w, enc_dtype w_dtype, int64_t n_out, int64_t n0, int64_t n1,
-                           float *y)
+ * CPU__QX_TOK_MAX (the token block shrunk to fit), else by the kernel. A
+ * call of several tokens takes two groups at a time where the table has a
+ * 16-row kernel (fn16; same bits), the last odd group alone. */
+static void cpu__matmul_x8(cpu__qx8_fn fn8, cpu__qx8_fn fn16, const void *x, int64_t n_tokens,
+                           int64_t k, const void *w, enc_dtype w_dtype, int64_t n_out, int64_t n0,
+                           int64_t n1, float *y)
 {
     cpu__qsizes z = cpu__qsizes_of(w_dtype, k);
     const unsigned char *wb = w, *xb = x;
@@ -364,7 +366,10 @@ static void cpu__matmul_x8(cpu__qx8_fn fn, const void *x, int64_t n_tokens, int6
     for (int64_t t0 = 0; t0 < n_tokens; t0 += z.tb) {
         int64_t t1 = t0 + z.tb < n_tokens ? t0 + z.tb : n_tokens;
         if (has_tok) cpu__qx_toks(xb, z.xrb, t0, t1, z.nb, tok);
-        for (int64_t r0 = n0; r0 < n1; r0 += CPU_REPACK_ROWS)
+        for (int64_t r0 = n0, step; r0 < n1; r0 += step) {
+            int pair = fn16 && n_tokens > 1 && n1 - r0 >= 2 * CPU_REPACK_ROWS;
+            cpu__qx8_fn fn = pair ? fn16 : fn8;
+            step = pair ? 2 * CPU_REPACK_ROWS : CPU_REPACK_ROWS;
             for (int64_t t = t0; t < t1; t += CPU__QX_TOKENS) {
                 int T = t1 - t < CPU__QX_TOKENS ? (int)(t1 - t) : CPU__QX_TOKENS;
                 const void *xp[CPU__QX_TOKENS];
@@ -377,6 +382,7 @@ static void cpu__matmul_x8(cpu__qx8_fn fn, const void *x, int64_t n_tokens, int6
                 }
                 fn(T, wb + (size_t)r0 * z.wrb, xp, has_tok ? tp : NULL, z.nb, yp);
             }
+        }
     }
 }
 
@@ -387,7 +393,9 @@ void cpu__matmul_quant(const cpu__quant_table *qt, const void *x, int64_t n_toke
     if (packed) { /* the whole groups interleaved, the tail rows (n_out % 8) in rows */
         int64_t ng = n_out / CPU_REPACK_ROWS * CPU_REPACK_ROWS, g1 = n1 < ng ? n1 : ng;
         ENC_ASSERT(n0 % CPU_REPACK_ROWS == 0 && qt->x8[w_dtype]);
-        if (n0 < g1) cpu__matmul_x8(qt->x8[w_dtype], x, n_tokens, k, w, w_dtype, n_out, n0, g1, y);
+        if (n0 < g1)
+            cpu__matmul_x8(qt->x8[w_dtype], qt->x16[w_dtype], x, n_tokens, k, w, w_dtype, n_out,
+                           n0, g1, y);
         n0 = n0 > ng ? n0 : ng;
         if (n0 >= n1) return;
     }

@@ -75,6 +75,9 @@ typedef struct cpu__quant_table {
     cpu__qtile_fn tile[ENC_DTYPE_COUNT]; /* (optional, per type) tokens x 4 rows */
     int tile_tokens[ENC_DTYPE_COUNT];    /* tokens per tile call, where tile is set */
     cpu__qx8_fn x8[ENC_DTYPE_COUNT];     /* interleaved groups (cpu_repack_supports' types) */
+    /* (optional, per type) two consecutive groups at once, 16 rows: g the
+     * first, y[t] 16 floats; the x8 bits. For calls of several tokens. */
+    cpu__qx8_fn x16[ENC_DTYPE_COUNT];
     /* (optional) quant_quantize_row's bytes, faster; NULL: quant_quantize_row */
     int (*quantize_row)(enc_dtype dt, const float *x, void *out, int64_t k);
 } cpu__quant_table;
@@ -668,6 +671,10 @@ static int cpu__q_quantize_row(enc_dtype dt, const float *x, void *out, int64_t 
 
 #include "backend/cpu/kernels_repack_impl.h"
 #include "backend/cpu/kernels_repack_k_impl.h"
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(CPU__Q_DOT4_ACC)
+#define CPU__QX16 1 /* 512-bit VNNI: two groups a vector */
+#include "backend/cpu/kernels_repack_512_impl.h"
+#endif
 
 const cpu__quant_table CPU__Q_TABLE = {
     .name = CPU__Q_NAME,
@@ -679,6 +686,13 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q4_K] = cpu__qxk_q4_k,
             [ENC_Q6_K] = cpu__qxk_q6_k,
         },
+#ifdef CPU__QX16
+    .x16 =
+        {
+            [ENC_Q8_0] = cpu__qx16_q8_0,
+            [ENC_Q4_0] = cpu__qx16_q4_0,
+        },
+#endif
     .dot =
         {
             [ENC_Q8_0] = cpu__q_dot_q8_0,

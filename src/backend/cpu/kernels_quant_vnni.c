@@ -1,8 +1,10 @@
 /* kernels_quant_vnni.c - the block dot products of kernels_quant_impl.h with
  * AVX-512 VNNI on 256-bit vectors (AVX512_VNNI + VL): vpdpbusd sums each
  * 4-byte group of u8 x s8 products straight into an int32 lane, giving the
- * very lanes the AVX2 build computes in two instructions. Used by the
- * AVX-512 ISA when the CPU has VNNI (kernels_quant.c checks CPUID). */
+ * very lanes the AVX2 build computes in two instructions; and the 512-bit
+ * interleaved Q4_0/Q8_0 kernels for several tokens (kernels_repack_512_impl.h,
+ * two groups of rows a vector). Used by the AVX-512 ISA when the CPU has
+ * VNNI (kernels_quant.c checks CPUID). */
 #if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
 
 #if !defined(__AVX512VNNI__) || !defined(__AVX512VL__) || !defined(__AVX2__) || !defined(__F16C__)

@@ -164,25 +164,26 @@ CPU__Q_INLINE void cpu__qx_tile(int q4, int T, int has_tok, const void *g, const
     CPU__Q_UNROLL for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], acc[t]);
 }
 
-/* The table's entries: T and has_tok constants in each body. */
-#define CPU__QX_CASE(Q4, T_)                                                                       \
+/* The table's entries: T and has_tok constants in each body; TILE is
+ * cpu__qx_tile here, or kernels_repack_512_impl.h's 16-row body. */
+#define CPU__QX_CASE(TILE, Q4, T_)                                                                 \
     case T_:                                                                                       \
         if (tok)                                                                                   \
-            cpu__qx_tile(Q4, T_, 1, g, x, tok, nb, y);                                             \
+            TILE(Q4, T_, 1, g, x, tok, nb, y);                                                     \
         else                                                                                       \
-            cpu__qx_tile(Q4, T_, 0, g, x, tok, nb, y);                                             \
+            TILE(Q4, T_, 0, g, x, tok, nb, y);                                                     \
         break
-#define CPU__QX_TYPE(T_, Q4)                                                                       \
-    static void cpu__qx_##T_(int T, const void *g, const void *const *x,                           \
-                             const cpu__qx_tok *const *tok, int64_t nb, float *const *y)           \
+#define CPU__QX_TYPE(NAME, TILE, Q4)                                                               \
+    static void NAME(int T, const void *g, const void *const *x, const cpu__qx_tok *const *tok,    \
+                     int64_t nb, float *const *y)                                                  \
     {                                                                                              \
         switch (T) {                                                                               \
-            CPU__QX_CASE(Q4, 4);                                                                   \
-            CPU__QX_CASE(Q4, 3);                                                                   \
-            CPU__QX_CASE(Q4, 2);                                                                   \
+            CPU__QX_CASE(TILE, Q4, 4);                                                             \
+            CPU__QX_CASE(TILE, Q4, 3);                                                             \
+            CPU__QX_CASE(TILE, Q4, 2);                                                             \
         default:                                                                                   \
-            CPU__QX_CASE(Q4, 1);                                                                   \
+            CPU__QX_CASE(TILE, Q4, 1);                                                             \
         }                                                                                          \
     }
-CPU__QX_TYPE(q4_0, 1)
-CPU__QX_TYPE(q8_0, 0)
+CPU__QX_TYPE(cpu__qx_q4_0, cpu__qx_tile, 1)
+CPU__QX_TYPE(cpu__qx_q8_0, cpu__qx_tile, 0)
