@@ -669,12 +669,14 @@ static int cpu__q_quantize_row(enc_dtype dt, const float *x, void *out, int64_t 
     return 0;
 }
 
-#include "backend/cpu/kernels_repack_impl.h"
-#include "backend/cpu/kernels_repack_k_impl.h"
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(CPU__Q_DOT4_ACC)
-#define CPU__QX16 1 /* 512-bit VNNI: two groups a vector */
+#define CPU__QX16 1 /* 512-bit VNNI: two groups a vector, the table's x16 */
+#endif
+#include "backend/cpu/kernels_repack_impl.h"
+#ifdef CPU__QX16
 #include "backend/cpu/kernels_repack_512_impl.h"
 #endif
+#include "backend/cpu/kernels_repack_k_impl.h"
 
 const cpu__quant_table CPU__Q_TABLE = {
     .name = CPU__Q_NAME,
@@ -691,6 +693,8 @@ const cpu__quant_table CPU__Q_TABLE = {
         {
             [ENC_Q8_0] = cpu__qx16_q8_0,
             [ENC_Q4_0] = cpu__qx16_q4_0,
+            [ENC_Q4_K] = cpu__qxk_q4_k16,
+            [ENC_Q6_K] = cpu__qxk_q6_k16,
         },
 #endif
     .dot =

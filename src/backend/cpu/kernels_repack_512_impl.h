@@ -1,10 +1,11 @@
 /* kernels_repack_512_impl.h - the interleaved Q4_0 and Q8_0 kernels of
  * kernels_repack_impl.h on 512-bit vectors, for calls of several tokens on
- * AVX-512 VNNI (the table's x16): two consecutive groups of 8 rows (16
- * rows) side by side in one vector, so that each broadcast of a token's 4
- * bytes and each vpdpbusd serves 16 rows, not 8. Included by
- * kernels_quant_impl.h's Part 2 after kernels_repack_impl.h, only where the
- * build has AVX-512 F/BW and VNNI (kernels_quant_vnni.c).
+ * AVX-512 VNNI (the table's x16; the K types' are the 512-bit build of
+ * kernels_repack_k_body.h): two consecutive groups of 8 rows (16 rows) side
+ * by side in one vector, so that each broadcast of a token's 4 bytes and
+ * each vpdpbusd serves 16 rows, not 8. Included by kernels_quant_impl.h's
+ * Part 2 after kernels_repack_impl.h, only where the build has AVX-512 F/BW
+ * and VNNI (kernels_quant_vnni.c).
  *
  *   lanes 0..7:  rows 0..7 of group g      (bytes at g)
  *   lanes 8..15: rows 0..7 of group g + 1  (bytes at g + nb * group block bytes)
@@ -22,6 +23,14 @@ static inline __m512i cpu__qx16_join(const unsigned char *a, const unsigned char
 {
     __m512i lo = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a));
     return _mm512_inserti64x4(lo, _mm256_loadu_si256((const __m256i *)b), 1);
+}
+
+/* The 8 f16 at a (group g) and the 8 at b (group g + 1) as 16 floats. */
+static inline __m512 cpu__qx16_f16(const unsigned char *a, const unsigned char *b)
+{
+    __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+                                        _mm_loadu_si128((const __m128i *)b), 1);
+    return _mm512_cvtph_ps(h);
 }
 
 /* The token's 4 bytes at p in every int32 lane. */
@@ -75,9 +84,8 @@ CPU__Q_INLINE __m512i cpu__qx16_isum(int q4, const __m512i *lv, const block_q8_0
 
 /* The body: T tokens x the 16 rows of groups g and g + 1 (Q4_0 when q4,
  * else Q8_0); has_tok as cpu__qx_tile. y[t] gets 16 floats. */
-CPU__Q_INLINE void cpu__qx16_tile(int q4, int T, int has_tok, const void *g,
-                                  const void *const *xv, const cpu__qx_tok *const *tok, int64_t nb,
-                                  float *const *y)
+CPU__Q_INLINE void cpu__qx16_tile(int q4, int T, int has_tok, const void *g, const void *const *xv,
+                                  const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
 {
     const size_t gb = CPU__QX_R * (q4 ? sizeof(block_q4_0) : sizeof(block_q8_0));
     const unsigned char *g0 = g, *g1 = g0 + (size_t)nb * gb;
@@ -85,18 +93,14 @@ CPU__Q_INLINE void cpu__qx16_tile(int q4, int T, int has_tok, const void *g,
     CPU__Q_UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const unsigned char *pa = g0 + (size_t)b * gb, *pb = g1 + (size_t)b * gb;
-        __m256i dh = _mm256_inserti128_si256(
-            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)pa)),
-            _mm_loadu_si128((const __m128i *)pb), 1);
-        __m512 dw = _mm512_cvtph_ps(dh);
+        __m512 dw = cpu__qx16_f16(pa, pb);
         __m512i lv[8];
         cpu__qx16_levels(q4, pa + 2 * CPU__QX_R, pb + 2 * CPU__QX_R, lv);
         CPU__Q_UNROLL for (int t = 0; t < T; t++)
         {
             const block_q8_0 *x = (const block_q8_0 *)xv[t] + b;
             float dx = has_tok ? tok[t][b].dx : cpu__q_f16(x->d);
-            int32_t xs8 =
-                has_tok ? tok[t][b].xs8 : _mm256_cvtsi256_si32(cpu__qx_xsum8(x->qs));
+            int32_t xs8 = has_tok ? tok[t][b].xs8 : _mm256_cvtsi256_si32(cpu__qx_xsum8(x->qs));
             __m512i isum = cpu__qx16_isum(q4, lv, x, _mm512_set1_epi32(q4 ? xs8 : 16 * xs8));
             __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(dx));
             acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(s, _mm512_cvtepi32_ps(isum)));
