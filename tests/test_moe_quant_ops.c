@@ -10,7 +10,12 @@
  *     alone with its expert's matrix (the decode of one token), whatever the
  *     other tokens and how many chose the same expert, and nth = 1, 2 and 3
  *     shares give the same bits;
- *   - an id outside [0, E) gives a zero row.
+ *   - an id outside [0, E) gives a zero row;
+ *   - over the same experts in the CPU backend's interleaved layout (each
+ *     expert's matrix repacked on its own, repack.h, where the type and N
+ *     allow it; N = 17, 33 leave a tail row in rows), the same bits as over
+ *     the row layout, with nth = 1, 2 and 3 (shares of 16 rows that end in
+ *     a group, a tail or both).
  * The activations are quantized once per row by cpu_quantize_rows, before
  * the call, as the CPU backend does from the graph's planned scratch. Rows
  * long enough that one pair's 8-bit row overflows the staging run the
@@ -24,6 +29,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_impl.h"
 #include "backend/cpu/kernels_moe.h"
+#include "backend/cpu/repack.h"
 #include "base/dtype.h"
 #include "base/quant.h"
 #include "check.h"
@@ -82,17 +88,46 @@ static void mq_free(mq_case *c)
     free(c->x), free(c->x8), free(c->w), free(c->ids);
 }
 
-/* y [T, k, N] from nth shares run one after another. */
-static float *mq_run(const mq_case *c, int nth)
+/* y [T, k, N] from nth shares run one after another, over w (c->w, or its
+ * interleaved copy when packed). */
+static float *mq_run_over(const mq_case *c, const void *w, int packed, int nth)
 {
     float *y = xcalloc((size_t)(c->T * c->k * c->N), sizeof *y);
     for (int64_t i = 0; i < c->T * c->k * c->N; i++)
         y[i] = NAN; /* every row must be written */
-    cpu_matmul_id_args a = {c->x8, c->per_slot, c->ids, c->w, c->dt, y,
-                            c->T,  c->k,        c->K,   c->N, c->E};
+    cpu_matmul_id_args a = {c->x8, c->per_slot, c->ids, w,    c->dt, y,
+                            c->T,  c->k,        c->K,   c->N, c->E,  packed};
     for (int ith = nth - 1; ith >= 0; ith--)
         cpu_matmul_id(&a, ith, nth);
     return y;
+}
+
+static float *mq_run(const mq_case *c, int nth)
+{
+    return mq_run_over(c, c->w, 0, nth);
+}
+
+/* The interleaved experts give want's bits (the row layout's), nth 1-3. */
+static void mq_check_packed(const mq_case *c, const float *want)
+{
+    if (!cpu_repack_supports(c->dt, c->N, c->K)) return;
+    size_t mb = (size_t)c->N * c->wrb;
+    unsigned char *p = xcalloc((size_t)c->E, mb);
+    void *tmp = xcalloc(1, cpu_repack_tmp_bytes(c->dt, c->K));
+    memcpy(p, c->w, (size_t)c->E * mb);
+    for (int64_t e = 0; e < c->E; e++)
+        cpu_repack_matrix(p + (size_t)e * mb, c->dt, c->N, c->K, false, tmp);
+    for (int nth = 1; nth <= 3; nth++) {
+        float *y = mq_run_over(c, p, 1, nth);
+        if (memcmp(y, want, (size_t)(c->T * c->k * c->N) * sizeof *y) != 0) {
+            CHECK(!"interleaved experts give the row layout's bits");
+            fprintf(stderr, "  %s T=%lld k=%lld K=%lld N=%lld E=%lld per_slot=%d nth=%d\n",
+                    enc_dtype_name(c->dt), (long long)c->T, (long long)c->k, (long long)c->K,
+                    (long long)c->N, (long long)c->E, c->per_slot, nth);
+        }
+        free(y);
+    }
+    free(p), free(tmp);
 }
 
 /* The double dot of weight row wr (dequantized) with activation row xr8
@@ -142,6 +177,7 @@ static void mq_check(enc_dtype dt, int64_t T, int64_t k, int64_t K, int64_t N, i
         }
     }
     matmul_id_verdict((matmul_id_shape){dt, T, k, K, N, E, per_slot}, bad_bits, bad_ref, bad_zero);
+    mq_check_packed(&c, y[0]);
     for (int i = 0; i < 3; i++)
         free(y[i]);
     free(one), free(wf), free(xf);

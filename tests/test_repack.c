@@ -15,9 +15,10 @@
  *     calls of 2+ tokens take Q4_0/Q8_0 groups in pairs (the 16-row
  *     kernel) and a thread's odd last group alone: 37 and 69 rows split
  *     over 1-3 threads give both;
- *   - the CPU backend: a repacked buffer reads back in the row layout and
- *     refuses a write by name; with ENCORE_CPU_REPACK=0 it stays a plain
- *     buffer (the write goes through).
+ *   - the CPU backend: a repacked buffer (one matrix, or a stack of three,
+ *     each repacked on its own) reads back in the row layout and refuses a
+ *     write by name; with ENCORE_CPU_REPACK=0 it stays a plain buffer (the
+ *     write goes through).
  *
  * Weights are quantized gaussians and raw random blocks (negative scales,
  * -128 in Q8_0, every nibble 0 or 15); the last tokens are all +127 and all
@@ -241,13 +242,16 @@ static void check_all_kernels(cpu_isa isa)
 
 /* --- the backend ------------------------------------------------------------------ */
 
-static void check_backend(int repack)
+/* A buffer of n_mats matrices of 13 rows (n_mats > 1: a stack of experts,
+ * each repacked on its own). */
+static void check_backend(int repack, int n_mats)
 {
     const enc_dtype dt = ENC_Q4_0;
     const int rows = 13;
-    size_t rb = enc_dtype_row_bytes(dt, K), n = rb * rows;
+    size_t rb = enc_dtype_row_bytes(dt, K), n = rb * rows * (size_t)n_mats;
     unsigned char *w = xcalloc(1, n), *got = xcalloc(1, n);
-    fill_weights(dt, rows, w);
+    for (int m = 0; m < n_mats; m++)
+        fill_weights(dt, rows, w + (size_t)m * rb * rows);
     backend *be = NULL;
     backend_buffer *buf = NULL;
     if (repack)
@@ -256,13 +260,15 @@ static void check_backend(int repack)
         setenv("ENCORE_CPU_REPACK", "0", 1);
     if (cpu_backend_create(1, &be) != ENC_OK || backend_buffer_alloc(be, n, "w", &buf) != ENC_OK ||
         backend_buffer_write(be, buf, 0, w, n) != ENC_OK ||
-        backend_buffer_repack_matrix(be, buf, dt, rows, K) != ENC_OK) {
-        fail("backend (repack %d): cannot make the buffer: %s", repack, enc_last_error());
+        backend_buffer_repack_matrix(be, buf, dt, n_mats, rows, K) != ENC_OK) {
+        fail("backend (repack %d, %d matrices): cannot make the buffer: %s", repack, n_mats,
+             enc_last_error());
         goto out;
     }
     if (backend_buffer_read(be, buf, rb + 5, got, n - rb - 5) != ENC_OK ||
         memcmp(got, w + rb + 5, n - rb - 5) != 0)
-        fail("backend (repack %d): a read does not give the row layout's bytes", repack);
+        fail("backend (repack %d, %d matrices): a read does not give the row layout's bytes",
+             repack, n_mats);
     enc_status s = backend_buffer_write(be, buf, 0, w, 4);
     if (repack && (s == ENC_OK || !strstr(enc_last_error(), "repacked")))
         fail("backend: a write to a repacked matrix was not refused by name (%s)",
@@ -287,8 +293,9 @@ int main(void)
     int n_isas = isa_for_each(check_all_kernels, "Q4_0, Q8_0, Q4_K and Q6_K, 4 row counts, 10 "
                                                  "token counts, 1-3 threads; long Q4_0 rows");
     g_isa = "backend";
-    check_backend(1);
-    check_backend(0);
+    check_backend(1, 1);
+    check_backend(1, 3);
+    check_backend(0, 1);
     threadpool_destroy(g_pool);
     return isa_verdict(n_isas);
 }

@@ -34,10 +34,10 @@ enc_status backend_buffer_free(backend *be, backend_buffer *buf)
 }
 
 enc_status backend_buffer_repack_matrix(backend *be, backend_buffer *buf, enc_dtype dtype,
-                                        int64_t rows, int64_t k)
+                                        int64_t n_mats, int64_t rows, int64_t k)
 {
     if (!be->iface->buffer_repack_matrix) return ENC_OK;
-    return be->iface->buffer_repack_matrix(be, buf, dtype, rows, k);
+    return be->iface->buffer_repack_matrix(be, buf, dtype, n_mats, rows, k);
 }
 
 enc_status backend_buffer_write(backend *be, backend_buffer *buf, size_t offset, const void *src,

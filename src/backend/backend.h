@@ -39,15 +39,18 @@ struct backend_i {
     /* Copy size bytes from the buffer at offset into host memory. */
     enc_status (*buffer_read)(backend *be, backend_buffer *buf, size_t offset, void *dst,
                               size_t size);
-    /* (optional) A promise: buf holds, from offset 0, a weight matrix
-     * [rows, k] of the block type dtype in the row layout, written in full,
-     * and only GRAPH_OP_MATMUL (as its weight) and GRAPH_OP_GET_ROWS (as its
-     * table) will read it, the whole buffer in that shape and type. The
-     * backend may re-lay it out for its kernels; a later
-     * buffer_write may be refused, buffer_read still gives the row layout's
-     * bytes. NULL: the buffer stays as written. */
+    /* (optional) A promise: buf holds, from offset 0, n_mats weight
+     * matrices [rows, k] of the block type dtype one after another in the
+     * row layout, written in full, and only these ops will read it, the
+     * whole buffer in that shape and type: n_mats 1, GRAPH_OP_MATMUL (as its
+     * weight) and GRAPH_OP_GET_ROWS (as its table) over [rows, k]; n_mats
+     * > 1 (a MoE layer's stacked experts), GRAPH_OP_MATMUL_ID (as its
+     * weight) over [n_mats, rows, k]. The backend may re-lay the matrices
+     * out for its kernels, each on its own; a later buffer_write may be
+     * refused, buffer_read still gives the row layout's bytes. NULL: the
+     * buffer stays as written. */
     enc_status (*buffer_repack_matrix)(backend *be, backend_buffer *buf, enc_dtype dtype,
-                                       int64_t rows, int64_t k);
+                                       int64_t n_mats, int64_t rows, int64_t k);
     /* Run every node of a planned graph, in order, now (eager). */
     enc_status (*graph_compute)(backend *be, const graph *g);
     /* (optional) A promise: the host will read bytes [offset, offset +
@@ -103,7 +106,7 @@ enc_status backend_buffer_read(backend *be, backend_buffer *buf, size_t offset, 
                                size_t size);
 /* See backend_i.buffer_repack_matrix; ENC_OK where the backend has none. */
 enc_status backend_buffer_repack_matrix(backend *be, backend_buffer *buf, enc_dtype dtype,
-                                        int64_t rows, int64_t k);
+                                        int64_t n_mats, int64_t rows, int64_t k);
 enc_status backend_graph_compute(backend *be, const graph *g);
 /* See backend_i.expect_read; ENC_OK where the backend has no use for it. */
 enc_status backend_expect_read(backend *be, backend_buffer *buf, size_t offset, size_t size);

@@ -56,7 +56,7 @@ static enc_status qwen3__upload(backend *be, const st_tensor *t, enc_dtype quant
 static enc_status qwen3__repack(backend *be, const st_tensor *t, const qwen3_weight *w)
 {
     if (w->n_dims != 2 || !enc_dtype_is_quantized(w->dtype)) return ENC_OK;
-    enc_status s = backend_buffer_repack_matrix(be, w->buf, w->dtype, w->shape[0], w->shape[1]);
+    enc_status s = backend_buffer_repack_matrix(be, w->buf, w->dtype, 1, w->shape[0], w->shape[1]);
     return s == ENC_OK ? s : enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
 }
 

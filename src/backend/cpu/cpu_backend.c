@@ -27,12 +27,13 @@ struct backend_buffer {
     unsigned char *data;
     size_t size;
     char what[64]; /* what it holds, for error messages */
-    /* A weight matrix [rows, k] of dtype in the interleaved layout of
-     * repack.h (cpu__buffer_repack_matrix), read by matmul only; false: the
-     * bytes as written. */
+    /* packed_mats weight matrices [rows, k] of dtype one after another,
+     * each in the interleaved layout of repack.h (cpu__buffer_repack_matrix),
+     * read by matmul and get_rows (one matrix) or matmul_id (a stack of
+     * experts) only; false: the bytes as written. */
     bool packed;
     enc_dtype packed_dtype;
-    int64_t packed_rows, packed_k;
+    int64_t packed_mats, packed_rows, packed_k;
 };
 
 static void cpu__name(backend_buffer *b, const char *what)
@@ -119,7 +120,7 @@ static enc_status cpu__buffer_write(backend *be, backend_buffer *b, size_t offse
     return ENC_OK;
 }
 
-/* A repacked matrix is read in its row layout: the whole matrix back in
+/* A repacked buffer is read in its row layout: every matrix of it back in
  * rows in a copy, then the bytes asked for. */
 static enc_status cpu__read_packed(const backend_buffer *b, size_t offset, void *dst, size_t size)
 {
@@ -130,7 +131,10 @@ static enc_status cpu__read_packed(const backend_buffer *b, size_t offset, void 
         s = enc_fail(ENC_ERR_OUT_OF_MEMORY, "cpu: read of '%s' (%zu bytes)", b->what, b->size);
     else {
         memcpy(rows, b->data, b->size);
-        cpu_repack_matrix(rows, b->packed_dtype, b->packed_rows, b->packed_k, true, tmp);
+        size_t mb = b->size / (size_t)b->packed_mats; /* bytes of one matrix */
+        for (int64_t m = 0; m < b->packed_mats; m++)
+            cpu_repack_matrix(rows + (size_t)m * mb, b->packed_dtype, b->packed_rows, b->packed_k,
+                              true, tmp);
         memcpy(dst, rows + offset, size);
     }
     free(tmp);
@@ -149,24 +153,30 @@ static enc_status cpu__buffer_read(backend *be, backend_buffer *b, size_t offset
 }
 
 /* Weight matrices of the types repack.h lays out take its interleaved
- * layout, unless ENCORE_CPU_REPACK=0; any other stays as written. */
+ * layout, each of a stack on its own (so an expert's bytes stay where they
+ * were, a matrix of the layout), unless ENCORE_CPU_REPACK=0; any other
+ * stays as written. */
 static enc_status cpu__buffer_repack_matrix(backend *be, backend_buffer *b, enc_dtype dt,
-                                            int64_t rows, int64_t k)
+                                            int64_t n_mats, int64_t rows, int64_t k)
 {
     const cpu__ctx *ctx = be->ctx;
     ENC_TRY(cpu__refuse_in_capture(be, "repack", b->what));
-    if (!ctx->repack || b->packed || !cpu_repack_supports(dt, rows, k)) return ENC_OK;
-    if ((size_t)rows * enc_dtype_row_bytes(dt, k) != b->size)
+    if (!ctx->repack || b->packed || n_mats < 1 || !cpu_repack_supports(dt, rows, k)) return ENC_OK;
+    size_t mb = (size_t)rows * enc_dtype_row_bytes(dt, k); /* bytes of one matrix */
+    if (mb * (size_t)n_mats != b->size)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT,
-                        "cpu: repack of '%s': a [%lld, %lld] %s matrix is %zu bytes, the buffer %zu",
-                        b->what, (long long)rows, (long long)k, enc_dtype_name(dt),
-                        (size_t)rows * enc_dtype_row_bytes(dt, k), b->size);
+                        "cpu: repack of '%s': %lld [%lld, %lld] %s matrices are %zu bytes, the "
+                        "buffer %zu",
+                        b->what, (long long)n_mats, (long long)rows, (long long)k,
+                        enc_dtype_name(dt), mb * (size_t)n_mats, b->size);
     void *tmp = malloc(cpu_repack_tmp_bytes(dt, k));
     if (!tmp) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "cpu: repack of '%s'", b->what);
-    cpu_repack_matrix(b->data, dt, rows, k, false, tmp);
+    for (int64_t m = 0; m < n_mats; m++)
+        cpu_repack_matrix(b->data + (size_t)m * mb, dt, rows, k, false, tmp);
     free(tmp);
     b->packed = true;
     b->packed_dtype = dt;
+    b->packed_mats = n_mats;
     b->packed_rows = rows;
     b->packed_k = k;
     return ENC_OK;
@@ -480,6 +490,7 @@ static void cpu__prepare_matmul_id(const graph_node *n, cpu__call *c)
         .n_in = w->shape[2],
         .n_out = w->shape[1],
         .n_experts = w->shape[0],
+        .packed = w->buffer && w->buffer->packed,
     };
 }
 static int64_t cpu__cost_matmul_id(const cpu__call *c)
@@ -553,24 +564,29 @@ static enc_status cpu__resolve(const graph_tensor *t, const graph_node *n, void 
 }
 
 /* A repacked matrix (cpu__buffer_repack_matrix) is read by a matmul as its
- * weight or by get_rows as its table, the whole buffer, in the shape and
- * type it was repacked in (both read the interleaved layout); any other use
- * would read the interleaved bytes as rows, and is refused. */
+ * weight or by get_rows as its table, a repacked stack of experts by a
+ * matmul_id as its weight, the whole buffer, in the shape and type it was
+ * repacked in (all three read the interleaved layout); any other use would
+ * read the interleaved bytes as rows, and is refused. */
 static enc_status cpu__check_packed(const graph_node *n, int s)
 {
     const graph_tensor *t = n->src[s];
     const backend_buffer *b = t ? t->buffer : NULL;
     if (!b || !b->packed) return ENC_OK;
-    bool reader = (n->op == GRAPH_OP_MATMUL && s == 1) || (n->op == GRAPH_OP_GET_ROWS && s == 0);
-    bool ok = reader && t->offset == 0 && t->n_dims == 2 && t->dtype == b->packed_dtype &&
-              t->shape[0] == b->packed_rows && t->shape[1] == b->packed_k;
+    bool one = (n->op == GRAPH_OP_MATMUL && s == 1) || (n->op == GRAPH_OP_GET_ROWS && s == 0);
+    bool stack = n->op == GRAPH_OP_MATMUL_ID && s == 1;
+    int nd = stack ? 3 : 2; /* the matrices' dims in t's shape: the last two */
+    bool ok = (one ? b->packed_mats == 1 : stack) && t->offset == 0 && t->n_dims == nd &&
+              t->dtype == b->packed_dtype && (!stack || t->shape[0] == b->packed_mats) &&
+              t->shape[nd - 2] == b->packed_rows && t->shape[nd - 1] == b->packed_k;
     if (ok) return ENC_OK;
     return enc_fail(
         ENC_ERR_INVALID_ARGUMENT,
-        "cpu: %s: source %d, tensor '%s', reads '%s', a [%lld, %lld] %s matrix "
-        "repacked for matmul and get_rows only (ENCORE_CPU_REPACK=0 keeps the row layout)",
-        graph_op_name(n->op), s, t->name ? t->name : "?", b->what, (long long)b->packed_rows,
-        (long long)b->packed_k, enc_dtype_name(b->packed_dtype));
+        "cpu: %s: source %d, tensor '%s', reads '%s', %lld [%lld, %lld] %s matrices "
+        "repacked for matmul and get_rows (one) or matmul_id (a stack) only "
+        "(ENCORE_CPU_REPACK=0 keeps the row layout)",
+        graph_op_name(n->op), s, t->name ? t->name : "?", b->what, (long long)b->packed_mats,
+        (long long)b->packed_rows, (long long)b->packed_k, enc_dtype_name(b->packed_dtype));
 }
 
 /* One call of node n as the op `op` (n->op, or a call of its own). */

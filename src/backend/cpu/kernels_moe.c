@@ -11,13 +11,16 @@
  * matmul with its expert's matrix, whatever the grouping. Over block-quantized
  * experts the rows gathered are the activations already in 8-bit blocks
  * (quantized once per row before the call, as for a dense matmul), and
- * cpu_matmul's integer dots run over them. */
+ * cpu_matmul's integer dots run over them; over experts in the interleaved
+ * layout (each expert's matrix on its own, repack.h) cpu_matmul_packed's,
+ * the same bits. A share's rows start at a multiple of 16, a whole group. */
 #include "backend/cpu/kernels_moe.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/repack.h"
 #include "base/quant.h"
 
 enum { MOE__MAX_EXPERTS = 512 };
@@ -113,6 +116,7 @@ void cpu_moe_weights(const float *logits, const int32_t *ids, int64_t n_tokens, 
  * of one expert, their x rows gathered (f32, or 8-bit blocks), their results
  * for the share's rows. */
 enum { MOE__STAGE_FLOATS = 8192, MOE__CHUNK = 16, MOE__ROW_ALIGN = 16 };
+_Static_assert(MOE__ROW_ALIGN % CPU_REPACK_ROWS == 0, "a share starts at a whole interleaved group");
 
 /* Bytes of one x row: K floats, or K values in the blocks of the weights'
  * dot type (quant_dot_dtype) for block-quantized experts. */
@@ -126,6 +130,17 @@ static const void *moe__x_row(const cpu_matmul_id_args *a, int64_t p)
     return (const char *)a->x + (size_t)(a->x_per_slot ? p : p / a->k) * moe__x_row_bytes(a);
 }
 
+/* ys [m, nr] = x [m, n_in] times the nr rows at w0 of an expert's matrix
+ * (in its layout). */
+static void moe__matmul(const cpu_matmul_id_args *a, const void *x, int m, const void *w0,
+                        int64_t nr, float *ys)
+{
+    if (a->packed)
+        cpu_matmul_packed(x, m, a->n_in, w0, a->w_dtype, nr, ys, 0, 1);
+    else
+        cpu_matmul(x, m, a->n_in, w0, a->w_dtype, nr, ys, 0, 1);
+}
+
 /* Rows [n0, n1) of expert matrix we for the m pairs in pairs[]: gathered
  * into xs, multiplied by cpu_matmul (one share: these rows only) into ys
  * [m, n1 - n0], scattered to y. */
@@ -137,7 +152,7 @@ static void moe__chunk(const cpu_matmul_id_args *a, const void *we, const int64_
     const void *w0 = (const char *)we + (size_t)n0 * enc_dtype_row_bytes(a->w_dtype, K);
     for (int i = 0; i < m; i++)
         memcpy((char *)xs + (size_t)i * xrb, moe__x_row(a, pairs[i]), xrb);
-    cpu_matmul(xs, m, K, w0, a->w_dtype, nr, ys, 0, 1);
+    moe__matmul(a, xs, m, w0, nr, ys);
     for (int i = 0; i < m; i++)
         memcpy(a->y + pairs[i] * a->n_out + n0, ys + i * nr, (size_t)nr * sizeof(float));
 }
@@ -168,7 +183,7 @@ void cpu_matmul_id(const cpu_matmul_id_args *a, int ith, int nth)
             if (a->ids[p] != e) continue;
             if (chunk < 2) { /* rows too long to stage: one pair at a time, in place */
                 const void *w0 = (const char *)we + (size_t)n0 * enc_dtype_row_bytes(a->w_dtype, K);
-                cpu_matmul(moe__x_row(a, p), 1, K, w0, a->w_dtype, n1 - n0, ys, 0, 1);
+                moe__matmul(a, moe__x_row(a, p), 1, w0, n1 - n0, ys);
                 memcpy(a->y + p * a->n_out + n0, ys, (size_t)(n1 - n0) * sizeof(float));
                 continue;
             }

@@ -44,6 +44,7 @@ typedef struct cpu_matmul_id_args {
     enc_dtype w_dtype;
     float *y; /* [n_tokens, k, n_out] */
     int64_t n_tokens, k, n_in, n_out, n_experts;
+    int packed; /* each expert's matrix interleaved (repack.h; cpu_matmul_packed) */
 } cpu_matmul_id_args;
 
 void cpu_matmul_id(const cpu_matmul_id_args *a, int ith, int nth);
