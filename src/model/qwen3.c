@@ -50,13 +50,12 @@ static enc_status qwen3__upload(backend *be, const st_tensor *t, enc_dtype quant
     return enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
 }
 
-/* A block-quantized matrix that only matmul and get_rows read: the backend
- * may lay it out its own way (backend_buffer_repack_matrix; the CPU
- * interleaves rows of block types). */
-static enc_status qwen3__repack(backend *be, const st_tensor *t, const qwen3_weight *w)
+enc_status qwen3_weight_repack(backend *be, const st_tensor *t, const qwen3_weight *w)
 {
-    if (w->n_dims != 2 || !enc_dtype_is_quantized(w->dtype)) return ENC_OK;
-    enc_status s = backend_buffer_repack_matrix(be, w->buf, w->dtype, 1, w->shape[0], w->shape[1]);
+    if (w->n_dims < 2 || !enc_dtype_is_quantized(w->dtype)) return ENC_OK;
+    int64_t n_mats = w->n_dims == 3 ? w->shape[0] : 1;
+    enc_status s = backend_buffer_repack_matrix(be, w->buf, w->dtype, n_mats,
+                                                w->shape[w->n_dims - 2], w->shape[w->n_dims - 1]);
     return s == ENC_OK ? s : enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
 }
 
@@ -66,7 +65,7 @@ static enc_status qwen3__put_matrix(backend *be, const st_tensor *t, enc_dtype q
 {
     ENC_TRY(model_check_weight_dtype(be, t, model_loaded_dtype(t, quantize), GRAPH_OP_MATMUL));
     ENC_TRY(qwen3__upload(be, t, quantize, w));
-    return qwen3__repack(be, t, w);
+    return qwen3_weight_repack(be, t, w);
 }
 
 /* The embedding: a table for get_rows, and the lm_head's matrix when tied
@@ -79,7 +78,7 @@ static enc_status qwen3__put_embedding(backend *be, const st_tensor *t, int tied
     ENC_TRY(model_check_weight_dtype(be, t, dt, GRAPH_OP_GET_ROWS));
     if (tied) ENC_TRY(model_check_weight_dtype(be, t, dt, GRAPH_OP_MATMUL));
     ENC_TRY(qwen3__upload(be, t, quantize, w));
-    return tied ? qwen3__repack(be, t, w) : ENC_OK;
+    return tied ? qwen3_weight_repack(be, t, w) : ENC_OK;
 }
 
 static void qwen3__to_f32(const st_tensor *t, float *out)

@@ -32,6 +32,13 @@ typedef struct qwen3_weight {
     const char *name; /* the checkpoint's tensor name (owned by the archive) */
 } qwen3_weight;
 
+/* A block-quantized weight that only matmul and get_rows (a matrix) or
+ * matmul_id (stacked experts, 3 dims) read, uploaded in full: the backend
+ * may lay each matrix out its own way (backend_buffer_repack_matrix; the
+ * CPU interleaves rows of block types). Any other weight: ENC_OK, nothing
+ * done. Errors name t. */
+enc_status qwen3_weight_repack(backend *be, const st_tensor *t, const qwen3_weight *w);
+
 typedef struct qwen3_layer {
     qwen3_weight input_norm, q, k, v, o, q_norm, k_norm, post_norm, gate, up, down;
     int moe; /* a mixture-of-experts layer: router and experts instead of gate, up, down */

@@ -37,17 +37,6 @@ static enc_status qwen3_moe__write(backend *be, const st_tensor *t, size_t at, q
     return ENC_OK;
 }
 
-/* Stacked block-quantized experts, which only matmul_id reads: the backend
- * may lay each expert's matrix out its own way (backend_buffer_repack_matrix;
- * the CPU interleaves rows of block types). t names the tensor in errors. */
-static enc_status qwen3_moe__repack(backend *be, const st_tensor *t, const qwen3_weight *w)
-{
-    if (!enc_dtype_is_quantized(w->dtype)) return ENC_OK;
-    enc_status s =
-        backend_buffer_repack_matrix(be, w->buf, w->dtype, w->shape[0], w->shape[1], w->shape[2]);
-    return s == ENC_OK ? s : enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
-}
-
 /* One projection (0 gate, 1 up, 2 down) of every expert into w [E, N, K] of
  * its loaded type (model_loaded_dtype): the GGUF file's stacked tensor, or
  * the experts' tensors one after another; the type checked against what
@@ -67,7 +56,7 @@ static enc_status qwen3_moe__stack(backend *be, const qwen3_config *c, const st_
     if (stacked) {
         ENC_TRY(qwen3_moe__alloc(be, c, dt, n, k, bytes, stacked->name, stacked->name, w));
         ENC_TRY(qwen3_moe__write(be, stacked, 0, w));
-        return qwen3_moe__repack(be, stacked, w);
+        return qwen3_weight_repack(be, stacked, w);
     }
     char what[96];
     snprintf(what, sizeof what, "model.layers.%lld.mlp.experts.*.%s", (long long)l,
@@ -75,7 +64,7 @@ static enc_status qwen3_moe__stack(backend *be, const qwen3_config *c, const st_
     ENC_TRY(qwen3_moe__alloc(be, c, dt, n, k, bytes * (size_t)c->n_experts, first->name, what, w));
     for (int64_t j = 0; j < c->n_experts; j++)
         ENC_TRY(qwen3_moe__write(be, qwen3_tensors_expert(a, l, j, proj), (size_t)j * bytes, w));
-    return qwen3_moe__repack(be, first, w);
+    return qwen3_weight_repack(be, first, w);
 }
 
 enc_status qwen3_moe_put_experts(backend *be, const qwen3_config *c, const st_archive *a,

@@ -573,12 +573,13 @@ static enc_status cpu__check_packed(const graph_node *n, int s)
     const graph_tensor *t = n->src[s];
     const backend_buffer *b = t ? t->buffer : NULL;
     if (!b || !b->packed) return ENC_OK;
-    bool one = (n->op == GRAPH_OP_MATMUL && s == 1) || (n->op == GRAPH_OP_GET_ROWS && s == 0);
-    bool stack = n->op == GRAPH_OP_MATMUL_ID && s == 1;
-    int nd = stack ? 3 : 2; /* the matrices' dims in t's shape: the last two */
-    bool ok = (one ? b->packed_mats == 1 : stack) && t->offset == 0 && t->n_dims == nd &&
-              t->dtype == b->packed_dtype && (!stack || t->shape[0] == b->packed_mats) &&
-              t->shape[nd - 2] == b->packed_rows && t->shape[nd - 1] == b->packed_k;
+    bool reader = b->packed_mats == 1 ? (n->op == GRAPH_OP_MATMUL && s == 1) ||
+                                            (n->op == GRAPH_OP_GET_ROWS && s == 0)
+                                      : n->op == GRAPH_OP_MATMUL_ID && s == 1;
+    int nd = b->packed_mats == 1 ? 2 : 3; /* t's shape: [rows, k] or [mats, rows, k] */
+    bool ok = reader && t->offset == 0 && t->n_dims == nd && t->dtype == b->packed_dtype &&
+              (nd == 2 || t->shape[0] == b->packed_mats) && t->shape[nd - 2] == b->packed_rows &&
+              t->shape[nd - 1] == b->packed_k;
     if (ok) return ENC_OK;
     return enc_fail(
         ENC_ERR_INVALID_ARGUMENT,
