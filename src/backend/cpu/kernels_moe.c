@@ -3,9 +3,11 @@
  *
  * Routing is per token: one row of scores on the stack (at most 512
  * experts), k passes of an arg-max that keeps the lower id on ties. The
- * expert matmul visits the experts in order; for each, a share gathers the
- * x rows of up to 16 (token, slot) pairs that chose it onto its stack and
- * runs cpu_matmul over its own rows of the expert's matrix, so the expert's
+ * expert matmul lays the chosen experts' rows end to end in id order and
+ * gives each thread a run of them (whole experts, but for its run's two
+ * ends); for each expert in its run, a share gathers the x rows of up to 16
+ * (token, slot) pairs that chose it onto its stack and runs cpu_matmul over
+ * its rows of the expert's matrix, so the expert's
  * weights stream once per 16 pairs (once per step in decode) with the
  * register tiles of a dense matmul, and a token's bits are those of a dense
  * matmul with its expert's matrix, whatever the grouping. Over block-quantized
@@ -157,40 +159,75 @@ static void moe__chunk(const cpu_matmul_id_args *a, const void *we, const int64_
         memcpy(a->y + pairs[i] * a->n_out + n0, ys + i * nr, (size_t)nr * sizeof(float));
 }
 
+/* The experts some pair chose, in id order, into used[]; their number. */
+static int64_t moe__used_experts(const cpu_matmul_id_args *a, int32_t *used)
+{
+    unsigned char chosen[MOE__MAX_EXPERTS] = {0};
+    for (int64_t p = 0; p < a->n_tokens * a->k; p++)
+        if (a->ids[p] >= 0 && a->ids[p] < a->n_experts) chosen[a->ids[p]] = 1;
+    int64_t n = 0;
+    for (int64_t e = 0; e < a->n_experts; e++)
+        if (chosen[e]) used[n++] = (int32_t)e;
+    return n;
+}
+
+/* Rows [n0, n1) of expert e for every pair that chose it, 16 pairs (or
+ * what the staging holds) at a time. */
+static void moe__expert_rows(const cpu_matmul_id_args *a, int64_t e, int64_t n0, int64_t n1,
+                             int chunk, float *xs, float *ys)
+{
+    size_t expert_bytes = (size_t)a->n_out * enc_dtype_row_bytes(a->w_dtype, a->n_in);
+    const void *we = (const char *)a->w + (size_t)e * expert_bytes;
+    int64_t pairs[MOE__CHUNK];
+    int m = 0;
+    for (int64_t p = 0; p < a->n_tokens * a->k; p++) {
+        if (a->ids[p] != e) continue;
+        if (chunk < 2) { /* rows too long to stage: one pair at a time, in place */
+            const void *w0 =
+                (const char *)we + (size_t)n0 * enc_dtype_row_bytes(a->w_dtype, a->n_in);
+            moe__matmul(a, moe__x_row(a, p), 1, w0, n1 - n0, ys);
+            memcpy(a->y + p * a->n_out + n0, ys, (size_t)(n1 - n0) * sizeof(float));
+            continue;
+        }
+        pairs[m++] = p;
+        if (m == chunk) moe__chunk(a, we, pairs, m, n0, n1, xs, ys), m = 0;
+    }
+    if (m) moe__chunk(a, we, pairs, m, n0, n1, xs, ys);
+}
+
+/* The shares: the chosen experts' rows laid end to end in id order, each
+ * expert padded to a multiple of 16 rows, cut into nth runs of whole
+ * 16-row groups. A thread so streams whole experts but for the two ends of
+ * its run, instead of its part of every expert: one token's 8 experts of
+ * 256 x 1024 bf16 read at 36-40 GB/s in whole matrices a thread against
+ * 34-37 in halves (BENCHMARKS.md). Which thread computes a row changes no
+ * value. */
 void cpu_matmul_id(const cpu_matmul_id_args *a, int ith, int nth)
 {
-    int64_t n_pairs = a->n_tokens * a->k, K = a->n_in;
-    size_t expert_bytes = (size_t)a->n_out * enc_dtype_row_bytes(a->w_dtype, K);
-    /* this share's output rows; the split changes no value */
-    int64_t per = (a->n_out + nth - 1) / nth;
+    int64_t n_pairs = a->n_tokens * a->k;
+    int64_t stride = (a->n_out + MOE__ROW_ALIGN - 1) / MOE__ROW_ALIGN * MOE__ROW_ALIGN;
+    int32_t used[MOE__MAX_EXPERTS];
+    int64_t n_used = moe__used_experts(a, used);
+    int64_t per = (n_used * stride + nth - 1) / nth;
     per = (per + MOE__ROW_ALIGN - 1) / MOE__ROW_ALIGN * MOE__ROW_ALIGN;
-    int64_t n0 = per * ith < a->n_out ? per * ith : a->n_out;
-    int64_t n1 = n0 + per < a->n_out ? n0 + per : a->n_out;
-    if (n0 >= n1) return;
+    int64_t r0 = per * ith, r1 = r0 + per;
+
+    int64_t z0, z1; /* an id out of range: a zero row, this share's part of it */
+    moe__split(a->n_out, ith, nth, &z0, &z1);
+    for (int64_t p = 0; p < n_pairs && z0 < z1; p++)
+        if (a->ids[p] < 0 || a->ids[p] >= a->n_experts)
+            memset(a->y + p * a->n_out + z0, 0, (size_t)(z1 - z0) * sizeof(float));
+
     float xs[MOE__STAGE_FLOATS], ys[MOE__STAGE_FLOATS];
+    int64_t rows = per < a->n_out ? per : a->n_out; /* the most of one expert a share holds */
     int64_t fit_x = (int64_t)(sizeof xs / moe__x_row_bytes(a)),
-            fit_y = MOE__STAGE_FLOATS / (n1 - n0);
+            fit_y = MOE__STAGE_FLOATS / (rows > 0 ? rows : 1);
     int64_t fit = fit_x < fit_y ? fit_x : fit_y;
     int chunk = fit < MOE__CHUNK ? (int)fit : MOE__CHUNK;
-    int64_t pairs[MOE__CHUNK];
-    for (int64_t p = 0; p < n_pairs; p++) /* an id out of range: a zero row */
-        if (a->ids[p] < 0 || a->ids[p] >= a->n_experts)
-            memset(a->y + p * a->n_out + n0, 0, (size_t)(n1 - n0) * sizeof(float));
-    for (int64_t e = 0; e < a->n_experts; e++) {
-        const void *we = (const char *)a->w + (size_t)e * expert_bytes;
-        int m = 0;
-        for (int64_t p = 0; p < n_pairs; p++) {
-            if (a->ids[p] != e) continue;
-            if (chunk < 2) { /* rows too long to stage: one pair at a time, in place */
-                const void *w0 = (const char *)we + (size_t)n0 * enc_dtype_row_bytes(a->w_dtype, K);
-                moe__matmul(a, moe__x_row(a, p), 1, w0, n1 - n0, ys);
-                memcpy(a->y + p * a->n_out + n0, ys, (size_t)(n1 - n0) * sizeof(float));
-                continue;
-            }
-            pairs[m++] = p;
-            if (m == chunk) moe__chunk(a, we, pairs, m, n0, n1, xs, ys), m = 0;
-        }
-        if (m) moe__chunk(a, we, pairs, m, n0, n1, xs, ys);
+    for (int64_t u = r0 / stride; u < n_used && u * stride < r1; u++) {
+        int64_t n0 = r0 > u * stride ? r0 - u * stride : 0;
+        int64_t n1 = r1 - u * stride < a->n_out ? r1 - u * stride : a->n_out;
+        if (n0 < n1) moe__expert_rows(a, used[u], n0, n1, chunk, xs, ys);
     }
 }
 
