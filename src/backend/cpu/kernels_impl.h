@@ -156,12 +156,14 @@ CPU__INLINE size_t cpu__v_elem_size(enc_dtype dt)
     return dt == ENC_F32 ? 4 : 2;
 }
 
-/* A tile that streams its R rows once (one token, or a call of at most
- * CPU__V_TM tokens: one token tile per block of rows, as the few tokens of
- * one expert in a decode batch), and the rows of a matrix lie one after
- * another: every CPU__V_PF elements it asks for the same share of the bytes
- * after its last row (the next tile's). A hint only: a prefetch never
- * faults, past the matrix end included, and changes no value. */
+/* A tile that streams its R rows once (a call of at most CPU__V_TM tokens:
+ * one token tile per block of rows, as the few tokens of one expert in a
+ * decode batch), and the rows of a matrix lie one after another: every
+ * CPU__V_PF elements it asks for the same share of the bytes after its last
+ * row (the next tile's). A hint only: a prefetch never faults, past the
+ * matrix end included, and changes no value. (A one-token call reads its
+ * rows as CPU__V_RD monotonic runs instead, which the hardware's prefetch
+ * follows: cpu__v_matmul_one.) */
 enum { CPU__V_PF = 32 };
 _Static_assert(CPU__V_PF % (CPU__V_P * VW) == 0, "a step of every class must divide CPU__V_PF");
 CPU__INLINE void cpu__v_prefetch_next(int R, enc_dtype dt, const void *last_row, int64_t k,
@@ -174,6 +176,29 @@ CPU__INLINE void cpu__v_prefetch_next(int R, enc_dtype dt, const void *last_row,
         __builtin_prefetch(p + o, 0, 2); /* to L2 (prefetcht1): kernels_quant_impl.h says why */
 #else
     (void)R, (void)dt, (void)last_row, (void)k, (void)i;
+#endif
+}
+
+/* How a streaming tile asks for the bytes it reads next: not at all, the
+ * next tile's rows (cpu__v_prefetch_next), or the row after each of its
+ * own (a one-token tile over runs, cpu__v_matmul_one). */
+enum { CPU__PF_NONE = 0, CPU__PF_NEXT_TILE = 1, CPU__PF_NEXT_ROWS = 2 };
+CPU__INLINE void cpu__v_prefetch(int mode, int R, enc_dtype dt, const void *const *wrow, int64_t k,
+                                 int64_t i)
+{
+    if (mode == CPU__PF_NEXT_TILE) {
+        cpu__v_prefetch_next(R, dt, wrow[R - 1], k, i);
+        return;
+    }
+#if defined(__GNUC__)
+    size_t es = cpu__v_elem_size(dt);
+    for (int r = 0; r < R; r++) {
+        const char *p = (const char *)wrow[r] + (size_t)(k + i) * es;
+        for (size_t o = 0; o < (size_t)CPU__V_PF * es; o += 64)
+            __builtin_prefetch(p + o, 0, 2);
+    }
+#else
+    (void)R, (void)dt, (void)wrow, (void)k, (void)i;
 #endif
 }
 
@@ -235,7 +260,7 @@ CPU__INLINE void cpu__tile_classes(int T, int R, enc_dtype dt, const float *x, i
     /* the whole blocks every class has, side by side... */
     for (int64_t j = 0; j < whole; j++) {
         int64_t done = j * VW * CPU__V_P; /* the share of the tile read, per row */
-        if (prefetch && done % CPU__V_PF == 0) cpu__v_prefetch_next(R, dt, wrow[R - 1], k, done);
+        if (prefetch && done % CPU__V_PF == 0) cpu__v_prefetch(prefetch, R, dt, wrow, k, done);
         CPU__UNROLL for (int c = 0; c < CPU__V_P; c++) {
             cpu__tile_block(T, R, dt, x, ldx, wrow, start[c] + j * VW, VW, acc[c]);
         }
@@ -260,7 +285,7 @@ CPU__INLINE void cpu__tile_class(int T, int R, int c, enc_dtype dt, const float 
     cpu__tile_zero(T, R, acc);
     int64_t o = cpu__v_class_start(k, c), end = cpu__v_class_start(k, c + 1);
     for (int64_t done = 0; o + VW <= end; o += VW, done += VW * CPU__V_P) {
-        if (prefetch && done % CPU__V_PF == 0) cpu__v_prefetch_next(R, dt, wrow[R - 1], k, done);
+        if (prefetch && done % CPU__V_PF == 0) cpu__v_prefetch(prefetch, R, dt, wrow, k, done);
         cpu__tile_block(T, R, dt, x, ldx, wrow, o, VW, acc);
     }
     if (o < end) cpu__tile_block(T, R, dt, x, ldx, wrow, o, (int)(end - o), acc);
@@ -296,12 +321,13 @@ CPU__INLINE V cpu__v_sum_classes(const V *a)
  * classes in one pass where T * R * CPU__V_P of them fit (a one-token tile:
  * independent chains for the loads to run ahead of), otherwise one pass per
  * class, the classes done kept aside. Either way every accumulator sees the
- * same blocks in the same order, so the bits do not depend on the shape. */
+ * same blocks in the same order, so the bits do not depend on the shape. pf:
+ * what the tile asks for ahead (CPU__PF_*). */
 CPU__INLINE void cpu__tile(int T, int R, enc_dtype dt, const float *x, int64_t ldx,
-                           const void *const *wrow, int64_t k, float *y, int64_t ldy, int stream)
+                           const void *const *wrow, int64_t k, float *y, int64_t ldy, int pf)
 {
     V acc[CPU__V_P][CPU__V_TM][CPU__V_RMAX];
-    int prefetch = T == 1 || stream;
+    int prefetch = pf;
     if (CPU__V_P == 1 || T * R * CPU__V_P <= CPU__V_ACC) {
         cpu__tile_classes(T, R, dt, x, ldx, wrow, k, prefetch, acc);
     } else {
@@ -324,11 +350,11 @@ CPU__INLINE void cpu__tile(int T, int R, enc_dtype dt, const float *x, int64_t l
  * dt is a constant at each call site (the three wrappers below). */
 #define CPU__TILE_CASE(T_, R_)                                                                     \
     case (T_) * 64 + (R_):                                                                           \
-        cpu__tile(T_, R_, dt, x, ldx, wrow, k, y, ldy, stream);                                    \
+        cpu__tile(T_, R_, dt, x, ldx, wrow, k, y, ldy, pf);                                        \
         return
 
 CPU__INLINE void cpu__tiles(enc_dtype dt, int T, int R, const float *x, int64_t ldx,
-                            const void *const *wrow, int64_t k, float *y, int64_t ldy, int stream)
+                            const void *const *wrow, int64_t k, float *y, int64_t ldy, int pf)
 {
     switch (T * 64 + R) {
 #if CPU__V_RD != CPU__V_RM
@@ -372,17 +398,17 @@ CPU__INLINE void cpu__tiles(enc_dtype dt, int T, int R, const float *x, int64_t 
     }
     for (int t = 0; t < T; t++)
         for (int r = 0; r < R; r++)
-            cpu__tile(1, 1, dt, x + t * ldx, ldx, wrow + r, k, y + t * ldy + r, ldy, stream);
+            cpu__tile(1, 1, dt, x + t * ldx, ldx, wrow + r, k, y + t * ldy + r, ldy, pf);
 }
 
 typedef void (*cpu__tile_fn)(int T, int R, const float *x, int64_t ldx, const void *const *wrow,
-                             int64_t k, float *y, int64_t ldy, int stream);
+                             int64_t k, float *y, int64_t ldy, int pf);
 
 #define CPU__TILES_DTYPE(NAME, DT)                                                                 \
     static void NAME(int T, int R, const float *x, int64_t ldx, const void *const *wrow,           \
-                     int64_t k, float *y, int64_t ldy, int stream)                                 \
+                     int64_t k, float *y, int64_t ldy, int pf)                                     \
     {                                                                                              \
-        cpu__tiles(DT, T, R, x, ldx, wrow, k, y, ldy, stream);                                     \
+        cpu__tiles(DT, T, R, x, ldx, wrow, k, y, ldy, pf);                                         \
     }
 CPU__TILES_DTYPE(cpu__tiles_f32, ENC_F32)
 CPU__TILES_DTYPE(cpu__tiles_bf16, ENC_BF16)
@@ -403,17 +429,17 @@ static int64_t cpu__row_block(int64_t row_bytes)
 }
 
 /* One token tile x[T, k] against the weight rows [r0, r1) in tiles of RM;
- * stream: no other token tile reads these rows (cpu__tile). */
+ * pf: what each tile asks for ahead (cpu__tile). */
 static void cpu__v_rows_tile(cpu__tile_fn tiles, int T, const float *x, int64_t k, const char *wb,
                              size_t row_bytes, int64_t r0, int64_t r1, float *y, int64_t n_out,
-                             int stream)
+                             int pf)
 {
     const void *wrow[CPU__V_RMAX];
     for (int64_t r = r0; r < r1; r += CPU__V_RM) {
         int R = r1 - r >= CPU__V_RM ? CPU__V_RM : (int)(r1 - r);
         for (int i = 0; i < R; i++)
             wrow[i] = wb + (size_t)(r + i) * row_bytes;
-        tiles(T, R, x, k, wrow, k, y + r, n_out, stream);
+        tiles(T, R, x, k, wrow, k, y + r, n_out, pf);
     }
 }
 
@@ -436,8 +462,42 @@ static void cpu__v_matmul_few(cpu__tile_fn tiles, const float *x, int64_t n_toke
         for (int64_t t = 0; t < n_tokens; t += CPU__V_TM) {
             int T = n_tokens - t >= CPU__V_TM ? CPU__V_TM : (int)(n_tokens - t);
             cpu__v_rows_tile(tiles, T, x + t * k, k, wb, row_bytes, g0, g1, y + t * n_out, n_out,
-                             1);
+                             CPU__PF_NEXT_TILE);
         }
+    }
+}
+
+/* One token against the rows [n0, n1): the rows split into CPU__V_RD runs
+ * of h consecutive rows, and tile i takes row i of each run, so the tile
+ * reads CPU__V_RD monotonic streams and the hardware's prefetch follows
+ * every one of them. Adjacent rows in one tile read two halves of a page
+ * in turn, a pattern it did not follow: a thread's 256 KiB of an MoE
+ * expert, two 2 KiB bf16 rows a tile, read at 21-22 GB/s that way with a
+ * software prefetch of the next tile and at 28-29 as runs, with none. With
+ * two accumulator classes (AVX2) a tile reads each row at its two halves,
+ * which the hardware does not follow either: there the tile asks for the
+ * row after each of its own (CPU__PF_NEXT_ROWS), which the one-class
+ * kernels run slower with (BENCHMARKS.md). Which rows share a tile changes
+ * no value. */
+#define CPU__V_ONE_PF (CPU__V_P == 1 ? CPU__PF_NONE : CPU__PF_NEXT_ROWS)
+static void cpu__v_matmul_one(cpu__tile_fn tiles, const float *x, int64_t k, const char *wb,
+                              size_t row_bytes, int64_t n0, int64_t n1, float *y)
+{
+    int64_t h = (n1 - n0 + CPU__V_RD - 1) / CPU__V_RD; /* rows per run */
+    for (int64_t i = 0; i < h; i++) {
+        const void *wrow[CPU__V_RMAX];
+        int64_t row[CPU__V_RMAX];
+        float out[CPU__V_RMAX];
+        int R = 0;
+        for (int j = 0; j < CPU__V_RD; j++) {
+            int64_t r = n0 + j * h + i;
+            if (r >= n1) break;
+            row[R] = r;
+            wrow[R++] = wb + (size_t)r * row_bytes;
+        }
+        tiles(1, R, x, k, wrow, k, out, 1, CPU__V_ONE_PF);
+        for (int j = 0; j < R; j++)
+            y[row[j]] = out[j];
     }
 }
 
@@ -451,13 +511,7 @@ static void cpu__v_matmul_rows(const float *x, int64_t n_tokens, int64_t k, cons
     size_t row_bytes = (size_t)k * cpu__v_elem_size(dt);
     const char *wb = w;
     if (n_tokens == 1) { /* decode: one token against many rows at once */
-        const void *wrow[CPU__V_RMAX];
-        for (int64_t r0 = n0; r0 < n1; r0 += CPU__V_RD) {
-            int R = n1 - r0 >= CPU__V_RD ? CPU__V_RD : (int)(n1 - r0);
-            for (int r = 0; r < R; r++)
-                wrow[r] = wb + (size_t)(r0 + r) * row_bytes;
-            tiles(1, R, x, k, wrow, k, y + r0, n_out, 1);
-        }
+        cpu__v_matmul_one(tiles, x, k, wb, row_bytes, n0, n1, y);
         return;
     }
     if (n_tokens * k * (int64_t)sizeof(float) <= CPU__V_X_L2) {
@@ -465,13 +519,13 @@ static void cpu__v_matmul_rows(const float *x, int64_t n_tokens, int64_t k, cons
         return;
     }
     int64_t rb = cpu__row_block((int64_t)row_bytes);
-    int stream = n_tokens <= CPU__V_TM; /* one token tile: each row read once */
+    int pf = n_tokens <= CPU__V_TM ? CPU__PF_NEXT_TILE : CPU__PF_NONE; /* each row read once */
     for (int64_t b0 = n0; b0 < n1; b0 += rb) {
         int64_t b1 = b0 + rb < n1 ? b0 + rb : n1;
         for (int64_t t = 0; t < n_tokens; t += CPU__V_TM) {
             int T = n_tokens - t >= CPU__V_TM ? CPU__V_TM : (int)(n_tokens - t);
             cpu__v_rows_tile(tiles, T, x + t * k, k, wb, row_bytes, b0, b1, y + t * n_out, n_out,
-                             stream);
+                             pf);
         }
     }
 }
