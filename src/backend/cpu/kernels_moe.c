@@ -118,7 +118,8 @@ void cpu_moe_weights(const float *logits, const int32_t *ids, int64_t n_tokens, 
  * of one expert, their x rows gathered (f32, or 8-bit blocks), their results
  * for the share's rows. */
 enum { MOE__STAGE_FLOATS = 8192, MOE__CHUNK = 16, MOE__ROW_ALIGN = 16 };
-_Static_assert(MOE__ROW_ALIGN % CPU_REPACK_ROWS == 0, "a share starts at a whole interleaved group");
+_Static_assert(MOE__ROW_ALIGN % CPU_REPACK_ROWS == 0,
+               "a share starts at a whole interleaved group");
 
 /* Bytes of one x row: K floats, or K values in the blocks of the weights'
  * dot type (quant_dot_dtype) for block-quantized experts. */
@@ -195,37 +196,78 @@ static void moe__expert_rows(const cpu_matmul_id_args *a, int64_t e, int64_t n0,
     if (m) moe__chunk(a, we, pairs, m, n0, n1, xs, ys);
 }
 
-/* The shares: the chosen experts' rows laid end to end in id order, each
- * expert padded to a multiple of 16 rows, cut into nth runs of whole
- * 16-row groups. A thread so streams whole experts but for the two ends of
- * its run, instead of its part of every expert: an MoE bf16 decode step of
- * 16 sequences ran 5-10% faster so on a Zen 5 EPYC (BENCHMARKS.md). Which
- * thread computes a row changes no value. */
+/* A thread's rows of each chosen expert. In a decode step (at most 16
+ * pairs an expert on average) each expert's weights are read once and the
+ * bytes set the pace: the chosen experts' rows lie end to end in id order,
+ * each expert padded to a multiple of 16 rows, cut into nth runs of whole
+ * 16-row groups, so a thread streams whole experts but for its run's two
+ * ends, instead of its part of every expert (an MoE bf16 decode step of 16
+ * sequences ran 5-10% faster so on a Zen 5 EPYC, BENCHMARKS.md). With more
+ * pairs (a prefill) the multiply-adds set it, and each thread takes its
+ * part of every expert, so the work splits evenly whatever the pairs per
+ * expert. Which thread computes a row changes no value. */
+typedef struct moe__shares {
+    int runs;             /* runs over the experts, else a part of each */
+    int64_t stride;       /* an expert's rows padded to 16 */
+    int64_t r0, r1;       /* runs: this thread's rows of the experts end to end */
+    int64_t part0, part1; /* else: this thread's rows of every expert */
+} moe__shares;
+
+static int64_t moe__align(int64_t n)
+{
+    return (n + MOE__ROW_ALIGN - 1) / MOE__ROW_ALIGN * MOE__ROW_ALIGN;
+}
+
+static moe__shares moe__plan(const cpu_matmul_id_args *a, int64_t n_used, int ith, int nth)
+{
+    moe__shares sh = {0};
+    sh.runs = a->n_tokens * a->k <= MOE__CHUNK * n_used;
+    sh.stride = moe__align(a->n_out);
+    int64_t total = sh.runs ? n_used * sh.stride : a->n_out;
+    int64_t per = moe__align((total + nth - 1) / nth);
+    int64_t lo = per * ith < total ? per * ith : total, hi = lo + per < total ? lo + per : total;
+    if (sh.runs)
+        sh.r0 = lo, sh.r1 = hi;
+    else
+        sh.part0 = lo, sh.part1 = hi;
+    return sh;
+}
+
+/* [*n0, *n1): the thread's rows of the u-th chosen expert (maybe none). */
+static void moe__rows(const moe__shares *sh, int64_t u, int64_t n_out, int64_t *n0, int64_t *n1)
+{
+    if (!sh->runs) {
+        *n0 = sh->part0, *n1 = sh->part1;
+        return;
+    }
+    int64_t base = u * sh->stride;
+    *n0 = sh->r0 > base ? sh->r0 - base : 0;
+    *n1 = sh->r1 - base < n_out ? sh->r1 - base : n_out;
+}
+
 void cpu_matmul_id(const cpu_matmul_id_args *a, int ith, int nth)
 {
     int64_t n_pairs = a->n_tokens * a->k;
-    int64_t stride = (a->n_out + MOE__ROW_ALIGN - 1) / MOE__ROW_ALIGN * MOE__ROW_ALIGN;
     int32_t used[MOE__MAX_EXPERTS];
     int64_t n_used = moe__used_experts(a, used);
-    int64_t per = (n_used * stride + nth - 1) / nth;
-    per = (per + MOE__ROW_ALIGN - 1) / MOE__ROW_ALIGN * MOE__ROW_ALIGN;
-    int64_t r0 = per * ith, r1 = r0 + per;
+    moe__shares sh = moe__plan(a, n_used, ith, nth);
 
-    int64_t z0, z1; /* an id out of range: a zero row, this share's part of it */
+    int64_t z0, z1; /* an id out of range: a zero row, this thread's part of it */
     moe__split(a->n_out, ith, nth, &z0, &z1);
     for (int64_t p = 0; p < n_pairs && z0 < z1; p++)
         if (a->ids[p] < 0 || a->ids[p] >= a->n_experts)
             memset(a->y + p * a->n_out + z0, 0, (size_t)(z1 - z0) * sizeof(float));
 
     float xs[MOE__STAGE_FLOATS], ys[MOE__STAGE_FLOATS];
-    int64_t rows = per < a->n_out ? per : a->n_out; /* the most of one expert a share holds */
+    int64_t rows = sh.runs ? sh.r1 - sh.r0 : sh.part1 - sh.part0; /* the most of one expert */
+    rows = rows < a->n_out ? rows : a->n_out;
     int64_t fit_x = (int64_t)(sizeof xs / moe__x_row_bytes(a)),
             fit_y = MOE__STAGE_FLOATS / (rows > 0 ? rows : 1);
     int64_t fit = fit_x < fit_y ? fit_x : fit_y;
     int chunk = fit < MOE__CHUNK ? (int)fit : MOE__CHUNK;
-    for (int64_t u = r0 / stride; u < n_used && u * stride < r1; u++) {
-        int64_t n0 = r0 > u * stride ? r0 - u * stride : 0;
-        int64_t n1 = r1 - u * stride < a->n_out ? r1 - u * stride : a->n_out;
+    for (int64_t u = 0; u < n_used; u++) {
+        int64_t n0, n1;
+        moe__rows(&sh, u, a->n_out, &n0, &n1);
         if (n0 < n1) moe__expert_rows(a, used[u], n0, n1, chunk, xs, ys);
     }
 }
