@@ -275,8 +275,8 @@ CPU__INLINE void cpu__tile_classes(int T, int R, enc_dtype dt, const float *x, i
     }
 }
 
-/* One class, acc[t][r]. prefetch: ask for the next tile's rows, all of
- * them by the end of this pass. */
+/* One class, acc[t][r]. prefetch: what to ask for ahead (CPU__PF_*), all
+ * of it by the end of this pass. */
 CPU__INLINE void cpu__tile_class(int T, int R, int c, enc_dtype dt, const float *x, int64_t ldx,
                                  const void *const *wrow, int64_t k, int prefetch,
                                  V out[CPU__V_TM][CPU__V_RMAX])
@@ -327,12 +327,11 @@ CPU__INLINE void cpu__tile(int T, int R, enc_dtype dt, const float *x, int64_t l
                            const void *const *wrow, int64_t k, float *y, int64_t ldy, int pf)
 {
     V acc[CPU__V_P][CPU__V_TM][CPU__V_RMAX];
-    int prefetch = pf;
     if (CPU__V_P == 1 || T * R * CPU__V_P <= CPU__V_ACC) {
-        cpu__tile_classes(T, R, dt, x, ldx, wrow, k, prefetch, acc);
+        cpu__tile_classes(T, R, dt, x, ldx, wrow, k, pf, acc);
     } else {
         CPU__UNROLL for (int c = 0; c < CPU__V_P; c++) {
-            cpu__tile_class(T, R, c, dt, x, ldx, wrow, k, prefetch && c == 0, acc[c]);
+            cpu__tile_class(T, R, c, dt, x, ldx, wrow, k, c == 0 ? pf : CPU__PF_NONE, acc[c]);
             cpu__v_keep_in_memory(acc);
         }
     }

@@ -3,9 +3,9 @@
  *
  * Routing is per token: one row of scores on the stack (at most 512
  * experts), k passes of an arg-max that keeps the lower id on ties. The
- * expert matmul lays the chosen experts' rows end to end in id order and
- * gives each thread a run of them (whole experts, but for its run's two
- * ends); for each expert in its run, a share gathers the x rows of up to 16
+ * expert matmul gives each thread its rows of the chosen experts (in a
+ * decode step a run of whole experts, in a prefill its part of each:
+ * moe__plan); for each expert, a share gathers the x rows of up to 16
  * (token, slot) pairs that chose it onto its stack and runs cpu_matmul over
  * its rows of the expert's matrix, so the expert's
  * weights stream once per 16 pairs (once per step in decode) with the
@@ -202,7 +202,7 @@ static void moe__expert_rows(const cpu_matmul_id_args *a, int64_t e, int64_t n0,
  * each expert padded to a multiple of 16 rows, cut into nth runs of whole
  * 16-row groups, so a thread streams whole experts but for its run's two
  * ends, instead of its part of every expert (an MoE bf16 decode step of 16
- * sequences ran 5-10% faster so on a Zen 5 EPYC, BENCHMARKS.md). With more
+ * sequences ran 5-11% faster so on a Zen 5 EPYC, BENCHMARKS.md). With more
  * pairs (a prefill) the multiply-adds set it, and each thread takes its
  * part of every expert, so the work splits evenly whatever the pairs per
  * expert. Which thread computes a row changes no value. */
