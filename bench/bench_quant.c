@@ -17,7 +17,7 @@
  *
  * Every figure is the median of RUNS timed runs after one warm-up, for the
  * ISA chosen by ENCORE_CPU_ISA (else the widest the CPU runs). Q4_0, Q8_0,
- * Q4_K and Q6_K run twice: in the row layout, and repacked as the CPU
+ * Q4_K, Q5_K and Q6_K run twice: in the row layout, and repacked as the CPU
  * backend lays them out at load ("x8": cpu_repack_matrix, cpu_matmul_packed).
  * Usage: bench_quant [runs [TYPE ...]]   (runs default 5, at least 3; the
  * types by name, e.g. Q6_K, default all) */

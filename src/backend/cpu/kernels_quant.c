@@ -117,24 +117,31 @@ static void cpu__qs_kstep_q4_k(const void *wv, const block_q8_K *x, float *acc, 
     *accm += cpu__qs_k45(w->d, w->dmin, w->scales, NULL, w->qs, x, acc);
 }
 
-static float cpu__qs_dot_q4_k(const void *wv, const void *xv, int64_t nb)
+static void cpu__qs_kstep_q5_k(const void *wv, const block_q8_K *x, float *acc, float *accm)
 {
-    const block_q4_K *w = wv;
+    const block_q5_K *w = wv;
+    *accm += cpu__qs_k45(w->d, w->dmin, w->scales, w->qh, w->qs, x, acc);
+}
+
+/* A K-type row's dot: its nb superblocks of bb bytes, step by step. */
+static float cpu__qs_dot_k(cpu__qs_kstep_fn step, size_t bb, const void *wv, const void *xv,
+                           int64_t nb)
+{
     const block_q8_K *x = xv;
     float acc = 0.0f, accm = 0.0f;
     for (int64_t b = 0; b < nb; b++)
-        cpu__qs_kstep_q4_k(&w[b], &x[b], &acc, &accm);
+        step((const unsigned char *)wv + (size_t)b * bb, &x[b], &acc, &accm);
     return acc - accm;
+}
+
+static float cpu__qs_dot_q4_k(const void *wv, const void *xv, int64_t nb)
+{
+    return cpu__qs_dot_k(cpu__qs_kstep_q4_k, sizeof(block_q4_K), wv, xv, nb);
 }
 
 static float cpu__qs_dot_q5_k(const void *wv, const void *xv, int64_t nb)
 {
-    const block_q5_K *w = wv;
-    const block_q8_K *x = xv;
-    float acc = 0.0f, accm = 0.0f;
-    for (int64_t b = 0; b < nb; b++)
-        accm += cpu__qs_k45(w[b].d, w[b].dmin, w[b].scales, w[b].qh, w[b].qs, &x[b], &acc);
-    return acc - accm;
+    return cpu__qs_dot_k(cpu__qs_kstep_q5_k, sizeof(block_q5_K), wv, xv, nb);
 }
 
 static void cpu__qs_kstep_q6_k(const void *wv, const block_q8_K *x, float *acc, float *accm)
@@ -160,12 +167,7 @@ static void cpu__qs_kstep_q6_k(const void *wv, const block_q8_K *x, float *acc, 
 
 static float cpu__qs_dot_q6_k(const void *wv, const void *xv, int64_t nb)
 {
-    const block_q6_K *w = wv;
-    const block_q8_K *x = xv;
-    float acc = 0.0f, accm = 0.0f;
-    for (int64_t b = 0; b < nb; b++)
-        cpu__qs_kstep_q6_k(&w[b], &x[b], &acc, &accm);
-    return acc - accm;
+    return cpu__qs_dot_k(cpu__qs_kstep_q6_k, sizeof(block_q6_K), wv, xv, nb);
 }
 
 /* The table's entries: R rows one after another. */
@@ -225,8 +227,9 @@ static void cpu__qs_x8_k(enc_dtype dt, cpu__qs_kstep_fn step, int T, const void 
           accm[CPU__QX_TOKENS][CPU_REPACK_ROWS] = {{0}};
     union {
         block_q4_K q4;
+        block_q5_K q5;
         block_q6_K q6;
-    } blk; /* one superblock of either type */
+    } blk; /* one superblock of any K type */
     for (int64_t b = 0; b < nb; b++)
         for (int r = 0; r < CPU_REPACK_ROWS; r++) {
             cpu_repack_block(g, dt, b, r, &blk);
@@ -245,6 +248,13 @@ static void cpu__qs_x8_q4_k(int T, const void *g, const void *const *x,
     cpu__qs_x8_k(ENC_Q4_K, cpu__qs_kstep_q4_k, T, g, x, nb, y);
 }
 
+static void cpu__qs_x8_q5_k(int T, const void *g, const void *const *x,
+                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
+{
+    (void)tok;
+    cpu__qs_x8_k(ENC_Q5_K, cpu__qs_kstep_q5_k, T, g, x, nb, y);
+}
+
 static void cpu__qs_x8_q6_k(int T, const void *g, const void *const *x,
                             const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
 {
@@ -259,6 +269,7 @@ const cpu__quant_table cpu__quant_scalar = {
             [ENC_Q8_0] = cpu__qs_x8_q8_0,
             [ENC_Q4_0] = cpu__qs_x8_q4_0,
             [ENC_Q4_K] = cpu__qs_x8_q4_k,
+            [ENC_Q5_K] = cpu__qs_x8_q5_k,
             [ENC_Q6_K] = cpu__qs_x8_q6_k,
         },
     .dot =

@@ -686,6 +686,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q8_0] = cpu__qx_q8_0,
             [ENC_Q4_0] = cpu__qx_q4_0,
             [ENC_Q4_K] = cpu__qxk_q4_k,
+            [ENC_Q5_K] = cpu__qxk_q5_k,
             [ENC_Q6_K] = cpu__qxk_q6_k,
         },
 #ifdef CPU__QX16
@@ -694,6 +695,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q8_0] = cpu__qx16_q8_0,
             [ENC_Q4_0] = cpu__qx16_q4_0,
             [ENC_Q4_K] = cpu__qxk_q4_k16,
+            [ENC_Q5_K] = cpu__qxk_q5_k16,
             [ENC_Q6_K] = cpu__qxk_q6_k16,
         },
 #endif

@@ -86,17 +86,65 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_q4_sub)(int T, const unsigned char *q, size_t 
     }
 }
 
+/* Sub-block s of a Q5_K superblock of the 8 rows, q its chunks after the
+ * f16 planes (3 scale, 8 qh, 32 qs), against T tokens: as cpu__qxk_q4_sub
+ * with the levels q + 16 h (0..31, h bit s of the value's qh byte): a
+ * vpmaddubsw pair |.| <= 2 * 31 * 128 = 7936, so an int16 sum takes 4
+ * chunks (<= 31744 < 2^15) before each vpmaddwd by the scale. */
+CPU__Q_INLINE void QK_FN(cpu__qxk_q5_sub)(int T, const unsigned char *q, size_t o1,
+                                          const block_q8_K *const *x, int s, const QK_V *sc,
+                                          const QK_V *mn, QK_V *isum, QK_V *msum)
+{
+    const QK_V m4 = QK_SET1_8(15), h4 = QK_SET1_8(16);
+    QK_V ss = QK_FN(cpu__qxk_u16)(sc[s / 4], s % 4), ms = QK_FN(cpu__qxk_u16)(mn[s / 4], s % 4);
+    CPU__Q_UNROLL for (int i0 = 0; i0 < 8; i0 += 4)
+    {
+        QK_V s16[CPU__QX_TOKENS];
+        CPU__Q_UNROLL for (int t = 0; t < T; t++) s16[t] = QK_ZERO();
+        CPU__Q_UNROLL for (int i = i0; i < i0 + 4; i++)
+        {
+            QK_V v = QK_FN(cpu__qxk_chunk)(q, o1, 11 + 8 * (s / 2) + i);
+            QK_V hq = QK_FN(cpu__qxk_chunk)(q, o1, 3 + i); /* bit s to bit 4 */
+            QK_V hb = s < 4 ? QK_SLLI16(hq, 4 - s) : QK_SRLI16(hq, s - 4);
+            QK_V lv = QK_OR(QK_AND(s % 2 ? QK_SRLI16(v, 4) : v, m4), QK_AND(hb, h4));
+            CPU__Q_UNROLL for (int t = 0; t < T; t++)
+            {
+                QK_V p = QK_MADDUBS(lv, QK_BCAST4(x[t]->qs + 32 * s + 4 * i));
+                s16[t] = QK_ADD16(s16[t], p);
+            }
+        }
+        CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = QK_ADD32(isum[t], QK_MADD(s16[t], ss));
+    }
+    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    {
+        msum[t] = QK_ADD32(msum[t], QK_MADD(ms, QK_FN(cpu__qxk_bsum2)(x[t], 2 * s)));
+    }
+}
+
+/* Sub-block s of a Q4_K (kt CPU__QXK_Q4) or Q5_K superblock. */
+CPU__Q_INLINE void QK_FN(cpu__qxk_q45_sub)(int kt, int T, const unsigned char *q, size_t o1,
+                                           const block_q8_K *const *x, int s, const QK_V *sc,
+                                           const QK_V *mn, QK_V *isum, QK_V *msum)
+{
+    if (kt == CPU__QXK_Q5)
+        QK_FN(cpu__qxk_q5_sub)(T, q, o1, x, s, sc, mn, isum, msum);
+    else
+        QK_FN(cpu__qxk_q4_sub)(T, q, o1, x, s, sc, mn, isum, msum);
+}
+
 /* Q4_K superblock gp of the 8 rows (2 f16 planes, 3 scale chunks, 32 qs
- * chunks) against T tokens: isum[t], msum[t] lane r row r's; pf the block
+ * chunks; Q5_K, kt CPU__QXK_Q5: 8 qh chunks before those) against T
+ * tokens: isum[t], msum[t] lane r row r's; pf the block
  * to prefetch (cpu__qxk_prefetch). One token's 8 sub-blocks are unrolled,
  * so that their shuffles and shifts are constants (as a loop, GCC built
  * each pattern at run time: 952 instructions a superblock against 502);
  * more tokens stay a loop (unrolled, GCC hoists the loads of all 8 and
  * spills them: twice the time in prefill). */
-CPU__Q_INLINE void QK_FN(cpu__qxk_q4_sb)(int T, const unsigned char *gp, size_t o1,
-                                         const block_q8_K *const *x, QK_V *isum, QK_V *msum,
-                                         const unsigned char *pf)
+CPU__Q_INLINE void QK_FN(cpu__qxk_q45_sb)(int kt, int T, const unsigned char *gp, size_t o1,
+                                          const block_q8_K *const *x, QK_V *isum, QK_V *msum,
+                                          const unsigned char *pf)
 {
+    const size_t gb = CPU__QX_R * (kt == CPU__QXK_Q5 ? sizeof(block_q5_K) : sizeof(block_q4_K));
     const QK_V m6 = QK_SET1_8(0x3f), m4 = QK_SET1_8(15), m2 = QK_SET1_8(3);
     const unsigned char *q = gp + 2 * 2 * CPU__QX_R;
     QK_V u0 = QK_FN(cpu__qxk_chunk)(q, o1, 0), u1 = QK_FN(cpu__qxk_chunk)(q, o1, 1),
@@ -110,13 +158,13 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_q4_sb)(int T, const unsigned char *gp, size_t 
     if (T == 1) {
         CPU__Q_UNROLL8 for (int s = 0; s < 8; s++)
         {
-            cpu__qxk_prefetch(pf, CPU__QX_R * sizeof(block_q4_K), s);
-            QK_FN(cpu__qxk_q4_sub)(1, q, o1, x, s, sc, mn, isum, msum);
+            cpu__qxk_prefetch(pf, gb, s);
+            QK_FN(cpu__qxk_q45_sub)(kt, 1, q, o1, x, s, sc, mn, isum, msum);
         }
         return;
     }
     for (int s = 0; s < 8; s++)
-        QK_FN(cpu__qxk_q4_sub)(T, q, o1, x, s, sc, mn, isum, msum);
+        QK_FN(cpu__qxk_q45_sub)(kt, T, q, o1, x, s, sc, mn, isum, msum);
 }
 
 /* The levels q + 32 of run i of the 8 rows of a Q6_K superblock, 4 values
@@ -203,7 +251,9 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_q6_sb)(int T, const unsigned char *gp, size_t 
 CPU__Q_INLINE void QK_FN(cpu__qxk_tile)(int kt, int T, const void *g, const void *const *xv,
                                         int64_t nb, float *const *y)
 {
-    const size_t gb = CPU__QX_R * (kt == CPU__QXK_Q6 ? sizeof(block_q6_K) : sizeof(block_q4_K));
+    const size_t gb = CPU__QX_R * (kt == CPU__QXK_Q6   ? sizeof(block_q6_K)
+                                   : kt == CPU__QXK_Q5 ? sizeof(block_q5_K)
+                                                       : sizeof(block_q4_K));
     const size_t o1 = (QK_GROUPS - 1) * (size_t)nb * gb; /* the second group's bytes */
     QK_F acc[CPU__QX_TOKENS], accm[CPU__QX_TOKENS];
     CPU__Q_UNROLL for (int t = 0; t < T; t++) acc[t] = accm[t] = QK_FZERO();
@@ -217,7 +267,7 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_tile)(int kt, int T, const void *g, const void
         if (kt == CPU__QXK_Q6)
             QK_FN(cpu__qxk_q6_sb)(T, gp, o1, x, isum, corr, pf);
         else
-            QK_FN(cpu__qxk_q4_sb)(T, gp, o1, x, isum, corr, pf);
+            QK_FN(cpu__qxk_q45_sb)(kt, T, gp, o1, x, isum, corr, pf);
         QK_F dw = QK_F16S(gp, o1);
         QK_F dm = kt == CPU__QXK_Q6 ? dw : QK_F16S(gp + 16, o1);
         CPU__Q_UNROLL for (int t = 0; t < T; t++)
@@ -249,6 +299,13 @@ static void QK_FN(cpu__qxk_q4_k)(int T, const void *g, const void *const *x,
 {
     (void)tok;
     QK_FN(cpu__qxk_by_t)(CPU__QXK_Q4, T, g, x, nb, y);
+}
+
+static void QK_FN(cpu__qxk_q5_k)(int T, const void *g, const void *const *x,
+                                 const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
+{
+    (void)tok;
+    QK_FN(cpu__qxk_by_t)(CPU__QXK_Q5, T, g, x, nb, y);
 }
 
 static void QK_FN(cpu__qxk_q6_k)(int T, const void *g, const void *const *x,

@@ -1,6 +1,6 @@
 /* kernels_repack_k_impl.h - the 256-bit bodies of the interleaved matmul
  * kernels (cpu__qx8_fn) for the K types: 8 weight rows of one group
- * (repack.h) of Q4_K or Q6_K against up to CPU__QX_TOKENS tokens' Q8_K
+ * (repack.h) of Q4_K, Q5_K or Q6_K against up to CPU__QX_TOKENS tokens' Q8_K
  * superblocks. Included by kernels_quant_impl.h's Part 2 after
  * kernels_repack_impl.h, whose helpers it uses.
  *
@@ -16,6 +16,8 @@
  *   3 scale chunks (lane r: row r's bytes 0-3, 4-7, 8-11) by the shifts
  *   and masks of quant_scale_min_k4; msum = sum_s m[s] (bsums[2s] +
  *   bsums[2s + 1]), one vpmaddwd per s.
+ *   Q5_K: as Q4_K with the fifth bit from the qh chunks (levels 0..31):
+ *   pairs |.| <= 7936, so int16 sums of 4 chunks, two vpmaddwd per s.
  *   Q6_K: the levels q + 32 (0..63) of a run of 4 values from a ql and a qh
  *   chunk; two vpmaddubsw pairs add to <= 2 * 2 * 63 * 128 = 32256 < 2^15,
  *   so each group of 16 values (one int8 scale) takes two vpmaddwd by its
@@ -34,7 +36,7 @@
  * 16 rows, for calls of several tokens (the table's x16), each byte
  * shuffle, vpmaddubsw and vpmaddwd serving 16 rows. */
 
-enum { CPU__QXK_Q4 = 0, CPU__QXK_Q6 = 1 };
+enum { CPU__QXK_Q4 = 0, CPU__QXK_Q6 = 1, CPU__QXK_Q5 = 2 };
 
 /* A one-token call streams the matrix from DRAM: it asks for pf, the next
  * group's block (gb bytes), in CPU__QXK_PF_STEPS parts, part `step` at each

@@ -26,6 +26,8 @@ static cpu__rp_kind cpu__rp_kind_of(enc_dtype dt)
         return (cpu__rp_kind){1, {0, 0}, 2, 32};
     case ENC_Q4_K:
         return (cpu__rp_kind){2, {0, 2}, 4, 140};
+    case ENC_Q5_K:
+        return (cpu__rp_kind){2, {0, 2}, 4, 172};
     case ENC_Q6_K:
         return (cpu__rp_kind){1, {208, 0}, 0, 208};
     default:

@@ -19,13 +19,15 @@
  *   Q4_0   18     d              qs[16]
  *   Q8_0   34     d              qs[32]
  *   Q4_K   144    d, dmin        scales[12] qs[128]     (chunks 0-2, 3-34)
+ *   Q5_K   176    d, dmin        scales[12] qh[32] qs[128]
+ *                                                       (chunks 0-2, 3-10, 11-42)
  *   Q6_K   210    d (at 208)     ql[128] qh[64] scales[16]
  *                                                       (chunks 0-31, 32-47, 48-51)
  *
  * so that one 256-bit load of a chunk holds the same 4 consecutive bytes of
  * 8 rows: against a token's 4 bytes broadcast, the u8 x s8 dot of each
  * 4-byte group lands row r's partial sum in int32 lane r, with no sum across
- * lanes. Q4_K's packed 6-bit scales stay packed (3 chunks: byte j of row r's
+ * lanes. Q4_K's and Q5_K's packed 6-bit scales stay packed (3 chunks: byte j of row r's
  * 12 in lane r of chunk j / 4), unpacked by the kernel for 8 rows at once. */
 #ifndef ENC_CPU_REPACK_H
 #define ENC_CPU_REPACK_H
@@ -39,7 +41,7 @@
 enum { CPU_REPACK_ROWS = 8 };
 
 /* Whether a [rows, k] matrix of dtype has an interleaved layout: Q4_0,
- * Q8_0, Q4_K and Q6_K, k a whole number of blocks, at least one group of
+ * Q8_0, Q4_K, Q5_K and Q6_K, k a whole number of blocks, at least one group of
  * rows. */
 bool cpu_repack_supports(enc_dtype dt, int64_t rows, int64_t k);
 
