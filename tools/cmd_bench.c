@@ -42,6 +42,8 @@ static const char bench_help[] =
     "options:\n"
     "  --prompt-len N           prefill prompt length (default 512)\n"
     "  --gen-len N              tokens generated per sequence in decode runs (default 128)\n"
+    "  --depth N                prompt tokens of each decode sequence: decode at a context of N\n"
+    "                           tokens and more, as llama-bench -d (default 16)\n"
     "  --batches LIST           concurrent sequences for decode, comma-separated (default 1,4,16)\n"
     "  --runs N                 runs per figure, median reported (default 3)\n"
     "  --modes LIST             decode modes, comma-separated, of eager, captured, k2, k4,\n"
@@ -57,7 +59,7 @@ static const char bench_help[] =
     "  -h, --help               show this help\n\n";
 
 enum { BENCH_MAX_BATCHES = 8, BENCH_MAX_RUNS = 32, BENCH_N_MODES = 6, BENCH_N_DEFAULT_MODES = 4 };
-enum { BENCH_DECODE_PROMPT_LEN = 16 }; /* tokens of each prompt of a decode run */
+enum { BENCH_DECODE_PROMPT_LEN = 16 }; /* tokens of each prompt of a decode run, unless --depth */
 
 /* What the decode requests do: greedy, or (--sampling) the sampled kind. */
 enum { BENCH_GREEDY = 0, BENCH_SAMPLED, BENCH_N_KINDS };
@@ -79,6 +81,7 @@ static const bench_mode bench_modes[BENCH_N_MODES] = {
 typedef struct bench_args {
     engine_config cfg;
     int64_t prompt_len, gen_len, runs;
+    int64_t depth; /* tokens of each prompt of a decode run: the context its steps attend to */
     int64_t batches[BENCH_MAX_BATCHES];
     int n_batches;
     int modes[BENCH_N_MODES]; /* indices into bench_modes */
@@ -234,7 +237,7 @@ static bool bench__decode_once(engine *e, const bench_args *a, int64_t batch, in
                                uint64_t seed, int kind, double out[BENCH_N_FIGURES])
 {
     bench_drain d;
-    if (!bench__submit(e, batch, BENCH_DECODE_PROMPT_LEN, a->gen_len, seed, kind, a->constrained) || !bench__drain(e, &d)) return false;
+    if (!bench__submit(e, batch, a->depth, a->gen_len, seed, kind, a->constrained) || !bench__drain(e, &d)) return false;
     bench__release_all(e, *next_id, batch);
     *next_id += batch;
     double trips = d.decode_steps > 0 ? (double)d.decode_steps : 1.0;
@@ -336,9 +339,9 @@ static void bench__print_json(const bench_args *a, const engine *e, const bench_
 {
     const engine_config *c = engine_get_config(e);
     printf("{\"model\":\"%s\",\"device\":\"%s\",\"threads\":%d,\"runs\":%lld,\"prompt_len\":%lld,\"gen_len\":%lld,"
-           "\"prefill_tokens_per_s\":%.2f,\"decode_mode\":\"%s\",\"decode_tokens_per_s\":%.2f",
+           "\"depth\":%lld,\"prefill_tokens_per_s\":%.2f,\"decode_mode\":\"%s\",\"decode_tokens_per_s\":%.2f",
            c->model_dir, c->device ? c->device : "cpu", c->n_threads, (long long)a->runs, (long long)a->prompt_len,
-           (long long)a->gen_len, r->prefill_tps, bench_modes[a->modes[0]].name, r->dec[0].tps[0][0]);
+           (long long)a->gen_len, (long long)a->depth, r->prefill_tps, bench_modes[a->modes[0]].name, r->dec[0].tps[0][0]);
     for (int b = 0; b < a->n_batches; b++)
         printf(",\"decode_tokens_per_s_batch%lld\":%.2f", (long long)a->batches[b], r->dec[0].tps[0][b]);
     printf(",\"modes\":{");
@@ -444,6 +447,7 @@ static int bench__option(void *args, const char *cmd, int argc, char **argv, int
     const char *o = argv[*i], *v;
     if (!strcmp(o, "--prompt-len")) return cli_option_i64(cmd, argc, argv, i, 1, 1 << 20, &a->prompt_len) ? 1 : -1;
     if (!strcmp(o, "--gen-len")) return cli_option_i64(cmd, argc, argv, i, 2, 1 << 20, &a->gen_len) ? 1 : -1;
+    if (!strcmp(o, "--depth")) return cli_option_i64(cmd, argc, argv, i, 1, 1 << 20, &a->depth) ? 1 : -1;
     if (!strcmp(o, "--runs")) return cli_option_i64(cmd, argc, argv, i, 1, BENCH_MAX_RUNS, &a->runs) ? 1 : -1;
     if (!strcmp(o, "--batches")) return (v = cli_value(cmd, argc, argv, i)) && bench__parse_batches(cmd, v, a) ? 1 : -1;
     if (!strcmp(o, "--modes")) return (v = cli_value(cmd, argc, argv, i)) && bench__parse_modes(v, a) ? 1 : -1;
@@ -457,6 +461,7 @@ static int bench__parse(int argc, char **argv, bench_args *a)
 {
     a->prompt_len = 512;
     a->gen_len = 128;
+    a->depth = BENCH_DECODE_PROMPT_LEN;
     a->runs = 3;
     a->n_batches = 3;
     a->batches[0] = 1, a->batches[1] = 4, a->batches[2] = 16;
@@ -470,10 +475,9 @@ static int bench__parse(int argc, char **argv, bench_args *a)
     /* one step holds the whole prefill prompt and every prompt of a decode
      * run, so that a batch-B figure is made of steps decoding B tokens each
      * (unset, the engine's default budget, raised where it is short: a
-     * budget below batch x BENCH_DECODE_PROMPT_LEN chunks those prompts, and
-     * the decode steps between the chunks run a few sequences) */
-    int64_t need = max_batch * BENCH_DECODE_PROMPT_LEN > a->prompt_len ? max_batch * BENCH_DECODE_PROMPT_LEN
-                                                                        : a->prompt_len;
+     * budget below batch x depth chunks those prompts, and the decode steps
+     * between the chunks run a few sequences) */
+    int64_t need = max_batch * a->depth > a->prompt_len ? max_batch * a->depth : a->prompt_len;
     if (a->cfg.max_num_batched_tokens == 0) a->cfg.max_num_batched_tokens = ENGINE_DEFAULT_MAX_NUM_BATCHED_TOKENS;
     if (a->cfg.max_num_batched_tokens < need) a->cfg.max_num_batched_tokens = need;
     return 0;
