@@ -60,6 +60,8 @@ static inline float cpu__f16(const uint16_t *p)
 #define V_FMA(a, b, c) ((a) * (b) + (c))
 #define V_MUL(a, b) ((a) * (b))
 #define V_ADD(a, b) ((a) + (b))
+#define V_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define V_POW2I(n) ldexpf(1.0f, (int)(n))
 #define V_HSUM(v) (v)
 #define CPU__V_SAMPLE_WEIGHTS smath_weights
 #define CPU__V_TABLE cpu__kernels_scalar

@@ -73,6 +73,10 @@ static inline float cpu__avx2_hsum(__m256 v)
 #define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define V_MUL(a, b) _mm256_mul_ps(a, b)
 #define V_ADD(a, b) _mm256_add_ps(a, b)
+#define V_MAX(a, b) _mm256_max_ps(a, b)
+#define V_POW2I(n)                                                                                 \
+    _mm256_castsi256_ps(                                                                           \
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 #define V_HSUM(v) cpu__avx2_hsum(v)
 #define CPU__V_SAMPLE_WEIGHTS smath_weights_avx2 /* base/sample_math_avx2.c */
 #define CPU__V_TABLE cpu__kernels_avx2

@@ -62,6 +62,10 @@ static inline float cpu__avx512_hsum(__m512 v)
 #define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define V_MUL(a, b) _mm512_mul_ps(a, b)
 #define V_ADD(a, b) _mm512_add_ps(a, b)
+#define V_MAX(a, b) _mm512_max_ps(a, b)
+#define V_POW2I(n)                                                                                 \
+    _mm512_castsi512_ps(                                                                           \
+        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
 #define V_HSUM(v) cpu__avx512_hsum(v)
 #define CPU__V_SAMPLE_WEIGHTS smath_weights_avx2 /* base/sample_math_avx2.c */
 #define CPU__V_TABLE cpu__kernels_avx512

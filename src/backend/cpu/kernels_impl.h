@@ -102,7 +102,8 @@ int cpu_kernels_force_isa(cpu_isa isa);
  *   V_LOAD_BF16_PART(p, n), V_LOAD_F16_PART(p, n)  likewise
  *   V_STORE(p, v), V_STORE_PART(p, v, n)
  *   V_FMA(a, b, c)        a * b + c (one rounding where the ISA has FMA)
- *   V_MUL(a, b), V_ADD(a, b)
+ *   V_MUL(a, b), V_ADD(a, b), V_MAX(a, b)
+ *   V_POW2I(n)            2^n, n integral in every lane, -126 <= n <= 127
  *   V_HSUM(v)             the sum of the lanes, by a fixed tree
  */
 #ifdef CPU__V_TABLE
@@ -130,6 +131,29 @@ int cpu_kernels_force_isa(cpu_isa isa);
 #ifndef CPU__V_ACC
 #define CPU__V_ACC (CPU__V_TM * CPU__V_RMAX)
 #endif
+
+/* e^x for every lane of x <= 0 (attention's scores less their running
+ * max), one algorithm for every lane, call and ISA (Cephes' expf): x
+ * clamped at -87 (e^-87 is still a normal f32), n = x log2(e) rounded to an
+ * integer (adding 1.5 * 2^23 rounds it), r = x - n ln 2 in two steps (ln 2's
+ * high part exact in 9 bits), e^r by a degree-7 polynomial, times 2^n.
+ * Within 2 ulp of e^x; e^0 is exactly 1. */
+CPU__INLINE V cpu__v_exp(V x)
+{
+    const V round = V_SET1(12582912.0f); /* 1.5 * 2^23 */
+    x = V_MAX(x, V_SET1(-87.0f));
+    V n = V_ADD(V_FMA(x, V_SET1(1.44269504088896341f), round), V_SET1(-12582912.0f));
+    V r = V_FMA(n, V_SET1(-0.693359375f), x);
+    r = V_FMA(n, V_SET1(2.12194440e-4f), r);
+    V p = V_SET1(1.9875691500e-4f);
+    p = V_FMA(p, r, V_SET1(1.3981999507e-3f));
+    p = V_FMA(p, r, V_SET1(8.3334519073e-3f));
+    p = V_FMA(p, r, V_SET1(4.1665795894e-2f));
+    p = V_FMA(p, r, V_SET1(1.6666665459e-1f));
+    p = V_FMA(p, r, V_SET1(5.0000001201e-1f));
+    p = V_FMA(p, V_MUL(r, r), V_ADD(r, V_SET1(1.0f)));
+    return V_MUL(p, V_POW2I(n));
+}
 
 /* --- dot-product tiles ------------------------------------------------- */
 
@@ -538,8 +562,9 @@ static void cpu__v_matmul_rows(const float *x, int64_t n_tokens, int64_t k, cons
  * head), the online softmax state (m, l, o) then goes through exactly the
  * same steps whatever the item holds: the scores of the block (each dot in
  * the fixed order of cpu__tile), its max, a rescale when the max grew,
- * weights exp(s - m) summed in position order, o += weights . v in position
- * order. So a row gives the same bits in a prefill, a decode or a batch. */
+ * weights e^(s - m) (cpu__v_exp) summed VW at a time, the lanes by V_HSUM,
+ * then the tail's in position order, o += weights . v in position order.
+ * So a row gives the same bits in a prefill, a decode or a batch. */
 
 enum {
     CPU__ATT_PB = 32,       /* keys per softmax block; blocks start at multiples of 32 */
@@ -803,9 +828,18 @@ static void cpu__att_fold(const cpu_attention_args *a, cpu__att_head *hs, int hg
             for (; d < hd; d++)
                 hs[g].o[d] *= c;
         }
-        for (int i = 0; i < pn; i++) {
-            s[i] = expf(s[i] - m);
-            l += s[i];
+        V neg_m = V_SET1(-m), lv = V_ZERO(); /* weights e^(s - m), VW at a time */
+        int i = 0;
+        for (; i + VW <= pn; i += VW) {
+            V e = cpu__v_exp(V_ADD(V_LOAD(s + i), neg_m));
+            V_STORE(s + i, e);
+            lv = V_ADD(lv, e);
+        }
+        l += V_HSUM(lv);
+        if (i < pn) { /* the tail's lanes past pn are never stored nor summed */
+            V_STORE_PART(s + i, cpu__v_exp(V_ADD(V_LOAD_PART(s + i, pn - i), neg_m)), pn - i);
+            for (; i < pn; i++)
+                l += s[i];
         }
         hs[g].m = m;
         hs[g].l = l;
