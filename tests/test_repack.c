@@ -1,6 +1,6 @@
 /* test_repack.c - the CPU backend's interleaved weight layout (repack.h) and
- * the matmul over it (cpu_matmul_packed), for Q4_0, Q8_0, Q4_K, Q5_K and Q6_K, on
- * every ISA this CPU runs:
+ * the matmul over it (cpu_matmul_packed), for Q4_0, Q8_0, Q4_K, Q5_K and
+ * Q6_K, on every ISA this CPU runs:
  *
  *   - the layout is the one repack.h draws: block b of row r's f16 fields
  *     and other bytes found at the offsets computed here from the drawing
@@ -290,8 +290,9 @@ int main(void)
     for (int t = 0; t < N_TYPES; t++)
         for (int i = 0; i < 4; i++)
             check_layout(TYPES[t], ROWS[i]);
-    int n_isas = isa_for_each(check_all_kernels, "Q4_0, Q8_0, Q4_K, Q5_K and Q6_K, 4 row counts, 10 "
-                                                 "token counts, 1-3 threads; long Q4_0 rows");
+    int n_isas =
+        isa_for_each(check_all_kernels, "Q4_0, Q8_0, Q4_K, Q5_K and Q6_K, 4 row counts, 10 "
+                                        "token counts, 1-3 threads; long Q4_0 rows");
     g_isa = "backend";
     check_backend(1, 1);
     check_backend(1, 3);

@@ -33,7 +33,8 @@ void cpu_moe_weights(const float *logits, const int32_t *ids, int64_t n_tokens, 
  * types (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) its rows are already quantized by
  * cpu_quantize_rows to quant_dot_dtype(w_dtype), as cpu_matmul takes them. A share is, in a
  * decode step, a run of the chosen experts' rows (whole experts but for its two ends), in a
- * prefill its part of every chosen expert, visited in expert order; its rows of an expert serve the (token, slot) pairs that chose it, 16 at a time, before the next expert:
+ * prefill its part of every chosen expert, visited in expert order; its rows of an expert
+ * serve the (token, slot) pairs that chose it, 16 at a time, before the next expert:
  * a decode step reads each chosen expert's weights once. Each output
  * is cpu_matmul's dot product, whatever the grouping. An id outside [0, n_experts) gives a zero
  * row. The share's staging (2 x 32 KiB) is on the caller's stack. */

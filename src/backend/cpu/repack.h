@@ -27,8 +27,9 @@
  * so that one 256-bit load of a chunk holds the same 4 consecutive bytes of
  * 8 rows: against a token's 4 bytes broadcast, the u8 x s8 dot of each
  * 4-byte group lands row r's partial sum in int32 lane r, with no sum across
- * lanes. Q4_K's and Q5_K's packed 6-bit scales stay packed (3 chunks: byte j of row r's
- * 12 in lane r of chunk j / 4), unpacked by the kernel for 8 rows at once. */
+ * lanes. Q4_K's and Q5_K's packed 6-bit scales stay packed (3 chunks:
+ * byte j of row r's 12 in lane r of chunk j / 4), unpacked by the kernel
+ * for 8 rows at once. */
 #ifndef ENC_CPU_REPACK_H
 #define ENC_CPU_REPACK_H
 
@@ -41,8 +42,8 @@
 enum { CPU_REPACK_ROWS = 8 };
 
 /* Whether a [rows, k] matrix of dtype has an interleaved layout: Q4_0,
- * Q8_0, Q4_K, Q5_K and Q6_K, k a whole number of blocks, at least one group of
- * rows. */
+ * Q8_0, Q4_K, Q5_K and Q6_K, k a whole number of blocks, at least one
+ * group of rows. */
 bool cpu_repack_supports(enc_dtype dt, int64_t rows, int64_t k);
 
 /* In place, w [rows, k] of dtype: row layout -> interleaved (to_rows false)
