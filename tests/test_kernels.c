@@ -1059,10 +1059,11 @@ static void test_cacheq8(void)
 static double test_attention(void)
 {
     /* GQA 1, 2, 4, 3 and 16 (more query heads than one pass takes); head_dim
-     * 64 and 128, and 36 (a tail in every ISA); block sizes 16, 32, 3. */
+     * 64 and 128, and 36 (a tail in every ISA); block sizes 16, 32, 3; 8 kv
+     * heads (decode items of 8, 4 and 2 heads at 1, 2 and 3 threads). */
     static const att_cfg cfgs[] = {
         {2, 2, 64, 16},  {4, 2, 128, 32}, {8, 2, 64, 32},  {8, 2, 128, 16},
-        {4, 4, 128, 16}, {6, 2, 36, 3},   {16, 1, 64, 16},
+        {4, 4, 128, 16}, {6, 2, 36, 3},   {16, 1, 64, 16}, {16, 8, 64, 16},
     };
     double worst = 0;
     for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++)
