@@ -88,6 +88,16 @@ static void test_completion_request(void)
     CHECK(r.max_tokens == 0 && !r.seed_given);
     oai_request_free(&r);
 
+    /* logit_bias: null and {} accepted, a bias refused rather than ignored */
+    CHECK(parse("{\"prompt\":\"x\",\"logit_bias\":{}}", OAI_COMPLETION, &r, &err));
+    oai_request_free(&r);
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"logit_bias\":null}",
+                OAI_CHAT, &r, &err));
+    oai_request_free(&r);
+    refused("{\"prompt\":\"x\",\"logit_bias\":{\"7\":-100}}", OAI_COMPLETION, "logit_bias",
+            "not supported");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"logit_bias\":[1]}", OAI_CHAT,
+            "logit_bias", "not supported");
     refused("{\"max_tokens\":3}", OAI_COMPLETION, "prompt", "required");
     /* U+0000 would cut a string short: refused, naming where it is */
     refused("{\"prompt\":\"a\\u0000b\"}", OAI_COMPLETION, "prompt", "U+0000");

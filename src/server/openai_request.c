@@ -354,6 +354,12 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         !oai__bool(obj, "skip_special_tokens", &s->skip_special_tokens, err) ||
         !oai__int32(obj, "n", 1, OAI_MAX_N, &r->n, err) || !oai__stop(obj, r, err))
         return 0;
+    /* Silently dropping a bias would sample from another distribution than
+     * the one asked for: refused until the sampler applies it. */
+    if (oai__present(obj, "logit_bias", &v) && !(cJSON_IsObject(v) && !v->child))
+        return oai_error_set(err, 400, "logit_bias",
+                             "'logit_bias' is not supported (send null or {}); to stop at or "
+                             "avoid ids, use stop_token_ids or a response_format");
     if (oai__present(obj, "top_p", &v) && s->top_p <= 0)
         return oai_error_set(err, 400, "top_p", "'top_p' must be in (0, 1], got %g", s->top_p);
     if (oai__present(obj, "repetition_penalty", &v) && s->repetition_penalty <= 0)
