@@ -78,6 +78,11 @@ ENCORE_API void encore_engine_destroy(encore_engine *e); /* NULL is a no-op */
  * seed. A zeroed struct works too: top_p and repetition_penalty read 0 as
  * "off" (and its seed is 0). */
 #define ENCORE_SEED_RANDOM UINT64_MAX /* seed: none given; one is drawn at submission */
+#define ENCORE_MAX_LOGIT_BIAS 300     /* entries of a request's logit_bias */
+typedef struct encore_logit_bias {
+    int32_t id; /* a token id of the vocabulary */
+    float bias; /* [-100, 100], added to its logit */
+} encore_logit_bias;
 typedef struct encore_sampling {
     int64_t max_tokens; /* >= 1 */
     double temperature; /* 0: greedy */
@@ -102,6 +107,11 @@ typedef struct encore_sampling {
     const int32_t *stop_token_ids; /* [n_stop_token_ids] more ids that end it, at most 16
                                     * (copied; kept with ignore_eos) */
     size_t n_stop_token_ids;
+    const encore_logit_bias *logit_bias; /* [n_logit_bias] added to the raw logits in order
+                                          * (a repeated id adds up), before the penalties, as
+                                          * OpenAI's logit_bias; logprobs stay the raw
+                                          * model's (copied) */
+    size_t n_logit_bias;                 /* at most ENCORE_MAX_LOGIT_BIAS */
     int skip_special_tokens;   /* nonzero (default): special tokens give no text */
 } encore_sampling;
 

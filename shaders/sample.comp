@@ -14,7 +14,7 @@
 // one coroutine). No result depends on the count: every loop that splits
 // work over the invocations strides by NT.
 //
-// buf: 0 logits [S, V] f32 (rows overwritten after penalties and masks),
+// buf: 0 logits [S, V] f32 (rows overwritten by the bias, penalties and masks),
 //      1 params [S, ROW_WORDS], 2 positions [S], 3 history [S, H],
 //      4 scratch [workers, stride], 5 logprobs [S, LP_WORDS] (or nothing),
 //      6 mask [S, (V + 31) / 32] (or nothing), 7 out [S]
@@ -63,10 +63,13 @@ layout(local_size_x_id = 4) in;
 #define RW_FLAGS 19u
 #define RW_N_TOP 20u
 #define RW_MASK_IDS 21u
-#define ROW_WORDS 54u
+#define RW_N_BIAS 53u
+#define RW_BIAS 54u // {id, f32 bias} pairs
+#define ROW_WORDS 654u
 #define LP_WORDS 43u
 #define MAX_TOP 20
 #define MAX_MASK 32
+#define MAX_BIAS 300
 #define F_PEN 1
 #define F_LP 2
 #define F_MASKED 4
@@ -480,7 +483,7 @@ int sample_draw(uint n, int pos)
     return id >= 0 ? id : int(row_argmax(n));
 }
 
-// --- logprobs, penalties, masks ----------------------------------------------------
+// --- logprobs, logit bias, penalties, masks ---------------------------------------
 
 // The raw row's log-normaliser (returned); its n_top best ids and their
 // logprobs into s_top, s_toplp (`have` of them); the raw row kept.
@@ -509,6 +512,25 @@ double logprobs(uint n, int n_top, out int have)
     for (uint i = lid; i < n; i += NT) RAW(i) = floatBitsToUint(ld_x(i));
     sync();
     return lse;
+}
+
+// x[id] += bias for each of the row's entries, in entry order (one
+// invocation: a repeated id adds up as on the CPU).
+void add_bias(uint n)
+{
+    int n_bias = int(prm(RW_N_BIAS));
+    if (n_bias == 0) return;
+    if (lid == 0u) {
+        for (int i = 0; i < n_bias && i < MAX_BIAS; i++) {
+            int id = int(prm(RW_BIAS + 2u * uint(i)));
+            precise float b = uintBitsToFloat(prm(RW_BIAS + 2u * uint(i) + 1u));
+            if (id >= 0 && uint(id) < n) {
+                precise float v = ld_x(uint(id)) + b;
+                st_x(uint(id), v);
+            }
+        }
+    }
+    sync();
 }
 
 void penalize(uint n, int n_hist)
@@ -592,6 +614,7 @@ void sample_row(uint r)
     double lse = 0.0lf;
     int have = 0;
     if (want_lp) lse = logprobs(n, int(prm(RW_N_TOP)), have);
+    add_bias(n);
     if ((flags & F_PEN) != 0) penalize(n, n_hist);
     mask_min_tokens(n, pos - int(prm(RW_N_PROMPT)));
     int id = -1; // GRAPH_SAMPLE_NO_TOKEN

@@ -9,7 +9,8 @@
  * philox_uniform(seed, position) x the kept mass walked bin, chunk, id. A
  * GRAPH_SAMPLE_MASKED row's disallowed ids (bit id % 32 of mask word id / 32
  * clear) are -inf after the min_tokens mask; with no finite logit left the
- * pick is -1. No code or scratch of the selection is shared with the code
+ * pick is -1. A row's logit bias is added first, entry by entry (f32 sums).
+ * No code or scratch of the selection is shared with the code
  * under test. */
 #ifndef ENC_TESTS_REF_SAMPLER_H
 #define ENC_TESTS_REF_SAMPLER_H
@@ -48,6 +49,8 @@ static inline void ref_process(const float *logits, const graph_sample_row *p, c
 {
     int64_t n = p->n_sample;
     memcpy(x, logits, (size_t)n * sizeof *x);
+    for (int i = 0; i < p->n_bias; i++)
+        if (p->bias[i].id < n) x[p->bias[i].id] = x[p->bias[i].id] + p->bias[i].bias;
     for (int64_t t = 0; ref_penalties_on(p) && t < n; t++) {
         bool in_prompt = false;
         int64_t c = 0;
@@ -71,6 +74,21 @@ static inline void ref_process(const float *logits, const graph_sample_row *p, c
         uint32_t word = mask[t / 32], bit = (uint32_t)1 << (t % 32);
         if ((word & bit) == 0) x[t] = -INFINITY;
     }
+}
+
+/* A logit bias for the tests' rows (row r, a vocabulary of v ids): a boost
+ * given in two entries that add up, a ban, ids below 64 (the tests'
+ * histories: the bias meets the penalties) and v - 1 (past n_sample on rows
+ * that stop short of the vocabulary: ignored there). */
+static inline void ref_bias_fixture(graph_sample_row *p, int64_t r, int64_t v)
+{
+    const graph_sample_bias b[] = {
+        {(int32_t)((r * 53 + 11) % v), 2.5f},    {(int32_t)((r * 29 + 3) % v), -100.0f},
+        {(int32_t)((r * 7) % 64 % v), -0.37f},   {(int32_t)((r * 53 + 11) % v), 1.75f},
+        {(int32_t)((r * 5 + 1) % 64 % v), 0.8f}, {(int32_t)(v - 1), 3.0f},
+    };
+    p->n_bias = (int32_t)(sizeof b / sizeof b[0]);
+    memcpy(p->bias, b, sizeof b);
 }
 
 static inline int32_t ref_argmax(const float *x, int64_t n)

@@ -46,7 +46,7 @@ target_include_directories(test_constraint_engine PRIVATE ${ENCORE_TESTS_DIR})
 add_test(NAME constraint_engine COMMAND test_constraint_engine ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
 set_tests_properties(constraint_engine PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300)
 
-foreach(check modes seed logprobs bad_args)
+foreach(check modes seed logprobs logit_bias bad_args)
   add_test(NAME sampler_${check}
     COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/sampler_cli.py
             --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${check})

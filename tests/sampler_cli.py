@@ -13,6 +13,9 @@ Each check is one ctest test: `sampler_cli.py --encore BIN --models DIR CHECK`.
              arriving later; another seed gives other tokens
   logprobs   generate --logprobs N against a NumPy log-softmax (double) of the
              full logits `encore logits` prints for the same tokens
+  logit_bias --logit-bias: -100 turns greedy's first token away, two entries
+             adding up to +100 force an id every time, whose logprob stays the
+             raw log-softmax of `encore logits`
   bad_args   every option and batch field out of range: exit 2 (generate) or 1
              (batch) with a message naming it; --help documents every option
 """
@@ -159,6 +162,31 @@ def check_logprobs(a):
     print(f"ok: 12 tokens' logprobs and 5 alternatives within {worst:.2g} of NumPy's log-softmax")
 
 
+def check_logit_bias(a):
+    p = " ".join(map(str, prompt(6, 3)))
+    g = [a.encore, "generate", "-m", a.model, "--prompt-ids", p, "-n", "8", "--temperature", "0", "--print-ids",
+         "--ignore-eos"]
+    plain = [int(x) for x in run(g).stdout.split()]
+    banned = [int(x) for x in run(g + ["--logit-bias", f"{plain[0]}=-100"]).stdout.split()]
+    if len(banned) != 8 or banned[0] == plain[0]:
+        sys.exit(f"FAIL: --logit-bias {plain[0]}=-100 still begins with it: {banned}")
+    out = run(g + ["--logit-bias", "7=60", "--logit-bias", "7=40", "--logprobs", "0"]).stdout.splitlines()
+    forced = [int(x) for x in out[0].split()]
+    if forced != [7] * 8:
+        sys.exit(f"FAIL: --logit-bias 7=60 and 7=40 (adding up to 100) gave {forced}, not id 7 every time")
+    rows = run([a.encore, "logits", "-m", a.model, "--prompt-ids", p, "--top", "100000"]).stdout.splitlines()
+    row = json.loads(rows[-1])
+    logits = np.full(max(i for i, _ in row["top"]) + 1, -np.inf)
+    for i, x in row["top"]:
+        logits[i] = x
+    raw = log_softmax(logits)[7]
+    got = json.loads(out[1])["logprob"]
+    if abs(got - raw) > 1e-5:
+        sys.exit(f"FAIL: the forced token's logprob {got} is not its raw log-softmax {raw}")
+    print(f"ok: a -100 bias turns the first token from {plain[0]} to {banned[0]}; +60 +40 on id 7 gives it "
+          f"8 times, its logprob the raw model's ({got:.4f})")
+
+
 def expect_fail(args, code, *needles, stdin=None):
     p = run(args, check=False, stdin=stdin)
     err = p.stderr.strip()
@@ -171,9 +199,11 @@ def check_bad_args(a):
     g = [a.encore, "generate", "-m", a.model, "--prompt-ids", "1 2 3"]
     for opt, val in [("--top-k", "-2"), ("--top-p", "1.5"), ("--top-p", "-0.1"), ("--min-p", "2"),
                      ("--repetition-penalty", "-1"), ("--presence-penalty", "3"), ("--frequency-penalty", "-2.5"),
-                     ("--min-tokens", "-1"), ("--logprobs", "21"), ("--top-k", "x")]:
+                     ("--min-tokens", "-1"), ("--logprobs", "21"), ("--top-k", "x"), ("--logit-bias", "5=101"),
+                     ("--logit-bias", "x=1"), ("--logit-bias", "5")]:
         expect_fail(g + [opt, val], 2, opt)
     expect_fail(g + ["-n", "4", "--min-tokens", "5"], 2, "min_tokens")
+    expect_fail(g + ["--logit-bias", "99999999=1"], 2, "logit_bias", "outside the vocabulary")
     expect_fail([a.encore, "chat", "-m", a.model, "--logprobs", "2"], 2, "--logprobs", stdin="")
     expect_fail([a.encore, "chat", "-m", a.model, "-n", "8", "--min-tokens", "9"], 2, "--min-tokens", stdin="")
     for field, val, needle in [("top_p", 0, None), ("top_p", 1.2, "top_p"), ("top_k", -3, "top_k"),
@@ -188,7 +218,7 @@ def check_bad_args(a):
             continue
         expect_fail([a.encore, "batch", "-m", a.model, "--requests", "-"], 1, needle, stdin=line)
     opts = ["--top-k", "--top-p", "--min-p", "--repetition-penalty", "--presence-penalty", "--frequency-penalty",
-            "--min-tokens"]
+            "--min-tokens", "--logit-bias"]
     for cmd, extra in [("generate", ["--logprobs"]), ("chat", [])]:
         h = run([a.encore, cmd, "--help"]).stdout
         missing = [o for o in opts + extra if o not in h]

@@ -1,6 +1,6 @@
 /* test_api_serving.c - the serving half of the public API: the engine
  * thread, submit from many threads, streamed text, stop strings, cancel,
- * bad requests, destroy with requests in flight.
+ * bad requests, destroy with requests in flight, logprobs, a logit bias.
  *
  * usage: test_api_serving TOKENIZER_MODEL_DIR IDS_ONLY_MODEL_DIR
  * (tiny-qwen3vocab, which has the real Qwen3 tokenizer, and a tiny
@@ -755,6 +755,61 @@ static void test_logprobs(const char *dir)
     encore_engine_destroy(e);
 }
 
+/* A logit bias reaches the sampler: -100 on the greedy first token turns
+ * the first token away from it, +100 on an id makes every token that id;
+ * the engine driven directly with the same bias gives the same tokens; an id
+ * outside the vocabulary is refused. */
+static void test_logit_bias(const char *dir)
+{
+    encore_engine *e = open_engine(dir, 4);
+    if (!e) return;
+    static const int32_t prompt[] = {785, 6722, 315, 9625, 374};
+    enum { N = 8 };
+    collector plain, banned, forced;
+    encore_request r = {.prompt_ids = prompt, .n_prompt_ids = 5, .sampling = greedy(N)};
+    run_one(e, &r, &plain);
+    CHECK(plain.n_ids == N);
+    encore_logit_bias ban[] = {{plain.ids[0], -100.0f}}, force[] = {{9625, 100.0f}},
+                      outside[] = {{1 << 30, 1.0f}};
+    r.sampling.logit_bias = ban;
+    r.sampling.n_logit_bias = 1;
+    run_one(e, &r, &banned);
+    CHECK(banned.n_ids == N && banned.ids[0] != plain.ids[0]);
+    r.sampling.logit_bias = force;
+    run_one(e, &r, &forced);
+    int n_forced = 0;
+    for (size_t i = 0; i < forced.n_ids; i++)
+        n_forced += forced.ids[i] == 9625;
+    CHECK(forced.n_ids == N && n_forced == N);
+
+    engine *eng = reference_engine(dir);
+    graph_sample_bias eban = {ban[0].id, ban[0].bias};
+    engine_request_params p = {.prompt_ids = prompt,
+                               .n_prompt = 5,
+                               .max_tokens = N,
+                               .ignore_eos = true,
+                               .sampling = {.logit_bias = &eban, .n_logit_bias = 1}};
+    int64_t id = -1;
+    const int32_t *out = NULL;
+    int64_t n_out = 0;
+    engine_finish f;
+    CHECK(eng && engine_add_request(eng, &p, &id) == ENC_OK);
+    while (eng && engine_has_unfinished(eng) && engine_step(eng, NULL) == ENC_OK) {}
+    CHECK(eng && engine_request_output(eng, id, &out, &n_out, &f) == ENC_OK && n_out == N);
+    CHECK(out && !memcmp(out, banned.ids, N * sizeof *out));
+    engine_destroy(eng);
+
+    r.sampling.logit_bias = outside;
+    int64_t rid;
+    CHECK(encore_submit(e, &r, on_output, &plain, &rid) != ENCORE_OK);
+    printf("ok logit_bias: first token %d banned -> %d; %d of %d tokens forced\n", plain.ids[0],
+           banned.ids[0], n_forced, N);
+    collector_free(&plain);
+    collector_free(&banned);
+    collector_free(&forced);
+    encore_engine_destroy(e);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -769,6 +824,7 @@ int main(int argc, char **argv)
     test_cancel(argv[1]);
     test_destroy_in_flight(argv[1]);
     test_logprobs(argv[1]);
+    test_logit_bias(argv[1]);
     if (check_failures) fprintf(stderr, "test_api_serving: %d check(s) failed\n", check_failures);
     return check_failures != 0;
 }

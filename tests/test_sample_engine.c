@@ -4,7 +4,8 @@
  *
  *   reference  each token of eight seeded requests (temperature 0.3 / 1 /
  *              1.7, top-k, top-p, min-p, each penalty, min_tokens with a stop
- *              id, a greedy penalised one; ids >= sample_vocab masked) is the
+ *              id, a greedy penalised one, a logit bias on a sampled and the
+ *              greedy one; ids >= sample_vocab masked) is the
  *              pick of the plain reference picker (tests/ref_sampler.h) over
  *              the logits the engine gives for the same tokens as a prompt
  *   modes      the same tokens alone, in a staggered batch of 8 (one request
@@ -44,6 +45,9 @@ static void prompt_of(int i, int32_t *ids, int64_t *n)
         ids[j] = (int32_t)((i * 131 + j * 29 + 5) % 470 + 3);
 }
 
+/* Requests 1 and 5 carry a logit bias: a boost in two entries, a ban. */
+static const graph_sample_bias g_bias[] = {{100, 5.0f}, {200, -100.0f}, {100, 2.5f}, {321, -1.5f}};
+
 static engine_sampling sampling_of(int i)
 {
     static const engine_sampling s[N_REQ] = {
@@ -58,6 +62,10 @@ static engine_sampling sampling_of(int i)
     };
     engine_sampling r = s[i];
     r.seed = 9000 + (uint64_t)i * 7919;
+    if (i == 1 || i == 5) {
+        r.logit_bias = g_bias;
+        r.n_logit_bias = (int)(sizeof g_bias / sizeof g_bias[0]);
+    }
     return r;
 }
 
@@ -161,6 +169,8 @@ static graph_sample_row ref_row(int i, int64_t n_prompt, const qwen3_config *mc)
                      ? GRAPH_SAMPLE_PENALTIES
                      : 0,
     };
+    r.n_bias = s.n_logit_bias;
+    if (s.n_logit_bias) memcpy(r.bias, s.logit_bias, (size_t)s.n_logit_bias * sizeof *r.bias);
     if (i == 6) {
         for (int j = 0; j < mc->n_eos; j++)
             r.mask_ids[r.n_mask++] = mc->eos_token_ids[j];

@@ -8,7 +8,8 @@
  *
  *   matrix     temperature 0 / 0.3 / 1 / 1.7 x top-k off / 1 / 20 / all x
  *              top-p 0.1 / 0.9 / 1 x min-p 0 / 0.05 x five penalty sets,
- *              with min_tokens masks and n_sample below the vocabulary: the
+ *              with min_tokens masks, n_sample below the vocabulary and a
+ *              logit bias on two rows of three (ref_bias_fixture): the
  *              op's ids equal the reference's and the host sampler's, each
  *              row's history gets its id at position + 1
  *   invariance the rows of a batch of 8 give the same ids alone, and with 1
@@ -29,6 +30,9 @@
  *              16 seeds: the op's ids equal the reference's and the host
  *              sampler's, are always allowed (-1 when nothing is), and the
  *              unmasked rows choose what they choose with no mask input
+ *   bias       +100 on the worst id, -100 on the best: greedy and a top-k 1
+ *              draw pick what the bias says, on the op and the host sampler;
+ *              the logprobs record stays the raw row's
  *
  * usage: test_sample_op */
 #include <math.h>
@@ -132,6 +136,8 @@ static int32_t host_pick(sampler *s, const float *logits, const graph_sample_row
         .frequency_penalty = ref_penalties_on(p) ? p->frequency_penalty : 0.0,
         .seed = p->seed,
         .min_tokens = p->min_tokens,
+        .logit_bias = p->bias,
+        .n_logit_bias = p->n_bias,
     };
     sampler_input in = {
         .logits = logits,
@@ -197,6 +203,7 @@ static graph_sample_row matrix_row(int ti, int ki, int pi, int mi, int qi, int64
         .flags = qi ? GRAPH_SAMPLE_PENALTIES : 0,
         .mask_ids = {7, 57, 107},
     };
+    if (r % 3 != 1) ref_bias_fixture(&p, r, MV);
     return p;
 }
 
@@ -311,6 +318,7 @@ static graph_sample_row threads_row(int k, int64_t r, int s)
         .n_top = 5,
         .mask_ids = {7, 57, 107},
     };
+    if (r % 3 != 1) ref_bias_fixture(&p, r, MV);
     return p;
 }
 
@@ -593,6 +601,68 @@ static void test_mask(backend *be, sampler *hs)
     free(mask);
 }
 
+/* --- logit bias ------------------------------------------------------------- */
+
+/* A bias moves the pick where it must, on the op and the host sampler: +100
+ * on a row's worst id makes it the greedy pick and the only draw of T = 1
+ * top-k 1; -100 on the best id hands greedy the second best; the logprobs
+ * record stays the raw row's (the chosen id's log_softmax, the raw top ids). */
+static void test_bias(backend *be, sampler *hs)
+{
+    enum { S = 4, N_TOP = 3 };
+    float *logits = malloc(sizeof(float) * S * MV);
+    int32_t hist[S * MH] = {0}, pos[S], ids[S], lp_out[S * GRAPH_SAMPLE_LP_WORDS];
+    int32_t best[S], second[S], worst[S], want[S];
+    double lse[S];
+    graph_sample_row rows[S];
+    matrix_logits(logits, S, MV);
+    for (int r = 0; r < S; r++) {
+        const float *x = logits + r * MV;
+        best[r] = worst[r] = 0;
+        second[r] = -1;
+        double sum = 0.0;
+        for (int i = 0; i < MV; i++) {
+            if (x[i] > x[best[r]]) best[r] = i;
+            if (x[i] < x[worst[r]]) worst[r] = i;
+        }
+        for (int i = 0; i < MV; i++) {
+            if (i != best[r] && (second[r] < 0 || x[i] > x[second[r]])) second[r] = i;
+            sum += exp((double)x[i] - (double)x[best[r]]);
+        }
+        lse[r] = (double)x[best[r]] + log(sum);
+        pos[r] = M_PROMPT + 1;
+        rows[r] = (graph_sample_row){
+            .seed = 77u + (uint64_t)r, .n_prompt = M_PROMPT, .n_sample = MV, .n_bias = 1};
+    }
+    rows[0].bias[0] = (graph_sample_bias){worst[0], 100.0f};
+    rows[1].bias[0] = (graph_sample_bias){best[1], -100.0f};
+    rows[2] = (graph_sample_row){.temperature = 1.0,
+                                 .top_k = 1,
+                                 .seed = 5u,
+                                 .n_prompt = M_PROMPT,
+                                 .n_sample = MV,
+                                 .n_bias = 1,
+                                 .bias = {{worst[2], 100.0f}}};
+    rows[3].flags = GRAPH_SAMPLE_LOGPROBS;
+    rows[3].n_top = N_TOP;
+    rows[3].bias[0] = (graph_sample_bias){worst[3], 100.0f};
+    want[0] = worst[0], want[1] = second[1], want[2] = worst[2], want[3] = worst[3];
+    sample_case c = {S, MV, MH, logits, rows, pos, hist, NULL, lp_out};
+    run_op(be, &c, ids, NULL);
+    for (int r = 0; r < S; r++) {
+        CHECK(ids[r] == want[r]);
+        CHECK(host_pick(hs, logits + r * MV, &rows[r], hist + r * MH, pos[r] + 1, NULL) == want[r]);
+    }
+    graph_sample_logprobs lp;
+    memcpy(&lp, lp_out + 3 * GRAPH_SAMPLE_LP_WORDS, sizeof lp);
+    CHECK(lp.id == worst[3] && lp.n_top == N_TOP && lp.top_ids[0] == best[3] &&
+          lp.top_ids[1] == second[3]);
+    CHECK(fabs((double)lp.logprob - ((double)logits[3 * MV + worst[3]] - lse[3])) < 1e-4);
+    printf("ok bias: ids %d %d %d %d, the worst id's raw logprob %.4f\n", ids[0], ids[1], ids[2],
+           ids[3], (double)lp.logprob);
+    free(logits);
+}
+
 int main(void)
 {
     backend *be = NULL;
@@ -604,6 +674,7 @@ int main(void)
     test_large(be, &hs);
     test_chi2(be);
     test_mask(be, &hs);
+    test_bias(be, &hs);
     sampler_free(&hs);
     backend_destroy(be);
     if (check_failures) fprintf(stderr, "test_sample_op: %d checks failed\n", check_failures);

@@ -12,7 +12,8 @@
  *                 with penalties
  *   min_tokens    a stop id is not produced before min_tokens, and the
  *                 request runs the same in every decode mode
- *   refusals      every sampling field out of range, sample_vocab out of range
+ *   refusals      every sampling field out of range (a logit bias's ids,
+ *                 values and count too), sample_vocab out of range
  *
  * usage: test_sampler_engine MODEL_DIR */
 #include <math.h>
@@ -267,13 +268,36 @@ static void test_refusals(void)
     expect_refused(e, (engine_sampling){.min_tokens = -1}, 4, "min_tokens");
     expect_refused(e, (engine_sampling){.logprobs = true, .top_logprobs = 21}, 4, "top_logprobs");
     expect_refused(e, (engine_sampling){.top_logprobs = 3}, 4, "needs logprobs");
+    static const graph_sample_bias bad_id[] = {{3, 1.0f}, {V_MAX, 1.0f}},
+                                   bad_bias[] = {{3, 100.5f}}, nan_bias[] = {{3, NAN}},
+                                   edges[] = {{0, -100.0f}, {V_MAX - 1, 100.0f}};
+    expect_refused(e, (engine_sampling){.logit_bias = bad_id, .n_logit_bias = 2}, 4,
+                   "outside the vocabulary");
+    expect_refused(e, (engine_sampling){.logit_bias = bad_bias, .n_logit_bias = 1}, 4,
+                   "[-100, 100]");
+    expect_refused(e, (engine_sampling){.logit_bias = nan_bias, .n_logit_bias = 1}, 4,
+                   "[-100, 100]");
+    expect_refused(
+        e, (engine_sampling){.logit_bias = edges, .n_logit_bias = ENGINE_MAX_LOGIT_BIAS + 1}, 4,
+        "at most 300");
+    expect_refused(e, (engine_sampling){.n_logit_bias = 1}, 4, "logit_bias");
     /* the edges are fine */
     int32_t prompt[3] = {5, 6, 7};
-    engine_request_params p = {
-        .prompt_ids = prompt, .n_prompt = 3, .max_tokens = 4,
-        .sampling = {.temperature = 1, .top_k = -1, .top_p = 1, .min_p = 1, .repetition_penalty = 1e-3,
-                     .presence_penalty = -2, .frequency_penalty = 2, .min_tokens = 4, .logprobs = true,
-                     .top_logprobs = 20}};
+    engine_request_params p = {.prompt_ids = prompt,
+                               .n_prompt = 3,
+                               .max_tokens = 4,
+                               .sampling = {.temperature = 1,
+                                            .top_k = -1,
+                                            .top_p = 1,
+                                            .min_p = 1,
+                                            .repetition_penalty = 1e-3,
+                                            .presence_penalty = -2,
+                                            .frequency_penalty = 2,
+                                            .min_tokens = 4,
+                                            .logprobs = true,
+                                            .top_logprobs = 20,
+                                            .logit_bias = edges,
+                                            .n_logit_bias = 2}};
     int64_t id;
     CHECK(engine_add_request(e, &p, &id) == ENC_OK);
     const engine_token_logprob *lp;

@@ -88,16 +88,48 @@ static void test_completion_request(void)
     CHECK(r.max_tokens == 0 && !r.seed_given);
     oai_request_free(&r);
 
-    /* logit_bias: null and {} accepted, a bias refused rather than ignored */
+    /* logit_bias: ids as strings to biases in [-100, 100], in the body's order; null and {} are
+     * none */
+    CHECK(parse("{\"prompt\":\"x\",\"logit_bias\":{\"7\":-100,\"151935\":2.5,\"0\":100}}",
+                OAI_COMPLETION, &r, &err));
+    CHECK(r.sampling.n_logit_bias == 3 && r.sampling.logit_bias == r.logit_bias);
+    CHECK(r.logit_bias[0].id == 7 && r.logit_bias[0].bias == -100.0f);
+    CHECK(r.logit_bias[1].id == 151935 && r.logit_bias[1].bias == 2.5f);
+    CHECK(r.logit_bias[2].id == 0 && r.logit_bias[2].bias == 100.0f);
+    oai_request_free(&r);
     CHECK(parse("{\"prompt\":\"x\",\"logit_bias\":{}}", OAI_COMPLETION, &r, &err));
+    CHECK(r.sampling.n_logit_bias == 0 && !r.sampling.logit_bias);
     oai_request_free(&r);
     CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"logit_bias\":null}",
                 OAI_CHAT, &r, &err));
+    CHECK(r.sampling.n_logit_bias == 0);
     oai_request_free(&r);
-    refused("{\"prompt\":\"x\",\"logit_bias\":{\"7\":-100}}", OAI_COMPLETION, "logit_bias",
-            "not supported");
     refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"logit_bias\":[1]}", OAI_CHAT,
-            "logit_bias", "not supported");
+            "logit_bias", "must be an object");
+    refused("{\"prompt\":\"x\",\"logit_bias\":{\"abc\":1}}", OAI_COMPLETION, "logit_bias",
+            "'abc' is not one");
+    refused("{\"prompt\":\"x\",\"logit_bias\":{\"-1\":1}}", OAI_COMPLETION, "logit_bias",
+            "token ids");
+    refused("{\"prompt\":\"x\",\"logit_bias\":{\"12x\":1}}", OAI_COMPLETION, "logit_bias",
+            "token ids");
+    refused("{\"prompt\":\"x\",\"logit_bias\":{\"4294967296\":1}}", OAI_COMPLETION, "logit_bias",
+            "token ids");
+    refused("{\"prompt\":\"x\",\"logit_bias\":{\"7\":100.5}}", OAI_COMPLETION, "logit_bias",
+            "[-100, 100]");
+    refused("{\"prompt\":\"x\",\"logit_bias\":{\"7\":\"1\"}}", OAI_COMPLETION, "logit_bias",
+            "[-100, 100]");
+    {
+        char body[301 * 12 + 64];
+        int n = snprintf(body, sizeof body, "{\"prompt\":\"x\",\"logit_bias\":{");
+        for (int i = 0; i < 301; i++)
+            n += snprintf(body + n, sizeof body - (size_t)n, "%s\"%d\":1", i ? "," : "", i);
+        snprintf(body + n, sizeof body - (size_t)n, "}}");
+        refused(body, OAI_COMPLETION, "logit_bias", "at most 300");
+        body[strlen(body) - 2] = 0; /* 300 entries are fine */
+        strcpy(strrchr(body, ','), "}}");
+        CHECK(parse(body, OAI_COMPLETION, &r, &err) && r.sampling.n_logit_bias == 300);
+        oai_request_free(&r);
+    }
     refused("{\"max_tokens\":3}", OAI_COMPLETION, "prompt", "required");
     /* U+0000 would cut a string short: refused, naming where it is */
     refused("{\"prompt\":\"a\\u0000b\"}", OAI_COMPLETION, "prompt", "U+0000");

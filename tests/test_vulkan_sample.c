@@ -9,7 +9,8 @@
  *            temperature 0 / 0.3 / 1 / 1.7 x top-k off / 1 / 20 / all x top-p
  *            0.1 / 0.9 / 1 x min-p 0 / 0.05, penalty sets, min_tokens masks,
  *            token masks, logprobs with 0 / 5 / 20 alternatives, n_sample
- *            below the vocabulary, padding rows
+ *            below the vocabulary, padding rows, a logit bias on two rows of
+ *            three (ref_bias_fixture)
  *   small    5, 17 and 300 ids (less than a chunk, one and a half chunks),
  *            1024 and 1025 (either side of a CPU device's 8 / 64-invocation
  *            bound), 4096 and 4097 (either side of the 64 / 256-invocation
@@ -266,6 +267,7 @@ static void matrix_row(sample_case *c, int64_t r, int k)
         .n_top = (int32_t)(r % 3) * 5 + (r % 6 == 5 ? 5 : 0),
         .mask_ids = {7, 57, (int32_t)c->V - 20},
     };
+    if (r % 3 != 1) ref_bias_fixture(p, r, c->V);
     fill_row(c->logits + r * c->V, c->V, m_sd[(k + r) % 5], r % 4 == 3);
     fill_history(c, r, 12, 12 + (int32_t)(r % 7) * 4);
     if (c->mask && r % 4 == 1) fill_mask(c, r, r % 8 == 1 ? 3 : 2);

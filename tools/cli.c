@@ -159,6 +159,29 @@ static int cli__i64_option(const char *cmd, int argc, char **argv, int *i, int64
     return cli_option_i64(cmd, argc, argv, i, min, max, out) ? 1 : -1;
 }
 
+/* --logit-bias ID=BIAS, appended to s's list. */
+static int cli__logit_bias_option(const char *cmd, int argc, char **argv, int *i, cli_sampling *s)
+{
+    const char *v = cli_value(cmd, argc, argv, i);
+    if (!v) return -1;
+    char *end = NULL;
+    errno = 0;
+    long long id = v[0] >= '0' && v[0] <= '9' ? strtoll(v, &end, 10) : -1;
+    double bias = 0.0;
+    if (id < 0 || id > INT32_MAX || errno || *end != '=') { /* id < 0 when end is unset */
+        cli_error(
+            cmd, "--logit-bias: expected ID=BIAS (a token id, a bias in [-100, 100]), got '%s'", v);
+        return -1;
+    }
+    if (!cli_parse_f64(cmd, "--logit-bias", end + 1, -100, 100, &bias)) return -1;
+    if (s->n_logit_bias == ENGINE_MAX_LOGIT_BIAS) {
+        cli_error(cmd, "--logit-bias: at most %d", ENGINE_MAX_LOGIT_BIAS);
+        return -1;
+    }
+    s->logit_bias[s->n_logit_bias++] = (graph_sample_bias){(int32_t)id, (float)bias};
+    return 1;
+}
+
 int cli_sampling_option(const char *cmd, int argc, char **argv, int *i, cli_sampling *s)
 {
     const char *a = argv[*i];
@@ -172,6 +195,7 @@ int cli_sampling_option(const char *cmd, int argc, char **argv, int *i, cli_samp
     }
     if (!strcmp(a, "--top-k")) return cli__i64_option(cmd, argc, argv, i, -1, INT32_MAX, &s->top_k);
     if (!strcmp(a, "--min-tokens")) return cli__i64_option(cmd, argc, argv, i, 0, 1 << 24, &s->min_tokens);
+    if (!strcmp(a, "--logit-bias")) return cli__logit_bias_option(cmd, argc, argv, i, s);
     if (!strcmp(a, "--logprobs")) {
         s->logprobs = true;
         return cli__i64_option(cmd, argc, argv, i, 0, ENGINE_MAX_TOP_LOGPROBS, &s->top_logprobs);
@@ -216,6 +240,8 @@ engine_sampling cli_sampling_params(const cli_sampling *s)
         .min_tokens = s->min_tokens,
         .logprobs = s->logprobs,
         .top_logprobs = (int)s->top_logprobs,
+        .logit_bias = s->logit_bias,
+        .n_logit_bias = s->n_logit_bias,
     };
 }
 

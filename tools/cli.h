@@ -47,9 +47,12 @@ typedef struct cli_sampling {
     int64_t min_tokens;
     bool logprobs;        /* --logprobs N given */
     int64_t top_logprobs; /* its N */
+    graph_sample_bias logit_bias[ENGINE_MAX_LOGIT_BIAS]; /* --logit-bias ID=BIAS, in order */
+    int n_logit_bias;
 } cli_sampling;
 int cli_sampling_option(const char *cmd, int argc, char **argv, int *i, cli_sampling *s);
-/* The engine's sampling parameters for these options. */
+/* The engine's sampling parameters for these options (logit_bias points
+ * into s). */
 engine_sampling cli_sampling_params(const cli_sampling *s);
 
 /* The help lines of the options cli_sampling_option parses beyond -n,
@@ -65,7 +68,9 @@ engine_sampling cli_sampling_params(const cli_sampling *s);
     "  --presence-penalty X     subtract X from the logits of generated tokens, in [-2, 2]\n"    \
     "                           (default 0)\n"                                                    \
     "  --frequency-penalty X    subtract X per occurrence in the output, in [-2, 2] (default 0)\n" \
-    "  --min-tokens N           no end-of-sequence or stop token before N tokens (default 0)\n"
+    "  --min-tokens N           no end-of-sequence or stop token before N tokens (default 0)\n"    \
+    "  --logit-bias ID=BIAS     add BIAS, in [-100, 100], to token ID's logit before the\n"    \
+    "                           penalties; repeatable, at most 300 (default none)\n"
 
 /* Print one token's logprobs to stdout as {"id":I,"logprob":L,"top":[[I,L],...]}
  * (9 significant digits: an f32 read back exactly). */

@@ -38,6 +38,7 @@ struct api_request {
     engine_request_params params; /* prompt_ids = prompt until the engine copies it */
     int32_t *prompt;              /* [params.n_prompt], freed once added */
     int32_t stop_ids[ENGINE_MAX_STOP_IDS];
+    graph_sample_bias *logit_bias; /* [params.sampling.n_logit_bias] the request's copy */
     int64_t min_tokens;           /* no stop string matches before this many tokens */
     text_out text;
     int64_t n_seen;               /* generated ids already delivered */
@@ -51,6 +52,7 @@ static void serve__request_free(api_request *r)
     if (!r) return;
     if (r->owns_constraint && r->constraint.destroy) r->constraint.destroy(r->constraint.state);
     free(r->prompt);
+    free(r->logit_bias);
     text_out_free(&r->text);
     free(r);
 }
@@ -74,6 +76,26 @@ static enc_status serve__check_sampling(const encore_sampling *s, int64_t vocab)
             return enc_fail(ENC_ERR_INVALID_ARGUMENT,
                             "request: sampling.stop_token_ids[%zu] is %d, outside the vocabulary [0, %lld)", i,
                             s->stop_token_ids[i], (long long)vocab);
+    if (s->n_logit_bias > ENCORE_MAX_LOGIT_BIAS || (s->n_logit_bias && !s->logit_bias))
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                        "request: %zu sampling.logit_bias entries (at most %d)", s->n_logit_bias,
+                        ENCORE_MAX_LOGIT_BIAS);
+    return ENC_OK;
+}
+
+/* The request's logit bias in the engine's form (ids and ranges are checked
+ * by engine_check_request). */
+static enc_status serve__logit_bias(const encore_sampling *s, graph_sample_bias **out)
+{
+    _Static_assert(ENCORE_MAX_LOGIT_BIAS == (int)ENGINE_MAX_LOGIT_BIAS,
+                   "the API's and the engine's limits");
+    *out = NULL;
+    if (!s->n_logit_bias) return ENC_OK;
+    graph_sample_bias *b = malloc(s->n_logit_bias * sizeof *b);
+    if (!b) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "request: logit_bias");
+    for (size_t i = 0; i < s->n_logit_bias; i++)
+        b[i] = (graph_sample_bias){s->logit_bias[i].id, s->logit_bias[i].bias};
+    *out = b;
     return ENC_OK;
 }
 
@@ -128,6 +150,7 @@ static enc_status serve__request_create(encore_engine *e, const encore_request *
     q->text.matched = -1;
     size_t n_prompt = 0;
     enc_status s = serve__prompt(e, r, &q->prompt, &n_prompt);
+    if (s == ENC_OK) s = serve__logit_bias(sp, &q->logit_bias);
     if (s == ENC_OK) {
         if (sp->n_stop_token_ids) memcpy(q->stop_ids, sp->stop_token_ids, sp->n_stop_token_ids * sizeof *q->stop_ids);
         q->min_tokens = sp->min_tokens;
@@ -147,6 +170,8 @@ static enc_status serve__request_create(encore_engine *e, const encore_request *
                 .min_tokens = sp->min_tokens,
                 .logprobs = sp->logprobs != 0,
                 .top_logprobs = sp->top_logprobs,
+                .logit_bias = q->logit_bias,
+                .n_logit_bias = (int)sp->n_logit_bias,
             },
             .ignore_eos = sp->ignore_eos != 0,
             .stop_ids = q->stop_ids,
@@ -340,9 +365,13 @@ static void serve__admit(encore_engine *e, api_request *fresh)
         r->next = NULL;
         enc_status s = engine_add_request(e->eng, &r->params, &r->engine_id);
         if (s == ENC_OK) r->owns_constraint = false; /* the engine's now */
-        free(r->prompt); /* the engine has its copy */
+        free(r->prompt); /* the engine has its copies */
+        free(r->logit_bias);
         r->prompt = NULL;
+        r->logit_bias = NULL;
         r->params.prompt_ids = NULL;
+        r->params.sampling.logit_bias = NULL;
+        r->params.sampling.n_logit_bias = 0;
         if (s != ENC_OK) {
             enc_log_error("request %lld: %s", (long long)r->id, enc_last_error());
             serve__abort(e, r, "error");

@@ -180,6 +180,7 @@ static void engine__seq_free(engine_seq *s)
     kv_block_table_free(&s->table);
     free(s->tokens);
     free(s->logprobs);
+    free(s->logit_bias);
     free(s);
 }
 
@@ -214,6 +215,25 @@ void engine_destroy(engine *e)
 
 /* The sampling parameters' ranges, as vLLM checks them (0 also reads as
  * "off" for top_p and repetition_penalty: a zeroed struct is greedy). */
+static enc_status engine__check_logit_bias(const engine_sampling *sp, int64_t n_vocab)
+{
+    const enc_status bad = ENC_ERR_INVALID_ARGUMENT;
+    if (sp->n_logit_bias < 0 || sp->n_logit_bias > ENGINE_MAX_LOGIT_BIAS ||
+        (sp->n_logit_bias && !sp->logit_bias))
+        return enc_fail(bad, "request: %d logit_bias entries (at most %d)", sp->n_logit_bias,
+                        ENGINE_MAX_LOGIT_BIAS);
+    for (int i = 0; i < sp->n_logit_bias; i++) {
+        const graph_sample_bias *b = &sp->logit_bias[i];
+        if (b->id < 0 || b->id >= n_vocab)
+            return enc_fail(bad, "request: logit_bias token %d is outside the vocabulary [0, %lld)",
+                            b->id, (long long)n_vocab);
+        if (!(b->bias >= -100.0f && b->bias <= 100.0f))
+            return enc_fail(bad, "request: logit_bias of token %d must be in [-100, 100] (got %g)",
+                            b->id, (double)b->bias);
+    }
+    return ENC_OK;
+}
+
 static enc_status engine__check_sampling(const engine_sampling *sp, int64_t max_tokens)
 {
     const enc_status bad = ENC_ERR_INVALID_ARGUMENT;
@@ -256,6 +276,7 @@ enc_status engine_check_request(const engine *e, const engine_request_params *p)
             return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: prompt token %lld is %d, outside the vocabulary [0, %lld)",
                             (long long)i, p->prompt_ids[i], (long long)mc->vocab_size);
     ENC_TRY(engine__check_sampling(&p->sampling, p->max_tokens));
+    ENC_TRY(engine__check_logit_bias(&p->sampling, mc->vocab_size));
     if (p->n_stop_ids < 0 || p->n_stop_ids > ENGINE_MAX_STOP_IDS || (p->n_stop_ids && !p->stop_ids))
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: %d stop ids (at most %d)", p->n_stop_ids,
                         ENGINE_MAX_STOP_IDS);
@@ -289,7 +310,10 @@ enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t
     if (p->sampling.logprobs) s->logprobs = malloc((size_t)p->max_tokens * sizeof *s->logprobs);
     size_t mask_bytes = (size_t)GRAPH_SAMPLE_MASK_WORDS(e->model->cfg.vocab_size) * sizeof *s->allowed;
     if (p->constraint) s->allowed = malloc(mask_bytes);
+    int n_bias = p->sampling.n_logit_bias;
+    if (n_bias) s->logit_bias = malloc((size_t)n_bias * sizeof *s->logit_bias);
     if (!s->tokens || (p->sampling.logprobs && !s->logprobs) || (p->constraint && !s->allowed) ||
+        (n_bias && !s->logit_bias) ||
         kv_block_table_init(&s->table, (int32_t)e->max_blocks_per_seq) != ENC_OK) {
         engine__seq_free(s);
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "request of %lld tokens", (long long)p->n_prompt);
@@ -298,6 +322,9 @@ enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t
     s->n_tokens = s->n_prompt = p->n_prompt;
     s->max_tokens = p->max_tokens;
     s->sampling = p->sampling;
+    if (n_bias)
+        memcpy(s->logit_bias, p->sampling.logit_bias, (size_t)n_bias * sizeof *s->logit_bias);
+    s->sampling.logit_bias = s->logit_bias; /* the request's copy */
     s->ignore_eos = p->ignore_eos;
     s->prompt_logits = p->prompt_logits;
     s->n_stop_ids = p->n_stop_ids;

@@ -26,11 +26,16 @@
 #include <stdint.h>
 
 #include "base/status.h"
+#include "graph/sample_row.h"
 #include "model/config.h"
 
 typedef struct engine engine;
 
-enum { ENGINE_MAX_STOP_IDS = 16, ENGINE_MAX_TOP_LOGPROBS = 20 };
+enum {
+    ENGINE_MAX_STOP_IDS = 16,
+    ENGINE_MAX_TOP_LOGPROBS = 20,
+    ENGINE_MAX_LOGIT_BIAS = GRAPH_SAMPLE_MAX_BIAS
+};
 
 enum { ENGINE_MAX_DECODE_STEPS = 64 }; /* the most decode steps one replay may run */
 enum { ENGINE_DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048 }; /* the token budget of a step when unset */
@@ -81,6 +86,10 @@ typedef struct engine_sampling {
     int64_t min_tokens;        /* EOS and stop ids are masked before this many tokens, <= max_tokens */
     bool logprobs;             /* record each sampled token's log-probability */
     int top_logprobs;          /* and this many most likely alternatives, 0..20 (needs logprobs) */
+    const graph_sample_bias *logit_bias; /* [n_logit_bias] added to the raw logits in order,
+                                          * before the penalties (OpenAI's logit_bias): ids in
+                                          * [0, vocab), biases in [-100, 100]; copied */
+    int n_logit_bias;                    /* at most ENGINE_MAX_LOGIT_BIAS */
 } engine_sampling;
 
 /* One generated token's log-probabilities under the raw model distribution

@@ -31,7 +31,8 @@ typedef struct engine_seq {
     int64_t n_computed; /* leading tokens whose K/V are in the cache */
     int64_t n_cached_tokens; /* prompt tokens the prefix cache served at its last admission */
     int64_t max_tokens;
-    engine_sampling sampling;
+    engine_sampling sampling; /* its logit_bias is logit_bias below */
+    graph_sample_bias *logit_bias; /* [sampling.n_logit_bias] the request's, owned */
     bool ignore_eos;
     bool prompt_logits;
     int32_t stop_ids[ENGINE_MAX_STOP_IDS];

@@ -59,7 +59,8 @@ bool sampler_penalties_on(const engine_sampling *p)
 
 bool sampler_is_plain_greedy(const engine_sampling *p, int64_t n_output)
 {
-    return p->temperature == 0.0 && !sampler_penalties_on(p) && !p->logprobs && n_output >= p->min_tokens;
+    return p->temperature == 0.0 && !sampler_penalties_on(p) && !p->logprobs &&
+           n_output >= p->min_tokens && p->n_logit_bias == 0;
 }
 
 /* --- penalties and masks ------------------------------------------------------ */
@@ -97,6 +98,10 @@ const float *sampler_process(sampler *s, const sampler_input *in)
     const engine_sampling *p = in->params;
     int64_t n = in->n_sample;
     memcpy(s->work, in->logits, (size_t)n * sizeof *s->work);
+    for (int i = 0; i < p->n_logit_bias; i++) { /* in entry order: a repeated id adds up */
+        const graph_sample_bias *b = &p->logit_bias[i];
+        if (b->id >= 0 && b->id < n) s->work[b->id] += b->bias;
+    }
     if (sampler_penalties_on(p)) {
         for (int64_t i = 0; i < in->n_output; i++)
             if (in->output[i] >= 0 && in->output[i] < n) s->counts[in->output[i]]++;
@@ -181,7 +186,8 @@ int32_t sampler_pick(sampler *s, const sampler_input *in, engine_token_logprob *
     int64_t n = in->n_sample;
     double lse = lp ? sampler__logprobs(s, in->logits, n, p->top_logprobs, lp) : 0.0;
     const float *x = in->logits;
-    if (sampler_penalties_on(p) || in->n_output < p->min_tokens || in->allowed) x = sampler_process(s, in);
+    if (p->n_logit_bias || sampler_penalties_on(p) || in->n_output < p->min_tokens || in->allowed)
+        x = sampler_process(s, in);
     if (in->allowed && x[sampler_argmax(x, n)] == -INFINITY) return GRAPH_SAMPLE_NO_TOKEN;
     int32_t id = p->temperature == 0.0 ? sampler_argmax(x, n) : sampler__draw(s, x, n, p, philox_uniform(in->seed, in->position));
     if (lp) {

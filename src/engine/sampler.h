@@ -5,6 +5,7 @@
  *
  *   raw logits ──► (logprobs: log_softmax of the raw row, ids < n_sample)
  *      │
+ *      ├─ logit bias          x[id] += bias per entry, in entry order (f32 sums)
  *      ├─ repetition penalty  over ids in prompt or output: l > 0 ? l / r : l * r
  *      ├─ frequency, presence over ids in the output: l -= f * count + p * (count > 0)
  *      ├─ min_tokens          EOS and stop ids -> -inf while n_output < min_tokens
@@ -25,8 +26,8 @@
  *
  * Ids >= n_sample (ids the tokenizer does not know) are never chosen and are
  * left out of the logprobs. Logprobs are those of the raw model distribution
- * (vLLM's default "raw_logprobs"): penalties, masks, temperature and filters
- * do not change them; nor does the token mask.
+ * (vLLM's default "raw_logprobs"): the logit bias, penalties, masks, temperature
+ * and filters do not change them; nor does the token mask.
  *
  * A sampler owns scratch sized by the vocabulary, allocated once; picking a
  * token allocates nothing. Top-k and top-p, the masses and the draw are
@@ -78,8 +79,8 @@ typedef struct sampler_input {
                               * id / 32 (graph/sample_row.h) */
 } sampler_input;
 
-/* The row after penalties, the min_tokens mask and the token mask (ids <
- * n_sample), in s->work. The scratch counters are back to zero on return. */
+/* The row after the logit bias, penalties, the min_tokens mask and the token
+ * mask (ids < n_sample), in s->work. The scratch counters are back to zero on return. */
 const float *sampler_process(sampler *s, const sampler_input *in);
 
 /* The ids a sampled pick (temperature > 0) draws from the row x[0..n) after
@@ -94,8 +95,8 @@ int64_t sampler_candidates(sampler *s, const float *x, int64_t n, const engine_s
 int32_t sampler_pick(sampler *s, const sampler_input *in, engine_token_logprob *lp);
 
 /* True when the next pick is the argmax of the raw row (the device's greedy
- * multi-step decode computes that): temperature 0, no penalty, no logprobs,
- * min_tokens met. The n_sample mask is the caller's to handle. */
+ * multi-step decode computes that): temperature 0, no penalty, no logit bias,
+ * no logprobs, min_tokens met. The n_sample mask is the caller's to handle. */
 bool sampler_is_plain_greedy(const engine_sampling *p, int64_t n_output);
 
 /* True when a repetition, presence or frequency penalty is on. */

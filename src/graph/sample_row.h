@@ -5,7 +5,10 @@
  * (engine/sampler.h); this is its contract with the device.
  *
  *   params    [rows, GRAPH_SAMPLE_ROW_WORDS] i32 words, each row one
- *             graph_sample_row (doubles and u64 in native byte order)
+ *             graph_sample_row (doubles and u64 in native byte order), its
+ *             logit bias included (n_bias entries, added to the raw row in
+ *             entry order as f32 sums before everything else; logprobs stay
+ *             the raw row's)
  *   positions [rows] i32   the position of each row's input token; the row
  *                          chooses the token at positions[i] + 1
  *   history   [rows, H] i32 the row's tokens by position: the prompt at
@@ -32,6 +35,7 @@
 
 enum {
     GRAPH_SAMPLE_MAX_MASK = 32,     /* EOS and stop ids masked until min_tokens */
+    GRAPH_SAMPLE_MAX_BIAS = 300,    /* logit bias entries of a row (OpenAI's limit) */
     GRAPH_SAMPLE_PENALTIES = 1,     /* flags: repetition / presence / frequency on */
     GRAPH_SAMPLE_LOGPROBS = 2,      /* flags: write the row's logprobs record */
     GRAPH_SAMPLE_MASKED = 4,        /* flags: only ids whose mask bit is 1 may be chosen */
@@ -42,6 +46,12 @@ enum {
     GRAPH_SAMPLE_SCRATCH_EXTRA = 128 /* and per worker beyond them (one chunk's 64 bin masses, for
                                       * shaders/sample.comp on a vocabulary under 18 ids) */
 };
+
+/* One logit bias entry: bias is added to the logit of id. */
+typedef struct graph_sample_bias {
+    int32_t id;
+    float bias;
+} graph_sample_bias;
 
 typedef struct graph_sample_row {
     double temperature;        /* 0: greedy (argmax after penalties and masks) */
@@ -59,6 +69,8 @@ typedef struct graph_sample_row {
     int32_t flags;      /* GRAPH_SAMPLE_PENALTIES, GRAPH_SAMPLE_LOGPROBS, GRAPH_SAMPLE_MASKED */
     int32_t n_top;      /* alternatives in the logprobs record, 0..GRAPH_SAMPLE_MAX_TOP */
     int32_t mask_ids[GRAPH_SAMPLE_MAX_MASK];
+    int32_t n_bias;     /* entries of bias, applied first: x[id] += bias for ids < n_sample */
+    graph_sample_bias bias[GRAPH_SAMPLE_MAX_BIAS];
 } graph_sample_row;
 
 /* A row's logprobs record, under the raw model distribution (log_softmax of

@@ -4,12 +4,14 @@
  *
  * Defaults are OpenAI's (temperature 1, top_p 1, n 1) and vLLM's for the
  * parameters OpenAI lacks (top_k, min_p, repetition_penalty, min_tokens,
- * stop_token_ids, ignore_eos, skip_special_tokens). */
+ * stop_token_ids, ignore_eos, skip_special_tokens). logit_bias is OpenAI's
+ * map of token ids (as strings) to biases. */
 #include "openai_request.h"
 
 #include <cjson/cJSON.h>
 #include "json_nul.h"
 #include "tool_request.h"
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -321,6 +323,50 @@ static int oai__stop(const cJSON *obj, oai_request *r, oai_error *err)
     return 1;
 }
 
+/* logit_bias: {"<token id>": bias in [-100, 100], ...}, at most
+ * OAI_MAX_LOGIT_BIAS entries; null and {} are none. The ids' range is the
+ * engine's to check (it knows the vocabulary). */
+static int oai__logit_bias(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__present(obj, "logit_bias", &v)) return 1;
+    if (!cJSON_IsObject(v))
+        return oai_error_set(err, 400, "logit_bias",
+                             "'logit_bias' must be an object mapping token ids to biases");
+    int count = cJSON_GetArraySize(v);
+    if (count > OAI_MAX_LOGIT_BIAS)
+        return oai_error_set(err, 400, "logit_bias",
+                             "'logit_bias' has %d entries, at most %d allowed", count,
+                             OAI_MAX_LOGIT_BIAS);
+    if (count == 0) return 1;
+    encore_logit_bias *b = malloc((size_t)count * sizeof *b);
+    if (!b) return oai__oom(err);
+    int n = 0;
+    for (const cJSON *x = v->child; x; x = x->next, n++) {
+        const char *key = x->string;
+        char *end = NULL;
+        errno = 0;
+        long long id = key && key[0] >= '0' && key[0] <= '9' ? strtoll(key, &end, 10) : -1;
+        if (id < 0 || id > INT32_MAX || errno || *end) {
+            free(b);
+            return oai_error_set(err, 400, "logit_bias",
+                                 "'logit_bias' keys must be token ids (integers in [0, %d]); "
+                                 "'%.40s' is not one",
+                                 INT32_MAX, key ? key : "");
+        }
+        if (!cJSON_IsNumber(x) || !(x->valuedouble >= -100.0 && x->valuedouble <= 100.0)) {
+            free(b);
+            return oai_error_set(err, 400, "logit_bias",
+                                 "'logit_bias' of token %lld must be a number in [-100, 100]", id);
+        }
+        b[n] = (encore_logit_bias){(int32_t)id, (float)x->valuedouble};
+    }
+    r->logit_bias = b;
+    r->sampling.logit_bias = b;
+    r->sampling.n_logit_bias = (size_t)n;
+    return 1;
+}
+
 static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
 {
     encore_sampling *s = &r->sampling;
@@ -354,12 +400,7 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         !oai__bool(obj, "skip_special_tokens", &s->skip_special_tokens, err) ||
         !oai__int32(obj, "n", 1, OAI_MAX_N, &r->n, err) || !oai__stop(obj, r, err))
         return 0;
-    /* Silently dropping a bias would sample from another distribution than
-     * the one asked for: refused until the sampler applies it. */
-    if (oai__present(obj, "logit_bias", &v) && !(cJSON_IsObject(v) && !v->child))
-        return oai_error_set(err, 400, "logit_bias",
-                             "'logit_bias' is not supported (send null or {}); to stop at or "
-                             "avoid ids, use stop_token_ids or a response_format");
+    if (!oai__logit_bias(obj, r, err)) return 0;
     if (oai__present(obj, "top_p", &v) && s->top_p <= 0)
         return oai_error_set(err, 400, "top_p", "'top_p' must be in (0, 1], got %g", s->top_p);
     if (oai__present(obj, "repetition_penalty", &v) && s->repetition_penalty <= 0)
@@ -518,6 +559,7 @@ void oai_request_free(oai_request *r)
     for (size_t i = 0; i < r->sampling.n_stop; i++) free(r->stop[i]);
     free(r->stop);
     free(r->stop_ids);
+    free(r->logit_bias);
     oai_structured_free(&r->structured);
     oai_kind kind = r->kind;
     memset(r, 0, sizeof *r);

@@ -21,6 +21,7 @@ enum {
     OAI_MAX_STOP_BYTES = 1024, /* bytes of one stop string */
     OAI_MAX_STOP_IDS = 16,  /* stop_token_ids (the engine's limit) */
     OAI_MAX_TOP_LOGPROBS = 20,
+    OAI_MAX_LOGIT_BIAS = ENCORE_MAX_LOGIT_BIAS, /* logit_bias entries */
     OAI_MAX_MESSAGES = 4096,
     /* n x max_tokens x top_logprobs: the log-probability alternatives one
      * request may ask for (8 bytes each: 8 MiB) */
@@ -82,11 +83,12 @@ typedef struct oai_request {
     int top_logprobs;              /* alternatives per token, 0..20 */
     int64_t max_tokens;            /* 0: not given (the rest of max_model_len) */
     int seed_given;
-    /* the engine's parameters; sampling.stop and stop_token_ids point into
-     * stop/stop_ids below. max_tokens is filled in by the server. */
+    /* the engine's parameters; sampling.stop, stop_token_ids and logit_bias
+     * point into stop/stop_ids/logit_bias below. max_tokens is filled in by the server. */
     encore_sampling sampling;
     char **stop;                   /* [n_stop] */
     int32_t *stop_ids;
+    encore_logit_bias *logit_bias; /* [sampling.n_logit_bias]: sampling.logit_bias */
     oai_structured structured;     /* response_format, structured_outputs, guided_* */
 } oai_request;
 

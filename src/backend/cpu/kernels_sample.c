@@ -9,6 +9,7 @@
  *   logprobs    (rows that ask) log_softmax of the raw row and its n_top
  *               best ids, in the host sampler's arithmetic; the raw row is
  *               kept for the chosen id's
+ *   logit bias  x[id] += bias for each of the row's entries, in order
  *   penalties   cnt[t] = output count of t, | PROMPT_BIT when t is in the
  *               prompt; each distinct id of the history is changed once
  *   min_tokens  mask ids -> -inf while n_output < min_tokens
@@ -59,7 +60,14 @@ typedef struct sample__scratch {
     float *raw;              /* [V] the raw row, kept for its logprobs */
 } sample__scratch;
 
-/* --- penalties and masks ------------------------------------------------------ */
+/* --- logit bias, penalties and masks ----------------------------------------- */
+
+/* x[id] += bias for each entry, in entry order (a repeated id adds up). */
+static void sample__bias(float *x, const graph_sample_row *p)
+{
+    for (int i = 0; i < p->n_bias && i < GRAPH_SAMPLE_MAX_BIAS; i++)
+        if (p->bias[i].id >= 0 && p->bias[i].id < p->n_sample) x[p->bias[i].id] += p->bias[i].bias;
+}
 
 static void sample__penalize(float *x, const graph_sample_row *p, const int32_t *hist, int64_t pos,
                              int32_t *cnt)
@@ -227,10 +235,11 @@ static void sample__begin(const cpu_sample_args *a, int64_t r, const sample__scr
     int32_t *hist = a->history + r * a->hist_len;
     int64_t pos = sample__pos(a, r), n_hist = pos < a->hist_len ? pos : a->hist_len;
     st->want_lp = (p.flags & GRAPH_SAMPLE_LOGPROBS) && a->logprobs;
-    if (st->want_lp) { /* of the raw row: before penalties and masks change it */
+    if (st->want_lp) { /* of the raw row: before the bias, penalties and masks change it */
         st->lse = sample__logprobs(x, p.n_sample, p.n_top, &st->lp, sc->w);
         memcpy(sc->raw, x, (size_t)p.n_sample * sizeof *x);
     }
+    sample__bias(x, &p);
     if (p.flags & GRAPH_SAMPLE_PENALTIES) sample__penalize(x, &p, hist, n_hist, sc->cnt);
     sample__mask(x, &p, pos - p.n_prompt);
     const uint32_t *mask = a->mask ? a->mask + r * GRAPH_SAMPLE_MASK_WORDS(a->n_vocab) : NULL;

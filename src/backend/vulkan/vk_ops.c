@@ -540,7 +540,11 @@ VK__ROW_WORD(n_mask, 18);
 VK__ROW_WORD(flags, 19);
 VK__ROW_WORD(n_top, 20);
 VK__ROW_WORD(mask_ids, 21);
-_Static_assert(GRAPH_SAMPLE_ROW_WORDS == 54 && GRAPH_SAMPLE_LP_WORDS == 43 && GRAPH_SAMPLE_MAX_TOP == 20 &&
+VK__ROW_WORD(n_bias, 53);
+VK__ROW_WORD(bias, 54);
+_Static_assert(GRAPH_SAMPLE_ROW_WORDS == 654 && GRAPH_SAMPLE_MAX_BIAS == 300 &&
+                   sizeof(graph_sample_bias) == 8 && GRAPH_SAMPLE_LP_WORDS == 43 &&
+                   GRAPH_SAMPLE_MAX_TOP == 20 &&
                    offsetof(graph_sample_logprobs, top_logprobs) == 4 * 23,
                "sample.comp: the row and logprobs layouts");
 
