@@ -107,12 +107,12 @@ typedef struct encore_sampling {
     const int32_t *stop_token_ids; /* [n_stop_token_ids] more ids that end it, at most 16
                                     * (copied; kept with ignore_eos) */
     size_t n_stop_token_ids;
+    int skip_special_tokens;   /* nonzero (default): special tokens give no text */
     const encore_logit_bias *logit_bias; /* [n_logit_bias] added to the raw logits in order
                                           * (a repeated id adds up), before the penalties, as
                                           * OpenAI's logit_bias; logprobs stay the raw
                                           * model's (copied) */
     size_t n_logit_bias;                 /* at most ENCORE_MAX_LOGIT_BIAS */
-    int skip_special_tokens;   /* nonzero (default): special tokens give no text */
 } encore_sampling;
 
 ENCORE_API encore_sampling encore_sampling_default(void);

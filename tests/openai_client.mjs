@@ -180,6 +180,26 @@ const byIds = await client.completions.create({ ...greedy, prompt: tok.tokens, m
 check(byIds.choices[0].text === comp.choices[0].text, 'completions from token ids', [byIds, comp]);
 console.log('ok completions from token ids == from text');
 
+// logit_bias: +100 on one id makes every token that id; an id outside the
+// vocabulary is a 400 naming logit_bias
+const forcedId = tok.tokens[tok.tokens.length - 1];
+const forced = await client.completions.create({ ...greedy, prompt: tok.tokens, max_tokens: 4,
+                                                 logit_bias: { [forcedId]: 100 } });
+const forcedText = await (await fetch(baseURL.replace(/\/v1$/, '') + '/detokenize', {
+  method: 'POST', headers: { 'Content-Type': 'application/json' },
+  body: JSON.stringify({ tokens: [forcedId, forcedId, forcedId, forcedId] }),
+})).json();
+check(forced.choices[0].text === forcedText.prompt && forced.usage.completion_tokens === 4, 'logit_bias +100',
+      [forced, forcedText]);
+try {
+  await client.completions.create({ model, prompt: 'x', max_tokens: 2, logit_bias: { 999999999: 1 } });
+  check(false, 'logit_bias outside the vocabulary', 'no error');
+} catch (e) {
+  check(e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === 'logit_bias',
+        'logit_bias outside the vocabulary', { status: e.status, param: e.param, message: e.message });
+}
+console.log(`ok logit_bias: +100 on id ${forcedId} gives ${JSON.stringify(forced.choices[0].text)}`);
+
 // chat, and the same streamed
 const chat = await client.chat.completions.create({ ...greedy, messages, max_tokens: 12 });
 const msg = chat.choices[0].message;

@@ -15,7 +15,8 @@ Each check is one ctest test: `sampler_cli.py --encore BIN --models DIR CHECK`.
              full logits `encore logits` prints for the same tokens
   logit_bias --logit-bias: -100 turns greedy's first token away, two entries
              adding up to +100 force an id every time, whose logprob stays the
-             raw log-softmax of `encore logits`
+             raw log-softmax of `encore logits`; batch's logit_bias field gives
+             the same tokens (a repeated id in its JSON: the last bias)
   bad_args   every option and batch field out of range: exit 2 (generate) or 1
              (batch) with a message naming it; --help documents every option
 """
@@ -185,6 +186,15 @@ def check_logit_bias(a):
         sys.exit(f"FAIL: the forced token's logprob {got} is not its raw log-softmax {raw}")
     print(f"ok: a -100 bias turns the first token from {plain[0]} to {banned[0]}; +60 +40 on id 7 gives it "
           f"8 times, its logprob the raw model's ({got:.4f})")
+    line = {"prompt_ids": prompt(6, 3), "max_tokens": 8, "ignore_eos": True}
+    repeated = json.dumps(line)[:-1] + ', "logit_bias": {"7": -100, "7": 100}}'  # the last of an id wins
+    lines = [json.dumps(dict(line, logit_bias={str(plain[0]): -100})), repeated, json.dumps(line)]
+    out = run([a.encore, "batch", "-m", a.model, "--requests", "-"],
+              stdin="".join(x + "\n" for x in lines)).stdout.splitlines()
+    got = [json.loads(x)["ids"] for x in out]
+    if got != [banned, [7] * 8, plain]:
+        sys.exit(f"FAIL: batch with logit_bias gave {got}, generate gave {[banned, [7] * 8, plain]}")
+    print("ok: batch's logit_bias gives generate's tokens (a repeated id: the last bias)")
 
 
 def expect_fail(args, code, *needles, stdin=None):
@@ -217,6 +227,10 @@ def check_bad_args(a):
             run([a.encore, "batch", "-m", a.model, "--requests", "-"], stdin=line)
             continue
         expect_fail([a.encore, "batch", "-m", a.model, "--requests", "-"], 1, needle, stdin=line)
+    for bias, needle in [({"x": 1}, "logit_bias"), ({"5": "1"}, "logit_bias"), ([5], "logit_bias"),
+                         ({"5": 101}, "[-100, 100]"), ({"99999999": 1}, "outside the vocabulary")]:
+        line = json.dumps({"prompt_ids": [1, 2, 3], "max_tokens": 8, "logit_bias": bias}) + "\n"
+        expect_fail([a.encore, "batch", "-m", a.model, "--requests", "-"], 1, needle, stdin=line)
     opts = ["--top-k", "--top-p", "--min-p", "--repetition-penalty", "--presence-penalty", "--frequency-penalty",
             "--min-tokens", "--logit-bias"]
     for cmd, extra in [("generate", ["--logprobs"]), ("chat", [])]:
@@ -226,7 +240,7 @@ def check_bad_args(a):
             sys.exit(f"FAIL: {cmd} --help lacks {missing}")
     h = run([a.encore, "batch", "--help"]).stdout
     fields = ["top_k", "top_p", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
-              "min_tokens", "logprobs", "top_logprobs"]
+              "min_tokens", "logprobs", "top_logprobs", "logit_bias"]
     if any(f not in h for f in fields):
         sys.exit(f"FAIL: batch --help lacks {[f for f in fields if f not in h]}")
     print("ok: --help documents every sampling option")

@@ -359,6 +359,12 @@ def check_errors(a):
         expect_error(srv, 400, "POST", comp, {"prompt": "hi", "logprobs": 21}, "logprobs")
         expect_error(srv, 400, "POST", comp, {"prompt": [1, -2]}, "prompt")
         expect_error(srv, 400, "POST", comp, {"prompt": [1, 999999999]}, "vocabulary")
+        for field, val in [("stop_token_ids", [999999999]), ("logit_bias", {"999999999": 1}),
+                           ("logit_bias", {"5": 101}), ("logit_bias", {"five": 1})]:
+            expect_error(srv, 400, "POST", comp, {"prompt": "hi", field: val}, field)
+            _, _, data = srv.request("POST", comp, {"prompt": "hi", field: val})
+            if json.loads(data)["error"]["param"] != field:
+                fail(f"{field} {val}: the 400 names param {json.loads(data)['error']['param']!r}")
         expect_error(srv, 404, "POST", comp, {"prompt": "hi", "model": "gpt-4"}, "gpt-4")
         expect_error(srv, 400, "POST", comp, b'{"prompt": "\xff\xfe"}', "UTF-8")
         expect_error(srv, 400, "POST", comp, b'{"prompt": "\xc0\xaf"}', "UTF-8")

@@ -272,7 +272,7 @@ static void test_refusals(void)
                                    bad_bias[] = {{3, 100.5f}}, nan_bias[] = {{3, NAN}},
                                    edges[] = {{0, -100.0f}, {V_MAX - 1, 100.0f}};
     expect_refused(e, (engine_sampling){.logit_bias = bad_id, .n_logit_bias = 2}, 4,
-                   "outside the vocabulary");
+                   "logit_bias[1]: token 512 is outside the vocabulary");
     expect_refused(e, (engine_sampling){.logit_bias = bad_bias, .n_logit_bias = 1}, 4,
                    "[-100, 100]");
     expect_refused(e, (engine_sampling){.logit_bias = nan_bias, .n_logit_bias = 1}, 4,
@@ -280,7 +280,7 @@ static void test_refusals(void)
     expect_refused(
         e, (engine_sampling){.logit_bias = edges, .n_logit_bias = ENGINE_MAX_LOGIT_BIAS + 1}, 4,
         "at most 300");
-    expect_refused(e, (engine_sampling){.n_logit_bias = 1}, 4, "logit_bias");
+    expect_refused(e, (engine_sampling){.n_logit_bias = 1}, 4, "logit_bias is NULL");
     /* the edges are fine */
     int32_t prompt[3] = {5, 6, 7};
     engine_request_params p = {.prompt_ids = prompt,

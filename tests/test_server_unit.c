@@ -97,6 +97,12 @@ static void test_completion_request(void)
     CHECK(r.logit_bias[1].id == 151935 && r.logit_bias[1].bias == 2.5f);
     CHECK(r.logit_bias[2].id == 0 && r.logit_bias[2].bias == 100.0f);
     oai_request_free(&r);
+    /* a repeated id: the last bias wins, as in the Python dict of OpenAI's and vLLM's servers */
+    CHECK(parse("{\"prompt\":\"x\",\"logit_bias\":{\"7\":1,\"9\":2,\"7\":-3}}", OAI_COMPLETION, &r,
+                &err));
+    CHECK(r.sampling.n_logit_bias == 2 && r.logit_bias[0].id == 7 &&
+          r.logit_bias[0].bias == -3.0f && r.logit_bias[1].id == 9);
+    oai_request_free(&r);
     CHECK(parse("{\"prompt\":\"x\",\"logit_bias\":{}}", OAI_COMPLETION, &r, &err));
     CHECK(r.sampling.n_logit_bias == 0 && !r.sampling.logit_bias);
     oai_request_free(&r);

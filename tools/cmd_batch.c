@@ -25,7 +25,8 @@ static const char batch_help[] =
     "arrive_step (the engine step before which it is submitted, default 0),\n"
     "top_k (default -1: off), top_p (1: off), min_p (0: off), repetition_penalty\n"
     "(1: off), presence_penalty (0), frequency_penalty (0), min_tokens (0),\n"
-    "logprobs (false; a number N: true with top_logprobs N), top_logprobs (0..20).\n"
+    "logprobs (false; a number N: true with top_logprobs N), top_logprobs (0..20),\n"
+    "logit_bias ({\"<token id>\": bias in [-100, 100], ...}, at most 300).\n"
     "With logprobs the line also holds \"logprobs\":[{\"id\":I,\"logprob\":L,\n"
     "\"top\":[[I,L],...]},...], one per generated token, under the raw model\n"
     "distribution.\n\n"
@@ -37,6 +38,7 @@ static const char batch_help[] =
 typedef struct batch_request {
     int32_t *ids;
     int64_t n_ids;
+    graph_sample_bias *bias; /* [params.sampling.n_logit_bias] its logit_bias */
     engine_request_params params;
     int64_t arrive_step;
     int64_t engine_id; /* -1 until submitted */
@@ -49,7 +51,10 @@ typedef struct batch_set {
 
 static void batch_set_free(batch_set *b)
 {
-    for (int64_t i = 0; i < b->n; i++) free(b->reqs[i].ids);
+    for (int64_t i = 0; i < b->n; i++) {
+        free(b->reqs[i].ids);
+        free(b->reqs[i].bias);
+    }
     free(b->reqs);
 }
 
@@ -81,6 +86,44 @@ static bool batch__prompt_ids(const cJSON *arr, batch_request *r, int64_t line)
         }
         r->ids[r->n_ids++] = (int32_t)it->valuedouble;
     }
+    return true;
+}
+
+/* "logit_bias": {"<token id>": bias, ...}, as the server reads it (a
+ * repeated id: the last bias wins); the engine checks ids and biases. */
+static bool batch__logit_bias(const cJSON *o, batch_request *r, int64_t line)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "logit_bias");
+    if (!v || cJSON_IsNull(v)) return true;
+    int n = cJSON_GetArraySize(v);
+    if (!cJSON_IsObject(v) || n > ENGINE_MAX_LOGIT_BIAS) {
+        cli_error("batch",
+                  "line %lld: \"logit_bias\" must be an object of at most %d token ids to biases",
+                  (long long)line, ENGINE_MAX_LOGIT_BIAS);
+        return false;
+    }
+    engine_sampling *sp = &r->params.sampling;
+    r->bias = malloc((size_t)(n ? n : 1) * sizeof *r->bias);
+    if (!r->bias) return false;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v)
+    {
+        char *end = NULL;
+        long long id =
+            it->string[0] >= '0' && it->string[0] <= '9' ? strtoll(it->string, &end, 10) : -1;
+        if (id < 0 || id > INT32_MAX || *end || !cJSON_IsNumber(it)) {
+            cli_error("batch",
+                      "line %lld: \"logit_bias\" maps token ids to numbers; \"%.40s\" is not one",
+                      (long long)line, it->string);
+            return false;
+        }
+        int j = 0;
+        while (j < sp->n_logit_bias && r->bias[j].id != id)
+            j++;
+        r->bias[j] = (graph_sample_bias){(int32_t)id, (float)it->valuedouble};
+        sp->n_logit_bias += j == sp->n_logit_bias;
+    }
+    sp->logit_bias = r->bias;
     return true;
 }
 
@@ -162,7 +205,7 @@ static bool batch__parse_line(const char *text, tokenizer *tok, batch_request *r
         .sampling = {.temperature = temperature, .seed = (uint64_t)seed},
         .ignore_eos = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ignore_eos")),
     };
-    if (!batch__sampling(o, &r->params.sampling, line)) goto done;
+    if (!batch__sampling(o, &r->params.sampling, line) || !batch__logit_bias(o, r, line)) goto done;
     r->arrive_step = (int64_t)arrive;
     ok = true;
 done:

@@ -76,7 +76,11 @@ static enc_status serve__check_sampling(const encore_sampling *s, int64_t vocab)
             return enc_fail(ENC_ERR_INVALID_ARGUMENT,
                             "request: sampling.stop_token_ids[%zu] is %d, outside the vocabulary [0, %lld)", i,
                             s->stop_token_ids[i], (long long)vocab);
-    if (s->n_logit_bias > ENCORE_MAX_LOGIT_BIAS || (s->n_logit_bias && !s->logit_bias))
+    if (s->n_logit_bias && !s->logit_bias)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                        "request: sampling.logit_bias is NULL with n_logit_bias %zu",
+                        s->n_logit_bias);
+    if (s->n_logit_bias > ENCORE_MAX_LOGIT_BIAS)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT,
                         "request: %zu sampling.logit_bias entries (at most %d)", s->n_logit_bias,
                         ENCORE_MAX_LOGIT_BIAS);

@@ -15,8 +15,8 @@
  * (DESIGN principle 3). A slot records the engine generation it was built
  * for; when a buffer it binds has changed since, it records again.
  *
- * Multi-step decode: for plain greedy batches (no penalty, no logprobs,
- * min_tokens met: sampler_is_plain_greedy) a slot also records K forward passes
+ * Multi-step decode: for plain greedy batches (no penalty, no logit bias, no
+ * logprobs, min_tokens met: sampler_is_plain_greedy) a slot also records K forward passes
  * in one recording; after each, argmax picks the tokens and decode_advance
  * moves every row to its next token (input id, position, sequence length,
  * and the slot mapping from the block table, whose blocks the engine
@@ -219,8 +219,8 @@ enc_status decode_slots_run(engine *e, const sched_batch *b)
 
 /* Can the device pick s's next tokens? The device sampler takes every
  * request (and computes logprobs, and applies token masks); argmax
- * alone takes plain greedy unconstrained ones (penalties, unmet min_tokens,
- * logprobs, sampling and masks need the host), unless the last replay chose
+ * alone takes plain greedy unconstrained ones (penalties, a logit bias, unmet
+ * min_tokens, logprobs, sampling and masks need the host), unless the last replay chose
  * a masked id. */
 static bool decode__device_picks(const engine *e, const engine_seq *s)
 {
@@ -316,8 +316,6 @@ static graph_sample_row decode__sample_row(const engine *e, const engine_seq *s)
     _Static_assert(QWEN3_MAX_EOS + ENGINE_MAX_STOP_IDS <= GRAPH_SAMPLE_MAX_MASK, "every EOS and stop id fits a row");
     for (int i = 0; !s->ignore_eos && i < mc->n_eos; i++) r.mask_ids[r.n_mask++] = mc->eos_token_ids[i];
     for (int i = 0; i < s->n_stop_ids; i++) r.mask_ids[r.n_mask++] = s->stop_ids[i];
-    _Static_assert((int)ENGINE_MAX_LOGIT_BIAS <= (int)GRAPH_SAMPLE_MAX_BIAS,
-                   "a request's logit bias fits a row");
     r.n_bias = sp->n_logit_bias;
     if (r.n_bias) memcpy(r.bias, sp->logit_bias, (size_t)r.n_bias * sizeof *r.bias);
     return r;

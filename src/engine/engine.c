@@ -2,6 +2,8 @@
  * step inputs, build and run the step graph, read the logits, sample. */
 #include "engine/engine_impl.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,27 +215,33 @@ void engine_destroy(engine *e)
 
 /* --- requests ------------------------------------------------------------ */
 
-/* The sampling parameters' ranges, as vLLM checks them (0 also reads as
- * "off" for top_p and repetition_penalty: a zeroed struct is greedy). */
+/* A logit bias: at most ENGINE_MAX_LOGIT_BIAS entries, ids in the
+ * vocabulary, biases in [-100, 100]. Messages name the entry. */
 static enc_status engine__check_logit_bias(const engine_sampling *sp, int64_t n_vocab)
 {
     const enc_status bad = ENC_ERR_INVALID_ARGUMENT;
-    if (sp->n_logit_bias < 0 || sp->n_logit_bias > ENGINE_MAX_LOGIT_BIAS ||
-        (sp->n_logit_bias && !sp->logit_bias))
+    if (sp->n_logit_bias && !sp->logit_bias)
+        return enc_fail(bad, "request: logit_bias is NULL with n_logit_bias %d", sp->n_logit_bias);
+    if (sp->n_logit_bias < 0 || sp->n_logit_bias > ENGINE_MAX_LOGIT_BIAS)
         return enc_fail(bad, "request: %d logit_bias entries (at most %d)", sp->n_logit_bias,
                         ENGINE_MAX_LOGIT_BIAS);
     for (int i = 0; i < sp->n_logit_bias; i++) {
         const graph_sample_bias *b = &sp->logit_bias[i];
         if (b->id < 0 || b->id >= n_vocab)
-            return enc_fail(bad, "request: logit_bias token %d is outside the vocabulary [0, %lld)",
-                            b->id, (long long)n_vocab);
+            return enc_fail(bad,
+                            "request: logit_bias[%d]: token %d is outside the vocabulary [0, %lld)",
+                            i, b->id, (long long)n_vocab);
         if (!(b->bias >= -100.0f && b->bias <= 100.0f))
-            return enc_fail(bad, "request: logit_bias of token %d must be in [-100, 100] (got %g)",
-                            b->id, (double)b->bias);
+            return enc_fail(
+                bad,
+                "request: logit_bias[%d]: the bias of token %d must be in [-100, 100] (got %g)", i,
+                b->id, (double)b->bias);
     }
     return ENC_OK;
 }
 
+/* The sampling parameters' ranges, as vLLM checks them (0 also reads as
+ * "off" for top_p and repetition_penalty: a zeroed struct is greedy). */
 static enc_status engine__check_sampling(const engine_sampling *sp, int64_t max_tokens)
 {
     const enc_status bad = ENC_ERR_INVALID_ARGUMENT;
@@ -322,8 +330,10 @@ enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t
     s->n_tokens = s->n_prompt = p->n_prompt;
     s->max_tokens = p->max_tokens;
     s->sampling = p->sampling;
-    if (n_bias)
-        memcpy(s->logit_bias, p->sampling.logit_bias, (size_t)n_bias * sizeof *s->logit_bias);
+    for (int i = 0; i < n_bias; i++) { /* subnormal biases as 0: a device may flush them */
+        s->logit_bias[i] = p->sampling.logit_bias[i];
+        if (fabsf(s->logit_bias[i].bias) < FLT_MIN) s->logit_bias[i].bias = 0.0f;
+    }
     s->sampling.logit_bias = s->logit_bias; /* the request's copy */
     s->ignore_eos = p->ignore_eos;
     s->prompt_logits = p->prompt_logits;

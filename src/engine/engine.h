@@ -75,7 +75,7 @@ typedef struct engine_config {
  * and repetition_penalty read 0 as "off", like 1. The ranges are checked by
  * engine_add_request. */
 typedef struct engine_sampling {
-    double temperature;        /* >= 0; 0: greedy (argmax after penalties and masks) */
+    double temperature;        /* >= 0; 0: greedy (argmax after the bias, penalties and masks) */
     int64_t top_k;             /* keep the k most likely tokens (ties kept); 0 or -1: off */
     double top_p;              /* keep the smallest set with this mass, (0, 1]; 0 or 1: off */
     double min_p;              /* drop tokens below min_p x the top probability, [0, 1]; 0: off */

@@ -113,7 +113,7 @@ typedef struct decode_slot {
     step_inputs in;      /* persistent, rewritten in full before every replay */
     backend_recording *rec;
     size_t logits_offset; /* where the recording leaves its logits in the arena */
-    /* multi-step decode: K greedy steps per replay, one recording per K
+    /* multi-step decode: K steps per replay, one recording per K
      * (engine_set_decode_mode changes K), each recorded on first use */
     backend_recording *rec_multi[ENGINE_MAX_DECODE_STEPS + 1];  /* [K] */
     uint64_t multi_generation[ENGINE_MAX_DECODE_STEPS + 1];     /* [K] */

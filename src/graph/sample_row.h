@@ -54,7 +54,7 @@ typedef struct graph_sample_bias {
 } graph_sample_bias;
 
 typedef struct graph_sample_row {
-    double temperature;        /* 0: greedy (argmax after penalties and masks) */
+    double temperature;        /* 0: greedy (argmax after the bias, penalties and masks) */
     double top_p;              /* 0 or 1: off */
     double min_p;              /* 0: off */
     double repetition_penalty; /* applied when GRAPH_SAMPLE_PENALTIES is set */

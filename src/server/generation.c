@@ -834,6 +834,24 @@ static int gen__check_length(http_server *s, oai_request *req, size_t n_prompt, 
     return gen__check_logprobs(req, err);
 }
 
+/* The token ids of stop_token_ids and logit_bias against the vocabulary
+ * (the engine refuses them too, but without naming the field). */
+static int gen__check_token_ids(const http_server *s, const oai_request *req, oai_error *err)
+{
+    const encore_sampling *sp = &req->sampling;
+    for (size_t i = 0; i < sp->n_stop_token_ids; i++)
+        if (sp->stop_token_ids[i] >= s->vocab_size)
+            return oai_error_set(err, 400, "stop_token_ids",
+                                 "'stop_token_ids' holds %d, outside the vocabulary [0, %lld)",
+                                 sp->stop_token_ids[i], (long long)s->vocab_size);
+    for (size_t i = 0; i < sp->n_logit_bias; i++)
+        if (sp->logit_bias[i].id >= s->vocab_size)
+            return oai_error_set(err, 400, "logit_bias",
+                                 "'logit_bias' has token %d, outside the vocabulary [0, %lld)",
+                                 sp->logit_bias[i].id, (long long)s->vocab_size);
+    return 1;
+}
+
 /* Submit the job's n choices (seeds seed, seed+1, ...). On failure the ones
  * submitted are cancelled and err says why. */
 static int gen__submit(gen_job *j, const int32_t *ids, size_t n_ids, oai_error *err)
@@ -889,7 +907,7 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
         goto refuse;
     }
     if (!tool_request_compatible(req, &err) || !gen__prompt(s, req, &ids, &n_ids, &err) ||
-        !gen__check_length(s, req, n_ids, &err))
+        !gen__check_length(s, req, n_ids, &err) || !gen__check_token_ids(s, req, &err))
         goto refuse;
     if (!http_admit(s, client, req->n, 1, &err)) goto refuse;
     if (req->echo && req->kind == OAI_COMPLETION && !req->prompt) {

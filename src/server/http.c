@@ -646,6 +646,7 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
     s->allowed_hosts = http__strdup(cfg->allowed_hosts);
     s->cfg.allowed_hosts = s->allowed_hosts;
     s->max_model_len = info.max_model_len;
+    s->vocab_size = info.vocab_size;
     s->has_chat_template = info.has_chat_template;
     s->created = (int64_t)time(NULL);
     atomic_init(&s->stopping, 0);

@@ -342,7 +342,7 @@ static int oai__logit_bias(const cJSON *obj, oai_request *r, oai_error *err)
     encore_logit_bias *b = malloc((size_t)count * sizeof *b);
     if (!b) return oai__oom(err);
     int n = 0;
-    for (const cJSON *x = v->child; x; x = x->next, n++) {
+    for (const cJSON *x = v->child; x; x = x->next) {
         const char *key = x->string;
         char *end = NULL;
         errno = 0;
@@ -359,7 +359,11 @@ static int oai__logit_bias(const cJSON *obj, oai_request *r, oai_error *err)
             return oai_error_set(err, 400, "logit_bias",
                                  "'logit_bias' of token %lld must be a number in [-100, 100]", id);
         }
-        b[n] = (encore_logit_bias){(int32_t)id, (float)x->valuedouble};
+        int j = 0; /* a repeated id: the last bias wins, as in a Python dict */
+        while (j < n && b[j].id != id)
+            j++;
+        b[j] = (encore_logit_bias){(int32_t)id, (float)x->valuedouble};
+        n += j == n;
     }
     r->logit_bias = b;
     r->sampling.logit_bias = b;

@@ -22,6 +22,7 @@ struct http_server {
     int port;
     int check_host;             /* bound to a loopback address, or allowed_hosts set */
     int64_t max_model_len;
+    int64_t vocab_size;         /* token ids in stop_token_ids and logit_bias are below it */
     int has_chat_template;
     int64_t created;            /* Unix seconds at start, for /v1/models */
     metrics metrics;
