@@ -112,18 +112,16 @@ static void test_completion_request(void)
     oai_request_free(&r);
     refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"logit_bias\":[1]}", OAI_CHAT,
             "logit_bias", "must be an object");
-    refused("{\"prompt\":\"x\",\"logit_bias\":{\"abc\":1}}", OAI_COMPLETION, "logit_bias",
-            "'abc' is not one");
-    refused("{\"prompt\":\"x\",\"logit_bias\":{\"-1\":1}}", OAI_COMPLETION, "logit_bias",
-            "token ids");
-    refused("{\"prompt\":\"x\",\"logit_bias\":{\"12x\":1}}", OAI_COMPLETION, "logit_bias",
-            "token ids");
-    refused("{\"prompt\":\"x\",\"logit_bias\":{\"4294967296\":1}}", OAI_COMPLETION, "logit_bias",
-            "token ids");
-    refused("{\"prompt\":\"x\",\"logit_bias\":{\"7\":100.5}}", OAI_COMPLETION, "logit_bias",
-            "[-100, 100]");
-    refused("{\"prompt\":\"x\",\"logit_bias\":{\"7\":\"1\"}}", OAI_COMPLETION, "logit_bias",
-            "[-100, 100]");
+    static const char *const bad_bias[][2] = {
+        {"{\"abc\":1}", "'abc' is not one"}, {"{\"-1\":1}", "token ids"},
+        {"{\"12x\":1}", "token ids"},        {"{\"4294967296\":1}", "token ids"},
+        {"{\"7\":100.5}", "[-100, 100]"},     {"{\"7\":\"1\"}", "[-100, 100]"},
+    };
+    for (size_t i = 0; i < sizeof bad_bias / sizeof bad_bias[0]; i++) {
+        char body[128];
+        snprintf(body, sizeof body, "{\"prompt\":\"x\",\"logit_bias\":%s}", bad_bias[i][0]);
+        refused(body, OAI_COMPLETION, "logit_bias", bad_bias[i][1]);
+    }
     {
         char body[301 * 12 + 64];
         int n = snprintf(body, sizeof body, "{\"prompt\":\"x\",\"logit_bias\":{");
