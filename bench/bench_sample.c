@@ -20,8 +20,7 @@
 
 #include "bench_timing.h"
 
-enum { V = 151936, ROWS = 16, HIST = 128, MAX_RUNS = 32,
-       SCRATCH_STRIDE = V * GRAPH_SAMPLE_SCRATCH_WORDS + GRAPH_SAMPLE_SCRATCH_EXTRA };
+enum { V = 151936, ROWS = 16, HIST = 128, MAX_RUNS = 32 };
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -63,7 +62,7 @@ static double bench(const float *src, float *logits, const graph_sample_row *row
                              .n_vocab = V,
                              .hist_len = HIST,
                              .n_workers = 1,
-                             .scratch_stride = SCRATCH_STRIDE};
+                             .scratch_stride = graph_sample_scratch_words(V)};
         double t0 = bench_cpu_s();
         cpu_sample(&a, 0, 1);
         t[k] = (bench_cpu_s() - t0) * 1e3 / ROWS;
@@ -80,7 +79,7 @@ int main(int argc, char **argv)
     }
     cpu_kernels_init();
     float *src = malloc(sizeof(float) * ROWS * V), *logits = malloc(sizeof(float) * ROWS * V);
-    int32_t *scratch = malloc(sizeof(int32_t) * SCRATCH_STRIDE);
+    int32_t *scratch = malloc(sizeof(int32_t) * (size_t)graph_sample_scratch_words(V));
     if (!src || !logits || !scratch) return 1;
     graph_sample_row sampled = {.temperature = 0.8,
                                 .top_p = 0.95,

@@ -4,12 +4,14 @@
  *   exp, log   against libm: within 3 ulp over [-708, 0] (exp) and over
  *              (0, 2^20] (log); exp(0) is 1, below -708 / -inf / NaN is 0
  *   bin        against frexp's exponent
- *   weights    the AVX2 loop (base/sample_math_avx2.c) gives the portable
- *              loop's bits, row lengths 1..67 and 151936, -inf, min_p
- *   masses     smath_masses and smath_bin_mass against the plain definition
- *              in ref_sampler.h (bin by bin, chunks of 256, id order), bit
- *              for bit, for every id kept and under cuts
- *   draw       smath_draw against ref_walk at random u and at u exactly on
+ *   weights    the AVX2 and AVX-512 loops (base/sample_math_avx2.c,
+ *              _avx512.c) give the portable loop's bits, row lengths 1..67
+ *              and 151936, -inf, min_p
+ *   masses     smath_masses against the plain definition in ref_sampler.h
+ *              (bin by bin, chunks of 256, id order), bit for bit, for
+ *              every id kept and under cuts
+ *   draw       smath_draw (over the chunk records made under the cut)
+ *              against ref_walk at random u and at u exactly on
  *              each running sum of the definition (where a sum in any other
  *              order or chunking picks a neighbour)
  *   chunks     chunk records (smath_chunk_of) made for 1, 2 and 3 ranges of
@@ -86,13 +88,10 @@ static void random_row(float *x, int64_t n, double spread)
         x[i] = uniform() < 0.01 ? -INFINITY : (float)(spread * (uniform() - 0.5));
 }
 
-static void test_weights(void)
+/* The loop `weights` (an ISA's) against the portable one, row lengths
+ * 1..67 (every tail) and 151936. */
+static int weights_differ(void (*weights)(const float *, int64_t, double, double, double, double *))
 {
-#ifdef CPU__HAVE_X86
-    if (!cpu_isa_supported(CPU_ISA_AVX2)) {
-        printf("weights: no AVX2 here, the portable loop only\n");
-        return;
-    }
     enum { N = 151936 };
     float *x = malloc(N * sizeof *x);
     double *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
@@ -104,68 +103,35 @@ static void test_weights(void)
         for (int64_t i = 0; i < len; i++)
             if (x[i] > max) max = x[i];
         smath_weights(x, len, max, inv_t, min_p, a);
-        smath_weights_avx2(x, len, max, inv_t, min_p, b);
+        weights(x, len, max, inv_t, min_p, b);
         bad += memcmp(a, b, (size_t)len * sizeof *a) != 0;
     }
-    CHECK(bad == 0);
-    printf("weights: AVX2 and portable alike in %d of 68 rows\n", 68 - bad);
     free(x);
     free(a);
     free(b);
+    return bad;
+}
+
+static void test_weights(void)
+{
+#ifdef CPU__HAVE_X86
+    if (!cpu_isa_supported(CPU_ISA_AVX2)) {
+        printf("weights: no AVX2 here, the portable loop only\n");
+        return;
+    }
+    int bad = weights_differ(smath_weights_avx2);
+    CHECK(bad == 0);
+    printf("weights: AVX2 and portable alike in %d of 68 rows\n", 68 - bad);
+    if (!cpu_isa_supported(CPU_ISA_AVX512)) {
+        printf("weights: no AVX-512 here\n");
+        return;
+    }
+    bad = weights_differ(smath_weights_avx512);
+    CHECK(bad == 0);
+    printf("weights: AVX-512 and portable alike in %d of 68 rows\n", 68 - bad);
 #else
     printf("weights: not x86-64, the portable loop only\n");
 #endif
-}
-
-static void test_masses_and_draw(void)
-{
-    enum { N = 5000 };
-    double *w = malloc(N * sizeof *w), mass[SMATH_BINS], ref_mass[64];
-    bool *keep = malloc(N * sizeof *keep);
-    int64_t count[SMATH_BINS];
-    int bad_mass = 0, bad_draw = 0, n_draws = 0;
-    for (int t = 0; t < 40; t++) {
-        int64_t n = t < 20 ? 1 + t * 97 : N;
-        for (int64_t i = 0; i < n; i++)
-            w[i] = uniform() < 0.05 ? 0.0 : smath_exp(-(t % 2 ? 3.0 : 30.0) * uniform());
-        w[t % n] = 1.0;
-        smath_cut cut = {0.0, -1};
-        if (t % 3 == 1) cut = (smath_cut){w[(t * 7) % n], (t * 13) % n}; /* a cut inside */
-        for (int64_t i = 0; i < n; i++)
-            keep[i] = w[i] > 0.0 && (w[i] > cut.w || (w[i] == cut.w && i <= cut.id));
-        smath_masses(w, n, cut, count, mass);
-        double total = ref_masses(w, keep, n, ref_mass);
-        bad_mass += memcmp(mass, ref_mass, sizeof mass) != 0 || smath_total(mass) != total;
-        for (int b = 0; b < SMATH_BINS; b++) { /* one bin alone, as a cut inside it recomputes */
-            int64_t c1;
-            double m1;
-            smath_bin_mass(w, n, cut, b, &c1, &m1);
-            bad_mass += c1 != count[b] || m1 != ref_mass[b];
-        }
-        /* u at random, and exactly on the definition's running sums */
-        double acc = 0.0;
-        for (int b = 0; b < 64; b++) {
-            double u = uniform() * total;
-            bad_draw += smath_draw(w, n, cut, mass, u) != ref_walk(w, keep, n, ref_mass, u);
-            if (ref_mass[b] <= 0.0) continue;
-            acc = acc + ref_mass[b];
-            bad_draw += smath_draw(w, n, cut, mass, acc) != ref_walk(w, keep, n, ref_mass, acc);
-            double run = 0.0, before = acc - ref_mass[b]; /* inside the bin: id by id */
-            for (int64_t i = 0; i < n && i < 256; i++) {
-                if (!keep[i] || ref_bin(w[i]) != b) continue;
-                run += w[i];
-                bad_draw += smath_draw(w, n, cut, mass, before + run) !=
-                            ref_walk(w, keep, n, ref_mass, before + run);
-                n_draws++;
-            }
-            n_draws += 2;
-        }
-    }
-    printf("masses: %d mismatches over 40 rows; draws: %d of %d differ\n", bad_mass, bad_draw, n_draws);
-    CHECK(bad_mass == 0);
-    CHECK(bad_draw == 0);
-    free(w);
-    free(keep);
 }
 
 /* The chunk records of w[0..n) made range by range, the last of n_parts
@@ -180,6 +146,54 @@ static void chunked_masses(const double *w, int64_t n, smath_cut cut, int n_part
             smath_chunk_of(w, c0, c1, cut, &ch[c]);
         }
     smath_chunks_fold(ch, n_chunks, count, mass);
+}
+
+static void test_masses_and_draw(void)
+{
+    enum { N = 5000 };
+    double *w = malloc(N * sizeof *w), mass[SMATH_BINS], ref_mass[64];
+    bool *keep = malloc(N * sizeof *keep);
+    smath_chunk *ch = malloc((N / SMATH_CHUNK + 1) * sizeof *ch);
+    int64_t count[SMATH_BINS];
+    int bad_mass = 0, bad_draw = 0, n_draws = 0;
+    for (int t = 0; t < 40; t++) {
+        int64_t n = t < 20 ? 1 + t * 97 : N;
+        for (int64_t i = 0; i < n; i++)
+            w[i] = uniform() < 0.05 ? 0.0 : smath_exp(-(t % 2 ? 3.0 : 30.0) * uniform());
+        w[t % n] = 1.0;
+        smath_cut cut = {0.0, -1};
+        if (t % 3 == 1) cut = (smath_cut){w[(t * 7) % n], (t * 13) % n}; /* a cut inside */
+        for (int64_t i = 0; i < n; i++)
+            keep[i] = w[i] > 0.0 && (w[i] > cut.w || (w[i] == cut.w && i <= cut.id));
+        smath_masses(w, n, cut, count, mass);
+        double total = ref_masses(w, keep, n, ref_mass);
+        bad_mass += memcmp(mass, ref_mass, sizeof mass) != 0 || smath_total(mass) != total;
+        chunked_masses(w, n, cut, 1, ch, count, mass); /* the records the draw walks */
+        /* u at random, and exactly on the definition's running sums */
+        double acc = 0.0;
+        for (int b = 0; b < 64; b++) {
+            double u = uniform() * total;
+            bad_draw += smath_draw(w, n, cut, mass, ch, u) != ref_walk(w, keep, n, ref_mass, u);
+            if (ref_mass[b] <= 0.0) continue;
+            acc = acc + ref_mass[b];
+            bad_draw += smath_draw(w, n, cut, mass, ch, acc) != ref_walk(w, keep, n, ref_mass, acc);
+            double run = 0.0, before = acc - ref_mass[b]; /* inside the bin: id by id */
+            for (int64_t i = 0; i < n && i < 256; i++) {
+                if (!keep[i] || ref_bin(w[i]) != b) continue;
+                run += w[i];
+                bad_draw += smath_draw(w, n, cut, mass, ch, before + run) !=
+                            ref_walk(w, keep, n, ref_mass, before + run);
+                n_draws++;
+            }
+            n_draws += 2;
+        }
+    }
+    printf("masses: %d mismatches over 40 rows; draws: %d of %d differ\n", bad_mass, bad_draw, n_draws);
+    CHECK(bad_mass == 0);
+    CHECK(bad_draw == 0);
+    free(w);
+    free(keep);
+    free(ch);
 }
 
 static void test_chunks(void)

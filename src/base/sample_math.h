@@ -144,9 +144,13 @@ static inline void smath_weights(const float *x, int64_t n, double max, double i
 
 #if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
 /* smath_weights four lanes at a time, the same bits (sample_math_avx2.c);
- * only where the CPU has AVX2. */
+ * only where the CPU has AVX2; */
 void smath_weights_avx2(const float *x, int64_t n, double max, double inv_t, double min_p,
                         double *w);
+/* eight lanes at a time, the same bits (sample_math_avx512.c); only where
+ * the CPU has AVX-512 F. */
+void smath_weights_avx512(const float *x, int64_t n, double max, double inv_t, double min_p,
+                          double *w);
 #endif
 
 /* smath_weights by the fastest loop this CPU runs (sample_math.c). */
@@ -257,28 +261,6 @@ static inline void smath_chunks_fold(const smath_chunk *ch, int64_t n_chunks, in
     }
 }
 
-/* count and mass of bin b alone: smath_masses' figures for it. */
-static inline void smath_bin_mass(const double *w, int64_t n, smath_cut cut, int b, int64_t *count,
-                                  double *mass)
-{
-    double m = 0.0;
-    int64_t c = 0;
-    for (int64_t c0 = 0; c0 < n; c0 += SMATH_CHUNK) {
-        int64_t c1 = c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n;
-        double part = 0.0;
-        int64_t in = 0;
-        for (int64_t i = c0; i < c1; i++) {
-            double v = smath__of_bin(w, i, cut, b);
-            part += v;
-            in += v > 0.0;
-        }
-        c += in;
-        if (in) m += part;
-    }
-    *count = c;
-    *mass = m;
-}
-
 static inline double smath_total(const double *mass)
 {
     double m = 0.0;
@@ -309,36 +291,36 @@ static inline int64_t smath__walk(const double *v, int64_t n, double *u)
 }
 
 /* The id of the draw u (see the top) in the kept set of w; mass[] as
- * smath_masses gave for the cut. Returns -1 when nothing is kept. */
+ * smath_masses gave for the cut, and ch[] the row's chunk records under it
+ * (smath_chunk_of's, a recut bin's parts rewritten): a chunk's part of a bin
+ * is the sum of its kept ids of the bin in id order, as the definition's.
+ * Returns -1 when nothing is kept. */
 static inline int64_t smath_draw(const double *w, int64_t n, smath_cut cut, const double *mass,
-                                 double u)
+                                 const smath_chunk *ch, double u)
 {
     int64_t b = smath__walk(mass, SMATH_BINS, &u);
     if (b < 0) return -1;
     /* the chunk: its part of bin b, chunk by chunk until one exceeds u */
     double acc = 0.0;
-    int64_t last_chunk = -1, chunk = -1;
-    for (int64_t c0 = 0; c0 < n && chunk < 0; c0 += SMATH_CHUNK) {
-        int64_t c1 = c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n;
-        double part = 0.0;
-        for (int64_t i = c0; i < c1; i++)
-            part += smath__of_bin(w, i, cut, (int)b);
-        if (part <= 0.0) continue;
-        double next = acc + part;
+    int64_t last_chunk = -1, chunk = -1, n_chunks = (n + SMATH_CHUNK - 1) / SMATH_CHUNK;
+    for (int64_t c = 0; c < n_chunks; c++) {
+        if (!(ch[c].seen >> b & 1) || ch[c].part[b] <= 0.0) continue;
+        double next = acc + ch[c].part[b];
+        last_chunk = c;
         if (u < next) {
             u = u - acc;
-            chunk = c0;
+            chunk = c;
+            break;
         }
         acc = next;
-        last_chunk = c0;
     }
     if (chunk < 0) {
         chunk = last_chunk;
         u = INFINITY;
     }
-    int64_t c1 = chunk + SMATH_CHUNK < n ? chunk + SMATH_CHUNK : n, last = -1;
+    int64_t c0 = chunk * SMATH_CHUNK, c1 = c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n, last = -1;
     double run = 0.0;
-    for (int64_t i = chunk; i < c1; i++) {
+    for (int64_t i = c0; i < c1; i++) {
         if (!smath_kept(w, i, cut) || smath_bin(w[i]) != b) continue;
         run += w[i];
         if (u < run) return i;

@@ -13,8 +13,11 @@
  *
  * The kept set is always a prefix of the ids sorted by (weight desc, id
  * asc), so it is given by one cut. Only a boundary bin is ever sorted, and of
- * it only the buckets (by the top 8 mantissa bits) that the count or the walk
- * reaches: the same order as sorting the whole bin. */
+ * it only the buckets (by the top mantissa bits) that the count or the walk
+ * reaches: the same order as sorting the whole bin. The boundary bin's
+ * members are listed once, in id order (the chunk records say which chunks
+ * have any), and its new mass under the cut is summed over them alone: the
+ * other ids would add +0.0, which changes no sum. */
 #ifndef ENC_BASE_SAMPLE_SELECT_H
 #define ENC_BASE_SAMPLE_SELECT_H
 
@@ -35,19 +38,30 @@ typedef struct sample_kept {
     double mass[SMATH_BINS];
 } sample_kept;
 
-/* The kept set of w[0..n) under top_k (<= 0 or >= n: off) and top_p (0 or
- * >= 1: off), through cand and tmp ([n] each). */
-void sample_select(const double *w, int64_t n, int64_t top_k, double top_p, sample_cand *cand,
-                   sample_cand *tmp, sample_kept *out);
+/* Where a selection over n ids works: cand and tmp [n] each, ids [n], and
+ * the row's chunk records ([(n + SMATH_CHUNK - 1) / SMATH_CHUNK]), which
+ * the selection keeps true for its cut and the draw reads. */
+typedef struct sample_work {
+    sample_cand *cand, *tmp;
+    int32_t *ids;
+    smath_chunk *chunks;
+} sample_work;
 
-/* sample_select where io already holds every positive weight's count and
- * mass by bin (smath_masses under the cut {0, -1}, made in the same pass as
- * the weights); io->cut is set here. */
-void sample_select_cut(const double *w, int64_t n, int64_t top_k, double top_p, sample_cand *cand,
-                       sample_cand *tmp, sample_kept *io);
+/* The kept set of w[0..n) under top_k (<= 0 or >= n: off) and top_p (0 or
+ * >= 1: off); makes wk's chunk records first. */
+void sample_select(const double *w, int64_t n, int64_t top_k, double top_p, const sample_work *wk,
+                   sample_kept *out);
+
+/* sample_select where wk's chunk records are already made under the cut
+ * {0, -1} and io holds their fold (smath_chunks_fold: every positive
+ * weight's count and mass by bin); io->cut is set here. */
+void sample_select_cut(const double *w, int64_t n, int64_t top_k, double top_p,
+                       const sample_work *wk, sample_kept *io);
 
 /* The id the uniform u01 in [0, 1) draws from the kept set (smath_draw of
- * u01 x its mass); -1 when nothing is kept. */
-int64_t sample_select_draw(const double *w, int64_t n, const sample_kept *k, double u01);
+ * u01 x its mass, over the chunk records the selection left); -1 when
+ * nothing is kept. */
+int64_t sample_select_draw(const double *w, int64_t n, const sample_kept *k,
+                           const smath_chunk *chunks, double u01);
 
 #endif

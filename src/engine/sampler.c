@@ -19,9 +19,12 @@ enc_status sampler_init(sampler *s, int64_t n_vocab)
     s->w = malloc((size_t)n_vocab * sizeof *s->w);
     s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
     s->tmp = malloc((size_t)n_vocab * sizeof *s->tmp);
+    s->ids = malloc((size_t)n_vocab * sizeof *s->ids);
+    s->chunks = malloc((size_t)(n_vocab + SMATH_CHUNK - 1) / SMATH_CHUNK * sizeof *s->chunks);
     s->counts = calloc((size_t)n_vocab, sizeof *s->counts);
     s->done = calloc((size_t)n_vocab, sizeof *s->done);
-    if (!s->work || !s->w || !s->cand || !s->tmp || !s->counts || !s->done) {
+    if (!s->work || !s->w || !s->cand || !s->tmp || !s->ids || !s->chunks || !s->counts ||
+        !s->done) {
         sampler_free(s);
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "sampler scratch for a vocabulary of %lld", (long long)n_vocab);
     }
@@ -34,6 +37,8 @@ void sampler_free(sampler *s)
     free(s->w);
     free(s->cand);
     free(s->tmp);
+    free(s->ids);
+    free(s->chunks);
     free(s->counts);
     free(s->done);
     memset(s, 0, sizeof *s);
@@ -132,7 +137,8 @@ static void sampler__kept(sampler *s, const float *x, int64_t n, const engine_sa
 {
     /* min_p first, as in vLLM: the largest weight is 1, so the argmax survives */
     smath_weights_best(x, n, x[sampler_argmax(x, n)], 1.0 / p->temperature, p->min_p, s->w);
-    sample_select(s->w, n, p->top_k, p->top_p, s->cand, s->tmp, k);
+    sample_select(s->w, n, p->top_k, p->top_p, &(sample_work){s->cand, s->tmp, s->ids, s->chunks},
+                  k);
 }
 
 int64_t sampler_candidates(sampler *s, const float *x, int64_t n, const engine_sampling *p)
@@ -149,7 +155,7 @@ static int32_t sampler__draw(sampler *s, const float *x, int64_t n, const engine
 {
     sample_kept k;
     sampler__kept(s, x, n, p, &k);
-    int64_t id = sample_select_draw(s->w, n, &k, u01);
+    int64_t id = sample_select_draw(s->w, n, &k, s->chunks, u01);
     return id >= 0 ? (int32_t)id : sampler_argmax(x, n);
 }
 

@@ -53,6 +53,8 @@ typedef struct sampler {
     double *w;          /* [n_vocab] sampling weights */
     sample_cand *cand;  /* [n_vocab] the kept set (sampler_candidates), a sorted bin */
     sample_cand *tmp;   /* [n_vocab] the sort's other half */
+    int32_t *ids;       /* [n_vocab] a boundary bin's members */
+    smath_chunk *chunks; /* [n_vocab / SMATH_CHUNK rounded up] the row's chunk records */
     int32_t *counts;    /* [n_vocab] output occurrences; all zero between calls */
     uint8_t *done;      /* [n_vocab] penalised this call; all zero between calls */
 } sampler;

@@ -362,9 +362,9 @@ graph_tensor *graph_sample(graph *g, graph_tensor *logits, graph_tensor *params,
                    logits))
         return NULL;
     int64_t workers = S < GRAPH_SAMPLE_WORKERS ? S : GRAPH_SAMPLE_WORKERS;
-    graph_tensor *scratch = graph_tensor_2d(g, GRAPH_INTERMEDIATE, ENC_I32, workers,
-                                            logits->shape[1] * GRAPH_SAMPLE_SCRATCH_WORDS + GRAPH_SAMPLE_SCRATCH_EXTRA,
-                                            "sample scratch");
+    graph_tensor *scratch =
+        graph_tensor_2d(g, GRAPH_INTERMEDIATE, ENC_I32, workers,
+                        graph_sample_scratch_words(logits->shape[1]), "sample scratch");
     graph_tensor *dst = graph_tensor_1d(g, GRAPH_INTERMEDIATE, ENC_I32, S, "sampled ids");
     graph_node *n = graph__node(g, GRAPH_OP_SAMPLE, dst, logits, params, positions);
     if (!n || !scratch) return NULL;

@@ -34,18 +34,28 @@
 #include <stdint.h>
 
 enum {
-    GRAPH_SAMPLE_MAX_MASK = 32,     /* EOS and stop ids masked until min_tokens */
-    GRAPH_SAMPLE_MAX_BIAS = 300,    /* logit bias entries of a row (OpenAI's limit) */
-    GRAPH_SAMPLE_PENALTIES = 1,     /* flags: repetition / presence / frequency on */
-    GRAPH_SAMPLE_LOGPROBS = 2,      /* flags: write the row's logprobs record */
-    GRAPH_SAMPLE_MASKED = 4,        /* flags: only ids whose mask bit is 1 may be chosen */
-    GRAPH_SAMPLE_NO_TOKEN = -1,     /* the id of a masked row that allows no token */
-    GRAPH_SAMPLE_MAX_TOP = 20,      /* alternatives a logprobs record holds */
-    GRAPH_SAMPLE_WORKERS = 4,       /* rows sampled at once (scratch slices) */
-    GRAPH_SAMPLE_SCRATCH_WORDS = 12, /* i32 scratch words per vocabulary id per worker (even) */
-    GRAPH_SAMPLE_SCRATCH_EXTRA = 128 /* and per worker beyond them (one chunk's 64 bin masses, for
-                                      * shaders/sample.comp on a vocabulary under 18 ids) */
+    GRAPH_SAMPLE_MAX_MASK = 32,       /* EOS and stop ids masked until min_tokens */
+    GRAPH_SAMPLE_MAX_BIAS = 300,      /* logit bias entries of a row (OpenAI's limit) */
+    GRAPH_SAMPLE_PENALTIES = 1,       /* flags: repetition / presence / frequency on */
+    GRAPH_SAMPLE_LOGPROBS = 2,        /* flags: write the row's logprobs record */
+    GRAPH_SAMPLE_MASKED = 4,          /* flags: only ids whose mask bit is 1 may be chosen */
+    GRAPH_SAMPLE_NO_TOKEN = -1,       /* the id of a masked row that allows no token */
+    GRAPH_SAMPLE_MAX_TOP = 20,        /* alternatives a logprobs record holds */
+    GRAPH_SAMPLE_WORKERS = 4,         /* rows sampled at once (scratch slices) */
+    GRAPH_SAMPLE_SCRATCH_WORDS = 12,  /* i32 scratch words per vocabulary id per worker (even) */
+    GRAPH_SAMPLE_SCRATCH_EXTRA = 128, /* and per worker beyond them (one chunk's 64 bin masses, for
+                                       * shaders/sample.comp on a vocabulary under 18 ids) */
+    GRAPH_SAMPLE_CHUNK_IDS = 256,     /* and per worker, per this many ids (rounded up), */
+    GRAPH_SAMPLE_CHUNK_WORDS = 194    /* this many (even): the CPU kernel's chunk record */
 };
+
+/* The i32 words of one worker's scratch slice for a vocabulary of n_vocab. */
+static inline int64_t graph_sample_scratch_words(int64_t n_vocab)
+{
+    return n_vocab * GRAPH_SAMPLE_SCRATCH_WORDS + GRAPH_SAMPLE_SCRATCH_EXTRA +
+           (n_vocab + GRAPH_SAMPLE_CHUNK_IDS - 1) / GRAPH_SAMPLE_CHUNK_IDS *
+               GRAPH_SAMPLE_CHUNK_WORDS;
+}
 
 /* One logit bias entry: bias is added to the logit of id. */
 typedef struct graph_sample_bias {

@@ -170,7 +170,7 @@ typedef struct cpu_sample_args {
     int32_t *logprobs;       /* [n_rows, GRAPH_SAMPLE_LP_WORDS] or NULL */
     const uint32_t *mask;    /* [n_rows, GRAPH_SAMPLE_MASK_WORDS(n_vocab)] or NULL */
     int64_t n_rows, n_vocab, hist_len, n_workers;
-    int64_t scratch_stride;  /* >= n_vocab * GRAPH_SAMPLE_SCRATCH_WORDS + GRAPH_SAMPLE_SCRATCH_EXTRA */
+    int64_t scratch_stride;  /* >= graph_sample_scratch_words(n_vocab) */
     int phase;               /* 0 .. CPU_SAMPLE_PHASES - 1 */
 } cpu_sample_args;
 

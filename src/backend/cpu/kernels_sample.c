@@ -4,7 +4,8 @@
  * so that both choose the same token bit for bit.
  *
  * One row, in its worker's scratch slice ([V] doubles w, [V] candidates
- * {w, id} twice (the second for a merge), [V] i32 cnt and [V] floats raw):
+ * {w, id} twice (the second for a merge), [V] i32 cnt, [V] floats raw, the
+ * row's state, and a chunk record per 256 ids):
  *
  *   logprobs    (rows that ask) log_softmax of the raw row and its n_top
  *               best ids, in the host sampler's arithmetic; the raw row is
@@ -18,11 +19,14 @@
  *   greedy      T = 0: the first id of the largest logit
  *   weights     w = smath_exp((l - max) x (1 / T)) (base/sample_math.h;
  *               four at a time on AVX2, the same bits); min_p zeroes w < min_p;
- *               each 256-id chunk's bin masses while its weights are in L1
+ *               each 256-id chunk's record (its part and count of each bin,
+ *               smath_chunk) while its weights are in L1; the records added
+ *               in chunk order give the masses by bin
  *   top-k/p     the kept set as a cut over weights binned by exponent, one
- *               boundary bin sorted (base/sample_select.h)
+ *               boundary bin's members (in cnt) sorted, its chunks' records
+ *               summed anew (base/sample_select.h)
  *   draw        u = philox_uniform(seed, position) x the kept mass, walked
- *               bin, chunk, id (smath_draw)
+ *               bin, chunk record, id (smath_draw)
  *
  * Rows are independent and a row's result depends on nothing else. The op
  * is three calls (phases), each finished before the next starts:
@@ -32,11 +36,10 @@
  *   rows <  threads   phase 0: share r takes row r up to its draw (logprobs,
  *                     penalties, masks, the max; greedy rows end here)
  *                     phase 1: share i takes a contiguous range of row
- *                     i % rows' 256-id chunks: their weights and each
- *                     chunk's bin parts, kept apart (smath_chunk)
- *                     phase 2: share r adds row r's chunk parts in chunk
- *                     order (the sum of the one-thread pass, term for term),
- *                     then top-k / top-p and the draw
+ *                     i % rows' 256-id chunks: their weights and records
+ *                     phase 2: share r adds row r's records in chunk order
+ *                     (as the one-thread row does), then top-k / top-p and
+ *                     the draw
  *
  * so the bits are the same for every thread count and batch. A row's state
  * between phases lives in its slice's extra words (sample__state). */
@@ -56,9 +59,13 @@ _Static_assert(sizeof(sample_cand) == 16, "a candidate is four scratch words");
 typedef struct sample__scratch {
     double *w;               /* [V] */
     sample_cand *cand, *tmp; /* [V] each */
-    int32_t *cnt;            /* [V] */
+    int32_t *cnt;            /* [V] the penalties' counts, then a boundary bin's ids */
     float *raw;              /* [V] the raw row, kept for its logprobs */
+    smath_chunk *chunks;     /* [V / SMATH_CHUNK rounded up] the row's chunk records */
 } sample__scratch;
+_Static_assert(sizeof(smath_chunk) <= GRAPH_SAMPLE_CHUNK_WORDS * sizeof(int32_t) &&
+                   (int)SMATH_CHUNK == (int)GRAPH_SAMPLE_CHUNK_IDS,
+               "a chunk record fits its words in the scratch slice");
 
 /* --- logit bias, penalties and masks ----------------------------------------- */
 
@@ -167,22 +174,6 @@ static double sample__logprobs(const float *x, int64_t n, int n_top, graph_sampl
 
 /* --- one row ------------------------------------------------------------------ */
 
-/* The weights of x[0..n) into w and every positive one's count and mass by
- * bin into k (smath_weights then smath_masses under the cut {0, -1}, the
- * same bits), a chunk at a time while its weights are in the L1 cache. */
-static void sample__weights_masses(const float *x, int64_t n, double max, double inv_t, double min_p,
-                                   double *w, sample_kept *k)
-{
-    double part[SMATH_BINS] = {0};
-    memset(k->count, 0, sizeof k->count);
-    memset(k->mass, 0, sizeof k->mass);
-    for (int64_t c0 = 0; c0 < n; c0 += SMATH_CHUNK) {
-        int64_t c1 = c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n;
-        cpu__kernels()->sample_weights(x + c0, c1 - c0, max, inv_t, min_p, w + c0);
-        smath_masses_chunk(w, c0, c1, (smath_cut){0.0, -1}, k->count, k->mass, part);
-    }
-}
-
 /* What a row carries from one phase to the next, in the words of its scratch
  * slice past the [V]-sized arrays (GRAPH_SAMPLE_SCRATCH_EXTRA). */
 typedef struct sample__state {
@@ -256,15 +247,37 @@ static void sample__begin(const cpu_sample_args *a, int64_t r, const sample__scr
     st->draw = 1;
 }
 
-/* Row r's draw from its kept set (every positive weight's count and mass by
- * bin in k): the top-k / top-p cut, then philox_uniform(seed, position). */
-static void sample__end(const cpu_sample_args *a, int64_t r, const sample__scratch *sc,
-                        sample__state *st, sample_kept *k)
+/* Part `part` of n_parts of row r's weights: those of its contiguous range
+ * of 256-id chunks, and each chunk's record (smath_chunk_of under the cut
+ * {0, -1}: every positive weight's part and count by bin). */
+static void sample__weights(const cpu_sample_args *a, int64_t r, const sample__scratch *sc,
+                            const sample__state *st, int part, int n_parts)
 {
     graph_sample_row p = sample__params(a, r);
-    int64_t n = p.n_sample;
-    sample_select_cut(sc->w, n, p.top_k, p.top_p, sc->cand, sc->tmp, k);
-    int64_t id = sample_select_draw(sc->w, n, k, philox_uniform(p.seed, sample__pos(a, r)));
+    int64_t n = p.n_sample, n_chunks = (n + SMATH_CHUNK - 1) / SMATH_CHUNK;
+    const float *x = a->logits + r * a->n_vocab;
+    for (int64_t c = n_chunks * part / n_parts; c < n_chunks * (part + 1) / n_parts; c++) {
+        int64_t c0 = c * SMATH_CHUNK, c1 = c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n;
+        cpu__kernels()->sample_weights(x + c0, c1 - c0, st->max, 1.0 / p.temperature, p.min_p,
+                                       sc->w + c0);
+        smath_chunk_of(sc->w, c0, c1, (smath_cut){0.0, -1}, &sc->chunks[c]);
+    }
+}
+
+/* Row r's draw once its weights and chunk records are made: the records
+ * added bin by bin in chunk order (every positive weight's count and mass),
+ * the top-k / top-p cut, then philox_uniform(seed, position). */
+static void sample__draw(const cpu_sample_args *a, int64_t r, const sample__scratch *sc,
+                         sample__state *st)
+{
+    graph_sample_row p = sample__params(a, r);
+    int64_t n = p.n_sample, n_chunks = (n + SMATH_CHUNK - 1) / SMATH_CHUNK;
+    sample_kept k;
+    smath_chunks_fold(sc->chunks, n_chunks, k.count, k.mass);
+    sample_work wk = {sc->cand, sc->tmp, sc->cnt, sc->chunks};
+    sample_select_cut(sc->w, n, p.top_k, p.top_p, &wk, &k);
+    int64_t id =
+        sample_select_draw(sc->w, n, &k, sc->chunks, philox_uniform(p.seed, sample__pos(a, r)));
     if (id < 0) id = sample__argmax(a->logits + r * a->n_vocab, n);
     sample__finish(a, r, sc, st, (int32_t)id);
 }
@@ -275,42 +288,8 @@ static void sample__row(const cpu_sample_args *a, int64_t r, const sample__scrat
 {
     sample__begin(a, r, sc, st);
     if (!st->draw) return;
-    graph_sample_row p = sample__params(a, r);
-    sample_kept kept;
-    sample__weights_masses(a->logits + r * a->n_vocab, p.n_sample, st->max, 1.0 / p.temperature,
-                           p.min_p, sc->w, &kept);
-    sample__end(a, r, sc, st, &kept);
-}
-
-/* --- a row split over the threads ------------------------------------------------ */
-
-/* Phase 1, part `part` of n_parts of row r: the weights of its contiguous
- * range of chunks, and each chunk's bin parts (smath_masses_chunk's, kept
- * apart instead of added to the row's masses). */
-static void sample__split_weights(const cpu_sample_args *a, int64_t r, const sample__scratch *sc,
-                                  const sample__state *st, int part, int n_parts)
-{
-    graph_sample_row p = sample__params(a, r);
-    int64_t n = p.n_sample, n_chunks = (n + SMATH_CHUNK - 1) / SMATH_CHUNK;
-    const float *x = a->logits + r * a->n_vocab;
-    smath_chunk *ch = (smath_chunk *)(void *)sc->tmp;
-    for (int64_t c = n_chunks * part / n_parts; c < n_chunks * (part + 1) / n_parts; c++) {
-        int64_t c0 = c * SMATH_CHUNK, c1 = c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n;
-        cpu__kernels()->sample_weights(x + c0, c1 - c0, st->max, 1.0 / p.temperature, p.min_p,
-                                       sc->w + c0);
-        smath_chunk_of(sc->w, c0, c1, (smath_cut){0.0, -1}, &ch[c]);
-    }
-}
-
-/* Phase 2 of row r: the chunks' parts added bin by bin in chunk order (the
- * order of sample__weights_masses, so the same bits), then the draw. */
-static void sample__split_end(const cpu_sample_args *a, int64_t r, const sample__scratch *sc,
-                              sample__state *st)
-{
-    int64_t n = sample__params(a, r).n_sample, n_chunks = (n + SMATH_CHUNK - 1) / SMATH_CHUNK;
-    sample_kept kept;
-    smath_chunks_fold((const smath_chunk *)(const void *)sc->tmp, n_chunks, kept.count, kept.mass);
-    sample__end(a, r, sc, st, &kept);
+    sample__weights(a, r, sc, st, 0, 1);
+    sample__draw(a, r, sc, st);
 }
 
 /* --- the phases ------------------------------------------------------------------ */
@@ -320,19 +299,20 @@ static sample__scratch sample__slice(const cpu_sample_args *a, int64_t slot, sam
     int64_t V = a->n_vocab;
     int32_t *base = a->scratch + slot * a->scratch_stride;
     *st = (sample__state *)(void *)(base + GRAPH_SAMPLE_SCRATCH_WORDS * V);
-    return (sample__scratch){(double *)(void *)base, (sample_cand *)(void *)(base + 2 * V),
-                             (sample_cand *)(void *)(base + 6 * V), base + 10 * V,
-                             (float *)(void *)(base + 11 * V)};
+    return (sample__scratch){(double *)(void *)base,
+                             (sample_cand *)(void *)(base + 2 * V),
+                             (sample_cand *)(void *)(base + 6 * V),
+                             base + 10 * V,
+                             (float *)(void *)(base + 11 * V),
+                             (smath_chunk *)(void *)(base + GRAPH_SAMPLE_SCRATCH_WORDS * V +
+                                                     GRAPH_SAMPLE_SCRATCH_EXTRA)};
 }
 
 /* Are the rows split over the threads? When there are fewer rows than
- * threads and a scratch slice for each (slice r is row r's), and the
- * chunks' parts fit where the candidates go later. */
+ * threads and a scratch slice for each (slice r is row r's). */
 static bool sample__split(const cpu_sample_args *a, int nth)
 {
-    int64_t n_chunks = (a->n_vocab + SMATH_CHUNK - 1) / SMATH_CHUNK;
-    return a->n_rows < nth && a->n_rows <= a->n_workers &&
-           n_chunks * (int64_t)sizeof(smath_chunk) <= a->n_vocab * (int64_t)sizeof(sample_cand);
+    return a->n_rows < nth && a->n_rows <= a->n_workers;
 }
 
 void cpu_sample(const cpu_sample_args *a, int ith, int nth)
@@ -350,12 +330,13 @@ void cpu_sample(const cpu_sample_args *a, int ith, int nth)
         int64_t r = ith % a->n_rows;
         sample__scratch sc = sample__slice(a, r, &st);
         if (st->draw)
-            sample__split_weights(a, r, &sc, st, (int)(ith / a->n_rows),
-                                  (int)((nth - 1 - r) / a->n_rows + 1));
+            sample__weights(a, r, &sc, st, (int)(ith / a->n_rows),
+                            (int)((nth - 1 - r) / a->n_rows + 1));
         return;
     }
     if (ith >= a->n_rows) return; /* phases 0 and 2: share r does row r */
     sample__scratch sc = sample__slice(a, ith, &st);
     if (a->phase == 0) sample__begin(a, ith, &sc, st);
-    else if (st->draw) sample__split_end(a, ith, &sc, st);
+    else if (st->draw)
+        sample__draw(a, ith, &sc, st);
 }

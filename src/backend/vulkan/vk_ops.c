@@ -588,10 +588,11 @@ static enc_status vk__sample(vk__plan *pl)
     const graph_tensor *scratch = n->src[4];
     int64_t S = n->src[0]->shape[0], V = n->src[0]->shape[1], workers = scratch->shape[0];
     ENC_TRY(vk_sampler_check(pl->c));
-    if (scratch->shape[1] < V * GRAPH_SAMPLE_SCRATCH_WORDS + GRAPH_SAMPLE_SCRATCH_EXTRA)
-        return enc_fail(ENC_ERR_INTERNAL, "vulkan: sample: scratch '%s' has %lld words per worker (%lld needed)",
+    if (scratch->shape[1] < graph_sample_scratch_words(V))
+        return enc_fail(ENC_ERR_INTERNAL,
+                        "vulkan: sample: scratch '%s' has %lld words per worker (%lld needed)",
                         vk__tname(scratch), (long long)scratch->shape[1],
-                        (long long)(V * GRAPH_SAMPLE_SCRATCH_WORDS + GRAPH_SAMPLE_SCRATCH_EXTRA));
+                        (long long)graph_sample_scratch_words(V));
     if (S > workers * VK_MAX_DISPATCHES)
         return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: sample: %lld rows in one step (at most %lld; lower "
                         "--max-num-seqs)", (long long)S, (long long)(workers * VK_MAX_DISPATCHES));

@@ -1,0 +1,70 @@
+/* sample_math_lanes.h - smath_weights (base/sample_math.h) over SIMD lanes,
+ * written once for every vector width: each lane does the portable loop's
+ * correctly rounded adds, multiplies and selects in the same order, so the
+ * bits are the same (no fused multiply-add: CMake compiles with
+ * -ffp-contract=off, and the macros below are plain multiplies and adds).
+ *
+ * The including file (sample_math_avx2.c, sample_math_avx512.c) defines:
+ *
+ *   SM_VEC, SM_IVEC, SM_LANES     the double and 64-bit integer vectors
+ *   SM_SET1(c), SM_ISET1(c)       c in every lane
+ *   SM_ADD, SM_SUB, SM_MUL        lane by lane, rounded once each
+ *   SM_IADD, SM_ISUB, SM_SHL52    64-bit integer lanes; shift left by 52
+ *   SM_AS_INT(v), SM_AS_VEC(i)    the same bits as the other type
+ *   SM_LOAD(x)                    SM_LANES floats from x, widened
+ *   SM_STORE(w, v)                SM_LANES doubles to w
+ *   SM_KEEP_GE(v, a, c)           v where a >= c, else 0 (ordered compare)
+ *   SM_DROP_LT(v, c)              0 where v < c, else v (ordered compare)
+ *   SM_WEIGHTS                    the name of the function to define */
+
+/* smath_exp of SM_LANES lanes (a is already (x - max) * inv_t). */
+static inline SM_VEC smath__exp_lanes(SM_VEC a)
+{
+    const SM_VEC rounder = SM_SET1(SMATH_ROUNDER);
+    SM_VEC t = SM_ADD(SM_MUL(a, SM_SET1(SMATH_LOG2E)), rounder);
+    SM_VEC k = SM_SUB(t, rounder);
+    SM_VEC r = SM_SUB(a, SM_MUL(k, SM_SET1(SMATH_LN2_HI)));
+    r = SM_SUB(r, SM_MUL(k, SM_SET1(SMATH_LN2_LO)));
+#define SMATH__STEP(c) p = SM_ADD(SM_MUL(p, r), SM_SET1(c)) /* written out: no loop in the chain */
+    SM_VEC p = SM_SET1(SMATH_EXP_C12);
+    SMATH__STEP(SMATH_EXP_C11);
+    SMATH__STEP(SMATH_EXP_C10);
+    SMATH__STEP(SMATH_EXP_C9);
+    SMATH__STEP(SMATH_EXP_C8);
+    SMATH__STEP(SMATH_EXP_C7);
+    SMATH__STEP(SMATH_EXP_C6);
+    SMATH__STEP(SMATH_EXP_C5);
+    SMATH__STEP(SMATH_EXP_C4);
+    SMATH__STEP(SMATH_EXP_C3);
+    SMATH__STEP(SMATH_EXP_C2);
+    SMATH__STEP(1.0);
+    SMATH__STEP(1.0);
+#undef SMATH__STEP
+    /* k sits in the low bits of t: 2^k = (k + 1023) << 52 */
+    SM_IVEC kb = SM_ISUB(SM_AS_INT(t), SM_AS_INT(rounder));
+    SM_VEC scale = SM_AS_VEC(SM_SHL52(SM_IADD(kb, SM_ISET1(1023))));
+    return SM_KEEP_GE(SM_MUL(p, scale), a, SM_SET1(SMATH_EXP_MIN));
+}
+
+/* The weights of x[0 .. SM_LANES) into w. */
+static inline void smath__weights_lanes(const float *x, SM_VEC vmax, SM_VEC vinv, SM_VEC vmin_p,
+                                        double *w)
+{
+    SM_VEC e = smath__exp_lanes(SM_MUL(SM_SUB(SM_LOAD(x), vmax), vinv));
+    SM_STORE(w, SM_DROP_LT(e, vmin_p));
+}
+
+void SM_WEIGHTS(const float *x, int64_t n, double max, double inv_t, double min_p, double *w)
+{
+    const SM_VEC vmax = SM_SET1(max), vinv = SM_SET1(inv_t), vmin_p = SM_SET1(min_p);
+    int64_t i = 0;
+    for (; i + 4 * SM_LANES <= n; i += 4 * SM_LANES) { /* four independent chains at once */
+        smath__weights_lanes(x + i, vmax, vinv, vmin_p, w + i);
+        smath__weights_lanes(x + i + SM_LANES, vmax, vinv, vmin_p, w + i + SM_LANES);
+        smath__weights_lanes(x + i + 2 * SM_LANES, vmax, vinv, vmin_p, w + i + 2 * SM_LANES);
+        smath__weights_lanes(x + i + 3 * SM_LANES, vmax, vinv, vmin_p, w + i + 3 * SM_LANES);
+    }
+    for (; i + SM_LANES <= n; i += SM_LANES)
+        smath__weights_lanes(x + i, vmax, vinv, vmin_p, w + i);
+    smath_weights(x + i, n - i, max, inv_t, min_p, w + i);
+}
