@@ -17,7 +17,9 @@
  *   chunks     chunk records (smath_chunk_of) made for 1, 2 and 3 ranges of
  *              chunks, the last range first (threads finish in any order),
  *              then added in chunk order (smath_chunks_fold): the plain
- *              definition's masses bit for bit, smath_masses' counts
+ *              definition's masses bit for bit, smath_masses' counts;
+ *              the AVX2 and AVX-512 records (a lane a bin) the portable
+ *              ones, every field, every chunk length
  *
  * usage: test_sample_math */
 #include <math.h>
@@ -173,15 +175,15 @@ static void test_masses_and_draw(void)
         double acc = 0.0;
         for (int b = 0; b < 64; b++) {
             double u = uniform() * total;
-            bad_draw += smath_draw(w, n, cut, mass, ch, u) != ref_walk(w, keep, n, ref_mass, u);
+            bad_draw += smath_draw(w, n, mass, ch, u) != ref_walk(w, keep, n, ref_mass, u);
             if (ref_mass[b] <= 0.0) continue;
             acc = acc + ref_mass[b];
-            bad_draw += smath_draw(w, n, cut, mass, ch, acc) != ref_walk(w, keep, n, ref_mass, acc);
+            bad_draw += smath_draw(w, n, mass, ch, acc) != ref_walk(w, keep, n, ref_mass, acc);
             double run = 0.0, before = acc - ref_mass[b]; /* inside the bin: id by id */
             for (int64_t i = 0; i < n && i < 256; i++) {
                 if (!keep[i] || ref_bin(w[i]) != b) continue;
                 run += w[i];
-                bad_draw += smath_draw(w, n, cut, mass, ch, before + run) !=
+                bad_draw += smath_draw(w, n, mass, ch, before + run) !=
                             ref_walk(w, keep, n, ref_mass, before + run);
                 n_draws++;
             }
@@ -225,6 +227,59 @@ static void test_chunks(void)
     free(ch);
 }
 
+/* Do two records of a chunk of len ids agree: seen, the bins of its ids,
+ * and the part and count of every bin seen? */
+static bool chunks_agree(const smath_chunk *a, const smath_chunk *b, int64_t len)
+{
+    if (a->seen != b->seen || memcmp(a->bin, b->bin, (size_t)len) != 0) return false;
+    for (int k = 0; k < SMATH_BINS; k++)
+        if (a->seen >> k & 1 && (a->part[k] != b->part[k] || a->count[k] != b->count[k]))
+            return false;
+    return true;
+}
+
+/* The SIMD chunk records against smath_chunk_of under the cut {0, -1}:
+ * chunks of every length up to 256, weights within one 16-bin window (the
+ * lanes' path), across more bins (through memory), with zeros, 1.0 and
+ * bins 48-63 (the window's end past the last bin). */
+static void test_chunk_simd(void)
+{
+#ifdef CPU__HAVE_X86
+    void (*forms[2])(const double *, int64_t, int64_t, smath_chunk *) = {smath_chunk_all_avx2,
+                                                                         smath_chunk_all_avx512};
+    const char *names[2] = {"AVX2", "AVX-512"};
+    cpu_isa isas[2] = {CPU_ISA_AVX2, CPU_ISA_AVX512};
+    double w[2 * SMATH_CHUNK];
+    smath_chunk want, got;
+    for (int f = 0; f < 2; f++) {
+        if (!cpu_isa_supported(isas[f])) {
+            printf("chunk records: no %s here\n", names[f]);
+            continue;
+        }
+        int bad = 0, runs = 0;
+        for (int64_t len = 1; len <= SMATH_CHUNK; len++)
+            for (int kind = 0; kind < 4; kind++) {
+                double span = kind == 0 ? 3.0 : kind == 1 ? 40.0 : kind == 2 ? 700.0 : 8.0;
+                for (int64_t i = 0; i < 2 * SMATH_CHUNK; i++) {
+                    w[i] = smath_exp(-span * uniform() - (kind == 3 ? 35.0 : 0.0));
+                    if (uniform() < 0.05) w[i] = 0.0;
+                }
+                w[len / 2] = kind == 1 ? 1.0 : w[len / 2];
+                int64_t c0 = len % 7;
+                smath_chunk_of(w, c0, c0 + len, (smath_cut){0.0, -1}, &want);
+                forms[f](w, c0, c0 + len, &got);
+                bad += !chunks_agree(&want, &got, len);
+                runs++;
+            }
+        printf("chunk records: %s and portable alike in %d of %d chunks\n", names[f], runs - bad,
+               runs);
+        CHECK(bad == 0);
+    }
+#else
+    printf("chunk records: not x86-64, the portable form only\n");
+#endif
+}
+
 int main(void)
 {
     test_exp_log();
@@ -232,5 +287,6 @@ int main(void)
     test_weights();
     test_masses_and_draw();
     test_chunks();
+    test_chunk_simd();
     return check_failures != 0;
 }

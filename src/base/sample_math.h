@@ -169,16 +169,6 @@ static inline bool smath_kept(const double *w, int64_t i, smath_cut cut)
     return w[i] > 0.0 && (w[i] > cut.w || (w[i] == cut.w && i <= cut.id));
 }
 
-/* w[i] when it is kept and of bin b, else 0: added to a sum of weights
- * (never negative) it leaves the sum's bits as skipping it would, and it
- * takes no branch on the weight (a boundary bin's ids alternate with the
- * others' at random, which a branch mispredicts about half the time). */
-static inline double smath__of_bin(const double *w, int64_t i, smath_cut cut, int b)
-{
-    bool in = (int)smath_kept(w, i, cut) & (int)(smath_bin(w[i]) == b); /* no branch: & of two ints */
-    return in ? w[i] : 0.0;
-}
-
 /* part(b, c) of chunk [c0, c1) added to part[b] (zero before, for every
  * bin the chunk has) and its kept ids counted into count[]; returns the bins
  * it has, bit b for bin b. */
@@ -220,29 +210,73 @@ static inline void smath_masses(const double *w, int64_t n, smath_cut cut, int64
         smath_masses_chunk(w, c0, c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n, cut, count, mass, part);
 }
 
-/* One chunk's parts kept apart, so that chunks can be made in any order (by
- * several threads) and then added in chunk order: part[b] and count[b] are
- * meaningful for the bins in seen (bit b). */
+/* One chunk's record under a cut: its parts kept apart, so that chunks can
+ * be made in any order (by several threads) and then added in chunk order,
+ * and the bin of each of its ids, so that a bin's members are found without
+ * reading the weights again. part[b] and count[b] are meaningful for the
+ * bins in seen (bit b). */
 typedef struct smath_chunk {
     uint64_t seen;
     double part[SMATH_BINS];
     int32_t count[SMATH_BINS];
+    uint8_t bin[SMATH_CHUNK]; /* id c0 + j's bin, SMATH_BINS when it is not kept */
 } smath_chunk;
 
-/* The record of chunk [c0, c1) (at most SMATH_CHUNK ids). */
+/* The bin of each id of [c0, c1) into out->bin from index at on (the ids
+ * of a chunk from its id c0 - at), SMATH_BINS for one not kept under cut
+ * (no chain between ids); returns the bins there are, bit b for bin b. */
+static inline uint64_t smath_chunk_bins(const double *w, int64_t c0, int64_t c1, smath_cut cut,
+                                        smath_chunk *out, int64_t at)
+{
+    uint64_t there = 0;
+    for (int64_t j = 0; j < c1 - c0; j++) {
+        int b = smath_kept(w, c0 + j, cut) ? smath_bin(w[c0 + j]) : SMATH_BINS;
+        out->bin[at + j] = (uint8_t)b;
+        there |= (uint64_t)(b < SMATH_BINS) << (b & (SMATH_BINS - 1));
+    }
+    return there;
+}
+
+/* The parts and counts of chunk [c0, c1) from its bins (smath_chunk_bins'),
+ * each bin's part in id order, and its seen bits: the record whole. */
+static inline void smath_chunk_sums(const double *w, int64_t c0, int64_t c1, smath_chunk *out)
+{
+    double part[SMATH_BINS + 1] = {0}; /* the ids not kept go to bin SMATH_BINS, read by none */
+    int32_t count[SMATH_BINS + 1] = {0};
+    for (int64_t j = 0; j < c1 - c0; j++) {
+        part[out->bin[j]] += w[c0 + j];
+        count[out->bin[j]]++;
+    }
+    uint64_t seen = 0;
+    for (int b = 0; b < SMATH_BINS; b++) {
+        if (!count[b]) continue;
+        seen |= 1ull << b;
+        out->part[b] = part[b];
+        out->count[b] = count[b];
+    }
+    out->seen = seen;
+}
+
+/* The record of chunk [c0, c1) (at most SMATH_CHUNK ids) under cut. */
 static inline void smath_chunk_of(const double *w, int64_t c0, int64_t c1, smath_cut cut,
                                   smath_chunk *out)
 {
-    double part[SMATH_BINS] = {0};
-    int64_t count[SMATH_BINS] = {0};
-    uint64_t seen = smath_chunk_parts(w, c0, c1, cut, count, part);
-    out->seen = seen;
-    for (int b = 0; seen; b++, seen >>= 1) {
-        if (!(seen & 1)) continue;
-        out->part[b] = part[b];
-        out->count[b] = (int32_t)count[b];
-    }
+    smath_chunk_bins(w, c0, c1, cut, out, 0);
+    smath_chunk_sums(w, c0, c1, out);
 }
+
+/* The record of chunk [c0, c1) with every positive weight kept (the cut
+ * {0, -1}): smath_chunk_of's, in the signature of the SIMD forms. */
+void smath_chunk_all(const double *w, int64_t c0, int64_t c1, smath_chunk *out);
+
+#if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
+/* smath_chunk_all with the parts of a chunk whose bins lie within 16
+ * consecutive ones summed in vector lanes, a lane a bin (one dependent add
+ * per id instead of a chain through memory), the same bits
+ * (sample_math_avx2.c, _avx512.c); only where the CPU has the ISA. */
+void smath_chunk_all_avx2(const double *w, int64_t c0, int64_t c1, smath_chunk *out);
+void smath_chunk_all_avx512(const double *w, int64_t c0, int64_t c1, smath_chunk *out);
+#endif
 
 /* count[] and mass[] from chunks ch[0 .. n_chunks), added in chunk order:
  * smath_masses' bits when the chunks are a row's in order. */
@@ -291,11 +325,12 @@ static inline int64_t smath__walk(const double *v, int64_t n, double *u)
 }
 
 /* The id of the draw u (see the top) in the kept set of w; mass[] as
- * smath_masses gave for the cut, and ch[] the row's chunk records under it
- * (smath_chunk_of's, a recut bin's parts rewritten): a chunk's part of a bin
- * is the sum of its kept ids of the bin in id order, as the definition's.
- * Returns -1 when nothing is kept. */
-static inline int64_t smath_draw(const double *w, int64_t n, smath_cut cut, const double *mass,
+ * smath_masses gave for the set, and ch[] the row's chunk records under it
+ * (smath_chunk_of's, or rewritten for the bins a cut changed): a chunk's
+ * part of a bin is the sum of its kept ids of the bin in id order, as the
+ * definition's. Only bins of positive mass are read. Returns -1 when nothing
+ * is kept. */
+static inline int64_t smath_draw(const double *w, int64_t n, const double *mass,
                                  const smath_chunk *ch, double u)
 {
     int64_t b = smath__walk(mass, SMATH_BINS, &u);
@@ -321,7 +356,7 @@ static inline int64_t smath_draw(const double *w, int64_t n, smath_cut cut, cons
     int64_t c0 = chunk * SMATH_CHUNK, c1 = c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n, last = -1;
     double run = 0.0;
     for (int64_t i = c0; i < c1; i++) {
-        if (!smath_kept(w, i, cut) || smath_bin(w[i]) != b) continue;
+        if (ch[chunk].bin[i - c0] != b) continue;
         run += w[i];
         if (u < run) return i;
         last = i;

@@ -11,6 +11,17 @@
 
 #include "base/sample_math.h"
 
+/* smath_bin of four weights in [0, 1], SMATH_BINS for 0. */
+static inline __m256i smath__bin_avx2(__m256d v)
+{
+    __m256i b =
+        _mm256_sub_epi64(_mm256_set1_epi64x(1023), _mm256_srli_epi64(_mm256_castpd_si256(v), 52));
+    __m256i last = _mm256_set1_epi64x(SMATH_BINS - 1);
+    b = _mm256_blendv_epi8(b, last, _mm256_cmpgt_epi64(b, last));
+    __m256i pos = _mm256_castpd_si256(_mm256_cmp_pd(v, _mm256_setzero_pd(), _CMP_GT_OQ));
+    return _mm256_blendv_epi8(_mm256_set1_epi64x(SMATH_BINS), b, pos);
+}
+
 #define SM_VEC __m256d
 #define SM_IVEC __m256i
 #define SM_LANES 4
@@ -29,6 +40,14 @@
 #define SM_KEEP_GE(v, a, c) _mm256_and_pd(v, _mm256_cmp_pd(a, c, _CMP_GE_OQ))
 #define SM_DROP_LT(v, c) _mm256_andnot_pd(_mm256_cmp_pd(v, c, _CMP_LT_OQ), v)
 #define SM_WEIGHTS smath_weights_avx2
+#define SM_IRAMP(lo) _mm256_setr_epi64x(lo, (lo) + 1, (lo) + 2, (lo) + 3)
+#define SM_ADD_IF_EQ(acc, i, j, v)                                                                 \
+    _mm256_add_pd(acc, _mm256_and_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(i, j)), v))
+#define SM_COUNT_IF_EQ(n, i, j) _mm256_sub_epi64(n, _mm256_cmpeq_epi64(i, j))
+#define SM_ISTORE(p, i) _mm256_storeu_si256((__m256i *)(void *)(p), i)
+#define SM_CHUNK_ALL smath_chunk_all_avx2
+#define SM_LOADD(p) _mm256_loadu_pd(p)
+#define SM_BIN(v) smath__bin_avx2(v)
 #include "base/sample_math_lanes.h"
 
 #else

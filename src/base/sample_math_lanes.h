@@ -15,7 +15,15 @@
  *   SM_STORE(w, v)                SM_LANES doubles to w
  *   SM_KEEP_GE(v, a, c)           v where a >= c, else 0 (ordered compare)
  *   SM_DROP_LT(v, c)              0 where v < c, else v (ordered compare)
- *   SM_WEIGHTS                    the name of the function to define */
+ *   SM_IRAMP(lo)                  lo + the lane's index in each lane
+ *   SM_ADD_IF_EQ(acc, i, j, v)    acc + v in the lanes where i == j, acc
+ *                                 itself (its bits) in the others
+ *   SM_COUNT_IF_EQ(n, i, j)       n + 1 in the lanes where i == j
+ *   SM_ISTORE(p, i)               SM_LANES 64-bit integers to p
+ *   SM_LOADD(p)                   SM_LANES doubles from p
+ *   SM_BIN(v)                     smath_bin of each lane's weight, or
+ *                                 SMATH_BINS where it is not above 0
+ *   SM_WEIGHTS, SM_CHUNK_ALL      the names of the functions to define */
 
 /* smath_exp of SM_LANES lanes (a is already (x - max) * inv_t). */
 static inline SM_VEC smath__exp_lanes(SM_VEC a)
@@ -67,4 +75,69 @@ void SM_WEIGHTS(const float *x, int64_t n, double max, double inv_t, double min_
     for (; i + SM_LANES <= n; i += SM_LANES)
         smath__weights_lanes(x + i, vmax, vinv, vmin_p, w + i);
     smath_weights(x + i, n - i, max, inv_t, min_p, w + i);
+}
+
+enum { SM__WINDOW = 16, SM__VECS = SM__WINDOW / SM_LANES };
+
+/* The parts and counts of bins lo .. lo + SM__WINDOW - 1 of chunk [c0, c1),
+ * whose bins are all there: lane l of vector k is bin lo + k SM_LANES + l,
+ * and each id adds its weight to its bin's lane alone, in id order. */
+static inline void smath__window_sums(const double *w, int64_t c0, int64_t c1, int lo,
+                                      smath_chunk *out)
+{
+    SM_VEC acc[SM__VECS];
+    SM_IVEC n[SM__VECS], lane[SM__VECS];
+    for (int k = 0; k < SM__VECS; k++) {
+        acc[k] = SM_SET1(0.0);
+        n[k] = SM_ISET1(0);
+        lane[k] = SM_IRAMP(lo + k * SM_LANES);
+    }
+    for (int64_t j = 0; j < c1 - c0; j++) {
+        SM_IVEC b = SM_ISET1(out->bin[j]);
+        SM_VEC v = SM_SET1(w[c0 + j]);
+        for (int k = 0; k < SM__VECS; k++) {
+            acc[k] = SM_ADD_IF_EQ(acc[k], b, lane[k], v);
+            n[k] = SM_COUNT_IF_EQ(n[k], b, lane[k]);
+        }
+    }
+    double part[SM__WINDOW];
+    int64_t count[SM__WINDOW];
+    for (int k = 0; k < SM__VECS; k++) {
+        SM_STORE(part + k * SM_LANES, acc[k]);
+        SM_ISTORE(count + k * SM_LANES, n[k]);
+    }
+    uint64_t seen = 0;
+    for (int t = 0; t < SM__WINDOW && lo + t < SMATH_BINS; t++) {
+        if (!count[t]) continue;
+        seen |= 1ull << (lo + t);
+        out->part[lo + t] = part[t];
+        out->count[lo + t] = (int32_t)count[t];
+    }
+    out->seen = seen;
+}
+
+/* smath_chunk_bins under the cut {0, -1}, SM_LANES ids at a time. */
+static inline uint64_t smath__bins_lanes(const double *w, int64_t c0, int64_t c1, smath_chunk *out)
+{
+    int64_t j = 0, len = c1 - c0;
+    int64_t b[SM_LANES];
+    uint64_t there = 0;
+    for (; j + SM_LANES <= len; j += SM_LANES) {
+        SM_ISTORE(b, SM_BIN(SM_LOADD(w + c0 + j)));
+        for (int l = 0; l < SM_LANES; l++) {
+            out->bin[j + l] = (uint8_t)b[l];
+            there |= (uint64_t)(b[l] < SMATH_BINS) << (b[l] & (SMATH_BINS - 1));
+        }
+    }
+    return there | smath_chunk_bins(w, c0 + j, c1, (smath_cut){0.0, -1}, out, j);
+}
+
+void SM_CHUNK_ALL(const double *w, int64_t c0, int64_t c1, smath_chunk *out)
+{
+    uint64_t there = smath__bins_lanes(w, c0, c1, out);
+    int lo = there ? __builtin_ctzll(there) : 0;
+    if (there >> lo >> (SM__WINDOW - 1) >> 1) /* bins past the window: through memory */
+        smath_chunk_sums(w, c0, c1, out);
+    else
+        smath__window_sums(w, c0, c1, lo, out);
 }

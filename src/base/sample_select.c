@@ -54,20 +54,18 @@ static void sample_select__sort(sample_cand *c, sample_cand *tmp, int64_t n)
     if (src != c) memcpy(c, src, (size_t)n * sizeof *c);
 }
 
-/* The kept ids of bin b in id order into ids[]; returns their count. Only
- * chunks whose record has the bin are read. */
-static int64_t sample_select__members(const double *w, int64_t n, smath_cut cut, int b,
-                                      const smath_chunk *ch, int32_t *ids)
+/* The kept ids of bin b in id order into ids[], from the chunk records
+ * (true for b); returns their count. */
+static int64_t sample_select__members(int64_t n, int b, const smath_chunk *ch, int32_t *ids)
 {
     int64_t m = 0;
     for (int64_t c0 = 0; c0 < n; c0 += SMATH_CHUNK) {
-        if (!(ch[c0 / SMATH_CHUNK].seen >> b & 1)) continue;
-        int64_t c1 = c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n;
-        for (int64_t i = c0; i < c1; i++) { /* written always, kept when of the bin: no branch */
-            bool in = (int)smath_kept(w, i, cut) &
-                      (int)(smath_bin(w[i]) == b); /* no branch: & of two ints */
-            ids[m] = (int32_t)i;
-            m += in;
+        const smath_chunk *r = &ch[c0 / SMATH_CHUNK];
+        if (!(r->seen >> b & 1)) continue;
+        int64_t len = c0 + SMATH_CHUNK < n ? SMATH_CHUNK : n - c0;
+        for (int64_t j = 0; j < len; j++) { /* written always, kept when of the bin: no branch */
+            ids[m] = (int32_t)(c0 + j);
+            m += r->bin[j] == b;
         }
     }
     return m;
@@ -114,7 +112,8 @@ static void sample_select__sort_bucket(sample_cand *out, sample_cand *cand, cons
 
 /* A cut inside bin b changes only b: its members ids[0..m) (listed under
  * the cut before) summed anew chunk by chunk, in id order, into the chunk
- * records and b's count and mass; the bins after b are emptied. */
+ * records (those dropped leave the bin there) and b's count and mass; the
+ * bins after b are emptied (their records are read no more). */
 static void sample_select__recut(const double *w, const int32_t *ids, int64_t m, int b,
                                  smath_chunk *ch, sample_kept *out)
 {
@@ -129,9 +128,10 @@ static void sample_select__recut(const double *w, const int32_t *ids, int64_t m,
         double part = 0.0;
         int32_t in = 0;
         for (; i < m && ids[i] / SMATH_CHUNK == c; i++) {
-            double v = smath_kept(w, ids[i], out->cut) ? w[ids[i]] : 0.0;
-            part += v;
-            in += v > 0.0;
+            bool kept = smath_kept(w, ids[i], out->cut);
+            part += kept ? w[ids[i]] : 0.0;
+            in += kept;
+            ch[c].bin[ids[i] % SMATH_CHUNK] = (uint8_t)(kept ? b : SMATH_BINS);
         }
         ch[c].part[b] = part;
         ch[c].count[b] = in;
@@ -151,7 +151,7 @@ static void sample_select__top_k(const double *w, int64_t n, int64_t k, const sa
     while (b < SMATH_BINS && before + out->count[b] < k)
         before += out->count[b++];
     if (b == SMATH_BINS) return; /* fewer than k ids have weight */
-    int64_t m = sample_select__members(w, n, out->cut, b, wk->chunks, wk->ids), at = k - before - 1;
+    int64_t m = sample_select__members(n, b, wk->chunks, wk->ids), at = k - before - 1;
     int32_t start[SAMPLE_SELECT__BUCKETS + 1];
     sample_select__bucket(w, wk->ids, m, b, wk->tmp, start);
     int j = 0;
@@ -176,7 +176,7 @@ static void sample_select__top_p(const double *w, int64_t n, double top_p, const
     }
     if (last < 0) return;        /* nothing kept */
     if (b == SMATH_BINS) return; /* rounding: every bin stays */
-    int64_t m = sample_select__members(w, n, out->cut, b, wk->chunks, wk->ids), r = 0;
+    int64_t m = sample_select__members(n, b, wk->chunks, wk->ids), r = 0;
     int32_t start[SAMPLE_SELECT__BUCKETS + 1];
     sample_cand *tmp = wk->tmp;
     sample_select__bucket(w, wk->ids, m, b, tmp, start);
@@ -214,5 +214,5 @@ void sample_select(const double *w, int64_t n, int64_t top_k, double top_p, cons
 int64_t sample_select_draw(const double *w, int64_t n, const sample_kept *k,
                            const smath_chunk *chunks, double u01)
 {
-    return smath_draw(w, n, k->cut, k->mass, chunks, u01 * smath_total(k->mass));
+    return smath_draw(w, n, k->mass, chunks, u01 * smath_total(k->mass));
 }

@@ -46,7 +46,7 @@ enum {
     GRAPH_SAMPLE_SCRATCH_EXTRA = 128, /* and per worker beyond them (one chunk's 64 bin masses, for
                                        * shaders/sample.comp on a vocabulary under 18 ids) */
     GRAPH_SAMPLE_CHUNK_IDS = 256,     /* and per worker, per this many ids (rounded up), */
-    GRAPH_SAMPLE_CHUNK_WORDS = 194    /* this many (even): the CPU kernel's chunk record */
+    GRAPH_SAMPLE_CHUNK_WORDS = 258    /* this many (even): the CPU kernel's chunk record */
 };
 
 /* The i32 words of one worker's scratch slice for a vocabulary of n_vocab. */

@@ -64,6 +64,7 @@ static inline float cpu__f16(const uint16_t *p)
 #define V_POW2I(n) ldexpf(1.0f, (int)(n))
 #define V_HSUM(v) (v)
 #define CPU__V_SAMPLE_WEIGHTS smath_weights
+#define CPU__V_SAMPLE_CHUNK smath_chunk_all
 #define CPU__V_TABLE cpu__kernels_scalar
 #define CPU__V_ISA CPU_ISA_SCALAR
 #include "backend/cpu/kernels_impl.h"
@@ -414,10 +415,9 @@ void cpu_paged_attention(const cpu_attention_args *a, int ith, int nth)
 
 /* --- argmax -------------------------------------------------------------- */
 
-/* The first index of the largest value of x[0..n), 0 when none is above
- * -inf (NaNs are never the largest): lane maxima first, a loop the compiler
- * vectorises, then the first index that holds the maximum. */
-static int64_t cpu__argmax_row(const float *x, int64_t n)
+/* Lane maxima first, a loop the compiler vectorises, then the first index
+ * that holds the maximum. */
+int64_t cpu__argmax_row(const float *x, int64_t n)
 {
     enum { LANES = 16 };
     float lane[LANES];

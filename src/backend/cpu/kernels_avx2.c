@@ -79,6 +79,7 @@ static inline float cpu__avx2_hsum(__m256 v)
         _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 #define V_HSUM(v) cpu__avx2_hsum(v)
 #define CPU__V_SAMPLE_WEIGHTS smath_weights_avx2 /* base/sample_math_avx2.c */
+#define CPU__V_SAMPLE_CHUNK smath_chunk_all_avx2 /* base/sample_math_avx2.c */
 #define CPU__V_TABLE cpu__kernels_avx2
 #define CPU__V_ISA CPU_ISA_AVX2
 #include "backend/cpu/kernels_impl.h"

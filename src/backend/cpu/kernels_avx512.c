@@ -68,6 +68,7 @@ static inline float cpu__avx512_hsum(__m512 v)
         _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
 #define V_HSUM(v) cpu__avx512_hsum(v)
 #define CPU__V_SAMPLE_WEIGHTS smath_weights_avx512 /* base/sample_math_avx512.c */
+#define CPU__V_SAMPLE_CHUNK smath_chunk_all_avx512 /* base/sample_math_avx512.c */
 #define CPU__V_TABLE cpu__kernels_avx512
 #define CPU__V_ISA CPU_ISA_AVX512
 #include "backend/cpu/kernels_impl.h"

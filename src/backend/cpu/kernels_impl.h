@@ -33,6 +33,7 @@
 #include "backend/cpu/kernels.h"
 #include "base/dtype.h"
 #include "base/quant.h"
+#include "base/sample_math.h"
 
 /* y[t, n] for every t < n_tokens and n in [n0, n1) of y = x W^T (shapes as
  * cpu_matmul). The split into ranges changes no value, only speed. */
@@ -48,6 +49,10 @@ typedef void (*cpu__attention_fn)(const cpu_attention_args *a, int ith, int nth)
 typedef void (*cpu__sample_weights_fn)(const float *x, int64_t n, double max, double inv_t,
                                        double min_p, double *w);
 
+/* The record of chunk [c0, c1) of the weights w with every positive one
+ * kept: smath_chunk_all's bits, whatever the ISA. */
+typedef void (*cpu__sample_chunk_fn)(const double *w, int64_t c0, int64_t c1, smath_chunk *out);
+
 typedef struct cpu__kernel_table {
     cpu_isa isa;
     int rows_prefill;                /* weight rows per register tile, several tokens */
@@ -55,6 +60,7 @@ typedef struct cpu__kernel_table {
     cpu__matmul_rows_fn matmul_rows; /* matmul over a range of weight rows */
     cpu__attention_fn attention;     /* paged attention */
     cpu__sample_weights_fn sample_weights; /* the sampler's weights (base/sample_math.h) */
+    cpu__sample_chunk_fn sample_chunk;     /* a chunk record of them */
 } cpu__kernel_table;
 
 extern const cpu__kernel_table cpu__kernels_scalar; /* kernels.c */
@@ -63,6 +69,10 @@ extern const cpu__kernel_table cpu__kernels_scalar; /* kernels.c */
 extern const cpu__kernel_table cpu__kernels_avx2;   /* kernels_avx2.c */
 extern const cpu__kernel_table cpu__kernels_avx512; /* kernels_avx512.c */
 #endif
+
+/* The first index of the largest value of x[0..n), 0 when none is above
+ * -inf (NaNs are never the largest) (kernels.c). */
+int64_t cpu__argmax_row(const float *x, int64_t n);
 
 /* The table every kernel goes through now (chosen once; see kernels.c). */
 const cpu__kernel_table *cpu__kernels(void);
@@ -91,6 +101,7 @@ int cpu_kernels_force_isa(cpu_isa isa);
  *   CPU__V_ACC            accumulators a tile may keep in registers at once
  *                         (default CPU__V_TM * CPU__V_RMAX)
  *   CPU__V_SAMPLE_WEIGHTS the table's sample_weights
+ *   CPU__V_SAMPLE_CHUNK   the table's sample_chunk
  *   CPU__V_PV             vector accumulators of attention's weights . V step
  *                         (a multiple of 4)
  *   V_ZERO()              all lanes 0
@@ -961,6 +972,7 @@ const cpu__kernel_table CPU__V_TABLE = {
     .matmul_rows = cpu__v_matmul_rows,
     .attention = cpu__v_attention,
     .sample_weights = CPU__V_SAMPLE_WEIGHTS,
+    .sample_chunk = CPU__V_SAMPLE_CHUNK,
 };
 
 #endif /* CPU__V_TABLE */

@@ -19,9 +19,10 @@
  *   greedy      T = 0: the first id of the largest logit
  *   weights     w = smath_exp((l - max) x (1 / T)) (base/sample_math.h;
  *               four at a time on AVX2, the same bits); min_p zeroes w < min_p;
- *               each 256-id chunk's record (its part and count of each bin,
- *               smath_chunk) while its weights are in L1; the records added
- *               in chunk order give the masses by bin
+ *               each 256-id chunk's record (each id's bin, the part and
+ *               count of each bin: smath_chunk, a lane a bin where the ISA
+ *               has them) while its weights are in L1; the records added in
+ *               chunk order give the masses by bin
  *   top-k/p     the kept set as a cut over weights binned by exponent, one
  *               boundary bin's members (in cnt) sorted, its chunks' records
  *               summed anew (base/sample_select.h)
@@ -121,12 +122,11 @@ static bool sample__allow(float *x, const uint32_t *mask, int64_t n)
     return any;
 }
 
+/* The host sampler's argmax: the first index of the largest, NaNs passed
+ * over (cpu__argmax_row's), but a NaN at 0 is kept, as its loop keeps it. */
 static int32_t sample__argmax(const float *x, int64_t n)
 {
-    int64_t best = 0;
-    for (int64_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return (int32_t)best;
+    return isnan(x[0]) ? 0 : (int32_t)cpu__argmax_row(x, n);
 }
 
 /* --- logprobs ------------------------------------------------------------------- */
@@ -260,7 +260,7 @@ static void sample__weights(const cpu_sample_args *a, int64_t r, const sample__s
         int64_t c0 = c * SMATH_CHUNK, c1 = c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n;
         cpu__kernels()->sample_weights(x + c0, c1 - c0, st->max, 1.0 / p.temperature, p.min_p,
                                        sc->w + c0);
-        smath_chunk_of(sc->w, c0, c1, (smath_cut){0.0, -1}, &sc->chunks[c]);
+        cpu__kernels()->sample_chunk(sc->w, c0, c1, &sc->chunks[c]);
     }
 }
 
