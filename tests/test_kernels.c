@@ -507,7 +507,7 @@ static void am_task(void *p, int ith, int nth)
 
 static void test_argmax(void)
 {
-    static const int64_t cols_list[] = {1, 7, 16, 37, 151936};
+    static const int64_t cols_list[] = {1, 7, 16, 37, 64, 65, 200, 1000, 151936};
     for (size_t ic = 0; ic < sizeof cols_list / sizeof *cols_list; ic++) {
         const int64_t rows = 5, cols = cols_list[ic];
         float *x = xmalloc((size_t)(rows * cols) * sizeof *x);
@@ -518,6 +518,10 @@ static void test_argmax(void)
             for (int64_t j = 0; j < cols; j++)
                 x[2 * cols + j] = -INFINITY;
             x[4 * cols - 1] = 9.5f; /* row 3: the maximum in the last column (a tail) */
+            x[4 * cols + 1] =
+                NAN; /* row 4: NaNs (never the largest) before and after the maximum */
+            x[4 * cols + cols / 2] = 9.0f;
+            x[4 * cols + cols - 2] = NAN;
         }
         for (int nth = 1; nth <= 4; nth++) {
             int32_t out[5];

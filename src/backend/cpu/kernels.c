@@ -61,6 +61,7 @@ static inline float cpu__f16(const uint16_t *p)
 #define V_MUL(a, b) ((a) * (b))
 #define V_ADD(a, b) ((a) + (b))
 #define V_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define V_ANY_EQ(v, s) ((v) == (s))
 #define V_POW2I(n) ldexpf(1.0f, (int)(n))
 #define V_HSUM(v) (v)
 #define CPU__V_SAMPLE_WEIGHTS smath_weights
@@ -415,28 +416,10 @@ void cpu_paged_attention(const cpu_attention_args *a, int ith, int nth)
 
 /* --- argmax -------------------------------------------------------------- */
 
-/* Lane maxima first, a loop the compiler vectorises, then the first index
- * that holds the maximum. */
-int64_t cpu__argmax_row(const float *x, int64_t n)
-{
-    enum { LANES = 16 };
-    float lane[LANES];
-    for (int l = 0; l < LANES; l++) lane[l] = -INFINITY;
-    int64_t j = 0;
-    for (; j + LANES <= n; j += LANES)
-        for (int l = 0; l < LANES; l++) lane[l] = x[j + l] > lane[l] ? x[j + l] : lane[l];
-    float m = -INFINITY;
-    for (int l = 0; l < LANES; l++) m = lane[l] > m ? lane[l] : m;
-    for (; j < n; j++) m = x[j] > m ? x[j] : m;
-    if (m == -INFINITY) return 0;
-    for (int64_t i = 0; i < n; i++)
-        if (x[i] == m) return i;
-    return 0;
-}
-
 void cpu_argmax(const float *x, int64_t n_rows, int64_t n_cols, int32_t *out, int ith, int nth)
 {
     int64_t r0, r1;
     cpu__split(n_rows, 1, ith, nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) out[r] = (int32_t)cpu__argmax_row(x + r * n_cols, n_cols);
+    for (int64_t r = r0; r < r1; r++)
+        out[r] = (int32_t)cpu__table()->argmax(x + r * n_cols, n_cols);
 }

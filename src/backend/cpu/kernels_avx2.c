@@ -74,6 +74,7 @@ static inline float cpu__avx2_hsum(__m256 v)
 #define V_MUL(a, b) _mm256_mul_ps(a, b)
 #define V_ADD(a, b) _mm256_add_ps(a, b)
 #define V_MAX(a, b) _mm256_max_ps(a, b)
+#define V_ANY_EQ(v, s) (_mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_set1_ps(s), _CMP_EQ_OQ)) != 0)
 #define V_POW2I(n)                                                                                 \
     _mm256_castsi256_ps(                                                                           \
         _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))

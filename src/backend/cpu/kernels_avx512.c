@@ -63,6 +63,7 @@ static inline float cpu__avx512_hsum(__m512 v)
 #define V_MUL(a, b) _mm512_mul_ps(a, b)
 #define V_ADD(a, b) _mm512_add_ps(a, b)
 #define V_MAX(a, b) _mm512_max_ps(a, b)
+#define V_ANY_EQ(v, s) (_mm512_cmpeq_ps_mask(v, _mm512_set1_ps(s)) != 0)
 #define V_POW2I(n)                                                                                 \
     _mm512_castsi512_ps(                                                                           \
         _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))

@@ -49,6 +49,10 @@ typedef void (*cpu__attention_fn)(const cpu_attention_args *a, int ith, int nth)
 typedef void (*cpu__sample_weights_fn)(const float *x, int64_t n, double max, double inv_t,
                                        double min_p, double *w);
 
+/* The first index of the largest value of x[0..n), 0 when none is above
+ * -inf (NaNs are never the largest). */
+typedef int64_t (*cpu__argmax_fn)(const float *x, int64_t n);
+
 /* The record of chunk [c0, c1) of the weights w with every positive one
  * kept: smath_chunk_all's bits, whatever the ISA. */
 typedef void (*cpu__sample_chunk_fn)(const double *w, int64_t c0, int64_t c1, smath_chunk *out);
@@ -61,6 +65,7 @@ typedef struct cpu__kernel_table {
     cpu__attention_fn attention;     /* paged attention */
     cpu__sample_weights_fn sample_weights; /* the sampler's weights (base/sample_math.h) */
     cpu__sample_chunk_fn sample_chunk;     /* a chunk record of them */
+    cpu__argmax_fn argmax;                 /* a row's argmax */
 } cpu__kernel_table;
 
 extern const cpu__kernel_table cpu__kernels_scalar; /* kernels.c */
@@ -69,10 +74,6 @@ extern const cpu__kernel_table cpu__kernels_scalar; /* kernels.c */
 extern const cpu__kernel_table cpu__kernels_avx2;   /* kernels_avx2.c */
 extern const cpu__kernel_table cpu__kernels_avx512; /* kernels_avx512.c */
 #endif
-
-/* The first index of the largest value of x[0..n), 0 when none is above
- * -inf (NaNs are never the largest) (kernels.c). */
-int64_t cpu__argmax_row(const float *x, int64_t n);
 
 /* The table every kernel goes through now (chosen once; see kernels.c). */
 const cpu__kernel_table *cpu__kernels(void);
@@ -115,6 +116,7 @@ int cpu_kernels_force_isa(cpu_isa isa);
  *   V_FMA(a, b, c)        a * b + c (one rounding where the ISA has FMA)
  *   V_MUL(a, b), V_ADD(a, b)
  *   V_MAX(a, b)           a > b ? a : b lane by lane (b where either is NaN)
+ *   V_ANY_EQ(v, s)        nonzero when a lane of v equals the float s
  *   V_POW2I(n)            2^n, n integral in every lane, -126 <= n <= 127
  *   V_HSUM(v)             the sum of the lanes, by a fixed tree
  */
@@ -965,6 +967,37 @@ static void cpu__v_attention(const cpu_attention_args *a, int ith, int nth)
     }
 }
 
+/* --- argmax ---------------------------------------------------------------- */
+
+/* The table's argmax (cpu__argmax_fn): lane maxima, four vectors at a time
+ * (V_MAX keeps its second operand when the first is not above it, so a NaN
+ * never enters), then the first index that holds the maximum. */
+static int64_t cpu__v_argmax(const float *x, int64_t n)
+{
+    enum { U = 4 };
+    V m[U];
+    for (int u = 0; u < U; u++)
+        m[u] = V_SET1(-INFINITY);
+    int64_t j = 0;
+    for (; j + U * VW <= n; j += U * VW)
+        for (int u = 0; u < U; u++)
+            m[u] = V_MAX(V_LOAD(x + j + u * VW), m[u]);
+    float lane[U * VW], best = -INFINITY;
+    for (int u = 0; u < U; u++)
+        V_STORE(lane + u * VW, m[u]);
+    for (int l = 0; l < U * VW; l++)
+        best = lane[l] > best ? lane[l] : best;
+    for (; j < n; j++)
+        best = x[j] > best ? x[j] : best;
+    if (best == -INFINITY) return 0;
+    int64_t i = 0;
+    while (i + VW <= n && !V_ANY_EQ(V_LOAD(x + i), best)) /* to the first vector that has it */
+        i += VW;
+    for (; i < n; i++)
+        if (x[i] == best) return i;
+    return 0;
+}
+
 const cpu__kernel_table CPU__V_TABLE = {
     .isa = CPU__V_ISA,
     .rows_prefill = CPU__V_RM,
@@ -973,6 +1006,7 @@ const cpu__kernel_table CPU__V_TABLE = {
     .attention = cpu__v_attention,
     .sample_weights = CPU__V_SAMPLE_WEIGHTS,
     .sample_chunk = CPU__V_SAMPLE_CHUNK,
+    .argmax = cpu__v_argmax,
 };
 
 #endif /* CPU__V_TABLE */

@@ -123,10 +123,11 @@ static bool sample__allow(float *x, const uint32_t *mask, int64_t n)
 }
 
 /* The host sampler's argmax: the first index of the largest, NaNs passed
- * over (cpu__argmax_row's), but a NaN at 0 is kept, as its loop keeps it. */
+ * over (the kernel table's argmax), but a NaN at 0 is kept, as its loop
+ * keeps it. */
 static int32_t sample__argmax(const float *x, int64_t n)
 {
-    return isnan(x[0]) ? 0 : (int32_t)cpu__argmax_row(x, n);
+    return isnan(x[0]) ? 0 : (int32_t)cpu__kernels()->argmax(x, n);
 }
 
 /* --- logprobs ------------------------------------------------------------------- */
