@@ -239,9 +239,9 @@ static bool chunks_agree(const smath_chunk *a, const smath_chunk *b, int64_t len
 }
 
 /* The SIMD chunk records against smath_chunk_of under the cut {0, -1}:
- * chunks of every length up to 256, weights within one 16-bin window (the
- * lanes' path), across more bins (through memory), with zeros, 1.0 and
- * bins 48-63 (the window's end past the last bin). */
+ * chunks of every length up to 256, weights within a few bins (the lanes'
+ * path), across more bins (through memory), with zeros, 1.0, and bins
+ * 48-63 and 57-63 (a window's end past the last bin). */
 static void test_chunk_simd(void)
 {
 #ifdef CPU__HAVE_X86
@@ -258,10 +258,11 @@ static void test_chunk_simd(void)
         }
         int bad = 0, runs = 0;
         for (int64_t len = 1; len <= SMATH_CHUNK; len++)
-            for (int kind = 0; kind < 4; kind++) {
-                double span = kind == 0 ? 3.0 : kind == 1 ? 40.0 : kind == 2 ? 700.0 : 8.0;
+            for (int kind = 0; kind < 5; kind++) {
+                static const double span[] = {3.0, 40.0, 700.0, 8.0, 3.0},
+                                    below[] = {0, 0, 0, 35, 41};
                 for (int64_t i = 0; i < 2 * SMATH_CHUNK; i++) {
-                    w[i] = smath_exp(-span * uniform() - (kind == 3 ? 35.0 : 0.0));
+                    w[i] = smath_exp(-span[kind] * uniform() - below[kind]);
                     if (uniform() < 0.05) w[i] = 0.0;
                 }
                 w[len / 2] = kind == 1 ? 1.0 : w[len / 2];

@@ -270,10 +270,11 @@ static inline void smath_chunk_of(const double *w, int64_t c0, int64_t c1, smath
 void smath_chunk_all(const double *w, int64_t c0, int64_t c1, smath_chunk *out);
 
 #if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
-/* smath_chunk_all with the parts of a chunk whose bins lie within 16
- * consecutive ones summed in vector lanes, a lane a bin (one dependent add
- * per id instead of a chain through memory), the same bits
- * (sample_math_avx2.c, _avx512.c); only where the CPU has the ISA. */
+/* smath_chunk_all with each id's bin found in vector lanes, and the parts
+ * of a chunk whose bins lie within a few consecutive ones (8 on AVX2, 16 on
+ * AVX-512) summed in lanes, a lane a bin (one dependent add per id instead
+ * of a chain through memory): the same bits (sample_math_avx2.c, _avx512.c);
+ * only where the CPU has the ISA. */
 void smath_chunk_all_avx2(const double *w, int64_t c0, int64_t c1, smath_chunk *out);
 void smath_chunk_all_avx512(const double *w, int64_t c0, int64_t c1, smath_chunk *out);
 #endif

@@ -22,6 +22,17 @@ static inline __m256i smath__bin_avx2(__m256d v)
     return _mm256_blendv_epi8(_mm256_set1_epi64x(SMATH_BINS), b, pos);
 }
 
+/* The low byte of each of four 64-bit lanes (each below 256) to p. */
+static inline void smath__store_bytes_avx2(uint8_t *p, __m256i i)
+{
+    __m256i lo = _mm256_permutevar8x32_epi32(i, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
+    __m128i b =
+        _mm_packus_epi16(_mm_packus_epi32(_mm256_castsi256_si128(lo), _mm256_castsi256_si128(lo)),
+                         _mm_setzero_si128());
+    int32_t four = _mm_cvtsi128_si32(b);
+    memcpy(p, &four, sizeof four);
+}
+
 #define SM_VEC __m256d
 #define SM_IVEC __m256i
 #define SM_LANES 4
@@ -48,6 +59,10 @@ static inline __m256i smath__bin_avx2(__m256d v)
 #define SM_CHUNK_ALL smath_chunk_all_avx2
 #define SM_LOADD(p) _mm256_loadu_pd(p)
 #define SM_BIN(v) smath__bin_avx2(v)
+#define SM_STORE_BYTES(p, i) smath__store_bytes_avx2(p, i)
+#define SM_IOR(a, b) _mm256_or_si256(a, b)
+#define SM_SHLV1(i) _mm256_sllv_epi64(_mm256_set1_epi64x(1), i)
+#define SM_WINDOW 8
 #include "base/sample_math_lanes.h"
 
 #else

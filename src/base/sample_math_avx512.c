@@ -48,6 +48,10 @@ static inline __m512i smath__bin_avx512(__m512d v)
 #define SM_CHUNK_ALL smath_chunk_all_avx512
 #define SM_LOADD(p) _mm512_loadu_pd(p)
 #define SM_BIN(v) smath__bin_avx512(v)
+#define SM_STORE_BYTES(p, i) _mm_storel_epi64((__m128i *)(void *)(p), _mm512_cvtepi64_epi8(i))
+#define SM_IOR(a, b) _mm512_or_si512(a, b)
+#define SM_SHLV1(i) _mm512_sllv_epi64(_mm512_set1_epi64(1), i)
+#define SM_WINDOW 16
 #include "base/sample_math_lanes.h"
 
 #else

@@ -23,6 +23,11 @@
  *   SM_LOADD(p)                   SM_LANES doubles from p
  *   SM_BIN(v)                     smath_bin of each lane's weight, or
  *                                 SMATH_BINS where it is not above 0
+ *   SM_STORE_BYTES(p, i)          the low byte of each 64-bit lane to p
+ *   SM_IOR(a, b), SM_SHLV1(i)     or; 1 << i in each lane (0 for i >= 64)
+ *   SM_WINDOW                     the bins a chunk's parts may span to be
+ *                                 summed in lanes (a multiple of SM_LANES:
+ *                                 as many vectors as stay in registers)
  *   SM_WEIGHTS, SM_CHUNK_ALL      the names of the functions to define */
 
 /* smath_exp of SM_LANES lanes (a is already (x - max) * inv_t). */
@@ -77,7 +82,7 @@ void SM_WEIGHTS(const float *x, int64_t n, double max, double inv_t, double min_
     smath_weights(x + i, n - i, max, inv_t, min_p, w + i);
 }
 
-enum { SM__WINDOW = 16, SM__VECS = SM__WINDOW / SM_LANES };
+enum { SM__WINDOW = SM_WINDOW, SM__VECS = SM__WINDOW / SM_LANES };
 
 /* The parts and counts of bins lo .. lo + SM__WINDOW - 1 of chunk [c0, c1),
  * whose bins are all there: lane l of vector k is bin lo + k SM_LANES + l,
@@ -120,15 +125,16 @@ static inline void smath__window_sums(const double *w, int64_t c0, int64_t c1, i
 static inline uint64_t smath__bins_lanes(const double *w, int64_t c0, int64_t c1, smath_chunk *out)
 {
     int64_t j = 0, len = c1 - c0;
-    int64_t b[SM_LANES];
-    uint64_t there = 0;
+    SM_IVEC seen = SM_ISET1(0);
     for (; j + SM_LANES <= len; j += SM_LANES) {
-        SM_ISTORE(b, SM_BIN(SM_LOADD(w + c0 + j)));
-        for (int l = 0; l < SM_LANES; l++) {
-            out->bin[j + l] = (uint8_t)b[l];
-            there |= (uint64_t)(b[l] < SMATH_BINS) << (b[l] & (SMATH_BINS - 1));
-        }
+        SM_IVEC b = SM_BIN(SM_LOADD(w + c0 + j));
+        SM_STORE_BYTES(out->bin + j, b);
+        seen = SM_IOR(seen, SM_SHLV1(b)); /* bin SMATH_BINS sets no bit */
     }
+    uint64_t lanes[SM_LANES], there = 0;
+    SM_ISTORE(lanes, seen);
+    for (int l = 0; l < SM_LANES; l++)
+        there |= lanes[l];
     return there | smath_chunk_bins(w, c0 + j, c1, (smath_cut){0.0, -1}, out, j);
 }
 
@@ -136,7 +142,8 @@ void SM_CHUNK_ALL(const double *w, int64_t c0, int64_t c1, smath_chunk *out)
 {
     uint64_t there = smath__bins_lanes(w, c0, c1, out);
     int lo = there ? __builtin_ctzll(there) : 0;
-    if (there >> lo >> (SM__WINDOW - 1) >> 1) /* bins past the window: through memory */
+    if (SM__WINDOW == 0 ||
+        there >> lo >> (SM__WINDOW - 1) >> 1) /* bins past the window: through memory */
         smath_chunk_sums(w, c0, c1, out);
     else
         smath__window_sums(w, c0, c1, lo, out);
