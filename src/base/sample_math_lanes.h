@@ -142,8 +142,7 @@ void SM_CHUNK_ALL(const double *w, int64_t c0, int64_t c1, smath_chunk *out)
 {
     uint64_t there = smath__bins_lanes(w, c0, c1, out);
     int lo = there ? __builtin_ctzll(there) : 0;
-    if (SM__WINDOW == 0 ||
-        there >> lo >> (SM__WINDOW - 1) >> 1) /* bins past the window: through memory */
+    if (there >> lo >> (SM__WINDOW - 1) >> 1) /* bins past the window: through memory */
         smath_chunk_sums(w, c0, c1, out);
     else
         smath__window_sums(w, c0, c1, lo, out);
