@@ -169,47 +169,6 @@ static inline bool smath_kept(const double *w, int64_t i, smath_cut cut)
     return w[i] > 0.0 && (w[i] > cut.w || (w[i] == cut.w && i <= cut.id));
 }
 
-/* part(b, c) of chunk [c0, c1) added to part[b] (zero before, for every
- * bin the chunk has) and its kept ids counted into count[]; returns the bins
- * it has, bit b for bin b. */
-static inline uint64_t smath_chunk_parts(const double *w, int64_t c0, int64_t c1, smath_cut cut,
-                                         int64_t *count, double *part)
-{
-    uint64_t seen = 0;
-    for (int64_t i = c0; i < c1; i++) {
-        if (!smath_kept(w, i, cut)) continue;
-        int b = smath_bin(w[i]);
-        part[b] += w[i];
-        count[b]++;
-        seen |= 1ull << b;
-    }
-    return seen;
-}
-
-/* Add the kept ids of chunk [c0, c1) to count[] and mass[], bin by bin (see
- * the top); part[] is all zeros before and after. */
-static inline void smath_masses_chunk(const double *w, int64_t c0, int64_t c1, smath_cut cut,
-                                      int64_t *count, double *mass, double *part)
-{
-    uint64_t seen = smath_chunk_parts(w, c0, c1, cut, count, part);
-    for (int b = 0; seen; b++, seen >>= 1) {
-        if (!(seen & 1)) continue;
-        mass[b] += part[b];
-        part[b] = 0.0;
-    }
-}
-
-/* count[b] and mass[b] of the kept ids of each bin (see the top). */
-static inline void smath_masses(const double *w, int64_t n, smath_cut cut, int64_t *count,
-                                double *mass)
-{
-    double part[SMATH_BINS] = {0};
-    memset(mass, 0, SMATH_BINS * sizeof *mass);
-    memset(count, 0, SMATH_BINS * sizeof *count);
-    for (int64_t c0 = 0; c0 < n; c0 += SMATH_CHUNK)
-        smath_masses_chunk(w, c0, c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n, cut, count, mass, part);
-}
-
 /* One chunk's record under a cut: its parts kept apart, so that chunks can
  * be made in any order (by several threads) and then added in chunk order,
  * and the bin of each of its ids, so that a bin's members are found without
@@ -279,6 +238,17 @@ void smath_chunk_all_avx2(const double *w, int64_t c0, int64_t c1, smath_chunk *
 void smath_chunk_all_avx512(const double *w, int64_t c0, int64_t c1, smath_chunk *out);
 #endif
 
+/* Add record ch's parts and counts to mass[] and count[], bin by bin. */
+static inline void smath__add_chunk(const smath_chunk *ch, int64_t *count, double *mass)
+{
+    uint64_t seen = ch->seen;
+    for (int b = 0; seen; b++, seen >>= 1) {
+        if (!(seen & 1)) continue;
+        mass[b] += ch->part[b];
+        count[b] += ch->count[b];
+    }
+}
+
 /* count[] and mass[] from chunks ch[0 .. n_chunks), added in chunk order:
  * smath_masses' bits when the chunks are a row's in order. */
 static inline void smath_chunks_fold(const smath_chunk *ch, int64_t n_chunks, int64_t *count,
@@ -286,13 +256,21 @@ static inline void smath_chunks_fold(const smath_chunk *ch, int64_t n_chunks, in
 {
     memset(mass, 0, SMATH_BINS * sizeof *mass);
     memset(count, 0, SMATH_BINS * sizeof *count);
-    for (int64_t c = 0; c < n_chunks; c++) {
-        uint64_t seen = ch[c].seen;
-        for (int b = 0; seen; b++, seen >>= 1) {
-            if (!(seen & 1)) continue;
-            mass[b] += ch[c].part[b];
-            count[b] += ch[c].count[b];
-        }
+    for (int64_t c = 0; c < n_chunks; c++)
+        smath__add_chunk(&ch[c], count, mass);
+}
+
+/* count[b] and mass[b] of the kept ids of each bin (see the top): each
+ * chunk's record, added as it is made. */
+static inline void smath_masses(const double *w, int64_t n, smath_cut cut, int64_t *count,
+                                double *mass)
+{
+    smath_chunk rec;
+    memset(mass, 0, SMATH_BINS * sizeof *mass);
+    memset(count, 0, SMATH_BINS * sizeof *count);
+    for (int64_t c0 = 0; c0 < n; c0 += SMATH_CHUNK) {
+        smath_chunk_of(w, c0, c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n, cut, &rec);
+        smath__add_chunk(&rec, count, mass);
     }
 }
 
