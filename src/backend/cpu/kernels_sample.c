@@ -18,7 +18,8 @@
  *               finite logit left: GRAPH_SAMPLE_NO_TOKEN
  *   greedy      T = 0: the first id of the largest logit
  *   weights     w = smath_exp((l - max) x (1 / T)) (base/sample_math.h;
- *               four at a time on AVX2, the same bits); min_p zeroes w < min_p;
+ *               four at a time on AVX2, eight on AVX-512, the same bits);
+ *               min_p zeroes w < min_p;
  *               each 256-id chunk's record (each id's bin, the part and
  *               count of each bin: smath_chunk, a lane a bin where the ISA
  *               has them) while its weights are in L1; the records added in
