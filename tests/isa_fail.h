@@ -33,7 +33,7 @@ static void fail(const char *fmt, ...)
  * ISA restored after. Returns the number of ISAs run. */
 static inline int isa_for_each(void (*fn)(cpu_isa isa), const char *what)
 {
-    static const cpu_isa isas[] = {CPU_ISA_SCALAR, CPU_ISA_AVX2, CPU_ISA_AVX512};
+    static const cpu_isa isas[] = {CPU_ISA_SCALAR, CPU_ISA_AVX2, CPU_ISA_AVX2_VNNI, CPU_ISA_AVX512};
     cpu_isa chosen = cpu_kernels_init();
     int n = 0;
     for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {

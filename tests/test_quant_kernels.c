@@ -349,7 +349,7 @@ int main(void)
         return 1;
     }
     cpu_isa chosen = cpu_kernels_init();
-    static const cpu_isa isas[] = {CPU_ISA_SCALAR, CPU_ISA_AVX2, CPU_ISA_AVX512};
+    static const cpu_isa isas[] = {CPU_ISA_SCALAR, CPU_ISA_AVX2, CPU_ISA_AVX2_VNNI, CPU_ISA_AVX512};
     int n_isas = 0;
     for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
         g_isa = cpu_isa_name(isas[i]);

@@ -82,6 +82,8 @@ const char *cpu_isa_name(cpu_isa isa)
         return "scalar";
     case CPU_ISA_AVX2:
         return "avx2";
+    case CPU_ISA_AVX2_VNNI:
+        return "avxvnni";
     case CPU_ISA_AVX512:
         return "avx512";
     }
@@ -96,6 +98,18 @@ static int cpu__has_f16c(void)
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
     return (ecx & (1u << 29)) != 0;
 }
+
+/* AVX-VNNI (CPUID.(EAX=7, ECX=1):EAX bit 4), where this build has its kernels. */
+static int cpu__has_avx_vnni(void)
+{
+#ifdef ENCORE_HAVE_AVXVNNI
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return 0;
+    return (eax & (1u << 4)) != 0;
+#else
+    return 0;
+#endif
+}
 #endif
 
 int cpu_isa_supported(cpu_isa isa)
@@ -107,6 +121,8 @@ int cpu_isa_supported(cpu_isa isa)
     case CPU_ISA_AVX2:
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu__has_f16c();
+    case CPU_ISA_AVX2_VNNI:
+        return cpu_isa_supported(CPU_ISA_AVX2) && cpu__has_avx_vnni();
     case CPU_ISA_AVX512:
         __builtin_cpu_init();
         return cpu_isa_supported(CPU_ISA_AVX2) && __builtin_cpu_supports("avx512f") &&
@@ -121,6 +137,7 @@ static const cpu__kernel_table *cpu__table_of(cpu_isa isa)
 {
 #ifdef CPU__HAVE_X86
     if (isa == CPU_ISA_AVX512) return &cpu__kernels_avx512;
+    if (isa == CPU_ISA_AVX2_VNNI) return &cpu__kernels_avx2_vnni;
     if (isa == CPU_ISA_AVX2) return &cpu__kernels_avx2;
 #endif
     (void)isa;
@@ -129,9 +146,10 @@ static const cpu__kernel_table *cpu__table_of(cpu_isa isa)
 
 static void cpu__choose(void)
 {
-    cpu_isa best = cpu_isa_supported(CPU_ISA_AVX512) ? CPU_ISA_AVX512
-                   : cpu_isa_supported(CPU_ISA_AVX2) ? CPU_ISA_AVX2
-                                                     : CPU_ISA_SCALAR;
+    cpu_isa best = cpu_isa_supported(CPU_ISA_AVX512)      ? CPU_ISA_AVX512
+                   : cpu_isa_supported(CPU_ISA_AVX2_VNNI) ? CPU_ISA_AVX2_VNNI
+                   : cpu_isa_supported(CPU_ISA_AVX2)      ? CPU_ISA_AVX2
+                                                          : CPU_ISA_SCALAR;
     cpu_isa isa = best;
     const char *env = getenv("ENCORE_CPU_ISA");
     if (env && *env) {
@@ -139,13 +157,15 @@ static void cpu__choose(void)
         int known = 1;
         if (strcmp(env, "avx512") == 0)
             want = CPU_ISA_AVX512;
+        else if (strcmp(env, "avxvnni") == 0)
+            want = CPU_ISA_AVX2_VNNI;
         else if (strcmp(env, "avx2") == 0)
             want = CPU_ISA_AVX2;
         else if (strcmp(env, "scalar") != 0)
             known = 0;
         if (!known)
-            enc_log_warn("ENCORE_CPU_ISA=%s: expected avx512, avx2 or scalar; using %s", env,
-                         cpu_isa_name(best));
+            enc_log_warn("ENCORE_CPU_ISA=%s: expected avx512, avxvnni, avx2 or scalar; using %s",
+                         env, cpu_isa_name(best));
         else if (!cpu_isa_supported(want))
             enc_log_warn("ENCORE_CPU_ISA=%s: this CPU cannot run it; using %s", env,
                          cpu_isa_name(best));

@@ -11,8 +11,9 @@
  * (dot products, norms, softmax) runs in one fixed order that depends only on
  * the reduced length (and the CPU's instruction set, chosen once per process).
  *
- * SIMD: cpu_kernels_init() picks AVX-512, AVX2+FMA+F16C or portable C at run
- * time (ENCORE_CPU_ISA=avx512|avx2|scalar forces one, for tests). */
+ * SIMD: cpu_kernels_init() picks AVX-512, AVX2+FMA+F16C (with AVX-VNNI where
+ * the CPU has it) or portable C at run time
+ * (ENCORE_CPU_ISA=avx512|avxvnni|avx2|scalar forces one, for tests). */
 #ifndef ENC_CPU_KERNELS_H
 #define ENC_CPU_KERNELS_H
 
@@ -22,8 +23,9 @@
 
 typedef enum cpu_isa {
     CPU_ISA_SCALAR = 0,
-    CPU_ISA_AVX2,   /* AVX2 + FMA + F16C */
-    CPU_ISA_AVX512, /* AVX-512 F/BW/VL */
+    CPU_ISA_AVX2,      /* AVX2 + FMA + F16C */
+    CPU_ISA_AVX2_VNNI, /* the same + AVX-VNNI: quantized dots by vpdpbusd ("avxvnni") */
+    CPU_ISA_AVX512,    /* AVX-512 F/BW/VL */
 } cpu_isa;
 
 /* Detect (or read ENCORE_CPU_ISA) once; later calls return the same. */

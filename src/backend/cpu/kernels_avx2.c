@@ -83,6 +83,8 @@ static inline float cpu__avx2_hsum(__m256 v)
 #define CPU__V_SAMPLE_CHUNK smath_chunk_all_avx2 /* base/sample_math_avx2.c */
 #define CPU__V_TABLE cpu__kernels_avx2
 #define CPU__V_ISA CPU_ISA_AVX2
+#define CPU__V_TABLE_ALSO cpu__kernels_avx2_vnni /* avxvnni: these kernels, the vpdpbusd dots */
+#define CPU__V_ISA_ALSO CPU_ISA_AVX2_VNNI
 #include "backend/cpu/kernels_impl.h"
 
 #else

@@ -71,7 +71,8 @@ typedef struct cpu__kernel_table {
 extern const cpu__kernel_table cpu__kernels_scalar; /* kernels.c */
 #if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
 #define CPU__HAVE_X86 1
-extern const cpu__kernel_table cpu__kernels_avx2;   /* kernels_avx2.c */
+extern const cpu__kernel_table cpu__kernels_avx2;      /* kernels_avx2.c */
+extern const cpu__kernel_table cpu__kernels_avx2_vnni; /* kernels_avx2.c: the same, isa avxvnni */
 extern const cpu__kernel_table cpu__kernels_avx512; /* kernels_avx512.c */
 #endif
 
@@ -93,6 +94,8 @@ int cpu_kernels_force_isa(cpu_isa isa);
  *
  *   CPU__V_TABLE          name of the cpu__kernel_table to define
  *   CPU__V_ISA            its cpu_isa
+ *   CPU__V_TABLE_ALSO, CPU__V_ISA_ALSO  (optional) a second table of the same
+ *                         kernels for another cpu_isa
  *   V, VW                 vector type and its number of float lanes
  *   CPU__V_TM, CPU__V_RM  register tile: tokens x weight rows (prefill)
  *   CPU__V_RD             weight rows per tile when a call has one token
@@ -998,15 +1001,18 @@ static int64_t cpu__v_argmax(const float *x, int64_t n)
     return 0;
 }
 
-const cpu__kernel_table CPU__V_TABLE = {
-    .isa = CPU__V_ISA,
-    .rows_prefill = CPU__V_RM,
-    .rows_decode = CPU__V_RD,
-    .matmul_rows = cpu__v_matmul_rows,
-    .attention = cpu__v_attention,
-    .sample_weights = CPU__V_SAMPLE_WEIGHTS,
-    .sample_chunk = CPU__V_SAMPLE_CHUNK,
-    .argmax = cpu__v_argmax,
-};
+#define CPU__V_TABLE_OF(isa_)                                                                      \
+    {                                                                                              \
+        .isa = (isa_), .rows_prefill = CPU__V_RM, .rows_decode = CPU__V_RD,                        \
+        .matmul_rows = cpu__v_matmul_rows, .attention = cpu__v_attention,                          \
+        .sample_weights = CPU__V_SAMPLE_WEIGHTS, .sample_chunk = CPU__V_SAMPLE_CHUNK,              \
+        .argmax = cpu__v_argmax,                                                                   \
+    }
+const cpu__kernel_table CPU__V_TABLE = CPU__V_TABLE_OF(CPU__V_ISA);
+#ifdef CPU__V_TABLE_ALSO
+/* The same kernels under a second ISA (CPU__V_ISA_ALSO), which differs in the
+ * quantized table that cpu__quant_table_for gives it. */
+const cpu__kernel_table CPU__V_TABLE_ALSO = CPU__V_TABLE_OF(CPU__V_ISA_ALSO);
+#endif
 
 #endif /* CPU__V_TABLE */

@@ -308,7 +308,10 @@ const cpu__quant_table *cpu__quant_table_for(cpu_isa isa)
         pthread_once(&cpu__vnni_once, cpu__detect_vnni);
         return cpu__vnni ? &cpu__quant_vnni : &cpu__quant_avx2;
     }
-    if (isa == CPU_ISA_AVX2) return &cpu__quant_avx2;
+#ifdef ENCORE_HAVE_AVXVNNI
+    if (isa == CPU_ISA_AVX2_VNNI) return &cpu__quant_avxvnni; /* supported only when built */
+#endif
+    if (isa == CPU_ISA_AVX2 || isa == CPU_ISA_AVX2_VNNI) return &cpu__quant_avx2;
 #endif
     (void)isa;
     return &cpu__quant_scalar;

@@ -86,10 +86,14 @@ extern const cpu__quant_table cpu__quant_scalar; /* kernels_quant.c */
 #if defined(__x86_64__) && !defined(ENCORE_NO_X86_SIMD)
 extern const cpu__quant_table cpu__quant_avx2; /* kernels_quant_avx2.c */
 extern const cpu__quant_table cpu__quant_vnni; /* kernels_quant_vnni.c: AVX-512 VNNI + VL */
+#ifdef ENCORE_HAVE_AVXVNNI
+extern const cpu__quant_table cpu__quant_avxvnni; /* kernels_quant_avxvnni.c: AVX-VNNI */
+#endif
 #endif
 
 /* The table cpu_matmul uses for isa (the AVX-512 ISA takes the VNNI table
- * where the CPU has AVX512_VNNI, else the AVX2 one). */
+ * where the CPU has AVX512_VNNI, else the AVX2 one; the avxvnni ISA the
+ * AVX-VNNI one). */
 const cpu__quant_table *cpu__quant_table_for(cpu_isa isa);
 
 /* y = x W^T over weight rows [n0, n1) (shapes as cpu_matmul); packed: W

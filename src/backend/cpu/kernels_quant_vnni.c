@@ -13,16 +13,14 @@
 
 #include <immintrin.h>
 
-#define CPU__Q_DOT4(u, s) _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
-/* The same dot added into acc in one instruction. vpdpbusd has no int16
- * step to saturate, so the interleaved kernels (kernels_repack_impl.h) sum
- * Q4_0 straight into int32 and feed Q8_0 as w + 128, 128 sum(x) off once. */
+/* The dot added into acc in one instruction. vpdpbusd has no int16 step to
+ * saturate, so the interleaved kernels (kernels_repack_impl.h) sum Q4_0
+ * straight into int32 and feed Q8_0 as w + 128, 128 sum(x) off once. */
 #define CPU__Q_DOT4_ACC(acc, u, s) _mm256_dpbusd_epi32(acc, u, s)
-/* sc16 holds one int16 twice in each int32 lane: the arithmetic shift gives it as int32 */
-#define CPU__Q_DOT4_SCALED(u, s, sc16)                                                             \
-    _mm256_mullo_epi32(CPU__Q_DOT4(u, s), _mm256_srai_epi32(sc16, 16))
 #define CPU__Q_TABLE cpu__quant_vnni
 #define CPU__Q_NAME "avx512vnni"
+#include "backend/cpu/kernels_quant_vnni_dot.h"
+/* (the dot macros first: the bodies below expand them) */
 #include "backend/cpu/kernels_quant_impl.h"
 
 #else
