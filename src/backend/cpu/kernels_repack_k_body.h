@@ -17,6 +17,8 @@
  *   QK_ADD32, QK_SHUFB   the int ops of that width
  *   QK_FZERO, QK_FSET1, QK_FMUL, QK_FADD, QK_FSUB, QK_CVT, QK_FSTORE
  *                    the float ops
+ *   QK_DPBUSD(acc, u, s), QK_MULLO32  (optional: VNNI builds) vpdpbusd,
+ *                    and the int32 product that scales its sums
  *
  * Every op works lane by lane (byte shuffles within 128-bit lanes), so the
  * lanes of a 512-bit vector go through exactly the steps of a 256-bit one:
@@ -57,31 +59,64 @@ static inline QK_V QK_FN(cpu__qxk_chunk)(const unsigned char *q, size_t o1, int 
     return QK_CHUNK(q + 32 * c, o1);
 }
 
-/* Sub-block s (32 values) of a Q4_K superblock of the 8 rows, q its chunks
- * after the f16 planes, sc / mn the unpacked scales and mins, against T
- * tokens: isum[t] += sc[s] sum q x, msum[t] += m[s] (bsums[2s] + bsums[2s +
- * 1]), lane r row r's. */
-CPU__Q_INLINE void QK_FN(cpu__qxk_q4_sub)(int T, const unsigned char *q, size_t o1,
+/* The levels of chunk i of sub-block s of the 8 rows' Q4_K superblock
+ * (kt CPU__QXK_Q4: the nibbles, 0..15) or Q5_K one (with the fifth bit
+ * from the qh chunks, 0..31), q its chunks after the f16 planes (Q4_K: 3
+ * scale, 32 qs; Q5_K: 3 scale, 8 qh, 32 qs). */
+CPU__Q_INLINE QK_V QK_FN(cpu__qxk_q45_level)(int kt, const unsigned char *q, size_t o1, int s,
+                                             int i)
+{
+    int q5 = kt == CPU__QXK_Q5;
+    QK_V v = QK_FN(cpu__qxk_chunk)(q, o1, (q5 ? 11 : 3) + 8 * (s / 2) + i);
+    QK_V lv = QK_AND(s % 2 ? QK_SRLI16(v, 4) : v, QK_SET1_8(15));
+    if (!q5) return lv;
+    QK_V hq = QK_FN(cpu__qxk_chunk)(q, o1, 3 + i); /* bit s to bit 4 */
+    QK_V hb = s < 4 ? QK_SLLI16(hq, 4 - s) : QK_SRLI16(hq, s - 4);
+    return QK_OR(lv, QK_AND(hb, QK_SET1_8(16)));
+}
+
+#ifdef QK_DPBUSD
+/* Byte j of every lane of v, zero-extended to the lane's int32. */
+static inline QK_V QK_FN(cpu__qxk_u32)(QK_V v, int j)
+{
+    return QK_FN(cpu__qxk_shuf)(v, (uint32_t)j | 0x80u << 8 | 0x80u << 16 | 0x80u << 24);
+}
+/* VNNI: a chunk's products go straight into an int32 sum (vpdpbusd), which
+ * the sub-block's scale (byte j of sc's lanes) multiplies once. */
+#define QK_SUB_INT32 1
+#define QK_SUB_ACC(acc, lv, xb) QK_DPBUSD(acc, lv, xb)
+#define QK_SUB_SCALE(acc, sc, j) QK_MULLO32(acc, QK_FN(cpu__qxk_u32)(sc, j))
+#else
+/* A chunk's vpmaddubsw pairs add in int16, one vpmaddwd by the scale. */
+#define QK_SUB_INT32 0
+#define QK_SUB_ACC(acc, lv, xb) QK_ADD16(acc, QK_MADDUBS(lv, xb))
+#define QK_SUB_SCALE(acc, sc, j) QK_MADD(acc, QK_FN(cpu__qxk_u16)(sc, j))
+#endif
+
+/* Sub-block s (32 values) of a Q4_K superblock of the 8 rows (or, with
+ * VNNI's int32 sums, of a Q5_K one: kt), q its chunks after the f16 planes,
+ * sc / mn the unpacked scales and mins, against T tokens: isum[t] += sc[s]
+ * sum q x, msum[t] += m[s] (bsums[2s] + bsums[2s + 1]), lane r row r's.
+ * The two ways (int16 sums and a vpmaddwd, or vpdpbusd and a vpmulld) give
+ * the same exact int32. */
+CPU__Q_INLINE void QK_FN(cpu__qxk_q4_sub)(int kt, int T, const unsigned char *q, size_t o1,
                                           const block_q8_K *const *x, int s, const QK_V *sc,
                                           const QK_V *mn, QK_V *isum, QK_V *msum)
 {
-    const QK_V m4 = QK_SET1_8(15);
-    QK_V s16[CPU__QX_TOKENS];
-    CPU__Q_UNROLL for (int t = 0; t < T; t++) s16[t] = QK_ZERO();
+    QK_V sub[CPU__QX_TOKENS];
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) sub[t] = QK_ZERO();
     CPU__Q_UNROLL8 for (int i = 0; i < 8; i++)
     {
-        QK_V v = QK_FN(cpu__qxk_chunk)(q, o1, 3 + 8 * (s / 2) + i);
-        QK_V lv = QK_AND(s % 2 ? QK_SRLI16(v, 4) : v, m4);
+        QK_V lv = QK_FN(cpu__qxk_q45_level)(kt, q, o1, s, i);
         CPU__Q_UNROLL for (int t = 0; t < T; t++)
         {
-            QK_V p = QK_MADDUBS(lv, QK_BCAST4(x[t]->qs + 32 * s + 4 * i));
-            s16[t] = QK_ADD16(s16[t], p);
+            sub[t] = QK_SUB_ACC(sub[t], lv, QK_BCAST4(x[t]->qs + 32 * s + 4 * i));
         }
     }
-    QK_V ss = QK_FN(cpu__qxk_u16)(sc[s / 4], s % 4), ms = QK_FN(cpu__qxk_u16)(mn[s / 4], s % 4);
+    QK_V ms = QK_FN(cpu__qxk_u16)(mn[s / 4], s % 4);
     CPU__Q_UNROLL for (int t = 0; t < T; t++)
     {
-        isum[t] = QK_ADD32(isum[t], QK_MADD(s16[t], ss));
+        isum[t] = QK_ADD32(isum[t], QK_SUB_SCALE(sub[t], sc[s / 4], s % 4));
         msum[t] = QK_ADD32(msum[t], QK_MADD(ms, QK_FN(cpu__qxk_bsum2)(x[t], 2 * s)));
     }
 }
@@ -95,7 +130,6 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_q5_sub)(int T, const unsigned char *q, size_t 
                                           const block_q8_K *const *x, int s, const QK_V *sc,
                                           const QK_V *mn, QK_V *isum, QK_V *msum)
 {
-    const QK_V m4 = QK_SET1_8(15), h4 = QK_SET1_8(16);
     QK_V ss = QK_FN(cpu__qxk_u16)(sc[s / 4], s % 4), ms = QK_FN(cpu__qxk_u16)(mn[s / 4], s % 4);
     CPU__Q_UNROLL for (int i0 = 0; i0 < 8; i0 += 4)
     {
@@ -103,10 +137,7 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_q5_sub)(int T, const unsigned char *q, size_t 
         CPU__Q_UNROLL for (int t = 0; t < T; t++) s16[t] = QK_ZERO();
         CPU__Q_UNROLL for (int i = i0; i < i0 + 4; i++)
         {
-            QK_V v = QK_FN(cpu__qxk_chunk)(q, o1, 11 + 8 * (s / 2) + i);
-            QK_V hq = QK_FN(cpu__qxk_chunk)(q, o1, 3 + i); /* bit s to bit 4 */
-            QK_V hb = s < 4 ? QK_SLLI16(hq, 4 - s) : QK_SRLI16(hq, s - 4);
-            QK_V lv = QK_OR(QK_AND(s % 2 ? QK_SRLI16(v, 4) : v, m4), QK_AND(hb, h4));
+            QK_V lv = QK_FN(cpu__qxk_q45_level)(CPU__QXK_Q5, q, o1, s, i);
             CPU__Q_UNROLL for (int t = 0; t < T; t++)
             {
                 QK_V p = QK_MADDUBS(lv, QK_BCAST4(x[t]->qs + 32 * s + 4 * i));
@@ -126,10 +157,10 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_q45_sub)(int kt, int T, const unsigned char *q
                                            const block_q8_K *const *x, int s, const QK_V *sc,
                                            const QK_V *mn, QK_V *isum, QK_V *msum)
 {
-    if (kt == CPU__QXK_Q5)
+    if (kt == CPU__QXK_Q5 && !QK_SUB_INT32)
         QK_FN(cpu__qxk_q5_sub)(T, q, o1, x, s, sc, mn, isum, msum);
     else
-        QK_FN(cpu__qxk_q4_sub)(T, q, o1, x, s, sc, mn, isum, msum);
+        QK_FN(cpu__qxk_q4_sub)(kt, T, q, o1, x, s, sc, mn, isum, msum);
 }
 
 /* Q4_K superblock gp of the 8 rows (2 f16 planes, 3 scale chunks, 32 qs
@@ -347,3 +378,8 @@ static void QK_FN(cpu__qxk_q6_k)(int T, const void *g, const void *const *x,
 #undef QK_FSUB
 #undef QK_CVT
 #undef QK_FSTORE
+#undef QK_DPBUSD
+#undef QK_MULLO32
+#undef QK_SUB_INT32
+#undef QK_SUB_ACC
+#undef QK_SUB_SCALE

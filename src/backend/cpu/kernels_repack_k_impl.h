@@ -89,6 +89,10 @@ CPU__Q_INLINE void cpu__qxk_prefetch(const unsigned char *pf, size_t gb, int ste
 #define QK_FSUB _mm256_sub_ps
 #define QK_CVT _mm256_cvtepi32_ps
 #define QK_FSTORE _mm256_storeu_ps
+#ifdef CPU__Q_DOT4_ACC
+#define QK_DPBUSD CPU__Q_DOT4_ACC
+#define QK_MULLO32 _mm256_mullo_epi32
+#endif
 #include "backend/cpu/kernels_repack_k_body.h"
 
 #ifdef CPU__QX16
@@ -125,5 +129,7 @@ CPU__Q_INLINE void cpu__qxk_prefetch(const unsigned char *pf, size_t gb, int ste
 #define QK_FSUB _mm512_sub_ps
 #define QK_CVT _mm512_cvtepi32_ps
 #define QK_FSTORE _mm512_storeu_ps
+#define QK_DPBUSD _mm512_dpbusd_epi32
+#define QK_MULLO32 _mm512_mullo_epi32
 #include "backend/cpu/kernels_repack_k_body.h"
 #endif
