@@ -338,9 +338,9 @@ static void bench__print_sampled(const bench_args *a, const bench_result *r)
 static void bench__print_json(const bench_args *a, const engine *e, const bench_result *r, double roofline)
 {
     const engine_config *c = engine_get_config(e);
-    printf("{\"model\":\"%s\",\"device\":\"%s\",\"threads\":%d,\"runs\":%lld,\"prompt_len\":%lld,\"gen_len\":%lld,"
+    printf("{\"model\":\"%s\",\"device\":\"%s\",\"cpu_kernels\":\"%s\",\"threads\":%d,\"runs\":%lld,\"prompt_len\":%lld,\"gen_len\":%lld,"
            "\"depth\":%lld,\"prefill_tokens_per_s\":%.2f,\"decode_mode\":\"%s\",\"decode_tokens_per_s\":%.2f",
-           c->model_dir, c->device ? c->device : "cpu", c->n_threads, (long long)a->runs, (long long)a->prompt_len,
+           c->model_dir, c->device ? c->device : "cpu", cpu_isa_name(cpu_kernels_init()), c->n_threads, (long long)a->runs, (long long)a->prompt_len,
            (long long)a->gen_len, (long long)a->depth, r->prefill_tps, bench_modes[a->modes[0]].name, r->dec[0].tps[0][0]);
     for (int b = 0; b < a->n_batches; b++)
         printf(",\"decode_tokens_per_s_batch%lld\":%.2f", (long long)a->batches[b], r->dec[0].tps[0][b]);
@@ -377,8 +377,11 @@ static void bench__print(const bench_args *a, const engine *e, const bench_resul
         bench__print_json(a, e, r, roofline);
         return;
     }
-    printf("model: %s (device %s, %d threads, median of %lld runs)\n", c->model_dir, c->device ? c->device : "cpu",
-           c->n_threads, (long long)a->runs);
+    const char *device = c->device ? c->device : "cpu";
+    int on_cpu = strcmp(device, "cpu") == 0;
+    printf("model: %s (device %s%s%s, %d threads, median of %lld runs)\n", c->model_dir, device,
+           on_cpu ? ", kernels " : "", on_cpu ? cpu_isa_name(cpu_kernels_init()) : "", c->n_threads,
+           (long long)a->runs);
     printf("prefill (%lld-token prompt): %.1f tokens/s\n", (long long)a->prompt_len, r->prefill_tps);
     printf("decode tokens/s (%lld tokens per sequence):\n  %-10s", (long long)a->gen_len, "mode");
     for (int b = 0; b < a->n_batches; b++) printf(" %9lld seq", (long long)a->batches[b]);
