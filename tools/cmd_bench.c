@@ -338,10 +338,11 @@ static void bench__print_sampled(const bench_args *a, const bench_result *r)
 static void bench__print_json(const bench_args *a, const engine *e, const bench_result *r, double roofline)
 {
     const engine_config *c = engine_get_config(e);
-    printf("{\"model\":\"%s\",\"device\":\"%s\",\"cpu_kernels\":\"%s\",\"threads\":%d,\"runs\":%lld,\"prompt_len\":%lld,\"gen_len\":%lld,"
+    printf("{\"model\":\"%s\",\"device\":\"%s\",\"cpu_kernels\":\"%s\",\"threads\":%d,\"runs\":%lld,"
+           "\"prompt_len\":%lld,\"gen_len\":%lld,"
            "\"depth\":%lld,\"prefill_tokens_per_s\":%.2f,\"decode_mode\":\"%s\",\"decode_tokens_per_s\":%.2f",
-           c->model_dir, c->device ? c->device : "cpu", cpu_isa_name(cpu_kernels_init()), c->n_threads, (long long)a->runs, (long long)a->prompt_len,
-           (long long)a->gen_len, (long long)a->depth, r->prefill_tps, bench_modes[a->modes[0]].name, r->dec[0].tps[0][0]);
+           c->model_dir, c->device ? c->device : "cpu", cpu_isa_name(cpu_kernels_init()), c->n_threads,
+           (long long)a->runs, (long long)a->prompt_len, (long long)a->gen_len, (long long)a->depth, r->prefill_tps, bench_modes[a->modes[0]].name, r->dec[0].tps[0][0]);
     for (int b = 0; b < a->n_batches; b++)
         printf(",\"decode_tokens_per_s_batch%lld\":%.2f", (long long)a->batches[b], r->dec[0].tps[0][b]);
     printf(",\"modes\":{");
