@@ -33,17 +33,17 @@ static void fail(const char *fmt, ...)
  * ISA restored after. Returns the number of ISAs run. */
 static inline int isa_for_each(void (*fn)(cpu_isa isa), const char *what)
 {
-    static const cpu_isa isas[] = {CPU_ISA_SCALAR, CPU_ISA_AVX2, CPU_ISA_AVX2_VNNI, CPU_ISA_AVX512};
     cpu_isa chosen = cpu_kernels_init();
     int n = 0;
-    for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
-        g_isa = cpu_isa_name(isas[i]);
-        if (!cpu_kernels_force_isa(isas[i])) {
+    for (int i = 0; i < CPU_ISA_COUNT; i++) {
+        cpu_isa isa = (cpu_isa)i;
+        g_isa = cpu_isa_name(isa);
+        if (!cpu_kernels_force_isa(isa)) {
             printf("[%s] not supported by this CPU: not run\n", g_isa);
             continue;
         }
         int before = g_failures;
-        fn(isas[i]);
+        fn(isa);
         printf("[%s] %s: %s\n", g_isa, g_failures == before ? "ok" : "FAILED", what);
         n++;
     }

@@ -243,10 +243,10 @@ static void test_matmul_id(void)
 
 int main(void)
 {
-    static const cpu_isa isas[] = {CPU_ISA_SCALAR, CPU_ISA_AVX2, CPU_ISA_AVX2_VNNI, CPU_ISA_AVX512};
-    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
-        if (!cpu_kernels_force_isa(isas[i])) continue;
-        fprintf(stderr, "isa %s\n", cpu_isa_name(isas[i]));
+    for (int i = 0; i < CPU_ISA_COUNT; i++) {
+        cpu_isa isa = (cpu_isa)i;
+        if (!cpu_kernels_force_isa(isa)) continue;
+        fprintf(stderr, "isa %s\n", cpu_isa_name(isa));
         test_route();
         test_matmul_id();
     }

@@ -349,12 +349,12 @@ int main(void)
         return 1;
     }
     cpu_isa chosen = cpu_kernels_init();
-    static const cpu_isa isas[] = {CPU_ISA_SCALAR, CPU_ISA_AVX2, CPU_ISA_AVX2_VNNI, CPU_ISA_AVX512};
     int n_isas = 0;
-    for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
-        g_isa = cpu_isa_name(isas[i]);
-        g_isa_id = isas[i];
-        if (!cpu_kernels_force_isa(isas[i])) {
+    for (int i = 0; i < CPU_ISA_COUNT; i++) {
+        cpu_isa isa = (cpu_isa)i;
+        g_isa = cpu_isa_name(isa);
+        g_isa_id = isa;
+        if (!cpu_kernels_force_isa(isa)) {
             printf("[%s] not supported by this CPU: not run\n", g_isa);
             continue;
         }

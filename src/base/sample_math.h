@@ -260,18 +260,42 @@ static inline void smath_chunks_fold(const smath_chunk *ch, int64_t n_chunks, in
         smath__add_chunk(&ch[c], count, mass);
 }
 
+/* A function that makes the record of chunk [c0, c1) with every positive
+ * weight kept: smath_chunk_all or one of its SIMD forms (the same bits). */
+typedef void (*smath_chunk_all_fn)(const double *w, int64_t c0, int64_t c1, smath_chunk *out);
+
 /* count[b] and mass[b] of the kept ids of each bin (see the top): each
- * chunk's record, added as it is made. */
-static inline void smath_masses(const double *w, int64_t n, smath_cut cut, int64_t *count,
-                                double *mass)
+ * chunk's record, added as it is made, made by chunk_all when given (the
+ * cut must then be {0, -1}), else by smath_chunk_of. */
+static inline void smath__masses(const double *w, int64_t n, smath_cut cut,
+                                 smath_chunk_all_fn chunk_all, int64_t *count, double *mass)
 {
     smath_chunk rec;
     memset(mass, 0, SMATH_BINS * sizeof *mass);
     memset(count, 0, SMATH_BINS * sizeof *count);
     for (int64_t c0 = 0; c0 < n; c0 += SMATH_CHUNK) {
-        smath_chunk_of(w, c0, c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n, cut, &rec);
+        int64_t c1 = c0 + SMATH_CHUNK < n ? c0 + SMATH_CHUNK : n;
+        if (chunk_all)
+            chunk_all(w, c0, c1, &rec);
+        else
+            smath_chunk_of(w, c0, c1, cut, &rec);
         smath__add_chunk(&rec, count, mass);
     }
+}
+
+/* count[b] and mass[b] of the kept ids of each bin (see the top). */
+static inline void smath_masses(const double *w, int64_t n, smath_cut cut, int64_t *count,
+                                double *mass)
+{
+    smath__masses(w, n, cut, NULL, count, mass);
+}
+
+/* smath_masses under the cut {0, -1} (every positive weight), the records
+ * made by chunk_all: the same bits. */
+static inline void smath_masses_all(const double *w, int64_t n, smath_chunk_all_fn chunk_all,
+                                    int64_t *count, double *mass)
+{
+    smath__masses(w, n, (smath_cut){0.0, -1}, chunk_all, count, mass);
 }
 
 static inline double smath_total(const double *mass)

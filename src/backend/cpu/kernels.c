@@ -86,6 +86,8 @@ const char *cpu_isa_name(cpu_isa isa)
         return "avxvnni";
     case CPU_ISA_AVX512:
         return "avx512";
+    case CPU_ISA_COUNT:
+        break;
     }
     return "?";
 }

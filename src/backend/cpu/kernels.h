@@ -26,6 +26,7 @@ typedef enum cpu_isa {
     CPU_ISA_AVX2,      /* AVX2 + FMA + F16C */
     CPU_ISA_AVX2_VNNI, /* the same + AVX-VNNI: quantized dots by vpdpbusd ("avxvnni") */
     CPU_ISA_AVX512,    /* AVX-512 F/BW/VL */
+    CPU_ISA_COUNT      /* the number of ISAs, narrowest first above */
 } cpu_isa;
 
 /* Detect (or read ENCORE_CPU_ISA) once; later calls return the same. */

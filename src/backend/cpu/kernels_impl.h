@@ -53,10 +53,6 @@ typedef void (*cpu__sample_weights_fn)(const float *x, int64_t n, double max, do
  * -inf (NaNs are never the largest). */
 typedef int64_t (*cpu__argmax_fn)(const float *x, int64_t n);
 
-/* The record of chunk [c0, c1) of the weights w with every positive one
- * kept: smath_chunk_all's bits, whatever the ISA. */
-typedef void (*cpu__sample_chunk_fn)(const double *w, int64_t c0, int64_t c1, smath_chunk *out);
-
 typedef struct cpu__kernel_table {
     cpu_isa isa;
     int rows_prefill;                /* weight rows per register tile, several tokens */
@@ -64,7 +60,7 @@ typedef struct cpu__kernel_table {
     cpu__matmul_rows_fn matmul_rows; /* matmul over a range of weight rows */
     cpu__attention_fn attention;     /* paged attention */
     cpu__sample_weights_fn sample_weights; /* the sampler's weights (base/sample_math.h) */
-    cpu__sample_chunk_fn sample_chunk;     /* a chunk record of them */
+    smath_chunk_all_fn sample_chunk;       /* a chunk record of them (smath_chunk_all's bits) */
     cpu__argmax_fn argmax;                 /* a row's argmax */
 } cpu__kernel_table;
 

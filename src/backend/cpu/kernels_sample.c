@@ -156,7 +156,7 @@ static double sample__logprobs(const float *x, int64_t n, int n_top, graph_sampl
     double max = x[sample__argmax(x, n)];
     cpu__kernels()->sample_weights(x, n, max, 1.0, 0.0, w);
     sample_kept all;
-    smath_masses(w, n, (smath_cut){0.0, -1}, all.count, all.mass);
+    smath_masses_all(w, n, cpu__kernels()->sample_chunk, all.count, all.mass);
     double lse = max + smath_log(smath_total(all.mass));
     if (n_top > n) n_top = (int)n;
     if (n_top > GRAPH_SAMPLE_MAX_TOP) n_top = GRAPH_SAMPLE_MAX_TOP;
