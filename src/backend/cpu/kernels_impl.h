@@ -218,9 +218,15 @@ CPU__INLINE void cpu__v_prefetch_next(int R, enc_dtype dt, const void *last_row,
 }
 
 /* How a streaming tile asks for the bytes it reads next: not at all, the
- * next tile's rows (cpu__v_prefetch_next), or the row after each of its
+ * next tile's rows (cpu__v_prefetch_next), or rows ahead of each of its
  * own (a one-token tile over runs, cpu__v_matmul_one). */
 enum { CPU__PF_NONE = 0, CPU__PF_NEXT_TILE = 1, CPU__PF_NEXT_ROWS = 2 };
+/* How many rows ahead of each of its own a CPU__PF_NEXT_ROWS tile asks for
+ * (the rows of the tiles after the next): one AVX2 core of a Zen 4 EPYC
+ * streamed a bf16 decode from DRAM at 16.0-19.3 GB/s one row ahead and
+ * 19.0-27.9 (median 26.6) two ahead, 24.6-26.6 four ahead
+ * (`build/bench_kernels 3 bf16`, BENCHMARKS.md). */
+enum { CPU__V_PF_ROWS_AHEAD = 2 };
 CPU__INLINE void cpu__v_prefetch(int mode, int R, enc_dtype dt, const void *const *wrow, int64_t k,
                                  int64_t i)
 {
@@ -231,7 +237,7 @@ CPU__INLINE void cpu__v_prefetch(int mode, int R, enc_dtype dt, const void *cons
 #if defined(__GNUC__)
     size_t es = cpu__v_elem_size(dt);
     for (int r = 0; r < R; r++) {
-        const char *p = (const char *)wrow[r] + (size_t)(k + i) * es;
+        const char *p = (const char *)wrow[r] + (size_t)(CPU__V_PF_ROWS_AHEAD * k + i) * es;
         for (size_t o = 0; o < (size_t)CPU__V_PF * es; o += 64)
             __builtin_prefetch(p + o, 0, 2);
     }
@@ -513,7 +519,7 @@ static void cpu__v_matmul_few(cpu__tile_fn tiles, const float *x, int64_t n_toke
  * software prefetch of the next tile and at 28-29 as runs, with none. With
  * two accumulator classes (AVX2) a tile reads each row at its two halves,
  * which the hardware does not follow either: there the tile asks for the
- * row after each of its own (CPU__PF_NEXT_ROWS), which the one-class
+ * rows two ahead of each of its own (CPU__PF_NEXT_ROWS), which the one-class
  * kernels run slower with (BENCHMARKS.md). Which rows share a tile changes
  * no value. */
 #define CPU__V_ONE_PF (CPU__V_P == 1 ? CPU__PF_NONE : CPU__PF_NEXT_ROWS)
