@@ -225,7 +225,7 @@ enum { CPU__PF_NONE = 0, CPU__PF_NEXT_TILE = 1, CPU__PF_NEXT_ROWS = 2 };
  * (the rows of the tiles after the next): one AVX2 core of a Zen 4 EPYC
  * streamed a bf16 decode from DRAM at 16.0-19.3 GB/s one row ahead and
  * 19.0-27.9 (median 26.6) two ahead, 24.6-26.6 four ahead
- * (`build/bench_kernels 3 bf16`, BENCHMARKS.md). */
+ * (`build/bench_kernels 3 bf16` with this constant changed; BENCHMARKS.md). */
 enum { CPU__V_PF_ROWS_AHEAD = 2 };
 CPU__INLINE void cpu__v_prefetch(int mode, int R, enc_dtype dt, const void *const *wrow, int64_t k,
                                  int64_t i)
