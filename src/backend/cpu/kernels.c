@@ -60,6 +60,8 @@ static inline float cpu__f16(const uint16_t *p)
 #define V_FMA(a, b, c) ((a) * (b) + (c))
 #define V_MUL(a, b) ((a) * (b))
 #define V_ADD(a, b) ((a) + (b))
+#define V_DIV(a, b) ((a) / (b))
+#define V_SEL_NEG(c, a, b) (signbit(c) ? (a) : (b))
 #define V_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define V_ANY_EQ(v, s) ((v) == (s))
 #define V_POW2I(n) ldexpf(1.0f, (int)(n))
@@ -377,10 +379,7 @@ void cpu_swiglu(const float *gate, const float *up, float *out, int64_t n, int i
 {
     int64_t i0, i1;
     cpu__split(n, 16, ith, nth, &i0, &i1);
-    for (int64_t i = i0; i < i1; i++) {
-        float g = gate[i];
-        out[i] = g / (1.0f + expf(-g)) * up[i];
-    }
+    if (i0 < i1) cpu__table()->swiglu(gate + i0, up + i0, out + i0, i1 - i0);
 }
 
 void cpu_add(const float *a, const float *b, float *out, int64_t n, int ith, int nth)

@@ -73,6 +73,8 @@ static inline float cpu__avx2_hsum(__m256 v)
 #define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define V_MUL(a, b) _mm256_mul_ps(a, b)
 #define V_ADD(a, b) _mm256_add_ps(a, b)
+#define V_DIV(a, b) _mm256_div_ps(a, b)
+#define V_SEL_NEG(c, a, b) _mm256_blendv_ps(b, a, c)
 #define V_MAX(a, b) _mm256_max_ps(a, b)
 #define V_ANY_EQ(v, s) (_mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_set1_ps(s), _CMP_EQ_OQ)) != 0)
 #define V_POW2I(n)                                                                                 \

@@ -62,6 +62,10 @@ static inline float cpu__avx512_hsum(__m512 v)
 #define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define V_MUL(a, b) _mm512_mul_ps(a, b)
 #define V_ADD(a, b) _mm512_add_ps(a, b)
+#define V_DIV(a, b) _mm512_div_ps(a, b)
+#define V_SEL_NEG(c, a, b)                                                                         \
+    _mm512_mask_blend_ps(_mm512_cmplt_epi32_mask(_mm512_castps_si512(c), _mm512_setzero_si512()),  \
+                         b, a)
 #define V_MAX(a, b) _mm512_max_ps(a, b)
 #define V_ANY_EQ(v, s) (_mm512_cmpeq_ps_mask(v, _mm512_set1_ps(s)) != 0)
 #define V_POW2I(n)                                                                                 \

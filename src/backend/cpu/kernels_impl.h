@@ -53,6 +53,9 @@ typedef void (*cpu__sample_weights_fn)(const float *x, int64_t n, double max, do
  * -inf (NaNs are never the largest). */
 typedef int64_t (*cpu__argmax_fn)(const float *x, int64_t n);
 
+/* out[i] = silu(gate[i]) * up[i] for i < n (out may be gate or up). */
+typedef void (*cpu__swiglu_fn)(const float *gate, const float *up, float *out, int64_t n);
+
 typedef struct cpu__kernel_table {
     cpu_isa isa;
     int rows_prefill;                /* weight rows per register tile, several tokens */
@@ -62,6 +65,7 @@ typedef struct cpu__kernel_table {
     cpu__sample_weights_fn sample_weights; /* the sampler's weights (base/sample_math.h) */
     smath_chunk_all_fn sample_chunk;       /* a chunk record of them (smath_chunk_all's bits) */
     cpu__argmax_fn argmax;                 /* a row's argmax */
+    cpu__swiglu_fn swiglu;                 /* silu(gate) * up, element by element */
 } cpu__kernel_table;
 
 extern const cpu__kernel_table cpu__kernels_scalar; /* kernels.c */
@@ -113,7 +117,8 @@ int cpu_kernels_force_isa(cpu_isa isa);
  *   V_LOAD_BF16_PART(p, n), V_LOAD_F16_PART(p, n)  likewise
  *   V_STORE(p, v), V_STORE_PART(p, v, n)
  *   V_FMA(a, b, c)        a * b + c (one rounding where the ISA has FMA)
- *   V_MUL(a, b), V_ADD(a, b)
+ *   V_MUL(a, b), V_ADD(a, b), V_DIV(a, b)
+ *   V_SEL_NEG(c, a, b)    a in the lanes where c's sign bit is set, else b
  *   V_MAX(a, b)           a > b ? a : b lane by lane (b where either is NaN)
  *   V_ANY_EQ(v, s)        nonzero when a lane of v equals the float s
  *   V_POW2I(n)            2^n, n integral in every lane, -126 <= n <= 127
@@ -1003,12 +1008,44 @@ static int64_t cpu__v_argmax(const float *x, int64_t n)
     return 0;
 }
 
+/* --- swiglu ------------------------------------------------------------- */
+
+/* silu(g) u in every lane. With z = e^-|g|, sigmoid(g) is 1 / (1 + z) for
+ * g >= 0 and z / (1 + z) below: no e^x of a positive x, no cancellation. z
+ * is (e^(-|g|/2))^2, so that cpu__v_exp's clamp at -87 acts only below
+ * g = -174, where z is 0 in f32 anyway (with e^-|g| itself, a gate of -100
+ * would give -100 e^-87 instead of about -100 e^-100). Lane by lane, so a
+ * value is the same wherever a split or a tail puts it; at most about 5 ulp
+ * from the exact value (cpu__v_exp's 1.26 ulp twice, five roundings). */
+CPU__INLINE V cpu__v_silu_mul(V g, V u)
+{
+    V half_neg_abs = V_MUL(V_SEL_NEG(g, g, V_MUL(g, V_SET1(-1.0f))), V_SET1(0.5f));
+    V e = cpu__v_exp(half_neg_abs);
+    V z = V_MUL(e, e);
+    V r = V_DIV(V_SET1(1.0f), V_ADD(V_SET1(1.0f), z));
+    V sigmoid = V_SEL_NEG(g, V_MUL(z, r), r);
+    return V_MUL(V_MUL(g, sigmoid), u);
+}
+
+static void cpu__v_swiglu_run(const float *gate, const float *up, float *out, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW)
+        V_STORE(out + i, cpu__v_silu_mul(V_LOAD(gate + i), V_LOAD(up + i)));
+#if VW > 1
+    if (i < n) {
+        int m = (int)(n - i);
+        V_STORE_PART(out + i, cpu__v_silu_mul(V_LOAD_PART(gate + i, m), V_LOAD_PART(up + i, m)), m);
+    }
+#endif
+}
+
 #define CPU__V_TABLE_OF(isa_)                                                                      \
     {                                                                                              \
         .isa = (isa_), .rows_prefill = CPU__V_RM, .rows_decode = CPU__V_RD,                        \
         .matmul_rows = cpu__v_matmul_rows, .attention = cpu__v_attention,                          \
         .sample_weights = CPU__V_SAMPLE_WEIGHTS, .sample_chunk = CPU__V_SAMPLE_CHUNK,              \
-        .argmax = cpu__v_argmax,                                                                   \
+        .argmax = cpu__v_argmax, .swiglu = cpu__v_swiglu_run,                                      \
     }
 const cpu__kernel_table CPU__V_TABLE = CPU__V_TABLE_OF(CPU__V_ISA);
 #ifdef CPU__V_TABLE_ALSO
