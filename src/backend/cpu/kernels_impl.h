@@ -635,20 +635,35 @@ static void cpu__att_rows(const cpu_attention_args *a, const cpu__att_item *it, 
     }
 }
 
-/* Ask for pn rows of one kv head (the next block's keys or values) while
- * this block is computed: a head's rows lie a slot apart (kilobytes), a
- * pattern the hardware's prefetch does not follow, and a decode row reads
- * them in place (measured on one AVX2 core, a 4096-token bf16 decode row:
- * 3.9-4.8 GB/s without, 5.3-6.2 with). A hint only; no value changes. */
-static void cpu__att_prefetch(const cpu_attention_args *a, const void *const *row, int pn)
+/* Ask for the key and value rows of the block of keys at p0 (if the item
+ * has one there) while an earlier block is computed: a head's rows lie a
+ * slot apart (kilobytes), a pattern the hardware's prefetch does not follow,
+ * and a decode row reads them in place (measured on one AVX2 core, a
+ * 4096-token bf16 decode row: 3.9-4.8 GB/s without, 5.3-6.2 with). The
+ * lines go to L2 (prefetcht1, as the weights' prefetches: kernels_quant_impl.h
+ * says why), keys then values, for each of the CPU__ATT_PF_BLOCKS blocks
+ * ahead at every block (so each block is asked for twice). On a Zen 4 EPYC,
+ * a dense Q4_0 decode at depth 2048 (BENCHMARKS.md): one block ahead to L1
+ * 27-30 tokens/s, to L2 32-35, two ahead once 35-37, one and two ahead
+ * 36-44. A hint only; no value changes. */
+enum { CPU__ATT_PF_BLOCKS = 2 };
+static void cpu__att_prefetch_block(const cpu_attention_args *a, const cpu__att_item *it,
+                                    int64_t p0, int64_t end)
 {
 #if defined(__GNUC__)
+    if (p0 >= end) return;
+    int pn = end - p0 >= CPU__ATT_PB ? CPU__ATT_PB : (int)(end - p0);
+    const void *krow[CPU__ATT_PB], *vrow[CPU__ATT_PB];
+    cpu__att_rows(a, it, p0, pn, krow, vrow);
     size_t head_bytes = enc_dtype_row_bytes(a->cache_dtype, a->head_dim);
     for (int i = 0; i < pn; i++)
         for (size_t o = 0; o < head_bytes; o += 64)
-            __builtin_prefetch((const char *)row[i] + o, 0, 3);
+            __builtin_prefetch((const char *)krow[i] + o, 0, 2);
+    for (int i = 0; i < pn; i++)
+        for (size_t o = 0; o < head_bytes; o += 64)
+            __builtin_prefetch((const char *)vrow[i] + o, 0, 2);
 #else
-    (void)a, (void)row, (void)pn;
+    (void)a, (void)it, (void)p0, (void)end;
 #endif
 }
 
@@ -908,26 +923,12 @@ static void cpu__att_item_run(const cpu_attention_args *a, const cpu__att_item *
     cpu__att_pv_fn pv = rows_dt == ENC_BF16  ? cpu__att_pv_bf16
                         : rows_dt == ENC_F16 ? cpu__att_pv_f16
                                              : cpu__att_pv_f32;
-    /* In place (one query row), the next block's rows are found and asked for
-     * while this block is computed: nk, nv hold them when `ahead`. */
-    const void *nk[CPU__ATT_PB], *nv[CPU__ATT_PB];
-    int ahead = 0;
     for (int64_t p0 = 0; p0 < end; p0 += CPU__ATT_PB) {
         int pn = end - p0 >= CPU__ATT_PB ? CPU__ATT_PB : (int)(end - p0);
-        if (ahead) {
-            memcpy(krow, nk, (size_t)pn * sizeof *krow);
-            memcpy(vraw, nv, (size_t)pn * sizeof *vraw);
-        } else {
-            cpu__att_rows(a, it, p0, pn, krow, vraw);
-        }
-        ahead = direct && p0 + CPU__ATT_PB < end;
-        if (ahead) {
-            int64_t left = end - p0 - CPU__ATT_PB;
-            int nn = left >= CPU__ATT_PB ? CPU__ATT_PB : (int)left;
-            cpu__att_rows(a, it, p0 + CPU__ATT_PB, nn, nk, nv);
-            cpu__att_prefetch(a, nk, nn);
-            cpu__att_prefetch(a, nv, nn);
-        }
+        if (direct) /* in place (one query row): ask for the blocks ahead */
+            for (int d = 1; d <= CPU__ATT_PF_BLOCKS; d++)
+                cpu__att_prefetch_block(a, it, p0 + d * CPU__ATT_PB, end);
+        cpu__att_rows(a, it, p0, pn, krow, vraw);
         if (widen)
             cpu__att_widen(dt, hd, pn, krow, vraw, vrow, kbuf, vbuf);
         else if (pack)
