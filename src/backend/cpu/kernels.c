@@ -52,6 +52,7 @@ static inline float cpu__f16(const uint16_t *p)
 #define V_LOAD(p) (*(p))
 #define V_LOAD_BF16(p) enc_bf16_to_f32(*(p))
 #define V_LOAD_F16(p) cpu__f16(p)
+#define V_LOAD_I8(p) ((float)*(const int8_t *)(p))
 #define V_LOAD_PART(p, n) ((void)(p), (void)(n), 0.0f) /* unused: no tail when VW == 1 */
 #define V_LOAD_BF16_PART(p, n) ((void)(p), (void)(n), 0.0f)
 #define V_LOAD_F16_PART(p, n) ((void)(p), (void)(n), 0.0f)
