@@ -113,6 +113,7 @@ int cpu_kernels_force_isa(cpu_isa isa);
  *   V_LOAD(p)             VW floats from p (unaligned)
  *   V_LOAD_BF16(p)        VW bf16 from p, as f32
  *   V_LOAD_F16(p)         VW f16 from p, as f32
+ *   V_LOAD_I8(p)          VW int8 from p, as f32 (exact)
  *   V_LOAD_PART(p, n)     first n < VW floats, other lanes 0 (reads only n)
  *   V_LOAD_BF16_PART(p, n), V_LOAD_F16_PART(p, n)  likewise
  *   V_STORE(p, v), V_STORE_PART(p, v, n)
@@ -636,16 +637,18 @@ static void cpu__att_rows(const cpu_attention_args *a, const cpu__att_item *it, 
 }
 
 /* Ask for the key and value rows of the block of keys at p0 (if the item
- * has one there) while an earlier block is computed: a head's rows lie a
- * slot apart (kilobytes), a pattern the hardware's prefetch does not follow,
- * and a decode row reads them in place (measured on one AVX2 core, a
+ * has one there) while an earlier block is computed, for a decode row of
+ * any cache dtype: a head's rows lie a slot apart (kilobytes), a pattern the
+ * hardware's prefetch does not follow (measured on one AVX2 core, a
  * 4096-token bf16 decode row: 3.9-4.8 GB/s without, 5.3-6.2 with). The
  * lines go to L2 (prefetcht1, as the weights' prefetches: kernels_quant_impl.h
  * says why), keys then values, for each of the CPU__ATT_PF_BLOCKS blocks
  * ahead at every block (so each block is asked for twice). On a Zen 4 EPYC,
  * a dense Q4_0 decode at depth 2048 (BENCHMARKS.md): one block ahead to L1
  * 27-30 tokens/s, to L2 32-35, two ahead once 35-37, one and two ahead
- * 36-44. A hint only; no value changes. */
+ * 36-44. The row pointers are found again for each ask (cpu__att_rows, a
+ * walk of the block table: under 0.3% of the samples). A hint only; no
+ * value changes. */
 enum { CPU__ATT_PF_BLOCKS = 2 };
 static void cpu__att_prefetch_block(const cpu_attention_args *a, const cpu__att_item *it,
                                     int64_t p0, int64_t end)
