@@ -44,6 +44,8 @@ static inline int qb_f16_fields(enc_dtype dt, int *off)
     switch (dt) {
     case ENC_Q8_0:
     case ENC_Q4_0:
+    case ENC_Q5_0:
+    case ENC_IQ4_NL:
         off[0] = 0;
         return 1;
     case ENC_Q4_K:
@@ -52,6 +54,9 @@ static inline int qb_f16_fields(enc_dtype dt, int *off)
         return 2;
     case ENC_Q6_K:
         off[0] = 208;
+        return 1;
+    case ENC_Q3_K:
+        off[0] = 108;
         return 1;
     default:
         return 0;

@@ -31,6 +31,13 @@
   mixed     -m DIR           Q4_K and Q6_K tensors in one file, as llama.cpp's
                              Q4_K_M mixes them: logits match the dequantized
                              model's
+  widened   -m DIR [--device D]
+                             Q5_0, IQ4_NL and Q3_K tensors (made by NumPy),
+                             which encore widens at load to Q8_0 / Q6_K: the
+                             same ids and logits, bit for bit, as the file
+                             of those widened blocks written by NumPy, on the
+                             widest ISA and the portable kernels (or on D); top logits
+                             within 5% of the dequantized model's
   repack    -m DIR --type T  a T file on the CPU with its matrices repacked at
                              load (the default) and without (ENCORE_CPU_REPACK=0):
                              the same greedy ids and logits bit for bit, on the
@@ -229,8 +236,8 @@ def bad_cases(cfg, kvs, tensors):
         ("overlap", with_tensor(1, offset=0), ["overlap", f"'{tensors[1].name}'", f"'{t0.name}'"]),
         ("unknown_type", with_tensor(0, ggml_type=3), [f"'{t0.name}'", "ggml type 3 (Q4_1)",
                                                        f"byte offset {type_at}"]),
-        # Q5_0, which llama-quantize's Q4_K_M puts where rows are no whole Q4_K blocks
-        ("q5_0_type", with_tensor(0, ggml_type=6), [f"'{t0.name}'", "ggml type 6 (Q5_0)",
+        # Q5_1, which llama-quantize's Q5_K_M puts where rows are no whole Q5_K blocks
+        ("q5_1_type", with_tensor(0, ggml_type=7), [f"'{t0.name}'", "ggml type 7 (Q5_1)",
                                                     f"byte offset {type_at}"]),
         ("undefined_type", with_tensor(0, ggml_type=99), [f"'{t0.name}'", "ggml type 99 (unknown)"]),
         ("n_dims_5", with_tensor(0, n_dims=5), [f"'{t0.name}'", "n_dims 5", "byte offset"]),
@@ -508,15 +515,80 @@ def cmd_mixed(a, tmp):
     print(f"ok: a file of {', '.join(types)} tensors runs; top logits within {worst:.4g} "
           f"(scale {scale:.3g}) of the dequantized model's, top ids equal at {same}/{len(want)}")
 
+# The stored type of each matrix in the widened check, by name; a row not
+# of whole 256-value blocks takes Q5_0 instead of Q3_K.
+WIDEN_TYPES = (("token_embd", "Q5_0"), ("output.", "IQ4_NL"), ("attn_q.", "Q5_0"),
+               ("attn_k.", "IQ4_NL"), ("attn_v.", "Q3_K"), ("attn_output", "Q5_0"),
+               ("ffn_gate", "IQ4_NL"), ("ffn_up", "Q3_K"), ("ffn_down", "Q5_0"))
+
+
+def cmd_widened(a, tmp):
+    """Q5_0, IQ4_NL and Q3_K matrices (dense and expert), which encore
+    widens at load to the Q8_0 / Q6_K blocks of the same values
+    (src/base/quant_widen.c): the file runs with the ids and logits of
+    the file holding those widened blocks, made by NumPy from the layouts
+    (tests/reference/gguf_quants.py), bit for bit on the widest ISA and on
+    the portable kernels; and its top logits are within 5% of the model
+    dequantized to F32."""
+    src = os.path.join(tmp, "f32.gguf")
+    run([a.engine, "quantize", "-m", a.model, "-o", src, "--type", "f32"])
+    kvs, tensors, _ = G.read(src)
+    stored, wide, deq = [], [], []
+    for t in tensors:
+        name = next((q for key, q in WIDEN_TYPES if key in t.name), None)
+        if len(t.shape) < 2 or name is None or "gate_inp" in t.name:
+            stored.append(t), wide.append(t), deq.append(t)
+            continue
+        if name == "Q3_K" and t.shape[-1] % 256:
+            name = "Q5_0"
+        x = np.frombuffer(t.data, "<f4")
+        raw = Q.QUANTIZE_WIDENED[name](x)
+        wname, wraw = Q.widen(name, raw, x.size)
+        values = Q.dequantize(name, raw, x.size)
+        if not np.array_equal(values.view(np.uint32), Q.dequantize(wname, wraw, x.size).view(np.uint32)):
+            sys.exit(f"FAIL: NumPy's {wname} blocks of {t.name} hold other values than its {name}")
+        stored.append(G.Tensor(t.name, G.GGML_IDS[name], t.shape, raw))
+        wide.append(G.Tensor(t.name, G.GGML_IDS[wname], t.shape, wraw))
+        deq.append(G.Tensor(t.name, G.GGML_F32, t.shape, values.astype("<f4").tobytes()))
+    types = sorted({G.GGML_NAMES[t.ggml_type] for t in stored} - {"F32"})
+    if types != ["IQ4_NL", "Q3_K", "Q5_0"]:
+        sys.exit(f"FAIL: the file holds {types}, not IQ4_NL, Q3_K and Q5_0")
+    paths = {k: os.path.join(tmp, f"{k}.gguf") for k in ("stored", "wide", "deq")}
+    for k, ts in (("stored", stored), ("wide", wide), ("deq", deq)):
+        G.write(paths[k], kvs, ts)
+    log = run([a.engine, "logits", "-m", paths["stored"], "--prompt-ids", PROMPT, "--top", "1",
+               "-t", "2"], env={"ENCORE_LOG": "info"}).stderr
+    if "widened to Q8_0" not in log or "Q3_K widened to Q6_K" not in log:
+        sys.exit(f"FAIL: loading the file does not say what it widens:\n{log}")
+    device = ("--device", a.device) if a.device else ()
+    for isa in ((None,) if a.device == "vulkan" else (None, "scalar")):
+        env = {"ENCORE_CPU_ISA": isa} if isa else None
+        got = outputs(a.engine, paths["stored"], device, env=env)
+        want = outputs(a.engine, paths["wide"], device, env=env)
+        if got != want or not got[0].split():
+            sys.exit(f"FAIL widened ({a.device or 'cpu'}, {isa or 'widest ISA'}): ids or logits "
+                     f"differ from the widened file's:\n  stored {got[0]}  widened {want[0]}")
+    cmd = ["logits", "--prompt-ids", PROMPT, "--top", "1", "-t", "2", *device, "-m"]
+    want = top1(run([a.engine] + cmd + [paths["deq"]]).stdout)
+    got = top1(run([a.engine] + cmd + [paths["stored"]]).stdout)
+    scale = max(abs(l) for _, l in want)
+    worst = max(abs(g[1] - w[1]) for g, w in zip(got, want)) if len(got) == len(want) else 1e9
+    if worst > 0.05 * scale:
+        sys.exit(f"FAIL: the widened file's top logits {got} are not within 5% of the "
+                 f"dequantized model's {want}")
+    print(f"ok: {', '.join(types)} tensors widened at load: ids and logits identical to the "
+          f"Q8_0/Q6_K file's; top logits within {worst:.4g} (scale {scale:.3g}) of the dequantized model's")
+
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("check", choices=["lossless", "pywriter", "bad", "bad-moe", "tokenizer",
-                                      "quantized", "blocks", "experts-vulkan", "mixed", "repack"])
+                                      "quantized", "blocks", "experts-vulkan", "mixed", "repack", "widened"])
     ap.add_argument("--engine", required=True)
     ap.add_argument("-m", "--model")
     ap.add_argument("--type")
     ap.add_argument("--mixed", help="bad-moe: a MoE checkpoint with dense layers")
+    ap.add_argument("--device", help="widened: the device (default: encore's)")
     ap.add_argument("--tokenizer-dir")
     ap.add_argument("--strings")
     ap.add_argument("--golden")
@@ -524,7 +596,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="encore-gguf-") as tmp:
         {"lossless": cmd_lossless, "pywriter": cmd_pywriter, "bad": cmd_bad, "bad-moe": cmd_bad_moe,
          "tokenizer": cmd_tokenizer, "quantized": cmd_quantized, "blocks": cmd_blocks,
-         "experts-vulkan": cmd_experts_vulkan, "mixed": cmd_mixed, "repack": cmd_repack}[a.check](a, tmp)
+         "experts-vulkan": cmd_experts_vulkan, "mixed": cmd_mixed, "repack": cmd_repack,
+         "widened": cmd_widened}[a.check](a, tmp)
 
 
 if __name__ == "__main__":

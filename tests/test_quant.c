@@ -8,6 +8,10 @@
  *                         for tests/test_quant_numpy.py to compare with the
  *                         NumPy dequantizers of tests/reference/gguf_quants.py
  *
+ * The types widened at load (Q5_0, IQ4_NL, Q3_K; base/quant_widen.h) are
+ * dumped too: quant.c reads them through their widened blocks, so NumPy's
+ * dequantizers, written from ggml's layouts, check the widening bit for bit.
+ *
  * Dump format, per type: name (8 bytes, NUL-padded), n_blocks (u32), the raw
  * blocks, then n_blocks * block_elems f32 values; then for Q8_0 and Q4_0,
  * whose quantizers are ggml's reference ones: "Q8_0+" / "Q4_0+", n values
@@ -20,6 +24,7 @@
 
 #include "base/dtype.h"
 #include "base/quant.h"
+#include "base/quant_widen.h"
 #include "quant_blocks.h"
 
 static int g_failures;
@@ -35,6 +40,8 @@ static void *xmalloc(size_t n)
 }
 
 static const enc_dtype WEIGHT_TYPES[5] = {ENC_Q8_0, ENC_Q4_0, ENC_Q4_K, ENC_Q5_K, ENC_Q6_K};
+static const enc_dtype DUMP_TYPES[8] = {ENC_Q8_0, ENC_Q4_0, ENC_Q4_K,   ENC_Q5_K,
+                                        ENC_Q6_K, ENC_Q5_0, ENC_IQ4_NL, ENC_Q3_K};
 
 static int dump(const char *path)
 {
@@ -44,8 +51,8 @@ static int dump(const char *path)
         return 1;
     }
     enum { N_BLOCKS = 64 };
-    for (int t = 0; t < 5; t++) {
-        enc_dtype dt = WEIGHT_TYPES[t];
+    for (int t = 0; t < 8; t++) {
+        enc_dtype dt = DUMP_TYPES[t];
         size_t bb = enc_dtype_block_bytes(dt);
         int64_t be = enc_dtype_block_elems(dt);
         unsigned char *raw = xmalloc(bb * N_BLOCKS);
@@ -255,8 +262,11 @@ static void check_refusals(void)
     if (quant_quantize_row(ENC_Q4_K, x, q, 64) != -1 ||
         quant_dequantize_row(ENC_Q8_0, q, x, 33) != -1 ||
         quant_quantize_row(ENC_F32, x, q, 32) != -1 ||
-        quant_dequantize_row(ENC_I32, q, x, 32) != -1) {
-        fprintf(stderr, "FAIL: a partial block or a non-block type was not refused\n");
+        quant_dequantize_row(ENC_I32, q, x, 32) != -1 ||
+        quant_widen_row(ENC_Q8_0, q, x, 32) != -1 || quant_widen_row(ENC_Q3_K, q, x, 128) != -1 ||
+        quant_quantize_row(ENC_Q5_0, x, q, 32) != -1) {
+        fprintf(stderr, "FAIL: a partial block, a non-block type, widening a type that is not "
+                        "widened or quantizing to one was not refused\n");
         g_failures++;
     }
 }

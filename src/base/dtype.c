@@ -25,6 +25,9 @@ const char *enc_dtype_name(enc_dtype t)
     case ENC_Q5_K: return "Q5_K";
     case ENC_Q6_K: return "Q6_K";
     case ENC_Q8_K: return "Q8_K";
+    case ENC_Q5_0: return "Q5_0";
+    case ENC_IQ4_NL: return "IQ4_NL";
+    case ENC_Q3_K: return "Q3_K";
     default: return "?";
     }
 }
@@ -38,11 +41,14 @@ int64_t enc_dtype_block_elems(enc_dtype t)
 {
     switch (t) {
     case ENC_Q8_0:
-    case ENC_Q4_0: return 32;
+    case ENC_Q4_0:
+    case ENC_Q5_0:
+    case ENC_IQ4_NL: return 32;
     case ENC_Q4_K:
     case ENC_Q5_K:
     case ENC_Q6_K:
-    case ENC_Q8_K: return 256;
+    case ENC_Q8_K:
+    case ENC_Q3_K: return 256;
     default: return 1;
     }
 }
@@ -56,6 +62,9 @@ size_t enc_dtype_block_bytes(enc_dtype t)
     case ENC_Q5_K: return 2 + 2 + 12 + 32 + 128;  /* 176 */
     case ENC_Q6_K: return 128 + 64 + 16 + 2;      /* 210 */
     case ENC_Q8_K: return 4 + 256 + 2 * 16;       /* 292 */
+    case ENC_Q5_0: return 2 + 4 + 16;             /* 22 */
+    case ENC_IQ4_NL: return 2 + 16;               /* 18 */
+    case ENC_Q3_K: return 32 + 64 + 12 + 2;       /* 110 */
     default: return enc_dtype_size(t);
     }
 }

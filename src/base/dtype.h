@@ -27,6 +27,11 @@ typedef enum enc_dtype {
     ENC_Q6_K, /* 256 values: 128 B low nibbles, 64 B high bits, 16 int8 scales, f16 d */
     ENC_Q8_K, /* 256 values: f32 d, 256 x int8, 16 int16 sums; the CPU kernels'
                * activations for a dot with the K types, never a weight */
+    /* Block types read from GGUF files and widened at load, exactly, to a
+     * type the kernels read (base/quant_widen.h); no backend sees them. */
+    ENC_Q5_0,   /* 32 values: f16 d, 32 fifth bits, 16 B of nibbles; x = d * (q - 16) */
+    ENC_IQ4_NL, /* 32 values: f16 d, 16 B of nibbles indexing a fixed int8 table    */
+    ENC_Q3_K,   /* 256 values: 32 B high bits, 64 B of 2-bit q, 12 B of 6-bit scales, f16 d */
     ENC_DTYPE_COUNT
 } enc_dtype;
 

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/quant_widen.h"
+
 /* One rounding per operation, as the NumPy reference computes: no fused
  * multiply-add (GCC does not contract in ISO C mode; clang must be told). */
 #if defined(__clang__)
@@ -105,9 +107,26 @@ static int quant__deq_elements(enc_dtype dt, const void *src, float *dst, int64_
     }
 }
 
+/* A type widened at load (quant_widen.h): each block widened, then read as
+ * its widened type, the same values. */
+static int quant__deq_widened(enc_dtype dt, const void *src, float *dst, int64_t n)
+{
+    int64_t be = enc_dtype_block_elems(dt);
+    if (n < 0 || n % be != 0) return -1;
+    size_t bb = enc_dtype_block_bytes(dt);
+    unsigned char wide[sizeof(block_q6_K)];
+    _Static_assert(sizeof(block_q6_K) >= sizeof(block_q8_0), "a widened block fits");
+    for (int64_t i = 0; i < n / be; i++) {
+        quant_widen_row(dt, (const unsigned char *)src + (size_t)i * bb, wide, be);
+        quant_dequantize_row(quant_widened_dtype(dt), wide, dst + i * be, be);
+    }
+    return 0;
+}
+
 int quant_dequantize_row(enc_dtype dt, const void *src, float *dst, int64_t n)
 {
     if (!enc_dtype_is_quantized(dt)) return quant__deq_elements(dt, src, dst, n);
+    if (quant_is_widened(dt)) return quant__deq_widened(dt, src, dst, n);
     int64_t be = enc_dtype_block_elems(dt), nb = n / be;
     if (n < 0 || n % be != 0) return -1;
     const unsigned char *p = src;

@@ -95,7 +95,8 @@ static inline void quant_scale_min_k4(const uint8_t *scales, int s, int *sc, int
 enc_dtype quant_dot_dtype(enc_dtype w);
 
 /* dst[0 .. n) = the n values of the blocks at src (n a multiple of the block
- * size of dt). Element types (F32, BF16, F16) convert. Returns 0, or -1 for
+ * size of dt). Element types (F32, BF16, F16) convert; the types widened at
+ * load (quant_widen.h) read through their widened blocks. Returns 0, or -1 for
  * a type it cannot read or an n that is no whole number of blocks. */
 int quant_dequantize_row(enc_dtype dt, const void *src, float *dst, int64_t n);
 

@@ -1,13 +1,17 @@
 /* quantize.c - a checkpoint's matrices quantized to a block type at load:
  * each row converted to f32, quantized by base/quant.c, and the blocks
- * copied onto the backend in pieces of at most 64 MiB of blocks. */
+ * copied onto the backend in pieces of at most 64 MiB of blocks; and the
+ * block types no kernel reads widened the same way, exactly
+ * (base/quant_widen.h). */
 #include "model/quantize.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "base/quant.h"
+#include "base/quant_widen.h"
 
 enc_status model_quantize_type(const char *name, enc_dtype *out)
 {
@@ -30,6 +34,7 @@ enum { MODEL__QUANT_PIECE = 64 << 20 }; /* bytes of blocks written at once */
 
 enc_dtype model_loaded_dtype(const st_tensor *t, enc_dtype quantize)
 {
+    if (quant_is_widened(t->dtype)) return quant_widened_dtype(t->dtype);
     return enc_dtype_is_quantized(quantize) && !enc_dtype_is_quantized(t->dtype) ? quantize
                                                                                  : t->dtype;
 }
@@ -44,10 +49,12 @@ static const char *model__op_what(graph_op op)
 enc_status model_check_weight_dtype(backend *be, const st_tensor *t, enc_dtype dt, graph_op op)
 {
     if (backend_supports_weight_dtype(be, op, dt)) return ENC_OK;
+    const char *why = dt == t->dtype               ? ""
+                      : quant_is_widened(t->dtype) ? " (widened)"
+                                                   : " (--quantize)";
     return enc_fail(ENC_ERR_UNSUPPORTED,
                     "%s: tensor '%s' has type %s%s, which the %s backend lacks for %s", t->file,
-                    t->name, enc_dtype_name(dt), dt != t->dtype ? " (--quantize)" : "",
-                    be->iface->name, model__op_what(op));
+                    t->name, enc_dtype_name(dt), why, be->iface->name, model__op_what(op));
 }
 
 /* The rows and columns of t taken as a matrix: its last dimension is a row
@@ -69,16 +76,22 @@ size_t model_quantized_bytes(const st_tensor *t, enc_dtype dt)
     return (size_t)model__rows(t) * enc_dtype_row_bytes(dt, model__cols(t));
 }
 
-/* Rows [r0, r1) of t as blocks of dt into dst; row is scratch for one row. */
+/* Rows [r0, r1) of t as blocks of dt into dst: float rows quantized (row
+ * is scratch for one), a widened type's blocks widened. */
 static void model__quantize_rows(const st_tensor *t, enc_dtype dt, int64_t r0, int64_t r1,
                                  float *row, unsigned char *dst)
 {
     int64_t cols = model__cols(t);
-    size_t in_rb = (size_t)cols * enc_dtype_size(t->dtype), out_rb = enc_dtype_row_bytes(dt, cols);
+    size_t in_rb = enc_dtype_row_bytes(t->dtype, cols), out_rb = enc_dtype_row_bytes(dt, cols);
     for (int64_t r = r0; r < r1; r++) {
-        quant_dequantize_row(t->dtype, (const unsigned char *)t->data + (size_t)r * in_rb, row,
-                             cols);
-        quant_quantize_row(dt, row, dst + (size_t)(r - r0) * out_rb, cols);
+        const unsigned char *src = (const unsigned char *)t->data + (size_t)r * in_rb;
+        unsigned char *out = dst + (size_t)(r - r0) * out_rb;
+        if (quant_is_widened(t->dtype)) {
+            quant_widen_row(t->dtype, src, out, cols);
+            continue;
+        }
+        quant_dequantize_row(t->dtype, src, row, cols);
+        quant_quantize_row(dt, row, out, cols);
     }
 }
 
@@ -87,7 +100,8 @@ enc_status model_quantize_into(backend *be, const st_tensor *t, enc_dtype dt, ba
 {
     int64_t rows = model__rows(t), cols = model__cols(t);
     size_t rb = enc_dtype_row_bytes(dt, cols);
-    if (t->n_dims < 2 || rb == 0 || enc_dtype_is_quantized(t->dtype))
+    bool widen = dt == quant_widened_dtype(t->dtype) && quant_is_widened(t->dtype);
+    if (t->n_dims < 2 || rb == 0 || (enc_dtype_is_quantized(t->dtype) && !widen))
         return enc_fail(ENC_ERR_UNSUPPORTED,
                         "%s: tensor '%s' (%s, %lld columns) cannot be quantized to %s: it needs a "
                         "float matrix whose rows are whole %lld-value blocks",

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/quant_widen.h"
 
 /* A dimension named by the config. */
 typedef enum qwen3__dim {
@@ -363,14 +364,23 @@ static enc_status qwen3__check_unused(const qwen3_config *c, const tensor_source
 
 static void qwen3__log_dtypes(const tensor_source *src)
 {
-    size_t n[ENC_DTYPE_COUNT] = {0};
+    size_t n[ENC_DTYPE_COUNT] = {0}, blocks = 0;
     for (size_t i = 0; i < src->count(src->ctx); i++) {
         const st_tensor *t = src->get(src->ctx, i);
         if ((unsigned)t->dtype < ENC_DTYPE_COUNT) n[t->dtype]++;
     }
+    for (int t = 0; t < ENC_DTYPE_COUNT; t++)
+        blocks += enc_dtype_is_quantized((enc_dtype)t) ? n[t] : 0;
     enc_log_debug("qwen3 tensors: %zu F32, %zu BF16, %zu F16, %zu of block types", n[ENC_F32],
-                  n[ENC_BF16], n[ENC_F16],
-                  n[ENC_Q8_0] + n[ENC_Q4_0] + n[ENC_Q4_K] + n[ENC_Q5_K] + n[ENC_Q6_K]);
+                  n[ENC_BF16], n[ENC_F16], blocks);
+    for (int t = 0; t < ENC_DTYPE_COUNT; t++)
+        if (n[t] && quant_is_widened((enc_dtype)t))
+            enc_log_info("%zu tensors of %s widened to %s at load (the same values, %zu bytes "
+                         "a block instead of %zu)",
+                         n[t], enc_dtype_name((enc_dtype)t),
+                         enc_dtype_name(quant_widened_dtype((enc_dtype)t)),
+                         enc_dtype_block_bytes(quant_widened_dtype((enc_dtype)t)),
+                         enc_dtype_block_bytes((enc_dtype)t));
 }
 
 /* --- public API -------------------------------------------------------- */

@@ -1,5 +1,6 @@
 """gguf_quants.py - NumPy dequantizers of the GGUF block formats Q8_0, Q4_0,
-Q4_K, Q5_K and Q6_K, written from ggml's block layouts (ggml-common.h) and
+Q4_K, Q5_K, Q6_K, Q5_0, IQ4_NL and Q3_K, written from ggml's block layouts
+(ggml-common.h) and dequantize_row_* (ggml-quants.c), and
 independent of encore's C code: the oracle for its block formats, and for
 models whose weights are quantized.
 
@@ -17,6 +18,9 @@ BLOCK = {  # name: (values per block, bytes per block)
     "Q4_K": (256, 144),
     "Q5_K": (256, 176),
     "Q6_K": (256, 210),
+    "Q5_0": (32, 22),
+    "IQ4_NL": (32, 18),
+    "Q3_K": (256, 110),
 }
 
 
@@ -102,8 +106,61 @@ def deq_q6_k(b):
     return out
 
 
+def deq_q5_0(b):
+    """d f16, qh (u32, bit j the fifth bit of value j), 16 bytes of nibbles
+    (value j low, value j + 16 high): d * (q - 16)."""
+    d = _f16(b[:, 0:2])
+    qh = b[:, 2:6].copy().view("<u4").astype(np.int64)  # [n, 1]
+    qs = b[:, 6:22].astype(np.int32)
+    j = np.arange(16)
+    lo = (qs & 0x0F) | (((qh >> j) & 1) << 4)
+    hi = (qs >> 4) | (((qh >> (j + 16)) & 1) << 4)
+    return (np.concatenate([lo, hi], axis=1) - 16).astype(np.float32) * d
+
+
+IQ4_NL_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10,
+                          1, 13, 25, 38, 53, 69, 89, 113], np.float32)
+
+
+def deq_iq4_nl(b):
+    """d f16, 16 bytes of nibbles indexing IQ4_NL_VALUES (as Q4_0's)."""
+    d = _f16(b[:, 0:2])
+    qs = b[:, 2:18]
+    return d * np.concatenate([IQ4_NL_VALUES[qs & 0x0F], IQ4_NL_VALUES[qs >> 4]], axis=1)
+
+
+def deq_q3_k(b):
+    """hmask 32 B, qs 64 B, scales 12 B (16 six-bit values), d f16: per 128
+    values and shift j of the 2-bit q, 32 values in two groups of 16, each
+    dl = d * (scale - 32), x = dl * (q - (hmask bit ? 0 : 4))."""
+    hm = b[:, 0:32].astype(np.int32)
+    qs = b[:, 32:96].astype(np.int32)
+    sc = b[:, 96:108].astype(np.int32)
+    d = _f16(b[:, 108:110])
+    scale = np.empty((b.shape[0], 16), np.int32)
+    for g in range(16):
+        low = sc[:, g] & 0xF if g < 8 else sc[:, g - 8] >> 4
+        scale[:, g] = low | (((sc[:, 8 + g % 4] >> (2 * (g // 4))) & 3) << 4)
+    out = np.empty((b.shape[0], 256), np.float32)
+    m = 0
+    for n in range(2):
+        q = qs[:, 32 * n: 32 * n + 32]
+        for j in range(4):
+            for half in range(2):
+                g = 8 * n + 2 * j + half
+                dl = d[:, 0] * (scale[:, g] - 32).astype(np.float32)
+                ql = (q[:, 16 * half: 16 * half + 16] >> (2 * j)) & 3
+                h = (hm[:, 16 * half: 16 * half + 16] >> m) & 1
+                v = (ql - np.where(h != 0, 0, 4)).astype(np.float32)
+                base = 128 * n + 32 * j + 16 * half
+                out[:, base: base + 16] = dl[:, None] * v
+            m += 1
+    return out
+
+
 DEQUANT = {"Q8_0": deq_q8_0, "Q4_0": deq_q4_0, "Q4_K": deq_q4_k,
-           "Q5_K": deq_q5_k, "Q6_K": deq_q6_k}
+           "Q5_K": deq_q5_k, "Q6_K": deq_q6_k, "Q5_0": deq_q5_0,
+           "IQ4_NL": deq_iq4_nl, "Q3_K": deq_q3_k}
 
 
 def dequantize(name, raw, n):
@@ -188,3 +245,114 @@ def act_round_trip(name, x):
         raise ValueError(f"act_round_trip: no activation format for {name} weights here")
     raw = quantize_q8_0(x32.reshape(-1))
     return dequantize("Q8_0", raw, x32.size).reshape(x32.shape).astype(np.float64)
+
+
+# --- the types encore widens at load (Q5_0, IQ4_NL, Q3_K) ----------------------
+#
+# Simple quantizers to make test files of these types (not ggml's search for
+# the best scales: any valid block will do), and their blocks rewritten as the
+# Q8_0 / Q6_K blocks of the same values, from the layouts above.
+
+def _f16_bytes(d):
+    return np.asarray(d, np.float32).astype("<f2").view(np.uint8).reshape(-1, 2)
+
+
+def quantize_q5_0(x):
+    """float32 [n] -> Q5_0 blocks: d = amax / 15, q = clip(round(x / d), -16, 15) + 16."""
+    b = np.asarray(x, np.float32).reshape(-1, 32)
+    d = (np.abs(b).max(axis=1) / 15).astype(np.float16).astype(np.float32)
+    q = np.clip(np.round(b / np.where(d > 0, d, 1)[:, None]), -16, 15).astype(np.int64) + 16
+    qh = ((q >> 4) << np.arange(32)).sum(axis=1).astype("<u4")
+    out = np.empty((b.shape[0], 22), np.uint8)
+    out[:, 0:2] = _f16_bytes(d)
+    out[:, 2:6] = qh.view(np.uint8).reshape(-1, 4)
+    out[:, 6:22] = (q[:, :16] & 15) | ((q[:, 16:] & 15) << 4)
+    return out.tobytes()
+
+
+def quantize_iq4_nl(x):
+    """float32 [n] -> IQ4_NL blocks: d = amax / 127, each value the nearest entry."""
+    b = np.asarray(x, np.float32).reshape(-1, 32)
+    d = (np.abs(b).max(axis=1) / 127).astype(np.float16).astype(np.float32)
+    v = b / np.where(d > 0, d, 1)[:, None]
+    idx = np.abs(v[:, :, None] - IQ4_NL_VALUES[None, None, :]).argmin(axis=2)
+    out = np.empty((b.shape[0], 18), np.uint8)
+    out[:, 0:2] = _f16_bytes(d)
+    out[:, 2:18] = idx[:, :16] | (idx[:, 16:] << 4)
+    return out.tobytes()
+
+
+def quantize_q3_k(x):
+    """float32 [n] -> Q3_K blocks: per group of 16 a scale amax / 4 as
+    d * (s - 32), s in 32..63, and levels clip(round(x / (d (s - 32))), -4, 3)."""
+    b = np.asarray(x, np.float32).reshape(-1, 16, 16)
+    gs = np.abs(b).max(axis=2) / 4  # [n, 16]
+    d = (gs.max(axis=1) / 31).astype(np.float16).astype(np.float32)
+    s = np.clip(np.round(gs / np.where(d > 0, d, 1)[:, None]), 0, 31).astype(np.int64)
+    step = d[:, None] * s
+    lv = np.clip(np.round(b / np.where(step > 0, step, 1)[:, :, None]), -4, 3).astype(np.int64)
+    lv = np.where(step[:, :, None] > 0, lv, 0).reshape(-1, 256)
+    s6 = s + 32
+    out = np.zeros((b.shape[0], 110), np.uint8)
+    p = np.arange(256)
+    h = (lv >= 0).astype(np.int64)
+    q2 = lv + 4 * (1 - h)
+    for v in range(256):
+        out[:, p[v] % 32] |= (h[:, v] << (v // 32)).astype(np.uint8)
+        out[:, 32 + 32 * (v // 128) + v % 32] |= (q2[:, v] << (2 * ((v // 32) % 4))).astype(np.uint8)
+    for g in range(16):
+        low = s6[:, g] & 15
+        if g < 8:
+            out[:, 96 + g] |= low.astype(np.uint8)
+        else:
+            out[:, 96 + g - 8] |= (low << 4).astype(np.uint8)
+        out[:, 104 + g % 4] |= ((s6[:, g] >> 4) << (2 * (g // 4))).astype(np.uint8)
+    out[:, 108:110] = _f16_bytes(d)
+    return out.tobytes()
+
+
+def _q6_k_blocks(d_bytes, scales, q6):
+    """Q6_K blocks from d (f16 bytes [n, 2]), int8 scales [n, 16] and levels
+    q6 [n, 256] (0..63): value 32 i + l of each 128 in ql[l + 32 (i & 1)]'s
+    nibble i >> 1 and qh[l]'s bits 2 i."""
+    out = np.zeros((q6.shape[0], 210), np.uint8)
+    for v in range(256):
+        n, i, l = v // 128, (v % 128) // 32, v % 32
+        out[:, 64 * n + l + 32 * (i & 1)] |= ((q6[:, v] & 15) << (4 * (i >> 1))).astype(np.uint8)
+        out[:, 128 + 32 * n + l] |= ((q6[:, v] >> 4) << (2 * i)).astype(np.uint8)
+    out[:, 192:208] = scales.astype(np.int8).view(np.uint8)
+    out[:, 208:210] = d_bytes
+    return out
+
+
+def widen(name, raw, n):
+    """(widened type name, its blocks) holding the same values as the n
+    values of raw of type name: Q5_0 and IQ4_NL as Q8_0 (d, and each value
+    over d as int8), Q3_K as Q6_K (d, scale - 32, level + 32)."""
+    qk, nbytes = BLOCK[name]
+    b = np.frombuffer(raw, np.uint8)[: (n // qk) * nbytes].reshape(-1, nbytes)
+    if name in ("Q5_0", "IQ4_NL"):
+        d = b[:, 0:2]
+        if name == "Q5_0":
+            qh = b[:, 2:6].copy().view("<u4").astype(np.int64)
+            qs = b[:, 6:22].astype(np.int64)
+            j = np.arange(16)
+            q = np.concatenate([(qs & 15) | (((qh >> j) & 1) << 4),
+                                (qs >> 4) | (((qh >> (j + 16)) & 1) << 4)], axis=1) - 16
+        else:
+            qs = b[:, 2:18]
+            q = IQ4_NL_VALUES[np.concatenate([qs & 15, qs >> 4], axis=1)].astype(np.int64)
+        return "Q8_0", np.concatenate([d, q.astype(np.int8).view(np.uint8)], axis=1).tobytes()
+    if name != "Q3_K":
+        raise ValueError(f"widen: {name} is not widened")
+    hm, qs, sc = b[:, 0:32].astype(np.int64), b[:, 32:96].astype(np.int64), b[:, 96:108].astype(np.int64)
+    scale = np.stack([(sc[:, g] & 15 if g < 8 else sc[:, g - 8] >> 4) |
+                      (((sc[:, 8 + g % 4] >> (2 * (g // 4))) & 3) << 4) for g in range(16)], axis=1)
+    v = np.arange(256)
+    q2 = (qs[:, 32 * (v // 128) + v % 32] >> (2 * ((v // 32) % 4))) & 3
+    h = (hm[:, v % 32] >> (v // 32)) & 1
+    level = q2 - np.where(h != 0, 0, 4)
+    return "Q6_K", _q6_k_blocks(b[:, 108:110], scale - 32, level + 32).tobytes()
+
+
+QUANTIZE_WIDENED = {"Q5_0": quantize_q5_0, "IQ4_NL": quantize_iq4_nl, "Q3_K": quantize_q3_k}
