@@ -556,6 +556,10 @@ def cmd_widened(a, tmp):
     paths = {k: os.path.join(tmp, f"{k}.gguf") for k in ("stored", "wide", "deq")}
     for k, ts in (("stored", stored), ("wide", wide), ("deq", deq)):
         G.write(paths[k], kvs, ts)
+    p = run([a.engine, "quantize", "-m", paths["stored"], "-o", os.path.join(tmp, "re.gguf"),
+             "--type", "q8_0"], check=False)
+    if p.returncode != 2 or "is a file" not in p.stderr:
+        sys.exit(f"FAIL: encore quantize -m FILE.gguf: exit {p.returncode}, {p.stderr.strip()!r}")
     log = run([a.engine, "logits", "-m", paths["stored"], "--prompt-ids", PROMPT, "--top", "1",
                "-t", "2"], env={"ENCORE_LOG": "info"}).stderr
     if "widened to Q8_0" not in log or "Q3_K widened to Q6_K" not in log:

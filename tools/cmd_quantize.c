@@ -8,6 +8,7 @@
  * the file was written, 1 when it could not be, 2 for bad arguments. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/encore_tools.h"
@@ -68,6 +69,14 @@ int cmd_quantize(int argc, char **argv)
                   "--type '%s' is not one of f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, "
                   "q6_k",
                   type_name);
+        return CLI_BAD_ARGS;
+    }
+    struct stat st;
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        cli_error("quantize",
+                  "-m takes a Hugging Face checkpoint directory, and %s is a file (a GGUF file "
+                  "runs as it is: encore generate -m FILE.gguf)",
+                  dir);
         return CLI_BAD_ARGS;
     }
     int last = -1;
