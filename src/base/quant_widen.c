@@ -32,15 +32,15 @@ static void widen__q5_0(const block_q5_0 *b, block_q8_0 *o)
     }
 }
 
-static const int8_t widen__iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                               1,    13,   25,  38,  53,  69,  89,  113};
+const int8_t quant_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                       1,    13,   25,  38,  53,  69,  89,  113};
 
 static void widen__iq4_nl(const block_iq4_nl *b, block_q8_0 *o)
 {
     o->d = b->d;
     for (int j = 0; j < 16; j++) {
-        o->qs[j] = widen__iq4nl_values[b->qs[j] & 15];
-        o->qs[j + 16] = widen__iq4nl_values[b->qs[j] >> 4];
+        o->qs[j] = quant_iq4nl_values[b->qs[j] & 15];
+        o->qs[j + 16] = quant_iq4nl_values[b->qs[j] >> 4];
     }
 }
 

@@ -1,7 +1,9 @@
-/* quant_widen.h - GGUF block types that encore reads by widening them, at
- * load and exactly, to a block type its kernels read: every value of the
- * widened block equals the stored one bit for bit, so a model runs as the
- * file's own dequantized weights would, at the widened type's bytes.
+/* quant_widen.h - GGUF block types that a backend without kernels for them
+ * reads by widening them, at load and exactly, to a block type its kernels
+ * read: every value of the widened block equals the stored one bit for bit,
+ * so a model runs as the file's own dequantized weights would, at the
+ * widened type's bytes. (The CPU reads IQ4_NL as it is; nothing reads Q5_0
+ * or Q3_K as they are.)
  *
  *   Q5_0    [d f16][qh 4 B][qs 16 B]   x = d * (q - 16), q 5 bits: the low
  *           4 as Q4_0's nibbles, bit j of qh (little-endian) the fifth bit
@@ -47,11 +49,14 @@ _Static_assert(sizeof(block_q5_0) == 22, "block_q5_0 is ggml's 22 bytes");
 _Static_assert(sizeof(block_iq4_nl) == 18, "block_iq4_nl is ggml's 18 bytes");
 _Static_assert(sizeof(block_q3_K) == 110, "block_q3_K is ggml's 110 bytes");
 
-/* The type a tensor stored as dt is loaded as: Q8_0 for Q5_0 and IQ4_NL,
- * Q6_K for Q3_K, dt itself for every other type. */
+/* IQ4_NL's 16 levels, indexed by a nibble. */
+extern const int8_t quant_iq4nl_values[16];
+
+/* The type a tensor stored as dt widens to: Q8_0 for Q5_0 and IQ4_NL, Q6_K
+ * for Q3_K, dt itself for every other type. */
 enc_dtype quant_widened_dtype(enc_dtype dt);
 
-/* 1 if dt is one of the types above, which no kernel reads as stored. */
+/* 1 if dt is one of the types above. */
 static inline int quant_is_widened(enc_dtype dt)
 {
     return quant_widened_dtype(dt) != dt;

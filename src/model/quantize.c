@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/log.h"
 #include "base/quant.h"
 #include "base/quant_widen.h"
 
@@ -32,11 +33,37 @@ enc_status model_quantize_type(const char *name, enc_dtype *out)
 
 enum { MODEL__QUANT_PIECE = 64 << 20 }; /* bytes of blocks written at once */
 
-enc_dtype model_loaded_dtype(const st_tensor *t, enc_dtype quantize)
+static bool model__reads_everywhere(backend *be, enc_dtype dt)
 {
-    if (quant_is_widened(t->dtype)) return quant_widened_dtype(t->dtype);
+    return backend_supports_weight_dtype(be, GRAPH_OP_MATMUL, dt) &&
+           backend_supports_weight_dtype(be, GRAPH_OP_MATMUL_ID, dt) &&
+           backend_supports_weight_dtype(be, GRAPH_OP_GET_ROWS, dt);
+}
+
+enc_dtype model_loaded_dtype(backend *be, const st_tensor *t, enc_dtype quantize)
+{
+    if (quant_is_widened(t->dtype))
+        return model__reads_everywhere(be, t->dtype) ? t->dtype : quant_widened_dtype(t->dtype);
     return enc_dtype_is_quantized(quantize) && !enc_dtype_is_quantized(t->dtype) ? quantize
                                                                                  : t->dtype;
+}
+
+void model_log_widened(backend *be, const tensor_source *src, enc_dtype quantize)
+{
+    size_t n[ENC_DTYPE_COUNT] = {0};
+    for (size_t i = 0; i < src->count(src->ctx); i++) {
+        const st_tensor *t = src->get(src->ctx, i);
+        if (quant_is_widened(t->dtype) && model_loaded_dtype(be, t, quantize) != t->dtype)
+            n[t->dtype]++;
+    }
+    for (int t = 0; t < ENC_DTYPE_COUNT; t++)
+        if (n[t])
+            enc_log_info("%zu tensors of %s widened to %s at load (the same values, %zu bytes "
+                         "a block instead of %zu)",
+                         n[t], enc_dtype_name((enc_dtype)t),
+                         enc_dtype_name(quant_widened_dtype((enc_dtype)t)),
+                         enc_dtype_block_bytes(quant_widened_dtype((enc_dtype)t)),
+                         enc_dtype_block_bytes((enc_dtype)t));
 }
 
 static const char *model__op_what(graph_op op)

@@ -10,16 +10,22 @@
 #include "base/status.h"
 #include "graph/graph.h"
 #include "model/safetensors.h"
+#include "model/tensor_source.h"
 
 /* "q8_0", "q4_0" or "q4_k" (any case) -> the block type; NULL or "" or
  * "none" -> ENC_F32, meaning "as stored". Anything else is an error naming
  * the value. */
 enc_status model_quantize_type(const char *name, enc_dtype *out);
 
-/* The type a stored matrix takes on the backend: the block type `quantize`
- * (--quantize) for a float matrix, else its stored type (a GGUF block type
- * stays as it is). */
-enc_dtype model_loaded_dtype(const st_tensor *t, enc_dtype quantize);
+/* The type a stored matrix takes on be: the block type `quantize`
+ * (--quantize) for a float matrix; for a type of base/quant_widen.h that
+ * be's matmul, matmul_id and get_rows do not all read, its widened type;
+ * else its stored type (a GGUF block type stays as it is). */
+enc_dtype model_loaded_dtype(backend *be, const st_tensor *t, enc_dtype quantize);
+
+/* Says (at info level) how many of src's tensors of each type of
+ * base/quant_widen.h be widens at load, and to what. */
+void model_log_widened(backend *be, const tensor_source *src, enc_dtype quantize);
 
 /* ENC_OK when op (matmul, matmul_id or get_rows) reads weights of type dt on
  * be; else an error naming t's file, t, the type and the op. */

@@ -37,7 +37,7 @@ static void qwen3__release_source(backend *be, const st_tensor *t)
  * kernels' format for them (qwen3__put_norm). */
 static enc_status qwen3__upload(backend *be, const st_tensor *t, enc_dtype quantize, qwen3_weight *w)
 {
-    w->dtype = model_loaded_dtype(t, quantize);
+    w->dtype = model_loaded_dtype(be, t, quantize);
     w->n_dims = t->n_dims;
     w->shape[0] = t->shape[0];
     w->shape[1] = t->n_dims > 1 ? t->shape[1] : 1;
@@ -63,7 +63,7 @@ enc_status qwen3_weight_repack(backend *be, const st_tensor *t, const qwen3_weig
 static enc_status qwen3__put_matrix(backend *be, const st_tensor *t, enc_dtype quantize,
                                     qwen3_weight *w)
 {
-    ENC_TRY(model_check_weight_dtype(be, t, model_loaded_dtype(t, quantize), GRAPH_OP_MATMUL));
+    ENC_TRY(model_check_weight_dtype(be, t, model_loaded_dtype(be, t, quantize), GRAPH_OP_MATMUL));
     ENC_TRY(qwen3__upload(be, t, quantize, w));
     return qwen3_weight_repack(be, t, w);
 }
@@ -74,7 +74,7 @@ static enc_status qwen3__put_matrix(backend *be, const st_tensor *t, enc_dtype q
 static enc_status qwen3__put_embedding(backend *be, const st_tensor *t, int tied,
                                        enc_dtype quantize, qwen3_weight *w)
 {
-    enc_dtype dt = model_loaded_dtype(t, quantize);
+    enc_dtype dt = model_loaded_dtype(be, t, quantize);
     ENC_TRY(model_check_weight_dtype(be, t, dt, GRAPH_OP_GET_ROWS));
     if (tied) ENC_TRY(model_check_weight_dtype(be, t, dt, GRAPH_OP_MATMUL));
     ENC_TRY(qwen3__upload(be, t, quantize, w));
@@ -216,6 +216,7 @@ enc_status qwen3_model_load(const char *model_dir, backend *be, enc_dtype quanti
     enc_status s = qwen3__open(model_dir, m);
     tensor_source src = qwen3__source(m);
     if (s == ENC_OK) s = qwen3_tensors_find_in(&m->cfg, &src, &tensors);
+    if (s == ENC_OK) model_log_widened(be, &src, quantize);
     if (s == ENC_OK) {
         m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
         s = m->layers ? qwen3__put_weights(m, &tensors, progress, progress_user)

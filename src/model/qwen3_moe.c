@@ -47,7 +47,7 @@ static enc_status qwen3_moe__stack(backend *be, const qwen3_config *c, const st_
 {
     const st_tensor *stacked = lt->experts[proj];
     const st_tensor *first = stacked ? stacked : qwen3_tensors_expert(a, l, 0, proj);
-    enc_dtype dt = model_loaded_dtype(first, quantize);
+    enc_dtype dt = model_loaded_dtype(be, first, quantize);
     ENC_TRY(model_check_weight_dtype(be, first, dt, GRAPH_OP_MATMUL_ID));
     int64_t n = first->shape[first->n_dims - 2], k = first->shape[first->n_dims - 1];
     size_t bytes = dt == first->dtype ? first->n_bytes : model_quantized_bytes(first, dt);

@@ -25,7 +25,6 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "base/quant_widen.h"
 
 /* A dimension named by the config. */
 typedef enum qwen3__dim {
@@ -373,14 +372,6 @@ static void qwen3__log_dtypes(const tensor_source *src)
         blocks += enc_dtype_is_quantized((enc_dtype)t) ? n[t] : 0;
     enc_log_debug("qwen3 tensors: %zu F32, %zu BF16, %zu F16, %zu of block types", n[ENC_F32],
                   n[ENC_BF16], n[ENC_F16], blocks);
-    for (int t = 0; t < ENC_DTYPE_COUNT; t++)
-        if (n[t] && quant_is_widened((enc_dtype)t))
-            enc_log_info("%zu tensors of %s widened to %s at load (the same values, %zu bytes "
-                         "a block instead of %zu)",
-                         n[t], enc_dtype_name((enc_dtype)t),
-                         enc_dtype_name(quant_widened_dtype((enc_dtype)t)),
-                         enc_dtype_block_bytes(quant_widened_dtype((enc_dtype)t)),
-                         enc_dtype_block_bytes((enc_dtype)t));
 }
 
 /* --- public API -------------------------------------------------------- */

@@ -930,13 +930,13 @@ static void cpu__destroy(backend *be)
 }
 
 /* Matmul, matmul_id (stacked experts) and get_rows read every GGUF block
- * type of base/quant.h (not the activations' Q8_K; not the types widened at
- * load, base/quant_widen.h). */
+ * type of base/quant.h (not the activations' Q8_K) and IQ4_NL; the other
+ * types of base/quant_widen.h are widened at load. */
 static bool cpu__supports_weight_dtype(const backend *be, graph_op op, enc_dtype t)
 {
     (void)be;
     return (op == GRAPH_OP_MATMUL || op == GRAPH_OP_MATMUL_ID || op == GRAPH_OP_GET_ROWS) &&
-           enc_dtype_is_quantized(t) && t != ENC_Q8_K && !quant_is_widened(t);
+           enc_dtype_is_quantized(t) && t != ENC_Q8_K && (!quant_is_widened(t) || t == ENC_IQ4_NL);
 }
 
 static const struct backend_i cpu__iface = {

@@ -35,6 +35,7 @@
 #include "backend/cpu/kernels.h"
 #include "base/dtype.h"
 #include "base/quant.h"
+#include "base/quant_widen.h"
 
 /* y[r] = the dot of weight row w[r] (n_blocks blocks) with one activation
  * row x, for r < R (R <= 4). */
@@ -174,7 +175,7 @@ CPU__Q_INLINE void cpu__q_prefetch_next(int R, const void *last_row, int64_t nb,
         _mm_prefetch(p + o, CPU__Q_PF_HINT);
 }
 
-/* --- the 32-blocks: Q8_0 and Q4_0 ------------------------------------------ */
+/* --- the 32-blocks: Q8_0, Q4_0 and IQ4_NL ---------------------------------- */
 
 /* A tile is T tokens (1, 2 or 4) x 4 weight rows. Per block, each output's
  * int32 lanes (8 partial sums, exact) are added across lanes by a tree of
@@ -186,26 +187,40 @@ enum { CPU__Q_TMAX = 4 };
 _Static_assert((int)CPU__Q_TMAX <= (int)CPU__Q_TILE_TOKENS,
                "a tile's tokens fit cpu__matmul_quant's arrays");
 
-/* Weight block b of row w as 32 levels: Q8_0 signed, Q4_0 unsigned (q,
- * 0..15; the tile takes 8 times the token's sum off after). */
-CPU__Q_INLINE __m256i cpu__q_levels(int q4, const void *w, int64_t b)
+/* The kinds of 32-value weight blocks the bodies below read (a constant at
+ * every call site): Q8_0's signed bytes, Q4_0's nibbles (levels q - 8), or
+ * IQ4_NL's nibbles (levels quant_iq4nl_values[q]; its blocks are Q4_0's
+ * size, d first). */
+enum { CPU__Q8 = 0, CPU__Q4 = 1, CPU__IQ4 = 2 };
+
+/* IQ4_NL's 16 levels in both 128-bit lanes, for vpshufb by nibble. */
+static inline __m256i cpu__q_iq4_table(void)
 {
-    if (q4) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)quant_iq4nl_values));
+}
+
+/* Weight block b of row w as 32 levels: Q8_0 and IQ4_NL signed, Q4_0
+ * unsigned (q, 0..15; the tile takes 8 times the token's sum off after). */
+CPU__Q_INLINE __m256i cpu__q_levels(int kind, const void *w, int64_t b)
+{
+    if (kind != CPU__Q8) {
         const block_q4_0 *k = (const block_q4_0 *)w + b;
         __m128i v = _mm_loadu_si128((const __m128i *)k->qs);
         __m256i q = _mm256_set_m128i(_mm_srli_epi16(v, 4), v); /* values 0..15 | 16..31 */
-        return _mm256_and_si256(q, _mm256_set1_epi8(15));
+        q = _mm256_and_si256(q, _mm256_set1_epi8(15));
+        return kind == CPU__IQ4 ? _mm256_shuffle_epi8(cpu__q_iq4_table(), q) : q;
     }
     return _mm256_loadu_si256((const __m256i *)((const block_q8_0 *)w + b)->qs);
 }
 
 /* The f16 scale of block b of each of the 4 rows, as 4 floats. */
-CPU__Q_INLINE __m128 cpu__q_d4(int q4, const void *const *wv, int64_t b)
+CPU__Q_INLINE __m128 cpu__q_d4(int kind, const void *const *wv, int64_t b)
 {
     uint16_t d[CPU__Q_RMAX];
     CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++)
     {
-        d[r] = q4 ? ((const block_q4_0 *)wv[r] + b)->d : ((const block_q8_0 *)wv[r] + b)->d;
+        d[r] = kind != CPU__Q8 ? ((const block_q4_0 *)wv[r] + b)->d
+                               : ((const block_q8_0 *)wv[r] + b)->d;
     }
     return _mm_cvtph_ps(
         _mm_setr_epi16((short)d[0], (short)d[1], (short)d[2], (short)d[3], 0, 0, 0, 0));
@@ -232,11 +247,12 @@ static inline __m256i cpu__q_hsum4_16(__m256i a, __m256i b, __m256i c, __m256i d
 }
 
 /* Token qx (one block) against the 4 rows' levels qw: cpu__q_hsum4 of the 4
- * dots. Q8_0 levels are signed: |w| . x sign(w). Q4_0 ones are unsigned:
- * q . x, the tile taking 8 times the token's sum off after (cpu__q_xsum8),
- * which leaves the same exact int32 as (q - 8) . x. */
-CPU__Q_INLINE __m256i cpu__q_token4(int q4, const __m256i *qw, __m256i qx)
+ * dots. Q8_0 and IQ4_NL levels are signed: |w| . x sign(w). Q4_0 ones are
+ * unsigned: q . x, the tile taking 8 times the token's sum off after
+ * (cpu__q_xsum8), which leaves the same exact int32 as (q - 8) . x. */
+CPU__Q_INLINE __m256i cpu__q_token4(int kind, const __m256i *qw, __m256i qx)
 {
+    int q4 = kind == CPU__Q4;
     __m256i dot[CPU__Q_RMAX];
     CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++)
     {
@@ -258,20 +274,21 @@ static inline __m128i cpu__q_xsum8(__m256i x0, __m256i x1, __m256i x2, __m256i x
     return _mm_slli_epi32(s, 3);
 }
 
-/* y[t][r] = row r (Q8_0, or Q4_0 when q4) . token t's Q8_0 activations, for
- * T tokens and the 4 rows; lanes per token pair [t r0..r3 | t+1 r0..r3]. */
-CPU__Q_INLINE void cpu__q_32_tile(int q4, int T, const void *const *wv, const void *const *xv,
+/* y[t][r] = row r (of kind) . token t's Q8_0 activations, for T tokens and
+ * the 4 rows; lanes per token pair [t r0..r3 | t+1 r0..r3]. */
+CPU__Q_INLINE void cpu__q_32_tile(int kind, int T, const void *const *wv, const void *const *xv,
                                   int64_t nb, float *const *y)
 {
+    int q4 = kind == CPU__Q4;
     __m256 acc[CPU__Q_TMAX / 2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     __m128 acc1 = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         if (T == 1)
             cpu__q_prefetch_next(CPU__Q_RMAX, wv[CPU__Q_RMAX - 1], nb,
-                                 q4 ? sizeof(block_q4_0) : sizeof(block_q8_0), b);
+                                 kind != CPU__Q8 ? sizeof(block_q4_0) : sizeof(block_q8_0), b);
         __m256i qw[CPU__Q_RMAX], qx[CPU__Q_TMAX];
-        CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++) qw[r] = cpu__q_levels(q4, wv[r], b);
-        __m128 dw = cpu__q_d4(q4, wv, b);
+        CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++) qw[r] = cpu__q_levels(kind, wv[r], b);
+        __m128 dw = cpu__q_d4(kind, wv, b);
         CPU__Q_UNROLL for (int t = 0; t < T; t++)
         {
             qx[t] = _mm256_loadu_si256((const __m256i *)((const block_q8_0 *)xv[t] + b)->qs);
@@ -283,7 +300,7 @@ CPU__Q_INLINE void cpu__q_32_tile(int q4, int T, const void *const *wv, const vo
                           : cpu__q_xsum8(qx[0], qx[1], qx[2], qx[3]);
         if (T == 1) {
             const block_q8_0 *x = (const block_q8_0 *)xv[0] + b;
-            __m256i g = cpu__q_token4(q4, qw, qx[0]);
+            __m256i g = cpu__q_token4(kind, qw, qx[0]);
             __m128i tot = _mm_add_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1));
             tot = _mm_sub_epi32(tot, x8);
             __m128 s = _mm_mul_ps(dw, _mm_set1_ps(cpu__q_f16(x->d)));
@@ -294,8 +311,8 @@ CPU__Q_INLINE void cpu__q_32_tile(int q4, int T, const void *const *wv, const vo
         {
             const block_q8_0 *x0 = (const block_q8_0 *)xv[2 * p] + b;
             const block_q8_0 *x1 = (const block_q8_0 *)xv[2 * p + 1] + b;
-            __m256i g0 = cpu__q_token4(q4, qw, qx[2 * p]),
-                    g1 = cpu__q_token4(q4, qw, qx[2 * p + 1]);
+            __m256i g0 = cpu__q_token4(kind, qw, qx[2 * p]),
+                    g1 = cpu__q_token4(kind, qw, qx[2 * p + 1]);
             __m256i tot = _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x20),
                                            _mm256_permute2x128_si256(g0, g1, 0x31));
             __m256i pick = _mm256_setr_epi32(2 * p, 2 * p, 2 * p, 2 * p, 2 * p + 1, 2 * p + 1,
@@ -328,37 +345,48 @@ static inline void cpu__q_pad_rows(int R, const void *const *wv, const void **w4
         w4[r] = wv[r < R ? r : 0];
 }
 
-CPU__Q_INLINE void cpu__q_32_rows(int q4, int R, const void *const *wv, const void *xv, int64_t nb,
-                                  float *y)
+CPU__Q_INLINE void cpu__q_32_rows(int kind, int R, const void *const *wv, const void *xv,
+                                  int64_t nb, float *y)
 {
     const void *w4[CPU__Q_RMAX];
     float y4[CPU__Q_RMAX], *yp = R == CPU__Q_RMAX ? y : y4;
     cpu__q_pad_rows(R, wv, w4);
-    cpu__q_32_tile(q4, 1, w4, &xv, nb, &yp);
+    cpu__q_32_tile(kind, 1, w4, &xv, nb, &yp);
     if (yp != y) memcpy(y, y4, sizeof(float) * (size_t)R);
 }
 
 static void cpu__q_dot_q8_0(int R, const void *const *w, const void *x, int64_t nb, float *y)
 {
-    cpu__q_32_rows(0, R, w, x, nb, y);
+    cpu__q_32_rows(CPU__Q8, R, w, x, nb, y);
 }
 
 static void cpu__q_dot_q4_0(int R, const void *const *w, const void *x, int64_t nb, float *y)
 {
-    cpu__q_32_rows(1, R, w, x, nb, y);
+    cpu__q_32_rows(CPU__Q4, R, w, x, nb, y);
+}
+
+static void cpu__q_dot_iq4_nl(int R, const void *const *w, const void *x, int64_t nb, float *y)
+{
+    cpu__q_32_rows(CPU__IQ4, R, w, x, nb, y);
 }
 
 /* The tables' tile entries: CPU__Q_TMAX tokens x CPU__Q_RMAX rows. */
 static void cpu__q_tile_q8_0(const void *const *w, const void *const *x, int64_t nb,
                              float *const *y)
 {
-    cpu__q_32_tile(0, CPU__Q_TMAX, w, x, nb, y);
+    cpu__q_32_tile(CPU__Q8, CPU__Q_TMAX, w, x, nb, y);
 }
 
 static void cpu__q_tile_q4_0(const void *const *w, const void *const *x, int64_t nb,
                              float *const *y)
 {
-    cpu__q_32_tile(1, CPU__Q_TMAX, w, x, nb, y);
+    cpu__q_32_tile(CPU__Q4, CPU__Q_TMAX, w, x, nb, y);
+}
+
+static void cpu__q_tile_iq4_nl(const void *const *w, const void *const *x, int64_t nb,
+                               float *const *y)
+{
+    cpu__q_32_tile(CPU__IQ4, CPU__Q_TMAX, w, x, nb, y);
 }
 
 /* --- the K types: Q4_K, Q5_K and Q6_K ------------------------------------ */
@@ -689,6 +717,7 @@ const cpu__quant_table CPU__Q_TABLE = {
         {
             [ENC_Q8_0] = cpu__qx_q8_0,
             [ENC_Q4_0] = cpu__qx_q4_0,
+            [ENC_IQ4_NL] = cpu__qx_iq4_nl,
             [ENC_Q4_K] = cpu__qxk_q4_k,
             [ENC_Q5_K] = cpu__qxk_q5_k,
             [ENC_Q6_K] = cpu__qxk_q6_k,
@@ -698,6 +727,7 @@ const cpu__quant_table CPU__Q_TABLE = {
         {
             [ENC_Q8_0] = cpu__qx16_q8_0,
             [ENC_Q4_0] = cpu__qx16_q4_0,
+            [ENC_IQ4_NL] = cpu__qx16_iq4_nl,
             [ENC_Q4_K] = cpu__qxk_q4_k16,
             [ENC_Q5_K] = cpu__qxk_q5_k16,
             [ENC_Q6_K] = cpu__qxk_q6_k16,
@@ -707,6 +737,7 @@ const cpu__quant_table CPU__Q_TABLE = {
         {
             [ENC_Q8_0] = cpu__q_dot_q8_0,
             [ENC_Q4_0] = cpu__q_dot_q4_0,
+            [ENC_IQ4_NL] = cpu__q_dot_iq4_nl,
             [ENC_Q4_K] = cpu__q_dot_q4_k,
             [ENC_Q5_K] = cpu__q_dot_q5_k,
             [ENC_Q6_K] = cpu__q_dot_q6_k,
@@ -715,6 +746,7 @@ const cpu__quant_table CPU__Q_TABLE = {
         {
             [ENC_Q8_0] = cpu__q_tile_q8_0,
             [ENC_Q4_0] = cpu__q_tile_q4_0,
+            [ENC_IQ4_NL] = cpu__q_tile_iq4_nl,
             [ENC_Q4_K] = cpu__q_tile_q4_k,
             [ENC_Q5_K] = cpu__q_tile_q5_k,
             [ENC_Q6_K] = cpu__q_tile_q6_k,
@@ -723,6 +755,7 @@ const cpu__quant_table CPU__Q_TABLE = {
         {
             [ENC_Q8_0] = CPU__Q_TMAX,
             [ENC_Q4_0] = CPU__Q_TMAX,
+            [ENC_IQ4_NL] = CPU__Q_TMAX,
             [ENC_Q4_K] = CPU__QK_TMAX,
             [ENC_Q5_K] = CPU__QK_TMAX,
             [ENC_Q6_K] = CPU__QK_TMAX,

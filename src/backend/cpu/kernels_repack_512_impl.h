@@ -1,4 +1,4 @@
-/* kernels_repack_512_impl.h - the interleaved Q4_0 and Q8_0 kernels of
+/* kernels_repack_512_impl.h - the interleaved Q4_0, Q8_0 and IQ4_NL kernels of
  * kernels_repack_impl.h on 512-bit vectors, for calls of several tokens on
  * AVX-512 VNNI (the table's x16; the K types' are the 512-bit build of
  * kernels_repack_k_body.h): two consecutive groups of 8 rows (16 rows) side
@@ -13,7 +13,7 @@
  * Each chunk vector is the two groups' 256-bit chunks joined; the token's
  * 4 bytes go to all 16 lanes. Lane by lane the steps are those of
  * cpu__qx_tile with VNNI: the same exact int32 isum (Q4_0 levels less 8
- * times the token's byte sum; Q8_0 w + 128 less 128 times it), then acc +=
+ * times the token's byte sum; Q8_0 and IQ4_NL levels + 128 less 128 times it), then acc +=
  * (d_w d_x) isum, a multiply, a multiply and an add in f32. So every output
  * has the bits of the 8-row kernel, the portable dot's, whatever the pairing
  * of groups. */
@@ -42,17 +42,25 @@ static inline __m512i cpu__qx16_bcast4(const int8_t *p)
 }
 
 /* Block levels of the two groups (chunks after the 8 scales at qa, qb):
- * Q4_0 lv[c] the low nibbles of chunk c, lv[4 + c] the high ones; Q8_0
- * lv[c] w + 128 of chunk c. */
-CPU__Q_INLINE void cpu__qx16_levels(int q4, const unsigned char *qa, const unsigned char *qb,
+ * Q4_0 lv[c] the low nibbles of chunk c, lv[4 + c] the high ones; IQ4_NL
+ * those nibbles' levels + 128, so lv[c] holds values 4c..4c+3 as a Q8_0
+ * chunk; Q8_0 lv[c] w + 128 of chunk c. */
+CPU__Q_INLINE void cpu__qx16_levels(int kind, const unsigned char *qa, const unsigned char *qb,
                                     __m512i *lv)
 {
-    if (q4) {
+    if (kind != CPU__Q8) {
         CPU__Q_UNROLL for (int c = 0; c < 4; c++)
         {
             __m512i v = cpu__qx16_join(qa + 32 * c, qb + 32 * c);
             lv[c] = _mm512_and_si512(v, _mm512_set1_epi8(15));
             lv[4 + c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(15));
+        }
+        if (kind != CPU__IQ4) return;
+        __m512i table =
+            _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)quant_iq4nl_values));
+        CPU__Q_UNROLL8 for (int c = 0; c < 8; c++)
+        {
+            lv[c] = _mm512_xor_si512(_mm512_shuffle_epi8(table, lv[c]), _mm512_set1_epi8(-128));
         }
         return;
     }
@@ -63,11 +71,11 @@ CPU__Q_INLINE void cpu__qx16_levels(int q4, const unsigned char *qa, const unsig
 }
 
 /* The 16 rows' exact isums of one block against token block x, less off
- * (Q4_0: 8 times the token's byte sum; Q8_0: 128 times it). */
-CPU__Q_INLINE __m512i cpu__qx16_isum(int q4, const __m512i *lv, const block_q8_0 *x, __m512i off)
+ * (Q4_0: 8 times the token's byte sum; Q8_0 and IQ4_NL: 128 times it). */
+CPU__Q_INLINE __m512i cpu__qx16_isum(int kind, const __m512i *lv, const block_q8_0 *x, __m512i off)
 {
     __m512i s = _mm512_setzero_si512();
-    if (q4) {
+    if (kind == CPU__Q4) {
         CPU__Q_UNROLL for (int c = 0; c < 4; c++)
         {
             s = _mm512_dpbusd_epi32(s, lv[c], cpu__qx16_bcast4(x->qs + 4 * c));
@@ -82,12 +90,14 @@ CPU__Q_INLINE __m512i cpu__qx16_isum(int q4, const __m512i *lv, const block_q8_0
     return _mm512_sub_epi32(s, off);
 }
 
-/* The body: T tokens x the 16 rows of groups g and g + 1 (Q4_0 when q4,
- * else Q8_0); has_tok as cpu__qx_tile. y[t] gets 16 floats. */
-CPU__Q_INLINE void cpu__qx16_tile(int q4, int T, int has_tok, const void *g, const void *const *xv,
-                                  const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
+/* The body: T tokens x the 16 rows of groups g and g + 1 (blocks of
+ * kind); has_tok as cpu__qx_tile. y[t] gets 16 floats. */
+CPU__Q_INLINE void cpu__qx16_tile(int kind, int T, int has_tok, const void *g,
+                                  const void *const *xv, const cpu__qx_tok *const *tok, int64_t nb,
+                                  float *const *y)
 {
-    const size_t gb = CPU__QX_R * (q4 ? sizeof(block_q4_0) : sizeof(block_q8_0));
+    const int q4 = kind == CPU__Q4;
+    const size_t gb = CPU__QX_R * (kind != CPU__Q8 ? sizeof(block_q4_0) : sizeof(block_q8_0));
     const unsigned char *g0 = g, *g1 = g0 + (size_t)nb * gb;
     __m512 acc[CPU__QX_TOKENS];
     CPU__Q_UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
@@ -95,13 +105,13 @@ CPU__Q_INLINE void cpu__qx16_tile(int q4, int T, int has_tok, const void *g, con
         const unsigned char *pa = g0 + (size_t)b * gb, *pb = g1 + (size_t)b * gb;
         __m512 dw = cpu__qx16_f16(pa, pb);
         __m512i lv[8];
-        cpu__qx16_levels(q4, pa + 2 * CPU__QX_R, pb + 2 * CPU__QX_R, lv);
+        cpu__qx16_levels(kind, pa + 2 * CPU__QX_R, pb + 2 * CPU__QX_R, lv);
         CPU__Q_UNROLL for (int t = 0; t < T; t++)
         {
             const block_q8_0 *x = (const block_q8_0 *)xv[t] + b;
             float dx = has_tok ? tok[t][b].dx : cpu__q_f16(x->d);
             int32_t xs8 = has_tok ? tok[t][b].xs8 : _mm256_cvtsi256_si32(cpu__qx_xsum8(x->qs));
-            __m512i isum = cpu__qx16_isum(q4, lv, x, _mm512_set1_epi32(q4 ? xs8 : 16 * xs8));
+            __m512i isum = cpu__qx16_isum(kind, lv, x, _mm512_set1_epi32(q4 ? xs8 : 16 * xs8));
             __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(dx));
             acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(s, _mm512_cvtepi32_ps(isum)));
         }
@@ -109,5 +119,6 @@ CPU__Q_INLINE void cpu__qx16_tile(int q4, int T, int has_tok, const void *g, con
     CPU__Q_UNROLL for (int t = 0; t < T; t++) _mm512_storeu_ps(y[t], acc[t]);
 }
 
-CPU__QX_TYPE(cpu__qx16_q4_0, cpu__qx16_tile, 1)
-CPU__QX_TYPE(cpu__qx16_q8_0, cpu__qx16_tile, 0)
+CPU__QX_TYPE(cpu__qx16_q4_0, cpu__qx16_tile, CPU__Q4)
+CPU__QX_TYPE(cpu__qx16_q8_0, cpu__qx16_tile, CPU__Q8)
+CPU__QX_TYPE(cpu__qx16_iq4_nl, cpu__qx16_tile, CPU__IQ4)

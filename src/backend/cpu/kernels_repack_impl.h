@@ -108,16 +108,38 @@ CPU__Q_INLINE __m256i cpu__qx_isum_q8(const unsigned char *q, const __m256i *aw,
 #define CPU__QX_Q8_OFFSET 0 /* Q8_0 levels are |w| */
 #endif
 
-/* Group block gp's levels: Q4_0 lv[c] the low nibbles of chunk c, lv[4 +
- * c] the high ones; Q8_0 lv[c] |w| of chunk c, or w + 128 with VNNI. */
-CPU__Q_INLINE void cpu__qx_levels(int q4, const unsigned char *q, __m256i *lv)
+/* IQ4_NL without VNNI: the same from its signed levels sv[c] (chunk c of the
+ * Q8_0 layout: values 4c..4c+3), |w| . x sign(w) as for Q8_0. */
+CPU__Q_INLINE __m256i cpu__qx_isum_s8(const __m256i *sv, const block_q8_0 *x)
 {
-    if (q4) {
+    __m256i s = _mm256_setzero_si256();
+    CPU__Q_UNROLL8 for (int c = 0; c < 8; c++)
+    {
+        s = _mm256_add_epi32(s,
+                             CPU__Q_DOT4(_mm256_sign_epi8(sv[c], sv[c]),
+                                         _mm256_sign_epi8(cpu__qx_bcast4(x->qs + 4 * c), sv[c])));
+    }
+    return s;
+}
+
+/* Group block gp's levels: Q4_0 lv[c] the low nibbles of chunk c, lv[4 +
+ * c] the high ones; IQ4_NL the same nibbles' levels, so lv[c] holds values
+ * 4c..4c+3 as a Q8_0 chunk does: signed, or + 128 with VNNI; Q8_0 lv[c] |w|
+ * of chunk c, or w + 128 with VNNI. */
+CPU__Q_INLINE void cpu__qx_levels(int kind, const unsigned char *q, __m256i *lv)
+{
+    if (kind != CPU__Q8) {
         CPU__Q_UNROLL for (int c = 0; c < 4; c++)
         {
             __m256i v = _mm256_loadu_si256((const __m256i *)(q + 32 * c));
             lv[c] = _mm256_and_si256(v, _mm256_set1_epi8(15));
             lv[4 + c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(15));
+        }
+        if (kind != CPU__IQ4) return;
+        CPU__Q_UNROLL8 for (int c = 0; c < 8; c++)
+        {
+            lv[c] = _mm256_shuffle_epi8(cpu__q_iq4_table(), lv[c]);
+            if (CPU__QX_Q8_OFFSET) lv[c] = _mm256_xor_si256(lv[c], _mm256_set1_epi8(-128));
         }
         return;
     }
@@ -129,13 +151,14 @@ CPU__Q_INLINE void cpu__qx_levels(int q4, const unsigned char *q, __m256i *lv)
     }
 }
 
-/* The body: T tokens x the 8 rows of group g (Q4_0 when q4, else Q8_0);
- * has_tok: the token table tok is there (else each token's scale and sum
- * come from its block). T and has_tok are constants at each call. */
-CPU__Q_INLINE void cpu__qx_tile(int q4, int T, int has_tok, const void *g, const void *const *xv,
+/* The body: T tokens x the 8 rows of group g (blocks of kind); has_tok:
+ * the token table tok is there (else each token's scale and sum come from
+ * its block). kind, T and has_tok are constants at each call. */
+CPU__Q_INLINE void cpu__qx_tile(int kind, int T, int has_tok, const void *g, const void *const *xv,
                                 const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
 {
-    const size_t gb = CPU__QX_R * (q4 ? sizeof(block_q4_0) : sizeof(block_q8_0));
+    const int q4 = kind == CPU__Q4;
+    const size_t gb = CPU__QX_R * (kind != CPU__Q8 ? sizeof(block_q4_0) : sizeof(block_q8_0));
     __m256 acc[CPU__QX_TOKENS];
     CPU__Q_UNROLL for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -145,7 +168,7 @@ CPU__Q_INLINE void cpu__qx_tile(int q4, int T, int has_tok, const void *g, const
                 _mm_prefetch((const char *)gp + nb * gb + o, CPU__Q_PF_HINT);
         __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)gp));
         __m256i lv[8];
-        cpu__qx_levels(q4, gp + 2 * CPU__QX_R, lv); /* the chunks after the 8 scales */
+        cpu__qx_levels(kind, gp + 2 * CPU__QX_R, lv); /* the chunks after the 8 scales */
         CPU__Q_UNROLL for (int t = 0; t < T; t++)
         {
             const block_q8_0 *x = (const block_q8_0 *)xv[t] + b;
@@ -156,7 +179,9 @@ CPU__Q_INLINE void cpu__qx_tile(int q4, int T, int has_tok, const void *g, const
                               : _mm256_setzero_si256();
             __m256i isum =
                 q4 ? cpu__qx_isum_q4(lv, x, xs8)
-                   : cpu__qx_isum_q8(gp + 2 * CPU__QX_R, lv, x, _mm256_slli_epi32(xs8, 4));
+                : kind == CPU__IQ4 && !CPU__QX_Q8_OFFSET
+                    ? cpu__qx_isum_s8(lv, x)
+                    : cpu__qx_isum_q8(gp + 2 * CPU__QX_R, lv, x, _mm256_slli_epi32(xs8, 4));
             __m256 s = _mm256_mul_ps(dw, dx);
             acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(s, _mm256_cvtepi32_ps(isum)));
         }
@@ -185,5 +210,6 @@ CPU__Q_INLINE void cpu__qx_tile(int q4, int T, int has_tok, const void *g, const
             CPU__QX_CASE(TILE, Q4, 1);                                                             \
         }                                                                                          \
     }
-CPU__QX_TYPE(cpu__qx_q4_0, cpu__qx_tile, 1)
-CPU__QX_TYPE(cpu__qx_q8_0, cpu__qx_tile, 0)
+CPU__QX_TYPE(cpu__qx_q4_0, cpu__qx_tile, CPU__Q4)
+CPU__QX_TYPE(cpu__qx_q8_0, cpu__qx_tile, CPU__Q8)
+CPU__QX_TYPE(cpu__qx_iq4_nl, cpu__qx_tile, CPU__IQ4)

@@ -21,6 +21,7 @@ static cpu__rp_kind cpu__rp_kind_of(enc_dtype dt)
 {
     switch (dt) {
     case ENC_Q4_0:
+    case ENC_IQ4_NL:
         return (cpu__rp_kind){1, {0, 0}, 2, 16};
     case ENC_Q8_0:
         return (cpu__rp_kind){1, {0, 0}, 2, 32};
