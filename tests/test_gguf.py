@@ -37,7 +37,8 @@
                              (the CPU reads IQ4_NL natively, the same bits): the
                              same ids and logits, bit for bit, as the file
                              of those widened blocks written by NumPy, on the
-                             widest ISA and the portable kernels (or on D); top logits
+                             widest ISA, the portable kernels and the row
+                             layout (or on D); top logits
                              within 5% of the dequantized model's
   repack    -m DIR --type T  a T file on the CPU with its matrices repacked at
                              load (the default) and without (ENCORE_CPU_REPACK=0):
@@ -530,7 +531,7 @@ def cmd_widened(a, tmp):
     it as it is with the integers and f32 steps of the widened Q8_0 dot:
     the file runs with the ids and logits of
     the file holding those widened blocks, made by NumPy from the layouts
-    (tests/reference/gguf_quants.py), bit for bit on the widest ISA and on
+    (tests/reference/gguf_quants.py), bit for bit on the widest ISA, the row layout and
     the portable kernels; and its top logits are within 5% of the model
     dequantized to F32."""
     src = os.path.join(tmp, "f32.gguf")
@@ -571,12 +572,13 @@ def cmd_widened(a, tmp):
             ("IQ4_NL widened" in log) == native):
         sys.exit(f"FAIL: loading the file does not say what it widens "
                  f"(IQ4_NL {'native' if native else 'widened'} expected):\n{log}")
-    for isa in ((None,) if a.device == "vulkan" else (None, "scalar")):
-        env = {"ENCORE_CPU_ISA": isa} if isa else None
+    envs = [{}] if a.device == "vulkan" else [{}, {"ENCORE_CPU_ISA": "scalar"},
+                                                 {"ENCORE_CPU_REPACK": "0"}]
+    for env in envs:
         got = outputs(a.engine, paths["stored"], device, env=env)
         want = outputs(a.engine, paths["wide"], device, env=env)
         if got != want or not got[0].split():
-            sys.exit(f"FAIL widened ({a.device or 'cpu'}, {isa or 'widest ISA'}): ids or logits "
+            sys.exit(f"FAIL widened ({a.device or 'cpu'}, {env or 'widest ISA'}): ids or logits "
                      f"differ from the widened file's:\n  stored {got[0]}  widened {want[0]}")
     cmd = ["logits", "--prompt-ids", PROMPT, "--top", "1", "-t", "2", *device, "-m"]
     want = top1(run([a.engine] + cmd + [paths["deq"]]).stdout)
