@@ -519,7 +519,7 @@ def cmd_mixed(a, tmp):
 
 # The stored type of each matrix in the widened check, by name; a row not
 # of whole 256-value blocks takes Q5_0 instead of Q3_K.
-WIDEN_TYPES = (("token_embd", "Q5_0"), ("output.", "IQ4_NL"), ("attn_q.", "Q5_0"),
+WIDEN_TYPES = (("token_embd", "IQ4_NL"), ("output.", "Q5_0"), ("attn_q.", "Q5_0"),
                ("attn_k.", "IQ4_NL"), ("attn_v.", "Q3_K"), ("attn_output", "Q5_0"),
                ("ffn_gate", "IQ4_NL"), ("ffn_up", "Q3_K"), ("ffn_down", "Q5_0"))
 
