@@ -6,7 +6,7 @@
  * activations in the matching 8-bit form (quant_dot_dtype); a call does up
  * to 4 rows against the same token:
  *
- *   Q8_0 / Q4_0 weights . Q8_0 activations, per 32-block:
+ *   Q8_0 / Q4_0 / IQ4_NL weights . Q8_0 activations, per 32-block:
  *       isum = sum_j wq[j] xq[j]                     (exact int32)
  *       acc += (d_w d_x) isum                        (f32)
  *   Q4_K / Q5_K . Q8_K, per 256-block, sub-blocks s of 32:

@@ -24,6 +24,10 @@
  *   block for all tokens), summed into one int32 per lane (|.| <= 32 * 255
  *   * 128), and 128 times the token's byte sum is taken off once per block:
  *   sum w x again, exact, two instructions fewer per chunk and token.
+ *   IQ4_NL: Q4_0's nibbles turned into its signed levels by one vpshufb of
+ *   its 16 (quant_iq4nl_values), arranged as Q8_0's chunks, then Q8_0's
+ *   steps (|w| against x signed by w, or w + 128 with VNNI): the integers of
+ *   the Q8_0 block it widens to.
  * Then acc(8 rows) += (d_w(8 rows) * d_x) * (float)isum, a multiply, a
  * multiply and an add in f32 lane by lane: the portable dot's steps in its
  * order, so every output has the portable bits, whatever T or the ISA. */
