@@ -17,6 +17,7 @@
 //   Q4_K 144 B  [d][dmin][scales 12][qs 128]      a = d sc, z = 0, m = dmin mn
 //   Q5_K 176 B  [d][dmin][scales 12][qh 32][qs 128]  as Q4_K, fifth bit in qh
 //   Q6_K 210 B  [ql 128][qh 64][scales 16 x i8][d]   a = d sc, z = 32, m = 0
+//   IQ4_NL 18 B [d f16][qs 16 B nibbles]          a = d, z = 0, m = 0, q = IQ4NL[nibble]
 
 layout(constant_id = 5) const uint QT = 4u;
 #define QT_Q8_0 4u
@@ -24,8 +25,13 @@ layout(constant_id = 5) const uint QT = 4u;
 #define QT_Q4_K 6u
 #define QT_Q5_K 7u
 #define QT_Q6_K 8u
-const uint QBB = QT == QT_Q8_0 ? 34u : QT == QT_Q4_0 ? 18u : QT == QT_Q4_K ? 144u : QT == QT_Q5_K ? 176u : 210u;
-const uint QBE = QT == QT_Q8_0 || QT == QT_Q4_0 ? 32u : 256u; // values per block
+#define QT_IQ4_NL 11u
+const uint QBB = QT == QT_Q8_0 ? 34u : QT == QT_Q4_0 || QT == QT_IQ4_NL ? 18u : QT == QT_Q4_K ? 144u : QT == QT_Q5_K ? 176u : 210u;
+const uint QBE = QT == QT_Q8_0 || QT == QT_Q4_0 || QT == QT_IQ4_NL ? 32u : 256u; // values per block
+
+// IQ4_NL's levels by nibble (base/quant_widen.h quant_iq4nl_values).
+const float IQ4NL[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
+                                  1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
 const uint QU = QT == QT_Q6_K ? 16u : 32u;                    // values per unit
 const uint QUB = QBE / QU;                                    // units per block
 
@@ -83,7 +89,7 @@ uvec2 q_scale_min_k4(uint sb, uint s)
 vec3 q_head(uint r, uint u)
 {
     uint blk = r + (u / QUB) * QBB, s = u % QUB;
-    if (QT == QT_Q8_0) return vec3(q_f16(blk), 0.0, 0.0);
+    if (QT == QT_Q8_0 || QT == QT_IQ4_NL) return vec3(q_f16(blk), 0.0, 0.0);
     if (QT == QT_Q4_0) return vec3(q_f16(blk), 8.0, 0.0);
     if (QT == QT_Q6_K) {
         float sc = float(bitfieldExtract(int(q_u8(blk + 192u + s)), 0, 8)); // int8
@@ -105,6 +111,10 @@ vec4 q_levels(uint r, uint u, uint j)
     }
     if (QT == QT_Q4_0) // values 0..15 in the low nibbles of qs, 16..31 in the high
         return q_bytes(q_u32(blk + 2u + 4u * (j & 3u)), j >= 4u ? 4u : 0u, 15u);
+    if (QT == QT_IQ4_NL) { // Q4_0's nibbles, each a level of the table
+        uvec4 n = uvec4(q_bytes(q_u32(blk + 2u + 4u * (j & 3u)), j >= 4u ? 4u : 0u, 15u));
+        return vec4(IQ4NL[n.x], IQ4NL[n.y], IQ4NL[n.z], IQ4NL[n.w]);
+    }
     if (QT == QT_Q6_K) { // value v = 16 s + 4 j + c = 128 h + 32 i + l
         uint h = s / 8u, i = (s % 8u) / 2u, l = 16u * (s % 2u) + 4u * j;
         vec4 lo = q_bytes(q_u32(blk + 64u * h + 32u * (i & 1u) + l), 4u * (i >> 1u), 15u);

@@ -1,5 +1,5 @@
 /* test_vulkan_quant.c - the Vulkan shaders over block-quantized weights
- * (matmul_q, matmul_id_q, get_rows_q) for Q8_0, Q4_0, Q4_K, Q5_K and Q6_K,
+ * (matmul_q, matmul_id_q, get_rows_q) for Q8_0, Q4_0, IQ4_NL, Q4_K, Q5_K and Q6_K,
  * against references written here on the weights dequantized by
  * base/quant.c (quant_dequantize_row), not against the CPU kernels (which
  * quantize the activations to 8 bits; the shaders multiply f32 activations
@@ -36,12 +36,13 @@
 #include "quant_blocks.h"
 #include "xalloc.h"
 
-static const enc_dtype g_types[] = {ENC_Q8_0, ENC_Q4_0, ENC_Q4_K, ENC_Q5_K, ENC_Q6_K};
+static const enc_dtype g_types[] = {ENC_Q8_0, ENC_Q4_0, ENC_IQ4_NL, ENC_Q4_K, ENC_Q5_K, ENC_Q6_K};
 static int g_cases;
 
 /* --- inputs ---------------------------------------------------------------------- */
 
-/* rows x k values of dt: even rows gaussian and quantized, odd rows raw blocks. */
+/* rows x k values of dt: even rows gaussian and quantized (raw blocks too
+ * for IQ4_NL, which has no quantizer here), odd rows raw blocks. */
 static void *make_weights(enc_dtype dt, int64_t rows, int64_t k)
 {
     size_t rb = enc_dtype_row_bytes(dt, k), bb = enc_dtype_block_bytes(dt);
@@ -49,12 +50,9 @@ static void *make_weights(enc_dtype dt, int64_t rows, int64_t k)
     float *row = xcalloc((size_t)k, sizeof *row);
     for (int64_t r = 0; r < rows; r++) {
         unsigned char *dst = w + (size_t)r * rb;
-        if (r % 2 == 0) {
-            for (int64_t i = 0; i < k; i++) row[i] = qb_gauss() * 0.5f;
-            quant_quantize_row(dt, row, dst, k);
-        } else {
+        for (int64_t i = 0; i < k; i++) row[i] = qb_gauss() * 0.5f;
+        if (r % 2 != 0 || quant_quantize_row(dt, row, dst, k) != 0)
             for (size_t b = 0; b < rb / bb; b++) qb_block(dt, (int)(qb_next() % 5), dst + b * bb);
-        }
     }
     free(row);
     return w;

@@ -40,7 +40,7 @@ enum {
     VK_MAX_DISPATCHES = 64,             /* per graph node (windows of large weights) */
     VK_SPEC_KV_SHIFT = 3,               /* vk_dispatch.spec >> 3: the KV cache dtype */
     VK_N_SPECS = 32,                    /* pipelines per op: see vk_dispatch.spec */
-    VK_N_QTYPES = ENC_Q6_K - ENC_Q8_0 + 1, /* block types of the _q shaders: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K */
+    VK_N_QTYPES = 6,                    /* block types of the _q shaders (vk_qtype_slot) */
     VK_MAX_EXPECTED_READS = 4,          /* ranges the host promised to read after a step (expect_read) */
 };
 
@@ -196,6 +196,9 @@ void vk_pipelines_free(vk_ctx *c);
  * (vk_dispatch.spec) for weights of type qtype (vk_dispatch.qtype), made at
  * first use. */
 enc_status vk_pipeline_get(vk_ctx *c, graph_op op, int spec, enc_dtype qtype, VkPipeline *out);
+/* The index of block type t among the _q shaders' VK_N_QTYPES (qpipelines),
+ * or -1 for a type they do not read (vk_ops.c). */
+int vk_qtype_slot(enc_dtype t);
 /* Whether op has a shader reading weights of block type t (vk_ops.c). */
 bool vk_ops_reads_quantized(graph_op op, enc_dtype t);
 

@@ -192,10 +192,16 @@ static uint32_t vk__f32_bits(double v)
 
 /* --- block-quantized weights ------------------------------------------------ */
 
+int vk_qtype_slot(enc_dtype t)
+{
+    if (t >= ENC_Q8_0 && t <= ENC_Q6_K) return (int)(t - ENC_Q8_0);
+    return t == ENC_IQ4_NL ? VK_N_QTYPES - 1 : -1;
+}
+
 bool vk_ops_reads_quantized(graph_op op, enc_dtype t)
 {
-    return (op == GRAPH_OP_MATMUL || op == GRAPH_OP_MATMUL_ID || op == GRAPH_OP_GET_ROWS) && t >= ENC_Q8_0 &&
-           t <= ENC_Q6_K;
+    return (op == GRAPH_OP_MATMUL || op == GRAPH_OP_MATMUL_ID || op == GRAPH_OP_GET_ROWS) &&
+           vk_qtype_slot(t) >= 0;
 }
 
 /* The weights' type: an element type, or a block type the op's _q shader
@@ -204,8 +210,10 @@ static enc_status vk__weight_dtype(const vk__plan *pl, const graph_tensor *w)
 {
     if (w->dtype == ENC_F32 || w->dtype == ENC_BF16 || w->dtype == ENC_F16) return ENC_OK;
     if (vk_ops_reads_quantized(pl->n->op, w->dtype)) return ENC_OK;
-    return enc_fail(ENC_ERR_UNSUPPORTED, "vulkan: %s: tensor '%s' has dtype %s (f32, bf16, f16, q8_0, q4_0, "
-                    "q4_K, q5_K or q6_K expected)", graph_op_name(pl->n->op), vk__tname(w), enc_dtype_name(w->dtype));
+    return enc_fail(ENC_ERR_UNSUPPORTED,
+                    "vulkan: %s: tensor '%s' has dtype %s (f32, bf16, f16, q8_0, q4_0, "
+                    "q4_K, q5_K, q6_K or iq4_nl expected)",
+                    graph_op_name(pl->n->op), vk__tname(w), enc_dtype_name(w->dtype));
 }
 
 /* Bytes of one row of k values of w's type (whole blocks: graph.c checks). */

@@ -131,7 +131,7 @@ enc_status vk_pipeline_get(vk_ctx *c, graph_op op, int spec, enc_dtype qtype, Vk
     if (!name || spec < 0 || spec >= VK_N_SPECS || (quant && !vk_ops_reads_quantized(op, qtype)))
         return enc_fail(ENC_ERR_INTERNAL, "vulkan: no shader for op %d (variant %d, weights %s)", (int)op, spec,
                         enc_dtype_name(qtype));
-    VkPipeline *slot = quant ? &c->qpipelines[op][qtype - ENC_Q8_0][spec] : &c->pipelines[op][spec];
+    VkPipeline *slot = quant ? &c->qpipelines[op][vk_qtype_slot(qtype)][spec] : &c->pipelines[op][spec];
     if (!*slot) {
         char qname[32];
         snprintf(qname, sizeof qname, "%s_q", name);
