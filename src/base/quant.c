@@ -115,11 +115,13 @@ static int quant__deq_widened(enc_dtype dt, const void *src, float *dst, int64_t
     int64_t be = enc_dtype_block_elems(dt);
     if (n < 0 || n % be != 0) return -1;
     size_t bb = enc_dtype_block_bytes(dt);
-    unsigned char wide[sizeof(block_q6_K)];
-    _Static_assert(sizeof(block_q6_K) >= sizeof(block_q8_0), "a widened block fits");
+    union {
+        block_q8_0 q8;
+        block_q6_K q6;
+    } wide; /* one widened block, aligned for either */
     for (int64_t i = 0; i < n / be; i++) {
-        quant_widen_row(dt, (const unsigned char *)src + (size_t)i * bb, wide, be);
-        quant_dequantize_row(quant_widened_dtype(dt), wide, dst + i * be, be);
+        quant_widen_row(dt, (const unsigned char *)src + (size_t)i * bb, &wide, be);
+        quant_dequantize_row(quant_widened_dtype(dt), &wide, dst + i * be, be);
     }
     return 0;
 }
