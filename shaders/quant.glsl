@@ -18,6 +18,7 @@
 //   Q5_K 176 B  [d][dmin][scales 12][qh 32][qs 128]  as Q4_K, fifth bit in qh
 //   Q6_K 210 B  [ql 128][qh 64][scales 16 x i8][d]   a = d sc, z = 32, m = 0
 //   IQ4_NL 18 B [d f16][qs 16 B nibbles]          a = d, z = 0, m = 0, q = IQ4NL[nibble]
+//   Q5_0 22 B   [d f16][qh 4 B][qs 16 B nibbles]  a = d, z = 16, m = 0, bit i of qh value i's fifth
 
 layout(constant_id = 5) const uint QT = 4u;
 #define QT_Q8_0 4u
@@ -25,9 +26,11 @@ layout(constant_id = 5) const uint QT = 4u;
 #define QT_Q4_K 6u
 #define QT_Q5_K 7u
 #define QT_Q6_K 8u
+#define QT_Q5_0 10u
 #define QT_IQ4_NL 11u
-const uint QBB = QT == QT_Q8_0 ? 34u : QT == QT_Q4_0 || QT == QT_IQ4_NL ? 18u : QT == QT_Q4_K ? 144u : QT == QT_Q5_K ? 176u : 210u;
-const uint QBE = QT == QT_Q8_0 || QT == QT_Q4_0 || QT == QT_IQ4_NL ? 32u : 256u; // values per block
+const uint QBB = QT == QT_Q8_0 ? 34u : QT == QT_Q4_0 || QT == QT_IQ4_NL ? 18u : QT == QT_Q5_0 ? 22u
+               : QT == QT_Q4_K ? 144u : QT == QT_Q5_K ? 176u : 210u;
+const uint QBE = QT == QT_Q8_0 || QT == QT_Q4_0 || QT == QT_IQ4_NL || QT == QT_Q5_0 ? 32u : 256u; // values per block
 
 // IQ4_NL's levels by nibble (base/quant_widen.h quant_iq4nl_values).
 const float IQ4NL[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
@@ -91,6 +94,7 @@ vec3 q_head(uint r, uint u)
     uint blk = r + (u / QUB) * QBB, s = u % QUB;
     if (QT == QT_Q8_0 || QT == QT_IQ4_NL) return vec3(q_f16(blk), 0.0, 0.0);
     if (QT == QT_Q4_0) return vec3(q_f16(blk), 8.0, 0.0);
+    if (QT == QT_Q5_0) return vec3(q_f16(blk), 16.0, 0.0);
     if (QT == QT_Q6_K) {
         float sc = float(bitfieldExtract(int(q_u8(blk + 192u + s)), 0, 8)); // int8
         return vec3(q_f16(blk + 208u) * sc, 32.0, 0.0);
@@ -111,6 +115,11 @@ vec4 q_levels(uint r, uint u, uint j)
     }
     if (QT == QT_Q4_0) // values 0..15 in the low nibbles of qs, 16..31 in the high
         return q_bytes(q_u32(blk + 2u + 4u * (j & 3u)), j >= 4u ? 4u : 0u, 15u);
+    if (QT == QT_Q5_0) { // Q4_0's nibbles after qh, bit 4j + c of qh the fifth of value 4j + c
+        vec4 lo = q_bytes(q_u32(blk + 6u + 4u * (j & 3u)), j >= 4u ? 4u : 0u, 15u);
+        uint qh = q_u32(blk + 2u) >> (4u * j);
+        return lo + 16.0 * vec4(uvec4(qh, qh >> 1u, qh >> 2u, qh >> 3u) & 1u);
+    }
     if (QT == QT_IQ4_NL) { // Q4_0's nibbles, each a level of the table
         uvec4 n = uvec4(q_bytes(q_u32(blk + 2u + 4u * (j & 3u)), j >= 4u ? 4u : 0u, 15u));
         return vec4(IQ4NL[n.x], IQ4NL[n.y], IQ4NL[n.z], IQ4NL[n.w]);

@@ -71,7 +71,7 @@ static void mq_make(mq_case *c)
         for (int64_t i = 0; i < c->K; i++)
             row[i] = qb_gauss() * 0.5f;
         unsigned char *wr = (unsigned char *)c->w + (size_t)r * c->wrb;
-        if (quant_quantize_row(c->dt, row, wr, c->K) != 0) /* IQ4_NL: random blocks */
+        if (quant_quantize_row(c->dt, row, wr, c->K) != 0) /* Q5_0, IQ4_NL: random blocks */
             for (int64_t b = 0; b < c->K / enc_dtype_block_elems(c->dt); b++)
                 qb_block(c->dt, (int)((r + b) % 5), wr + b * enc_dtype_block_bytes(c->dt));
     }
@@ -189,7 +189,8 @@ static void mq_check(enc_dtype dt, int64_t T, int64_t k, int64_t K, int64_t N, i
 
 static void test_types(void)
 {
-    static const enc_dtype types[] = {ENC_Q8_0, ENC_Q4_0, ENC_IQ4_NL, ENC_Q4_K, ENC_Q5_K, ENC_Q6_K};
+    static const enc_dtype types[] = {ENC_Q8_0, ENC_Q4_0, ENC_Q5_0, ENC_IQ4_NL,
+                                      ENC_Q4_K, ENC_Q5_K, ENC_Q6_K};
     static const int64_t shapes[][5] = {
         /* T, k, K, N, E */
         {1, 1, 256, 4, 1},   {1, 8, 256, 48, 16}, {3, 2, 512, 17, 5},

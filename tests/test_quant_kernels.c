@@ -51,8 +51,8 @@ static void *xmalloc(size_t n)
     return p;
 }
 
-enum { N_TYPES = 6 };
-static const enc_dtype TYPES[N_TYPES] = {ENC_Q8_0, ENC_Q4_0, ENC_IQ4_NL,
+enum { N_TYPES = 7 };
+static const enc_dtype TYPES[N_TYPES] = {ENC_Q8_0, ENC_Q4_0, ENC_Q5_0, ENC_IQ4_NL,
                                          ENC_Q4_K, ENC_Q5_K, ENC_Q6_K};
 
 typedef void (*task_fn)(void *ctx, int ith, int nth);
@@ -94,7 +94,7 @@ typedef struct world {
 } world;
 
 /* Rows r % 3 == 2 are raw random blocks; the others quantized gaussians
- * (random blocks too for IQ4_NL, which has no quantizer here). */
+ * (random blocks too for Q5_0 and IQ4_NL, which have no quantizer here). */
 static void world_init(world *wd, enc_dtype dt)
 {
     wd->dt = dt;

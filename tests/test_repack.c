@@ -54,13 +54,13 @@ enum { K = 512, MAX_ROWS = 69, MAX_T = 67 };
  * (Q4_0) byte sum from its block themselves. */
 static const int64_t K_LONG = 32 * 8224;
 static int64_t g_k = K;
-enum { N_TYPES = 6 };
-static const enc_dtype TYPES[N_TYPES] = {ENC_Q4_0, ENC_Q8_0, ENC_IQ4_NL,
+enum { N_TYPES = 7 };
+static const enc_dtype TYPES[N_TYPES] = {ENC_Q4_0, ENC_Q8_0, ENC_Q5_0, ENC_IQ4_NL,
                                          ENC_Q4_K, ENC_Q5_K, ENC_Q6_K};
 static const int ROWS[4] = {8, 13, 37, 69};
 
 /* Rows r % 3 == 2 raw random blocks, the others quantized gaussians (random
- * blocks too for IQ4_NL, which has no quantizer here). */
+ * blocks too for Q5_0 and IQ4_NL, which have no quantizer here). */
 static void fill_weights(enc_dtype dt, int rows, unsigned char *w)
 {
     size_t rb = enc_dtype_row_bytes(dt, g_k), bb = enc_dtype_block_bytes(dt);
@@ -289,9 +289,9 @@ int main(void)
     for (int t = 0; t < N_TYPES; t++)
         for (int i = 0; i < 4; i++)
             check_layout(TYPES[t], ROWS[i]);
-    int n_isas =
-        isa_for_each(check_all_kernels, "Q4_0, Q8_0, IQ4_NL, Q4_K, Q5_K and Q6_K, 4 row counts, 10 "
-                                        "token counts, 1-3 threads; long Q4_0 rows");
+    int n_isas = isa_for_each(check_all_kernels,
+                              "Q4_0, Q8_0, Q5_0, IQ4_NL, Q4_K, Q5_K and Q6_K, 4 row counts, 10 "
+                              "token counts, 1-3 threads; long Q4_0 rows");
     g_isa = "backend";
     check_backend(1, 1);
     check_backend(1, 3);

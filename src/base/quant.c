@@ -18,6 +18,7 @@ enc_dtype quant_dot_dtype(enc_dtype w)
     switch (w) {
     case ENC_Q8_0:
     case ENC_Q4_0:
+    case ENC_Q5_0:
     case ENC_IQ4_NL:
         return ENC_Q8_0;
     case ENC_Q4_K:

@@ -90,7 +90,7 @@ static inline void quant_scale_min_k4(const uint8_t *scales, int s, int *sc, int
 }
 
 /* The 8-bit block type that activations take for integer dot products with
- * weights of type w: Q8_0 for Q8_0, Q4_0 and IQ4_NL, Q8_K for Q4_K, Q5_K and Q6_K;
+ * weights of type w: Q8_0 for Q8_0, Q4_0, Q5_0 and IQ4_NL, Q8_K for Q4_K, Q5_K and Q6_K;
  * F32 for any other type. */
 enc_dtype quant_dot_dtype(enc_dtype w);
 

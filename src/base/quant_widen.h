@@ -2,8 +2,8 @@
  * reads by widening them, at load and exactly, to a block type its kernels
  * read: every value of the widened block equals the stored one bit for bit,
  * so a model runs as the file's own dequantized weights would, at the
- * widened type's bytes. (Both backends read IQ4_NL as it is; nothing reads
- * Q5_0 or Q3_K as they are.)
+ * widened type's bytes. (Both backends read Q5_0 and IQ4_NL as they are;
+ * nothing reads Q3_K as it is.)
  *
  *   Q5_0    [d f16][qh 4 B][qs 16 B]   x = d * (q - 16), q 5 bits: the low
  *           4 as Q4_0's nibbles, bit j of qh (little-endian) the fifth bit

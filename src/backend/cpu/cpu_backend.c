@@ -21,7 +21,6 @@
 #include "backend/cpu/repack.h"
 #include "base/log.h"
 #include "base/quant.h"
-#include "base/quant_widen.h"
 #include "base/threadpool.h"
 
 struct backend_buffer {
@@ -930,13 +929,13 @@ static void cpu__destroy(backend *be)
 }
 
 /* Matmul, matmul_id (stacked experts) and get_rows read every GGUF block
- * type of base/quant.h (not the activations' Q8_K) and IQ4_NL; the other
- * types of base/quant_widen.h are widened at load. */
+ * type of base/quant.h (not the activations' Q8_K), Q5_0 and IQ4_NL; Q3_K
+ * is widened at load (base/quant_widen.h). */
 static bool cpu__supports_weight_dtype(const backend *be, graph_op op, enc_dtype t)
 {
     (void)be;
     return (op == GRAPH_OP_MATMUL || op == GRAPH_OP_MATMUL_ID || op == GRAPH_OP_GET_ROWS) &&
-           enc_dtype_is_quantized(t) && t != ENC_Q8_K && (!quant_is_widened(t) || t == ENC_IQ4_NL);
+           enc_dtype_is_quantized(t) && t != ENC_Q8_K && t != ENC_Q3_K;
 }
 
 static const struct backend_i cpu__iface = {

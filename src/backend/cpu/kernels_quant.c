@@ -55,6 +55,20 @@ static int32_t cpu__qs_isum_q4_0(const void *wv, const block_q8_0 *x)
     return isum;
 }
 
+static int32_t cpu__qs_isum_q5_0(const void *wv, const block_q8_0 *x)
+{
+    const block_q5_0 *w = wv;
+    uint32_t qh = (uint32_t)w->qh[0] | (uint32_t)w->qh[1] << 8 | (uint32_t)w->qh[2] << 16 |
+                  (uint32_t)w->qh[3] << 24;
+    int32_t isum = 0;
+    for (int j = 0; j < 16; j++) {
+        int lo = (w->qs[j] & 15) | (int)((qh >> j) & 1) << 4;
+        int hi = (w->qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+        isum += (lo - 16) * x->qs[j] + (hi - 16) * x->qs[j + 16];
+    }
+    return isum;
+}
+
 static int32_t cpu__qs_isum_iq4_nl(const void *wv, const block_q8_0 *x)
 {
     const block_iq4_nl *w = wv;
@@ -65,7 +79,7 @@ static int32_t cpu__qs_isum_iq4_nl(const void *wv, const block_q8_0 *x)
     return isum;
 }
 
-/* The f16 scale d that opens a Q8_0, Q4_0 or IQ4_NL block. */
+/* The f16 scale d that opens a Q8_0, Q4_0, Q5_0 or IQ4_NL block. */
 static float cpu__qs_d(const void *blk)
 {
     uint16_t d;
@@ -88,27 +102,33 @@ static float cpu__qs_dot_q8_0(const void *wv, const void *xv, int64_t nb)
     return acc;
 }
 
-/* A row of 18-byte blocks (Q4_0, IQ4_NL) against one token's Q8_0 blocks. */
-static float cpu__qs_dot_18(int32_t (*isum)(const void *, const block_q8_0 *), const void *wv,
-                            const void *xv, int64_t nb)
+/* A row of 32-value blocks of bb bytes (Q4_0, Q5_0, IQ4_NL) against one
+ * token's Q8_0 blocks. */
+static float cpu__qs_dot_32(int32_t (*isum)(const void *, const block_q8_0 *), size_t bb,
+                            const void *wv, const void *xv, int64_t nb)
 {
-    const block_q4_0 *w = wv;
     const block_q8_0 *x = xv;
     float acc = 0.0f;
-    for (int64_t b = 0; b < nb; b++)
-        acc = cpu__qs_step(acc, &w[b], &x[b], isum(&w[b], &x[b]));
+    for (int64_t b = 0; b < nb; b++) {
+        const void *w = (const unsigned char *)wv + (size_t)b * bb;
+        acc = cpu__qs_step(acc, w, &x[b], isum(w, &x[b]));
+    }
     return acc;
 }
 
 static float cpu__qs_dot_q4_0(const void *wv, const void *xv, int64_t nb)
 {
-    return cpu__qs_dot_18(cpu__qs_isum_q4_0, wv, xv, nb);
+    return cpu__qs_dot_32(cpu__qs_isum_q4_0, sizeof(block_q4_0), wv, xv, nb);
+}
+
+static float cpu__qs_dot_q5_0(const void *wv, const void *xv, int64_t nb)
+{
+    return cpu__qs_dot_32(cpu__qs_isum_q5_0, sizeof(block_q5_0), wv, xv, nb);
 }
 
 static float cpu__qs_dot_iq4_nl(const void *wv, const void *xv, int64_t nb)
 {
-    _Static_assert(sizeof(block_iq4_nl) == sizeof(block_q4_0), "IQ4_NL blocks are Q4_0's size");
-    return cpu__qs_dot_18(cpu__qs_isum_iq4_nl, wv, xv, nb);
+    return cpu__qs_dot_32(cpu__qs_isum_iq4_nl, sizeof(block_iq4_nl), wv, xv, nb);
 }
 
 /* Q4_K (qh NULL) and Q5_K: adds d_w d_x isum to *acc, returns dmin_w d_x msum. */
@@ -204,6 +224,7 @@ static float cpu__qs_dot_q6_k(const void *wv, const void *xv, int64_t nb)
 CPU__QS_ROWS(q8_0)
 CPU__QS_ROWS(q4_0)
 CPU__QS_ROWS(iq4_nl)
+CPU__QS_ROWS(q5_0)
 CPU__QS_ROWS(q4_k)
 CPU__QS_ROWS(q5_k)
 CPU__QS_ROWS(q6_k)
@@ -214,10 +235,11 @@ static void cpu__qs_x8(enc_dtype dt, int T, const void *g, const void *const *xv
                        float *const *y)
 { /* the integers from the definition: no use for the token sums */
     int32_t (*isum)(const void *, const block_q8_0 *) = dt == ENC_Q4_0     ? cpu__qs_isum_q4_0
+                                                        : dt == ENC_Q5_0   ? cpu__qs_isum_q5_0
                                                         : dt == ENC_IQ4_NL ? cpu__qs_isum_iq4_nl
                                                                            : cpu__qs_isum_q8_0;
     float acc[CPU__QX_TOKENS][CPU_REPACK_ROWS] = {{0}};
-    block_q8_0 blk; /* the largest of the three blocks */
+    block_q8_0 blk; /* the largest of the four blocks */
     for (int64_t b = 0; b < nb; b++)
         for (int r = 0; r < CPU_REPACK_ROWS; r++) {
             cpu_repack_block(g, dt, b, r, &blk);
@@ -242,6 +264,13 @@ static void cpu__qs_x8_q4_0(int T, const void *g, const void *const *x,
 {
     (void)tok;
     cpu__qs_x8(ENC_Q4_0, T, g, x, nb, y);
+}
+
+static void cpu__qs_x8_q5_0(int T, const void *g, const void *const *x,
+                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
+{
+    (void)tok;
+    cpu__qs_x8(ENC_Q5_0, T, g, x, nb, y);
 }
 
 static void cpu__qs_x8_iq4_nl(int T, const void *g, const void *const *x,
@@ -302,6 +331,7 @@ const cpu__quant_table cpu__quant_scalar = {
             [ENC_Q8_0] = cpu__qs_x8_q8_0,
             [ENC_Q4_0] = cpu__qs_x8_q4_0,
             [ENC_IQ4_NL] = cpu__qs_x8_iq4_nl,
+            [ENC_Q5_0] = cpu__qs_x8_q5_0,
             [ENC_Q4_K] = cpu__qs_x8_q4_k,
             [ENC_Q5_K] = cpu__qs_x8_q5_k,
             [ENC_Q6_K] = cpu__qs_x8_q6_k,
@@ -311,6 +341,7 @@ const cpu__quant_table cpu__quant_scalar = {
             [ENC_Q8_0] = cpu__qs_rows_q8_0,
             [ENC_Q4_0] = cpu__qs_rows_q4_0,
             [ENC_IQ4_NL] = cpu__qs_rows_iq4_nl,
+            [ENC_Q5_0] = cpu__qs_rows_q5_0,
             [ENC_Q4_K] = cpu__qs_rows_q4_k,
             [ENC_Q5_K] = cpu__qs_rows_q5_k,
             [ENC_Q6_K] = cpu__qs_rows_q6_k,
@@ -410,7 +441,8 @@ static void cpu__matmul_x8(cpu__qx8_fn fn8, cpu__qx8_fn fn16, const void *x, int
     cpu__qsizes z = cpu__qsizes_of(w_dtype, k);
     const unsigned char *wb = w, *xb = x;
     cpu__qx_tok tok[CPU__QX_TOK_MAX];
-    int has_tok = (w_dtype == ENC_Q4_0 || w_dtype == ENC_Q8_0 || w_dtype == ENC_IQ4_NL) &&
+    int has_tok = (w_dtype == ENC_Q4_0 || w_dtype == ENC_Q8_0 || w_dtype == ENC_IQ4_NL ||
+                   w_dtype == ENC_Q5_0) &&
                   z.nb <= CPU__QX_TOK_MAX;
     if (has_tok && z.tb * z.nb > CPU__QX_TOK_MAX) z.tb = CPU__QX_TOK_MAX / z.nb;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += z.tb) {

@@ -6,7 +6,7 @@
  * activations in the matching 8-bit form (quant_dot_dtype); a call does up
  * to 4 rows against the same token:
  *
- *   Q8_0 / Q4_0 / IQ4_NL weights . Q8_0 activations, per 32-block:
+ *   Q8_0 / Q4_0 / Q5_0 / IQ4_NL weights . Q8_0 activations, per 32-block:
  *       isum = sum_j wq[j] xq[j]                     (exact int32)
  *       acc += (d_w d_x) isum                        (f32)
  *   Q4_K / Q5_K . Q8_K, per 256-block, sub-blocks s of 32:
@@ -175,7 +175,7 @@ CPU__Q_INLINE void cpu__q_prefetch_next(int R, const void *last_row, int64_t nb,
         _mm_prefetch(p + o, CPU__Q_PF_HINT);
 }
 
-/* --- the 32-blocks: Q8_0, Q4_0 and IQ4_NL ---------------------------------- */
+/* --- the 32-blocks: Q8_0, Q4_0, Q5_0 and IQ4_NL --------------------------- */
 
 /* A tile is T tokens (1, 2 or 4) x 4 weight rows. Per block, each output's
  * int32 lanes (8 partial sums, exact) are added across lanes by a tree of
@@ -188,10 +188,19 @@ _Static_assert((int)CPU__Q_TMAX <= (int)CPU__Q_TILE_TOKENS,
                "a tile's tokens fit cpu__matmul_quant's arrays");
 
 /* The kinds of 32-value weight blocks the bodies below read (a constant at
- * every call site): Q8_0's signed bytes, Q4_0's nibbles (levels q - 8), or
- * IQ4_NL's nibbles (levels quant_iq4nl_values[q]; its blocks are Q4_0's
- * size, d first). */
-enum { CPU__Q8 = 0, CPU__Q4 = 1, CPU__IQ4 = 2 };
+ * every call site), each opening with its f16 scale d: Q8_0's signed bytes,
+ * Q4_0's nibbles (levels q - 8), IQ4_NL's nibbles (levels
+ * quant_iq4nl_values[q]) and Q5_0's nibbles with a fifth bit each in qh
+ * (levels q - 16). */
+enum { CPU__Q8 = 0, CPU__Q4 = 1, CPU__IQ4 = 2, CPU__Q5 = 3 };
+
+/* Bytes of one block of kind. */
+static inline size_t cpu__q_bb(int kind)
+{
+    return kind == CPU__Q8   ? sizeof(block_q8_0)
+           : kind == CPU__Q5 ? sizeof(block_q5_0)
+                             : sizeof(block_q4_0);
+}
 
 /* IQ4_NL's 16 levels in both 128-bit lanes, for vpshufb by nibble. */
 static inline __m256i cpu__q_iq4_table(void)
@@ -199,18 +208,32 @@ static inline __m256i cpu__q_iq4_table(void)
     return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)quant_iq4nl_values));
 }
 
-/* Weight block b of row w as 32 levels: Q8_0 and IQ4_NL signed, Q4_0
- * unsigned (q, 0..15; the tile takes 8 times the token's sum off after). */
+/* 16 in byte i of the result where bit i of the 32 bits h is set, else 0:
+ * byte i takes byte i / 8 of h (vpshufb), tests bit i % 8. */
+static inline __m256i cpu__q_bits16(uint32_t h)
+{
+    const __m256i pick = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                          2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)h), pick), bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(16));
+}
+
+/* Weight block b of row w as 32 levels: Q8_0, IQ4_NL and Q5_0 signed,
+ * Q4_0 unsigned (q, 0..15; the tile takes 8 times the token's sum off
+ * after). */
 CPU__Q_INLINE __m256i cpu__q_levels(int kind, const void *w, int64_t b)
 {
-    if (kind != CPU__Q8) {
-        const block_q4_0 *k = (const block_q4_0 *)w + b;
-        __m128i v = _mm_loadu_si128((const __m128i *)k->qs);
-        __m256i q = _mm256_set_m128i(_mm_srli_epi16(v, 4), v); /* values 0..15 | 16..31 */
-        q = _mm256_and_si256(q, _mm256_set1_epi8(15));
-        return kind == CPU__IQ4 ? _mm256_shuffle_epi8(cpu__q_iq4_table(), q) : q;
-    }
-    return _mm256_loadu_si256((const __m256i *)((const block_q8_0 *)w + b)->qs);
+    const unsigned char *k = (const unsigned char *)w + (size_t)b * cpu__q_bb(kind);
+    if (kind == CPU__Q8) return _mm256_loadu_si256((const __m256i *)(k + 2));
+    __m128i v = _mm_loadu_si128((const __m128i *)(k + (kind == CPU__Q5 ? 6 : 2)));
+    __m256i q = _mm256_set_m128i(_mm_srli_epi16(v, 4), v); /* values 0..15 | 16..31 */
+    q = _mm256_and_si256(q, _mm256_set1_epi8(15));
+    if (kind == CPU__IQ4) return _mm256_shuffle_epi8(cpu__q_iq4_table(), q);
+    if (kind != CPU__Q5) return q;
+    uint32_t qh;
+    memcpy(&qh, k + 2, sizeof qh);
+    return _mm256_sub_epi8(_mm256_or_si256(q, cpu__q_bits16(qh)), _mm256_set1_epi8(16));
 }
 
 /* The f16 scale of block b of each of the 4 rows, as 4 floats. */
@@ -219,8 +242,7 @@ CPU__Q_INLINE __m128 cpu__q_d4(int kind, const void *const *wv, int64_t b)
     uint16_t d[CPU__Q_RMAX];
     CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++)
     {
-        d[r] = kind != CPU__Q8 ? ((const block_q4_0 *)wv[r] + b)->d
-                               : ((const block_q8_0 *)wv[r] + b)->d;
+        memcpy(&d[r], (const unsigned char *)wv[r] + (size_t)b * cpu__q_bb(kind), sizeof d[r]);
     }
     return _mm_cvtph_ps(
         _mm_setr_epi16((short)d[0], (short)d[1], (short)d[2], (short)d[3], 0, 0, 0, 0));
@@ -247,8 +269,8 @@ static inline __m256i cpu__q_hsum4_16(__m256i a, __m256i b, __m256i c, __m256i d
 }
 
 /* Token qx (one block) against the 4 rows' levels qw: cpu__q_hsum4 of the 4
- * dots. Q8_0 and IQ4_NL levels are signed: |w| . x sign(w). Q4_0 ones are
- * unsigned: q . x, the tile taking 8 times the token's sum off after
+ * dots. Q8_0, IQ4_NL and Q5_0 levels are signed: |w| . x sign(w). Q4_0 ones
+ * are unsigned: q . x, the tile taking 8 times the token's sum off after
  * (cpu__q_xsum8), which leaves the same exact int32 as (q - 8) . x. */
 CPU__Q_INLINE __m256i cpu__q_token4(int kind, const __m256i *qw, __m256i qx)
 {
@@ -283,9 +305,7 @@ CPU__Q_INLINE void cpu__q_32_tile(int kind, int T, const void *const *wv, const 
     __m256 acc[CPU__Q_TMAX / 2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     __m128 acc1 = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        if (T == 1)
-            cpu__q_prefetch_next(CPU__Q_RMAX, wv[CPU__Q_RMAX - 1], nb,
-                                 kind != CPU__Q8 ? sizeof(block_q4_0) : sizeof(block_q8_0), b);
+        if (T == 1) cpu__q_prefetch_next(CPU__Q_RMAX, wv[CPU__Q_RMAX - 1], nb, cpu__q_bb(kind), b);
         __m256i qw[CPU__Q_RMAX], qx[CPU__Q_TMAX];
         CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++) qw[r] = cpu__q_levels(kind, wv[r], b);
         __m128 dw = cpu__q_d4(kind, wv, b);
@@ -370,6 +390,11 @@ static void cpu__q_dot_iq4_nl(int R, const void *const *w, const void *x, int64_
     cpu__q_32_rows(CPU__IQ4, R, w, x, nb, y);
 }
 
+static void cpu__q_dot_q5_0(int R, const void *const *w, const void *x, int64_t nb, float *y)
+{
+    cpu__q_32_rows(CPU__Q5, R, w, x, nb, y);
+}
+
 /* The tables' tile entries: CPU__Q_TMAX tokens x CPU__Q_RMAX rows. */
 static void cpu__q_tile_q8_0(const void *const *w, const void *const *x, int64_t nb,
                              float *const *y)
@@ -387,6 +412,12 @@ static void cpu__q_tile_iq4_nl(const void *const *w, const void *const *x, int64
                                float *const *y)
 {
     cpu__q_32_tile(CPU__IQ4, CPU__Q_TMAX, w, x, nb, y);
+}
+
+static void cpu__q_tile_q5_0(const void *const *w, const void *const *x, int64_t nb,
+                             float *const *y)
+{
+    cpu__q_32_tile(CPU__Q5, CPU__Q_TMAX, w, x, nb, y);
 }
 
 /* --- the K types: Q4_K, Q5_K and Q6_K ------------------------------------ */
@@ -718,6 +749,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q8_0] = cpu__qx_q8_0,
             [ENC_Q4_0] = cpu__qx_q4_0,
             [ENC_IQ4_NL] = cpu__qx_iq4_nl,
+            [ENC_Q5_0] = cpu__qx_q5_0,
             [ENC_Q4_K] = cpu__qxk_q4_k,
             [ENC_Q5_K] = cpu__qxk_q5_k,
             [ENC_Q6_K] = cpu__qxk_q6_k,
@@ -728,6 +760,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q8_0] = cpu__qx16_q8_0,
             [ENC_Q4_0] = cpu__qx16_q4_0,
             [ENC_IQ4_NL] = cpu__qx16_iq4_nl,
+            [ENC_Q5_0] = cpu__qx16_q5_0,
             [ENC_Q4_K] = cpu__qxk_q4_k16,
             [ENC_Q5_K] = cpu__qxk_q5_k16,
             [ENC_Q6_K] = cpu__qxk_q6_k16,
@@ -738,6 +771,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q8_0] = cpu__q_dot_q8_0,
             [ENC_Q4_0] = cpu__q_dot_q4_0,
             [ENC_IQ4_NL] = cpu__q_dot_iq4_nl,
+            [ENC_Q5_0] = cpu__q_dot_q5_0,
             [ENC_Q4_K] = cpu__q_dot_q4_k,
             [ENC_Q5_K] = cpu__q_dot_q5_k,
             [ENC_Q6_K] = cpu__q_dot_q6_k,
@@ -747,6 +781,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q8_0] = cpu__q_tile_q8_0,
             [ENC_Q4_0] = cpu__q_tile_q4_0,
             [ENC_IQ4_NL] = cpu__q_tile_iq4_nl,
+            [ENC_Q5_0] = cpu__q_tile_q5_0,
             [ENC_Q4_K] = cpu__q_tile_q4_k,
             [ENC_Q5_K] = cpu__q_tile_q5_k,
             [ENC_Q6_K] = cpu__q_tile_q6_k,
@@ -756,6 +791,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q8_0] = CPU__Q_TMAX,
             [ENC_Q4_0] = CPU__Q_TMAX,
             [ENC_IQ4_NL] = CPU__Q_TMAX,
+            [ENC_Q5_0] = CPU__Q_TMAX,
             [ENC_Q4_K] = CPU__QK_TMAX,
             [ENC_Q5_K] = CPU__QK_TMAX,
             [ENC_Q6_K] = CPU__QK_TMAX,

@@ -27,7 +27,9 @@
  *   IQ4_NL: Q4_0's nibbles turned into its signed levels by one vpshufb of
  *   its 16 (quant_iq4nl_values), arranged as Q8_0's chunks, then Q8_0's
  *   steps (|w| against x signed by w, or w + 128 with VNNI): the integers of
- *   the Q8_0 block it widens to.
+ *   the Q8_0 block it widens to. Q5_0: Q4_0's nibbles and each one's fifth
+ *   bit from the qh chunk (vpshufb of the byte holding it, a test of the
+ *   bit), less 16, then the same.
  * Then acc(8 rows) += (d_w(8 rows) * d_x) * (float)isum, a multiply, a
  * multiply and an add in f32 lane by lane: the portable dot's steps in its
  * order, so every output has the portable bits, whatever T or the ISA. */
@@ -126,23 +128,47 @@ CPU__Q_INLINE __m256i cpu__qx_isum_s8(const __m256i *sv, const block_q8_0 *x)
     return s;
 }
 
+/* 16 in byte k of each int32 lane where bit 8 byte + shift + k of the
+ * lane's 32 bits in h is set, else 0 (k < 4, shift 0 or 4). */
+static inline __m256i cpu__qx_bits16(__m256i h, int byte, int shift)
+{
+    const __m256i pick =
+        _mm256_add_epi8(_mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0,
+                                         0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12),
+                        _mm256_set1_epi8((char)byte));
+    const __m256i bit = _mm256_set1_epi32((int)(0x08040201u << shift));
+    __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(h, pick), bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(16));
+}
+
 /* Group block gp's levels: Q4_0 lv[c] the low nibbles of chunk c, lv[4 +
- * c] the high ones; IQ4_NL the same nibbles' levels, so lv[c] holds values
- * 4c..4c+3 as a Q8_0 chunk does: signed, or + 128 with VNNI; Q8_0 lv[c] |w|
- * of chunk c, or w + 128 with VNNI. */
+ * c] the high ones; IQ4_NL the same nibbles' levels, and Q5_0 (its qh the
+ * chunk before its nibbles') the nibbles with their fifth bits, less 16, so
+ * lv[c] holds values 4c..4c+3 as a Q8_0 chunk does: signed, or + 128 with
+ * VNNI; Q8_0 lv[c] |w| of chunk c, or w + 128 with VNNI. */
 CPU__Q_INLINE void cpu__qx_levels(int kind, const unsigned char *q, __m256i *lv)
 {
     if (kind != CPU__Q8) {
+        const unsigned char *qs = kind == CPU__Q5 ? q + 32 : q;
         CPU__Q_UNROLL for (int c = 0; c < 4; c++)
         {
-            __m256i v = _mm256_loadu_si256((const __m256i *)(q + 32 * c));
+            __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
             lv[c] = _mm256_and_si256(v, _mm256_set1_epi8(15));
             lv[4 + c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(15));
         }
-        if (kind != CPU__IQ4) return;
+        if (kind == CPU__Q4) return;
+        if (kind == CPU__Q5) {
+            __m256i h = _mm256_loadu_si256((const __m256i *)q);
+            CPU__Q_UNROLL for (int c = 0; c < 4; c++)
+            {
+                lv[c] = _mm256_or_si256(lv[c], cpu__qx_bits16(h, c / 2, 4 * (c % 2)));
+                lv[4 + c] = _mm256_or_si256(lv[4 + c], cpu__qx_bits16(h, 2 + c / 2, 4 * (c % 2)));
+            }
+        }
         CPU__Q_UNROLL8 for (int c = 0; c < 8; c++)
         {
-            lv[c] = _mm256_shuffle_epi8(cpu__q_iq4_table(), lv[c]);
+            lv[c] = kind == CPU__IQ4 ? _mm256_shuffle_epi8(cpu__q_iq4_table(), lv[c])
+                                     : _mm256_sub_epi8(lv[c], _mm256_set1_epi8(16));
             if (CPU__QX_Q8_OFFSET) lv[c] = _mm256_xor_si256(lv[c], _mm256_set1_epi8(-128));
         }
         return;
@@ -162,7 +188,7 @@ CPU__Q_INLINE void cpu__qx_tile(int kind, int T, int has_tok, const void *g, con
                                 const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
 {
     const int q4 = kind == CPU__Q4;
-    const size_t gb = CPU__QX_R * (kind != CPU__Q8 ? sizeof(block_q4_0) : sizeof(block_q8_0));
+    const size_t gb = CPU__QX_R * cpu__q_bb(kind);
     __m256 acc[CPU__QX_TOKENS];
     CPU__Q_UNROLL for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -183,7 +209,7 @@ CPU__Q_INLINE void cpu__qx_tile(int kind, int T, int has_tok, const void *g, con
                               : _mm256_setzero_si256();
             __m256i isum =
                 q4 ? cpu__qx_isum_q4(lv, x, xs8)
-                : kind == CPU__IQ4 && !CPU__QX_Q8_OFFSET
+                : (kind == CPU__IQ4 || kind == CPU__Q5) && !CPU__QX_Q8_OFFSET
                     ? cpu__qx_isum_s8(lv, x)
                     : cpu__qx_isum_q8(gp + 2 * CPU__QX_R, lv, x, _mm256_slli_epi32(xs8, 4));
             __m256 s = _mm256_mul_ps(dw, dx);
@@ -217,3 +243,4 @@ CPU__Q_INLINE void cpu__qx_tile(int kind, int T, int has_tok, const void *g, con
 CPU__QX_TYPE(cpu__qx_q4_0, cpu__qx_tile, CPU__Q4)
 CPU__QX_TYPE(cpu__qx_q8_0, cpu__qx_tile, CPU__Q8)
 CPU__QX_TYPE(cpu__qx_iq4_nl, cpu__qx_tile, CPU__IQ4)
+CPU__QX_TYPE(cpu__qx_q5_0, cpu__qx_tile, CPU__Q5)

@@ -23,6 +23,8 @@ static cpu__rp_kind cpu__rp_kind_of(enc_dtype dt)
     case ENC_Q4_0:
     case ENC_IQ4_NL:
         return (cpu__rp_kind){1, {0, 0}, 2, 16};
+    case ENC_Q5_0:
+        return (cpu__rp_kind){1, {0, 0}, 2, 20};
     case ENC_Q8_0:
         return (cpu__rp_kind){1, {0, 0}, 2, 32};
     case ENC_Q4_K:

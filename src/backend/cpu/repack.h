@@ -18,6 +18,7 @@
  *   type   block  fields (nf)    rest (nq bytes)
  *   Q4_0   18     d              qs[16]
  *   IQ4_NL 18     d              qs[16]
+ *   Q5_0   22     d              qh[4] qs[16]           (chunks 0, 1-4)
  *   Q8_0   34     d              qs[32]
  *   Q4_K   144    d, dmin        scales[12] qs[128]     (chunks 0-2, 3-34)
  *   Q5_K   176    d, dmin        scales[12] qh[32] qs[128]
@@ -43,7 +44,7 @@
 enum { CPU_REPACK_ROWS = 8 };
 
 /* Whether a [rows, k] matrix of dtype has an interleaved layout: Q4_0,
- * IQ4_NL, Q8_0, Q4_K, Q5_K and Q6_K, k a whole number of blocks, at least one
+ * Q5_0, IQ4_NL, Q8_0, Q4_K, Q5_K and Q6_K, k a whole number of blocks, at least one
  * group of rows. */
 bool cpu_repack_supports(enc_dtype dt, int64_t rows, int64_t k);
 

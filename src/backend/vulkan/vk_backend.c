@@ -359,8 +359,8 @@ static bool vk__supports_op(const backend *be, graph_op op)
     return (unsigned)op < GRAPH_OP_COUNT && (op != GRAPH_OP_SAMPLE || c->sampler_ok);
 }
 
-/* Matmul, matmul_id and get_rows read Q8_0, Q4_0, Q4_K, Q5_K, Q6_K and
- * IQ4_NL weights in their blocks (vk_ops.c, shaders/quant.glsl). */
+/* Matmul, matmul_id and get_rows read Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_NL
+ * and Q5_0 weights in their blocks (vk_ops.c, shaders/quant.glsl). */
 static bool vk__supports_weight_dtype(const backend *be, graph_op op, enc_dtype t)
 {
     (void)be;

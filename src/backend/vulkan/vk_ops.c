@@ -195,7 +195,7 @@ static uint32_t vk__f32_bits(double v)
 int vk_qtype_slot(enc_dtype t)
 {
     if (t >= ENC_Q8_0 && t <= ENC_Q6_K) return (int)(t - ENC_Q8_0);
-    return t == ENC_IQ4_NL ? VK_N_QTYPES - 1 : -1;
+    return t == ENC_IQ4_NL ? VK_N_QTYPES - 2 : t == ENC_Q5_0 ? VK_N_QTYPES - 1 : -1;
 }
 
 bool vk_ops_reads_quantized(graph_op op, enc_dtype t)
@@ -212,7 +212,7 @@ static enc_status vk__weight_dtype(const vk__plan *pl, const graph_tensor *w)
     if (vk_ops_reads_quantized(pl->n->op, w->dtype)) return ENC_OK;
     return enc_fail(ENC_ERR_UNSUPPORTED,
                     "vulkan: %s: tensor '%s' has dtype %s (f32, bf16, f16, q8_0, q4_0, "
-                    "q4_K, q5_K, q6_K or iq4_nl expected)",
+                    "q4_K, q5_K, q6_K, iq4_nl or q5_0 expected)",
                     graph_op_name(pl->n->op), vk__tname(w), enc_dtype_name(w->dtype));
 }
 
