@@ -394,8 +394,7 @@ static enc_status gguf__read_tensor_info(gguf__cur *c, size_t alignment, st_tens
     if (!gguf_dtype_from_ggml(type, &t->dtype))
         return enc_fail(ENC_ERR_UNSUPPORTED,
                         "%s: tensor '%s' at byte offset %zu: ggml type %u (%s) is not supported "
-                        "(F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K; Q5_0, IQ4_NL and Q3_K "
-                        "widened at load)",
+                        "(F32, F16, BF16, Q8_0, Q4_0, Q5_0, IQ4_NL, Q3_K, Q4_K, Q5_K, Q6_K)",
                         c->path, name, type_at, type, gguf_ggml_type_name(type));
     t->n_dims = (int)n_dims;
     ENC_TRY(gguf__shape(c, t, n_dims, at, ne, &bytes));
