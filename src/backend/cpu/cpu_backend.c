@@ -928,14 +928,14 @@ static void cpu__destroy(backend *be)
     free(be);
 }
 
-/* Matmul, matmul_id (stacked experts) and get_rows read every GGUF block
- * type of base/quant.h (not the activations' Q8_K), Q5_0 and IQ4_NL; Q3_K
- * is widened at load (base/quant_widen.h). */
+/* Matmul, matmul_id (stacked experts) and get_rows read the block types
+ * the kernels have dots for (cpu_reads_block_dtype: not the activations'
+ * Q8_K, not Q3_K, which the load widens, base/quant_widen.h). */
 static bool cpu__supports_weight_dtype(const backend *be, graph_op op, enc_dtype t)
 {
     (void)be;
     return (op == GRAPH_OP_MATMUL || op == GRAPH_OP_MATMUL_ID || op == GRAPH_OP_GET_ROWS) &&
-           enc_dtype_is_quantized(t) && t != ENC_Q8_K && t != ENC_Q3_K;
+           cpu_reads_block_dtype(t);
 }
 
 static const struct backend_i cpu__iface = {

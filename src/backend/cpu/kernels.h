@@ -17,6 +17,7 @@
 #ifndef ENC_CPU_KERNELS_H
 #define ENC_CPU_KERNELS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/dtype.h"
@@ -47,6 +48,10 @@ void cpu_matmul(const void *x, int64_t n_tokens, int64_t k, const void *w,
  * bits as cpu_matmul over the row layout; threads split whole groups. */
 void cpu_matmul_packed(const void *x, int64_t n_tokens, int64_t k, const void *w,
                        enc_dtype w_dtype, int64_t n_out, float *y, int ith, int nth);
+
+/* Whether cpu_matmul, cpu_matmul_packed and cpu_get_rows read weights of
+ * the block type dt (every ISA has a dot for each type the portable one has). */
+bool cpu_reads_block_dtype(enc_dtype dt);
 
 /* out = x [rows, k] f32 quantized row by row to dtype (Q8_0 or Q8_K), as
  * quant_quantize_row does; threads split the rows. */

@@ -55,28 +55,20 @@ static int32_t cpu__qs_isum_q4_0(const void *wv, const block_q8_0 *x)
     return isum;
 }
 
+/* Q5_0 and IQ4_NL: the block's levels are those of the Q8_0 block it
+ * widens to (base/quant_widen.h), so that block's isum. */
 static int32_t cpu__qs_isum_q5_0(const void *wv, const block_q8_0 *x)
 {
-    const block_q5_0 *w = wv;
-    uint32_t qh = (uint32_t)w->qh[0] | (uint32_t)w->qh[1] << 8 | (uint32_t)w->qh[2] << 16 |
-                  (uint32_t)w->qh[3] << 24;
-    int32_t isum = 0;
-    for (int j = 0; j < 16; j++) {
-        int lo = (w->qs[j] & 15) | (int)((qh >> j) & 1) << 4;
-        int hi = (w->qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
-        isum += (lo - 16) * x->qs[j] + (hi - 16) * x->qs[j + 16];
-    }
-    return isum;
+    block_q8_0 w8;
+    quant_widen_row(ENC_Q5_0, wv, &w8, 32);
+    return cpu__qs_isum_q8_0(&w8, x);
 }
 
 static int32_t cpu__qs_isum_iq4_nl(const void *wv, const block_q8_0 *x)
 {
-    const block_iq4_nl *w = wv;
-    int32_t isum = 0;
-    for (int j = 0; j < 16; j++)
-        isum += quant_iq4nl_values[w->qs[j] & 15] * x->qs[j] +
-                quant_iq4nl_values[w->qs[j] >> 4] * x->qs[j + 16];
-    return isum;
+    block_q8_0 w8;
+    quant_widen_row(ENC_IQ4_NL, wv, &w8, 32);
+    return cpu__qs_isum_q8_0(&w8, x);
 }
 
 /* The f16 scale d that opens a Q8_0, Q4_0, Q5_0 or IQ4_NL block. */
@@ -252,33 +244,18 @@ static void cpu__qs_x8(enc_dtype dt, int T, const void *g, const void *const *xv
         memcpy(y[t], acc[t], sizeof acc[t]);
 }
 
-static void cpu__qs_x8_q8_0(int T, const void *g, const void *const *x,
-                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    cpu__qs_x8(ENC_Q8_0, T, g, x, nb, y);
-}
-
-static void cpu__qs_x8_q4_0(int T, const void *g, const void *const *x,
-                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    cpu__qs_x8(ENC_Q4_0, T, g, x, nb, y);
-}
-
-static void cpu__qs_x8_q5_0(int T, const void *g, const void *const *x,
-                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    cpu__qs_x8(ENC_Q5_0, T, g, x, nb, y);
-}
-
-static void cpu__qs_x8_iq4_nl(int T, const void *g, const void *const *x,
-                              const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    cpu__qs_x8(ENC_IQ4_NL, T, g, x, nb, y);
-}
+/* The table's interleaved entry of a 32-block type. */
+#define CPU__QS_X8(T, DT)                                                                          \
+    static void cpu__qs_x8_##T(int T_, const void *g, const void *const *x,                        \
+                               const cpu__qx_tok *const *tok, int64_t nb, float *const *y)         \
+    {                                                                                              \
+        (void)tok;                                                                                 \
+        cpu__qs_x8(DT, T_, g, x, nb, y);                                                           \
+    }
+CPU__QS_X8(q8_0, ENC_Q8_0)
+CPU__QS_X8(q4_0, ENC_Q4_0)
+CPU__QS_X8(q5_0, ENC_Q5_0)
+CPU__QS_X8(iq4_nl, ENC_IQ4_NL)
 
 /* The K types' interleaved entries: the same, the superblocks' steps of
  * the row dot (acc and accm per output, y = acc - accm). */
@@ -347,6 +324,11 @@ const cpu__quant_table cpu__quant_scalar = {
             [ENC_Q6_K] = cpu__qs_rows_q6_k,
         },
 };
+
+bool cpu_reads_block_dtype(enc_dtype dt)
+{
+    return (unsigned)dt < ENC_DTYPE_COUNT && cpu__quant_scalar.dot[dt] != NULL;
+}
 
 /* --- table choice ---------------------------------------------------------- */
 

@@ -375,50 +375,23 @@ CPU__Q_INLINE void cpu__q_32_rows(int kind, int R, const void *const *wv, const 
     if (yp != y) memcpy(y, y4, sizeof(float) * (size_t)R);
 }
 
-static void cpu__q_dot_q8_0(int R, const void *const *w, const void *x, int64_t nb, float *y)
-{
-    cpu__q_32_rows(CPU__Q8, R, w, x, nb, y);
-}
-
-static void cpu__q_dot_q4_0(int R, const void *const *w, const void *x, int64_t nb, float *y)
-{
-    cpu__q_32_rows(CPU__Q4, R, w, x, nb, y);
-}
-
-static void cpu__q_dot_iq4_nl(int R, const void *const *w, const void *x, int64_t nb, float *y)
-{
-    cpu__q_32_rows(CPU__IQ4, R, w, x, nb, y);
-}
-
-static void cpu__q_dot_q5_0(int R, const void *const *w, const void *x, int64_t nb, float *y)
-{
-    cpu__q_32_rows(CPU__Q5, R, w, x, nb, y);
-}
-
-/* The tables' tile entries: CPU__Q_TMAX tokens x CPU__Q_RMAX rows. */
-static void cpu__q_tile_q8_0(const void *const *w, const void *const *x, int64_t nb,
-                             float *const *y)
-{
-    cpu__q_32_tile(CPU__Q8, CPU__Q_TMAX, w, x, nb, y);
-}
-
-static void cpu__q_tile_q4_0(const void *const *w, const void *const *x, int64_t nb,
-                             float *const *y)
-{
-    cpu__q_32_tile(CPU__Q4, CPU__Q_TMAX, w, x, nb, y);
-}
-
-static void cpu__q_tile_iq4_nl(const void *const *w, const void *const *x, int64_t nb,
-                               float *const *y)
-{
-    cpu__q_32_tile(CPU__IQ4, CPU__Q_TMAX, w, x, nb, y);
-}
-
-static void cpu__q_tile_q5_0(const void *const *w, const void *const *x, int64_t nb,
-                             float *const *y)
-{
-    cpu__q_32_tile(CPU__Q5, CPU__Q_TMAX, w, x, nb, y);
-}
+/* The table's entries for one type: dot (R rows, one token) through
+ * ROWS, tile (TMAX tokens x CPU__Q_RMAX rows) through TILE, each body's
+ * kind KIND. */
+#define CPU__Q_TYPE(T, ROWS, TILE, TMAX, KIND)                                                     \
+    static void cpu__q_dot_##T(int R, const void *const *w, const void *x, int64_t nb, float *y)   \
+    {                                                                                              \
+        ROWS(KIND, R, w, x, nb, y);                                                                \
+    }                                                                                              \
+    static void cpu__q_tile_##T(const void *const *w, const void *const *x, int64_t nb,            \
+                                float *const *y)                                                   \
+    {                                                                                              \
+        TILE(KIND, TMAX, w, x, nb, y);                                                             \
+    }
+CPU__Q_TYPE(q8_0, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__Q8)
+CPU__Q_TYPE(q4_0, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__Q4)
+CPU__Q_TYPE(iq4_nl, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__IQ4)
+CPU__Q_TYPE(q5_0, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__Q5)
 
 /* --- the K types: Q4_K, Q5_K and Q6_K ------------------------------------ */
 
@@ -637,20 +610,10 @@ CPU__Q_INLINE void cpu__q_k_rows(int kt, int R, const void *const *wv, const voi
     if (yp != y) memcpy(y, y4, sizeof(float) * (size_t)R);
 }
 
-/* The table's entries for one K type: dot (R rows, one token) and tile. */
-#define CPU__Q_K_TYPE(T, KT)                                                                       \
-    static void cpu__q_dot_##T(int R, const void *const *w, const void *x, int64_t nb, float *y)   \
-    {                                                                                              \
-        cpu__q_k_rows(KT, R, w, x, nb, y);                                                         \
-    }                                                                                              \
-    static void cpu__q_tile_##T(const void *const *w, const void *const *x, int64_t nb,            \
-                                float *const *y)                                                   \
-    {                                                                                              \
-        cpu__q_k_tile(KT, CPU__QK_TMAX, w, x, nb, y);                                              \
-    }
-CPU__Q_K_TYPE(q4_k, CPU__QK_Q4)
-CPU__Q_K_TYPE(q5_k, CPU__QK_Q5)
-CPU__Q_K_TYPE(q6_k, CPU__QK_Q6)
+/* The table's entries for the K types (CPU__Q_TYPE). */
+CPU__Q_TYPE(q4_k, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_Q4)
+CPU__Q_TYPE(q5_k, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_Q5)
+CPU__Q_TYPE(q6_k, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_Q6)
 
 /* --- activations: f32 rows -> Q8_0 / Q8_K blocks --------------------------- */
 
