@@ -19,6 +19,8 @@
 //   Q6_K 210 B  [ql 128][qh 64][scales 16 x i8][d]   a = d sc, z = 32, m = 0
 //   IQ4_NL 18 B [d f16][qs 16 B nibbles]          a = d, z = 0, m = 0, q = IQ4NL[nibble]
 //   Q5_0 22 B   [d f16][qh 4 B][qs 16 B nibbles]  a = d, z = 16, m = 0, bit i of qh value i's fifth
+//   IQ4_XS 136 B [d f16][scales_h 2 B][scales_l 4 B][qs 128 B]  a = d (ls - 32), z = 0, m = 0,
+//               q = IQ4NL[nibble], sub-block s an IQ4_NL block's nibbles at qs[16 s]
 
 layout(constant_id = 5) const uint QT = 4u;
 #define QT_Q8_0 4u
@@ -28,8 +30,9 @@ layout(constant_id = 5) const uint QT = 4u;
 #define QT_Q6_K 8u
 #define QT_Q5_0 10u
 #define QT_IQ4_NL 11u
+#define QT_IQ4_XS 13u
 const uint QBB = QT == QT_Q8_0 ? 34u : QT == QT_Q4_0 || QT == QT_IQ4_NL ? 18u : QT == QT_Q5_0 ? 22u
-               : QT == QT_Q4_K ? 144u : QT == QT_Q5_K ? 176u : 210u;
+               : QT == QT_Q4_K ? 144u : QT == QT_Q5_K ? 176u : QT == QT_IQ4_XS ? 136u : 210u;
 const uint QBE = QT == QT_Q8_0 || QT == QT_Q4_0 || QT == QT_IQ4_NL || QT == QT_Q5_0 ? 32u : 256u; // values per block
 
 // IQ4_NL's levels by nibble (base/quant_widen.h quant_iq4nl_values).
@@ -95,6 +98,10 @@ vec3 q_head(uint r, uint u)
     if (QT == QT_Q8_0 || QT == QT_IQ4_NL) return vec3(q_f16(blk), 0.0, 0.0);
     if (QT == QT_Q4_0) return vec3(q_f16(blk), 8.0, 0.0);
     if (QT == QT_Q5_0) return vec3(q_f16(blk), 16.0, 0.0);
+    if (QT == QT_IQ4_XS) { // ls: nibble s % 2 of scales_l[s / 2], bits 2s, 2s + 1 of scales_h
+        uint ls = ((q_u8(blk + 4u + s / 2u) >> (4u * (s % 2u))) & 15u) | ((q_u16(blk + 2u) >> (2u * s)) & 3u) << 4u;
+        return vec3(q_f16(blk) * float(int(ls) - 32), 0.0, 0.0);
+    }
     if (QT == QT_Q6_K) {
         float sc = float(bitfieldExtract(int(q_u8(blk + 192u + s)), 0, 8)); // int8
         return vec3(q_f16(blk + 208u) * sc, 32.0, 0.0);
@@ -120,8 +127,9 @@ vec4 q_levels(uint r, uint u, uint j)
         uint qh = q_u32(blk + 2u) >> (4u * j);
         return lo + 16.0 * vec4(uvec4(qh, qh >> 1u, qh >> 2u, qh >> 3u) & 1u);
     }
-    if (QT == QT_IQ4_NL) { // Q4_0's nibbles, each a level of the table
-        uvec4 n = uvec4(q_bytes(q_u32(blk + 2u + 4u * (j & 3u)), j >= 4u ? 4u : 0u, 15u));
+    if (QT == QT_IQ4_NL || QT == QT_IQ4_XS) { // Q4_0's nibbles, each a level of the table
+        uint qs = QT == QT_IQ4_NL ? blk + 2u : blk + 8u + 16u * s;
+        uvec4 n = uvec4(q_bytes(q_u32(qs + 4u * (j & 3u)), j >= 4u ? 4u : 0u, 15u));
         return vec4(IQ4NL[n.x], IQ4NL[n.y], IQ4NL[n.z], IQ4NL[n.w]);
     }
     if (QT == QT_Q6_K) { // value v = 16 s + 4 j + c = 128 h + 32 i + l

@@ -46,6 +46,7 @@ static inline int qb_f16_fields(enc_dtype dt, int *off)
     case ENC_Q4_0:
     case ENC_Q5_0:
     case ENC_IQ4_NL:
+    case ENC_IQ4_XS:
         off[0] = 0;
         return 1;
     case ENC_Q4_K:

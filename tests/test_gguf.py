@@ -398,6 +398,17 @@ def top1(logits_text):
     return [tuple(json.loads(l)["top"][0]) for l in logits_text.splitlines()]
 
 
+def within_5pct(got, want, what, of):
+    """The top logits got (top1) within 5% of want's largest magnitude at
+    every position, or exit naming `what` and `of`. Returns (worst
+    difference, that scale, positions whose top ids agree)."""
+    scale = max(abs(l) for _, l in want)
+    worst = max(abs(g[1] - w[1]) for g, w in zip(got, want)) if len(got) == len(want) else 1e9
+    if worst > 0.05 * scale:
+        sys.exit(f"FAIL: {what}: top logits {got} are not within 5% of {of} {want}")
+    return worst, scale, sum(g[0] == w[0] for g, w in zip(got, want))
+
+
 def cmd_quantized(a, tmp):
     """The matrices quantized to Q8_0 (gguf_py.quantize_q8_0), and beside it the
     same model with those matrices dequantized to F32. The Q8_0 file either
@@ -424,12 +435,8 @@ def cmd_quantized(a, tmp):
     if p.returncode == 0:
         want = top1(run([a.engine, "logits", "-m", ref, "--prompt-ids", PROMPT, "--top", "1",
                          "-t", "2"]).stdout)
-        got = top1(p.stdout)
-        scale = max(abs(l) for _, l in want)
-        worst = max(abs(g[1] - w[1]) for g, w in zip(got, want)) if len(got) == len(want) else 1e9
-        if worst > 0.05 * scale:
-            sys.exit(f"FAIL: the Q8_0 file runs, but its top logits {got} are not within 5% of "
-                     f"the dequantized model's {want}")
+        worst, _, _ = within_5pct(top1(p.stdout), want, "the Q8_0 file runs, but its",
+                                  "the dequantized model's")
         print(f"ok: the Q8_0 file runs; top logits within {worst:.4g} of the dequantized model's")
         return
     err = p.stderr
@@ -449,10 +456,7 @@ def cmd_experts_vulkan(a, tmp):
     cmd = [a.engine, "logits", "-m", path, "--prompt-ids", PROMPT, "--top", "1", "-t", "2"]
     want = top1(run(cmd + ["--device", "cpu"]).stdout)
     got = top1(run(cmd + ["--device", "vulkan"]).stdout)
-    scale = max(abs(l) for _, l in want)
-    worst = max(abs(g[1] - w[1]) for g, w in zip(got, want)) if len(got) == len(want) else 1e9
-    if worst > 0.05 * scale:
-        sys.exit(f"FAIL: Q8_0 experts on Vulkan: top logits {got} not within 5% of the CPU's {want}")
+    worst, scale, _ = within_5pct(got, want, "Q8_0 experts on Vulkan", "the CPU's")
     print(f"ok: Q8_0 experts on the CPU and on Vulkan: top logits within {worst:.4g} (scale {scale:.3g})")
 
 
@@ -509,12 +513,7 @@ def cmd_mixed(a, tmp):
     cmd = ["logits", "--prompt-ids", PROMPT, "--top", "1", "-t", "2", "-m"]
     want = top1(run([a.engine] + cmd + [ref]).stdout)
     got = top1(run([a.engine] + cmd + [path]).stdout)
-    scale = max(abs(l) for _, l in want)
-    worst = max(abs(g[1] - w[1]) for g, w in zip(got, want)) if len(got) == len(want) else 1e9
-    if worst > 0.05 * scale:
-        sys.exit(f"FAIL: the Q4_K/Q6_K file's top logits {got} are not within 5% of the "
-                 f"dequantized model's {want}")
-    same = sum(g[0] == w[0] for g, w in zip(got, want))
+    worst, scale, same = within_5pct(got, want, "the Q4_K/Q6_K file", "the dequantized model's")
     print(f"ok: a file of {', '.join(types)} tensors runs; top logits within {worst:.4g} "
           f"(scale {scale:.3g}) of the dequantized model's, top ids equal at {same}/{len(want)}")
 
@@ -583,25 +582,63 @@ def cmd_widened(a, tmp):
     cmd = ["logits", "--prompt-ids", PROMPT, "--top", "1", "-t", "2", *device, "-m"]
     want = top1(run([a.engine] + cmd + [paths["deq"]]).stdout)
     got = top1(run([a.engine] + cmd + [paths["stored"]]).stdout)
-    scale = max(abs(l) for _, l in want)
-    worst = max(abs(g[1] - w[1]) for g, w in zip(got, want)) if len(got) == len(want) else 1e9
-    if worst > 0.05 * scale:
-        sys.exit(f"FAIL: the widened file's top logits {got} are not within 5% of the "
-                 f"dequantized model's {want}")
+    worst, scale, _ = within_5pct(got, want, "the widened file", "the dequantized model's")
     print(f"ok: {', '.join(types)} tensors (Q3_K widened at load, the rest read as they are) on "
           f"{a.device or 'the cpu'}: ids and logits identical to the Q8_0/Q6_K file's; top logits "
           f"within {worst:.4g} (scale {scale:.3g}) of the dequantized model's")
 
 
+def cmd_iq4_xs(a, tmp):
+    """IQ4_XS matrices (dense and expert; IQ4_NL where a row is no whole
+    number of 256-value blocks, as llama-quantize falls back), made by NumPy
+    from ggml's layout (tests/reference/gguf_quants.py), which encore reads as
+    they are (no widening): the file runs on the device, its load widens
+    nothing, and its top logits are within 5% of the model dequantized to F32
+    by NumPy (8-bit activations against f32 ones)."""
+    src = os.path.join(tmp, "f32.gguf")
+    run([a.engine, "quantize", "-m", a.model, "-o", src, "--type", "f32"])
+    kvs, tensors, _ = G.read(src)
+    stored, deq = [], []
+    quantize = {"IQ4_XS": Q.quantize_iq4_xs, "IQ4_NL": Q.quantize_iq4_nl}
+    for t in tensors:
+        if len(t.shape) < 2 or "gate_inp" in t.name:
+            stored.append(t), deq.append(t)
+            continue
+        name = "IQ4_XS" if t.shape[-1] % 256 == 0 else "IQ4_NL"
+        x = np.frombuffer(t.data, "<f4")
+        raw = quantize[name](x)
+        values = Q.dequantize(name, raw, x.size)
+        stored.append(G.Tensor(t.name, G.GGML_IDS[name], t.shape, raw))
+        deq.append(G.Tensor(t.name, G.GGML_F32, t.shape, values.astype("<f4").tobytes()))
+    if not any(t.ggml_type == G.GGML_IDS["IQ4_XS"] for t in stored):
+        sys.exit("FAIL: the file holds no IQ4_XS tensor")
+    paths = {k: os.path.join(tmp, f"{k}.gguf") for k in ("stored", "deq")}
+    for k, ts in (("stored", stored), ("deq", deq)):
+        G.write(paths[k], kvs, ts)
+    device = ("--device", a.device) if a.device else ()
+    cmd = ["logits", "--prompt-ids", PROMPT, "--top", "1", "-t", "2", *device, "-m"]
+    p = run([a.engine] + cmd + [paths["stored"]], env={"ENCORE_LOG": "info"})
+    if "widened" in p.stderr:
+        sys.exit(f"FAIL: the IQ4_XS file was widened at load:\n{p.stderr}")
+    got = top1(p.stdout)
+    want = top1(run([a.engine] + cmd + [paths["deq"]]).stdout)
+    worst, scale, same = within_5pct(got, want, "the IQ4_XS file", "the dequantized model's")
+    types = sorted({G.GGML_NAMES[t.ggml_type] for t in stored})
+    print(f"ok: {', '.join(types)} tensors on {a.device or 'the cpu'}, read as they are: top "
+          f"logits within {worst:.4g} (scale {scale:.3g}) of the dequantized model's, top ids "
+          f"equal at {same}/{len(want)}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("check", choices=["lossless", "pywriter", "bad", "bad-moe", "tokenizer",
-                                      "quantized", "blocks", "experts-vulkan", "mixed", "repack", "widened"])
+                                      "quantized", "blocks", "experts-vulkan", "mixed", "repack", "widened",
+                                      "iq4-xs"])
     ap.add_argument("--engine", required=True)
     ap.add_argument("-m", "--model")
     ap.add_argument("--type")
     ap.add_argument("--mixed", help="bad-moe: a MoE checkpoint with dense layers")
-    ap.add_argument("--device", help="widened: the device (default: encore's)")
+    ap.add_argument("--device", help="widened, iq4-xs: the device (default: encore's)")
     ap.add_argument("--tokenizer-dir")
     ap.add_argument("--strings")
     ap.add_argument("--golden")
@@ -610,7 +647,7 @@ def main():
         {"lossless": cmd_lossless, "pywriter": cmd_pywriter, "bad": cmd_bad, "bad-moe": cmd_bad_moe,
          "tokenizer": cmd_tokenizer, "quantized": cmd_quantized, "blocks": cmd_blocks,
          "experts-vulkan": cmd_experts_vulkan, "mixed": cmd_mixed, "repack": cmd_repack,
-         "widened": cmd_widened}[a.check](a, tmp)
+         "widened": cmd_widened, "iq4-xs": cmd_iq4_xs}[a.check](a, tmp)
 
 
 if __name__ == "__main__":

@@ -35,8 +35,8 @@
 #include "base/quant.h"
 #include "base/threadpool.h"
 #include "isa_fail.h"
-#include "quant_blocks.h"
 #include "matmul_task.h"
+#include "quant_blocks.h"
 
 static cpu_isa g_isa_id = CPU_ISA_SCALAR;
 static enc_threadpool *g_pool; /* 2 threads */
@@ -51,9 +51,9 @@ static void *xmalloc(size_t n)
     return p;
 }
 
-enum { N_TYPES = 7 };
+enum { N_TYPES = 8 };
 static const enc_dtype TYPES[N_TYPES] = {ENC_Q8_0, ENC_Q4_0, ENC_Q5_0, ENC_IQ4_NL,
-                                         ENC_Q4_K, ENC_Q5_K, ENC_Q6_K};
+                                         ENC_Q4_K, ENC_Q5_K, ENC_Q6_K, ENC_IQ4_XS};
 
 typedef void (*task_fn)(void *ctx, int ith, int nth);
 
@@ -94,7 +94,8 @@ typedef struct world {
 } world;
 
 /* Rows r % 3 == 2 are raw random blocks; the others quantized gaussians
- * (random blocks too for Q5_0 and IQ4_NL, which have no quantizer here). */
+ * (random blocks too for Q5_0, IQ4_NL and IQ4_XS, which have no quantizer
+ * here). */
 static void world_init(world *wd, enc_dtype dt)
 {
     wd->dt = dt;

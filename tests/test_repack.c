@@ -1,6 +1,6 @@
 /* test_repack.c - the CPU backend's interleaved weight layout (repack.h) and
- * the matmul over it (cpu_matmul_packed), for Q4_0, Q8_0, Q4_K, Q5_K and
- * Q6_K, on every ISA this CPU runs:
+ * the matmul over it (cpu_matmul_packed), for Q4_0, Q8_0, Q5_0, IQ4_NL,
+ * Q4_K, Q5_K, Q6_K and IQ4_XS, on every ISA this CPU runs:
  *
  *   - the layout is the one repack.h draws: block b of row r's f16 fields
  *     and other bytes found at the offsets computed here from the drawing
@@ -54,13 +54,13 @@ enum { K = 512, MAX_ROWS = 69, MAX_T = 67 };
  * (Q4_0) byte sum from its block themselves. */
 static const int64_t K_LONG = 32 * 8224;
 static int64_t g_k = K;
-enum { N_TYPES = 7 };
+enum { N_TYPES = 8 };
 static const enc_dtype TYPES[N_TYPES] = {ENC_Q4_0, ENC_Q8_0, ENC_Q5_0, ENC_IQ4_NL,
-                                         ENC_Q4_K, ENC_Q5_K, ENC_Q6_K};
+                                         ENC_Q4_K, ENC_Q5_K, ENC_Q6_K, ENC_IQ4_XS};
 static const int ROWS[4] = {8, 13, 37, 69};
 
 /* Rows r % 3 == 2 raw random blocks, the others quantized gaussians (random
- * blocks too for Q5_0 and IQ4_NL, which have no quantizer here). */
+ * blocks too for Q5_0, IQ4_NL and IQ4_XS, which have no quantizer here). */
 static void fill_weights(enc_dtype dt, int rows, unsigned char *w)
 {
     size_t rb = enc_dtype_row_bytes(dt, g_k), bb = enc_dtype_block_bytes(dt);
@@ -92,12 +92,21 @@ static void fill_tokens(enc_dtype dt, int T, unsigned char *xq)
 
 /* --- the layout ---------------------------------------------------------------- */
 
+/* The 16-bit fields repack.h draws as planes: the f16 ones, and IQ4_XS's
+ * scales_h (at byte 2). */
+static int drawn_planes(enc_dtype dt, int *off)
+{
+    int nf = qb_f16_fields(dt, off);
+    if (dt == ENC_IQ4_XS) off[nf++] = 2;
+    return nf;
+}
+
 /* Where repack.h draws byte j of row ri's block within the group's block:
- * f16 field f (at off[f] in the row's block) in plane f, any other byte,
+ * 16-bit field f (at off[f] in the row's block) in plane f, any other byte,
  * the q-th of those, in chunk q / 4 after the planes. */
 static size_t drawn_at(enc_dtype dt, int ri, size_t j)
 {
-    int off[2], nf = qb_f16_fields(dt, off);
+    int off[2], nf = drawn_planes(dt, off);
     size_t q = j;
     for (int f = 0; f < nf; f++) {
         if (j >= (size_t)off[f] && j < (size_t)off[f] + 2)
@@ -289,9 +298,10 @@ int main(void)
     for (int t = 0; t < N_TYPES; t++)
         for (int i = 0; i < 4; i++)
             check_layout(TYPES[t], ROWS[i]);
-    int n_isas = isa_for_each(check_all_kernels,
-                              "Q4_0, Q8_0, Q5_0, IQ4_NL, Q4_K, Q5_K and Q6_K, 4 row counts, 10 "
-                              "token counts, 1-3 threads; long Q4_0 rows");
+    int n_isas =
+        isa_for_each(check_all_kernels,
+                     "Q4_0, Q8_0, Q5_0, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS, 4 row counts, 10 "
+                     "token counts, 1-3 threads; long Q4_0 rows");
     g_isa = "backend";
     check_backend(1, 1);
     check_backend(1, 3);

@@ -24,6 +24,7 @@ enc_dtype quant_dot_dtype(enc_dtype w)
     case ENC_Q4_K:
     case ENC_Q5_K:
     case ENC_Q6_K:
+    case ENC_IQ4_XS:
         return ENC_Q8_K;
     default:
         return ENC_F32;
@@ -80,6 +81,18 @@ static void quant__deq_q6_k(const block_q6_K *b, float *y)
                 int v = 32 * i + l;
                 y[128 * h + v] = d * (float)sc[v / 16] * (float)(q - 32);
             }
+    }
+}
+
+static void quant__deq_iq4_xs(const block_iq4_xs *b, float *y)
+{
+    float d = enc_f16_to_f32(b->d);
+    for (int s = 0; s < 8; s++) {
+        float dl = d * (float)quant_iq4xs_ls(b, s); /* exact, as is dl * kv */
+        for (int j = 0; j < 16; j++) {
+            y[32 * s + j] = dl * (float)quant_iq4nl_values[b->qs[16 * s + j] & 15];
+            y[32 * s + j + 16] = dl * (float)quant_iq4nl_values[b->qs[16 * s + j] >> 4];
+        }
     }
 }
 
@@ -159,6 +172,9 @@ int quant_dequantize_row(enc_dtype dt, const void *src, float *dst, int64_t n)
             break;
         case ENC_Q8_K:
             quant__deq_q8_k((const block_q8_K *)p, y);
+            break;
+        case ENC_IQ4_XS:
+            quant__deq_iq4_xs((const block_iq4_xs *)p, y);
             break;
         default:
             return -1;

@@ -20,6 +20,12 @@
  *         per 128 values: ql 64 B, qh 32 B; value l (l < 32) + 32 i, i < 4:
  *         low 4 bits = ql[l + 32 (i & 1)] >> 4 (i >> 1), high 2 = qh[l] >> 2 i.
  *  Q8_K  [d f32][qs 256 x i8][bsums 16 x i16]  x = d * q; bsums = sums of 16 q
+ *  IQ4_XS [d f16][scales_h u16][scales_l 4 B][qs 128 B]  x = d * (ls[s] - 32) * kv[q]
+ *         8 sub-blocks of 32, each laid out as an IQ4_NL block's nibbles
+ *         (qs[16 s + j]: value j low, value j + 16 high); kv the IQ4_NL table
+ *         (quant_widen.h); ls 6 bits: the low 4 in nibble s % 2 of
+ *         scales_l[s / 2], the high 2 at bit 2 s of scales_h (quant_iq4xs_ls).
+ *         Every value is exact in f32 (11 + 6 + 7 significant bits).
  *
  * Quantizers (quant.c): Q8_0 and Q4_0 as ggml's reference ones (round to
  * nearest); the K types choose each sub-block's range from its min and max,
@@ -70,12 +76,20 @@ typedef struct block_q8_K {
     int16_t bsums[16];
 } block_q8_K;
 
+typedef struct block_iq4_xs {
+    uint16_t d;
+    uint16_t scales_h;
+    uint8_t scales_l[4];
+    uint8_t qs[128];
+} block_iq4_xs;
+
 _Static_assert(sizeof(block_q8_0) == 34, "block_q8_0 is ggml's 34 bytes");
 _Static_assert(sizeof(block_q4_0) == 18, "block_q4_0 is ggml's 18 bytes");
 _Static_assert(sizeof(block_q4_K) == 144, "block_q4_K is ggml's 144 bytes");
 _Static_assert(sizeof(block_q5_K) == 176, "block_q5_K is ggml's 176 bytes");
 _Static_assert(sizeof(block_q6_K) == 210, "block_q6_K is ggml's 210 bytes");
 _Static_assert(sizeof(block_q8_K) == 292, "block_q8_K is ggml's 292 bytes");
+_Static_assert(sizeof(block_iq4_xs) == 136, "block_iq4_xs is ggml's 136 bytes");
 
 /* The 6-bit scale and min of sub-block s (0..7) of a Q4_K/Q5_K block. */
 static inline void quant_scale_min_k4(const uint8_t *scales, int s, int *sc, int *m)
@@ -89,8 +103,16 @@ static inline void quant_scale_min_k4(const uint8_t *scales, int s, int *sc, int
     }
 }
 
+/* The signed scale ls - 32 (-32..31) of sub-block s (0..7) of an IQ4_XS block. */
+static inline int quant_iq4xs_ls(const block_iq4_xs *b, int s)
+{
+    return (((b->scales_l[s / 2] >> (4 * (s % 2))) & 15) | (((b->scales_h >> (2 * s)) & 3) << 4)) -
+           32;
+}
+
 /* The 8-bit block type that activations take for integer dot products with
- * weights of type w: Q8_0 for Q8_0, Q4_0, Q5_0 and IQ4_NL, Q8_K for Q4_K, Q5_K and Q6_K;
+ * weights of type w: Q8_0 for Q8_0, Q4_0, Q5_0 and IQ4_NL, Q8_K for Q4_K, Q5_K, Q6_K and
+ * IQ4_XS;
  * F32 for any other type. */
 enc_dtype quant_dot_dtype(enc_dtype w);
 

@@ -59,6 +59,7 @@ enum {
     GGML_TYPE_Q5_K = 13,
     GGML_TYPE_Q6_K = 14,
     GGML_TYPE_IQ4_NL = 20,
+    GGML_TYPE_IQ4_XS = 23,
     GGML_TYPE_BF16 = 30,
 };
 

@@ -1,5 +1,5 @@
 """gguf_quants.py - NumPy dequantizers of the GGUF block formats Q8_0, Q4_0,
-Q4_K, Q5_K, Q6_K, Q5_0, IQ4_NL and Q3_K, written from ggml's block layouts
+Q4_K, Q5_K, Q6_K, Q5_0, IQ4_NL, Q3_K and IQ4_XS, written from ggml's block layouts
 (ggml-common.h) and dequantize_row_* (ggml-quants.c), and
 independent of encore's C code: the oracle for its block formats, and for
 models whose weights are quantized.
@@ -21,6 +21,7 @@ BLOCK = {  # name: (values per block, bytes per block)
     "Q5_0": (32, 22),
     "IQ4_NL": (32, 18),
     "Q3_K": (256, 110),
+    "IQ4_XS": (256, 136),
 }
 
 
@@ -129,6 +130,59 @@ def deq_iq4_nl(b):
     return d * np.concatenate([IQ4_NL_VALUES[qs & 0x0F], IQ4_NL_VALUES[qs >> 4]], axis=1)
 
 
+def _iq4_xs_scales(b):
+    """[n, 136] IQ4_XS blocks -> [n, 8] int32 sub-block scales ls - 32: the
+    low 4 bits in nibble s % 2 of scales_l[s / 2] (bytes 4..7), the high 2
+    at bits 2s, 2s + 1 of scales_h (bytes 2..3, little-endian)."""
+    sh = b[:, 2:4].copy().view("<u2").astype(np.int32)  # [n, 1]
+    sl = b[:, 4:8].astype(np.int32)
+    s = np.arange(8)
+    low = (sl[:, s // 2] >> (4 * (s % 2))) & 0xF
+    return (low | (((sh >> (2 * s)) & 3) << 4)) - 32
+
+
+def deq_iq4_xs(b):
+    """d f16, scales_h, scales_l, then per sub-block s of 32 values the 16
+    bytes of an IQ4_NL block's nibbles: dl = d * (ls - 32), x = dl * kv[q]."""
+    d = _f16(b[:, 0:2])
+    ls = _iq4_xs_scales(b)
+    out = np.empty((b.shape[0], 256), np.float32)
+    for s in range(8):
+        dl = d[:, 0] * ls[:, s].astype(np.float32)
+        qs = b[:, 8 + 16 * s: 24 + 16 * s]
+        kv = np.concatenate([IQ4_NL_VALUES[qs & 0x0F], IQ4_NL_VALUES[qs >> 4]], axis=1)
+        out[:, 32 * s: 32 * s + 32] = dl[:, None] * kv
+    return out
+
+
+def quantize_iq4_xs(x):
+    """float32 [n] (n a multiple of 256) -> IQ4_XS blocks: d = amax / (127 *
+    31) as f16, each sub-block's ls - 32 = round(its amax / (127 d)), at most
+    31, and each value the nearest table entry of x / (d (ls - 32))."""
+    v = x.astype(np.float32).reshape(-1, 256)
+    amax = np.abs(v).max(axis=1)
+    d = (amax / (127.0 * 31.0)).astype(np.float16)
+    df = d.astype(np.float32)
+    sub = np.abs(v.reshape(-1, 8, 32)).max(axis=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ls = np.where(df[:, None] > 0, np.rint(sub / (127.0 * df[:, None])), 0)
+    ls = np.clip(ls, -32, 31).astype(np.int32)
+    dl = df[:, None] * ls.astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(dl[:, :, None] != 0, v.reshape(-1, 8, 32) / dl[:, :, None], 0)
+    idx = np.abs(t[..., None] - IQ4_NL_VALUES).argmin(axis=3).astype(np.uint8)  # [n, 8, 32]
+    u = ls + 32
+    out = np.zeros((v.shape[0], 136), np.uint8)
+    out[:, 0:2] = d.view(np.uint8).reshape(-1, 2)
+    sh = np.zeros(v.shape[0], np.uint16)
+    for s in range(8):
+        sh |= ((u[:, s] >> 4) & 3).astype(np.uint16) << (2 * s)
+        out[:, 4 + s // 2] |= ((u[:, s] & 15) << (4 * (s % 2))).astype(np.uint8)
+        out[:, 8 + 16 * s: 24 + 16 * s] = idx[:, s, :16] | (idx[:, s, 16:] << 4)
+    out[:, 2:4] = sh.view(np.uint8).reshape(-1, 2)
+    return out.tobytes()
+
+
 def deq_q3_k(b):
     """hmask 32 B, qs 64 B, scales 12 B (16 six-bit values), d f16: per 128
     values and shift j of the 2-bit q, 32 values in two groups of 16, each
@@ -160,7 +214,7 @@ def deq_q3_k(b):
 
 DEQUANT = {"Q8_0": deq_q8_0, "Q4_0": deq_q4_0, "Q4_K": deq_q4_k,
            "Q5_K": deq_q5_k, "Q6_K": deq_q6_k, "Q5_0": deq_q5_0,
-           "IQ4_NL": deq_iq4_nl, "Q3_K": deq_q3_k}
+           "IQ4_NL": deq_iq4_nl, "Q3_K": deq_q3_k, "IQ4_XS": deq_iq4_xs}
 
 
 def dequantize(name, raw, n):

@@ -206,6 +206,28 @@ static float cpu__qs_dot_q6_k(const void *wv, const void *xv, int64_t nb)
     return cpu__qs_dot_k(cpu__qs_kstep_q6_k, sizeof(block_q6_K), wv, xv, nb);
 }
 
+/* IQ4_XS: no correction (accm stays 0). */
+static void cpu__qs_kstep_iq4_xs(const void *wv, const block_q8_K *x, float *acc, float *accm)
+{
+    const block_iq4_xs *w = wv;
+    int32_t isum = 0;
+    (void)accm;
+    for (int s = 0; s < 8; s++) {
+        int32_t sub = 0;
+        for (int j = 0; j < 16; j++) {
+            sub += quant_iq4nl_values[w->qs[16 * s + j] & 15] * x->qs[32 * s + j];
+            sub += quant_iq4nl_values[w->qs[16 * s + j] >> 4] * x->qs[32 * s + j + 16];
+        }
+        isum += quant_iq4xs_ls(w, s) * sub;
+    }
+    *acc += (enc_f16_to_f32(w->d) * x->d) * (float)isum;
+}
+
+static float cpu__qs_dot_iq4_xs(const void *wv, const void *xv, int64_t nb)
+{
+    return cpu__qs_dot_k(cpu__qs_kstep_iq4_xs, sizeof(block_iq4_xs), wv, xv, nb);
+}
+
 /* The table's entries: R rows one after another. */
 #define CPU__QS_ROWS(T)                                                                            \
     static void cpu__qs_rows_##T(int R, const void *const *w, const void *x, int64_t nb, float *y) \
@@ -220,6 +242,7 @@ CPU__QS_ROWS(q5_0)
 CPU__QS_ROWS(q4_k)
 CPU__QS_ROWS(q5_k)
 CPU__QS_ROWS(q6_k)
+CPU__QS_ROWS(iq4_xs)
 
 /* The interleaved entries: each block of the group's 8 rows back in the
  * row layout (cpu_repack_block), then the row dots' steps, output by output. */
@@ -268,6 +291,7 @@ static void cpu__qs_x8_k(enc_dtype dt, cpu__qs_kstep_fn step, int T, const void 
         block_q4_K q4;
         block_q5_K q5;
         block_q6_K q6;
+        block_iq4_xs iq4;
     } blk; /* one superblock of any K type */
     for (int64_t b = 0; b < nb; b++)
         for (int r = 0; r < CPU_REPACK_ROWS; r++) {
@@ -301,6 +325,13 @@ static void cpu__qs_x8_q6_k(int T, const void *g, const void *const *x,
     cpu__qs_x8_k(ENC_Q6_K, cpu__qs_kstep_q6_k, T, g, x, nb, y);
 }
 
+static void cpu__qs_x8_iq4_xs(int T, const void *g, const void *const *x,
+                              const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
+{
+    (void)tok;
+    cpu__qs_x8_k(ENC_IQ4_XS, cpu__qs_kstep_iq4_xs, T, g, x, nb, y);
+}
+
 const cpu__quant_table cpu__quant_scalar = {
     .name = "scalar",
     .x8 =
@@ -312,6 +343,7 @@ const cpu__quant_table cpu__quant_scalar = {
             [ENC_Q4_K] = cpu__qs_x8_q4_k,
             [ENC_Q5_K] = cpu__qs_x8_q5_k,
             [ENC_Q6_K] = cpu__qs_x8_q6_k,
+            [ENC_IQ4_XS] = cpu__qs_x8_iq4_xs,
         },
     .dot =
         {
@@ -322,6 +354,7 @@ const cpu__quant_table cpu__quant_scalar = {
             [ENC_Q4_K] = cpu__qs_rows_q4_k,
             [ENC_Q5_K] = cpu__qs_rows_q5_k,
             [ENC_Q6_K] = cpu__qs_rows_q6_k,
+            [ENC_IQ4_XS] = cpu__qs_rows_iq4_xs,
         },
 };
 
@@ -458,8 +491,8 @@ void cpu__matmul_quant(const cpu__quant_table *qt, const void *x, int64_t n_toke
         int64_t ng = n_out / CPU_REPACK_ROWS * CPU_REPACK_ROWS, g1 = n1 < ng ? n1 : ng;
         ENC_ASSERT(n0 % CPU_REPACK_ROWS == 0 && qt->x8[w_dtype]);
         if (n0 < g1)
-            cpu__matmul_x8(qt->x8[w_dtype], qt->x16[w_dtype], x, n_tokens, k, w, w_dtype, n_out,
-                           n0, g1, y);
+            cpu__matmul_x8(qt->x8[w_dtype], qt->x16[w_dtype], x, n_tokens, k, w, w_dtype, n_out, n0,
+                           g1, y);
         n0 = n0 > ng ? n0 : ng;
         if (n0 >= n1) return;
     }

@@ -16,6 +16,9 @@
  *   Q6_K . Q8_K, per 256-block, groups g of 16 (q stored as q + 32):
  *       isum = sum_g sc[g] sum_j (q+32)[g, j] xq[g, j]; corr = 32 sum_g sc[g] bsums[g]
  *       acc += (d_w d_x) isum;  accm += (d_w d_x) corr;      y = acc - accm
+ *   IQ4_XS . Q8_K, per 256-block, sub-blocks s of 32 (ls[s] - 32 signed):
+ *       isum = sum_s (ls[s] - 32) sum_j kv[q[s, j]] xq[s, j]  (exact int32)
+ *       acc += (d_w d_x) isum;                               y = acc - 0
  *
  * The integers are exact in every ISA; the f32 accumulation runs block by
  * block in one order fixed per ISA and type (portable: one scalar; SIMD
@@ -393,21 +396,31 @@ CPU__Q_TYPE(q4_0, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__Q4)
 CPU__Q_TYPE(iq4_nl, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__IQ4)
 CPU__Q_TYPE(q5_0, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__Q5)
 
-/* --- the K types: Q4_K, Q5_K and Q6_K ------------------------------------ */
+/* --- the K types: Q4_K, Q5_K, Q6_K and IQ4_XS ---------------------------- */
 
-/* One tile body serves the three K types (kt, a constant at every call site)
+/* One tile body serves the four K types (kt, a constant at every call site)
  * for T (1, 2 or 4) tokens x 4 rows. Per weight superblock, per row:
  *   - its scales unpacked once, in vectors: the 16-bit sub-block scales in
  *     both 128-bit lanes (picked per sub-block by one byte shuffle), and the
  *     16 int16 that dotted with the token's 16 bsums give the correction
  *     (Q4_K/Q5_K: each 6-bit min twice, m[s] . (bsums[2s] + bsums[2s+1]);
- *     Q6_K: the 16 scales, sc[g] . bsums[g], times 32);
- *   - each run of 32 levels unpacked once and dotted with every token.
+ *     Q6_K: the 16 scales, sc[g] . bsums[g], times 32; IQ4_XS: none);
+ *   - each run of 32 levels unpacked once and dotted with every token
+ *     (IQ4_XS's are signed: |level| . x sign(level), as the 32-blocks').
  * Each output's int32 lanes are then summed across (exact) to its isum and
  * corr, and its f32 steps are the portable dot's, one lane per output:
  * acc += (d_w d_x) isum, accm += (dm d_x) corr, y = acc - accm. So every
  * tile shape gives every output the portable bits. */
-enum { CPU__QK_Q4 = 0, CPU__QK_Q5 = 1, CPU__QK_Q6 = 2 };
+enum { CPU__QK_Q4 = 0, CPU__QK_Q5 = 1, CPU__QK_Q6 = 2, CPU__QK_IQ4 = 3 };
+
+/* Bytes of one superblock of K type kt. */
+static inline size_t cpu__q_k_bb(int kt)
+{
+    return kt == CPU__QK_Q6    ? sizeof(block_q6_K)
+           : kt == CPU__QK_Q5  ? sizeof(block_q5_K)
+           : kt == CPU__QK_IQ4 ? sizeof(block_iq4_xs)
+                               : sizeof(block_q4_K);
+}
 enum { CPU__QK_TMAX = 4 }; /* tokens per tile */
 _Static_assert((int)CPU__QK_TMAX <= (int)CPU__Q_TILE_TOKENS,
                "a tile's tokens fit cpu__matmul_quant's arrays");
@@ -474,6 +487,25 @@ CPU__Q_INLINE void cpu__q_k_scales(int kt, const unsigned char *wb, __m256i *sc,
         *d = *dm = cpu__q_f16(w->d);
         return;
     }
+    if (kt == CPU__QK_IQ4) { /* lane s: quant_iq4xs_ls(w, s), by variable shifts */
+        const block_iq4_xs *w = (const block_iq4_xs *)wb;
+        uint32_t lo;
+        memcpy(&lo, w->scales_l, sizeof lo);
+        __m256i l = _mm256_srlv_epi32(_mm256_set1_epi32((int)lo),
+                                      _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+        __m256i h = _mm256_srlv_epi32(_mm256_set1_epi32(w->scales_h),
+                                      _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+        __m256i ls =
+            _mm256_or_si256(_mm256_and_si256(l, _mm256_set1_epi32(15)),
+                            _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(3)), 4));
+        ls = _mm256_sub_epi32(ls, _mm256_set1_epi32(32));
+        __m128i l16 = _mm_packs_epi32(_mm256_castsi256_si128(ls), _mm256_extracti128_si256(ls, 1));
+        sc[0] = sc[1] = _mm256_broadcastsi128_si256(l16);
+        *mv = _mm256_setzero_si256();
+        *d = cpu__q_f16(w->d);
+        *dm = 0.0f;
+        return;
+    }
     const block_q4_K *w = (const block_q4_K *)wb; /* d, dmin, scales alike in Q5_K */
     __m128i v = cpu__q_k4_scales(w->scales);
     sc[0] = sc[1] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(v));
@@ -490,11 +522,17 @@ CPU__Q_INLINE __m256i cpu__q_k_pick(int kt, const __m256i *sc, int s)
     return cpu__q_pick16(sc[0], s, s);
 }
 
-/* Run s (values 32 s .. 32 s + 31) of superblock wb as 32 unsigned levels:
- * Q4_K 0..15, Q5_K 0..31, Q6_K 0..63 (q + 32). */
+/* Run s (values 32 s .. 32 s + 31) of superblock wb as 32 levels: unsigned
+ * Q4_K 0..15, Q5_K 0..31, Q6_K 0..63 (q + 32); IQ4_XS signed, its
+ * nibbles (an IQ4_NL block's layout) through the table. */
 CPU__Q_INLINE __m256i cpu__q_k_levels(int kt, const unsigned char *wb, int s)
 {
     const __m256i m4 = _mm256_set1_epi8(15);
+    if (kt == CPU__QK_IQ4) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(((const block_iq4_xs *)wb)->qs + 16 * s));
+        __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), m4);
+        return _mm256_shuffle_epi8(cpu__q_iq4_table(), q);
+    }
     if (kt == CPU__QK_Q6) {
         const block_q6_K *w = (const block_q6_K *)wb;
         int h = s / 4, i = s % 4;
@@ -544,10 +582,12 @@ CPU__Q_INLINE void cpu__q_k_row(int kt, int T, const unsigned char *wb, const bl
     CPU__Q_UNROLL8 for (int s = 0; s < 8; s++)
     {
         __m256i lv = cpu__q_k_levels(kt, wb, s), ss = cpu__q_k_pick(kt, sc, s);
+        __m256i lu = kt == CPU__QK_IQ4 ? _mm256_sign_epi8(lv, lv) : lv; /* as u8 */
         CPU__Q_UNROLL for (int t = 0; t < T; t++)
         {
             __m256i xs = _mm256_loadu_si256((const __m256i *)(x[t]->qs + 32 * s));
-            isum[t] = _mm256_add_epi32(isum[t], CPU__Q_DOT4_SCALED(lv, xs, ss));
+            if (kt == CPU__QK_IQ4) xs = _mm256_sign_epi8(xs, lv);
+            isum[t] = _mm256_add_epi32(isum[t], CPU__Q_DOT4_SCALED(lu, xs, ss));
             CPU__Q_IN_REG(isum[t]);
         }
     }
@@ -566,9 +606,7 @@ CPU__Q_INLINE void cpu__q_k_row(int kt, int T, const unsigned char *wb, const bl
 CPU__Q_INLINE void cpu__q_k_tile(int kt, int T, const void *const *wv, const void *const *xv,
                                  int64_t nb, float *const *y)
 {
-    size_t bb = kt == CPU__QK_Q6   ? sizeof(block_q6_K)
-                : kt == CPU__QK_Q5 ? sizeof(block_q5_K)
-                                   : sizeof(block_q4_K);
+    size_t bb = cpu__q_k_bb(kt);
     __m128 acc[CPU__Q_RMAX], accm[CPU__Q_RMAX];
     CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++) acc[r] = accm[r] = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -589,7 +627,8 @@ CPU__Q_INLINE void cpu__q_k_tile(int kt, int T, const void *const *wv, const voi
                          &dm);
             __m128 sd = _mm_mul_ps(_mm_set1_ps(dw), dx), sm = _mm_mul_ps(_mm_set1_ps(dm), dx);
             acc[r] = _mm_add_ps(acc[r], _mm_mul_ps(sd, _mm_cvtepi32_ps(isum)));
-            accm[r] = _mm_add_ps(accm[r], _mm_mul_ps(sm, _mm_cvtepi32_ps(corr)));
+            if (kt != CPU__QK_IQ4)
+                accm[r] = _mm_add_ps(accm[r], _mm_mul_ps(sm, _mm_cvtepi32_ps(corr)));
         }
     }
     CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++)
@@ -614,6 +653,7 @@ CPU__Q_INLINE void cpu__q_k_rows(int kt, int R, const void *const *wv, const voi
 CPU__Q_TYPE(q4_k, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_Q4)
 CPU__Q_TYPE(q5_k, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_Q5)
 CPU__Q_TYPE(q6_k, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_Q6)
+CPU__Q_TYPE(iq4_xs, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_IQ4)
 
 /* --- activations: f32 rows -> Q8_0 / Q8_K blocks --------------------------- */
 
@@ -716,6 +756,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q4_K] = cpu__qxk_q4_k,
             [ENC_Q5_K] = cpu__qxk_q5_k,
             [ENC_Q6_K] = cpu__qxk_q6_k,
+            [ENC_IQ4_XS] = cpu__qxk_iq4_xs,
         },
 #ifdef CPU__QX16
     .x16 =
@@ -727,6 +768,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q4_K] = cpu__qxk_q4_k16,
             [ENC_Q5_K] = cpu__qxk_q5_k16,
             [ENC_Q6_K] = cpu__qxk_q6_k16,
+            [ENC_IQ4_XS] = cpu__qxk_iq4_xs16,
         },
 #endif
     .dot =
@@ -738,6 +780,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q4_K] = cpu__q_dot_q4_k,
             [ENC_Q5_K] = cpu__q_dot_q5_k,
             [ENC_Q6_K] = cpu__q_dot_q6_k,
+            [ENC_IQ4_XS] = cpu__q_dot_iq4_xs,
         },
     .tile =
         {
@@ -748,6 +791,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q4_K] = cpu__q_tile_q4_k,
             [ENC_Q5_K] = cpu__q_tile_q5_k,
             [ENC_Q6_K] = cpu__q_tile_q6_k,
+            [ENC_IQ4_XS] = cpu__q_tile_iq4_xs,
         },
     .tile_tokens =
         {
@@ -758,6 +802,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q4_K] = CPU__QK_TMAX,
             [ENC_Q5_K] = CPU__QK_TMAX,
             [ENC_Q6_K] = CPU__QK_TMAX,
+            [ENC_IQ4_XS] = CPU__QK_TMAX,
         },
 };
 

@@ -25,12 +25,17 @@ static inline __m512i cpu__qx16_join(const unsigned char *a, const unsigned char
     return _mm512_inserti64x4(lo, _mm256_loadu_si256((const __m256i *)b), 1);
 }
 
+/* The 16 bytes at a (group g) and the 16 at b (group g + 1) as one vector. */
+static inline __m256i cpu__qx16_join128(const unsigned char *a, const unsigned char *b)
+{
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+                                   _mm_loadu_si128((const __m128i *)b), 1);
+}
+
 /* The 8 f16 at a (group g) and the 8 at b (group g + 1) as 16 floats. */
 static inline __m512 cpu__qx16_f16(const unsigned char *a, const unsigned char *b)
 {
-    __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
-                                        _mm_loadu_si128((const __m128i *)b), 1);
-    return _mm512_cvtph_ps(h);
+    return _mm512_cvtph_ps(cpu__qx16_join128(a, b));
 }
 
 /* The token's 4 bytes at p in every int32 lane. */

@@ -10,11 +10,13 @@
  *   QK_CHUNK(p, o1)  the 32-byte chunk at p of each group (the second's
  *                    o1 bytes on) as one vector
  *   QK_F16S(p, o1)   the 8 f16 at p of each group as floats
+ *   QK_U16S(p, o1)   the 8 uint16 at p of each group, zero-extended to int32
  *   QK_SHUF_BASE()   bytes 0,0,0,0,4,4,4,4,8,..,12 in every 128-bit lane
  *   QK_BCAST4(p)     the 4 bytes at p in every int32 lane
  *   QK_AND, QK_OR, QK_SRLI16, QK_SLLI16, QK_SRAI16, QK_SRLI32, QK_SLLI32,
  *   QK_SET1_8, QK_SET1_32, QK_ZERO, QK_MADDUBS, QK_MADD, QK_ADD8, QK_ADD16,
- *   QK_ADD32, QK_SHUFB   the int ops of that width
+ *   QK_ADD32, QK_SUB32, QK_SHUFB   the int ops of that width
+ *   QK_SIGN8         (256-bit only) vpsignb, for the AVX2 build's signed dots
  *   QK_FZERO, QK_FSET1, QK_FMUL, QK_FADD, QK_FSUB, QK_CVT, QK_FSTORE
  *                    the float ops
  *   QK_DPBUSD(acc, u, s), QK_MULLO32  (optional: VNNI builds) vpdpbusd,
@@ -277,14 +279,95 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_q6_sb)(int T, const unsigned char *gp, size_t 
     CPU__Q_UNROLL for (int t = 0; t < T; t++) corr[t] = QK_SLLI32(corr[t], 5);
 }
 
+/* IQ4_XS superblock gp of the 8 rows (f16 planes d and scales_h; chunk 0
+ * the scales_l, chunk 1 + 4 s + i the bytes qs[16 s + 4 i ..] of sub-block
+ * s: values 4 i .. 4 i + 3 in the low nibbles, 16 + 4 i .. in the high)
+ * against T tokens: isum[t] lane r row r's sum_s (ls[s] - 32) sum kv[q] x,
+ * exact. VNNI: the levels + 128 (a table of kv + 128) by vpdpbusd, 128
+ * times the sub-block's token sum (its two bsums) taken off, then times
+ * ls - 32 (vpmulld); AVX2: |kv| against x with kv's sign (vpmaddubsw,
+ * pairs |.| <= 2 * 127 * 127, exact in int16), then a vpmaddwd by ls - 32.
+ * pf: the block to prefetch (cpu__qxk_prefetch); one token's 8 sub-blocks
+ * unrolled (constant shifts), more tokens' a loop. */
+CPU__Q_INLINE void QK_FN(cpu__qxk_iq4_sub)(int T, const unsigned char *q, size_t o1,
+                                           const block_q8_K *const *x, int s, QK_V lo, QK_V hi,
+                                           QK_V table, QK_V *isum)
+{
+    QK_V ls = QK_OR(QK_AND(QK_SRLI32(lo, 4 * s), QK_SET1_32(15)),
+                    QK_SLLI32(QK_AND(QK_SRLI32(hi, 2 * s), QK_SET1_32(3)), 4));
+    ls = QK_SUB32(ls, QK_SET1_32(32)); /* lane r: row r's ls - 32, int32 */
+#ifdef QK_DPBUSD
+    QK_V sub[CPU__QX_TOKENS];
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) sub[t] = QK_ZERO();
+    CPU__Q_UNROLL for (int i = 0; i < 4; i++)
+    {
+        QK_V v = QK_FN(cpu__qxk_chunk)(q, o1, 1 + 4 * s + i);
+        QK_V ul = QK_SHUFB(table, QK_AND(v, QK_SET1_8(15)));
+        QK_V uh = QK_SHUFB(table, QK_AND(QK_SRLI16(v, 4), QK_SET1_8(15)));
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        {
+            const int8_t *xq = x[t]->qs + 32 * s + 4 * i;
+            sub[t] = QK_DPBUSD(QK_DPBUSD(sub[t], ul, QK_BCAST4(xq)), uh, QK_BCAST4(xq + 16));
+        }
+    }
+    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    {
+        int bs = x[t]->bsums[2 * s] + x[t]->bsums[2 * s + 1];
+        isum[t] = QK_ADD32(isum[t], QK_MULLO32(QK_SUB32(sub[t], QK_SET1_32(128 * bs)), ls));
+    }
+#else
+    QK_V ls16 = QK_OR(QK_AND(ls, QK_SET1_32(0xffff)), QK_SLLI32(ls, 16)); /* both int16 halves */
+    CPU__Q_UNROLL for (int i = 0; i < 4; i++)
+    {
+        QK_V v = QK_FN(cpu__qxk_chunk)(q, o1, 1 + 4 * s + i);
+        QK_V ll = QK_SHUFB(table, QK_AND(v, QK_SET1_8(15)));
+        QK_V lh = QK_SHUFB(table, QK_AND(QK_SRLI16(v, 4), QK_SET1_8(15)));
+        QK_V al = QK_SIGN8(ll, ll), ah = QK_SIGN8(lh, lh);
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        {
+            const int8_t *xq = x[t]->qs + 32 * s + 4 * i;
+            QK_V pl = QK_MADDUBS(al, QK_SIGN8(QK_BCAST4(xq), ll));
+            QK_V ph = QK_MADDUBS(ah, QK_SIGN8(QK_BCAST4(xq + 16), lh));
+            isum[t] = QK_ADD32(isum[t], QK_ADD32(QK_MADD(pl, ls16), QK_MADD(ph, ls16)));
+        }
+    }
+#endif
+}
+
+CPU__Q_INLINE void QK_FN(cpu__qxk_iq4_sb)(int T, const unsigned char *gp, size_t o1,
+                                          const block_q8_K *const *x, QK_V *isum,
+                                          const unsigned char *pf)
+{
+    const size_t gb = CPU__QX_R * sizeof(block_iq4_xs);
+    const unsigned char *q = gp + 2 * 2 * CPU__QX_R;
+    QK_V lo = QK_FN(cpu__qxk_chunk)(q, o1, 0); /* lane r: row r's scales_l */
+    QK_V hi = QK_U16S(gp + 2 * CPU__QX_R, o1); /* lane r: row r's scales_h */
+    QK_V table = QK_BCAST16(quant_iq4nl_values);
+#ifdef QK_DPBUSD
+    table = QK_ADD8(table, QK_SET1_8(-128)); /* kv + 128 as u8 */
+#endif
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = QK_ZERO();
+    if (T == 1) {
+        CPU__Q_UNROLL8 for (int s = 0; s < 8; s++)
+        {
+            cpu__qxk_prefetch(pf, gb, s);
+            QK_FN(cpu__qxk_iq4_sub)(1, q, o1, x, s, lo, hi, table, isum);
+        }
+        return;
+    }
+    for (int s = 0; s < 8; s++)
+        QK_FN(cpu__qxk_iq4_sub)(T, q, o1, x, s, lo, hi, table, isum);
+}
+
 /* The body: T tokens x the 8 rows of group g (QK_GROUPS 2: and the 8 of
  * group g + 1, lanes 8-15) of type kt. */
 CPU__Q_INLINE void QK_FN(cpu__qxk_tile)(int kt, int T, const void *g, const void *const *xv,
                                         int64_t nb, float *const *y)
 {
-    const size_t gb = CPU__QX_R * (kt == CPU__QXK_Q6   ? sizeof(block_q6_K)
-                                   : kt == CPU__QXK_Q5 ? sizeof(block_q5_K)
-                                                       : sizeof(block_q4_K));
+    const size_t gb = CPU__QX_R * (kt == CPU__QXK_Q6    ? sizeof(block_q6_K)
+                                   : kt == CPU__QXK_Q5  ? sizeof(block_q5_K)
+                                   : kt == CPU__QXK_IQ4 ? sizeof(block_iq4_xs)
+                                                        : sizeof(block_q4_K));
     const size_t o1 = (QK_GROUPS - 1) * (size_t)nb * gb; /* the second group's bytes */
     QK_F acc[CPU__QX_TOKENS], accm[CPU__QX_TOKENS];
     CPU__Q_UNROLL for (int t = 0; t < T; t++) acc[t] = accm[t] = QK_FZERO();
@@ -297,6 +380,8 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_tile)(int kt, int T, const void *g, const void
         QK_V isum[CPU__QX_TOKENS], corr[CPU__QX_TOKENS];
         if (kt == CPU__QXK_Q6)
             QK_FN(cpu__qxk_q6_sb)(T, gp, o1, x, isum, corr, pf);
+        else if (kt == CPU__QXK_IQ4)
+            QK_FN(cpu__qxk_iq4_sb)(T, gp, o1, x, isum, pf);
         else
             QK_FN(cpu__qxk_q45_sb)(kt, T, gp, o1, x, isum, corr, pf);
         QK_F dw = QK_F16S(gp, o1);
@@ -305,7 +390,8 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_tile)(int kt, int T, const void *g, const void
         {
             QK_F dx = QK_FSET1(x[t]->d);
             acc[t] = QK_FADD(acc[t], QK_FMUL(QK_FMUL(dw, dx), QK_CVT(isum[t])));
-            accm[t] = QK_FADD(accm[t], QK_FMUL(QK_FMUL(dm, dx), QK_CVT(corr[t])));
+            if (kt != CPU__QXK_IQ4) /* IQ4_XS: no correction, accm stays 0 */
+                accm[t] = QK_FADD(accm[t], QK_FMUL(QK_FMUL(dm, dx), QK_CVT(corr[t])));
         }
     }
     CPU__Q_UNROLL for (int t = 0; t < T; t++) QK_FSTORE(y[t], QK_FSUB(acc[t], accm[t]));
@@ -346,6 +432,13 @@ static void QK_FN(cpu__qxk_q6_k)(int T, const void *g, const void *const *x,
     QK_FN(cpu__qxk_by_t)(CPU__QXK_Q6, T, g, x, nb, y);
 }
 
+static void QK_FN(cpu__qxk_iq4_xs)(int T, const void *g, const void *const *x,
+                                   const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
+{
+    (void)tok;
+    QK_FN(cpu__qxk_by_t)(CPU__QXK_IQ4, T, g, x, nb, y);
+}
+
 /* the vocabulary, forgotten for the next width */
 #undef QK_GROUPS
 #undef QK_FN
@@ -353,6 +446,10 @@ static void QK_FN(cpu__qxk_q6_k)(int T, const void *g, const void *const *x,
 #undef QK_F
 #undef QK_CHUNK
 #undef QK_F16S
+#undef QK_U16S
+#undef QK_BCAST16
+#undef QK_SUB32
+#undef QK_SIGN8
 #undef QK_SHUF_BASE
 #undef QK_BCAST4
 #undef QK_AND

@@ -36,7 +36,7 @@
  * 16 rows, for calls of several tokens (the table's x16), each byte
  * shuffle, vpmaddubsw and vpmaddwd serving 16 rows. */
 
-enum { CPU__QXK_Q4 = 0, CPU__QXK_Q6 = 1, CPU__QXK_Q5 = 2 };
+enum { CPU__QXK_Q4 = 0, CPU__QXK_Q6 = 1, CPU__QXK_Q5 = 2, CPU__QXK_IQ4 = 3 };
 
 /* A one-token call streams the matrix from DRAM: it asks for pf, the next
  * group's block (gb bytes), in CPU__QXK_PF_STEPS parts, part `step` at each
@@ -54,7 +54,6 @@ CPU__Q_INLINE void cpu__qxk_prefetch(const unsigned char *pf, size_t gb, int ste
     }
 }
 
-
 /* --- 256 bits: one group a vector (x8) ------------------------------------ */
 #define QK_GROUPS 1
 #define QK_FN(name) name
@@ -62,9 +61,13 @@ CPU__Q_INLINE void cpu__qxk_prefetch(const unsigned char *pf, size_t gb, int ste
 #define QK_F __m256
 #define QK_CHUNK(p, o1) ((void)(o1), _mm256_loadu_si256((const __m256i *)(p)))
 #define QK_F16S(p, o1) ((void)(o1), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p))))
+#define QK_U16S(p, o1) ((void)(o1), _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))))
+#define QK_BCAST16(p) _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(p)))
+#define QK_SUB32 _mm256_sub_epi32
+#define QK_SIGN8 _mm256_sign_epi8
 #define QK_SHUF_BASE()                                                                             \
-    _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0, 0, 4, 4, 4, 4, 8, \
-                     8, 8, 8, 12, 12, 12, 12)
+    _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0, 0, 4, 4, 4, 4,   \
+                     8, 8, 8, 8, 12, 12, 12, 12)
 #define QK_BCAST4 cpu__qx_bcast4
 #define QK_AND _mm256_and_si256
 #define QK_OR _mm256_or_si256
@@ -103,6 +106,9 @@ CPU__Q_INLINE void cpu__qxk_prefetch(const unsigned char *pf, size_t gb, int ste
 #define QK_F __m512
 #define QK_CHUNK(p, o1) cpu__qx16_join(p, (p) + (o1))
 #define QK_F16S(p, o1) cpu__qx16_f16(p, (p) + (o1))
+#define QK_U16S(p, o1) _mm512_cvtepu16_epi32(cpu__qx16_join128(p, (p) + (o1)))
+#define QK_BCAST16(p) _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(p)))
+#define QK_SUB32 _mm512_sub_epi32
 #define QK_SHUF_BASE()                                                                             \
     _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12))
 #define QK_BCAST4 cpu__qx16_bcast4

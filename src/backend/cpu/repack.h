@@ -7,11 +7,12 @@
  * rows took in the row layout, so a matrix keeps its size and the rows past
  * the last whole group (rows % 8, the tail) stay where they were, in the
  * row layout. Within a group, block b of the 8 rows is stored as its f16
- * fields, one plane of 8 per field, then the rest of the block's bytes (in
- * their row-layout order) as 4-byte chunks of the 8 rows side by side:
+ * fields (and IQ4_XS's 16-bit scales_h), one plane of 8 per field, then
+ * the rest of the block's bytes (in their row-layout order) as 4-byte
+ * chunks of the 8 rows side by side:
  *
  *   field f = 0 .. nf - 1:                     16 bytes each
- *       field f of row 0, of row 1, ..., of row 7      (8 x f16)
+ *       field f of row 0, of row 1, ..., of row 7      (8 x 16 bits)
  *   chunk c = 0 .. nq/4 - 1:                   32 bytes each
  *       rest[4c .. 4c+3] of row 0, of row 1, ..., of row 7
  *
@@ -25,6 +26,7 @@
  *                                                       (chunks 0-2, 3-10, 11-42)
  *   Q6_K   210    d (at 208)     ql[128] qh[64] scales[16]
  *                                                       (chunks 0-31, 32-47, 48-51)
+ *   IQ4_XS 136    d, scales_h    scales_l[4] qs[128]    (chunks 0, 1-32)
  *
  * so that one 256-bit load of a chunk holds the same 4 consecutive bytes of
  * 8 rows: against a token's 4 bytes broadcast, the u8 x s8 dot of each
@@ -44,7 +46,7 @@
 enum { CPU_REPACK_ROWS = 8 };
 
 /* Whether a [rows, k] matrix of dtype has an interleaved layout: Q4_0,
- * Q5_0, IQ4_NL, Q8_0, Q4_K, Q5_K and Q6_K, k a whole number of blocks, at least one
+ * Q5_0, IQ4_NL, Q8_0, Q4_K, Q5_K, Q6_K and IQ4_XS, k a whole number of blocks, at least one
  * group of rows. */
 bool cpu_repack_supports(enc_dtype dt, int64_t rows, int64_t k);
 
