@@ -98,7 +98,7 @@ build_llama() {
 # llama-quantize's name of a type
 llama_type() { case "$1" in q8_0) echo Q8_0 ;; q4_0) echo Q4_0 ;; q4_k_m) echo Q4_K_M ;;
   q5_k_m) echo Q5_K_M ;; q6_k) echo Q6_K ;; q5_0) echo Q5_0 ;; iq4_nl) echo IQ4_NL ;;
-  q3_k_m) echo Q3_K_M ;; iq4_xs) echo IQ4_XS ;; *) die "unknown type '$1'" ;; esac; }
+  q3_k_m) echo Q3_K_M ;; iq4_xs) echo IQ4_XS ;; q2_k) echo Q2_K ;; *) die "unknown type '$1'" ;; esac; }
 
 # make_file NAME CHECKPOINT TYPE -> prints the path of OUT/NAME-TYPE.gguf
 make_file() {

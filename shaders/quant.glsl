@@ -21,6 +21,7 @@
 //   Q5_0 22 B   [d f16][qh 4 B][qs 16 B nibbles]  a = d, z = 16, m = 0, bit i of qh value i's fifth
 //   IQ4_XS 136 B [d f16][scales_h 2 B][scales_l 4 B][qs 128 B]  a = d (ls - 32), z = 0, m = 0,
 //               q = IQ4NL[nibble], sub-block s an IQ4_NL block's nibbles at qs[16 s]
+//   Q2_K  84 B  [scales 16][qs 64][d][dmin]      units of 16: a = d sc, z = 0, m = dmin mn
 
 layout(constant_id = 5) const uint QT = 4u;
 #define QT_Q8_0 4u
@@ -31,14 +32,16 @@ layout(constant_id = 5) const uint QT = 4u;
 #define QT_Q5_0 10u
 #define QT_IQ4_NL 11u
 #define QT_IQ4_XS 13u
+#define QT_Q2_K 14u
 const uint QBB = QT == QT_Q8_0 ? 34u : QT == QT_Q4_0 || QT == QT_IQ4_NL ? 18u : QT == QT_Q5_0 ? 22u
-               : QT == QT_Q4_K ? 144u : QT == QT_Q5_K ? 176u : QT == QT_IQ4_XS ? 136u : 210u;
+               : QT == QT_Q4_K ? 144u : QT == QT_Q5_K ? 176u : QT == QT_IQ4_XS ? 136u
+               : QT == QT_Q2_K ? 84u : 210u;
 const uint QBE = QT == QT_Q8_0 || QT == QT_Q4_0 || QT == QT_IQ4_NL || QT == QT_Q5_0 ? 32u : 256u; // values per block
 
 // IQ4_NL's levels by nibble (base/quant_widen.h quant_iq4nl_values).
 const float IQ4NL[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
                                   1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
-const uint QU = QT == QT_Q6_K ? 16u : 32u;                    // values per unit
+const uint QU = QT == QT_Q6_K || QT == QT_Q2_K ? 16u : 32u;  // values per unit
 const uint QUB = QBE / QU;                                    // units per block
 
 // Constant 2 (QTEX): the weights come through texel view tex[0] and the
@@ -98,6 +101,10 @@ vec3 q_head(uint r, uint u)
     if (QT == QT_Q8_0 || QT == QT_IQ4_NL) return vec3(q_f16(blk), 0.0, 0.0);
     if (QT == QT_Q4_0) return vec3(q_f16(blk), 8.0, 0.0);
     if (QT == QT_Q5_0) return vec3(q_f16(blk), 16.0, 0.0);
+    if (QT == QT_Q2_K) { // group s: scale in the low nibble of scales[s], min in the high
+        uint sm = q_u8(blk + s), dd = q_word(blk + 80u); // d, dmin: blocks of 84 bytes start on a word
+        return vec3(unpackHalf2x16(dd).x * float(sm & 15u), 0.0, unpackHalf2x16(dd).y * float(sm >> 4u));
+    }
     if (QT == QT_IQ4_XS) { // ls: nibble s % 2 of scales_l[s / 2], bits 2s, 2s + 1 of scales_h
         uint ls = ((q_u8(blk + 4u + s / 2u) >> (4u * (s % 2u))) & 15u) | ((q_u16(blk + 2u) >> (2u * s)) & 3u) << 4u;
         return vec3(q_f16(blk) * float(int(ls) - 32), 0.0, 0.0);
@@ -131,6 +138,10 @@ vec4 q_levels(uint r, uint u, uint j)
         uint qs = QT == QT_IQ4_NL ? blk + 2u : blk + 8u + 16u * s;
         uvec4 n = uvec4(q_bytes(q_u32(qs + 4u * (j & 3u)), j >= 4u ? 4u : 0u, 15u));
         return vec4(IQ4NL[n.x], IQ4NL[n.y], IQ4NL[n.z], IQ4NL[n.w]);
+    }
+    if (QT == QT_Q2_K) { // group s = 8 n + 2 i + h: bits 2i, 2i + 1 of qs[32 n + 16 h + l]
+        uint n = s / 8u, i = (s % 8u) / 2u, h = s % 2u;
+        return q_bytes(q_u32(blk + 16u + 32u * n + 16u * h + 4u * j), 2u * i, 3u);
     }
     if (QT == QT_Q6_K) { // value v = 16 s + 4 j + c = 128 h + 32 i + l
         uint h = s / 8u, i = (s % 8u) / 2u, l = 16u * (s % 2u) + 4u * j;

@@ -57,7 +57,9 @@ encore_gguf_test(gguf_blocks_moe_q4_k blocks -m ${ENCORE_MODELS_DIR}/tiny-moe-e4
 # base/quant_widen.h): bit for bit the file of the widened blocks, dense and MoE.
 encore_gguf_test(gguf_widened widened -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16)
 encore_gguf_test(gguf_widened_moe widened -m ${ENCORE_MODELS_DIR}/tiny-moe-e4k2-d256-bf16)
-# IQ4_XS (read as it is, with IQ4_NL for rows of no whole 256-value block):
-# within 5% of the model dequantized by NumPy, dense and MoE.
-encore_gguf_test(gguf_iq4_xs iq4-xs -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16)
-encore_gguf_test(gguf_iq4_xs_moe iq4-xs -m ${ENCORE_MODELS_DIR}/tiny-moe-e4k2-d256-bf16)
+# IQ4_XS and Q2_K (read as they are, with IQ4_NL for rows of no whole
+# 256-value block): within 5% of the model dequantized by NumPy, dense and MoE.
+encore_gguf_test(gguf_iq4_xs read-as-is --type IQ4_XS -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16)
+encore_gguf_test(gguf_iq4_xs_moe read-as-is --type IQ4_XS -m ${ENCORE_MODELS_DIR}/tiny-moe-e4k2-d256-bf16)
+encore_gguf_test(gguf_q2_k read-as-is --type Q2_K -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16)
+encore_gguf_test(gguf_q2_k_moe read-as-is --type Q2_K -m ${ENCORE_MODELS_DIR}/tiny-moe-e4k2-d256-bf16)

@@ -59,6 +59,9 @@ static inline int qb_f16_fields(enc_dtype dt, int *off)
     case ENC_Q3_K:
         off[0] = 108;
         return 1;
+    case ENC_Q2_K:
+        off[0] = 80, off[1] = 82;
+        return 2;
     default:
         return 0;
     }

@@ -588,30 +588,31 @@ def cmd_widened(a, tmp):
           f"within {worst:.4g} (scale {scale:.3g}) of the dequantized model's")
 
 
-def cmd_iq4_xs(a, tmp):
-    """IQ4_XS matrices (dense and expert; IQ4_NL where a row is no whole
-    number of 256-value blocks, as llama-quantize falls back), made by NumPy
-    from ggml's layout (tests/reference/gguf_quants.py), which encore reads as
-    they are (no widening): the file runs on the device, its load widens
-    nothing, and its top logits are within 5% of the model dequantized to F32
-    by NumPy (8-bit activations against f32 ones)."""
+def cmd_read_as_is(a, tmp):
+    """Matrices of --type (IQ4_XS or Q2_K; dense and expert; IQ4_NL where a
+    row is no whole number of 256-value blocks, as llama-quantize falls
+    back), made by NumPy from ggml's layouts (tests/reference/gguf_quants.py),
+    which encore reads as they are (no widening): the file runs on the
+    device, its load widens nothing, and its top logits are within 5% of the
+    model dequantized to F32 by NumPy (8-bit activations against f32 ones)."""
     src = os.path.join(tmp, "f32.gguf")
     run([a.engine, "quantize", "-m", a.model, "-o", src, "--type", "f32"])
     kvs, tensors, _ = G.read(src)
     stored, deq = [], []
-    quantize = {"IQ4_XS": Q.quantize_iq4_xs, "IQ4_NL": Q.quantize_iq4_nl}
+    quantize = {"IQ4_XS": Q.quantize_iq4_xs, "Q2_K": Q.quantize_q2_k,
+                "IQ4_NL": Q.quantize_iq4_nl}
     for t in tensors:
         if len(t.shape) < 2 or "gate_inp" in t.name:
             stored.append(t), deq.append(t)
             continue
-        name = "IQ4_XS" if t.shape[-1] % 256 == 0 else "IQ4_NL"
+        name = a.type if t.shape[-1] % 256 == 0 else "IQ4_NL"
         x = np.frombuffer(t.data, "<f4")
         raw = quantize[name](x)
         values = Q.dequantize(name, raw, x.size)
         stored.append(G.Tensor(t.name, G.GGML_IDS[name], t.shape, raw))
         deq.append(G.Tensor(t.name, G.GGML_F32, t.shape, values.astype("<f4").tobytes()))
-    if not any(t.ggml_type == G.GGML_IDS["IQ4_XS"] for t in stored):
-        sys.exit("FAIL: the file holds no IQ4_XS tensor")
+    if not any(t.ggml_type == G.GGML_IDS[a.type] for t in stored):
+        sys.exit(f"FAIL: the file holds no {a.type} tensor")
     paths = {k: os.path.join(tmp, f"{k}.gguf") for k in ("stored", "deq")}
     for k, ts in (("stored", stored), ("deq", deq)):
         G.write(paths[k], kvs, ts)
@@ -619,10 +620,10 @@ def cmd_iq4_xs(a, tmp):
     cmd = ["logits", "--prompt-ids", PROMPT, "--top", "1", "-t", "2", *device, "-m"]
     p = run([a.engine] + cmd + [paths["stored"]], env={"ENCORE_LOG": "info"})
     if "widened" in p.stderr:
-        sys.exit(f"FAIL: the IQ4_XS file was widened at load:\n{p.stderr}")
+        sys.exit(f"FAIL: the {a.type} file was widened at load:\n{p.stderr}")
     got = top1(p.stdout)
     want = top1(run([a.engine] + cmd + [paths["deq"]]).stdout)
-    worst, scale, same = within_5pct(got, want, "the IQ4_XS file", "the dequantized model's")
+    worst, scale, same = within_5pct(got, want, f"the {a.type} file", "the dequantized model's")
     types = sorted({G.GGML_NAMES[t.ggml_type] for t in stored})
     print(f"ok: {', '.join(types)} tensors on {a.device or 'the cpu'}, read as they are: top "
           f"logits within {worst:.4g} (scale {scale:.3g}) of the dequantized model's, top ids "
@@ -633,12 +634,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("check", choices=["lossless", "pywriter", "bad", "bad-moe", "tokenizer",
                                       "quantized", "blocks", "experts-vulkan", "mixed", "repack", "widened",
-                                      "iq4-xs"])
+                                      "read-as-is"])
     ap.add_argument("--engine", required=True)
     ap.add_argument("-m", "--model")
     ap.add_argument("--type")
     ap.add_argument("--mixed", help="bad-moe: a MoE checkpoint with dense layers")
-    ap.add_argument("--device", help="widened, iq4-xs: the device (default: encore's)")
+    ap.add_argument("--device", help="widened, read-as-is: the device (default: encore's)")
     ap.add_argument("--tokenizer-dir")
     ap.add_argument("--strings")
     ap.add_argument("--golden")
@@ -647,7 +648,7 @@ def main():
         {"lossless": cmd_lossless, "pywriter": cmd_pywriter, "bad": cmd_bad, "bad-moe": cmd_bad_moe,
          "tokenizer": cmd_tokenizer, "quantized": cmd_quantized, "blocks": cmd_blocks,
          "experts-vulkan": cmd_experts_vulkan, "mixed": cmd_mixed, "repack": cmd_repack,
-         "widened": cmd_widened, "iq4-xs": cmd_iq4_xs}[a.check](a, tmp)
+         "widened": cmd_widened, "read-as-is": cmd_read_as_is}[a.check](a, tmp)
 
 
 if __name__ == "__main__":

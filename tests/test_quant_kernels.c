@@ -51,9 +51,9 @@ static void *xmalloc(size_t n)
     return p;
 }
 
-enum { N_TYPES = 8 };
-static const enc_dtype TYPES[N_TYPES] = {ENC_Q8_0, ENC_Q4_0, ENC_Q5_0, ENC_IQ4_NL,
-                                         ENC_Q4_K, ENC_Q5_K, ENC_Q6_K, ENC_IQ4_XS};
+enum { N_TYPES = 9 };
+static const enc_dtype TYPES[N_TYPES] = {ENC_Q8_0, ENC_Q4_0, ENC_Q5_0,   ENC_IQ4_NL, ENC_Q4_K,
+                                         ENC_Q5_K, ENC_Q6_K, ENC_IQ4_XS, ENC_Q2_K};
 
 typedef void (*task_fn)(void *ctx, int ith, int nth);
 
@@ -94,8 +94,8 @@ typedef struct world {
 } world;
 
 /* Rows r % 3 == 2 are raw random blocks; the others quantized gaussians
- * (random blocks too for Q5_0, IQ4_NL and IQ4_XS, which have no quantizer
- * here). */
+ * (random blocks too for Q5_0, IQ4_NL, IQ4_XS and Q2_K, which have no
+ * quantizer here). */
 static void world_init(world *wd, enc_dtype dt)
 {
     wd->dt = dt;
@@ -194,6 +194,12 @@ static void row_offsets(enc_dtype dt, const unsigned char *wr, double *off)
                 quant_scale_min_k4(k->scales, i / 32, &sc, &m);
                 off[256 * b + i] = fabs((double)enc_f16_to_f32(k->dmin) * m);
             }
+        }
+    } else if (dt == ENC_Q2_K) {
+        for (int b = 0; b < K / 256; b++) {
+            const block_q2_K *k = (const block_q2_K *)(wr + b * sizeof(block_q2_K));
+            for (int i = 0; i < 256; i++)
+                off[256 * b + i] = fabs((double)enc_f16_to_f32(k->dmin) * (k->scales[i / 16] >> 4));
         }
     } else if (dt == ENC_Q6_K) {
         for (int b = 0; b < K / 256; b++) {

@@ -272,10 +272,13 @@ add_test(NAME vulkan_widened_types
 set_tests_properties(vulkan_widened_types PROPERTIES
   FIXTURES_REQUIRED tiny_models LABELS "vulkan;quant;moe" TIMEOUT 120)
 
-# IQ4_XS experts and matrices on Vulkan, read by the _q shaders as they are.
-add_test(NAME vulkan_iq4_xs
-  COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_gguf.py iq4-xs --device vulkan
-          --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-moe-e4k2-d256-bf16)
-set_tests_properties(vulkan_iq4_xs PROPERTIES
-  FIXTURES_REQUIRED tiny_models LABELS "vulkan;quant;moe" TIMEOUT 120)
+# IQ4_XS and Q2_K experts and matrices on Vulkan, read by the _q shaders as they are.
+foreach(type IQ4_XS Q2_K)
+  string(TOLOWER ${type} lower)
+  add_test(NAME vulkan_${lower}
+    COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_gguf.py read-as-is --type ${type} --device vulkan
+            --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-moe-e4k2-d256-bf16)
+  set_tests_properties(vulkan_${lower} PROPERTIES
+    FIXTURES_REQUIRED tiny_models LABELS "vulkan;quant;moe" TIMEOUT 120)
+endforeach()
 

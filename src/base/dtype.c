@@ -29,6 +29,7 @@ const char *enc_dtype_name(enc_dtype t)
     case ENC_IQ4_NL: return "IQ4_NL";
     case ENC_Q3_K: return "Q3_K";
     case ENC_IQ4_XS: return "IQ4_XS";
+    case ENC_Q2_K: return "Q2_K";
     default: return "?";
     }
 }
@@ -50,7 +51,8 @@ int64_t enc_dtype_block_elems(enc_dtype t)
     case ENC_Q6_K:
     case ENC_Q8_K:
     case ENC_Q3_K:
-    case ENC_IQ4_XS: return 256;
+    case ENC_IQ4_XS:
+    case ENC_Q2_K: return 256;
     default: return 1;
     }
 }
@@ -68,6 +70,7 @@ size_t enc_dtype_block_bytes(enc_dtype t)
     case ENC_IQ4_NL: return 2 + 16;               /* 18 */
     case ENC_Q3_K: return 32 + 64 + 12 + 2;       /* 110 */
     case ENC_IQ4_XS: return 2 + 2 + 4 + 128;      /* 136 */
+    case ENC_Q2_K: return 16 + 64 + 2 + 2;        /* 84 */
     default: return enc_dtype_size(t);
     }
 }

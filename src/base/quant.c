@@ -25,6 +25,7 @@ enc_dtype quant_dot_dtype(enc_dtype w)
     case ENC_Q5_K:
     case ENC_Q6_K:
     case ENC_IQ4_XS:
+    case ENC_Q2_K:
         return ENC_Q8_K;
     default:
         return ENC_F32;
@@ -93,6 +94,17 @@ static void quant__deq_iq4_xs(const block_iq4_xs *b, float *y)
             y[32 * s + j] = dl * (float)quant_iq4nl_values[b->qs[16 * s + j] & 15];
             y[32 * s + j + 16] = dl * (float)quant_iq4nl_values[b->qs[16 * s + j] >> 4];
         }
+    }
+}
+
+static void quant__deq_q2_k(const block_q2_K *b, float *y)
+{
+    float d = enc_f16_to_f32(b->d), dmin = enc_f16_to_f32(b->dmin);
+    for (int v = 0; v < QUANT_K; v++) {
+        int n = v / 128, j = (v % 128) / 32, h = (v % 32) / 16, l = v % 16, g = v / 16;
+        int q = (b->qs[32 * n + 16 * h + l] >> (2 * j)) & 3;
+        float dl = d * (float)(b->scales[g] & 15), ml = dmin * (float)(b->scales[g] >> 4);
+        y[v] = dl * (float)q - ml;
     }
 }
 
@@ -175,6 +187,9 @@ int quant_dequantize_row(enc_dtype dt, const void *src, float *dst, int64_t n)
             break;
         case ENC_IQ4_XS:
             quant__deq_iq4_xs((const block_iq4_xs *)p, y);
+            break;
+        case ENC_Q2_K:
+            quant__deq_q2_k((const block_q2_K *)p, y);
             break;
         default:
             return -1;

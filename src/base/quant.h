@@ -26,6 +26,10 @@
  *         (quant_widen.h); ls 6 bits: the low 4 in nibble s % 2 of
  *         scales_l[s / 2], the high 2 at bit 2 s of scales_h (quant_iq4xs_ls).
  *         Every value is exact in f32 (11 + 6 + 7 significant bits).
+ *  Q2_K  [scales 16 B][qs 64 B][d f16][dmin f16]  x = d*sc[g]*q - dmin*m[g]
+ *         16 groups g of 16; sc = scales[g] & 15, m = scales[g] >> 4;
+ *         per 128 values n: value 32 j + 16 h + l (j < 4, h < 2, l < 16) of
+ *         group 8 n + 2 j + h is (qs[32 n + 16 h + l] >> 2 j) & 3.
  *
  * Quantizers (quant.c): Q8_0 and Q4_0 as ggml's reference ones (round to
  * nearest); the K types choose each sub-block's range from its min and max,
@@ -83,6 +87,12 @@ typedef struct block_iq4_xs {
     uint8_t qs[128];
 } block_iq4_xs;
 
+typedef struct block_q2_K {
+    uint8_t scales[16];
+    uint8_t qs[64];
+    uint16_t d, dmin;
+} block_q2_K;
+
 _Static_assert(sizeof(block_q8_0) == 34, "block_q8_0 is ggml's 34 bytes");
 _Static_assert(sizeof(block_q4_0) == 18, "block_q4_0 is ggml's 18 bytes");
 _Static_assert(sizeof(block_q4_K) == 144, "block_q4_K is ggml's 144 bytes");
@@ -90,6 +100,7 @@ _Static_assert(sizeof(block_q5_K) == 176, "block_q5_K is ggml's 176 bytes");
 _Static_assert(sizeof(block_q6_K) == 210, "block_q6_K is ggml's 210 bytes");
 _Static_assert(sizeof(block_q8_K) == 292, "block_q8_K is ggml's 292 bytes");
 _Static_assert(sizeof(block_iq4_xs) == 136, "block_iq4_xs is ggml's 136 bytes");
+_Static_assert(sizeof(block_q2_K) == 84, "block_q2_K is ggml's 84 bytes");
 
 /* The 6-bit scale and min of sub-block s (0..7) of a Q4_K/Q5_K block. */
 static inline void quant_scale_min_k4(const uint8_t *scales, int s, int *sc, int *m)
@@ -111,8 +122,8 @@ static inline int quant_iq4xs_ls(const block_iq4_xs *b, int s)
 }
 
 /* The 8-bit block type that activations take for integer dot products with
- * weights of type w: Q8_0 for Q8_0, Q4_0, Q5_0 and IQ4_NL, Q8_K for Q4_K, Q5_K, Q6_K and
- * IQ4_XS;
+ * weights of type w: Q8_0 for Q8_0, Q4_0, Q5_0 and IQ4_NL, Q8_K for Q2_K, Q4_K, Q5_K,
+ * Q6_K and IQ4_XS;
  * F32 for any other type. */
 enc_dtype quant_dot_dtype(enc_dtype w);
 

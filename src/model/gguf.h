@@ -54,6 +54,7 @@ enum {
     GGML_TYPE_Q4_0 = 2,
     GGML_TYPE_Q5_0 = 6,
     GGML_TYPE_Q8_0 = 8,
+    GGML_TYPE_Q2_K = 10,
     GGML_TYPE_Q3_K = 11,
     GGML_TYPE_Q4_K = 12,
     GGML_TYPE_Q5_K = 13,

@@ -1,5 +1,5 @@
 """gguf_quants.py - NumPy dequantizers of the GGUF block formats Q8_0, Q4_0,
-Q4_K, Q5_K, Q6_K, Q5_0, IQ4_NL, Q3_K and IQ4_XS, written from ggml's block layouts
+Q4_K, Q5_K, Q6_K, Q5_0, IQ4_NL, Q3_K, IQ4_XS and Q2_K, written from ggml's block layouts
 (ggml-common.h) and dequantize_row_* (ggml-quants.c), and
 independent of encore's C code: the oracle for its block formats, and for
 models whose weights are quantized.
@@ -22,6 +22,7 @@ BLOCK = {  # name: (values per block, bytes per block)
     "IQ4_NL": (32, 18),
     "Q3_K": (256, 110),
     "IQ4_XS": (256, 136),
+    "Q2_K": (256, 84),
 }
 
 
@@ -183,6 +184,50 @@ def quantize_iq4_xs(x):
     return out.tobytes()
 
 
+def deq_q2_k(b):
+    """scales 16 B (low nibble sc, high nibble m, per group of 16), qs 64 B,
+    d f16, dmin f16: value 32 j + 16 h + l of each 128 (group 8 n + 2 j + h)
+    is q = (qs[32 n + 16 h + l] >> 2 j) & 3, x = (d sc) q - dmin m."""
+    sc = b[:, 0:16].astype(np.int32)
+    qs = b[:, 16:80].astype(np.int32)
+    d, dmin = _f16(b[:, 80:82]), _f16(b[:, 82:84])
+    out = np.empty((b.shape[0], 256), np.float32)
+    for g in range(16):
+        n, j, h = g // 8, (g % 8) // 2, g % 2
+        q = ((qs[:, 32 * n + 16 * h: 32 * n + 16 * h + 16] >> (2 * j)) & 3).astype(np.float32)
+        dl = d * (sc[:, g: g + 1] & 15).astype(np.float32)
+        ml = dmin * (sc[:, g: g + 1] >> 4).astype(np.float32)
+        out[:, 16 * g: 16 * g + 16] = dl * q - ml
+    return out
+
+
+def quantize_q2_k(x):
+    """float32 [n] (n a multiple of 256) -> Q2_K blocks: each group of 16
+    takes the offset m = max(0, -min) and the step (max + m) / 3; d and dmin
+    are the largest step and offset over 15 (f16), sc and m those rounded
+    in 0..15, q the nearest of 0..3 to (x + dmin m) / (d sc)."""
+    v = x.astype(np.float32).reshape(-1, 16, 16)
+    off = np.maximum(0.0, -v.min(axis=2))
+    step = (v.max(axis=2) + off) / 3.0
+    d = (step.max(axis=1) / 15.0).astype(np.float16)
+    dmin = (off.max(axis=1) / 15.0).astype(np.float16)
+    df, mf = d.astype(np.float32)[:, None], dmin.astype(np.float32)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sc = np.clip(np.where(df > 0, np.rint(step / df), 0), 0, 15).astype(np.int32)
+        m = np.clip(np.where(mf > 0, np.rint(off / mf), 0), 0, 15).astype(np.int32)
+        dl = df * sc.astype(np.float32)
+        q = np.where(dl[:, :, None] > 0, np.rint((v + (mf * m)[:, :, None]) / dl[:, :, None]), 0)
+    q = np.clip(q, 0, 3).astype(np.uint8)  # [n, 16 groups, 16]
+    out = np.zeros((v.shape[0], 84), np.uint8)
+    out[:, 0:16] = (sc | (m << 4)).astype(np.uint8)
+    for g in range(16):
+        nn, j, h = g // 8, (g % 8) // 2, g % 2
+        out[:, 16 + 32 * nn + 16 * h: 32 + 32 * nn + 16 * h] |= q[:, g] << (2 * j)
+    out[:, 80:82] = d.view(np.uint8).reshape(-1, 2)
+    out[:, 82:84] = dmin.view(np.uint8).reshape(-1, 2)
+    return out.tobytes()
+
+
 def deq_q3_k(b):
     """hmask 32 B, qs 64 B, scales 12 B (16 six-bit values), d f16: per 128
     values and shift j of the 2-bit q, 32 values in two groups of 16, each
@@ -214,7 +259,7 @@ def deq_q3_k(b):
 
 DEQUANT = {"Q8_0": deq_q8_0, "Q4_0": deq_q4_0, "Q4_K": deq_q4_k,
            "Q5_K": deq_q5_k, "Q6_K": deq_q6_k, "Q5_0": deq_q5_0,
-           "IQ4_NL": deq_iq4_nl, "Q3_K": deq_q3_k, "IQ4_XS": deq_iq4_xs}
+           "IQ4_NL": deq_iq4_nl, "Q3_K": deq_q3_k, "IQ4_XS": deq_iq4_xs, "Q2_K": deq_q2_k}
 
 
 def dequantize(name, raw, n):

@@ -206,6 +206,28 @@ static float cpu__qs_dot_q6_k(const void *wv, const void *xv, int64_t nb)
     return cpu__qs_dot_k(cpu__qs_kstep_q6_k, sizeof(block_q6_K), wv, xv, nb);
 }
 
+/* Q2_K: groups g of 16, d sc[g] q - dmin m[g]. */
+static void cpu__qs_kstep_q2_k(const void *wv, const block_q8_K *x, float *acc, float *accm)
+{
+    const block_q2_K *w = wv;
+    int32_t isum = 0, msum = 0;
+    for (int g = 0; g < 16; g++) {
+        int n = g / 8, j = (g % 8) / 2, h = g % 2;
+        int32_t sub = 0;
+        for (int l = 0; l < 16; l++)
+            sub += ((w->qs[32 * n + 16 * h + l] >> (2 * j)) & 3) * x->qs[16 * g + l];
+        isum += (w->scales[g] & 15) * sub;
+        msum += (w->scales[g] >> 4) * x->bsums[g];
+    }
+    *acc += (enc_f16_to_f32(w->d) * x->d) * (float)isum;
+    *accm += (enc_f16_to_f32(w->dmin) * x->d) * (float)msum;
+}
+
+static float cpu__qs_dot_q2_k(const void *wv, const void *xv, int64_t nb)
+{
+    return cpu__qs_dot_k(cpu__qs_kstep_q2_k, sizeof(block_q2_K), wv, xv, nb);
+}
+
 /* IQ4_XS: no correction (accm stays 0). */
 static void cpu__qs_kstep_iq4_xs(const void *wv, const block_q8_K *x, float *acc, float *accm)
 {
@@ -243,6 +265,7 @@ CPU__QS_ROWS(q4_k)
 CPU__QS_ROWS(q5_k)
 CPU__QS_ROWS(q6_k)
 CPU__QS_ROWS(iq4_xs)
+CPU__QS_ROWS(q2_k)
 
 /* The interleaved entries: each block of the group's 8 rows back in the
  * row layout (cpu_repack_block), then the row dots' steps, output by output. */
@@ -292,6 +315,7 @@ static void cpu__qs_x8_k(enc_dtype dt, cpu__qs_kstep_fn step, int T, const void 
         block_q5_K q5;
         block_q6_K q6;
         block_iq4_xs iq4;
+        block_q2_K q2;
     } blk; /* one superblock of any K type */
     for (int64_t b = 0; b < nb; b++)
         for (int r = 0; r < CPU_REPACK_ROWS; r++) {
@@ -332,6 +356,13 @@ static void cpu__qs_x8_iq4_xs(int T, const void *g, const void *const *x,
     cpu__qs_x8_k(ENC_IQ4_XS, cpu__qs_kstep_iq4_xs, T, g, x, nb, y);
 }
 
+static void cpu__qs_x8_q2_k(int T, const void *g, const void *const *x,
+                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
+{
+    (void)tok;
+    cpu__qs_x8_k(ENC_Q2_K, cpu__qs_kstep_q2_k, T, g, x, nb, y);
+}
+
 const cpu__quant_table cpu__quant_scalar = {
     .name = "scalar",
     .x8 =
@@ -344,6 +375,7 @@ const cpu__quant_table cpu__quant_scalar = {
             [ENC_Q5_K] = cpu__qs_x8_q5_k,
             [ENC_Q6_K] = cpu__qs_x8_q6_k,
             [ENC_IQ4_XS] = cpu__qs_x8_iq4_xs,
+            [ENC_Q2_K] = cpu__qs_x8_q2_k,
         },
     .dot =
         {
@@ -355,6 +387,7 @@ const cpu__quant_table cpu__quant_scalar = {
             [ENC_Q5_K] = cpu__qs_rows_q5_k,
             [ENC_Q6_K] = cpu__qs_rows_q6_k,
             [ENC_IQ4_XS] = cpu__qs_rows_iq4_xs,
+            [ENC_Q2_K] = cpu__qs_rows_q2_k,
         },
 };
 

@@ -16,6 +16,9 @@
  *   Q6_K . Q8_K, per 256-block, groups g of 16 (q stored as q + 32):
  *       isum = sum_g sc[g] sum_j (q+32)[g, j] xq[g, j]; corr = 32 sum_g sc[g] bsums[g]
  *       acc += (d_w d_x) isum;  accm += (d_w d_x) corr;      y = acc - accm
+ *   Q2_K . Q8_K, per 256-block, groups g of 16 (4-bit sc and m):
+ *       isum = sum_g sc[g] sum_j q[g, j] xq[g, j];  msum = sum_g m[g] bsums[g]
+ *       acc += (d_w d_x) isum;  accm += (dmin_w d_x) msum;   y = acc - accm
  *   IQ4_XS . Q8_K, per 256-block, sub-blocks s of 32 (ls[s] - 32 signed):
  *       isum = sum_s (ls[s] - 32) sum_j kv[q[s, j]] xq[s, j]  (exact int32)
  *       acc += (d_w d_x) isum;                               y = acc - 0
@@ -396,22 +399,23 @@ CPU__Q_TYPE(q4_0, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__Q4)
 CPU__Q_TYPE(iq4_nl, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__IQ4)
 CPU__Q_TYPE(q5_0, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__Q5)
 
-/* --- the K types: Q4_K, Q5_K, Q6_K and IQ4_XS ---------------------------- */
+/* --- the K types: Q4_K, Q5_K, Q6_K, IQ4_XS and Q2_K ---------------------- */
 
-/* One tile body serves the four K types (kt, a constant at every call site)
+/* One tile body serves the five K types (kt, a constant at every call site)
  * for T (1, 2 or 4) tokens x 4 rows. Per weight superblock, per row:
  *   - its scales unpacked once, in vectors: the 16-bit sub-block scales in
  *     both 128-bit lanes (picked per sub-block by one byte shuffle), and the
  *     16 int16 that dotted with the token's 16 bsums give the correction
  *     (Q4_K/Q5_K: each 6-bit min twice, m[s] . (bsums[2s] + bsums[2s+1]);
- *     Q6_K: the 16 scales, sc[g] . bsums[g], times 32; IQ4_XS: none);
+ *     Q6_K: the 16 scales, sc[g] . bsums[g], times 32; Q2_K: its 16 mins,
+ *     m[g] . bsums[g]; IQ4_XS: none);
  *   - each run of 32 levels unpacked once and dotted with every token
  *     (IQ4_XS's are signed: |level| . x sign(level), as the 32-blocks').
  * Each output's int32 lanes are then summed across (exact) to its isum and
  * corr, and its f32 steps are the portable dot's, one lane per output:
  * acc += (d_w d_x) isum, accm += (dm d_x) corr, y = acc - accm. So every
  * tile shape gives every output the portable bits. */
-enum { CPU__QK_Q4 = 0, CPU__QK_Q5 = 1, CPU__QK_Q6 = 2, CPU__QK_IQ4 = 3 };
+enum { CPU__QK_Q4 = 0, CPU__QK_Q5 = 1, CPU__QK_Q6 = 2, CPU__QK_IQ4 = 3, CPU__QK_Q2 = 4 };
 
 /* Bytes of one superblock of K type kt. */
 static inline size_t cpu__q_k_bb(int kt)
@@ -419,6 +423,7 @@ static inline size_t cpu__q_k_bb(int kt)
     return kt == CPU__QK_Q6    ? sizeof(block_q6_K)
            : kt == CPU__QK_Q5  ? sizeof(block_q5_K)
            : kt == CPU__QK_IQ4 ? sizeof(block_iq4_xs)
+           : kt == CPU__QK_Q2  ? sizeof(block_q2_K)
                                : sizeof(block_q4_K);
 }
 enum { CPU__QK_TMAX = 4 }; /* tokens per tile */
@@ -487,6 +492,17 @@ CPU__Q_INLINE void cpu__q_k_scales(int kt, const unsigned char *wb, __m256i *sc,
         *d = *dm = cpu__q_f16(w->d);
         return;
     }
+    if (kt == CPU__QK_Q2) { /* the 16 groups' sc and m, in Q6_K's arrangement */
+        const block_q2_K *w = (const block_q2_K *)wb;
+        __m128i v = _mm_loadu_si128((const __m128i *)w->scales), m4 = _mm_set1_epi8(15);
+        __m256i s16 = _mm256_cvtepu8_epi16(_mm_and_si128(v, m4));
+        sc[0] = _mm256_permute2x128_si256(s16, s16, 0x00);
+        sc[1] = _mm256_permute2x128_si256(s16, s16, 0x11);
+        *mv = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(v, 4), m4));
+        *d = cpu__q_f16(w->d);
+        *dm = cpu__q_f16(w->dmin);
+        return;
+    }
     if (kt == CPU__QK_IQ4) { /* lane s: quant_iq4xs_ls(w, s), by variable shifts */
         const block_iq4_xs *w = (const block_iq4_xs *)wb;
         uint32_t lo;
@@ -514,20 +530,27 @@ CPU__Q_INLINE void cpu__q_k_scales(int kt, const unsigned char *wb, __m256i *sc,
     *dm = cpu__q_f16(w->dmin);
 }
 
-/* The scale of run s (32 values) in every 16-bit lane (Q6_K: its two groups
- * of 16, one per 128-bit half). */
+/* The scale of run s (32 values) in every 16-bit lane (Q6_K, Q2_K: its two
+ * groups of 16, one per 128-bit half). */
 CPU__Q_INLINE __m256i cpu__q_k_pick(int kt, const __m256i *sc, int s)
 {
-    if (kt == CPU__QK_Q6) return cpu__q_pick16(sc[s / 4], 2 * (s % 4), 2 * (s % 4) + 1);
+    if (kt == CPU__QK_Q6 || kt == CPU__QK_Q2)
+        return cpu__q_pick16(sc[s / 4], 2 * (s % 4), 2 * (s % 4) + 1);
     return cpu__q_pick16(sc[0], s, s);
 }
 
 /* Run s (values 32 s .. 32 s + 31) of superblock wb as 32 levels: unsigned
- * Q4_K 0..15, Q5_K 0..31, Q6_K 0..63 (q + 32); IQ4_XS signed, its
- * nibbles (an IQ4_NL block's layout) through the table. */
+ * Q4_K 0..15, Q5_K 0..31, Q6_K 0..63 (q + 32), Q2_K 0..3; IQ4_XS signed,
+ * its nibbles (an IQ4_NL block's layout) through the table. */
 CPU__Q_INLINE __m256i cpu__q_k_levels(int kt, const unsigned char *wb, int s)
 {
     const __m256i m4 = _mm256_set1_epi8(15);
+    if (kt == CPU__QK_Q2) { /* the 32 bytes of its 128 values, shifted by 2 (s % 4) */
+        __m256i v =
+            _mm256_loadu_si256((const __m256i *)(((const block_q2_K *)wb)->qs + 32 * (s / 4)));
+        return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * (s % 4))),
+                                _mm256_set1_epi8(3));
+    }
     if (kt == CPU__QK_IQ4) {
         __m128i v = _mm_loadu_si128((const __m128i *)(((const block_iq4_xs *)wb)->qs + 16 * s));
         __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), m4);
@@ -654,6 +677,7 @@ CPU__Q_TYPE(q4_k, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_Q4)
 CPU__Q_TYPE(q5_k, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_Q5)
 CPU__Q_TYPE(q6_k, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_Q6)
 CPU__Q_TYPE(iq4_xs, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_IQ4)
+CPU__Q_TYPE(q2_k, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_Q2)
 
 /* --- activations: f32 rows -> Q8_0 / Q8_K blocks --------------------------- */
 
@@ -757,6 +781,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q5_K] = cpu__qxk_q5_k,
             [ENC_Q6_K] = cpu__qxk_q6_k,
             [ENC_IQ4_XS] = cpu__qxk_iq4_xs,
+            [ENC_Q2_K] = cpu__qxk_q2_k,
         },
 #ifdef CPU__QX16
     .x16 =
@@ -769,6 +794,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q5_K] = cpu__qxk_q5_k16,
             [ENC_Q6_K] = cpu__qxk_q6_k16,
             [ENC_IQ4_XS] = cpu__qxk_iq4_xs16,
+            [ENC_Q2_K] = cpu__qxk_q2_k16,
         },
 #endif
     .dot =
@@ -781,6 +807,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q5_K] = cpu__q_dot_q5_k,
             [ENC_Q6_K] = cpu__q_dot_q6_k,
             [ENC_IQ4_XS] = cpu__q_dot_iq4_xs,
+            [ENC_Q2_K] = cpu__q_dot_q2_k,
         },
     .tile =
         {
@@ -792,6 +819,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q5_K] = cpu__q_tile_q5_k,
             [ENC_Q6_K] = cpu__q_tile_q6_k,
             [ENC_IQ4_XS] = cpu__q_tile_iq4_xs,
+            [ENC_Q2_K] = cpu__q_tile_q2_k,
         },
     .tile_tokens =
         {
@@ -803,6 +831,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q5_K] = CPU__QK_TMAX,
             [ENC_Q6_K] = CPU__QK_TMAX,
             [ENC_IQ4_XS] = CPU__QK_TMAX,
+            [ENC_Q2_K] = CPU__QK_TMAX,
         },
 };
 

@@ -279,6 +279,79 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_q6_sb)(int T, const unsigned char *gp, size_t 
     CPU__Q_UNROLL for (int t = 0; t < T; t++) corr[t] = QK_SLLI32(corr[t], 5);
 }
 
+/* The bytes j0 and j1 of every lane of v, zero-extended, as the lane's two
+ * int16. */
+static inline QK_V QK_FN(cpu__qxk_u16x2)(QK_V v, int j0, int j1)
+{
+    return QK_FN(cpu__qxk_shuf)(v, (uint32_t)j0 | 0x80u << 8 | (uint32_t)j1 << 16 | 0x80u << 24);
+}
+
+/* Group g (16 values) of a Q2_K superblock of the 8 rows, q its chunks
+ * after the f16 planes (4 scale chunks, then qs[4 k ..] in chunk 4 + k),
+ * scl the scale chunks' low nibbles, against T tokens: isum[t] += sc[g]
+ * sum q x, lane r row r's. Its 16 values are bits 2 j, 2 j + 1 of the bytes
+ * qs[32 n + 16 h ..] (g = 8 n + 2 j + h): 4 chunks, each chunk's pairs
+ * |.| <= 2 * 3 * 128, their int16 sum exact. */
+CPU__Q_INLINE void QK_FN(cpu__qxk_q2_group)(int T, const unsigned char *q, size_t o1,
+                                            const block_q8_K *const *x, int g, const QK_V *scl,
+                                            QK_V *isum)
+{
+    int n = g / 8, j = (g % 8) / 2, h = g % 2;
+    QK_V sub[CPU__QX_TOKENS];
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) sub[t] = QK_ZERO();
+    CPU__Q_UNROLL for (int i = 0; i < 4; i++)
+    {
+        QK_V v = QK_FN(cpu__qxk_chunk)(q, o1, 4 + 8 * n + 4 * h + i);
+        QK_V lv = QK_AND(QK_SRLI16(v, 2 * j), QK_SET1_8(3));
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        {
+            sub[t] = QK_SUB_ACC(sub[t], lv, QK_BCAST4(x[t]->qs + 16 * g + 4 * i));
+        }
+    }
+    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    {
+        isum[t] = QK_ADD32(isum[t], QK_SUB_SCALE(sub[t], scl[g / 4], g % 4));
+    }
+}
+
+/* Q2_K superblock gp of the 8 rows (f16 planes d, dmin; 4 scale chunks,
+ * 16 qs chunks) against T tokens: isum[t] and msum[t] = sum_g m[g]
+ * bsums[g], lane r row r's; pf the block to prefetch (cpu__qxk_prefetch).
+ * One token's 16 groups unrolled (constant shifts and shuffles). */
+CPU__Q_INLINE void QK_FN(cpu__qxk_q2_sb)(int T, const unsigned char *gp, size_t o1,
+                                         const block_q8_K *const *x, QK_V *isum, QK_V *msum,
+                                         const unsigned char *pf)
+{
+    const unsigned char *q = gp + 2 * 2 * CPU__QX_R;
+    QK_V scl[4], mnh[4]; /* lane r: row r's sc / m of groups 4c .. 4c + 3 */
+    CPU__Q_UNROLL for (int c = 0; c < 4; c++)
+    {
+        QK_V v = QK_FN(cpu__qxk_chunk)(q, o1, c);
+        scl[c] = QK_AND(v, QK_SET1_8(15));
+        mnh[c] = QK_AND(QK_SRLI16(v, 4), QK_SET1_8(15));
+    }
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = msum[t] = QK_ZERO();
+    if (T == 1) {
+        CPU__Q_UNROLL8 for (int s = 0; s < 8; s++)
+        {
+            cpu__qxk_prefetch(pf, CPU__QX_R * sizeof(block_q2_K), s);
+            QK_FN(cpu__qxk_q2_group)(1, q, o1, x, 2 * s, scl, isum);
+            QK_FN(cpu__qxk_q2_group)(1, q, o1, x, 2 * s + 1, scl, isum);
+        }
+    } else {
+        for (int g = 0; g < 16; g++)
+            QK_FN(cpu__qxk_q2_group)(T, q, o1, x, g, scl, isum);
+    }
+    CPU__Q_UNROLL8 for (int p = 0; p < 8; p++)
+    { /* groups 2p and 2p + 1: their mins against their bsums */
+        QK_V mp = QK_FN(cpu__qxk_u16x2)(mnh[p / 2], 2 * (p % 2), 2 * (p % 2) + 1);
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        {
+            msum[t] = QK_ADD32(msum[t], QK_MADD(mp, QK_FN(cpu__qxk_bsum2)(x[t], 2 * p)));
+        }
+    }
+}
+
 /* IQ4_XS superblock gp of the 8 rows (f16 planes d and scales_h; chunk 0
  * the scales_l, chunk 1 + 4 s + i the bytes qs[16 s + 4 i ..] of sub-block
  * s: values 4 i .. 4 i + 3 in the low nibbles, 16 + 4 i .. in the high)
@@ -367,6 +440,7 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_tile)(int kt, int T, const void *g, const void
     const size_t gb = CPU__QX_R * (kt == CPU__QXK_Q6    ? sizeof(block_q6_K)
                                    : kt == CPU__QXK_Q5  ? sizeof(block_q5_K)
                                    : kt == CPU__QXK_IQ4 ? sizeof(block_iq4_xs)
+                                   : kt == CPU__QXK_Q2  ? sizeof(block_q2_K)
                                                         : sizeof(block_q4_K));
     const size_t o1 = (QK_GROUPS - 1) * (size_t)nb * gb; /* the second group's bytes */
     QK_F acc[CPU__QX_TOKENS], accm[CPU__QX_TOKENS];
@@ -382,6 +456,8 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_tile)(int kt, int T, const void *g, const void
             QK_FN(cpu__qxk_q6_sb)(T, gp, o1, x, isum, corr, pf);
         else if (kt == CPU__QXK_IQ4)
             QK_FN(cpu__qxk_iq4_sb)(T, gp, o1, x, isum, pf);
+        else if (kt == CPU__QXK_Q2)
+            QK_FN(cpu__qxk_q2_sb)(T, gp, o1, x, isum, corr, pf);
         else
             QK_FN(cpu__qxk_q45_sb)(kt, T, gp, o1, x, isum, corr, pf);
         QK_F dw = QK_F16S(gp, o1);
@@ -437,6 +513,13 @@ static void QK_FN(cpu__qxk_iq4_xs)(int T, const void *g, const void *const *x,
 {
     (void)tok;
     QK_FN(cpu__qxk_by_t)(CPU__QXK_IQ4, T, g, x, nb, y);
+}
+
+static void QK_FN(cpu__qxk_q2_k)(int T, const void *g, const void *const *x,
+                                 const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
+{
+    (void)tok;
+    QK_FN(cpu__qxk_by_t)(CPU__QXK_Q2, T, g, x, nb, y);
 }
 
 /* the vocabulary, forgotten for the next width */
