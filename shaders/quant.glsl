@@ -22,6 +22,8 @@
 //   IQ4_XS 136 B [d f16][scales_h 2 B][scales_l 4 B][qs 128 B]  a = d (ls - 32), z = 0, m = 0,
 //               q = IQ4NL[nibble], sub-block s an IQ4_NL block's nibbles at qs[16 s]
 //   Q2_K  84 B  [scales 16][qs 64][d][dmin]      units of 16: a = d sc, z = 0, m = dmin mn
+//   Q3_K 110 B  [hmask 32][qs 64][scales 12][d]  units of 16: a = d (sc - 32), z = 4, m = 0,
+//               q = Q2_K's two bits + 4 x its hmask bit (base/quant_widen.h)
 
 layout(constant_id = 5) const uint QT = 4u;
 #define QT_Q8_0 4u
@@ -33,15 +35,16 @@ layout(constant_id = 5) const uint QT = 4u;
 #define QT_IQ4_NL 11u
 #define QT_IQ4_XS 13u
 #define QT_Q2_K 14u
+#define QT_Q3_K 12u
 const uint QBB = QT == QT_Q8_0 ? 34u : QT == QT_Q4_0 || QT == QT_IQ4_NL ? 18u : QT == QT_Q5_0 ? 22u
                : QT == QT_Q4_K ? 144u : QT == QT_Q5_K ? 176u : QT == QT_IQ4_XS ? 136u
-               : QT == QT_Q2_K ? 84u : 210u;
+               : QT == QT_Q2_K ? 84u : QT == QT_Q3_K ? 110u : 210u;
 const uint QBE = QT == QT_Q8_0 || QT == QT_Q4_0 || QT == QT_IQ4_NL || QT == QT_Q5_0 ? 32u : 256u; // values per block
 
 // IQ4_NL's levels by nibble (base/quant_widen.h quant_iq4nl_values).
 const float IQ4NL[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
                                   1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
-const uint QU = QT == QT_Q6_K || QT == QT_Q2_K ? 16u : 32u;  // values per unit
+const uint QU = QT == QT_Q6_K || QT == QT_Q2_K || QT == QT_Q3_K ? 16u : 32u; // values per unit
 const uint QUB = QBE / QU;                                    // units per block
 
 // Constant 2 (QTEX): the weights come through texel view tex[0] and the
@@ -101,6 +104,11 @@ vec3 q_head(uint r, uint u)
     if (QT == QT_Q8_0 || QT == QT_IQ4_NL) return vec3(q_f16(blk), 0.0, 0.0);
     if (QT == QT_Q4_0) return vec3(q_f16(blk), 8.0, 0.0);
     if (QT == QT_Q5_0) return vec3(q_f16(blk), 16.0, 0.0);
+    if (QT == QT_Q3_K) { // group s's 6 bits: low 4 in scales[s % 8] (>> 4 from 8 on), high 2 in scales[8 + s % 4]
+        uint lo = (q_u8(blk + 96u + s % 8u) >> (4u * (s / 8u))) & 15u;
+        uint hi = (q_u8(blk + 104u + s % 4u) >> (2u * (s / 4u))) & 3u;
+        return vec3(q_f16(blk + 108u) * float(int(lo | hi << 4u) - 32), 4.0, 0.0);
+    }
     if (QT == QT_Q2_K) { // group s: scale in the low nibble of scales[s], min in the high
         uint sm = q_u8(blk + s), dd = q_word(blk + 80u); // d, dmin: blocks of 84 bytes start on a word
         return vec3(unpackHalf2x16(dd).x * float(sm & 15u), 0.0, unpackHalf2x16(dd).y * float(sm >> 4u));
@@ -139,9 +147,11 @@ vec4 q_levels(uint r, uint u, uint j)
         uvec4 n = uvec4(q_bytes(q_u32(qs + 4u * (j & 3u)), j >= 4u ? 4u : 0u, 15u));
         return vec4(IQ4NL[n.x], IQ4NL[n.y], IQ4NL[n.z], IQ4NL[n.w]);
     }
-    if (QT == QT_Q2_K) { // group s = 8 n + 2 i + h: bits 2i, 2i + 1 of qs[32 n + 16 h + l]
+    if (QT == QT_Q2_K || QT == QT_Q3_K) { // group s = 8 n + 2 i + h: bits 2i, 2i + 1 of qs[32 n + 16 h + l]
         uint n = s / 8u, i = (s % 8u) / 2u, h = s % 2u;
-        return q_bytes(q_u32(blk + 16u + 32u * n + 16u * h + 4u * j), 2u * i, 3u);
+        vec4 q = q_bytes(q_u32(blk + (QT == QT_Q2_K ? 16u : 32u) + 32u * n + 16u * h + 4u * j), 2u * i, 3u);
+        if (QT == QT_Q3_K) q += 4.0 * q_bytes(q_u32(blk + 16u * h + 4u * j), 4u * n + i, 1u); // hmask bit
+        return q;
     }
     if (QT == QT_Q6_K) { // value v = 16 s + 4 j + c = 128 h + 32 i + l
         uint h = s / 8u, i = (s % 8u) / 2u, l = 16u * (s % 2u) + 4u * j;

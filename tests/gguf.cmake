@@ -53,8 +53,9 @@ set_tests_properties(gguf_tokenizer PROPERTIES FIXTURES_REQUIRED "")
 # rows of 32-value blocks, Q4_K with rows of 256.
 encore_gguf_test(gguf_blocks_moe_q8_0 blocks -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-bf16 --type q8_0)
 encore_gguf_test(gguf_blocks_moe_q4_k blocks -m ${ENCORE_MODELS_DIR}/tiny-moe-e4k2-d256-bf16 --type q4_k)
-# Q5_0 and IQ4_NL (read as they are) and Q3_K (widened at load to Q6_K,
-# base/quant_widen.h): bit for bit the file of the widened blocks, dense and MoE.
+# Q5_0, IQ4_NL and Q3_K, read as they are with the steps of the Q8_0 / Q6_K
+# blocks base/quant_widen.h rewrites them as: bit for bit the file of those
+# widened blocks, dense and MoE.
 encore_gguf_test(gguf_widened widened -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16)
 encore_gguf_test(gguf_widened_moe widened -m ${ENCORE_MODELS_DIR}/tiny-moe-e4k2-d256-bf16)
 # IQ4_XS and Q2_K (read as they are, with IQ4_NL for rows of no whole

@@ -33,6 +33,7 @@
 #include "backend/cpu/kernels_impl.h"
 #include "base/dtype.h"
 #include "base/quant.h"
+#include "base/quant_widen.h"
 #include "base/threadpool.h"
 #include "isa_fail.h"
 #include "matmul_task.h"
@@ -51,9 +52,9 @@ static void *xmalloc(size_t n)
     return p;
 }
 
-enum { N_TYPES = 9 };
+enum { N_TYPES = 10 };
 static const enc_dtype TYPES[N_TYPES] = {ENC_Q8_0, ENC_Q4_0, ENC_Q5_0,   ENC_IQ4_NL, ENC_Q4_K,
-                                         ENC_Q5_K, ENC_Q6_K, ENC_IQ4_XS, ENC_Q2_K};
+                                         ENC_Q5_K, ENC_Q6_K, ENC_IQ4_XS, ENC_Q2_K,   ENC_Q3_K};
 
 typedef void (*task_fn)(void *ctx, int ith, int nth);
 
@@ -94,7 +95,7 @@ typedef struct world {
 } world;
 
 /* Rows r % 3 == 2 are raw random blocks; the others quantized gaussians
- * (random blocks too for Q5_0, IQ4_NL, IQ4_XS and Q2_K, which have no
+ * (random blocks too for Q5_0, IQ4_NL, IQ4_XS, Q2_K and Q3_K, which have no
  * quantizer here). */
 static void world_init(world *wd, enc_dtype dt)
 {
@@ -201,9 +202,12 @@ static void row_offsets(enc_dtype dt, const unsigned char *wr, double *off)
             for (int i = 0; i < 256; i++)
                 off[256 * b + i] = fabs((double)enc_f16_to_f32(k->dmin) * (k->scales[i / 16] >> 4));
         }
-    } else if (dt == ENC_Q6_K) {
+    } else if (dt == ENC_Q6_K || dt == ENC_Q3_K) { /* Q3_K: its widened Q6_K's */
         for (int b = 0; b < K / 256; b++) {
-            const block_q6_K *k = (const block_q6_K *)(wr + b * sizeof(block_q6_K));
+            block_q6_K w6;
+            if (dt == ENC_Q3_K) quant_widen_row(dt, wr + b * enc_dtype_block_bytes(dt), &w6, 256);
+            const block_q6_K *k =
+                dt == ENC_Q3_K ? &w6 : (const block_q6_K *)(wr + b * sizeof(block_q6_K));
             for (int i = 0; i < 256; i++)
                 off[256 * b + i] = 32.0 * fabs((double)enc_f16_to_f32(k->d) * k->scales[i / 16]);
         }

@@ -1,6 +1,6 @@
 /* test_repack.c - the CPU backend's interleaved weight layout (repack.h) and
  * the matmul over it (cpu_matmul_packed), for Q4_0, Q8_0, Q5_0, IQ4_NL,
- * Q4_K, Q5_K, Q6_K, IQ4_XS and Q2_K, on every ISA this CPU runs:
+ * Q4_K, Q5_K, Q6_K, IQ4_XS, Q2_K and Q3_K, on every ISA this CPU runs:
  *
  *   - the layout is the one repack.h draws: block b of row r's f16 fields
  *     and other bytes found at the offsets computed here from the drawing
@@ -54,14 +54,14 @@ enum { K = 512, MAX_ROWS = 69, MAX_T = 67 };
  * (Q4_0) byte sum from its block themselves. */
 static const int64_t K_LONG = 32 * 8224;
 static int64_t g_k = K;
-enum { N_TYPES = 9 };
+enum { N_TYPES = 10 };
 static const enc_dtype TYPES[N_TYPES] = {ENC_Q4_0, ENC_Q8_0, ENC_Q5_0,   ENC_IQ4_NL, ENC_Q4_K,
-                                         ENC_Q5_K, ENC_Q6_K, ENC_IQ4_XS, ENC_Q2_K};
+                                         ENC_Q5_K, ENC_Q6_K, ENC_IQ4_XS, ENC_Q2_K,   ENC_Q3_K};
 static const int ROWS[4] = {8, 13, 37, 69};
 
 /* Rows r % 3 == 2 raw random blocks, the others quantized gaussians (random
- * blocks too for Q5_0, IQ4_NL, IQ4_XS and Q2_K, which have no quantizer
- * here). */
+ * blocks too for Q5_0, IQ4_NL, IQ4_XS, Q2_K and Q3_K, which have no
+ * quantizer here). */
 static void fill_weights(enc_dtype dt, int rows, unsigned char *w)
 {
     size_t rb = enc_dtype_row_bytes(dt, g_k), bb = enc_dtype_block_bytes(dt);
@@ -301,7 +301,7 @@ int main(void)
             check_layout(TYPES[t], ROWS[i]);
     int n_isas = isa_for_each(
         check_all_kernels,
-        "Q4_0, Q8_0, Q5_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS and Q2_K, 4 row counts, 10 "
+        "Q4_0, Q8_0, Q5_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS, Q2_K and Q3_K, 4 row counts, 10 "
         "token counts, 1-3 threads; long Q4_0 rows");
     g_isa = "backend";
     check_backend(1, 1);

@@ -264,8 +264,8 @@ add_test(NAME vulkan_quantized_experts
 set_tests_properties(vulkan_quantized_experts PROPERTIES
   FIXTURES_REQUIRED tiny_models LABELS "vulkan;quant;moe" TIMEOUT 120)
 
-# Q5_0, IQ4_NL and Q3_K experts and matrices on Vulkan (Q3_K widened at
-# load): the ids and logits of the file of the widened Q8_0 / Q6_K blocks.
+# Q5_0, IQ4_NL and Q3_K experts and matrices on Vulkan, read as they are:
+# the ids and logits of the file of the widened Q8_0 / Q6_K blocks.
 add_test(NAME vulkan_widened_types
   COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_gguf.py widened --device vulkan
           --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/tiny-moe-e4k2-d256-bf16)

@@ -26,6 +26,7 @@ enc_dtype quant_dot_dtype(enc_dtype w)
     case ENC_Q6_K:
     case ENC_IQ4_XS:
     case ENC_Q2_K:
+    case ENC_Q3_K:
         return ENC_Q8_K;
     default:
         return ENC_F32;

@@ -122,9 +122,8 @@ static inline int quant_iq4xs_ls(const block_iq4_xs *b, int s)
 }
 
 /* The 8-bit block type that activations take for integer dot products with
- * weights of type w: Q8_0 for Q8_0, Q4_0, Q5_0 and IQ4_NL, Q8_K for Q2_K, Q4_K, Q5_K,
- * Q6_K and IQ4_XS;
- * F32 for any other type. */
+ * weights of type w: Q8_0 for Q8_0, Q4_0, Q5_0 and IQ4_NL, Q8_K for Q2_K,
+ * Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS; F32 for any other type. */
 enc_dtype quant_dot_dtype(enc_dtype w);
 
 /* dst[0 .. n) = the n values of the blocks at src (n a multiple of the block

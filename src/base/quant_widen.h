@@ -2,8 +2,9 @@
  * reads by widening them, at load and exactly, to a block type its kernels
  * read: every value of the widened block equals the stored one bit for bit,
  * so a model runs as the file's own dequantized weights would, at the
- * widened type's bytes. (Both backends read Q5_0 and IQ4_NL as they are;
- * nothing reads Q3_K as it is.)
+ * widened type's bytes. (Both backends read all three as they are, with
+ * the steps, so the bits, of the widened blocks; the widening stays for a
+ * backend that lacks a type, and as the definition those steps follow.)
  *
  *   Q5_0    [d f16][qh 4 B][qs 16 B]   x = d * (q - 16), q 5 bits: the low
  *           4 as Q4_0's nibbles, bit j of qh (little-endian) the fifth bit

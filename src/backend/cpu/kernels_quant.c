@@ -206,6 +206,20 @@ static float cpu__qs_dot_q6_k(const void *wv, const void *xv, int64_t nb)
     return cpu__qs_dot_k(cpu__qs_kstep_q6_k, sizeof(block_q6_K), wv, xv, nb);
 }
 
+/* Q3_K: the steps of the Q6_K block it widens to (base/quant_widen.h: the
+ * same scales and levels), so that block's bits. */
+static void cpu__qs_kstep_q3_k(const void *wv, const block_q8_K *x, float *acc, float *accm)
+{
+    block_q6_K w6;
+    quant_widen_row(ENC_Q3_K, wv, &w6, QUANT_K);
+    cpu__qs_kstep_q6_k(&w6, x, acc, accm);
+}
+
+static float cpu__qs_dot_q3_k(const void *wv, const void *xv, int64_t nb)
+{
+    return cpu__qs_dot_k(cpu__qs_kstep_q3_k, sizeof(block_q3_K), wv, xv, nb);
+}
+
 /* Q2_K: groups g of 16, d sc[g] q - dmin m[g]. */
 static void cpu__qs_kstep_q2_k(const void *wv, const block_q8_K *x, float *acc, float *accm)
 {
@@ -266,6 +280,7 @@ CPU__QS_ROWS(q5_k)
 CPU__QS_ROWS(q6_k)
 CPU__QS_ROWS(iq4_xs)
 CPU__QS_ROWS(q2_k)
+CPU__QS_ROWS(q3_k)
 
 /* The interleaved entries: each block of the group's 8 rows back in the
  * row layout (cpu_repack_block), then the row dots' steps, output by output. */
@@ -316,6 +331,7 @@ static void cpu__qs_x8_k(enc_dtype dt, cpu__qs_kstep_fn step, int T, const void 
         block_q6_K q6;
         block_iq4_xs iq4;
         block_q2_K q2;
+        block_q3_K q3;
     } blk; /* one superblock of any K type */
     for (int64_t b = 0; b < nb; b++)
         for (int r = 0; r < CPU_REPACK_ROWS; r++) {
@@ -363,6 +379,13 @@ static void cpu__qs_x8_q2_k(int T, const void *g, const void *const *x,
     cpu__qs_x8_k(ENC_Q2_K, cpu__qs_kstep_q2_k, T, g, x, nb, y);
 }
 
+static void cpu__qs_x8_q3_k(int T, const void *g, const void *const *x,
+                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
+{
+    (void)tok;
+    cpu__qs_x8_k(ENC_Q3_K, cpu__qs_kstep_q3_k, T, g, x, nb, y);
+}
+
 const cpu__quant_table cpu__quant_scalar = {
     .name = "scalar",
     .x8 =
@@ -376,6 +399,7 @@ const cpu__quant_table cpu__quant_scalar = {
             [ENC_Q6_K] = cpu__qs_x8_q6_k,
             [ENC_IQ4_XS] = cpu__qs_x8_iq4_xs,
             [ENC_Q2_K] = cpu__qs_x8_q2_k,
+            [ENC_Q3_K] = cpu__qs_x8_q3_k,
         },
     .dot =
         {
@@ -388,6 +412,7 @@ const cpu__quant_table cpu__quant_scalar = {
             [ENC_Q6_K] = cpu__qs_rows_q6_k,
             [ENC_IQ4_XS] = cpu__qs_rows_iq4_xs,
             [ENC_Q2_K] = cpu__qs_rows_q2_k,
+            [ENC_Q3_K] = cpu__qs_rows_q3_k,
         },
 };
 

@@ -16,6 +16,8 @@
  *   Q6_K . Q8_K, per 256-block, groups g of 16 (q stored as q + 32):
  *       isum = sum_g sc[g] sum_j (q+32)[g, j] xq[g, j]; corr = 32 sum_g sc[g] bsums[g]
  *       acc += (d_w d_x) isum;  accm += (d_w d_x) corr;      y = acc - accm
+ *   Q3_K . Q8_K: the steps of the Q6_K block it widens to (quant_widen.h):
+ *       levels q + 4 h + 28 (Q6_K's q + 32), scales s - 32, as Q6_K above
  *   Q2_K . Q8_K, per 256-block, groups g of 16 (4-bit sc and m):
  *       isum = sum_g sc[g] sum_j q[g, j] xq[g, j];  msum = sum_g m[g] bsums[g]
  *       acc += (d_w d_x) isum;  accm += (dmin_w d_x) msum;   y = acc - accm
@@ -399,15 +401,16 @@ CPU__Q_TYPE(q4_0, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__Q4)
 CPU__Q_TYPE(iq4_nl, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__IQ4)
 CPU__Q_TYPE(q5_0, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__Q5)
 
-/* --- the K types: Q4_K, Q5_K, Q6_K, IQ4_XS and Q2_K ---------------------- */
+/* --- the K types: Q4_K, Q5_K, Q6_K, IQ4_XS, Q2_K and Q3_K ---------------- */
 
-/* One tile body serves the five K types (kt, a constant at every call site)
+/* One tile body serves the six K types (kt, a constant at every call site)
  * for T (1, 2 or 4) tokens x 4 rows. Per weight superblock, per row:
  *   - its scales unpacked once, in vectors: the 16-bit sub-block scales in
  *     both 128-bit lanes (picked per sub-block by one byte shuffle), and the
  *     16 int16 that dotted with the token's 16 bsums give the correction
  *     (Q4_K/Q5_K: each 6-bit min twice, m[s] . (bsums[2s] + bsums[2s+1]);
- *     Q6_K: the 16 scales, sc[g] . bsums[g], times 32; Q2_K: its 16 mins,
+ *     Q6_K and Q3_K: the 16 scales, sc[g] . bsums[g], times 32; Q2_K: its
+ *     16 mins,
  *     m[g] . bsums[g]; IQ4_XS: none);
  *   - each run of 32 levels unpacked once and dotted with every token
  *     (IQ4_XS's are signed: |level| . x sign(level), as the 32-blocks').
@@ -415,7 +418,14 @@ CPU__Q_TYPE(q5_0, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__Q5)
  * corr, and its f32 steps are the portable dot's, one lane per output:
  * acc += (d_w d_x) isum, accm += (dm d_x) corr, y = acc - accm. So every
  * tile shape gives every output the portable bits. */
-enum { CPU__QK_Q4 = 0, CPU__QK_Q5 = 1, CPU__QK_Q6 = 2, CPU__QK_IQ4 = 3, CPU__QK_Q2 = 4 };
+enum {
+    CPU__QK_Q4 = 0,
+    CPU__QK_Q5 = 1,
+    CPU__QK_Q6 = 2,
+    CPU__QK_IQ4 = 3,
+    CPU__QK_Q2 = 4,
+    CPU__QK_Q3 = 5
+};
 
 /* Bytes of one superblock of K type kt. */
 static inline size_t cpu__q_k_bb(int kt)
@@ -424,6 +434,7 @@ static inline size_t cpu__q_k_bb(int kt)
            : kt == CPU__QK_Q5  ? sizeof(block_q5_K)
            : kt == CPU__QK_IQ4 ? sizeof(block_iq4_xs)
            : kt == CPU__QK_Q2  ? sizeof(block_q2_K)
+           : kt == CPU__QK_Q3  ? sizeof(block_q3_K)
                                : sizeof(block_q4_K);
 }
 enum { CPU__QK_TMAX = 4 }; /* tokens per tile */
@@ -492,6 +503,22 @@ CPU__Q_INLINE void cpu__q_k_scales(int kt, const unsigned char *wb, __m256i *sc,
         *d = *dm = cpu__q_f16(w->d);
         return;
     }
+    if (kt == CPU__QK_Q3) { /* the 16 6-bit scales less 32, then as Q6_K */
+        const block_q3_K *w = (const block_q3_K *)wb;
+        const uint32_t m4 = 0x0f0f0f0f, m2 = 0x03030303;
+        uint32_t a[3];
+        memcpy(a, w->scales, sizeof a);
+        __m128i v = _mm_setr_epi32((int)((a[0] & m4) | (a[2] & m2) << 4),
+                                   (int)((a[1] & m4) | ((a[2] >> 2) & m2) << 4),
+                                   (int)(((a[0] >> 4) & m4) | ((a[2] >> 4) & m2) << 4),
+                                   (int)(((a[1] >> 4) & m4) | ((a[2] >> 6) & m2) << 4));
+        __m256i s16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(v, _mm_set1_epi8(32)));
+        sc[0] = _mm256_permute2x128_si256(s16, s16, 0x00);
+        sc[1] = _mm256_permute2x128_si256(s16, s16, 0x11);
+        *mv = s16;
+        *d = *dm = cpu__q_f16(w->d);
+        return;
+    }
     if (kt == CPU__QK_Q2) { /* the 16 groups' sc and m, in Q6_K's arrangement */
         const block_q2_K *w = (const block_q2_K *)wb;
         __m128i v = _mm_loadu_si128((const __m128i *)w->scales), m4 = _mm_set1_epi8(15);
@@ -534,17 +561,27 @@ CPU__Q_INLINE void cpu__q_k_scales(int kt, const unsigned char *wb, __m256i *sc,
  * groups of 16, one per 128-bit half). */
 CPU__Q_INLINE __m256i cpu__q_k_pick(int kt, const __m256i *sc, int s)
 {
-    if (kt == CPU__QK_Q6 || kt == CPU__QK_Q2)
+    if (kt == CPU__QK_Q6 || kt == CPU__QK_Q2 || kt == CPU__QK_Q3)
         return cpu__q_pick16(sc[s / 4], 2 * (s % 4), 2 * (s % 4) + 1);
     return cpu__q_pick16(sc[0], s, s);
 }
 
 /* Run s (values 32 s .. 32 s + 31) of superblock wb as 32 levels: unsigned
- * Q4_K 0..15, Q5_K 0..31, Q6_K 0..63 (q + 32), Q2_K 0..3; IQ4_XS signed,
- * its nibbles (an IQ4_NL block's layout) through the table. */
+ * Q4_K 0..15, Q5_K 0..31, Q6_K 0..63 (q + 32), Q2_K 0..3, Q3_K 28..35
+ * (q + 4 h + 28: its widened Q6_K's); IQ4_XS signed, its nibbles (an
+ * IQ4_NL block's layout) through the table. */
 CPU__Q_INLINE __m256i cpu__q_k_levels(int kt, const unsigned char *wb, int s)
 {
     const __m256i m4 = _mm256_set1_epi8(15);
+    if (kt == CPU__QK_Q3) { /* Q2_K's 2 bits, and bit s of hmask as 4 */
+        const block_q3_K *w = (const block_q3_K *)wb;
+        __m256i v = _mm256_loadu_si256((const __m256i *)(w->qs + 32 * (s / 4)));
+        __m256i h = _mm256_loadu_si256((const __m256i *)w->hmask);
+        __m256i q = _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * (s % 4))),
+                                     _mm256_set1_epi8(3));
+        h = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(s)), _mm256_set1_epi8(1));
+        return _mm256_add_epi8(_mm256_or_si256(q, _mm256_slli_epi16(h, 2)), _mm256_set1_epi8(28));
+    }
     if (kt == CPU__QK_Q2) { /* the 32 bytes of its 128 values, shifted by 2 (s % 4) */
         __m256i v =
             _mm256_loadu_si256((const __m256i *)(((const block_q2_K *)wb)->qs + 32 * (s / 4)));
@@ -618,7 +655,7 @@ CPU__Q_INLINE void cpu__q_k_row(int kt, int T, const unsigned char *wb, const bl
     {
         __m256i bs = _mm256_loadu_si256((const __m256i *)x[t]->bsums);
         corr[t] = _mm256_madd_epi16(mv, bs);
-        if (kt == CPU__QK_Q6) corr[t] = _mm256_slli_epi32(corr[t], 5);
+        if (kt == CPU__QK_Q6 || kt == CPU__QK_Q3) corr[t] = _mm256_slli_epi32(corr[t], 5);
     }
     *isum_out = cpu__q_hsum_t(T, isum);
     *corr_out = cpu__q_hsum_t(T, corr);
@@ -678,6 +715,7 @@ CPU__Q_TYPE(q5_k, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_Q5)
 CPU__Q_TYPE(q6_k, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_Q6)
 CPU__Q_TYPE(iq4_xs, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_IQ4)
 CPU__Q_TYPE(q2_k, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_Q2)
+CPU__Q_TYPE(q3_k, cpu__q_k_rows, cpu__q_k_tile, CPU__QK_TMAX, CPU__QK_Q3)
 
 /* --- activations: f32 rows -> Q8_0 / Q8_K blocks --------------------------- */
 
@@ -782,6 +820,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q6_K] = cpu__qxk_q6_k,
             [ENC_IQ4_XS] = cpu__qxk_iq4_xs,
             [ENC_Q2_K] = cpu__qxk_q2_k,
+            [ENC_Q3_K] = cpu__qxk_q3_k,
         },
 #ifdef CPU__QX16
     .x16 =
@@ -795,6 +834,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q6_K] = cpu__qxk_q6_k16,
             [ENC_IQ4_XS] = cpu__qxk_iq4_xs16,
             [ENC_Q2_K] = cpu__qxk_q2_k16,
+            [ENC_Q3_K] = cpu__qxk_q3_k16,
         },
 #endif
     .dot =
@@ -808,6 +848,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q6_K] = cpu__q_dot_q6_k,
             [ENC_IQ4_XS] = cpu__q_dot_iq4_xs,
             [ENC_Q2_K] = cpu__q_dot_q2_k,
+            [ENC_Q3_K] = cpu__q_dot_q3_k,
         },
     .tile =
         {
@@ -820,6 +861,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q6_K] = cpu__q_tile_q6_k,
             [ENC_IQ4_XS] = cpu__q_tile_iq4_xs,
             [ENC_Q2_K] = cpu__q_tile_q2_k,
+            [ENC_Q3_K] = cpu__q_tile_q3_k,
         },
     .tile_tokens =
         {
@@ -832,6 +874,7 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_Q6_K] = CPU__QK_TMAX,
             [ENC_IQ4_XS] = CPU__QK_TMAX,
             [ENC_Q2_K] = CPU__QK_TMAX,
+            [ENC_Q3_K] = CPU__QK_TMAX,
         },
 };
 

@@ -314,10 +314,88 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_q2_group)(int T, const unsigned char *q, size_
     }
 }
 
+/* Group g (16 values) of a Q3_K superblock of the 8 rows, q its chunks
+ * after the f16 plane (8 hmask chunks, 16 qs chunks, 3 scale chunks), sv
+ * the unpacked scales less 32 (signed bytes), against T tokens: isum[t] +=
+ * sc[g] sum (q + 4 h + 28) x, its widened Q6_K block's integers. The
+ * levels (28..35): Q2_K's two bits of the qs chunks and bit 4 n + j of the
+ * hmask chunks as 4; a vpmaddubsw pair |.| <= 2 * 35 * 128, so two chunks'
+ * int16 sum before each vpmaddwd by the scale. */
+CPU__Q_INLINE void QK_FN(cpu__qxk_q3_group)(int T, const unsigned char *q, size_t o1,
+                                            const block_q8_K *const *x, int g, const QK_V *sv,
+                                            QK_V *isum)
+{
+    int n = g / 8, j = (g % 8) / 2, h = g % 2;
+    QK_V sg = QK_FN(cpu__qxk_s16)(sv[g / 4], g % 4, g % 4);
+    CPU__Q_UNROLL for (int i0 = 0; i0 < 4; i0 += 2)
+    {
+        QK_V lv[2];
+        CPU__Q_UNROLL for (int i = 0; i < 2; i++)
+        {
+            QK_V v = QK_FN(cpu__qxk_chunk)(q, o1, 8 + 8 * n + 4 * h + i0 + i);
+            QK_V hb = QK_FN(cpu__qxk_chunk)(q, o1, 4 * h + i0 + i);
+            QK_V lo = QK_AND(QK_SRLI16(v, 2 * j), QK_SET1_8(3));
+            QK_V hi = QK_AND(QK_SRLI16(hb, 4 * n + j), QK_SET1_8(1));
+            lv[i] = QK_ADD8(QK_OR(lo, QK_SLLI16(hi, 2)), QK_SET1_8(28));
+        }
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        {
+            const int8_t *xq = x[t]->qs + 16 * g + 4 * i0;
+            QK_V s16 =
+                QK_ADD16(QK_MADDUBS(lv[0], QK_BCAST4(xq)), QK_MADDUBS(lv[1], QK_BCAST4(xq + 4)));
+            isum[t] = QK_ADD32(isum[t], QK_MADD(s16, sg));
+        }
+    }
+}
+
+/* The 16 groups of a Q2_K (kt CPU__QXK_Q2) or Q3_K superblock of the 8
+ * rows against T tokens, then the correction: isum[t] as the group bodies
+ * make it (sc: Q2_K's scales' nibbles, Q3_K's signed scales), corr[t] =
+ * sum_g c[g] bsums[g] (cm: Q2_K's mins' nibbles, Q3_K's scales again); pf
+ * the block to prefetch. One token's groups unrolled (constant shifts and
+ * shuffles), more tokens' a loop. */
+CPU__Q_INLINE void QK_FN(cpu__qxk_g16_sb)(int kt, int T, const unsigned char *q, size_t o1,
+                                          const block_q8_K *const *x, const QK_V *sc,
+                                          const QK_V *cm, QK_V *isum, QK_V *corr,
+                                          const unsigned char *pf)
+{
+    const size_t gb = CPU__QX_R * (kt == CPU__QXK_Q2 ? sizeof(block_q2_K) : sizeof(block_q3_K));
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = corr[t] = QK_ZERO();
+    if (T == 1) {
+        CPU__Q_UNROLL8 for (int s = 0; s < 8; s++)
+        {
+            cpu__qxk_prefetch(pf, gb, s);
+            CPU__Q_UNROLL for (int g = 2 * s; g < 2 * s + 2; g++)
+            {
+                if (kt == CPU__QXK_Q2)
+                    QK_FN(cpu__qxk_q2_group)(1, q, o1, x, g, sc, isum);
+                else
+                    QK_FN(cpu__qxk_q3_group)(1, q, o1, x, g, sc, isum);
+            }
+        }
+    } else {
+        for (int g = 0; g < 16; g++) {
+            if (kt == CPU__QXK_Q2)
+                QK_FN(cpu__qxk_q2_group)(T, q, o1, x, g, sc, isum);
+            else
+                QK_FN(cpu__qxk_q3_group)(T, q, o1, x, g, sc, isum);
+        }
+    }
+    CPU__Q_UNROLL8 for (int p = 0; p < 8; p++)
+    { /* groups 2p and 2p + 1 against their bsums */
+        int j0 = 2 * (p % 2), j1 = j0 + 1;
+        QK_V cp = kt == CPU__QXK_Q2 ? QK_FN(cpu__qxk_u16x2)(cm[p / 2], j0, j1)
+                                    : QK_FN(cpu__qxk_s16)(cm[p / 2], j0, j1);
+        CPU__Q_UNROLL for (int t = 0; t < T; t++)
+        {
+            corr[t] = QK_ADD32(corr[t], QK_MADD(cp, QK_FN(cpu__qxk_bsum2)(x[t], 2 * p)));
+        }
+    }
+}
+
 /* Q2_K superblock gp of the 8 rows (f16 planes d, dmin; 4 scale chunks,
  * 16 qs chunks) against T tokens: isum[t] and msum[t] = sum_g m[g]
- * bsums[g], lane r row r's; pf the block to prefetch (cpu__qxk_prefetch).
- * One token's 16 groups unrolled (constant shifts and shuffles). */
+ * bsums[g], lane r row r's; pf the block to prefetch (cpu__qxk_prefetch). */
 CPU__Q_INLINE void QK_FN(cpu__qxk_q2_sb)(int T, const unsigned char *gp, size_t o1,
                                          const block_q8_K *const *x, QK_V *isum, QK_V *msum,
                                          const unsigned char *pf)
@@ -330,26 +408,30 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_q2_sb)(int T, const unsigned char *gp, size_t 
         scl[c] = QK_AND(v, QK_SET1_8(15));
         mnh[c] = QK_AND(QK_SRLI16(v, 4), QK_SET1_8(15));
     }
-    CPU__Q_UNROLL for (int t = 0; t < T; t++) isum[t] = msum[t] = QK_ZERO();
-    if (T == 1) {
-        CPU__Q_UNROLL8 for (int s = 0; s < 8; s++)
-        {
-            cpu__qxk_prefetch(pf, CPU__QX_R * sizeof(block_q2_K), s);
-            QK_FN(cpu__qxk_q2_group)(1, q, o1, x, 2 * s, scl, isum);
-            QK_FN(cpu__qxk_q2_group)(1, q, o1, x, 2 * s + 1, scl, isum);
-        }
-    } else {
-        for (int g = 0; g < 16; g++)
-            QK_FN(cpu__qxk_q2_group)(T, q, o1, x, g, scl, isum);
-    }
-    CPU__Q_UNROLL8 for (int p = 0; p < 8; p++)
-    { /* groups 2p and 2p + 1: their mins against their bsums */
-        QK_V mp = QK_FN(cpu__qxk_u16x2)(mnh[p / 2], 2 * (p % 2), 2 * (p % 2) + 1);
-        CPU__Q_UNROLL for (int t = 0; t < T; t++)
-        {
-            msum[t] = QK_ADD32(msum[t], QK_MADD(mp, QK_FN(cpu__qxk_bsum2)(x[t], 2 * p)));
-        }
-    }
+    QK_FN(cpu__qxk_g16_sb)(CPU__QXK_Q2, T, q, o1, x, scl, mnh, isum, msum, pf);
+}
+
+/* Q3_K superblock gp of the 8 rows (1 f16 plane, 27 chunks) against T
+ * tokens: isum[t] and corr[t] (32 sum_g sc[g] bsums[g], Q6_K's) lane r row
+ * r's; pf the block to prefetch. The 6-bit scales of the 8 rows unpacked
+ * at once from the 3 scale chunks (lane r: row r's 12 bytes), as
+ * quant_widen.c reads them, less 32. */
+CPU__Q_INLINE void QK_FN(cpu__qxk_q3_sb)(int T, const unsigned char *gp, size_t o1,
+                                         const block_q8_K *const *x, QK_V *isum, QK_V *corr,
+                                         const unsigned char *pf)
+{
+    const unsigned char *q = gp + 2 * CPU__QX_R;
+    const QK_V m4 = QK_SET1_8(15), m2 = QK_SET1_8(3);
+    QK_V a0 = QK_FN(cpu__qxk_chunk)(q, o1, 24), a1 = QK_FN(cpu__qxk_chunk)(q, o1, 25),
+         a2 = QK_FN(cpu__qxk_chunk)(q, o1, 26);
+    QK_V sv[4]; /* lane r: row r's scales 4c .. 4c + 3, less 32 */
+    sv[0] = QK_OR(QK_AND(a0, m4), QK_SLLI32(QK_AND(a2, m2), 4));
+    sv[1] = QK_OR(QK_AND(a1, m4), QK_SLLI32(QK_AND(QK_SRLI32(a2, 2), m2), 4));
+    sv[2] = QK_OR(QK_AND(QK_SRLI32(a0, 4), m4), QK_SLLI32(QK_AND(QK_SRLI32(a2, 4), m2), 4));
+    sv[3] = QK_OR(QK_AND(QK_SRLI32(a1, 4), m4), QK_SLLI32(QK_AND(QK_SRLI32(a2, 6), m2), 4));
+    CPU__Q_UNROLL for (int c = 0; c < 4; c++) sv[c] = QK_ADD8(sv[c], QK_SET1_8(-32));
+    QK_FN(cpu__qxk_g16_sb)(CPU__QXK_Q3, T, q, o1, x, sv, sv, isum, corr, pf);
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) corr[t] = QK_SLLI32(corr[t], 5);
 }
 
 /* IQ4_XS superblock gp of the 8 rows (f16 planes d and scales_h; chunk 0
@@ -441,6 +523,7 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_tile)(int kt, int T, const void *g, const void
                                    : kt == CPU__QXK_Q5  ? sizeof(block_q5_K)
                                    : kt == CPU__QXK_IQ4 ? sizeof(block_iq4_xs)
                                    : kt == CPU__QXK_Q2  ? sizeof(block_q2_K)
+                                   : kt == CPU__QXK_Q3  ? sizeof(block_q3_K)
                                                         : sizeof(block_q4_K));
     const size_t o1 = (QK_GROUPS - 1) * (size_t)nb * gb; /* the second group's bytes */
     QK_F acc[CPU__QX_TOKENS], accm[CPU__QX_TOKENS];
@@ -458,10 +541,12 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_tile)(int kt, int T, const void *g, const void
             QK_FN(cpu__qxk_iq4_sb)(T, gp, o1, x, isum, pf);
         else if (kt == CPU__QXK_Q2)
             QK_FN(cpu__qxk_q2_sb)(T, gp, o1, x, isum, corr, pf);
+        else if (kt == CPU__QXK_Q3)
+            QK_FN(cpu__qxk_q3_sb)(T, gp, o1, x, isum, corr, pf);
         else
             QK_FN(cpu__qxk_q45_sb)(kt, T, gp, o1, x, isum, corr, pf);
         QK_F dw = QK_F16S(gp, o1);
-        QK_F dm = kt == CPU__QXK_Q6 ? dw : QK_F16S(gp + 16, o1);
+        QK_F dm = kt == CPU__QXK_Q6 || kt == CPU__QXK_Q3 ? dw : QK_F16S(gp + 16, o1);
         CPU__Q_UNROLL for (int t = 0; t < T; t++)
         {
             QK_F dx = QK_FSET1(x[t]->d);
@@ -520,6 +605,13 @@ static void QK_FN(cpu__qxk_q2_k)(int T, const void *g, const void *const *x,
 {
     (void)tok;
     QK_FN(cpu__qxk_by_t)(CPU__QXK_Q2, T, g, x, nb, y);
+}
+
+static void QK_FN(cpu__qxk_q3_k)(int T, const void *g, const void *const *x,
+                                 const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
+{
+    (void)tok;
+    QK_FN(cpu__qxk_by_t)(CPU__QXK_Q3, T, g, x, nb, y);
 }
 
 /* the vocabulary, forgotten for the next width */

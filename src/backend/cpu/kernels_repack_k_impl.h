@@ -36,7 +36,14 @@
  * 16 rows, for calls of several tokens (the table's x16), each byte
  * shuffle, vpmaddubsw and vpmaddwd serving 16 rows. */
 
-enum { CPU__QXK_Q4 = 0, CPU__QXK_Q6 = 1, CPU__QXK_Q5 = 2, CPU__QXK_IQ4 = 3, CPU__QXK_Q2 = 4 };
+enum {
+    CPU__QXK_Q4 = 0,
+    CPU__QXK_Q6 = 1,
+    CPU__QXK_Q5 = 2,
+    CPU__QXK_IQ4 = 3,
+    CPU__QXK_Q2 = 4,
+    CPU__QXK_Q3 = 5
+};
 
 /* A one-token call streams the matrix from DRAM: it asks for pf, the next
  * group's block (gb bytes), in CPU__QXK_PF_STEPS parts, part `step` at each

@@ -35,6 +35,8 @@ static cpu__rp_kind cpu__rp_kind_of(enc_dtype dt)
         return (cpu__rp_kind){1, {208, 0}, 0, 208};
     case ENC_Q2_K:
         return (cpu__rp_kind){2, {80, 82}, 0, 80};
+    case ENC_Q3_K:
+        return (cpu__rp_kind){1, {108, 0}, 0, 108};
     case ENC_IQ4_XS: /* d and scales_h as the two 16-bit planes */
         return (cpu__rp_kind){2, {0, 2}, 4, 132};
     default:
