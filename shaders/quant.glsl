@@ -22,6 +22,8 @@
 //   IQ4_XS 136 B [d f16][scales_h 2 B][scales_l 4 B][qs 128 B]  a = d (ls - 32), z = 0, m = 0,
 //               q = IQ4NL[nibble], sub-block s an IQ4_NL block's nibbles at qs[16 s]
 //   Q2_K  84 B  [scales 16][qs 64][d][dmin]      units of 16: a = d sc, z = 0, m = dmin mn
+//   Q4_1 20 B   [d][m][qs 16 B nibbles]           a = d, z = 0, m = -m (x = d q + m)
+//   Q5_1 24 B   [d][m][qh 4 B][qs 16 B]           as Q4_1, q + 16 x its bit of qh
 //   Q3_K 110 B  [hmask 32][qs 64][scales 12][d]  units of 16: a = d (sc - 32), z = 4, m = 0,
 //               q = Q2_K's two bits + 4 x its hmask bit (base/quant_widen.h)
 
@@ -36,10 +38,13 @@ layout(constant_id = 5) const uint QT = 4u;
 #define QT_IQ4_XS 13u
 #define QT_Q2_K 14u
 #define QT_Q3_K 12u
+#define QT_Q4_1 15u
+#define QT_Q5_1 16u
 const uint QBB = QT == QT_Q8_0 ? 34u : QT == QT_Q4_0 || QT == QT_IQ4_NL ? 18u : QT == QT_Q5_0 ? 22u
                : QT == QT_Q4_K ? 144u : QT == QT_Q5_K ? 176u : QT == QT_IQ4_XS ? 136u
-               : QT == QT_Q2_K ? 84u : QT == QT_Q3_K ? 110u : 210u;
-const uint QBE = QT == QT_Q8_0 || QT == QT_Q4_0 || QT == QT_IQ4_NL || QT == QT_Q5_0 ? 32u : 256u; // values per block
+               : QT == QT_Q2_K ? 84u : QT == QT_Q3_K ? 110u : QT == QT_Q4_1 ? 20u : QT == QT_Q5_1 ? 24u : 210u;
+const uint QBE = QT == QT_Q8_0 || QT == QT_Q4_0 || QT == QT_IQ4_NL || QT == QT_Q5_0 || QT == QT_Q4_1
+                 || QT == QT_Q5_1 ? 32u : 256u; // values per block
 
 // IQ4_NL's levels by nibble (base/quant_widen.h quant_iq4nl_values).
 const float IQ4NL[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
@@ -104,6 +109,7 @@ vec3 q_head(uint r, uint u)
     if (QT == QT_Q8_0 || QT == QT_IQ4_NL) return vec3(q_f16(blk), 0.0, 0.0);
     if (QT == QT_Q4_0) return vec3(q_f16(blk), 8.0, 0.0);
     if (QT == QT_Q5_0) return vec3(q_f16(blk), 16.0, 0.0);
+    if (QT == QT_Q4_1 || QT == QT_Q5_1) return vec3(q_f16(blk), 0.0, -q_f16(blk + 2u));
     if (QT == QT_Q3_K) { // group s's 6 bits: low 4 in scales[s % 8] (>> 4 from 8 on), high 2 in scales[8 + s % 4]
         uint lo = (q_u8(blk + 96u + s % 8u) >> (4u * (s / 8u))) & 15u;
         uint hi = (q_u8(blk + 104u + s % 4u) >> (2u * (s / 4u))) & 3u;
@@ -137,9 +143,11 @@ vec4 q_levels(uint r, uint u, uint j)
     }
     if (QT == QT_Q4_0) // values 0..15 in the low nibbles of qs, 16..31 in the high
         return q_bytes(q_u32(blk + 2u + 4u * (j & 3u)), j >= 4u ? 4u : 0u, 15u);
-    if (QT == QT_Q5_0) { // Q4_0's nibbles after qh, bit 4j + c of qh the fifth of value 4j + c
-        vec4 lo = q_bytes(q_u32(blk + 6u + 4u * (j & 3u)), j >= 4u ? 4u : 0u, 15u);
-        uint qh = q_u32(blk + 2u) >> (4u * j);
+    if (QT == QT_Q4_1) return q_bytes(q_u32(blk + 4u + 4u * (j & 3u)), j >= 4u ? 4u : 0u, 15u);
+    if (QT == QT_Q5_0 || QT == QT_Q5_1) { // Q4_0's nibbles after qh, bit 4j + c of qh the fifth of value 4j + c
+        uint hb = QT == QT_Q5_0 ? blk + 2u : blk + 4u;
+        vec4 lo = q_bytes(q_u32(hb + 4u + 4u * (j & 3u)), j >= 4u ? 4u : 0u, 15u);
+        uint qh = q_u32(hb) >> (4u * j);
         return lo + 16.0 * vec4(uvec4(qh, qh >> 1u, qh >> 2u, qh >> 3u) & 1u);
     }
     if (QT == QT_IQ4_NL || QT == QT_IQ4_XS) { // Q4_0's nibbles, each a level of the table

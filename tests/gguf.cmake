@@ -64,3 +64,6 @@ encore_gguf_test(gguf_iq4_xs read-as-is --type IQ4_XS -m ${ENCORE_MODELS_DIR}/ti
 encore_gguf_test(gguf_iq4_xs_moe read-as-is --type IQ4_XS -m ${ENCORE_MODELS_DIR}/tiny-moe-e4k2-d256-bf16)
 encore_gguf_test(gguf_q2_k read-as-is --type Q2_K -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16)
 encore_gguf_test(gguf_q2_k_moe read-as-is --type Q2_K -m ${ENCORE_MODELS_DIR}/tiny-moe-e4k2-d256-bf16)
+# Q4_1 and Q5_1 (32-value blocks with a min): the same, on 64-wide checkpoints.
+encore_gguf_test(gguf_q4_1 read-as-is --type Q4_1 -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
+encore_gguf_test(gguf_q5_1_moe read-as-is --type Q5_1 -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-bf16)

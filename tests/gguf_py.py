@@ -33,10 +33,12 @@ _SCALAR = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i", F32: 
 GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q8_0, GGML_Q4_K, GGML_BF16 = 0, 1, 2, 8, 12, 30
 GGML_Q5_K, GGML_Q6_K = 13, 14
 GGML_Q5_0, GGML_Q3_K, GGML_IQ4_NL, GGML_IQ4_XS, GGML_Q2_K = 6, 11, 20, 23, 10
+GGML_Q4_1, GGML_Q5_1 = 3, 7
 GGML_NAMES = {GGML_F32: "F32", GGML_F16: "F16", GGML_BF16: "BF16", GGML_Q4_0: "Q4_0",
               GGML_Q8_0: "Q8_0", GGML_Q4_K: "Q4_K", GGML_Q5_K: "Q5_K", GGML_Q6_K: "Q6_K",
               GGML_Q5_0: "Q5_0", GGML_Q3_K: "Q3_K", GGML_IQ4_NL: "IQ4_NL",
-              GGML_IQ4_XS: "IQ4_XS", GGML_Q2_K: "Q2_K"}
+              GGML_IQ4_XS: "IQ4_XS", GGML_Q2_K: "Q2_K", GGML_Q4_1: "Q4_1",
+              GGML_Q5_1: "Q5_1"}
 GGML_IDS = {name: i for i, name in GGML_NAMES.items()}
 ST_TO_GGML = {"F32": GGML_F32, "F16": GGML_F16, "BF16": GGML_BF16}
 

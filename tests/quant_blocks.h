@@ -62,6 +62,10 @@ static inline int qb_f16_fields(enc_dtype dt, int *off)
     case ENC_Q2_K:
         off[0] = 80, off[1] = 82;
         return 2;
+    case ENC_Q4_1:
+    case ENC_Q5_1:
+        off[0] = 0, off[1] = 2;
+        return 2;
     default:
         return 0;
     }

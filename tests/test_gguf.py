@@ -237,11 +237,11 @@ def bad_cases(cfg, kvs, tensors):
         ("past_end", with_tensor(len(tensors) - 1, offset=(last_end // 32 + 64) * 32)[:len(good)],
          [f"'{tensors[-1].name}'", "past the end", "byte offset"]),
         ("overlap", with_tensor(1, offset=0), ["overlap", f"'{tensors[1].name}'", f"'{t0.name}'"]),
-        ("unknown_type", with_tensor(0, ggml_type=3), [f"'{t0.name}'", "ggml type 3 (Q4_1)",
-                                                       f"byte offset {type_at}"]),
-        # Q5_1, which llama-quantize's Q5_K_M puts where rows are no whole Q5_K blocks
-        ("q5_1_type", with_tensor(0, ggml_type=7), [f"'{t0.name}'", "ggml type 7 (Q5_1)",
-                                                    f"byte offset {type_at}"]),
+        ("unknown_type", with_tensor(0, ggml_type=16), [f"'{t0.name}'", "ggml type 16 (IQ2_XXS)",
+                                                        f"byte offset {type_at}"]),
+        # an i-quant of 3 bits, whose lattice grids encore does not carry
+        ("iq3_xxs_type", with_tensor(0, ggml_type=18), [f"'{t0.name}'", "ggml type 18 (IQ3_XXS)",
+                                                        f"byte offset {type_at}"]),
         ("undefined_type", with_tensor(0, ggml_type=99), [f"'{t0.name}'", "ggml type 99 (unknown)"]),
         ("n_dims_5", with_tensor(0, n_dims=5), [f"'{t0.name}'", "n_dims 5", "byte offset"]),
         ("huge_string", G.build(kvs, tensors, raw_kvs=[huge_str]),
@@ -587,9 +587,9 @@ def cmd_widened(a, tmp):
 
 
 def cmd_read_as_is(a, tmp):
-    """Matrices of --type (IQ4_XS or Q2_K; dense and expert; IQ4_NL where a
-    row is no whole number of 256-value blocks, as llama-quantize falls
-    back), made by NumPy from ggml's layouts (tests/reference/gguf_quants.py),
+    """Matrices of --type (IQ4_XS, Q2_K, Q4_1 or Q5_1; dense and expert;
+    IQ4_NL where a row is no whole number of the type's blocks, as
+    llama-quantize falls back), made by NumPy from ggml's layouts (tests/reference/gguf_quants.py),
     which encore reads as they are (no widening): the file runs on the
     device, its load widens nothing, and its top logits are within 5% of the
     model dequantized to F32 by NumPy (8-bit activations against f32 ones)."""
@@ -598,12 +598,13 @@ def cmd_read_as_is(a, tmp):
     kvs, tensors, _ = G.read(src)
     stored, deq = [], []
     quantize = {"IQ4_XS": Q.quantize_iq4_xs, "Q2_K": Q.quantize_q2_k,
+                "Q4_1": lambda x: Q.quantize_1(x, 4), "Q5_1": lambda x: Q.quantize_1(x, 5),
                 "IQ4_NL": Q.quantize_iq4_nl}
     for t in tensors:
         if len(t.shape) < 2 or "gate_inp" in t.name:
             stored.append(t), deq.append(t)
             continue
-        name = a.type if t.shape[-1] % 256 == 0 else "IQ4_NL"
+        name = a.type if t.shape[-1] % Q.BLOCK[a.type][0] == 0 else "IQ4_NL"
         x = np.frombuffer(t.data, "<f4")
         raw = quantize[name](x)
         values = Q.dequantize(name, raw, x.size)

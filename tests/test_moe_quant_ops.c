@@ -189,8 +189,9 @@ static void mq_check(enc_dtype dt, int64_t T, int64_t k, int64_t K, int64_t N, i
 
 static void test_types(void)
 {
-    static const enc_dtype types[] = {ENC_Q8_0, ENC_Q4_0, ENC_Q5_0,   ENC_IQ4_NL, ENC_Q4_K,
-                                      ENC_Q5_K, ENC_Q6_K, ENC_IQ4_XS, ENC_Q2_K,   ENC_Q3_K};
+    static const enc_dtype types[] = {ENC_Q8_0, ENC_Q4_0, ENC_Q5_0, ENC_IQ4_NL,
+                                      ENC_Q4_K, ENC_Q5_K, ENC_Q6_K, ENC_IQ4_XS,
+                                      ENC_Q2_K, ENC_Q3_K, ENC_Q4_1, ENC_Q5_1};
     static const int64_t shapes[][5] = {
         /* T, k, K, N, E */
         {1, 1, 256, 4, 1},   {1, 8, 256, 48, 16}, {3, 2, 512, 17, 5},

@@ -11,7 +11,7 @@
  * The types widened at load (Q5_0, IQ4_NL, Q3_K; base/quant_widen.h) are
  * dumped too: quant.c reads them through their widened blocks, so NumPy's
  * dequantizers, written from ggml's layouts, check the widening bit for bit;
- * and IQ4_XS and Q2_K, which quant.c reads as they are.
+ * and IQ4_XS, Q2_K, Q4_1 and Q5_1, which quant.c reads as they are.
  *
  * Dump format, per type: name (8 bytes, NUL-padded), n_blocks (u32), the raw
  * blocks, then n_blocks * block_elems f32 values; then for Q8_0 and Q4_0,
@@ -41,8 +41,9 @@ static void *xmalloc(size_t n)
 }
 
 static const enc_dtype WEIGHT_TYPES[5] = {ENC_Q8_0, ENC_Q4_0, ENC_Q4_K, ENC_Q5_K, ENC_Q6_K};
-static const enc_dtype DUMP_TYPES[10] = {ENC_Q8_0, ENC_Q4_0,   ENC_Q4_K, ENC_Q5_K,   ENC_Q6_K,
-                                         ENC_Q5_0, ENC_IQ4_NL, ENC_Q3_K, ENC_IQ4_XS, ENC_Q2_K};
+static const enc_dtype DUMP_TYPES[] = {ENC_Q8_0,   ENC_Q4_0, ENC_Q4_K,   ENC_Q5_K,
+                                       ENC_Q6_K,   ENC_Q5_0, ENC_IQ4_NL, ENC_Q3_K,
+                                       ENC_IQ4_XS, ENC_Q2_K, ENC_Q4_1,   ENC_Q5_1};
 
 static int dump(const char *path)
 {

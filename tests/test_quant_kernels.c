@@ -52,9 +52,10 @@ static void *xmalloc(size_t n)
     return p;
 }
 
-enum { N_TYPES = 10 };
-static const enc_dtype TYPES[N_TYPES] = {ENC_Q8_0, ENC_Q4_0, ENC_Q5_0,   ENC_IQ4_NL, ENC_Q4_K,
-                                         ENC_Q5_K, ENC_Q6_K, ENC_IQ4_XS, ENC_Q2_K,   ENC_Q3_K};
+enum { N_TYPES = 12 };
+static const enc_dtype TYPES[N_TYPES] = {ENC_Q8_0, ENC_Q4_0, ENC_Q5_0, ENC_IQ4_NL,
+                                         ENC_Q4_K, ENC_Q5_K, ENC_Q6_K, ENC_IQ4_XS,
+                                         ENC_Q2_K, ENC_Q3_K, ENC_Q4_1, ENC_Q5_1};
 
 typedef void (*task_fn)(void *ctx, int ith, int nth);
 
@@ -95,8 +96,8 @@ typedef struct world {
 } world;
 
 /* Rows r % 3 == 2 are raw random blocks; the others quantized gaussians
- * (random blocks too for Q5_0, IQ4_NL, IQ4_XS, Q2_K and Q3_K, which have no
- * quantizer here). */
+ * (random blocks too for the types but Q8_0, Q4_0 and Q4_K-Q6_K, which have
+ * no quantizer here). */
 static void world_init(world *wd, enc_dtype dt)
 {
     wd->dt = dt;
@@ -195,6 +196,14 @@ static void row_offsets(enc_dtype dt, const unsigned char *wr, double *off)
                 quant_scale_min_k4(k->scales, i / 32, &sc, &m);
                 off[256 * b + i] = fabs((double)enc_f16_to_f32(k->dmin) * m);
             }
+        }
+    } else if (dt == ENC_Q4_1 || dt == ENC_Q5_1) { /* m, at byte 2 of each block */
+        size_t bb = enc_dtype_block_bytes(dt);
+        for (int b = 0; b < K / 32; b++) {
+            uint16_t m;
+            memcpy(&m, wr + b * bb + 2, sizeof m);
+            for (int i = 0; i < 32; i++)
+                off[32 * b + i] = fabs((double)enc_f16_to_f32(m));
         }
     } else if (dt == ENC_Q2_K) {
         for (int b = 0; b < K / 256; b++) {

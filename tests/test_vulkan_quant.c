@@ -36,13 +36,13 @@
 #include "quant_blocks.h"
 #include "xalloc.h"
 
-static const enc_dtype g_types[] = {ENC_Q8_0, ENC_Q4_0, ENC_Q5_0, ENC_IQ4_NL, ENC_Q4_K, ENC_Q5_K, ENC_Q6_K, ENC_IQ4_XS, ENC_Q2_K, ENC_Q3_K};
+static const enc_dtype g_types[] = {ENC_Q8_0, ENC_Q4_0, ENC_Q5_0, ENC_IQ4_NL, ENC_Q4_K, ENC_Q5_K, ENC_Q6_K, ENC_IQ4_XS, ENC_Q2_K, ENC_Q3_K, ENC_Q4_1, ENC_Q5_1};
 static int g_cases;
 
 /* --- inputs ---------------------------------------------------------------------- */
 
 /* rows x k values of dt: even rows gaussian and quantized (raw blocks too
- * for Q5_0, IQ4_NL, IQ4_XS, Q2_K and Q3_K, which have no quantizer here), odd rows raw blocks. */
+ * for the types but Q8_0, Q4_0 and Q4_K-Q6_K, which have no quantizer here), odd rows raw blocks. */
 static void *make_weights(enc_dtype dt, int64_t rows, int64_t k)
 {
     size_t rb = enc_dtype_row_bytes(dt, k), bb = enc_dtype_block_bytes(dt);

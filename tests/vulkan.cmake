@@ -273,7 +273,7 @@ set_tests_properties(vulkan_widened_types PROPERTIES
   FIXTURES_REQUIRED tiny_models LABELS "vulkan;quant;moe" TIMEOUT 120)
 
 # IQ4_XS and Q2_K experts and matrices on Vulkan, read by the _q shaders as they are.
-foreach(type IQ4_XS Q2_K)
+foreach(type IQ4_XS Q2_K Q5_1)
   string(TOLOWER ${type} lower)
   add_test(NAME vulkan_${lower}
     COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/test_gguf.py read-as-is --type ${type} --device vulkan

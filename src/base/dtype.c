@@ -30,6 +30,8 @@ const char *enc_dtype_name(enc_dtype t)
     case ENC_Q3_K: return "Q3_K";
     case ENC_IQ4_XS: return "IQ4_XS";
     case ENC_Q2_K: return "Q2_K";
+    case ENC_Q4_1: return "Q4_1";
+    case ENC_Q5_1: return "Q5_1";
     default: return "?";
     }
 }
@@ -45,7 +47,9 @@ int64_t enc_dtype_block_elems(enc_dtype t)
     case ENC_Q8_0:
     case ENC_Q4_0:
     case ENC_Q5_0:
-    case ENC_IQ4_NL: return 32;
+    case ENC_IQ4_NL:
+    case ENC_Q4_1:
+    case ENC_Q5_1: return 32;
     case ENC_Q4_K:
     case ENC_Q5_K:
     case ENC_Q6_K:
@@ -71,6 +75,8 @@ size_t enc_dtype_block_bytes(enc_dtype t)
     case ENC_Q3_K: return 32 + 64 + 12 + 2;       /* 110 */
     case ENC_IQ4_XS: return 2 + 2 + 4 + 128;      /* 136 */
     case ENC_Q2_K: return 16 + 64 + 2 + 2;        /* 84 */
+    case ENC_Q4_1: return 2 + 2 + 16;             /* 20 */
+    case ENC_Q5_1: return 2 + 2 + 4 + 16;         /* 24 */
     default: return enc_dtype_size(t);
     }
 }

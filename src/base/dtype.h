@@ -34,6 +34,8 @@ typedef enum enc_dtype {
     ENC_Q3_K,   /* 256 values: 32 B high bits, 64 B of 2-bit q, 12 B of 6-bit scales, f16 d */
     ENC_IQ4_XS, /* 256 values: f16 d, 8 6-bit scales (ls - 32), 128 B of IQ4_NL nibbles    */
     ENC_Q2_K,   /* 256 values: 16 B of 4-bit scales and mins, 64 B of 2-bit q, f16 d, dmin */
+    ENC_Q4_1,   /* 32 values: f16 d, f16 m, 16 B of nibbles; x = d * q + m             */
+    ENC_Q5_1,   /* 32 values: f16 d, f16 m, 32 fifth bits, 16 B of nibbles; x = d * q + m */
     ENC_DTYPE_COUNT
 } enc_dtype;
 

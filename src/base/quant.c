@@ -20,6 +20,8 @@ enc_dtype quant_dot_dtype(enc_dtype w)
     case ENC_Q4_0:
     case ENC_Q5_0:
     case ENC_IQ4_NL:
+    case ENC_Q4_1:
+    case ENC_Q5_1:
         return ENC_Q8_0;
     case ENC_Q4_K:
     case ENC_Q5_K:
@@ -96,6 +98,14 @@ static void quant__deq_iq4_xs(const block_iq4_xs *b, float *y)
             y[32 * s + j + 16] = dl * (float)quant_iq4nl_values[b->qs[16 * s + j] >> 4];
         }
     }
+}
+
+/* Q4_1 (qh NULL) and Q5_1: d * q + m, as ggml computes it. */
+static void quant__deq_1(uint16_t d16, uint16_t m16, const uint8_t *qh, const uint8_t *qs, float *y)
+{
+    float d = enc_f16_to_f32(d16), m = enc_f16_to_f32(m16);
+    for (int j = 0; j < 32; j++)
+        y[j] = (float)quant_level_1(qs, qh, j) * d + m;
 }
 
 static void quant__deq_q2_k(const block_q2_K *b, float *y)
@@ -192,6 +202,16 @@ int quant_dequantize_row(enc_dtype dt, const void *src, float *dst, int64_t n)
         case ENC_Q2_K:
             quant__deq_q2_k((const block_q2_K *)p, y);
             break;
+        case ENC_Q4_1: {
+            const block_q4_1 *b = (const block_q4_1 *)p;
+            quant__deq_1(b->d, b->m, NULL, b->qs, y);
+            break;
+        }
+        case ENC_Q5_1: {
+            const block_q5_1 *b = (const block_q5_1 *)p;
+            quant__deq_1(b->d, b->m, b->qh, b->qs, y);
+            break;
+        }
         default:
             return -1;
         }

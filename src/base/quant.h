@@ -26,6 +26,9 @@
  *         (quant_widen.h); ls 6 bits: the low 4 in nibble s % 2 of
  *         scales_l[s / 2], the high 2 at bit 2 s of scales_h (quant_iq4xs_ls).
  *         Every value is exact in f32 (11 + 6 + 7 significant bits).
+ *  Q4_1  [d f16][m f16][qs 16 B: as Q4_0's]      x = d * q + m
+ *  Q5_1  [d f16][m f16][qh 4 B][qs 16 B]          x = d * q + m, q 5 bits: the
+ *         low 4 as Q4_0's nibbles, bit j of qh (little-endian) value j's fifth
  *  Q2_K  [scales 16 B][qs 64 B][d f16][dmin f16]  x = d*sc[g]*q - dmin*m[g]
  *         16 groups g of 16; sc = scales[g] & 15, m = scales[g] >> 4;
  *         per 128 values n: value 32 j + 16 h + l (j < 4, h < 2, l < 16) of
@@ -87,6 +90,17 @@ typedef struct block_iq4_xs {
     uint8_t qs[128];
 } block_iq4_xs;
 
+typedef struct block_q4_1 {
+    uint16_t d, m;
+    uint8_t qs[16];
+} block_q4_1;
+
+typedef struct block_q5_1 {
+    uint16_t d, m;
+    uint8_t qh[4];
+    uint8_t qs[16];
+} block_q5_1;
+
 typedef struct block_q2_K {
     uint8_t scales[16];
     uint8_t qs[64];
@@ -101,6 +115,17 @@ _Static_assert(sizeof(block_q6_K) == 210, "block_q6_K is ggml's 210 bytes");
 _Static_assert(sizeof(block_q8_K) == 292, "block_q8_K is ggml's 292 bytes");
 _Static_assert(sizeof(block_iq4_xs) == 136, "block_iq4_xs is ggml's 136 bytes");
 _Static_assert(sizeof(block_q2_K) == 84, "block_q2_K is ggml's 84 bytes");
+_Static_assert(sizeof(block_q4_1) == 20, "block_q4_1 is ggml's 20 bytes");
+_Static_assert(sizeof(block_q5_1) == 24, "block_q5_1 is ggml's 24 bytes");
+
+/* Level j (0..31) of a Q4_1 (qh NULL) or Q5_1 block: its nibble, and its
+ * fifth bit from qh. */
+static inline int quant_level_1(const uint8_t *qs, const uint8_t *qh, int j)
+{
+    int q = j < 16 ? qs[j] & 15 : qs[j - 16] >> 4;
+    if (qh) q |= ((qh[j / 8] >> (j % 8)) & 1) << 4;
+    return q;
+}
 
 /* The 6-bit scale and min of sub-block s (0..7) of a Q4_K/Q5_K block. */
 static inline void quant_scale_min_k4(const uint8_t *scales, int s, int *sc, int *m)
@@ -122,7 +147,7 @@ static inline int quant_iq4xs_ls(const block_iq4_xs *b, int s)
 }
 
 /* The 8-bit block type that activations take for integer dot products with
- * weights of type w: Q8_0 for Q8_0, Q4_0, Q5_0 and IQ4_NL, Q8_K for Q2_K,
+ * weights of type w: Q8_0 for Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1, Q8_K for Q2_K,
  * Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS; F32 for any other type. */
 enc_dtype quant_dot_dtype(enc_dtype w);
 

@@ -323,6 +323,12 @@ int gguf_dtype_from_ggml(uint32_t ggml_type, enc_dtype *out)
     case GGML_TYPE_Q2_K:
         *out = ENC_Q2_K;
         return 1;
+    case GGML_TYPE_Q4_1:
+        *out = ENC_Q4_1;
+        return 1;
+    case GGML_TYPE_Q5_1:
+        *out = ENC_Q5_1;
+        return 1;
     default:
         return 0;
     }
@@ -400,8 +406,8 @@ static enc_status gguf__read_tensor_info(gguf__cur *c, size_t alignment, st_tens
     if (!gguf_dtype_from_ggml(type, &t->dtype))
         return enc_fail(ENC_ERR_UNSUPPORTED,
                         "%s: tensor '%s' at byte offset %zu: ggml type %u (%s) is not supported "
-                        "(F32, F16, BF16, Q8_0, Q4_0, Q5_0, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, "
-                        "Q6_K, IQ4_XS)",
+                        "(F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, "
+                        "Q4_K, Q5_K, Q6_K, IQ4_XS)",
                         c->path, name, type_at, type, gguf_ggml_type_name(type));
     t->n_dims = (int)n_dims;
     ENC_TRY(gguf__shape(c, t, n_dims, at, ne, &bytes));

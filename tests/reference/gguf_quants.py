@@ -1,5 +1,5 @@
 """gguf_quants.py - NumPy dequantizers of the GGUF block formats Q8_0, Q4_0,
-Q4_K, Q5_K, Q6_K, Q5_0, IQ4_NL, Q3_K, IQ4_XS and Q2_K, written from ggml's block layouts
+Q4_K, Q5_K, Q6_K, Q5_0, IQ4_NL, Q3_K, IQ4_XS, Q2_K, Q4_1 and Q5_1, written from ggml's block layouts
 (ggml-common.h) and dequantize_row_* (ggml-quants.c), and
 independent of encore's C code: the oracle for its block formats, and for
 models whose weights are quantized.
@@ -23,6 +23,8 @@ BLOCK = {  # name: (values per block, bytes per block)
     "Q3_K": (256, 110),
     "IQ4_XS": (256, 136),
     "Q2_K": (256, 84),
+    "Q4_1": (32, 20),
+    "Q5_1": (32, 24),
 }
 
 
@@ -184,6 +186,50 @@ def quantize_iq4_xs(x):
     return out.tobytes()
 
 
+def _levels_1(qs, qh):
+    """Q4_1 / Q5_1 levels [n, 32]: value j's nibble (j < 16 low, else high
+    of byte j - 16), plus 16 for bit j of qh (Q5_1; qh None for Q4_1)."""
+    q = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.int64)
+    if qh is not None:
+        h = qh.copy().view("<u4").astype(np.int64)  # [n, 1]
+        q |= ((h >> np.arange(32)) & 1) << 4
+    return q
+
+
+def deq_q4_1(b):
+    """d f16, m f16, 16 bytes of nibbles: x = q d + m."""
+    d, m = _f16(b[:, 0:2]), _f16(b[:, 2:4])
+    return _levels_1(b[:, 4:20], None).astype(np.float32) * d + m
+
+
+def deq_q5_1(b):
+    """d f16, m f16, qh (u32, bit j value j's fifth bit), 16 bytes of
+    nibbles: x = q d + m."""
+    d, m = _f16(b[:, 0:2]), _f16(b[:, 2:4])
+    return _levels_1(b[:, 8:24], b[:, 4:8]).astype(np.float32) * d + m
+
+
+def quantize_1(x, bits):
+    """float32 [n] -> Q4_1 (bits 4) or Q5_1 blocks as ggml's reference
+    quantizers: m = min, d = (max - min) / (2^bits - 1), q = trunc((x - m) /
+    d + 0.5) clamped to the top level."""
+    v = x.astype(np.float32).reshape(-1, 32)
+    lo, hi = v.min(axis=1, keepdims=True), v.max(axis=1, keepdims=True)
+    top = (1 << bits) - 1
+    d = (hi - lo) / np.float32(top)
+    with np.errstate(divide="ignore"):
+        idv = np.where(d != 0, np.float32(1.0) / d, np.float32(0.0)).astype(np.float32)
+    q = np.minimum(np.trunc((v - lo) * idv + np.float32(0.5)), top).astype(np.uint32)
+    n = v.shape[0]
+    head = np.concatenate([d.astype(np.float16).view(np.uint8).reshape(n, 2),
+                           lo.astype(np.float16).view(np.uint8).reshape(n, 2)], axis=1)
+    qs = ((q[:, :16] & 15) | ((q[:, 16:] & 15) << 4)).astype(np.uint8)
+    if bits == 4:
+        return np.concatenate([head, qs], axis=1).tobytes()
+    qh = ((q >> 4) << np.arange(32, dtype=np.uint32)).sum(axis=1).astype("<u4")
+    return np.concatenate([head, qh.view(np.uint8).reshape(n, 4), qs], axis=1).tobytes()
+
+
 def deq_q2_k(b):
     """scales 16 B (low nibble sc, high nibble m, per group of 16), qs 64 B,
     d f16, dmin f16: value 32 j + 16 h + l of each 128 (group 8 n + 2 j + h)
@@ -259,7 +305,8 @@ def deq_q3_k(b):
 
 DEQUANT = {"Q8_0": deq_q8_0, "Q4_0": deq_q4_0, "Q4_K": deq_q4_k,
            "Q5_K": deq_q5_k, "Q6_K": deq_q6_k, "Q5_0": deq_q5_0,
-           "IQ4_NL": deq_iq4_nl, "Q3_K": deq_q3_k, "IQ4_XS": deq_iq4_xs, "Q2_K": deq_q2_k}
+           "IQ4_NL": deq_iq4_nl, "Q3_K": deq_q3_k, "IQ4_XS": deq_iq4_xs, "Q2_K": deq_q2_k,
+           "Q4_1": deq_q4_1, "Q5_1": deq_q5_1}
 
 
 def dequantize(name, raw, n):

@@ -123,6 +123,39 @@ static float cpu__qs_dot_iq4_nl(const void *wv, const void *xv, int64_t nb)
     return cpu__qs_dot_32(cpu__qs_isum_iq4_nl, sizeof(block_iq4_nl), wv, xv, nb);
 }
 
+/* A row of Q4_1 (has_qh 0) or Q5_1 blocks (bb bytes) against one token's
+ * Q8_0 blocks: per block, acc += (d_w d_x) isum over the unsigned levels,
+ * accm += (m_w d_x) xsum (the token block's byte sum); y = acc + accm. */
+static float cpu__qs_dot_1(size_t bb, int has_qh, const void *wv, const void *xv, int64_t nb)
+{
+    const block_q8_0 *x = xv;
+    float acc = 0.0f, accm = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *w = (const uint8_t *)wv + (size_t)b * bb;
+        uint16_t m;
+        memcpy(&m, w + 2, sizeof m);
+        const uint8_t *qh = has_qh ? w + 4 : NULL, *qs = w + (has_qh ? 8 : 4);
+        int32_t isum = 0, xsum = 0;
+        for (int j = 0; j < 32; j++) {
+            isum += quant_level_1(qs, qh, j) * x[b].qs[j];
+            xsum += x[b].qs[j];
+        }
+        acc = cpu__qs_step(acc, w, &x[b], isum);
+        accm += (enc_f16_to_f32(m) * enc_f16_to_f32(x[b].d)) * (float)xsum;
+    }
+    return acc + accm;
+}
+
+static float cpu__qs_dot_q4_1(const void *wv, const void *xv, int64_t nb)
+{
+    return cpu__qs_dot_1(sizeof(block_q4_1), 0, wv, xv, nb);
+}
+
+static float cpu__qs_dot_q5_1(const void *wv, const void *xv, int64_t nb)
+{
+    return cpu__qs_dot_1(sizeof(block_q5_1), 1, wv, xv, nb);
+}
+
 /* Q4_K (qh NULL) and Q5_K: adds d_w d_x isum to *acc, returns dmin_w d_x msum. */
 static float cpu__qs_k45(uint16_t d, uint16_t dmin, const uint8_t *scales, const uint8_t *qh,
                          const uint8_t *qs, const block_q8_K *x, float *acc)
@@ -281,6 +314,8 @@ CPU__QS_ROWS(q6_k)
 CPU__QS_ROWS(iq4_xs)
 CPU__QS_ROWS(q2_k)
 CPU__QS_ROWS(q3_k)
+CPU__QS_ROWS(q4_1)
+CPU__QS_ROWS(q5_1)
 
 /* The interleaved entries: each block of the group's 8 rows back in the
  * row layout (cpu_repack_block), then the row dots' steps, output by output. */
@@ -413,6 +448,8 @@ const cpu__quant_table cpu__quant_scalar = {
             [ENC_IQ4_XS] = cpu__qs_rows_iq4_xs,
             [ENC_Q2_K] = cpu__qs_rows_q2_k,
             [ENC_Q3_K] = cpu__qs_rows_q3_k,
+            [ENC_Q4_1] = cpu__qs_rows_q4_1,
+            [ENC_Q5_1] = cpu__qs_rows_q5_1,
         },
 };
 

@@ -9,6 +9,9 @@
  *   Q8_0 / Q4_0 / Q5_0 / IQ4_NL weights . Q8_0 activations, per 32-block:
  *       isum = sum_j wq[j] xq[j]                     (exact int32)
  *       acc += (d_w d_x) isum                        (f32)
+ *   Q4_1 / Q5_1 . Q8_0, per 32-block (q unsigned, x = d q + m):
+ *       isum = sum_j q[j] xq[j];  xsum = sum_j xq[j]  (exact int32)
+ *       acc += (d_w d_x) isum;  accm += (m_w d_x) xsum;      y = acc + accm
  *   Q4_K / Q5_K . Q8_K, per 256-block, sub-blocks s of 32:
  *       isum = sum_s sc[s] sum_j q[s, j] xq[s, j]     (exact int32)
  *       msum = sum_s m[s] (bsums[2s] + bsums[2s + 1]) (exact int32)
@@ -183,7 +186,7 @@ CPU__Q_INLINE void cpu__q_prefetch_next(int R, const void *last_row, int64_t nb,
         _mm_prefetch(p + o, CPU__Q_PF_HINT);
 }
 
-/* --- the 32-blocks: Q8_0, Q4_0, Q5_0 and IQ4_NL --------------------------- */
+/* --- the 32-blocks: Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1 --------------- */
 
 /* A tile is T tokens (1, 2 or 4) x 4 weight rows. Per block, each output's
  * int32 lanes (8 partial sums, exact) are added across lanes by a tree of
@@ -199,15 +202,29 @@ _Static_assert((int)CPU__Q_TMAX <= (int)CPU__Q_TILE_TOKENS,
  * every call site), each opening with its f16 scale d: Q8_0's signed bytes,
  * Q4_0's nibbles (levels q - 8), IQ4_NL's nibbles (levels
  * quant_iq4nl_values[q]) and Q5_0's nibbles with a fifth bit each in qh
- * (levels q - 16). */
-enum { CPU__Q8 = 0, CPU__Q4 = 1, CPU__IQ4 = 2, CPU__Q5 = 3 };
+ * (levels q - 16); Q4_1's and Q5_1's the same unsigned (0..15, 0..31),
+ * after their f16 min m. */
+enum { CPU__Q8 = 0, CPU__Q4 = 1, CPU__IQ4 = 2, CPU__Q5 = 3, CPU__Q41 = 4, CPU__Q51 = 5 };
 
 /* Bytes of one block of kind. */
 static inline size_t cpu__q_bb(int kind)
 {
-    return kind == CPU__Q8   ? sizeof(block_q8_0)
-           : kind == CPU__Q5 ? sizeof(block_q5_0)
-                             : sizeof(block_q4_0);
+    return kind == CPU__Q8    ? sizeof(block_q8_0)
+           : kind == CPU__Q5  ? sizeof(block_q5_0)
+           : kind == CPU__Q41 ? sizeof(block_q4_1)
+           : kind == CPU__Q51 ? sizeof(block_q5_1)
+                              : sizeof(block_q4_0);
+}
+
+/* Whether blocks of kind hold unsigned levels (dotted by vpmaddubsw as
+ * they are), and whether they add a min m (Q4_1, Q5_1). */
+static inline int cpu__q_unsigned(int kind)
+{
+    return kind == CPU__Q4 || kind == CPU__Q41 || kind == CPU__Q51;
+}
+static inline int cpu__q_has_min(int kind)
+{
+    return kind == CPU__Q41 || kind == CPU__Q51;
 }
 
 /* IQ4_NL's 16 levels in both 128-bit lanes, for vpshufb by nibble. */
@@ -229,28 +246,32 @@ static inline __m256i cpu__q_bits16(uint32_t h)
 
 /* Weight block b of row w as 32 levels: Q8_0, IQ4_NL and Q5_0 signed,
  * Q4_0 unsigned (q, 0..15; the tile takes 8 times the token's sum off
- * after). */
+ * after), Q4_1 and Q5_1 unsigned (0..15, 0..31). */
 CPU__Q_INLINE __m256i cpu__q_levels(int kind, const void *w, int64_t b)
 {
     const unsigned char *k = (const unsigned char *)w + (size_t)b * cpu__q_bb(kind);
     if (kind == CPU__Q8) return _mm256_loadu_si256((const __m256i *)(k + 2));
-    __m128i v = _mm_loadu_si128((const __m128i *)(k + (kind == CPU__Q5 ? 6 : 2)));
+    size_t qs = kind == CPU__Q5 ? 6 : kind == CPU__Q41 ? 4 : kind == CPU__Q51 ? 8 : 2;
+    __m128i v = _mm_loadu_si128((const __m128i *)(k + qs));
     __m256i q = _mm256_set_m128i(_mm_srli_epi16(v, 4), v); /* values 0..15 | 16..31 */
     q = _mm256_and_si256(q, _mm256_set1_epi8(15));
     if (kind == CPU__IQ4) return _mm256_shuffle_epi8(cpu__q_iq4_table(), q);
-    if (kind != CPU__Q5) return q;
+    if (kind != CPU__Q5 && kind != CPU__Q51) return q;
     uint32_t qh;
-    memcpy(&qh, k + 2, sizeof qh);
-    return _mm256_sub_epi8(_mm256_or_si256(q, cpu__q_bits16(qh)), _mm256_set1_epi8(16));
+    memcpy(&qh, k + qs - 4, sizeof qh);
+    q = _mm256_or_si256(q, cpu__q_bits16(qh));
+    return kind == CPU__Q51 ? q : _mm256_sub_epi8(q, _mm256_set1_epi8(16));
 }
 
-/* The f16 scale of block b of each of the 4 rows, as 4 floats. */
-CPU__Q_INLINE __m128 cpu__q_d4(int kind, const void *const *wv, int64_t b)
+/* The f16 at byte off of block b of each of the 4 rows (the scale d at 0,
+ * Q4_1's / Q5_1's min m at 2), as 4 floats. */
+CPU__Q_INLINE __m128 cpu__q_d4(int kind, const void *const *wv, int64_t b, size_t off)
 {
     uint16_t d[CPU__Q_RMAX];
     CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++)
     {
-        memcpy(&d[r], (const unsigned char *)wv[r] + (size_t)b * cpu__q_bb(kind), sizeof d[r]);
+        memcpy(&d[r], (const unsigned char *)wv[r] + (size_t)b * cpu__q_bb(kind) + off,
+               sizeof d[r]);
     }
     return _mm_cvtph_ps(
         _mm_setr_epi16((short)d[0], (short)d[1], (short)d[2], (short)d[3], 0, 0, 0, 0));
@@ -279,10 +300,12 @@ static inline __m256i cpu__q_hsum4_16(__m256i a, __m256i b, __m256i c, __m256i d
 /* Token qx (one block) against the 4 rows' levels qw: cpu__q_hsum4 of the 4
  * dots. Q8_0, IQ4_NL and Q5_0 levels are signed: |w| . x sign(w). Q4_0 ones
  * are unsigned: q . x, the tile taking 8 times the token's sum off after
- * (cpu__q_xsum8), which leaves the same exact int32 as (q - 8) . x. */
+ * (cpu__q_xsum8), which leaves the same exact int32 as (q - 8) . x; Q4_1
+ * and Q5_1 ones too, q . x as it is (Q5_1's 8 products of an int16 lane
+ * after the two vphaddw: |.| <= 8 * 31 * 127, exact). */
 CPU__Q_INLINE __m256i cpu__q_token4(int kind, const __m256i *qw, __m256i qx)
 {
-    int q4 = kind == CPU__Q4;
+    int q4 = cpu__q_unsigned(kind);
     __m256i dot[CPU__Q_RMAX];
     CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++)
     {
@@ -309,20 +332,22 @@ static inline __m128i cpu__q_xsum8(__m256i x0, __m256i x1, __m256i x2, __m256i x
 CPU__Q_INLINE void cpu__q_32_tile(int kind, int T, const void *const *wv, const void *const *xv,
                                   int64_t nb, float *const *y)
 {
-    int q4 = kind == CPU__Q4;
+    int q4 = kind == CPU__Q4, mins = cpu__q_has_min(kind);
     __m256 acc[CPU__Q_TMAX / 2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    __m128 acc1 = _mm_setzero_ps();
+    __m256 accm[CPU__Q_TMAX / 2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m128 acc1 = _mm_setzero_ps(), accm1 = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         if (T == 1) cpu__q_prefetch_next(CPU__Q_RMAX, wv[CPU__Q_RMAX - 1], nb, cpu__q_bb(kind), b);
         __m256i qw[CPU__Q_RMAX], qx[CPU__Q_TMAX];
         CPU__Q_UNROLL for (int r = 0; r < CPU__Q_RMAX; r++) qw[r] = cpu__q_levels(kind, wv[r], b);
-        __m128 dw = cpu__q_d4(kind, wv, b);
+        __m128 dw = cpu__q_d4(kind, wv, b, 0);
+        __m128 mw = mins ? cpu__q_d4(kind, wv, b, 2) : _mm_setzero_ps();
         CPU__Q_UNROLL for (int t = 0; t < T; t++)
         {
             qx[t] = _mm256_loadu_si256((const __m256i *)((const block_q8_0 *)xv[t] + b)->qs);
         }
-        __m128i x8 = _mm_setzero_si128(); /* Q4_0: lane t 8 times token t's sum */
-        if (q4)
+        __m128i x8 = _mm_setzero_si128(); /* Q4_0, Q4_1, Q5_1: lane t 8 times token t's sum */
+        if (q4 || mins)
             x8 = T == 1   ? cpu__q_xsum8(qx[0], qx[0], qx[0], qx[0])
                  : T == 2 ? cpu__q_xsum8(qx[0], qx[1], qx[0], qx[1])
                           : cpu__q_xsum8(qx[0], qx[1], qx[2], qx[3]);
@@ -330,9 +355,12 @@ CPU__Q_INLINE void cpu__q_32_tile(int kind, int T, const void *const *wv, const 
             const block_q8_0 *x = (const block_q8_0 *)xv[0] + b;
             __m256i g = cpu__q_token4(kind, qw, qx[0]);
             __m128i tot = _mm_add_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1));
-            tot = _mm_sub_epi32(tot, x8);
-            __m128 s = _mm_mul_ps(dw, _mm_set1_ps(cpu__q_f16(x->d)));
-            acc1 = _mm_add_ps(acc1, _mm_mul_ps(s, _mm_cvtepi32_ps(tot)));
+            if (q4) tot = _mm_sub_epi32(tot, x8);
+            __m128 dx = _mm_set1_ps(cpu__q_f16(x->d));
+            acc1 = _mm_add_ps(acc1, _mm_mul_ps(_mm_mul_ps(dw, dx), _mm_cvtepi32_ps(tot)));
+            if (mins) /* every lane token 0's sum */
+                accm1 = _mm_add_ps(
+                    accm1, _mm_mul_ps(_mm_mul_ps(mw, dx), _mm_cvtepi32_ps(_mm_srai_epi32(x8, 3))));
             continue;
         }
         CPU__Q_UNROLL for (int p = 0; p < T / 2; p++)
@@ -345,20 +373,26 @@ CPU__Q_INLINE void cpu__q_32_tile(int kind, int T, const void *const *wv, const 
                                            _mm256_permute2x128_si256(g0, g1, 0x31));
             __m256i pick = _mm256_setr_epi32(2 * p, 2 * p, 2 * p, 2 * p, 2 * p + 1, 2 * p + 1,
                                              2 * p + 1, 2 * p + 1);
-            tot = _mm256_sub_epi32(tot,
-                                   _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(x8), pick));
+            __m256i xt = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(x8), pick);
+            if (q4) tot = _mm256_sub_epi32(tot, xt);
             __m256 dx =
                 _mm256_set_m128(_mm_set1_ps(cpu__q_f16(x1->d)), _mm_set1_ps(cpu__q_f16(x0->d)));
             __m256 s = _mm256_mul_ps(_mm256_set_m128(dw, dw), dx);
             acc[p] = _mm256_add_ps(acc[p], _mm256_mul_ps(s, _mm256_cvtepi32_ps(tot)));
+            if (mins) {
+                __m256 sm = _mm256_mul_ps(_mm256_set_m128(mw, mw), dx);
+                accm[p] = _mm256_add_ps(
+                    accm[p], _mm256_mul_ps(sm, _mm256_cvtepi32_ps(_mm256_srai_epi32(xt, 3))));
+            }
         }
     }
     if (T == 1) {
-        _mm_storeu_ps(y[0], acc1);
+        _mm_storeu_ps(y[0], mins ? _mm_add_ps(acc1, accm1) : acc1);
         return;
     }
     CPU__Q_UNROLL for (int p = 0; p < T / 2; p++)
     {
+        if (mins) acc[p] = _mm256_add_ps(acc[p], accm[p]);
         _mm_storeu_ps(y[2 * p], _mm256_castps256_ps128(acc[p]));
         _mm_storeu_ps(y[2 * p + 1], _mm256_extractf128_ps(acc[p], 1));
     }
@@ -400,6 +434,8 @@ CPU__Q_TYPE(q8_0, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__Q8)
 CPU__Q_TYPE(q4_0, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__Q4)
 CPU__Q_TYPE(iq4_nl, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__IQ4)
 CPU__Q_TYPE(q5_0, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__Q5)
+CPU__Q_TYPE(q4_1, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__Q41)
+CPU__Q_TYPE(q5_1, cpu__q_32_rows, cpu__q_32_tile, CPU__Q_TMAX, CPU__Q51)
 
 /* --- the K types: Q4_K, Q5_K, Q6_K, IQ4_XS, Q2_K and Q3_K ---------------- */
 
@@ -849,6 +885,8 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_IQ4_XS] = cpu__q_dot_iq4_xs,
             [ENC_Q2_K] = cpu__q_dot_q2_k,
             [ENC_Q3_K] = cpu__q_dot_q3_k,
+            [ENC_Q4_1] = cpu__q_dot_q4_1,
+            [ENC_Q5_1] = cpu__q_dot_q5_1,
         },
     .tile =
         {
@@ -862,6 +900,8 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_IQ4_XS] = cpu__q_tile_iq4_xs,
             [ENC_Q2_K] = cpu__q_tile_q2_k,
             [ENC_Q3_K] = cpu__q_tile_q3_k,
+            [ENC_Q4_1] = cpu__q_tile_q4_1,
+            [ENC_Q5_1] = cpu__q_tile_q5_1,
         },
     .tile_tokens =
         {
@@ -875,6 +915,8 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_IQ4_XS] = CPU__QK_TMAX,
             [ENC_Q2_K] = CPU__QK_TMAX,
             [ENC_Q3_K] = CPU__QK_TMAX,
+            [ENC_Q4_1] = CPU__Q_TMAX,
+            [ENC_Q5_1] = CPU__Q_TMAX,
         },
 };
 

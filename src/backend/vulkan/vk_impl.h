@@ -40,7 +40,7 @@ enum {
     VK_MAX_DISPATCHES = 64,             /* per graph node (windows of large weights) */
     VK_SPEC_KV_SHIFT = 3,               /* vk_dispatch.spec >> 3: the KV cache dtype */
     VK_N_SPECS = 32,                    /* pipelines per op: see vk_dispatch.spec */
-    VK_N_QTYPES = 10,                   /* block types of the _q shaders (vk_qtype_slot) */
+    VK_N_QTYPES = 12,                   /* block types of the _q shaders (vk_qtype_slot) */
     VK_MAX_EXPECTED_READS = 4,          /* ranges the host promised to read after a step (expect_read) */
 };
 

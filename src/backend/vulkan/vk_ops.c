@@ -195,8 +195,10 @@ static uint32_t vk__f32_bits(double v)
 int vk_qtype_slot(enc_dtype t)
 {
     if (t >= ENC_Q8_0 && t <= ENC_Q6_K) return (int)(t - ENC_Q8_0);
-    return t == ENC_IQ4_NL ? VK_N_QTYPES - 5 : t == ENC_Q5_0 ? VK_N_QTYPES - 4 : t == ENC_IQ4_XS ? VK_N_QTYPES - 3
-         : t == ENC_Q2_K ? VK_N_QTYPES - 2 : t == ENC_Q3_K ? VK_N_QTYPES - 1 : -1;
+    static const enc_dtype more[] = {ENC_IQ4_NL, ENC_Q5_0, ENC_IQ4_XS, ENC_Q2_K, ENC_Q3_K, ENC_Q4_1, ENC_Q5_1};
+    for (int i = 0; i < (int)(sizeof more / sizeof more[0]); i++)
+        if (t == more[i]) return ENC_Q6_K - ENC_Q8_0 + 1 + i;
+    return -1;
 }
 
 bool vk_ops_reads_quantized(graph_op op, enc_dtype t)
