@@ -1,6 +1,7 @@
 /* test_repack.c - the CPU backend's interleaved weight layout (repack.h) and
  * the matmul over it (cpu_matmul_packed), for Q4_0, Q8_0, Q5_0, IQ4_NL,
- * Q4_K, Q5_K, Q6_K, IQ4_XS, Q2_K and Q3_K, on every ISA this CPU runs:
+ * Q4_K, Q5_K, Q6_K, IQ4_XS, Q2_K, Q3_K, Q4_1 and Q5_1, on every ISA this
+ * CPU runs:
  *
  *   - the layout is the one repack.h draws: block b of row r's f16 fields
  *     and other bytes found at the offsets computed here from the drawing
@@ -54,9 +55,10 @@ enum { K = 512, MAX_ROWS = 69, MAX_T = 67 };
  * (Q4_0) byte sum from its block themselves. */
 static const int64_t K_LONG = 32 * 8224;
 static int64_t g_k = K;
-enum { N_TYPES = 10 };
-static const enc_dtype TYPES[N_TYPES] = {ENC_Q4_0, ENC_Q8_0, ENC_Q5_0,   ENC_IQ4_NL, ENC_Q4_K,
-                                         ENC_Q5_K, ENC_Q6_K, ENC_IQ4_XS, ENC_Q2_K,   ENC_Q3_K};
+enum { N_TYPES = 12 };
+static const enc_dtype TYPES[N_TYPES] = {ENC_Q4_0, ENC_Q8_0, ENC_Q5_0, ENC_IQ4_NL,
+                                         ENC_Q4_K, ENC_Q5_K, ENC_Q6_K, ENC_IQ4_XS,
+                                         ENC_Q2_K, ENC_Q3_K, ENC_Q4_1, ENC_Q5_1};
 static const int ROWS[4] = {8, 13, 37, 69};
 
 /* Rows r % 3 == 2 raw random blocks, the others quantized gaussians (random
@@ -299,10 +301,10 @@ int main(void)
     for (int t = 0; t < N_TYPES; t++)
         for (int i = 0; i < 4; i++)
             check_layout(TYPES[t], ROWS[i]);
-    int n_isas = isa_for_each(
-        check_all_kernels,
-        "Q4_0, Q8_0, Q5_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS, Q2_K and Q3_K, 4 row counts, 10 "
-        "token counts, 1-3 threads; long Q4_0 rows");
+    int n_isas =
+        isa_for_each(check_all_kernels, "Q4_0, Q8_0, Q5_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS, Q2_K, "
+                                        "Q3_K, Q4_1 and Q5_1, 4 row counts, 10 "
+                                        "token counts, 1-3 threads; long Q4_0 rows");
     g_isa = "backend";
     check_backend(1, 1);
     check_backend(1, 3);

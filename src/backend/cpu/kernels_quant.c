@@ -126,23 +126,28 @@ static float cpu__qs_dot_iq4_nl(const void *wv, const void *xv, int64_t nb)
 /* A row of Q4_1 (has_qh 0) or Q5_1 blocks (bb bytes) against one token's
  * Q8_0 blocks: per block, acc += (d_w d_x) isum over the unsigned levels,
  * accm += (m_w d_x) xsum (the token block's byte sum); y = acc + accm. */
+/* One Q4_1 / Q5_1 block w's step against token block x (*acc, *accm). */
+static void cpu__qs_step_1(int has_qh, const uint8_t *w, const block_q8_0 *x, float *acc,
+                           float *accm)
+{
+    uint16_t m;
+    memcpy(&m, w + 2, sizeof m);
+    const uint8_t *qh = has_qh ? w + 4 : NULL, *qs = w + (has_qh ? 8 : 4);
+    int32_t isum = 0, xsum = 0;
+    for (int j = 0; j < 32; j++) {
+        isum += quant_level_1(qs, qh, j) * x->qs[j];
+        xsum += x->qs[j];
+    }
+    *acc = cpu__qs_step(*acc, w, x, isum);
+    *accm += (enc_f16_to_f32(m) * enc_f16_to_f32(x->d)) * (float)xsum;
+}
+
 static float cpu__qs_dot_1(size_t bb, int has_qh, const void *wv, const void *xv, int64_t nb)
 {
     const block_q8_0 *x = xv;
     float acc = 0.0f, accm = 0.0f;
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *w = (const uint8_t *)wv + (size_t)b * bb;
-        uint16_t m;
-        memcpy(&m, w + 2, sizeof m);
-        const uint8_t *qh = has_qh ? w + 4 : NULL, *qs = w + (has_qh ? 8 : 4);
-        int32_t isum = 0, xsum = 0;
-        for (int j = 0; j < 32; j++) {
-            isum += quant_level_1(qs, qh, j) * x[b].qs[j];
-            xsum += x[b].qs[j];
-        }
-        acc = cpu__qs_step(acc, w, &x[b], isum);
-        accm += (enc_f16_to_f32(m) * enc_f16_to_f32(x[b].d)) * (float)xsum;
-    }
+    for (int64_t b = 0; b < nb; b++)
+        cpu__qs_step_1(has_qh, (const uint8_t *)wv + (size_t)b * bb, &x[b], &acc, &accm);
     return acc + accm;
 }
 
@@ -353,6 +358,40 @@ CPU__QS_X8(q4_0, ENC_Q4_0)
 CPU__QS_X8(q5_0, ENC_Q5_0)
 CPU__QS_X8(iq4_nl, ENC_IQ4_NL)
 
+/* Q4_1's (has_qh 0) and Q5_1's interleaved entries: the same, their
+ * blocks' steps (acc and accm per output, y = acc + accm). */
+static void cpu__qs_x8_1(enc_dtype dt, int T, const void *g, const void *const *xv, int64_t nb,
+                         float *const *y)
+{
+    float acc[CPU__QX_TOKENS][CPU_REPACK_ROWS] = {{0}},
+          accm[CPU__QX_TOKENS][CPU_REPACK_ROWS] = {{0}};
+    block_q5_1 blk; /* the larger of the two */
+    for (int64_t b = 0; b < nb; b++)
+        for (int r = 0; r < CPU_REPACK_ROWS; r++) {
+            cpu_repack_block(g, dt, b, r, &blk);
+            for (int t = 0; t < T; t++)
+                cpu__qs_step_1(dt == ENC_Q5_1, (const uint8_t *)&blk, (const block_q8_0 *)xv[t] + b,
+                               &acc[t][r], &accm[t][r]);
+        }
+    for (int t = 0; t < T; t++)
+        for (int r = 0; r < CPU_REPACK_ROWS; r++)
+            y[t][r] = acc[t][r] + accm[t][r];
+}
+
+static void cpu__qs_x8_q4_1(int T, const void *g, const void *const *x,
+                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
+{
+    (void)tok;
+    cpu__qs_x8_1(ENC_Q4_1, T, g, x, nb, y);
+}
+
+static void cpu__qs_x8_q5_1(int T, const void *g, const void *const *x,
+                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
+{
+    (void)tok;
+    cpu__qs_x8_1(ENC_Q5_1, T, g, x, nb, y);
+}
+
 /* The K types' interleaved entries: the same, the superblocks' steps of
  * the row dot (acc and accm per output, y = acc - accm). */
 static void cpu__qs_x8_k(enc_dtype dt, cpu__qs_kstep_fn step, int T, const void *g,
@@ -435,6 +474,8 @@ const cpu__quant_table cpu__quant_scalar = {
             [ENC_IQ4_XS] = cpu__qs_x8_iq4_xs,
             [ENC_Q2_K] = cpu__qs_x8_q2_k,
             [ENC_Q3_K] = cpu__qs_x8_q3_k,
+            [ENC_Q4_1] = cpu__qs_x8_q4_1,
+            [ENC_Q5_1] = cpu__qs_x8_q5_1,
         },
     .dot =
         {
@@ -551,9 +592,7 @@ static void cpu__matmul_x8(cpu__qx8_fn fn8, cpu__qx8_fn fn16, const void *x, int
     cpu__qsizes z = cpu__qsizes_of(w_dtype, k);
     const unsigned char *wb = w, *xb = x;
     cpu__qx_tok tok[CPU__QX_TOK_MAX];
-    int has_tok = (w_dtype == ENC_Q4_0 || w_dtype == ENC_Q8_0 || w_dtype == ENC_IQ4_NL ||
-                   w_dtype == ENC_Q5_0) &&
-                  z.nb <= CPU__QX_TOK_MAX;
+    int has_tok = quant_dot_dtype(w_dtype) == ENC_Q8_0 && z.nb <= CPU__QX_TOK_MAX;
     if (has_tok && z.tb * z.nb > CPU__QX_TOK_MAX) z.tb = CPU__QX_TOK_MAX / z.nb;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += z.tb) {
         int64_t t1 = t0 + z.tb < n_tokens ? t0 + z.tb : n_tokens;

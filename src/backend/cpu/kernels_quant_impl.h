@@ -857,6 +857,8 @@ const cpu__quant_table CPU__Q_TABLE = {
             [ENC_IQ4_XS] = cpu__qxk_iq4_xs,
             [ENC_Q2_K] = cpu__qxk_q2_k,
             [ENC_Q3_K] = cpu__qxk_q3_k,
+            [ENC_Q4_1] = cpu__qx_q4_1,
+            [ENC_Q5_1] = cpu__qx_q5_1,
         },
 #ifdef CPU__QX16
     .x16 =

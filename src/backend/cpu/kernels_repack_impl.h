@@ -56,12 +56,16 @@ static inline __m256i cpu__qx_xsum8(const int8_t *qs)
     return _mm256_slli_epi32(s, 3);
 }
 
-/* Q4_0: the 8 rows' exact isums of one block against token block x, less
- * xs8 (8 times the token's byte sum); lv[c] the low-nibble levels of chunk
- * c (values 4c..4c+3), lv[4 + c] the high ones (values 16 + 4c ..). */
-CPU__Q_INLINE __m256i cpu__qx_isum_q4(const __m256i *lv, const block_q8_0 *x, __m256i xs8)
+/* Unsigned levels (Q4_0, Q4_1, Q5_1): the 8 rows' exact isums of one block
+ * against token block x, less xs8 (Q4_0: 8 times the token's byte sum;
+ * else 0); lv[c] the low-nibble levels of chunk c (values 4c..4c+3), lv[4
+ * + c] the high ones (values 16 + 4c ..). Without VNNI the vpmaddubsw
+ * pairs add in int16: all 8 chunks' for levels below 16 (|.| <= 8 * 2 * 15
+ * * 128), each half's 4 apart for Q5_1's (split; <= 4 * 2 * 31 * 128). */
+CPU__Q_INLINE __m256i cpu__qx_isum_u(const __m256i *lv, const block_q8_0 *x, __m256i xs8, int split)
 {
 #ifdef CPU__Q_DOT4_ACC /* VNNI: straight into int32, no int16 partial sums */
+    (void)split;
     __m256i s = _mm256_setzero_si256();
     CPU__Q_UNROLL for (int c = 0; c < 4; c++)
     {
@@ -70,15 +74,26 @@ CPU__Q_INLINE __m256i cpu__qx_isum_q4(const __m256i *lv, const block_q8_0 *x, __
     }
     return _mm256_sub_epi32(s, xs8);
 #else
-    __m256i s16 = _mm256_setzero_si256();
+    __m256i s16 = _mm256_setzero_si256(), h16 = _mm256_setzero_si256();
     CPU__Q_UNROLL for (int c = 0; c < 4; c++)
     {
         s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lv[c], cpu__qx_bcast4(x->qs + 4 * c)));
-        s16 = _mm256_add_epi16(s16,
-                               _mm256_maddubs_epi16(lv[4 + c], cpu__qx_bcast4(x->qs + 16 + 4 * c)));
+        __m256i ph = _mm256_maddubs_epi16(lv[4 + c], cpu__qx_bcast4(x->qs + 16 + 4 * c));
+        if (split)
+            h16 = _mm256_add_epi16(h16, ph);
+        else
+            s16 = _mm256_add_epi16(s16, ph);
     }
-    return _mm256_sub_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), xs8);
+    __m256i s = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+    if (split) s = _mm256_add_epi32(s, _mm256_madd_epi16(h16, _mm256_set1_epi16(1)));
+    return _mm256_sub_epi32(s, xs8);
 #endif
+}
+
+/* Q4_0: cpu__qx_isum_u as it is. */
+CPU__Q_INLINE __m256i cpu__qx_isum_q4(const __m256i *lv, const block_q8_0 *x, __m256i xs8)
+{
+    return cpu__qx_isum_u(lv, x, xs8, 0);
 }
 
 #ifdef CPU__Q_DOT4_ACC
@@ -141,23 +156,24 @@ static inline __m256i cpu__qx_bits16(__m256i h, int byte, int shift)
     return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(16));
 }
 
-/* Group block gp's levels: Q4_0 lv[c] the low nibbles of chunk c, lv[4 +
- * c] the high ones; IQ4_NL the same nibbles' levels, and Q5_0 (its qh the
- * chunk before its nibbles') the nibbles with their fifth bits, less 16, so
+/* Group block gp's levels: Q4_0 and Q4_1 lv[c] the low nibbles of chunk
+ * c, lv[4 + c] the high ones (Q5_1 with their fifth bits, 0..31); IQ4_NL the same nibbles' levels,
+ * and Q5_0 (its qh the chunk before its nibbles') the nibbles with their fifth bits, less 16, so
  * lv[c] holds values 4c..4c+3 as a Q8_0 chunk does: signed, or + 128 with
  * VNNI; Q8_0 lv[c] |w| of chunk c, or w + 128 with VNNI. */
 CPU__Q_INLINE void cpu__qx_levels(int kind, const unsigned char *q, __m256i *lv)
 {
     if (kind != CPU__Q8) {
-        const unsigned char *qs = kind == CPU__Q5 ? q + 32 : q;
+        int q5 = kind == CPU__Q5 || kind == CPU__Q51;
+        const unsigned char *qs = q5 ? q + 32 : q;
         CPU__Q_UNROLL for (int c = 0; c < 4; c++)
         {
             __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
             lv[c] = _mm256_and_si256(v, _mm256_set1_epi8(15));
             lv[4 + c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(15));
         }
-        if (kind == CPU__Q4) return;
-        if (kind == CPU__Q5) {
+        if (kind == CPU__Q4 || kind == CPU__Q41) return;
+        if (q5) {
             __m256i h = _mm256_loadu_si256((const __m256i *)q);
             CPU__Q_UNROLL for (int c = 0; c < 4; c++)
             {
@@ -165,6 +181,7 @@ CPU__Q_INLINE void cpu__qx_levels(int kind, const unsigned char *q, __m256i *lv)
                 lv[4 + c] = _mm256_or_si256(lv[4 + c], cpu__qx_bits16(h, 2 + c / 2, 4 * (c % 2)));
             }
         }
+        if (kind == CPU__Q51) return; /* unsigned, 0..31 */
         CPU__Q_UNROLL8 for (int c = 0; c < 8; c++)
         {
             lv[c] = kind == CPU__IQ4 ? _mm256_shuffle_epi8(cpu__q_iq4_table(), lv[c])
@@ -187,36 +204,46 @@ CPU__Q_INLINE void cpu__qx_levels(int kind, const unsigned char *q, __m256i *lv)
 CPU__Q_INLINE void cpu__qx_tile(int kind, int T, int has_tok, const void *g, const void *const *xv,
                                 const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
 {
-    const int q4 = kind == CPU__Q4;
+    const int q4 = kind == CPU__Q4, mins = cpu__q_has_min(kind);
     const size_t gb = CPU__QX_R * cpu__q_bb(kind);
-    __m256 acc[CPU__QX_TOKENS];
-    CPU__Q_UNROLL for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    __m256 acc[CPU__QX_TOKENS], accm[CPU__QX_TOKENS];
+    CPU__Q_UNROLL for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const unsigned char *gp = (const unsigned char *)g + (size_t)b * gb;
         if (T == 1) /* decode streams the matrix: ask for the next group's block b */
             for (size_t o = 0; o < gb; o += 64)
                 _mm_prefetch((const char *)gp + nb * gb + o, CPU__Q_PF_HINT);
         __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)gp));
+        __m256 mw = mins ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 16)))
+                         : _mm256_setzero_ps();
+        const unsigned char *q = gp + 2 * CPU__QX_R * (mins ? 2 : 1); /* after the f16 planes */
         __m256i lv[8];
-        cpu__qx_levels(kind, gp + 2 * CPU__QX_R, lv); /* the chunks after the 8 scales */
+        cpu__qx_levels(kind, q, lv);
         CPU__Q_UNROLL for (int t = 0; t < T; t++)
         {
             const block_q8_0 *x = (const block_q8_0 *)xv[t] + b;
             __m256 dx =
                 has_tok ? _mm256_broadcast_ss(&tok[t][b].dx) : _mm256_set1_ps(cpu__q_f16(x->d));
-            __m256i xs8 = q4 || CPU__QX_Q8_OFFSET
+            __m256i xs8 = q4 || mins || CPU__QX_Q8_OFFSET
                               ? (has_tok ? _mm256_set1_epi32(tok[t][b].xs8) : cpu__qx_xsum8(x->qs))
                               : _mm256_setzero_si256();
-            __m256i isum =
-                q4 ? cpu__qx_isum_q4(lv, x, xs8)
-                : (kind == CPU__IQ4 || kind == CPU__Q5) && !CPU__QX_Q8_OFFSET
-                    ? cpu__qx_isum_s8(lv, x)
-                    : cpu__qx_isum_q8(gp + 2 * CPU__QX_R, lv, x, _mm256_slli_epi32(xs8, 4));
+            __m256i isum = q4     ? cpu__qx_isum_q4(lv, x, xs8)
+                           : mins ? cpu__qx_isum_u(lv, x, _mm256_setzero_si256(), kind == CPU__Q51)
+                           : (kind == CPU__IQ4 || kind == CPU__Q5) && !CPU__QX_Q8_OFFSET
+                               ? cpu__qx_isum_s8(lv, x)
+                               : cpu__qx_isum_q8(q, lv, x, _mm256_slli_epi32(xs8, 4));
             __m256 s = _mm256_mul_ps(dw, dx);
             acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(s, _mm256_cvtepi32_ps(isum)));
+            if (mins) /* (m_w d_x) times the token's byte sum */
+                accm[t] = _mm256_add_ps(
+                    accm[t], _mm256_mul_ps(_mm256_mul_ps(mw, dx),
+                                           _mm256_cvtepi32_ps(_mm256_srai_epi32(xs8, 3))));
         }
     }
-    CPU__Q_UNROLL for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], acc[t]);
+    CPU__Q_UNROLL for (int t = 0; t < T; t++)
+    {
+        _mm256_storeu_ps(y[t], mins ? _mm256_add_ps(acc[t], accm[t]) : acc[t]);
+    }
 }
 
 /* The table's entries: T and has_tok constants in each body; TILE is
@@ -244,3 +271,5 @@ CPU__QX_TYPE(cpu__qx_q4_0, cpu__qx_tile, CPU__Q4)
 CPU__QX_TYPE(cpu__qx_q8_0, cpu__qx_tile, CPU__Q8)
 CPU__QX_TYPE(cpu__qx_iq4_nl, cpu__qx_tile, CPU__IQ4)
 CPU__QX_TYPE(cpu__qx_q5_0, cpu__qx_tile, CPU__Q5)
+CPU__QX_TYPE(cpu__qx_q4_1, cpu__qx_tile, CPU__Q41)
+CPU__QX_TYPE(cpu__qx_q5_1, cpu__qx_tile, CPU__Q51)

@@ -25,6 +25,10 @@ static cpu__rp_kind cpu__rp_kind_of(enc_dtype dt)
         return (cpu__rp_kind){1, {0, 0}, 2, 16};
     case ENC_Q5_0:
         return (cpu__rp_kind){1, {0, 0}, 2, 20};
+    case ENC_Q4_1:
+        return (cpu__rp_kind){2, {0, 2}, 4, 16};
+    case ENC_Q5_1:
+        return (cpu__rp_kind){2, {0, 2}, 4, 20};
     case ENC_Q8_0:
         return (cpu__rp_kind){1, {0, 0}, 2, 32};
     case ENC_Q4_K:

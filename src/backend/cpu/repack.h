@@ -20,6 +20,8 @@
  *   Q4_0   18     d              qs[16]
  *   IQ4_NL 18     d              qs[16]
  *   Q5_0   22     d              qh[4] qs[16]           (chunks 0, 1-4)
+ *   Q4_1   20     d, m           qs[16]
+ *   Q5_1   24     d, m           qh[4] qs[16]           (chunks 0, 1-4)
  *   Q8_0   34     d              qs[32]
  *   Q4_K   144    d, dmin        scales[12] qs[128]     (chunks 0-2, 3-34)
  *   Q5_K   176    d, dmin        scales[12] qh[32] qs[128]
@@ -27,6 +29,9 @@
  *   Q6_K   210    d (at 208)     ql[128] qh[64] scales[16]
  *                                                       (chunks 0-31, 32-47, 48-51)
  *   IQ4_XS 136    d, scales_h    scales_l[4] qs[128]    (chunks 0, 1-32)
+ *   Q2_K   84     d, dmin (at 80) scales[16] qs[64]     (chunks 0-3, 4-19)
+ *   Q3_K   110    d (at 108)     hmask[32] qs[64] scales[12]
+ *                                                       (chunks 0-7, 8-23, 24-26)
  *
  * so that one 256-bit load of a chunk holds the same 4 consecutive bytes of
  * 8 rows: against a token's 4 bytes broadcast, the u8 x s8 dot of each
@@ -46,8 +51,8 @@
 enum { CPU_REPACK_ROWS = 8 };
 
 /* Whether a [rows, k] matrix of dtype has an interleaved layout: Q4_0,
- * Q5_0, IQ4_NL, Q8_0, Q4_K, Q5_K, Q6_K and IQ4_XS, k a whole number of blocks, at least one
- * group of rows. */
+ * Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS, k a whole number of
+ * blocks, at least one group of rows. */
 bool cpu_repack_supports(enc_dtype dt, int64_t rows, int64_t k);
 
 /* In place, w [rows, k] of dtype: row layout -> interleaved (to_rows false)
