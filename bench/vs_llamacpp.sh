@@ -5,6 +5,8 @@
 #
 #   bench/vs_llamacpp.sh [--build] [--runs N] [--threads T] [--types "bf16 f16 q8_0 q4_0 q4_k_m"]
 #                        [--models "dense moe"] [--check]
+#   (types: bf16, f16, and llama-quantize's q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl
+#   iq4_xs q2_k q3_k_m q4_k_m q5_k_m q6_k)
 #
 # The files: the bf16 and f16 GGUF of each checkpoint written by `encore
 # quantize`, every other type made from the bf16 one by llama.cpp's own
@@ -44,7 +46,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=${2:?}; shift ;;
     --types) types=${2:?}; shift ;;
     --models) models=${2:?}; shift ;;
-    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "vs_llamacpp.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -98,7 +100,8 @@ build_llama() {
 # llama-quantize's name of a type
 llama_type() { case "$1" in q8_0) echo Q8_0 ;; q4_0) echo Q4_0 ;; q4_k_m) echo Q4_K_M ;;
   q5_k_m) echo Q5_K_M ;; q6_k) echo Q6_K ;; q5_0) echo Q5_0 ;; iq4_nl) echo IQ4_NL ;;
-  q3_k_m) echo Q3_K_M ;; iq4_xs) echo IQ4_XS ;; q2_k) echo Q2_K ;; *) die "unknown type '$1'" ;; esac; }
+  q3_k_m) echo Q3_K_M ;; iq4_xs) echo IQ4_XS ;; q2_k) echo Q2_K ;; q4_1) echo Q4_1 ;;
+  q5_1) echo Q5_1 ;; *) die "unknown type '$1'" ;; esac; }
 
 # make_file NAME CHECKPOINT TYPE -> prints the path of OUT/NAME-TYPE.gguf
 make_file() {
