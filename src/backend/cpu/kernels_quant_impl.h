@@ -524,62 +524,72 @@ static inline __m128i cpu__q_k4_scales(const uint8_t *scales)
     return _mm_set_epi32((int)m_hi, (int)m_lo, (int)sc_hi, (int)sc_lo);
 }
 
+/* 16 groups' int16 scales s16 as cpu__q_k_pick reads them for groups of
+ * 16 (Q6_K, Q3_K, Q2_K): sc[0] groups 0-7 in both 128-bit halves, sc[1]
+ * groups 8-15. */
+static inline void cpu__q_k_groups16(__m256i s16, __m256i *sc)
+{
+    sc[0] = _mm256_permute2x128_si256(s16, s16, 0x00);
+    sc[1] = _mm256_permute2x128_si256(s16, s16, 0x11);
+}
+
+/* Q3_K's 16 6-bit scales (quant_widen.h's packing), less 32, as int16. */
+static inline __m256i cpu__q_q3_scales(const block_q3_K *w)
+{
+    const uint32_t m4 = 0x0f0f0f0f, m2 = 0x03030303;
+    uint32_t a[3];
+    memcpy(a, w->scales, sizeof a);
+    __m128i v = _mm_setr_epi32((int)((a[0] & m4) | (a[2] & m2) << 4),
+                               (int)((a[1] & m4) | ((a[2] >> 2) & m2) << 4),
+                               (int)(((a[0] >> 4) & m4) | ((a[2] >> 4) & m2) << 4),
+                               (int)(((a[1] >> 4) & m4) | ((a[2] >> 6) & m2) << 4));
+    return _mm256_cvtepi8_epi16(_mm_sub_epi8(v, _mm_set1_epi8(32)));
+}
+
+/* IQ4_XS's 8 sub-block scales quant_iq4xs_ls(w, s), as int16 in both
+ * 128-bit halves (lane s), by variable shifts. */
+static inline __m256i cpu__q_iq4xs_scales(const block_iq4_xs *w)
+{
+    uint32_t lo;
+    memcpy(&lo, w->scales_l, sizeof lo);
+    __m256i l = _mm256_srlv_epi32(_mm256_set1_epi32((int)lo),
+                                  _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+    __m256i h = _mm256_srlv_epi32(_mm256_set1_epi32(w->scales_h),
+                                  _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+    __m256i ls = _mm256_or_si256(_mm256_and_si256(l, _mm256_set1_epi32(15)),
+                                 _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(3)), 4));
+    ls = _mm256_sub_epi32(ls, _mm256_set1_epi32(32));
+    __m128i l16 = _mm_packs_epi32(_mm256_castsi256_si128(ls), _mm256_extracti128_si256(ls, 1));
+    return _mm256_broadcastsi128_si256(l16);
+}
+
 /* The scales of one superblock wb of type kt: sc[0..1] (the vectors
  * cpu__q_k_pick reads), mv (the correction's 16 int16), d_w and the
- * correction's scale dm (dmin_w; Q6_K d_w). */
+ * correction's scale dm (dmin_w; Q6_K and Q3_K d_w; IQ4_XS none). */
 CPU__Q_INLINE void cpu__q_k_scales(int kt, const unsigned char *wb, __m256i *sc, __m256i *mv,
                                    float *d, float *dm)
 {
-    if (kt == CPU__QK_Q6) {
-        const block_q6_K *w = (const block_q6_K *)wb;
-        __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w->scales));
-        sc[0] = _mm256_permute2x128_si256(s16, s16, 0x00);
-        sc[1] = _mm256_permute2x128_si256(s16, s16, 0x11);
-        *mv = s16;
-        *d = *dm = cpu__q_f16(w->d);
+    if (kt == CPU__QK_Q6 || kt == CPU__QK_Q3) {
+        const block_q6_K *w6 = (const block_q6_K *)wb;
+        const block_q3_K *w3 = (const block_q3_K *)wb;
+        *mv = kt == CPU__QK_Q6 ? _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w6->scales))
+                               : cpu__q_q3_scales(w3);
+        cpu__q_k_groups16(*mv, sc);
+        *d = *dm = cpu__q_f16(kt == CPU__QK_Q6 ? w6->d : w3->d);
         return;
     }
-    if (kt == CPU__QK_Q3) { /* the 16 6-bit scales less 32, then as Q6_K */
-        const block_q3_K *w = (const block_q3_K *)wb;
-        const uint32_t m4 = 0x0f0f0f0f, m2 = 0x03030303;
-        uint32_t a[3];
-        memcpy(a, w->scales, sizeof a);
-        __m128i v = _mm_setr_epi32((int)((a[0] & m4) | (a[2] & m2) << 4),
-                                   (int)((a[1] & m4) | ((a[2] >> 2) & m2) << 4),
-                                   (int)(((a[0] >> 4) & m4) | ((a[2] >> 4) & m2) << 4),
-                                   (int)(((a[1] >> 4) & m4) | ((a[2] >> 6) & m2) << 4));
-        __m256i s16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(v, _mm_set1_epi8(32)));
-        sc[0] = _mm256_permute2x128_si256(s16, s16, 0x00);
-        sc[1] = _mm256_permute2x128_si256(s16, s16, 0x11);
-        *mv = s16;
-        *d = *dm = cpu__q_f16(w->d);
-        return;
-    }
-    if (kt == CPU__QK_Q2) { /* the 16 groups' sc and m, in Q6_K's arrangement */
+    if (kt == CPU__QK_Q2) { /* scales the low nibbles, mins the high ones */
         const block_q2_K *w = (const block_q2_K *)wb;
         __m128i v = _mm_loadu_si128((const __m128i *)w->scales), m4 = _mm_set1_epi8(15);
-        __m256i s16 = _mm256_cvtepu8_epi16(_mm_and_si128(v, m4));
-        sc[0] = _mm256_permute2x128_si256(s16, s16, 0x00);
-        sc[1] = _mm256_permute2x128_si256(s16, s16, 0x11);
+        cpu__q_k_groups16(_mm256_cvtepu8_epi16(_mm_and_si128(v, m4)), sc);
         *mv = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(v, 4), m4));
         *d = cpu__q_f16(w->d);
         *dm = cpu__q_f16(w->dmin);
         return;
     }
-    if (kt == CPU__QK_IQ4) { /* lane s: quant_iq4xs_ls(w, s), by variable shifts */
+    if (kt == CPU__QK_IQ4) {
         const block_iq4_xs *w = (const block_iq4_xs *)wb;
-        uint32_t lo;
-        memcpy(&lo, w->scales_l, sizeof lo);
-        __m256i l = _mm256_srlv_epi32(_mm256_set1_epi32((int)lo),
-                                      _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
-        __m256i h = _mm256_srlv_epi32(_mm256_set1_epi32(w->scales_h),
-                                      _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
-        __m256i ls =
-            _mm256_or_si256(_mm256_and_si256(l, _mm256_set1_epi32(15)),
-                            _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(3)), 4));
-        ls = _mm256_sub_epi32(ls, _mm256_set1_epi32(32));
-        __m128i l16 = _mm_packs_epi32(_mm256_castsi256_si128(ls), _mm256_extracti128_si256(ls, 1));
-        sc[0] = sc[1] = _mm256_broadcastsi128_si256(l16);
+        sc[0] = sc[1] = cpu__q_iq4xs_scales(w);
         *mv = _mm256_setzero_si256();
         *d = cpu__q_f16(w->d);
         *dm = 0.0f;
@@ -609,20 +619,16 @@ CPU__Q_INLINE __m256i cpu__q_k_pick(int kt, const __m256i *sc, int s)
 CPU__Q_INLINE __m256i cpu__q_k_levels(int kt, const unsigned char *wb, int s)
 {
     const __m256i m4 = _mm256_set1_epi8(15);
-    if (kt == CPU__QK_Q3) { /* Q2_K's 2 bits, and bit s of hmask as 4 */
-        const block_q3_K *w = (const block_q3_K *)wb;
-        __m256i v = _mm256_loadu_si256((const __m256i *)(w->qs + 32 * (s / 4)));
-        __m256i h = _mm256_loadu_si256((const __m256i *)w->hmask);
+    if (kt == CPU__QK_Q2 || kt == CPU__QK_Q3) { /* bits 2 (s % 4) of the bytes of its 128 */
+        const block_q3_K *w3 = (const block_q3_K *)wb;
+        const uint8_t *qs = kt == CPU__QK_Q2 ? ((const block_q2_K *)wb)->qs : w3->qs;
+        __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * (s / 4)));
         __m256i q = _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * (s % 4))),
                                      _mm256_set1_epi8(3));
+        if (kt == CPU__QK_Q2) return q;
+        __m256i h = _mm256_loadu_si256((const __m256i *)w3->hmask); /* bit s as 4 */
         h = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(s)), _mm256_set1_epi8(1));
         return _mm256_add_epi8(_mm256_or_si256(q, _mm256_slli_epi16(h, 2)), _mm256_set1_epi8(28));
-    }
-    if (kt == CPU__QK_Q2) { /* the 32 bytes of its 128 values, shifted by 2 (s % 4) */
-        __m256i v =
-            _mm256_loadu_si256((const __m256i *)(((const block_q2_K *)wb)->qs + 32 * (s / 4)));
-        return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * (s % 4))),
-                                _mm256_set1_epi8(3));
     }
     if (kt == CPU__QK_IQ4) {
         __m128i v = _mm_loadu_si128((const __m128i *)(((const block_iq4_xs *)wb)->qs + 16 * s));
