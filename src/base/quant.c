@@ -100,10 +100,13 @@ static void quant__deq_iq4_xs(const block_iq4_xs *b, float *y)
     }
 }
 
-/* Q4_1 (qh NULL) and Q5_1: d * q + m, as ggml computes it. */
-static void quant__deq_1(uint16_t d16, uint16_t m16, const uint8_t *qh, const uint8_t *qs, float *y)
+/* A Q4_1 (has_qh 0) or Q5_1 block: d * q + m, as ggml computes it. */
+static void quant__deq_1(const uint8_t *b, int has_qh, float *y)
 {
-    float d = enc_f16_to_f32(d16), m = enc_f16_to_f32(m16);
+    uint16_t dm[2];
+    memcpy(dm, b, sizeof dm);
+    float d = enc_f16_to_f32(dm[0]), m = enc_f16_to_f32(dm[1]);
+    const uint8_t *qh = has_qh ? b + 4 : NULL, *qs = b + (has_qh ? 8 : 4);
     for (int j = 0; j < 32; j++)
         y[j] = (float)quant_level_1(qs, qh, j) * d + m;
 }
@@ -202,16 +205,10 @@ int quant_dequantize_row(enc_dtype dt, const void *src, float *dst, int64_t n)
         case ENC_Q2_K:
             quant__deq_q2_k((const block_q2_K *)p, y);
             break;
-        case ENC_Q4_1: {
-            const block_q4_1 *b = (const block_q4_1 *)p;
-            quant__deq_1(b->d, b->m, NULL, b->qs, y);
+        case ENC_Q4_1:
+        case ENC_Q5_1:
+            quant__deq_1(p, dt == ENC_Q5_1, y);
             break;
-        }
-        case ENC_Q5_1: {
-            const block_q5_1 *b = (const block_q5_1 *)p;
-            quant__deq_1(b->d, b->m, b->qh, b->qs, y);
-            break;
-        }
         default:
             return -1;
         }

@@ -208,16 +208,6 @@ static float cpu__qs_dot_k(cpu__qs_kstep_fn step, size_t bb, const void *wv, con
     return acc - accm;
 }
 
-static float cpu__qs_dot_q4_k(const void *wv, const void *xv, int64_t nb)
-{
-    return cpu__qs_dot_k(cpu__qs_kstep_q4_k, sizeof(block_q4_K), wv, xv, nb);
-}
-
-static float cpu__qs_dot_q5_k(const void *wv, const void *xv, int64_t nb)
-{
-    return cpu__qs_dot_k(cpu__qs_kstep_q5_k, sizeof(block_q5_K), wv, xv, nb);
-}
-
 static void cpu__qs_kstep_q6_k(const void *wv, const block_q8_K *x, float *acc, float *accm)
 {
     const block_q6_K *w = wv;
@@ -239,11 +229,6 @@ static void cpu__qs_kstep_q6_k(const void *wv, const block_q8_K *x, float *acc, 
     *accm += d * (float)(32 * corr);
 }
 
-static float cpu__qs_dot_q6_k(const void *wv, const void *xv, int64_t nb)
-{
-    return cpu__qs_dot_k(cpu__qs_kstep_q6_k, sizeof(block_q6_K), wv, xv, nb);
-}
-
 /* Q3_K: the steps of the Q6_K block it widens to (base/quant_widen.h: the
  * same scales and levels), so that block's bits. */
 static void cpu__qs_kstep_q3_k(const void *wv, const block_q8_K *x, float *acc, float *accm)
@@ -251,11 +236,6 @@ static void cpu__qs_kstep_q3_k(const void *wv, const block_q8_K *x, float *acc, 
     block_q6_K w6;
     quant_widen_row(ENC_Q3_K, wv, &w6, QUANT_K);
     cpu__qs_kstep_q6_k(&w6, x, acc, accm);
-}
-
-static float cpu__qs_dot_q3_k(const void *wv, const void *xv, int64_t nb)
-{
-    return cpu__qs_dot_k(cpu__qs_kstep_q3_k, sizeof(block_q3_K), wv, xv, nb);
 }
 
 /* Q2_K: groups g of 16, d sc[g] q - dmin m[g]. */
@@ -275,11 +255,6 @@ static void cpu__qs_kstep_q2_k(const void *wv, const block_q8_K *x, float *acc, 
     *accm += (enc_f16_to_f32(w->dmin) * x->d) * (float)msum;
 }
 
-static float cpu__qs_dot_q2_k(const void *wv, const void *xv, int64_t nb)
-{
-    return cpu__qs_dot_k(cpu__qs_kstep_q2_k, sizeof(block_q2_K), wv, xv, nb);
-}
-
 /* IQ4_XS: no correction (accm stays 0). */
 static void cpu__qs_kstep_iq4_xs(const void *wv, const block_q8_K *x, float *acc, float *accm)
 {
@@ -297,10 +272,18 @@ static void cpu__qs_kstep_iq4_xs(const void *wv, const block_q8_K *x, float *acc
     *acc += (enc_f16_to_f32(w->d) * x->d) * (float)isum;
 }
 
-static float cpu__qs_dot_iq4_xs(const void *wv, const void *xv, int64_t nb)
-{
-    return cpu__qs_dot_k(cpu__qs_kstep_iq4_xs, sizeof(block_iq4_xs), wv, xv, nb);
-}
+/* A K type's row dot: its superblocks' steps. */
+#define CPU__QS_DOT_K(T, DT)                                                                       \
+    static float cpu__qs_dot_##T(const void *wv, const void *xv, int64_t nb)                       \
+    {                                                                                              \
+        return cpu__qs_dot_k(cpu__qs_kstep_##T, enc_dtype_block_bytes(DT), wv, xv, nb);            \
+    }
+CPU__QS_DOT_K(q4_k, ENC_Q4_K)
+CPU__QS_DOT_K(q5_k, ENC_Q5_K)
+CPU__QS_DOT_K(q6_k, ENC_Q6_K)
+CPU__QS_DOT_K(q3_k, ENC_Q3_K)
+CPU__QS_DOT_K(q2_k, ENC_Q2_K)
+CPU__QS_DOT_K(iq4_xs, ENC_IQ4_XS)
 
 /* The table's entries: R rows one after another. */
 #define CPU__QS_ROWS(T)                                                                            \
@@ -345,18 +328,19 @@ static void cpu__qs_x8(enc_dtype dt, int T, const void *g, const void *const *xv
         memcpy(y[t], acc[t], sizeof acc[t]);
 }
 
-/* The table's interleaved entry of a 32-block type. */
-#define CPU__QS_X8(T, DT)                                                                          \
+/* The table's interleaved entry of type DT (named T) through FN(DT, ...),
+ * which recomputes what the token table holds. */
+#define CPU__QS_X8_VIA(T, FN, DT)                                                                  \
     static void cpu__qs_x8_##T(int T_, const void *g, const void *const *x,                        \
                                const cpu__qx_tok *const *tok, int64_t nb, float *const *y)         \
     {                                                                                              \
         (void)tok;                                                                                 \
-        cpu__qs_x8(DT, T_, g, x, nb, y);                                                           \
+        FN(DT, T_, g, x, nb, y);                                                                   \
     }
-CPU__QS_X8(q8_0, ENC_Q8_0)
-CPU__QS_X8(q4_0, ENC_Q4_0)
-CPU__QS_X8(q5_0, ENC_Q5_0)
-CPU__QS_X8(iq4_nl, ENC_IQ4_NL)
+CPU__QS_X8_VIA(q8_0, cpu__qs_x8, ENC_Q8_0)
+CPU__QS_X8_VIA(q4_0, cpu__qs_x8, ENC_Q4_0)
+CPU__QS_X8_VIA(q5_0, cpu__qs_x8, ENC_Q5_0)
+CPU__QS_X8_VIA(iq4_nl, cpu__qs_x8, ENC_IQ4_NL)
 
 /* Q4_1's (has_qh 0) and Q5_1's interleaved entries: the same, their
  * blocks' steps (acc and accm per output, y = acc + accm). */
@@ -378,25 +362,34 @@ static void cpu__qs_x8_1(enc_dtype dt, int T, const void *g, const void *const *
             y[t][r] = acc[t][r] + accm[t][r];
 }
 
-static void cpu__qs_x8_q4_1(int T, const void *g, const void *const *x,
-                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    cpu__qs_x8_1(ENC_Q4_1, T, g, x, nb, y);
-}
+CPU__QS_X8_VIA(q4_1, cpu__qs_x8_1, ENC_Q4_1)
+CPU__QS_X8_VIA(q5_1, cpu__qs_x8_1, ENC_Q5_1)
 
-static void cpu__qs_x8_q5_1(int T, const void *g, const void *const *x,
-                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
+/* The superblock step of K type dt. */
+static cpu__qs_kstep_fn cpu__qs_kstep_of(enc_dtype dt)
 {
-    (void)tok;
-    cpu__qs_x8_1(ENC_Q5_1, T, g, x, nb, y);
+    switch (dt) {
+    case ENC_Q4_K:
+        return cpu__qs_kstep_q4_k;
+    case ENC_Q5_K:
+        return cpu__qs_kstep_q5_k;
+    case ENC_Q6_K:
+        return cpu__qs_kstep_q6_k;
+    case ENC_IQ4_XS:
+        return cpu__qs_kstep_iq4_xs;
+    case ENC_Q2_K:
+        return cpu__qs_kstep_q2_k;
+    default:
+        return cpu__qs_kstep_q3_k;
+    }
 }
 
 /* The K types' interleaved entries: the same, the superblocks' steps of
  * the row dot (acc and accm per output, y = acc - accm). */
-static void cpu__qs_x8_k(enc_dtype dt, cpu__qs_kstep_fn step, int T, const void *g,
-                         const void *const *xv, int64_t nb, float *const *y)
+static void cpu__qs_x8_k(enc_dtype dt, int T, const void *g, const void *const *xv, int64_t nb,
+                         float *const *y)
 {
+    cpu__qs_kstep_fn step = cpu__qs_kstep_of(dt);
     float acc[CPU__QX_TOKENS][CPU_REPACK_ROWS] = {{0}},
           accm[CPU__QX_TOKENS][CPU_REPACK_ROWS] = {{0}};
     union {
@@ -418,47 +411,12 @@ static void cpu__qs_x8_k(enc_dtype dt, cpu__qs_kstep_fn step, int T, const void 
             y[t][r] = acc[t][r] - accm[t][r];
 }
 
-static void cpu__qs_x8_q4_k(int T, const void *g, const void *const *x,
-                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    cpu__qs_x8_k(ENC_Q4_K, cpu__qs_kstep_q4_k, T, g, x, nb, y);
-}
-
-static void cpu__qs_x8_q5_k(int T, const void *g, const void *const *x,
-                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    cpu__qs_x8_k(ENC_Q5_K, cpu__qs_kstep_q5_k, T, g, x, nb, y);
-}
-
-static void cpu__qs_x8_q6_k(int T, const void *g, const void *const *x,
-                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    cpu__qs_x8_k(ENC_Q6_K, cpu__qs_kstep_q6_k, T, g, x, nb, y);
-}
-
-static void cpu__qs_x8_iq4_xs(int T, const void *g, const void *const *x,
-                              const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    cpu__qs_x8_k(ENC_IQ4_XS, cpu__qs_kstep_iq4_xs, T, g, x, nb, y);
-}
-
-static void cpu__qs_x8_q2_k(int T, const void *g, const void *const *x,
-                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    cpu__qs_x8_k(ENC_Q2_K, cpu__qs_kstep_q2_k, T, g, x, nb, y);
-}
-
-static void cpu__qs_x8_q3_k(int T, const void *g, const void *const *x,
-                            const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    cpu__qs_x8_k(ENC_Q3_K, cpu__qs_kstep_q3_k, T, g, x, nb, y);
-}
+CPU__QS_X8_VIA(q4_k, cpu__qs_x8_k, ENC_Q4_K)
+CPU__QS_X8_VIA(q5_k, cpu__qs_x8_k, ENC_Q5_K)
+CPU__QS_X8_VIA(q6_k, cpu__qs_x8_k, ENC_Q6_K)
+CPU__QS_X8_VIA(iq4_xs, cpu__qs_x8_k, ENC_IQ4_XS)
+CPU__QS_X8_VIA(q2_k, cpu__qs_x8_k, ENC_Q2_K)
+CPU__QS_X8_VIA(q3_k, cpu__qs_x8_k, ENC_Q3_K)
 
 const cpu__quant_table cpu__quant_scalar = {
     .name = "scalar",

@@ -572,47 +572,21 @@ CPU__Q_INLINE void QK_FN(cpu__qxk_by_t)(int kt, int T, const void *g, const void
         QK_FN(cpu__qxk_tile)(kt, 1, g, x, nb, y);
 }
 
-static void QK_FN(cpu__qxk_q4_k)(int T, const void *g, const void *const *x,
-                                 const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    QK_FN(cpu__qxk_by_t)(CPU__QXK_Q4, T, g, x, nb, y);
-}
-
-static void QK_FN(cpu__qxk_q5_k)(int T, const void *g, const void *const *x,
-                                 const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    QK_FN(cpu__qxk_by_t)(CPU__QXK_Q5, T, g, x, nb, y);
-}
-
-static void QK_FN(cpu__qxk_q6_k)(int T, const void *g, const void *const *x,
-                                 const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    QK_FN(cpu__qxk_by_t)(CPU__QXK_Q6, T, g, x, nb, y);
-}
-
-static void QK_FN(cpu__qxk_iq4_xs)(int T, const void *g, const void *const *x,
-                                   const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    QK_FN(cpu__qxk_by_t)(CPU__QXK_IQ4, T, g, x, nb, y);
-}
-
-static void QK_FN(cpu__qxk_q2_k)(int T, const void *g, const void *const *x,
-                                 const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    QK_FN(cpu__qxk_by_t)(CPU__QXK_Q2, T, g, x, nb, y);
-}
-
-static void QK_FN(cpu__qxk_q3_k)(int T, const void *g, const void *const *x,
-                                 const cpu__qx_tok *const *tok, int64_t nb, float *const *y)
-{
-    (void)tok;
-    QK_FN(cpu__qxk_by_t)(CPU__QXK_Q3, T, g, x, nb, y);
-}
+/* The table's entries, one per K type (T_ its name, KT its kind). */
+#define QK_ENTRY(T_, KT)                                                                           \
+    static void QK_FN(cpu__qxk_##T_)(int T, const void *g, const void *const *x,                   \
+                                     const cpu__qx_tok *const *tok, int64_t nb, float *const *y)   \
+    {                                                                                              \
+        (void)tok;                                                                                 \
+        QK_FN(cpu__qxk_by_t)(KT, T, g, x, nb, y);                                                  \
+    }
+QK_ENTRY(q4_k, CPU__QXK_Q4)
+QK_ENTRY(q5_k, CPU__QXK_Q5)
+QK_ENTRY(q6_k, CPU__QXK_Q6)
+QK_ENTRY(iq4_xs, CPU__QXK_IQ4)
+QK_ENTRY(q2_k, CPU__QXK_Q2)
+QK_ENTRY(q3_k, CPU__QXK_Q3)
+#undef QK_ENTRY
 
 /* the vocabulary, forgotten for the next width */
 #undef QK_GROUPS
