@@ -4,7 +4,9 @@
  * work; all of it holds with more threads than cores, where workers are
  * often not running (the case the claimed shares exist for), and with waits
  * that stay awake long or not at all; an idle pool sleeps, and a pool whose
- * cores other threads want stops staying awake. */
+ * cores other threads want stops staying awake. And parallel_rows
+ * (src/base/parallel_rows.h): every row in exactly one range, whether the
+ * work is split over threads or not, each range with scratch of its own. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/parallel_rows.h"
 #include "base/threadpool.h"
 #include "check.h"
 
@@ -222,6 +225,40 @@ static void test_contended_waits_short(void)
     threadpool_destroy(pool);
 }
 
+/* --- parallel_rows ------------------------------------------------------- */
+
+enum { SCRATCH_FLOATS = 1000 };
+
+typedef struct rows_log {
+    atomic_int *hits; /* per row */
+    atomic_int ranges, bad_scratch;
+} rows_log;
+
+static void mark_rows(void *ctx, int64_t r0, int64_t r1, float *scratch)
+{
+    rows_log *l = ctx;
+    atomic_fetch_add(&l->ranges, 1);
+    for (int i = 0; i < SCRATCH_FLOATS; i++)
+        scratch[i] = (float)r0; /* ASan: all of it is ours */
+    for (int64_t r = r0; r < r1; r++)
+        atomic_fetch_add(&l->hits[r], 1);
+    for (int i = 0; i < SCRATCH_FLOATS; i++)
+        if (scratch[i] != (float)r0) atomic_fetch_add(&l->bad_scratch, 1);
+}
+
+/* rows with a cost per row: small work stays on the caller's thread (one
+ * range), large work takes a range per CPU. */
+static void test_parallel_rows(int64_t rows, double cost, int want_ranges)
+{
+    rows_log l = {calloc((size_t)rows + 1, sizeof(atomic_int)), 0, 0};
+    CHECK(parallel_rows(rows, cost, SCRATCH_FLOATS, mark_rows, &l) == ENC_OK);
+    for (int64_t r = 0; r < rows; r++)
+        CHECK(atomic_load(&l.hits[r]) == 1);
+    CHECK(atomic_load(&l.bad_scratch) == 0);
+    CHECK(atomic_load(&l.ranges) == want_ranges);
+    free(l.hits);
+}
+
 int main(void)
 {
     CHECK(enc_cpu_count() >= 1);
@@ -245,6 +282,11 @@ int main(void)
     test_dependent_stages(MAX_THREADS, 100, 2 * 1000 * 1000);
     test_idle_pool_sleeps();
     test_contended_waits_short();
+    int cpus = enc_cpu_count();
+    test_parallel_rows(1000, 1.0, 1);
+    test_parallel_rows(1000, 1e6, cpus < 1000 ? cpus : 1000);
+    test_parallel_rows(3, 1e9, cpus < 3 ? cpus : 3);
+    test_parallel_rows(0, 1e9, 0);
     /* a pool that sits idle long enough for its workers to sleep still wakes */
     CHECK(threadpool_create(3, &pool) == ENC_OK);
     share_log *l = calloc(1, sizeof *l);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/quant_k.h"
 #include "base/quant_widen.h"
 
 /* One rounding per operation, as the NumPy reference computes: no fused
@@ -240,14 +241,6 @@ static int quant__clamp(int v, int lo, int hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* v >= 0 as f16, rounded up: enc_f16_to_f32(result) >= v (for finite v). */
-static uint16_t quant__f16_up(float v)
-{
-    uint16_t h = enc_f32_to_f16(v);
-    if (enc_f16_to_f32(h) < v && (h & 0x7c00u) != 0x7c00u) h++;
-    return h;
-}
-
 /* ggml's reference: d = amax / 127, q = round(x / d). */
 static void quant__q_q8_0(const float *x, block_q8_0 *b)
 {
@@ -272,111 +265,6 @@ static void quant__q_q4_0(const float *x, block_q4_0 *b)
     }
 }
 
-/* Pack the 6-bit scales and mins of 8 sub-blocks (quant.h). */
-static void quant__pack_k4(const int *sc, const int *m, uint8_t *scales)
-{
-    for (int s = 0; s < 4; s++) {
-        scales[s] = (uint8_t)((sc[s] & 63) | ((sc[s + 4] >> 4) << 6));
-        scales[s + 4] = (uint8_t)((m[s] & 63) | ((m[s + 4] >> 4) << 6));
-        scales[s + 8] = (uint8_t)((sc[s + 4] & 15) | ((m[s + 4] & 15) << 4));
-    }
-}
-
-/* Q4_K / Q5_K (levels 15 or 31): per sub-block of 32, the range [-mn, mx]
- * with mn = max(0, -min); mins and then scales are rounded up to their 6-bit
- * grids under f16 dmin and d (also rounded up), so nothing clips. Writes the
- * 256 levels to q. */
-static void quant__q_k45(const float *x, int levels, uint16_t *d16, uint16_t *dmin16,
-                         uint8_t *scales, uint8_t *q)
-{
-    float mn[8], top[8], mn_max = 0.0f, top_max = 0.0f;
-    int sc[8], m[8];
-    for (int s = 0; s < 8; s++) {
-        float lo = x[32 * s], hi = x[32 * s];
-        for (int l = 1; l < 32; l++) {
-            lo = x[32 * s + l] < lo ? x[32 * s + l] : lo;
-            hi = x[32 * s + l] > hi ? x[32 * s + l] : hi;
-        }
-        mn[s] = lo < 0.0f ? -lo : 0.0f;
-        top[s] = hi;
-        mn_max = mn[s] > mn_max ? mn[s] : mn_max;
-    }
-    *dmin16 = quant__f16_up(mn_max / 63.0f);
-    float dmin = enc_f16_to_f32(*dmin16);
-    for (int s = 0; s < 8; s++) {
-        m[s] = dmin > 0.0f ? quant__clamp((int)ceilf(mn[s] / dmin), 0, 63) : 0;
-        top[s] += dmin * (float)m[s]; /* the span above the sub-block's min */
-        top_max = top[s] > top_max ? top[s] : top_max;
-    }
-    *d16 = quant__f16_up(top_max / (float)(levels * 63));
-    float d = enc_f16_to_f32(*d16);
-    for (int s = 0; s < 8; s++) {
-        sc[s] = d > 0.0f ? quant__clamp((int)ceilf(top[s] / ((float)levels * d)), 0, 63) : 0;
-        float step = d * (float)sc[s], off = dmin * (float)m[s];
-        for (int l = 0; l < 32; l++)
-            q[32 * s + l] =
-                (uint8_t)(step > 0.0f
-                              ? quant__clamp(quant__round((x[32 * s + l] + off) / step), 0, levels)
-                              : 0);
-    }
-    quant__pack_k4(sc, m, scales);
-}
-
-static void quant__q_q4_k(const float *x, block_q4_K *b)
-{
-    uint8_t q[QUANT_K];
-    quant__q_k45(x, 15, &b->d, &b->dmin, b->scales, q);
-    for (int c = 0; c < 4; c++)
-        for (int l = 0; l < 32; l++)
-            b->qs[32 * c + l] = (uint8_t)(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
-}
-
-static void quant__q_q5_k(const float *x, block_q5_K *b)
-{
-    uint8_t q[QUANT_K];
-    quant__q_k45(x, 31, &b->d, &b->dmin, b->scales, q);
-    memset(b->qh, 0, sizeof b->qh);
-    for (int c = 0; c < 4; c++)
-        for (int l = 0; l < 32; l++) {
-            int q0 = q[64 * c + l], q1 = q[64 * c + 32 + l];
-            b->qs[32 * c + l] = (uint8_t)((q0 & 15) | ((q1 & 15) << 4));
-            b->qh[l] |= (uint8_t)(((q0 >> 4) << (2 * c)) | ((q1 >> 4) << (2 * c + 1)));
-        }
-}
-
-/* Q6_K: per sub-block of 16, q in [-31, 31] under a step d * sc with the
- * int8 sc rounded up from amax / 31 on the grid of the f16 d. */
-static void quant__q_q6_k(const float *x, block_q6_K *b)
-{
-    float amax[16], a_max = 0.0f;
-    for (int s = 0; s < 16; s++) {
-        amax[s] = quant__amax(x + 16 * s, 16);
-        a_max = amax[s] > a_max ? amax[s] : a_max;
-    }
-    b->d = quant__f16_up(a_max / (31.0f * 127.0f));
-    float d = enc_f16_to_f32(b->d);
-    uint8_t q[QUANT_K];
-    for (int s = 0; s < 16; s++) {
-        int sc = d > 0.0f ? quant__clamp((int)ceilf(amax[s] / (31.0f * d)), 0, 127) : 0;
-        b->scales[s] = (int8_t)sc;
-        float step = d * (float)sc;
-        for (int l = 0; l < 16; l++)
-            q[16 * s + l] =
-                (uint8_t)(32 + (step > 0.0f
-                                    ? quant__clamp(quant__round(x[16 * s + l] / step), -32, 31)
-                                    : 0));
-    }
-    memset(b->ql, 0, sizeof b->ql);
-    memset(b->qh, 0, sizeof b->qh);
-    for (int h = 0; h < 2; h++)
-        for (int i = 0; i < 4; i++)
-            for (int l = 0; l < 32; l++) {
-                int v = q[128 * h + 32 * i + l];
-                b->ql[64 * h + l + 32 * (i & 1)] |= (uint8_t)((v & 15) << (4 * (i >> 1)));
-                b->qh[32 * h + l] |= (uint8_t)((v >> 4) << (2 * i));
-            }
-}
-
 /* The activations' 8-bit form: d = amax / 127, q = round(x / d). */
 static void quant__q_q8_k(const float *x, block_q8_K *b)
 {
@@ -394,10 +282,16 @@ static void quant__q_q8_k(const float *x, block_q8_K *b)
     }
 }
 
+int quant_quantizes(enc_dtype dt)
+{
+    return dt == ENC_Q8_0 || dt == ENC_Q4_0 || dt == ENC_Q4_K || dt == ENC_Q5_K || dt == ENC_Q6_K ||
+           dt == ENC_Q8_K;
+}
+
 int quant_quantize_row(enc_dtype dt, const float *src, void *dst, int64_t n)
 {
     int64_t be = enc_dtype_block_elems(dt);
-    if (!enc_dtype_is_quantized(dt) || n < 0 || n % be != 0) return -1;
+    if (!quant_quantizes(dt) || n < 0 || n % be != 0) return -1;
     unsigned char *p = dst;
     size_t bb = enc_dtype_block_bytes(dt);
     for (int64_t i = 0; i < n / be; i++, p += bb) {
@@ -410,13 +304,13 @@ int quant_quantize_row(enc_dtype dt, const float *src, void *dst, int64_t n)
             quant__q_q4_0(x, (block_q4_0 *)p);
             break;
         case ENC_Q4_K:
-            quant__q_q4_k(x, (block_q4_K *)p);
+            quant_k_q4_k(x, (block_q4_K *)p);
             break;
         case ENC_Q5_K:
-            quant__q_q5_k(x, (block_q5_K *)p);
+            quant_k_q5_k(x, (block_q5_K *)p);
             break;
         case ENC_Q6_K:
-            quant__q_q6_k(x, (block_q6_K *)p);
+            quant_k_q6_k(x, (block_q6_K *)p);
             break;
         case ENC_Q8_K:
             quant__q_q8_k(x, (block_q8_K *)p);

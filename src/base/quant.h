@@ -35,9 +35,10 @@
  *         group 8 n + 2 j + h is (qs[32 n + 16 h + l] >> 2 j) & 3.
  *
  * Quantizers (quant.c): Q8_0 and Q4_0 as ggml's reference ones (round to
- * nearest); the K types choose each sub-block's range from its min and max,
- * then round the 6- or 8-bit scales up so no value clips: every value is
- * within half a quantization step (d * sc) of its original. */
+ * nearest); the K types by least squares (quant_k.c): each sub-block's
+ * scale (and min) the best of a few candidate steps, the scales then on the
+ * super-block's grid, every value on the level nearest to it that its
+ * block can represent (a value may clip at the end of its range). */
 #ifndef ENC_BASE_QUANT_H
 #define ENC_BASE_QUANT_H
 
@@ -157,9 +158,12 @@ enc_dtype quant_dot_dtype(enc_dtype w);
  * a type it cannot read or an n that is no whole number of blocks. */
 int quant_dequantize_row(enc_dtype dt, const void *src, float *dst, int64_t n);
 
+/* Whether quant_quantize_row has a quantizer for dt: Q8_0, Q4_0, Q4_K,
+ * Q5_K, Q6_K or Q8_K. */
+int quant_quantizes(enc_dtype dt);
+
 /* The blocks of dt holding src[0 .. n) written to dst (enc_dtype_row_bytes(dt,
- * n) bytes). dt is Q8_0, Q4_0, Q4_K, Q5_K, Q6_K or Q8_K. Returns 0, or -1 as
- * above. */
+ * n) bytes), dt one quant_quantizes says yes to. Returns 0, or -1 as above. */
 int quant_quantize_row(enc_dtype dt, const float *src, void *dst, int64_t n);
 
 #endif

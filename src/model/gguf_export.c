@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/parallel_rows.h"
 #include "base/quant.h"
 #include "graph/graph.h"
 #include "model/qwen3_tensors.h"
@@ -35,24 +36,33 @@ static float gguf__elem(const st_tensor *t, int64_t i)
     return t->dtype == ENC_BF16 ? enc_bf16_to_f32(h) : enc_f16_to_f32(h);
 }
 
+/* Whether rows of n values convert to `to` (gguf__convert_row cannot fail
+ * once this says so). */
+static enc_status gguf__convert_supported(int64_t n, enc_dtype to)
+{
+    if (to == ENC_F32 || to == ENC_F16 || to == ENC_BF16) return ENC_OK;
+    if (quant_quantizes(to) && n % enc_dtype_block_elems(to) == 0) return ENC_OK;
+    return enc_fail(ENC_ERR_UNSUPPORTED, "cannot quantize a row of %lld values to %s", (long long)n,
+                    enc_dtype_name(to));
+}
+
 /* One row of n f32 values into `to`, at dst (enc_dtype_row_bytes(to, n) bytes). */
-static enc_status gguf__convert_row(const float *x, int64_t n, enc_dtype to, unsigned char *dst)
+static void gguf__convert_row(const float *x, int64_t n, enc_dtype to, unsigned char *dst)
 {
     switch (to) {
     case ENC_F32:
         memcpy(dst, x, (size_t)n * 4);
-        return ENC_OK;
+        return;
     case ENC_F16:
     case ENC_BF16:
         for (int64_t i = 0; i < n; i++) {
             uint16_t h = to == ENC_F16 ? enc_f32_to_f16(x[i]) : enc_f32_to_bf16(x[i]);
             memcpy(dst + 2 * i, &h, 2);
         }
-        return ENC_OK;
-    default: /* a block type: the reference quantizer of base/quant.c */
-        if (enc_dtype_is_quantized(to) && quant_quantize_row(to, x, dst, n) == 0) return ENC_OK;
-        return enc_fail(ENC_ERR_UNSUPPORTED, "cannot quantize a row of %lld values to %s", (long long)n,
-                        enc_dtype_name(to));
+        return;
+    default: /* a block type: base/quant.c's quantizer (gguf__convert_supported) */
+        quant_quantize_row(to, x, dst, n);
+        return;
     }
 }
 
@@ -74,21 +84,35 @@ static enc_status gguf__size(const st_tensor *t, enc_dtype to, int64_t *rows, in
     return ENC_OK;
 }
 
-/* Every row of t converted to `to` into out (gguf__size's n_bytes). */
+/* Rows of t converted to `to` (row bytes rb) into out. */
+typedef struct {
+    const st_tensor *t;
+    enc_dtype to;
+    int64_t cols;
+    size_t rb;
+    unsigned char *out;
+} gguf__convert_job;
+
+static void gguf__convert_rows(void *ctx, int64_t r0, int64_t r1, float *row)
+{
+    const gguf__convert_job *job = ctx;
+    for (int64_t r = r0; r < r1; r++) {
+        for (int64_t c = 0; c < job->cols; c++)
+            row[c] = gguf__elem(job->t, r * job->cols + c);
+        gguf__convert_row(row, job->cols, job->to, job->out + (size_t)r * job->rb);
+    }
+}
+
+/* Every row of t converted to `to` into out (gguf__size's n_bytes), the
+ * rows split over the CPUs. */
 static enc_status gguf__convert(const st_tensor *t, enc_dtype to, unsigned char *out)
 {
     int64_t rows = 0, cols = 0;
     size_t n_bytes = 0;
     ENC_TRY(gguf__size(t, to, &rows, &cols, &n_bytes));
-    size_t row_bytes = n_bytes / (size_t)(rows ? rows : 1);
-    float *row = malloc((size_t)cols * sizeof *row);
-    enc_status s = row ? ENC_OK : enc_fail(ENC_ERR_OUT_OF_MEMORY, "tensor '%s'", t->name);
-    for (int64_t r = 0; s == ENC_OK && r < rows; r++) {
-        for (int64_t c = 0; c < cols; c++)
-            row[c] = gguf__elem(t, r * cols + c);
-        s = gguf__convert_row(row, cols, to, out + (size_t)r * row_bytes);
-    }
-    free(row);
+    enc_status s = gguf__convert_supported(cols, to);
+    gguf__convert_job job = {t, to, cols, n_bytes / (size_t)(rows ? rows : 1), out};
+    if (s == ENC_OK) s = parallel_rows(rows, (double)cols, (size_t)cols, gguf__convert_rows, &job);
     return s == ENC_OK ? ENC_OK : enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
 }
 

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "base/log.h"
+#include "base/parallel_rows.h"
 #include "base/quant.h"
 #include "base/quant_widen.h"
 
@@ -103,22 +104,31 @@ size_t model_quantized_bytes(const st_tensor *t, enc_dtype dt)
     return (size_t)model__rows(t) * enc_dtype_row_bytes(dt, model__cols(t));
 }
 
-/* Rows [r0, r1) of t as blocks of dt into dst: float rows quantized (row
- * is scratch for one), a widened type's blocks widened. */
-static void model__quantize_rows(const st_tensor *t, enc_dtype dt, int64_t r0, int64_t r1,
-                                 float *row, unsigned char *dst)
+/* A piece of t, its rows from r0 on, as blocks of dt into dst: float rows
+ * quantized, a widened type's blocks widened. */
+typedef struct {
+    const st_tensor *t;
+    enc_dtype dt;
+    int64_t r0;
+    unsigned char *dst;
+} model__quantize_job;
+
+/* Rows [r0, r1) of the job's piece (row is scratch for one). */
+static void model__quantize_rows(void *ctx, int64_t r0, int64_t r1, float *row)
 {
+    const model__quantize_job *job = ctx;
+    const st_tensor *t = job->t;
     int64_t cols = model__cols(t);
-    size_t in_rb = enc_dtype_row_bytes(t->dtype, cols), out_rb = enc_dtype_row_bytes(dt, cols);
-    for (int64_t r = r0; r < r1; r++) {
+    size_t in_rb = enc_dtype_row_bytes(t->dtype, cols), out_rb = enc_dtype_row_bytes(job->dt, cols);
+    for (int64_t r = job->r0 + r0; r < job->r0 + r1; r++) {
         const unsigned char *src = (const unsigned char *)t->data + (size_t)r * in_rb;
-        unsigned char *out = dst + (size_t)(r - r0) * out_rb;
+        unsigned char *out = job->dst + (size_t)(r - job->r0) * out_rb;
         if (quant_is_widened(t->dtype)) {
             quant_widen_row(t->dtype, src, out, cols);
             continue;
         }
         quant_dequantize_row(t->dtype, src, row, cols);
-        quant_quantize_row(dt, row, out, cols);
+        quant_quantize_row(job->dt, row, out, cols);
     }
 }
 
@@ -137,16 +147,16 @@ enc_status model_quantize_into(backend *be, const st_tensor *t, enc_dtype dt, ba
     int64_t per = (int64_t)(MODEL__QUANT_PIECE / rb);
     per = per < 1 ? 1 : per;
     int64_t piece_rows = per < rows ? per : rows;
-    float *row = malloc((size_t)cols * sizeof *row);
     unsigned char *blocks = malloc((size_t)piece_rows * rb + 1);
     enc_status s =
-        row && blocks ? ENC_OK : enc_fail(ENC_ERR_OUT_OF_MEMORY, "quantizing tensor '%s'", t->name);
+        blocks ? ENC_OK : enc_fail(ENC_ERR_OUT_OF_MEMORY, "quantizing tensor '%s'", t->name);
     for (int64_t r0 = 0; s == ENC_OK && r0 < rows; r0 += piece_rows) {
         int64_t r1 = r0 + piece_rows < rows ? r0 + piece_rows : rows;
-        model__quantize_rows(t, dt, r0, r1, row, blocks);
-        s = backend_buffer_write(be, buf, at + (size_t)r0 * rb, blocks, (size_t)(r1 - r0) * rb);
+        model__quantize_job job = {t, dt, r0, blocks};
+        s = parallel_rows(r1 - r0, (double)cols, (size_t)cols, model__quantize_rows, &job);
+        if (s == ENC_OK)
+            s = backend_buffer_write(be, buf, at + (size_t)r0 * rb, blocks, (size_t)(r1 - r0) * rb);
     }
-    free(row);
     free(blocks);
     return s == ENC_OK ? ENC_OK : enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
 }
