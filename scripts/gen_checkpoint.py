@@ -54,6 +54,10 @@ PRESETS = {
                                         dtype="F16", theta=1000000.0, seed=104, shards=3),
     "tiny-gqa2-hd64-d256-bf16": dict(V=1000, D=256, L=2, H=4, KVH=2, hd=64, F=512, tied=True,
                                      dtype="BF16", theta=1000000.0, seed=108),
+    # nine layers (llama-quantize's mixes treat the first and last eighth and
+    # every third layer between apart), untied, rows of whole 256-value blocks
+    "tiny-l9-d256-untied-bf16": dict(V=1000, D=256, L=9, H=4, KVH=2, hd=64, F=512, tied=False,
+                                     dtype="BF16", theta=1000000.0, seed=109),
     "tiny-qwen3vocab": dict(V=REAL_VOCAB, D=64, L=2, H=2, KVH=1, hd=64, F=128, tied=True,
                             dtype="BF16", theta=1000000.0, seed=105, tokenizer="required"),
     "demo": dict(V=REAL_VOCAB, D=64, L=2, H=2, KVH=1, hd=64, F=128, tied=True, demo=True,
@@ -82,6 +86,10 @@ MOE_PRESETS = {
     "tiny-moe-e4k2-d256-bf16": dict(V=1000, D=256, L=2, H=4, KVH=2, hd=64, F=512, tied=True,
                                     dtype="BF16", theta=1000000.0, seed=206,
                                     moe=dict(E=4, k=2, Fe=256, norm=True, step=1, mlp_only=[])),
+    # eight experts: llama-quantize's mixes give such a model's attn_v / attn_k more bits
+    "tiny-moe-e8k2-d256-bf16": dict(V=1000, D=256, L=2, H=4, KVH=2, hd=64, F=512, tied=True,
+                                    dtype="BF16", theta=1000000.0, seed=207,
+                                    moe=dict(E=8, k=2, Fe=256, norm=True, step=1, mlp_only=[])),
 }
 PRESETS.update(MOE_PRESETS)
 # Qwen3-30B-A3B's structure scaled to one machine (`make bench-moe-model`, ~2 GB bf16):
@@ -94,7 +102,8 @@ PRESETS["qwen3-moe-bench-geometry"] = dict(
 ROUTER_STD = 3.0
 
 TINY_ALL = ["tiny-gqa1-hd64-f32", "tiny-gqa2-hd64-bf16", "tiny-gqa4-hd128-bf16",
-            "tiny-gqa2-hd128-f16-sharded", "tiny-qwen3vocab", "tiny-gqa2-hd64-d256-bf16"] + list(MOE_PRESETS)
+            "tiny-gqa2-hd128-f16-sharded", "tiny-qwen3vocab", "tiny-gqa2-hd64-d256-bf16",
+            "tiny-l9-d256-untied-bf16"] + list(MOE_PRESETS)
 
 # Init scales (see the top comment). Part of the stamp: changing them regenerates.
 INIT = dict(EMBED_STD=1.0, GAIN=2.0, QK_NORM_MEAN=1.6, NORM_NOISE=0.1, LOGIT_STD=3.0)

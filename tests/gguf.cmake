@@ -44,6 +44,11 @@ encore_gguf_test(gguf_repack_q4_k repack -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-
 encore_gguf_test(gguf_repack_q6_k repack -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16 --type q6_k)
 # Block types mixed per tensor, as llama-quantize's Q4_K_M writes them.
 encore_gguf_test(gguf_mixed_q4_k_m mixed -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-d256-bf16)
+# `encore quantize --type q4_k_m|q5_k_m`: llama-quantize's choice of type per
+# tensor (nine layers untied; eight experts), the one-type files' bytes.
+encore_gguf_test(gguf_mix_q4_k_m mix -m ${ENCORE_MODELS_DIR}/tiny-l9-d256-untied-bf16 --type q4_k_m)
+encore_gguf_test(gguf_mix_q5_k_m mix -m ${ENCORE_MODELS_DIR}/tiny-l9-d256-untied-bf16 --type q5_k_m)
+encore_gguf_test(gguf_mix_moe_q4_k_m mix -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-d256-bf16 --type q4_k_m)
 # The tokenizer from GGUF metadata on the tokenizer tests' corpus and goldens.
 encore_gguf_test(gguf_tokenizer tokenizer --tokenizer-dir ${ENCORE_TOKENIZER_DIR}
                  --strings ${ENCORE_TESTS_DIR}/tokenizer/strings.jsonl

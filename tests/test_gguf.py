@@ -31,6 +31,11 @@
   mixed     -m DIR           Q4_K and Q6_K tensors in one file, as llama.cpp's
                              Q4_K_M mixes them: logits match the dequantized
                              model's
+  mix       -m DIR --type T  `encore quantize --type q4_k_m|q5_k_m`: each
+                             tensor of the type llama-quantize gives it
+                             (written out below from llama.cpp's rule), its
+                             bytes those of the one-type file of that type;
+                             logits match the dequantized model's
   widened   -m DIR [--device D]
                              Q5_0, IQ4_NL and Q3_K tensors (made by NumPy),
                              which encore widens at load to Q8_0 / Q6_K
@@ -499,11 +504,7 @@ def cmd_mixed(a, tmp):
     more_bits = {"token_embd.weight", "blk.0.attn_v.weight", "blk.0.ffn_down.weight"}
     mixed = [q6[t.name] if t.name in more_bits else t for t in base]
     kvs = [(k, t, 15 if k == "general.file_type" else v) for k, t, v in kvs]
-    deq = [t if t.ggml_type == G.GGML_F32 else
-           G.Tensor(t.name, G.GGML_F32, t.shape,
-                    Q.dequantize(G.GGML_NAMES[t.ggml_type], t.data,
-                                 int(np.prod(t.shape))).astype("<f4").tobytes())
-           for t in mixed]
+    deq = dequantized(mixed)
     path, ref = os.path.join(tmp, "mixed.gguf"), os.path.join(tmp, "deq.gguf")
     G.write(path, kvs, mixed)
     G.write(ref, kvs, deq)
@@ -516,6 +517,78 @@ def cmd_mixed(a, tmp):
     worst, scale, same = within_5pct(got, want, "the Q4_K/Q6_K file", "the dequantized model's")
     print(f"ok: a file of {', '.join(types)} tensors runs; top logits within {worst:.4g} "
           f"(scale {scale:.3g}) of the dequantized model's, top ids equal at {same}/{len(want)}")
+
+def llama_mix_type(name, base, n_layers, n_experts, tied):
+    """The type llama-quantize's Q4_K_M / Q5_K_M (base Q4_K / Q5_K) gives a
+    Qwen3 matrix (llama_tensor_get_type in llama.cpp's src/llama-quant.cpp):
+    Q6_K for the output matrix (a tied token_embd is one); for attn_v and
+    ffn_down(_exps), Q6_K in the first and last eighth of the layers and in
+    every third layer between; an 8-expert model's attn_v and attn_k Q8_0
+    and, in Q4_K_M, its attn_output Q5_K."""
+    if name == "output.weight" or (name == "token_embd.weight" and tied):
+        return "Q6_K"
+    if not name.startswith("blk."):
+        return base
+    layer, role = int(name.split(".")[1]), name.split(".")[2]
+    more = (layer < n_layers // 8 or layer >= 7 * n_layers // 8
+            or (layer - n_layers // 8) % 3 == 2)
+    if role == "attn_v":
+        return "Q8_0" if n_experts == 8 else "Q6_K" if more else base
+    if role == "attn_k" and n_experts == 8:
+        return "Q8_0"
+    if role == "attn_output" and n_experts == 8 and base == "Q4_K":
+        return "Q5_K"
+    if role in ("ffn_down", "ffn_down_exps"):
+        return "Q6_K" if more else base
+    return base
+
+
+def dequantized(tensors):
+    """The tensors with every block-type one dequantized to F32 (NumPy)."""
+    return [t if t.ggml_type == G.GGML_F32 else
+            G.Tensor(t.name, G.GGML_F32, t.shape,
+                     Q.dequantize(G.GGML_NAMES[t.ggml_type], t.data,
+                                  int(np.prod(t.shape))).astype("<f4").tobytes())
+            for t in tensors]
+
+
+def cmd_mix(a, tmp):
+    base = {"q4_k_m": "Q4_K", "q5_k_m": "Q5_K"}[a.type]
+    cfg = json.load(open(os.path.join(a.model, "config.json")))
+    n_layers, n_experts = cfg["num_hidden_layers"], cfg.get("num_experts", 0)
+    tied = cfg.get("tie_word_embeddings", False)
+    path = os.path.join(tmp, "mix.gguf")
+    run([a.engine, "quantize", "-m", a.model, "-o", path, "--type", a.type])
+    kvs, tensors, _ = G.read(path)
+    one_type = {}
+    for t in tensors:
+        name = G.GGML_NAMES[t.ggml_type]
+        if "_norm" in t.name or "gate_inp" in t.name:  # norms and routers stay F32
+            if name != "F32":
+                sys.exit(f"FAIL mix {a.type}: {t.name} is {name}")
+            continue
+        want = llama_mix_type(t.name, base, n_layers, n_experts, tied)
+        if name != want:
+            sys.exit(f"FAIL mix {a.type}: {t.name} is {name}, llama-quantize makes it {want}")
+        if name not in one_type:
+            one_path = os.path.join(tmp, f"{name}.gguf")
+            run([a.engine, "quantize", "-m", a.model, "-o", one_path, "--type", name.lower()])
+            one_type[name] = {u.name: u for u in G.read(one_path)[1]}
+        if t.data != one_type[name][t.name].data:
+            sys.exit(f"FAIL mix {a.type}: {t.name}'s bytes differ from the --type {name.lower()} file's")
+    file_type = next(v for k, _, v in kvs if k == "general.file_type")
+    if file_type != {"Q4_K": 15, "Q5_K": 17}[base]:
+        sys.exit(f"FAIL mix {a.type}: general.file_type {file_type}")
+    ref = os.path.join(tmp, "deq.gguf")
+    G.write(ref, kvs, dequantized(tensors))
+    cmd = ["logits", "--prompt-ids", PROMPT, "--top", "1", "-t", "2", "-m"]
+    want = top1(run([a.engine] + cmd + [ref]).stdout)
+    got = top1(run([a.engine] + cmd + [path]).stdout)
+    worst, scale, same = within_5pct(got, want, f"the {a.type} file", "the dequantized model's")
+    print(f"ok mix {a.type}: types {sorted(one_type)} where llama-quantize puts them, the bytes of "
+          f"the one-type files; top logits within {worst:.4g} (scale {scale:.3g}) of the "
+          f"dequantized model's, top ids equal at {same}/{len(want)}")
+
 
 # The stored type of each matrix in the widened check, by name; a row not
 # of whole 256-value blocks takes Q5_0 instead of Q3_K.
@@ -632,8 +705,8 @@ def cmd_read_as_is(a, tmp):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("check", choices=["lossless", "pywriter", "bad", "bad-moe", "tokenizer",
-                                      "quantized", "blocks", "experts-vulkan", "mixed", "repack", "widened",
-                                      "read-as-is"])
+                                      "quantized", "blocks", "experts-vulkan", "mixed", "mix", "repack",
+                                      "widened", "read-as-is"])
     ap.add_argument("--engine", required=True)
     ap.add_argument("-m", "--model")
     ap.add_argument("--type")
@@ -646,7 +719,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="encore-gguf-") as tmp:
         {"lossless": cmd_lossless, "pywriter": cmd_pywriter, "bad": cmd_bad, "bad-moe": cmd_bad_moe,
          "tokenizer": cmd_tokenizer, "quantized": cmd_quantized, "blocks": cmd_blocks,
-         "experts-vulkan": cmd_experts_vulkan, "mixed": cmd_mixed, "repack": cmd_repack,
+         "experts-vulkan": cmd_experts_vulkan, "mixed": cmd_mixed, "mix": cmd_mix, "repack": cmd_repack,
          "widened": cmd_widened, "read-as-is": cmd_read_as_is}[a.check](a, tmp)
 
 

@@ -1,10 +1,11 @@
 /* cmd_quantize.c - `encore quantize`: write a Hugging Face checkpoint as one
  * GGUF file (llama.cpp's keys and tensor names, the tokenizer included).
  *
- *   encore quantize -m DIR -o FILE.gguf --type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k
+ *   encore quantize -m DIR -o FILE.gguf --type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|q4_k_m|q5_k_m
  *
- * Block types quantize every matrix with base/quant.c's reference quantizers
- * (the blocks --quantize makes at load); norms stay f32. Exit status: 0 when
+ * Block types quantize every matrix with base/quant.c's quantizers (the
+ * blocks --quantize makes at load); q4_k_m and q5_k_m are llama-quantize's
+ * mixes (model/gguf_mix.h); norms stay f32. Exit status: 0 when
  * the file was written, 1 when it could not be, 2 for bad arguments. */
 #include <stdio.h>
 #include <string.h>
@@ -23,7 +24,10 @@ static void quantize__usage(FILE *f)
                "  -m, --model DIR      Hugging Face checkpoint directory\n"
                "  -o, --output FILE    the GGUF file to write (through FILE.tmp)\n"
                "  --type TYPE          f32, f16, bf16, or a block type: q8_0, q4_0, q4_k, q5_k,\n"
-               "                       q6_k (rows of q4_k..q6_k must be whole 256-value blocks)\n"
+               "                       q6_k; or llama-quantize's mixes q4_k_m, q5_k_m (q4_k or\n"
+               "                       q5_k, with q6_k for the output matrix and for attn_v and\n"
+               "                       ffn_down in some layers). Rows of the K types must be\n"
+               "                       whole 256-value blocks\n"
                "  -h, --help           show this help\n");
 }
 
@@ -59,7 +63,7 @@ int cmd_quantize(int argc, char **argv)
         }
         *slot = argv[++i];
     }
-    enc_dtype type = ENC_F32;
+    gguf_file_type type = {ENC_F32, false};
     if (!dir || !out || !type_name) {
         cli_error("quantize", "needs -m DIR, -o FILE.gguf and --type (try --help)");
         return CLI_BAD_ARGS;
@@ -67,7 +71,7 @@ int cmd_quantize(int argc, char **argv)
     if (!quantize_type_parse(type_name, &type)) {
         cli_error("quantize",
                   "--type '%s' is not one of f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, "
-                  "q6_k",
+                  "q6_k, q4_k_m, q5_k_m",
                   type_name);
         return CLI_BAD_ARGS;
     }

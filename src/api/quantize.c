@@ -9,13 +9,16 @@
 #include "model/config.h"
 #include "model/gguf_export.h"
 
-int quantize_type_parse(const char *name, enc_dtype *out)
+int quantize_type_parse(const char *name, gguf_file_type *out)
 {
     static const struct {
         const char *name;
-        enc_dtype t;
-    } types[] = {{"f32", ENC_F32},   {"f16", ENC_F16},   {"bf16", ENC_BF16}, {"q8_0", ENC_Q8_0},
-                 {"q4_0", ENC_Q4_0}, {"q4_k", ENC_Q4_K}, {"q5_k", ENC_Q5_K}, {"q6_k", ENC_Q6_K}};
+        gguf_file_type t;
+    } types[] = {{"f32", {ENC_F32, false}},    {"f16", {ENC_F16, false}},
+                 {"bf16", {ENC_BF16, false}},  {"q8_0", {ENC_Q8_0, false}},
+                 {"q4_0", {ENC_Q4_0, false}},  {"q4_k", {ENC_Q4_K, false}},
+                 {"q5_k", {ENC_Q5_K, false}},  {"q6_k", {ENC_Q6_K, false}},
+                 {"q4_k_m", {ENC_Q4_K, true}}, {"q5_k_m", {ENC_Q5_K, true}}};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (!strcmp(name, types[i].name)) {
             *out = types[i].t;
@@ -39,7 +42,7 @@ static const char *quantize__name(const char *dir, char *buf, size_t cap)
     return buf;
 }
 
-enc_status quantize_to_gguf(const char *model_dir, const char *out_path, enc_dtype type,
+enc_status quantize_to_gguf(const char *model_dir, const char *out_path, gguf_file_type type,
                             qwen3_progress_fn progress, void *user)
 {
     gguf_writer *w = NULL;

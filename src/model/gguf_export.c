@@ -19,6 +19,7 @@
 #include "base/parallel_rows.h"
 #include "base/quant.h"
 #include "graph/graph.h"
+#include "model/gguf_mix.h"
 #include "model/qwen3_tensors.h"
 
 /* --- conversion --------------------------------------------------------------- */
@@ -148,29 +149,6 @@ static enc_status gguf__add(gguf_writer *w, const char *name, const st_tensor *t
 
 /* --- metadata ------------------------------------------------------------------ */
 
-/* llama.cpp's general.file_type (enum llama_ftype) of a whole-file type. */
-static uint32_t gguf__file_type(enc_dtype t)
-{
-    switch (t) {
-    case ENC_F32:
-        return 0;
-    case ENC_F16:
-        return 1;
-    case ENC_Q4_0:
-        return 2;
-    case ENC_Q8_0:
-        return 7;
-    case ENC_Q4_K:
-        return 14; /* Q4_K_S: every matrix Q4_K */
-    case ENC_Q5_K:
-        return 16; /* Q5_K_S */
-    case ENC_Q6_K:
-        return 18;
-    default:
-        return 32; /* BF16 */
-    }
-}
-
 /* "<arch>.<suffix>" = v (u32 or f32) */
 static enc_status gguf__arch_u32(gguf_writer *w, const char *arch, const char *suffix, int64_t v)
 {
@@ -197,14 +175,14 @@ static enc_status gguf__moe_metadata(gguf_writer *w, const qwen3_config *c)
     return gguf_writer_add_bool(w, "qwen3moe.expert_weights_norm", c->norm_topk_prob);
 }
 
-static enc_status gguf__metadata(gguf_writer *w, const qwen3_config *c, enc_dtype type,
+static enc_status gguf__metadata(gguf_writer *w, const qwen3_config *c, gguf_file_type ft,
                                  const char *name)
 {
     const char *arch = c->n_experts ? "qwen3moe" : "qwen3";
     ENC_TRY(gguf_writer_add_str(w, "general.architecture", arch, strlen(arch)));
     ENC_TRY(gguf_writer_add_str(w, "general.name", name, strlen(name)));
-    ENC_TRY(gguf_writer_add_u32(w, "general.file_type", gguf__file_type(type)));
-    if (enc_dtype_is_quantized(type))
+    ENC_TRY(gguf_writer_add_u32(w, "general.file_type", gguf_mix_file_type(ft)));
+    if (enc_dtype_is_quantized(ft.base))
         ENC_TRY(gguf_writer_add_u32(w, "general.quantization_version", 2));
     ENC_TRY(gguf__arch_u32(w, arch, "context_length", c->max_position_embeddings));
     ENC_TRY(gguf__arch_u32(w, arch, "embedding_length", c->hidden_size));
@@ -232,49 +210,55 @@ static enc_dtype gguf__router_type(enc_dtype type)
 /* MoE layer l's router and its experts stacked per projection in expert
  * order: ffn_gate_exps, ffn_up_exps [E, Fe, D], ffn_down_exps [E, D, Fe]. */
 static enc_status gguf__moe_layer(gguf_writer *w, const qwen3_config *c, const st_archive *a,
-                                  int64_t l, const qwen3_layer_tensors *t, enc_dtype type)
+                                  int64_t l, const qwen3_layer_tensors *t, gguf_file_type ft)
 {
     static const char *const proj[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
     const st_tensor *parts[GRAPH_MOE_MAX_EXPERTS];
     char name[96];
     snprintf(name, sizeof name, "blk.%lld.ffn_gate_inp.weight", (long long)l);
-    ENC_TRY(gguf__add(w, name, t->router, gguf__router_type(type)));
+    ENC_TRY(gguf__add(w, name, t->router, gguf__router_type(ft.base)));
     for (int p = 0; p < 3; p++) {
         for (int64_t j = 0; j < c->n_experts; j++)
             parts[j] = qwen3_tensors_expert(a, l, j, p);
+        gguf_role role = p == 2 ? GGUF_ROLE_FFN_DOWN : GGUF_ROLE_OTHER;
         snprintf(name, sizeof name, "blk.%lld.%s.weight", (long long)l, proj[p]);
-        ENC_TRY(gguf__add_parts(w, name, parts, c->n_experts, 1, type));
+        ENC_TRY(gguf__add_parts(w, name, parts, c->n_experts, 1,
+                                gguf_mix_type(ft, role, l, c->n_layers, c->n_experts)));
     }
     return ENC_OK;
 }
 
 static enc_status gguf__layer(gguf_writer *w, const qwen3_config *c, const st_archive *a, int64_t l,
-                              const qwen3_layer_tensors *t, enc_dtype type)
+                              const qwen3_layer_tensors *t, gguf_file_type ft)
 {
+    enum { NORM = -1 };
     const struct {
         const char *name;
         const st_tensor *t;
-        int norm;
+        int role; /* a gguf_role, or NORM */
     } e[] = {
-        {"attn_norm", t->input_norm, 1},
-        {"attn_q", t->q, 0},
-        {"attn_k", t->k, 0},
-        {"attn_v", t->v, 0},
-        {"attn_output", t->o, 0},
-        {"attn_q_norm", t->q_norm, 1},
-        {"attn_k_norm", t->k_norm, 1},
-        {"ffn_norm", t->post_norm, 1},
-        {"ffn_gate", t->gate, 0},
-        {"ffn_up", t->up, 0},
-        {"ffn_down", t->down, 0},
+        {"attn_norm", t->input_norm, NORM},
+        {"attn_q", t->q, GGUF_ROLE_OTHER},
+        {"attn_k", t->k, GGUF_ROLE_ATTN_K},
+        {"attn_v", t->v, GGUF_ROLE_ATTN_V},
+        {"attn_output", t->o, GGUF_ROLE_ATTN_OUTPUT},
+        {"attn_q_norm", t->q_norm, NORM},
+        {"attn_k_norm", t->k_norm, NORM},
+        {"ffn_norm", t->post_norm, NORM},
+        {"ffn_gate", t->gate, GGUF_ROLE_OTHER},
+        {"ffn_up", t->up, GGUF_ROLE_OTHER},
+        {"ffn_down", t->down, GGUF_ROLE_FFN_DOWN},
     };
     char name[96];
     size_t n = sizeof e / sizeof e[0] - (t->router ? 3 : 0); /* a MoE layer: no dense MLP */
     for (size_t i = 0; i < n; i++) {
         snprintf(name, sizeof name, "blk.%lld.%s.weight", (long long)l, e[i].name);
-        ENC_TRY(gguf__add(w, name, e[i].t, e[i].norm ? ENC_F32 : type));
+        enc_dtype to = e[i].role == NORM
+                           ? ENC_F32
+                           : gguf_mix_type(ft, (gguf_role)e[i].role, l, c->n_layers, c->n_experts);
+        ENC_TRY(gguf__add(w, name, e[i].t, to));
     }
-    return t->router ? gguf__moe_layer(w, c, a, l, t, type) : ENC_OK;
+    return t->router ? gguf__moe_layer(w, c, a, l, t, ft) : ENC_OK;
 }
 
 /* llama.cpp's qwen3moe has a sparse block in every layer. */
@@ -290,26 +274,31 @@ static enc_status gguf__check_all_sparse(const qwen3_config *c, const char *mode
 }
 
 static enc_status gguf__tensors(gguf_writer *w, const qwen3_config *c, const st_archive *a,
-                                const qwen3_tensors *t, enc_dtype type, qwen3_progress_fn progress,
-                                void *user)
+                                const qwen3_tensors *t, gguf_file_type ft,
+                                qwen3_progress_fn progress, void *user)
 {
-    ENC_TRY(gguf__add(w, "token_embd.weight", t->embed, type));
+    int tied = t->lm_head == t->embed; /* the embedding is the output matrix too */
+    gguf_role embed_role = tied ? GGUF_ROLE_OUTPUT : GGUF_ROLE_TOKEN_EMBD;
+    ENC_TRY(gguf__add(w, "token_embd.weight", t->embed,
+                      gguf_mix_type(ft, embed_role, 0, c->n_layers, c->n_experts)));
     for (int64_t l = 0; l < c->n_layers; l++) {
-        ENC_TRY(gguf__layer(w, c, a, l, &t->layers[l], type));
+        ENC_TRY(gguf__layer(w, c, a, l, &t->layers[l], ft));
         if (progress) progress(user, (double)(l + 1) / (double)(c->n_layers + 1));
     }
     ENC_TRY(gguf__add(w, "output_norm.weight", t->final_norm, ENC_F32));
-    if (t->lm_head != t->embed) ENC_TRY(gguf__add(w, "output.weight", t->lm_head, type));
+    if (!tied)
+        ENC_TRY(gguf__add(w, "output.weight", t->lm_head,
+                          gguf_mix_type(ft, GGUF_ROLE_OUTPUT, 0, c->n_layers, c->n_experts)));
     if (progress) progress(user, 1.0);
     return ENC_OK;
 }
 
-enc_status qwen3_export_gguf(const char *model_dir, enc_dtype type, const char *name,
+enc_status qwen3_export_gguf(const char *model_dir, gguf_file_type ft, const char *name,
                              qwen3_progress_fn progress, void *user, gguf_writer *w,
                              int64_t *vocab_size)
 {
-    if (gguf_ggml_from_dtype(type) == UINT32_MAX)
-        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "GGUF has no type %s", enc_dtype_name(type));
+    if (gguf_ggml_from_dtype(ft.base) == UINT32_MAX)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "GGUF has no type %s", enc_dtype_name(ft.base));
     qwen3_config c;
     st_archive *a = NULL;
     qwen3_tensors t = {0};
@@ -317,8 +306,8 @@ enc_status qwen3_export_gguf(const char *model_dir, enc_dtype type, const char *
     ENC_TRY(gguf__check_all_sparse(&c, model_dir));
     enc_status s = st_open_dir(model_dir, &a);
     if (s == ENC_OK) s = qwen3_tensors_find(&c, a, &t);
-    if (s == ENC_OK) s = gguf__metadata(w, &c, type, name);
-    if (s == ENC_OK) s = gguf__tensors(w, &c, a, &t, type, progress, user);
+    if (s == ENC_OK) s = gguf__metadata(w, &c, ft, name);
+    if (s == ENC_OK) s = gguf__tensors(w, &c, a, &t, ft, progress, user);
     qwen3_tensors_free(&t);
     st_close(a); /* the writer holds converted copies */
     *vocab_size = c.vocab_size;
