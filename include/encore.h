@@ -63,10 +63,11 @@ typedef struct encore_options {
                                      * otherwise, where the backend runs it, else f32 */
     const char *device;             /* "cpu" (NULL), "vulkan" or "vulkan:N" (a build with
                                      * the Vulkan backend); an unknown name is an error */
-    const char *quantize;           /* NULL: weights as stored; "q8_0", "q4_0" or "q4_k":
-                                     * every matrix (embedding and lm_head included)
-                                     * quantized to that GGUF block type at load (CPU
-                                     * only); an unknown name is an error */
+    const char *quantize;           /* NULL: weights as stored; "q8_0", "q4_0", "q4_k",
+                                     * "q5_k", "q6_k": every matrix (embedding and
+                                     * lm_head included) quantized to that GGUF block
+                                     * type at load; "q4_k_m", "q5_k_m": llama-quantize's
+                                     * mixes; an unknown name is an error */
 } encore_options;
 
 ENCORE_API encore_options encore_options_default(void);

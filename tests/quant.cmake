@@ -59,7 +59,7 @@ set_tests_properties(capture_q4_0_long PROPERTIES
 # message naming the file and the tensor.
 add_test(NAME quantize_refusals
   COMMAND sh -c "set -u; out=$(\"$0\" logits -m \"$1\" --quantize q5 --prompt-ids 1 2>&1); rc=$?; echo \"$out\"; \
-[ $rc -eq 2 ] && echo \"$out\" | grep -q \"expected q8_0, q4_0 or q4_k, got 'q5'\" || exit 1; \
+[ $rc -eq 2 ] && echo \"$out\" | grep -q \"expected q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m or q5_k_m, got 'q5'\" || exit 1; \
 out=$(\"$0\" logits -m \"$1\" --quantize q4_k --prompt-ids 1 2>&1); rc=$?; echo \"$out\"; \
 [ $rc -eq 1 ] && echo \"$out\" | grep -q \"model.safetensors: tensor 'model.embed_tokens.weight' (BF16, 128 columns) cannot be quantized to Q4_K\""
           $<TARGET_FILE:encore> ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16)

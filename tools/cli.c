@@ -38,8 +38,9 @@ const char cli_engine_options_help[] =
     "  --decode-steps K             decode steps per replay, 1..64 (default 4)\n"
     "  --no-prefix-caching          compute every prompt in full: no KV blocks shared between\n"
     "                               requests with a common prefix (ENCORE_NO_PREFIX_CACHING=1)\n"
-    "  --quantize TYPE              q8_0, q4_0 or q4_k: quantize every matrix of a bf16/f16/f32\n"
-    "                               checkpoint (embedding and lm_head too) at load; CPU only\n";
+    "  --quantize TYPE              q8_0, q4_0, q4_k, q5_k, q6_k, or llama-quantize's mixes\n"
+    "                               q4_k_m, q5_k_m: quantize every matrix of a bf16/f16/f32\n"
+    "                               checkpoint (embedding and lm_head too) at load\n";
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {
@@ -287,12 +288,14 @@ int cli_engine_option(const char *cmd, int argc, char **argv, int *i, engine_con
     if (!strcmp(a, "--quantize")) {
         cfg->quantize = cli_value(cmd, argc, argv, i);
         if (!cfg->quantize) return -1;
-        if (strcasecmp(cfg->quantize, "q8_0") && strcasecmp(cfg->quantize, "q4_0") &&
-            strcasecmp(cfg->quantize, "q4_k")) {
-            cli_error(cmd, "--quantize: expected q8_0, q4_0 or q4_k, got '%s'", cfg->quantize);
-            return -1;
-        }
-        return 1;
+        static const char *const types[] = {"q8_0", "q4_0",   "q4_k",  "q5_k",
+                                            "q6_k", "q4_k_m", "q5_k_m"};
+        for (size_t t = 0; t < sizeof types / sizeof *types; t++)
+            if (!strcasecmp(cfg->quantize, types[t])) return 1;
+        cli_error(cmd,
+                  "--quantize: expected q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m or q5_k_m, got '%s'",
+                  cfg->quantize);
+        return -1;
     }
     if (!strcmp(a, "--no-prefix-caching")) {
         cfg->no_prefix_caching = true;

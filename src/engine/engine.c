@@ -137,7 +137,7 @@ enc_status engine_create(const engine_config *cfg, engine **out)
     enc_status s = backend_create_named(cfg->device, cfg->n_threads, &e->be);
     if (s == ENC_OK) e->cfg.n_threads = backend_host_threads(e->be);
     if (s == ENC_OK) e->device_sampler = backend_supports_op(e->be, GRAPH_OP_SAMPLE);
-    enc_dtype quantize = ENC_F32;
+    gguf_file_type quantize = {ENC_F32, false};
     if (s == ENC_OK) s = model_quantize_type(cfg->quantize, &quantize);
     if (s == ENC_OK)
         s = qwen3_model_load(cfg->model_dir, e->be, quantize, cfg->load_progress,

@@ -64,8 +64,9 @@ typedef struct engine_config {
                                      * decode stays on: a masked id the device picks is
                                      * dropped and that token picked again on the host */
     bool no_prefix_caching;         /* turn automatic prefix caching off (on by default) */
-    const char *quantize;           /* NULL: weights as stored; "q8_0", "q4_0" or "q4_k":
-                                     * every matrix quantized at load; not copied */
+    const char *quantize;           /* NULL: weights as stored; "q8_0", "q4_0", "q4_k",
+                                     * "q5_k", "q6_k", "q4_k_m" or "q5_k_m": every matrix
+                                     * quantized at load (model/quantize.h); not copied */
     void (*load_progress)(void *user, double fraction); /* (optional) weights loaded so far */
     void *load_progress_user;
 } engine_config;

@@ -15,21 +15,26 @@
 #include "base/quant.h"
 #include "base/quant_widen.h"
 
-enc_status model_quantize_type(const char *name, enc_dtype *out)
+enc_status model_quantize_type(const char *name, gguf_file_type *out)
 {
-    *out = ENC_F32;
+    *out = (gguf_file_type){ENC_F32, false};
     if (!name || !*name || !strcasecmp(name, "none")) return ENC_OK;
     static const struct {
         const char *name;
-        enc_dtype dt;
-    } types[] = {{"q8_0", ENC_Q8_0}, {"q4_0", ENC_Q4_0}, {"q4_k", ENC_Q4_K}};
+        gguf_file_type t;
+    } types[] = {{"q8_0", {ENC_Q8_0, false}}, {"q4_0", {ENC_Q4_0, false}},
+                 {"q4_k", {ENC_Q4_K, false}}, {"q5_k", {ENC_Q5_K, false}},
+                 {"q6_k", {ENC_Q6_K, false}}, {"q4_k_m", {ENC_Q4_K, true}},
+                 {"q5_k_m", {ENC_Q5_K, true}}};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         if (!strcasecmp(name, types[i].name)) {
-            *out = types[i].dt;
+            *out = types[i].t;
             return ENC_OK;
         }
     return enc_fail(ENC_ERR_INVALID_ARGUMENT,
-                    "quantize: unknown type '%s' (expected q8_0, q4_0 or q4_k)", name);
+                    "quantize: unknown type '%s' (expected q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m "
+                    "or q5_k_m)",
+                    name);
 }
 
 enum { MODEL__QUANT_PIECE = 64 << 20 }; /* bytes of blocks written at once */

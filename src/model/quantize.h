@@ -1,7 +1,7 @@
 /* quantize.h - quantizing a checkpoint's matrices to a GGUF block type while
- * they are loaded (`--quantize q8_0|q4_0|q4_k`): the rows of a bf16, f16 or
- * f32 tensor become rows of blocks (base/quant.h), put on the backend in
- * place of the original. */
+ * they are loaded (`--quantize q8_0|q4_0|q4_k|q5_k|q6_k|q4_k_m|q5_k_m`): the
+ * rows of a bf16, f16 or f32 tensor become rows of blocks (base/quant.h),
+ * put on the backend in place of the original. */
 #ifndef ENC_MODEL_QUANTIZE_H
 #define ENC_MODEL_QUANTIZE_H
 
@@ -9,13 +9,15 @@
 #include "base/dtype.h"
 #include "base/status.h"
 #include "graph/graph.h"
+#include "model/gguf_mix.h"
 #include "model/safetensors.h"
 #include "model/tensor_source.h"
 
-/* "q8_0", "q4_0" or "q4_k" (any case) -> the block type; NULL or "" or
- * "none" -> ENC_F32, meaning "as stored". Anything else is an error naming
- * the value. */
-enc_status model_quantize_type(const char *name, enc_dtype *out);
+/* "q8_0", "q4_0", "q4_k", "q5_k", "q6_k" (any case) -> that block type for
+ * every matrix; "q4_k_m", "q5_k_m" -> llama-quantize's mix (model/gguf_mix.h);
+ * NULL or "" or "none" -> ENC_F32, meaning "as stored". Anything else is an
+ * error naming the value. */
+enc_status model_quantize_type(const char *name, gguf_file_type *out);
 
 /* The type a stored matrix takes on be: the block type `quantize`
  * (--quantize) for a float matrix; for a type of base/quant_widen.h that

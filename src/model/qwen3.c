@@ -113,13 +113,23 @@ static enc_status qwen3__put_norm(backend *be, const st_tensor *t, qwen3_weight 
     return s;
 }
 
+/* The block type --quantize gives a float matrix of `role` in layer l
+ * (ENC_F32: as stored). */
+static enc_dtype qwen3__quantize_to(const qwen3_model *m, gguf_role role, int64_t l)
+{
+    return gguf_mix_type(m->quantize, role, l, m->cfg.n_layers, m->cfg.n_experts);
+}
+
 static enc_status qwen3__put_mlp(qwen3_model *m, const qwen3_layer_tensors *t, int64_t li,
                                  qwen3_layer *l)
 {
     if (!t->router) {
-        ENC_TRY(qwen3__put_matrix(m->be, t->gate, m->quantize, &l->gate));
-        ENC_TRY(qwen3__put_matrix(m->be, t->up, m->quantize, &l->up));
-        return qwen3__put_matrix(m->be, t->down, m->quantize, &l->down);
+        ENC_TRY(qwen3__put_matrix(m->be, t->gate, qwen3__quantize_to(m, GGUF_ROLE_OTHER, li),
+                                  &l->gate));
+        ENC_TRY(
+            qwen3__put_matrix(m->be, t->up, qwen3__quantize_to(m, GGUF_ROLE_OTHER, li), &l->up));
+        return qwen3__put_matrix(m->be, t->down, qwen3__quantize_to(m, GGUF_ROLE_FFN_DOWN, li),
+                                 &l->down);
     }
     /* the router stays as loaded (--quantize skips it, as llama.cpp does);
      * the experts take the --quantize type */
@@ -136,10 +146,10 @@ static enc_status qwen3__put_layer(qwen3_model *m, const qwen3_layer_tensors *t,
     ENC_TRY(qwen3__put_norm(be, t->q_norm, &l->q_norm));
     ENC_TRY(qwen3__put_norm(be, t->k_norm, &l->k_norm));
     ENC_TRY(qwen3__put_norm(be, t->post_norm, &l->post_norm));
-    ENC_TRY(qwen3__put_matrix(be, t->q, m->quantize, &l->q));
-    ENC_TRY(qwen3__put_matrix(be, t->k, m->quantize, &l->k));
-    ENC_TRY(qwen3__put_matrix(be, t->v, m->quantize, &l->v));
-    ENC_TRY(qwen3__put_matrix(be, t->o, m->quantize, &l->o));
+    ENC_TRY(qwen3__put_matrix(be, t->q, qwen3__quantize_to(m, GGUF_ROLE_OTHER, li), &l->q));
+    ENC_TRY(qwen3__put_matrix(be, t->k, qwen3__quantize_to(m, GGUF_ROLE_ATTN_K, li), &l->k));
+    ENC_TRY(qwen3__put_matrix(be, t->v, qwen3__quantize_to(m, GGUF_ROLE_ATTN_V, li), &l->v));
+    ENC_TRY(qwen3__put_matrix(be, t->o, qwen3__quantize_to(m, GGUF_ROLE_ATTN_OUTPUT, li), &l->o));
     return qwen3__put_mlp(m, t, li, l);
 }
 
@@ -178,12 +188,16 @@ static int64_t qwen3__decode_bytes(const qwen3_model *m)
 static enc_status qwen3__put_weights(qwen3_model *m, const qwen3_tensors *t,
                                      qwen3_progress_fn progress, void *user)
 {
-    ENC_TRY(qwen3__put_embedding(m->be, t->embed, t->lm_head == t->embed, m->quantize, &m->embed));
+    int tied = t->lm_head == t->embed; /* the embedding is the output matrix too */
+    ENC_TRY(qwen3__put_embedding(
+        m->be, t->embed, tied,
+        qwen3__quantize_to(m, tied ? GGUF_ROLE_OUTPUT : GGUF_ROLE_TOKEN_EMBD, 0), &m->embed));
     ENC_TRY(qwen3__put_norm(m->be, t->final_norm, &m->final_norm));
-    if (t->lm_head == t->embed)
-        m->lm_head = m->embed, m->lm_head.buf = NULL; /* tied: shares embed's buffer */
+    if (tied)
+        m->lm_head = m->embed, m->lm_head.buf = NULL; /* shares embed's buffer */
     else
-        ENC_TRY(qwen3__put_matrix(m->be, t->lm_head, m->quantize, &m->lm_head));
+        ENC_TRY(qwen3__put_matrix(m->be, t->lm_head, qwen3__quantize_to(m, GGUF_ROLE_OUTPUT, 0),
+                                  &m->lm_head));
     for (int64_t l = 0; l < m->cfg.n_layers; l++) {
         ENC_TRY(qwen3__put_layer(m, &t->layers[l], l));
         if (progress) progress(user, (double)(l + 1) / (double)m->cfg.n_layers);
@@ -204,7 +218,7 @@ static enc_status qwen3__open(const char *path, qwen3_model *m)
     return st_open_dir(path, &m->archive);
 }
 
-enc_status qwen3_model_load(const char *model_dir, backend *be, enc_dtype quantize,
+enc_status qwen3_model_load(const char *model_dir, backend *be, gguf_file_type quantize,
                             qwen3_progress_fn progress, void *progress_user, qwen3_model **out)
 {
     *out = NULL;
@@ -216,7 +230,7 @@ enc_status qwen3_model_load(const char *model_dir, backend *be, enc_dtype quanti
     enc_status s = qwen3__open(model_dir, m);
     tensor_source src = qwen3__source(m);
     if (s == ENC_OK) s = qwen3_tensors_find_in(&m->cfg, &src, &tensors);
-    if (s == ENC_OK) model_log_widened(be, &src, quantize);
+    if (s == ENC_OK) model_log_widened(be, &src, quantize.base);
     if (s == ENC_OK) {
         m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
         s = m->layers ? qwen3__put_weights(m, &tensors, progress, progress_user)

@@ -22,6 +22,7 @@
 #include "kv/kv_cache.h"
 #include "model/config.h"
 #include "model/gguf.h"
+#include "model/gguf_mix.h"
 #include "model/safetensors.h"
 
 typedef struct qwen3_weight {
@@ -54,9 +55,10 @@ typedef struct qwen3_model {
     qwen3_layer *layers;  /* [n_layers] */
     int64_t decode_weight_bytes; /* weight bytes a decode step reads: all but an
                                   * untied embedding, of which it gathers rows */
-    enc_dtype quantize;          /* the block type every matrix (embedding and
-                                  * lm_head included) was quantized to at load;
-                                  * ENC_F32: all as stored */
+    gguf_file_type quantize;     /* the block type (or llama-quantize mix) the
+                                  * float matrices (embedding and lm_head
+                                  * included) were quantized to at load;
+                                  * base ENC_F32: all as stored */
 } qwen3_model;
 
 /* Called while weights go onto the backend, with the fraction done (0..1]. */
@@ -67,10 +69,11 @@ typedef void (*qwen3_progress_fn)(void *user, double fraction);
  * tensor against the config, and put the weights on the backend, reporting
  * progress layer by layer to `progress` (may be NULL). A weight of a block
  * type the backend cannot run is an error naming the tensor and the type.
- * A block type `quantize` (Q8_0, Q4_0, Q4_K; model/quantize.h) turns every
- * float matrix into its blocks on the way, the embedding and lm_head
- * included; ENC_F32 keeps them as stored. */
-enc_status qwen3_model_load(const char *model_dir, backend *be, enc_dtype quantize,
+ * A block type `quantize` (model/quantize.h) turns every float matrix into
+ * its blocks on the way, the embedding and lm_head included, each matrix of
+ * the type gguf_mix_type gives it (one type, or a llama-quantize mix); base
+ * ENC_F32 keeps them as stored. */
+enc_status qwen3_model_load(const char *model_dir, backend *be, gguf_file_type quantize,
                             qwen3_progress_fn progress, void *progress_user, qwen3_model **out);
 void qwen3_model_free(qwen3_model *m); /* NULL is a no-op */
 

@@ -68,12 +68,14 @@ static enc_status qwen3_moe__stack(backend *be, const qwen3_config *c, const st_
 }
 
 enc_status qwen3_moe_put_experts(backend *be, const qwen3_config *c, const st_archive *a,
-                                 const qwen3_layer_tensors *lt, int64_t l, enc_dtype quantize,
+                                 const qwen3_layer_tensors *lt, int64_t l, gguf_file_type quantize,
                                  qwen3_layer *w)
 {
-    ENC_TRY(qwen3_moe__stack(be, c, a, lt, l, 0, quantize, &w->exp_gate));
-    ENC_TRY(qwen3_moe__stack(be, c, a, lt, l, 1, quantize, &w->exp_up));
-    return qwen3_moe__stack(be, c, a, lt, l, 2, quantize, &w->exp_down);
+    enc_dtype gate_up = gguf_mix_type(quantize, GGUF_ROLE_OTHER, l, c->n_layers, c->n_experts);
+    enc_dtype down = gguf_mix_type(quantize, GGUF_ROLE_FFN_DOWN, l, c->n_layers, c->n_experts);
+    ENC_TRY(qwen3_moe__stack(be, c, a, lt, l, 0, gate_up, &w->exp_gate));
+    ENC_TRY(qwen3_moe__stack(be, c, a, lt, l, 1, gate_up, &w->exp_up));
+    return qwen3_moe__stack(be, c, a, lt, l, 2, down, &w->exp_down);
 }
 
 int64_t qwen3_moe_idle_bytes(const qwen3_config *c, const qwen3_layer *w)
