@@ -241,10 +241,18 @@ static int quant__clamp(int v, int lo, int hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* 1 / d, or 0 where d is 0 or so small (subnormal) that 1 / d overflows: the
+ * block's values are then 0 (its f16 scale is 0 anyway). */
+static float quant__inverse(float d)
+{
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    return isfinite(id) ? id : 0.0f;
+}
+
 /* ggml's reference: d = amax / 127, q = round(x / d). */
 static void quant__q_q8_0(const float *x, block_q8_0 *b)
 {
-    float d = quant__amax(x, 32) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    float d = quant__amax(x, 32) / 127.0f, id = quant__inverse(d);
     b->d = enc_f32_to_f16(d);
     for (int j = 0; j < 32; j++)
         b->qs[j] = (int8_t)quant__round(x[j] * id);
@@ -256,7 +264,7 @@ static void quant__q_q4_0(const float *x, block_q4_0 *b)
     float amax = 0.0f, max = 0.0f;
     for (int j = 0; j < 32; j++)
         if (fabsf(x[j]) > amax) amax = fabsf(x[j]), max = x[j];
-    float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    float d = max / -8.0f, id = quant__inverse(d);
     b->d = enc_f32_to_f16(d);
     for (int j = 0; j < 16; j++) {
         int q0 = quant__clamp((int)(x[j] * id + 8.5f), 0, 15);
@@ -270,7 +278,8 @@ static void quant__q_q8_k(const float *x, block_q8_K *b)
 {
     float amax = quant__amax(x, QUANT_K);
     float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-    b->d = amax > 0.0f ? amax / 127.0f : 0.0f;
+    id = isfinite(id) ? id : 0.0f; /* amax subnormal: the values are 0 */
+    b->d = id != 0.0f ? amax / 127.0f : 0.0f;
     for (int g = 0; g < 16; g++) {
         int sum = 0;
         for (int l = 0; l < 16; l++) {
