@@ -140,9 +140,9 @@ static float quant_k__fit_symmetric(const float *x, int n)
     return (float)best_a;
 }
 
-/* Each of x[0 .. n) to its nearest level on the grid off + step * q, q in
- * [lo, hi] (t clamped, then a half added and truncated from lo up); returns
- * the squared error. */
+/* x to its nearest level on the grid off + step * q, q in [lo, hi] (t
+ * clamped, then a half added and truncated from lo up) into *q; returns the
+ * squared error. */
 static inline float quant_k__level(float x, float step, float off, float inv, float flo, float fhi,
                                    int8_t *q)
 {
@@ -155,11 +155,13 @@ static inline float quant_k__level(float x, float step, float off, float inv, fl
     return r * r;
 }
 
+/* Each of x[0 .. n) to its nearest level (n a multiple of 4); returns the
+ * squared error. */
 static float quant_k__levels(const float *x, int n, float step, float off, int lo, int hi,
                              int8_t *q)
 {
     float inv = fabsf(step) >= QUANT_K__TINY ? 1.0f / step : 0.0f, flo = (float)lo, fhi = (float)hi;
-    float e0 = 0.0f, e1 = 0.0f, e2 = 0.0f, e3 = 0.0f; /* n is a multiple of 4 */
+    float e0 = 0.0f, e1 = 0.0f, e2 = 0.0f, e3 = 0.0f;
     for (int i = 0; i < n; i += 4) {
         e0 += quant_k__level(x[i], step, off, inv, flo, fhi, q + i);
         e1 += quant_k__level(x[i + 1], step, off, inv, flo, fhi, q + i + 1);
@@ -169,7 +171,7 @@ static float quant_k__levels(const float *x, int n, float step, float off, int l
     return (e0 + e1) + (e2 + e3);
 }
 
-/* v (>= 0 or any sign) as f16, to nearest. */
+/* v as f16, rounded to nearest. */
 static uint16_t quant_k__f16(double v)
 {
     return enc_f32_to_f16((float)v);
@@ -253,12 +255,9 @@ static void quant_k__k45(const float *x, int levels, uint16_t *d16, uint16_t *dm
     float e = quant_k__levels_k45(x, levels, d, dmin, sc, m, q);
     uint16_t d2 = *d16, dmin2 = *dmin16;
     quant_k__refit_k45(x, sc, m, q, &d2, &dmin2);
-    if (d2 == *d16 && dmin2 == *dmin16) {
-        quant_k__pack_k4(sc, m, scales);
-        return;
-    }
     int8_t q2[QUANT_K];
-    if (quant_k__levels_k45(x, levels, enc_f16_to_f32(d2), enc_f16_to_f32(dmin2), sc, m, q2) < e) {
+    if ((d2 != *d16 || dmin2 != *dmin16) &&
+        quant_k__levels_k45(x, levels, enc_f16_to_f32(d2), enc_f16_to_f32(dmin2), sc, m, q2) < e) {
         *d16 = d2, *dmin16 = dmin2;
         memcpy(q, q2, sizeof q2);
     }
@@ -299,6 +298,18 @@ static float quant_k__levels_q6(const float *x, float d, const int8_t *sc, int8_
     return e;
 }
 
+/* The d that fits x best to d * (sc q) for the levels chosen, as f16 (d16
+ * where there is none). */
+static uint16_t quant_k__refit_q6(const float *x, const int8_t *sc, const int8_t *q, uint16_t d16)
+{
+    double uu = 0, ux = 0;
+    for (int i = 0; i < QUANT_K; i++) {
+        double u = (double)sc[i / 16] * q[i];
+        uu += u * u, ux += u * x[i];
+    }
+    return uu > 0 ? quant_k__f16(ux / uu) : d16;
+}
+
 /* A sub-block's int8 scale under d: of the grid points either side of
  * a / d, the one whose levels fit x best. */
 static int8_t quant_k__scale_q6(const float *x, float d, float a)
@@ -327,12 +338,7 @@ void quant_k_q6_k(const float *x, block_q6_K *b)
         b->scales[s] = quant_k__scale_q6(x + 16 * s, d, a[s]);
     int8_t q[QUANT_K];
     float e = quant_k__levels_q6(x, d, b->scales, q);
-    double uu = 0, ux = 0; /* d refitted to the levels: x ~ d (sc q) */
-    for (int i = 0; i < QUANT_K; i++) {
-        double u = (double)b->scales[i / 16] * q[i];
-        uu += u * u, ux += u * x[i];
-    }
-    uint16_t d2 = uu > 0 ? quant_k__f16(ux / uu) : b->d;
+    uint16_t d2 = quant_k__refit_q6(x, b->scales, q, b->d);
     int8_t q2[QUANT_K];
     if (d2 != b->d && quant_k__levels_q6(x, enc_f16_to_f32(d2), b->scales, q2) < e) {
         b->d = d2;
