@@ -49,6 +49,11 @@ encore_gguf_test(gguf_mixed_q4_k_m mixed -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-
 encore_gguf_test(gguf_mix_q4_k_m mix -m ${ENCORE_MODELS_DIR}/tiny-l9-d256-untied-bf16 --type q4_k_m)
 encore_gguf_test(gguf_mix_q5_k_m mix -m ${ENCORE_MODELS_DIR}/tiny-l9-d256-untied-bf16 --type q5_k_m)
 encore_gguf_test(gguf_mix_moe_q4_k_m mix -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-d256-bf16 --type q4_k_m)
+# `encore quantize -m IN.gguf`: a float GGUF rewritten as the checkpoint
+# would be (dense untied and MoE), a copy over its own type, requantizing
+# only when asked.
+encore_gguf_test(gguf_requantize_q4_k_m requantize -m ${ENCORE_MODELS_DIR}/tiny-l9-d256-untied-bf16 --type q4_k_m)
+encore_gguf_test(gguf_requantize_moe_q5_k_m requantize -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-d256-bf16 --type q5_k_m)
 # --quantize q4_k_m|q5_k_m at load: the blocks of the file encore quantize writes.
 encore_gguf_test(gguf_blocks_q4_k_m blocks -m ${ENCORE_MODELS_DIR}/tiny-l9-d256-untied-bf16 --type q4_k_m)
 encore_gguf_test(gguf_blocks_moe_q5_k_m blocks -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-d256-bf16 --type q5_k_m)

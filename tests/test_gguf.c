@@ -8,6 +8,8 @@
  * 2. A file assembled byte by byte here from the format's definition (not by
  *    the writer) reads back: the reader follows the format, not the writer.
  * 3. The typed getters refuse a key of another type, naming it.
+ * 4. The hand-laid file's kvs copied by gguf_writer_add_kv and its tensor
+ *    added again write the same bytes.
  * Bad files (truncated, bad magic, ...) are checked end to end through the
  * encore program by tests/test_gguf.py. */
 #define _POSIX_C_SOURCE 200809L
@@ -148,6 +150,30 @@ static void h_str(hbuf *h, const char *s)
     h->n += strlen(s);
 }
 
+/* g's kvs (gguf_writer_add_kv) and tensors written again: h's bytes. */
+static void copy_and_compare(const gguf_file *g, const hbuf *h)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s.copy", g_path);
+    gguf_writer *w = NULL;
+    CHECK(gguf_writer_create(&w) == ENC_OK);
+    for (size_t i = 0; i < gguf_kv_count(g); i++)
+        CHECK(gguf_writer_add_kv(w, gguf_kv_at(g, i)) == ENC_OK);
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const st_tensor *t = gguf_tensor_at(g, i);
+        CHECK(gguf_writer_add_tensor(w, t->name, t->dtype, t->n_dims, t->shape, t->data,
+                                     t->n_bytes, 0) == ENC_OK);
+    }
+    CHECK(gguf_writer_write(w, path) == ENC_OK);
+    gguf_writer_free(w);
+    static unsigned char b[sizeof h->b + 1];
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(b, 1, sizeof b, f) : 0;
+    if (f) fclose(f);
+    CHECK(n == h->n && !memcmp(b, h->b, n));
+    unlink(path);
+}
+
 static void test_by_hand(void)
 {
     hbuf h = {{0}, 0};
@@ -155,7 +181,7 @@ static void test_by_hand(void)
     h.n = 4;
     h_le(&h, 3, 4);
     h_le(&h, 1, 8); /* one tensor */
-    h_le(&h, 2, 8); /* two kvs */
+    h_le(&h, 4, 8); /* four kvs */
     h_str(&h, "general.name");
     h_le(&h, GGUF_TYPE_STRING, 4);
     h_str(&h, "hand");
@@ -165,6 +191,15 @@ static void test_by_hand(void)
     h_le(&h, 2, 8);
     h_le(&h, 250, 1);
     h_le(&h, 7, 1);
+    h_str(&h, "i16");
+    h_le(&h, GGUF_TYPE_INT16, 4);
+    h_le(&h, 0xfffe, 2); /* -2 */
+    h_str(&h, "f64s");
+    h_le(&h, GGUF_TYPE_ARRAY, 4);
+    h_le(&h, GGUF_TYPE_FLOAT64, 4);
+    h_le(&h, 2, 8);
+    h_le(&h, 0x3ff8000000000000ull, 8); /* 1.5 */
+    h_le(&h, 0xc000000000000000ull, 8); /* -2.0 */
     h_str(&h, "w");
     h_le(&h, 2, 4); /* n_dims */
     h_le(&h, 4, 8); /* ne[0]: the row length */
@@ -194,6 +229,10 @@ static void test_by_hand(void)
     CHECK(v == 5.5f);
     const gguf_kv *kv = gguf_find_kv(g, "u8s");
     CHECK(kv && kv->n == 2 && gguf_array_int(kv, 0) == 250 && gguf_array_int(kv, 1) == 7);
+    int64_t iv = 0;
+    int found = 0;
+    CHECK(gguf_get_int(g, "i16", &iv, &found) == ENC_OK && found && iv == -2);
+    copy_and_compare(g, &h);
     gguf_close(g);
 }
 

@@ -46,6 +46,11 @@
                              widest ISA, the portable kernels and the row
                              layout (or on D); top logits
                              within 5% of the dequantized model's
+  requantize -m DIR --type T `encore quantize -m IN.gguf` (a float GGUF of DIR)
+                             writes the bytes of `encore quantize -m DIR`;
+                             over its own type a copy; a block type changed
+                             only with --allow-requantize (then the blocks of
+                             the dequantized values)
   repack    -m DIR --type T  a T file on the CPU with its matrices repacked at
                              load (the default) and without (ENCORE_CPU_REPACK=0):
                              the same greedy ids and logits bit for bit, on the
@@ -597,6 +602,51 @@ WIDEN_TYPES = (("token_embd", "IQ4_NL"), ("output.", "Q5_0"), ("attn_q.", "Q5_0"
                ("ffn_gate", "IQ4_NL"), ("ffn_up", "Q3_K"), ("ffn_down", "Q5_0"))
 
 
+def cmd_requantize(a, tmp):
+    """`encore quantize -m IN.gguf`: a float file of the checkpoint rewritten
+    in --type T is byte for byte the file `encore quantize -m DIR --type T`
+    writes (the metadata copied in order, the file type in its place, the
+    tensors in the same order and blocks); T again over that file copies it
+    byte for byte; a block-type tensor that would change type is refused by
+    name, and with --allow-requantize its blocks are those of the same
+    quantizer run on NumPy's dequantization of the file."""
+    def quantize(src, out, typ, *extra, check=True):
+        return run([a.engine, "quantize", "-m", src, "-o", os.path.join(tmp, out), "--type", typ,
+                    *extra], check=check)
+
+    def same_bytes(x, y, what):
+        if open(os.path.join(tmp, x), "rb").read() != open(os.path.join(tmp, y), "rb").read():
+            sys.exit(f"FAIL requantize {a.type}: {what}")
+
+    cfg = json.load(open(os.path.join(a.model, "config.json")))
+    own = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}[cfg["torch_dtype"]]
+    quantize(a.model, "float.gguf", own)
+    quantize(os.path.join(tmp, "float.gguf"), "from_gguf.gguf", a.type)
+    quantize(a.model, "from_dir.gguf", a.type)
+    same_bytes("from_gguf.gguf", "from_dir.gguf", f"the {own} GGUF rewritten differs from the "
+               "checkpoint written")
+    quantize(os.path.join(tmp, "from_dir.gguf"), "again.gguf", a.type)
+    same_bytes("again.gguf", "from_dir.gguf", "the file rewritten in its own type is not a copy")
+    src = os.path.join(tmp, "from_dir.gguf")
+    p = quantize(src, "q8_0.gguf", "q8_0", check=False)
+    if (p.returncode != 1 or "--allow-requantize" not in p.stderr or "tensor '" not in p.stderr
+            or os.path.exists(os.path.join(tmp, "q8_0.gguf"))):
+        sys.exit(f"FAIL requantize {a.type} -> q8_0 without --allow-requantize: exit "
+                 f"{p.returncode}, {p.stderr.strip()!r}")
+    quantize(src, "q8_0.gguf", "q8_0", "--allow-requantize")
+    kvs, tensors, _ = G.read(src)
+    G.write(os.path.join(tmp, "deq.gguf"), kvs, dequantized(tensors))
+    quantize(os.path.join(tmp, "deq.gguf"), "deq_q8_0.gguf", "q8_0")
+    got, want = G.read(os.path.join(tmp, "q8_0.gguf"))[1], G.read(os.path.join(tmp, "deq_q8_0.gguf"))[1]
+    for t, u in zip(got, want):
+        if (t.name, t.ggml_type, t.data) != (u.name, u.ggml_type, u.data):
+            sys.exit(f"FAIL requantize {a.type} -> q8_0: {t.name} is not the Q8_0 of its "
+                     "dequantized values")
+    print(f"ok requantize {a.type}: from the {own} GGUF the same {len(tensors)} tensors and "
+          f"metadata as from the checkpoint; rewritten in its own type a copy; to q8_0 refused "
+          "without --allow-requantize, and with it the blocks of the dequantized values")
+
+
 def cmd_widened(a, tmp):
     """Q5_0, IQ4_NL and Q3_K matrices (dense and expert), whose blocks
     src/base/quant_widen.c can rewrite exactly as the Q8_0 / Q6_K blocks of
@@ -633,10 +683,6 @@ def cmd_widened(a, tmp):
     paths = {k: os.path.join(tmp, f"{k}.gguf") for k in ("stored", "wide", "deq")}
     for k, ts in (("stored", stored), ("wide", wide), ("deq", deq)):
         G.write(paths[k], kvs, ts)
-    p = run([a.engine, "quantize", "-m", paths["stored"], "-o", os.path.join(tmp, "re.gguf"),
-             "--type", "q8_0"], check=False)
-    if p.returncode != 2 or "is a file" not in p.stderr:
-        sys.exit(f"FAIL: encore quantize -m FILE.gguf: exit {p.returncode}, {p.stderr.strip()!r}")
     device = ("--device", a.device) if a.device else ()
     log = run([a.engine, "logits", "-m", paths["stored"], "--prompt-ids", PROMPT, "--top", "1",
                "-t", "2", *device], env={"ENCORE_LOG": "info"}).stderr
@@ -706,7 +752,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("check", choices=["lossless", "pywriter", "bad", "bad-moe", "tokenizer",
                                       "quantized", "blocks", "experts-vulkan", "mixed", "mix", "repack",
-                                      "widened", "read-as-is"])
+                                      "widened", "read-as-is", "requantize"])
     ap.add_argument("--engine", required=True)
     ap.add_argument("-m", "--model")
     ap.add_argument("--type")
@@ -720,7 +766,8 @@ def main():
         {"lossless": cmd_lossless, "pywriter": cmd_pywriter, "bad": cmd_bad, "bad-moe": cmd_bad_moe,
          "tokenizer": cmd_tokenizer, "quantized": cmd_quantized, "blocks": cmd_blocks,
          "experts-vulkan": cmd_experts_vulkan, "mixed": cmd_mixed, "mix": cmd_mix, "repack": cmd_repack,
-         "widened": cmd_widened, "read-as-is": cmd_read_as_is}[a.check](a, tmp)
+         "widened": cmd_widened, "read-as-is": cmd_read_as_is,
+         "requantize": cmd_requantize}[a.check](a, tmp)
 
 
 if __name__ == "__main__":

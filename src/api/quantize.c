@@ -1,5 +1,6 @@
 /* quantize.c - `encore quantize`: the model's part (model/gguf_export.c)
- * and the tokenizer's part (model_tokenizer_to_gguf) of one GGUF file. */
+ * and the tokenizer's part (model_tokenizer_to_gguf) of one GGUF file, or a
+ * GGUF file rewritten in another type. */
 #include "api/quantize.h"
 
 #include <stdlib.h>
@@ -42,9 +43,26 @@ static const char *quantize__name(const char *dir, char *buf, size_t cap)
     return buf;
 }
 
-enc_status quantize_to_gguf(const char *model_dir, const char *out_path, gguf_file_type type,
-                            qwen3_progress_fn progress, void *user)
+static enc_status quantize__gguf(const char *in_path, const char *out_path, gguf_file_type type,
+                                 int allow_requantize, qwen3_progress_fn progress, void *user)
 {
+    gguf_file *g = NULL;
+    gguf_writer *w = NULL;
+    ENC_TRY(gguf_open(in_path, &g));
+    enc_status s = gguf_writer_create(&w);
+    if (s == ENC_OK) s = qwen3_export_gguf_file(g, type, allow_requantize, progress, user, w);
+    if (s == ENC_OK) s = gguf_writer_write(w, out_path);
+    gguf_writer_free(w);
+    gguf_close(g);
+    return s;
+}
+
+enc_status quantize_to_gguf(const char *model, const char *out_path, gguf_file_type type,
+                            int allow_requantize, qwen3_progress_fn progress, void *user)
+{
+    if (gguf_is_model_file(model))
+        return quantize__gguf(model, out_path, type, allow_requantize, progress, user);
+    const char *model_dir = model;
     gguf_writer *w = NULL;
     tokenizer *tok = NULL;
     int64_t vocab = 0;

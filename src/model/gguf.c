@@ -131,8 +131,7 @@ const char *gguf_type_name(gguf_type t)
     return (unsigned)t < GGUF_TYPE_COUNT ? gguf__type_names[t] : "?";
 }
 
-/* Bytes of one scalar of type t; 0 for strings and arrays. */
-static size_t gguf__scalar_size(gguf_type t)
+size_t gguf_scalar_size(gguf_type t)
 {
     switch (t) {
     case GGUF_TYPE_UINT8:
@@ -177,7 +176,7 @@ static enc_status gguf__read_strs(gguf__cur *c, gguf_kv *kv)
 /* n scalars of kv->elem_type: bounds, and bools 0 or 1. */
 static enc_status gguf__read_scalars(gguf__cur *c, gguf_kv *kv)
 {
-    size_t es = gguf__scalar_size(kv->elem_type);
+    size_t es = gguf_scalar_size(kv->elem_type);
     if (kv->n > gguf__left(c) / es)
         return enc_fail(ENC_ERR_FORMAT,
                         "%s: key '%s' at byte offset %zu: %llu values of %s run past the end of "
@@ -629,7 +628,7 @@ static int gguf__is_int(gguf_type t)
 /* Element i of an integer array or scalar (its type checked by the caller). */
 int64_t gguf_array_int(const gguf_kv *kv, uint64_t i)
 {
-    size_t es = gguf__scalar_size(kv->elem_type);
+    size_t es = gguf_scalar_size(kv->elem_type);
     uint64_t u = gguf__le(kv->data + i * es, (int)es);
     switch (kv->elem_type) {
     case GGUF_TYPE_INT8:
@@ -685,7 +684,7 @@ enc_status gguf_get_float(const gguf_file *g, const char *key, double *out, int 
     const gguf_kv *kv;
     ENC_TRY(gguf__typed(g, key, 0, gguf__is_float, "a float", &kv, found));
     if (!kv) return ENC_OK;
-    uint64_t u = gguf__le(kv->data, (int)gguf__scalar_size(kv->type));
+    uint64_t u = gguf__le(kv->data, (int)gguf_scalar_size(kv->type));
     if (kv->type == GGUF_TYPE_FLOAT32) {
         uint32_t w = (uint32_t)u;
         float f;

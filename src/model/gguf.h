@@ -121,6 +121,8 @@ const st_tensor *gguf_find_tensor(const gguf_file *g, const char *name); /* NULL
 /* The GGUF name of a value type and the enc_dtype of a ggml type id (0 when
  * encore does not read it; *out untouched). */
 const char *gguf_type_name(gguf_type t);
+/* Bytes of one scalar of type t; 0 for strings and arrays. */
+size_t gguf_scalar_size(gguf_type t);
 /* ggml's name of a tensor type id ("Q5_0", "IQ4_XS", ...), "unknown" for an
  * id ggml does not define, so that a refusal names the type a file holds. */
 const char *gguf_ggml_type_name(uint32_t ggml_type);

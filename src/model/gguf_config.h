@@ -7,8 +7,8 @@
 #include "model/config.h"
 #include "model/gguf.h"
 
-/* general.architecture must be "qwen3" ("qwen3moe" is read and refused as
- * not supported yet; any other is refused by name). A missing required key,
+/* general.architecture must be "qwen3" or "qwen3moe" (any other is refused
+ * by name). A missing required key,
  * a value of the wrong type or range, or an unsupported feature (rope
  * scaling) is an error naming the file, the key and its byte offset. */
 enc_status qwen3_config_from_gguf(const gguf_file *g, qwen3_config *out);

@@ -6,9 +6,13 @@
  * (ffn_gate_inp, kept float) and its experts stacked per projection
  * (ffn_*_exps, in the file's type like every other matrix).
  *
- * Every tensor goes through f32, one row at a time, then to the target type:
- * f32 -> f32 / f16 / bf16 rounds to nearest even, so a checkpoint written in
- * its own type (bf16 -> bf16, ...) is copied bit for bit. */
+ * A GGUF file (qwen3 or qwen3moe) is rewritten the same way, in the same
+ * tensor order, its metadata copied but for the file type.
+ *
+ * A tensor already of the target type is copied; any other goes through
+ * f32, one row at a time (dequantized when a block type is allowed to
+ * change), then to the target type: f32 -> f16 / bf16 rounds to nearest
+ * even, block types are quantized by base/quant.c. */
 #define _POSIX_C_SOURCE 200809L
 #include "model/gguf_export.h"
 
@@ -19,23 +23,11 @@
 #include "base/parallel_rows.h"
 #include "base/quant.h"
 #include "graph/graph.h"
+#include "model/gguf_config.h"
 #include "model/gguf_mix.h"
 #include "model/qwen3_tensors.h"
 
 /* --- conversion --------------------------------------------------------------- */
-
-static float gguf__elem(const st_tensor *t, int64_t i)
-{
-    const unsigned char *p = t->data;
-    if (t->dtype == ENC_F32) {
-        float f;
-        memcpy(&f, p + 4 * i, 4);
-        return f;
-    }
-    uint16_t h;
-    memcpy(&h, p + 2 * i, 2);
-    return t->dtype == ENC_BF16 ? enc_bf16_to_f32(h) : enc_f16_to_f32(h);
-}
 
 /* Whether rows of n values convert to `to` (gguf__convert_row cannot fail
  * once this says so). */
@@ -85,43 +77,71 @@ static enc_status gguf__size(const st_tensor *t, enc_dtype to, int64_t *rows, in
     return ENC_OK;
 }
 
-/* Rows of t converted to `to` (row bytes rb) into out. */
+/* Rows of t (row bytes rb_from) converted to `to` (row bytes rb) into out. */
 typedef struct {
     const st_tensor *t;
     enc_dtype to;
     int64_t cols;
-    size_t rb;
+    size_t rb_from, rb;
     unsigned char *out;
 } gguf__convert_job;
 
 static void gguf__convert_rows(void *ctx, int64_t r0, int64_t r1, float *row)
 {
     const gguf__convert_job *job = ctx;
+    const unsigned char *from = job->t->data;
     for (int64_t r = r0; r < r1; r++) {
-        for (int64_t c = 0; c < job->cols; c++)
-            row[c] = gguf__elem(job->t, r * job->cols + c);
+        quant_dequantize_row(job->t->dtype, from + (size_t)r * job->rb_from, row, job->cols);
         gguf__convert_row(row, job->cols, job->to, job->out + (size_t)r * job->rb);
     }
 }
 
+/* A tensor of a block type converted to another type is quantized a second
+ * time, which llama-quantize also refuses unless asked. */
+static enc_status gguf__check_requantize(const st_tensor *t, enc_dtype to, int allow_requantize)
+{
+    if (allow_requantize || !enc_dtype_is_quantized(t->dtype) || t->dtype == to) return ENC_OK;
+    return enc_fail(ENC_ERR_UNSUPPORTED,
+                    "it is %s already; making it %s quantizes it twice, which loses "
+                    "more than quantizing the float weights once (--allow-requantize does it)",
+                    enc_dtype_name(t->dtype), enc_dtype_name(to));
+}
+
 /* Every row of t converted to `to` into out (gguf__size's n_bytes), the
- * rows split over the CPUs. */
-static enc_status gguf__convert(const st_tensor *t, enc_dtype to, unsigned char *out)
+ * rows split over the CPUs; a tensor already of type `to` is copied. */
+static enc_status gguf__convert(const st_tensor *t, enc_dtype to, int allow_requantize,
+                                unsigned char *out)
 {
     int64_t rows = 0, cols = 0;
     size_t n_bytes = 0;
     ENC_TRY(gguf__size(t, to, &rows, &cols, &n_bytes));
-    enc_status s = gguf__convert_supported(cols, to);
-    gguf__convert_job job = {t, to, cols, n_bytes / (size_t)(rows ? rows : 1), out};
+    if (t->dtype == to) {
+        memcpy(out, t->data, n_bytes);
+        return ENC_OK;
+    }
+    enc_status s = gguf__check_requantize(t, to, allow_requantize);
+    if (s == ENC_OK) s = gguf__convert_supported(cols, to);
+    gguf__convert_job job = {
+        t, to, cols, enc_dtype_row_bytes(t->dtype, cols), n_bytes / (size_t)(rows ? rows : 1), out};
     if (s == ENC_OK) s = parallel_rows(rows, (double)cols, (size_t)cols, gguf__convert_rows, &job);
     return s == ENC_OK ? ENC_OK : enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
 }
 
+/* What the tensors go into, and how. */
+typedef struct gguf__export {
+    gguf_writer *w;
+    const qwen3_config *c;
+    const st_archive *a; /* a safetensors checkpoint: its per-expert tensors; else NULL */
+    gguf_file_type ft;
+    int allow_requantize;
+} gguf__export;
+
 /* parts[0..n) of one shape, converted to `to` one after another, as one
  * malloc'd tensor given to the writer, which frees it: [n, shape...] when
  * stacked, else the shape itself (n == 1). */
-static enc_status gguf__add_parts(gguf_writer *w, const char *name, const st_tensor *const *parts,
-                                  int64_t n, int stacked, enc_dtype to)
+static enc_status gguf__add_parts(const gguf__export *x, const char *name,
+                                  const st_tensor *const *parts, int64_t n, int stacked,
+                                  enc_dtype to)
 {
     int64_t rows = 0, cols = 0, shape[ST_MAX_DIMS + 1];
     size_t part_bytes = 0;
@@ -131,7 +151,7 @@ static enc_status gguf__add_parts(gguf_writer *w, const char *name, const st_ten
     if (!out) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "tensor '%s'", name);
     enc_status s = ENC_OK;
     for (int64_t j = 0; s == ENC_OK && j < n; j++)
-        s = gguf__convert(parts[j], to, out + (size_t)j * part_bytes);
+        s = gguf__convert(parts[j], to, x->allow_requantize, out + (size_t)j * part_bytes);
     if (s != ENC_OK) {
         free(out);
         return s;
@@ -139,15 +159,24 @@ static enc_status gguf__add_parts(gguf_writer *w, const char *name, const st_ten
     int n_dims = parts[0]->n_dims;
     shape[0] = n;
     memcpy(shape + stacked, parts[0]->shape, (size_t)n_dims * sizeof *shape);
-    return gguf_writer_add_tensor(w, name, to, n_dims + stacked, shape, out, n_bytes, 1);
+    return gguf_writer_add_tensor(x->w, name, to, n_dims + stacked, shape, out, n_bytes, 1);
 }
 
-static enc_status gguf__add(gguf_writer *w, const char *name, const st_tensor *t, enc_dtype to)
+static enc_status gguf__add(const gguf__export *x, const char *name, const st_tensor *t,
+                            enc_dtype to)
 {
-    return gguf__add_parts(w, name, &t, 1, 0, to);
+    return gguf__add_parts(x, name, &t, 1, 0, to);
 }
 
 /* --- metadata ------------------------------------------------------------------ */
+
+/* general.file_type, and general.quantization_version for a block type */
+static enc_status gguf__file_type(gguf_writer *w, gguf_file_type ft)
+{
+    ENC_TRY(gguf_writer_add_u32(w, "general.file_type", gguf_mix_file_type(ft)));
+    if (!enc_dtype_is_quantized(ft.base)) return ENC_OK;
+    return gguf_writer_add_u32(w, "general.quantization_version", 2);
+}
 
 /* "<arch>.<suffix>" = v (u32 or f32) */
 static enc_status gguf__arch_u32(gguf_writer *w, const char *arch, const char *suffix, int64_t v)
@@ -181,9 +210,7 @@ static enc_status gguf__metadata(gguf_writer *w, const qwen3_config *c, gguf_fil
     const char *arch = c->n_experts ? "qwen3moe" : "qwen3";
     ENC_TRY(gguf_writer_add_str(w, "general.architecture", arch, strlen(arch)));
     ENC_TRY(gguf_writer_add_str(w, "general.name", name, strlen(name)));
-    ENC_TRY(gguf_writer_add_u32(w, "general.file_type", gguf_mix_file_type(ft)));
-    if (enc_dtype_is_quantized(ft.base))
-        ENC_TRY(gguf_writer_add_u32(w, "general.quantization_version", 2));
+    ENC_TRY(gguf__file_type(w, ft));
     ENC_TRY(gguf__arch_u32(w, arch, "context_length", c->max_position_embeddings));
     ENC_TRY(gguf__arch_u32(w, arch, "embedding_length", c->hidden_size));
     ENC_TRY(gguf__arch_u32(w, arch, "block_count", c->n_layers));
@@ -208,28 +235,32 @@ static enc_dtype gguf__router_type(enc_dtype type)
 }
 
 /* MoE layer l's router and its experts stacked per projection in expert
- * order: ffn_gate_exps, ffn_up_exps [E, Fe, D], ffn_down_exps [E, D, Fe]. */
-static enc_status gguf__moe_layer(gguf_writer *w, const qwen3_config *c, const st_archive *a,
-                                  int64_t l, const qwen3_layer_tensors *t, gguf_file_type ft)
+ * order: ffn_gate_exps, ffn_up_exps [E, Fe, D], ffn_down_exps [E, D, Fe]
+ * (a GGUF source has them stacked already). */
+static enc_status gguf__moe_layer(const gguf__export *x, int64_t l, const qwen3_layer_tensors *t)
 {
     static const char *const proj[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+    const qwen3_config *c = x->c;
     const st_tensor *parts[GRAPH_MOE_MAX_EXPERTS];
     char name[96];
     snprintf(name, sizeof name, "blk.%lld.ffn_gate_inp.weight", (long long)l);
-    ENC_TRY(gguf__add(w, name, t->router, gguf__router_type(ft.base)));
+    ENC_TRY(gguf__add(x, name, t->router, gguf__router_type(x->ft.base)));
     for (int p = 0; p < 3; p++) {
-        for (int64_t j = 0; j < c->n_experts; j++)
-            parts[j] = qwen3_tensors_expert(a, l, j, p);
         gguf_role role = p == 2 ? GGUF_ROLE_FFN_DOWN : GGUF_ROLE_OTHER;
+        enc_dtype to = gguf_mix_type(x->ft, role, l, c->n_layers, c->n_experts);
         snprintf(name, sizeof name, "blk.%lld.%s.weight", (long long)l, proj[p]);
-        ENC_TRY(gguf__add_parts(w, name, parts, c->n_experts, 1,
-                                gguf_mix_type(ft, role, l, c->n_layers, c->n_experts)));
+        if (t->experts[p]) {
+            ENC_TRY(gguf__add(x, name, t->experts[p], to));
+            continue;
+        }
+        for (int64_t j = 0; j < c->n_experts; j++)
+            parts[j] = qwen3_tensors_expert(x->a, l, j, p);
+        ENC_TRY(gguf__add_parts(x, name, parts, c->n_experts, 1, to));
     }
     return ENC_OK;
 }
 
-static enc_status gguf__layer(gguf_writer *w, const qwen3_config *c, const st_archive *a, int64_t l,
-                              const qwen3_layer_tensors *t, gguf_file_type ft)
+static enc_status gguf__layer(const gguf__export *x, int64_t l, const qwen3_layer_tensors *t)
 {
     enum { NORM = -1 };
     const struct {
@@ -249,16 +280,17 @@ static enc_status gguf__layer(gguf_writer *w, const qwen3_config *c, const st_ar
         {"ffn_up", t->up, GGUF_ROLE_OTHER},
         {"ffn_down", t->down, GGUF_ROLE_FFN_DOWN},
     };
+    const qwen3_config *c = x->c;
     char name[96];
     size_t n = sizeof e / sizeof e[0] - (t->router ? 3 : 0); /* a MoE layer: no dense MLP */
     for (size_t i = 0; i < n; i++) {
         snprintf(name, sizeof name, "blk.%lld.%s.weight", (long long)l, e[i].name);
-        enc_dtype to = e[i].role == NORM
-                           ? ENC_F32
-                           : gguf_mix_type(ft, (gguf_role)e[i].role, l, c->n_layers, c->n_experts);
-        ENC_TRY(gguf__add(w, name, e[i].t, to));
+        enc_dtype to = e[i].role == NORM ? ENC_F32
+                                         : gguf_mix_type(x->ft, (gguf_role)e[i].role, l,
+                                                         c->n_layers, c->n_experts);
+        ENC_TRY(gguf__add(x, name, e[i].t, to));
     }
-    return t->router ? gguf__moe_layer(w, c, a, l, t, ft) : ENC_OK;
+    return t->router ? gguf__moe_layer(x, l, t) : ENC_OK;
 }
 
 /* llama.cpp's qwen3moe has a sparse block in every layer. */
@@ -273,23 +305,30 @@ static enc_status gguf__check_all_sparse(const qwen3_config *c, const char *mode
     return ENC_OK;
 }
 
-static enc_status gguf__tensors(gguf_writer *w, const qwen3_config *c, const st_archive *a,
-                                const qwen3_tensors *t, gguf_file_type ft,
+static enc_status gguf__tensors(const gguf__export *x, const qwen3_tensors *t,
                                 qwen3_progress_fn progress, void *user)
 {
+    const qwen3_config *c = x->c;
     int tied = t->lm_head == t->embed; /* the embedding is the output matrix too */
     gguf_role embed_role = tied ? GGUF_ROLE_OUTPUT : GGUF_ROLE_TOKEN_EMBD;
-    ENC_TRY(gguf__add(w, "token_embd.weight", t->embed,
-                      gguf_mix_type(ft, embed_role, 0, c->n_layers, c->n_experts)));
+    ENC_TRY(gguf__add(x, "token_embd.weight", t->embed,
+                      gguf_mix_type(x->ft, embed_role, 0, c->n_layers, c->n_experts)));
     for (int64_t l = 0; l < c->n_layers; l++) {
-        ENC_TRY(gguf__layer(w, c, a, l, &t->layers[l], ft));
+        ENC_TRY(gguf__layer(x, l, &t->layers[l]));
         if (progress) progress(user, (double)(l + 1) / (double)(c->n_layers + 1));
     }
-    ENC_TRY(gguf__add(w, "output_norm.weight", t->final_norm, ENC_F32));
+    ENC_TRY(gguf__add(x, "output_norm.weight", t->final_norm, ENC_F32));
     if (!tied)
-        ENC_TRY(gguf__add(w, "output.weight", t->lm_head,
-                          gguf_mix_type(ft, GGUF_ROLE_OUTPUT, 0, c->n_layers, c->n_experts)));
+        ENC_TRY(gguf__add(x, "output.weight", t->lm_head,
+                          gguf_mix_type(x->ft, GGUF_ROLE_OUTPUT, 0, c->n_layers, c->n_experts)));
     if (progress) progress(user, 1.0);
+    return ENC_OK;
+}
+
+static enc_status gguf__check_type(gguf_file_type ft)
+{
+    if (gguf_ggml_from_dtype(ft.base) == UINT32_MAX)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "GGUF has no type %s", enc_dtype_name(ft.base));
     return ENC_OK;
 }
 
@@ -297,8 +336,7 @@ enc_status qwen3_export_gguf(const char *model_dir, gguf_file_type ft, const cha
                              qwen3_progress_fn progress, void *user, gguf_writer *w,
                              int64_t *vocab_size)
 {
-    if (gguf_ggml_from_dtype(ft.base) == UINT32_MAX)
-        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "GGUF has no type %s", enc_dtype_name(ft.base));
+    ENC_TRY(gguf__check_type(ft));
     qwen3_config c;
     st_archive *a = NULL;
     qwen3_tensors t = {0};
@@ -307,9 +345,45 @@ enc_status qwen3_export_gguf(const char *model_dir, gguf_file_type ft, const cha
     enc_status s = st_open_dir(model_dir, &a);
     if (s == ENC_OK) s = qwen3_tensors_find(&c, a, &t);
     if (s == ENC_OK) s = gguf__metadata(w, &c, ft, name);
-    if (s == ENC_OK) s = gguf__tensors(w, &c, a, &t, ft, progress, user);
+    gguf__export x = {w, &c, a, ft, 0};
+    if (s == ENC_OK) s = gguf__tensors(&x, &t, progress, user);
     qwen3_tensors_free(&t);
     st_close(a); /* the writer holds converted copies */
     *vocab_size = c.vocab_size;
+    return s;
+}
+
+/* Every kv of g but the file type, the quantization version and the
+ * alignment, in g's order; ft's file type (and quantization version) where
+ * g had its file type, or at the end. */
+static enc_status gguf__copy_metadata(gguf_writer *w, const gguf_file *g, gguf_file_type ft)
+{
+    int typed = 0;
+    for (size_t i = 0; i < gguf_kv_count(g); i++) {
+        const gguf_kv *kv = gguf_kv_at(g, i);
+        if (!strcmp(kv->key, "general.file_type")) {
+            ENC_TRY(gguf__file_type(w, ft));
+            typed = 1;
+        } else if (strcmp(kv->key, "general.quantization_version") &&
+                   strcmp(kv->key, "general.alignment")) {
+            ENC_TRY(gguf_writer_add_kv(w, kv));
+        }
+    }
+    return typed ? ENC_OK : gguf__file_type(w, ft);
+}
+
+enc_status qwen3_export_gguf_file(const gguf_file *g, gguf_file_type ft, int allow_requantize,
+                                  qwen3_progress_fn progress, void *user, gguf_writer *w)
+{
+    ENC_TRY(gguf__check_type(ft));
+    qwen3_config c;
+    qwen3_tensors t = {0};
+    tensor_source src = tensor_source_gguf(g);
+    ENC_TRY(qwen3_config_from_gguf(g, &c));
+    enc_status s = qwen3_tensors_find_in(&c, &src, &t);
+    if (s == ENC_OK) s = gguf__copy_metadata(w, g, ft);
+    gguf__export x = {w, &c, NULL, ft, allow_requantize};
+    if (s == ENC_OK) s = gguf__tensors(&x, &t, progress, user);
+    qwen3_tensors_free(&t);
     return s;
 }

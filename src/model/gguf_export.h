@@ -1,8 +1,9 @@
-/* gguf_export.h - a Qwen3 safetensors checkpoint as GGUF: the model's
- * metadata under llama.cpp's keys (general.*, qwen3.*) and its tensors under
- * llama.cpp's names, converted to one type or to one of llama-quantize's
- * mixes (gguf_mix.h), added to a gguf_writer. The
- * tokenizer's keys are added by the caller (api/model_tokenizer.h). */
+/* gguf_export.h - a Qwen3 model as GGUF: the model's metadata under
+ * llama.cpp's keys (general.*, qwen3.*) and its tensors under llama.cpp's
+ * names, converted to one type or to one of llama-quantize's mixes
+ * (gguf_mix.h), added to a gguf_writer. The model is a safetensors
+ * checkpoint (whose tokenizer's keys the caller adds: api/model_tokenizer.h)
+ * or a GGUF file (whose metadata is copied, tokenizer and all). */
 #ifndef ENC_MODEL_GGUF_EXPORT_H
 #define ENC_MODEL_GGUF_EXPORT_H
 
@@ -20,5 +21,16 @@
 enc_status qwen3_export_gguf(const char *model_dir, gguf_file_type ft, const char *name,
                              qwen3_progress_fn progress, void *user, gguf_writer *w,
                              int64_t *vocab_size);
+
+/* The same from a GGUF file that qwen3_model_load would run (checked as it
+ * does): every kv of g copied but general.file_type (ft's),
+ * general.quantization_version (written for a block type) and
+ * general.alignment (the writer's); the tensors in the order and the types
+ * qwen3_export_gguf gives them. A tensor already of its new type is copied
+ * as it is; one of a block type that would change type is an error naming
+ * it, unless allow_requantize (its values are dequantized and quantized
+ * again, as llama-quantize --allow-requantize does). */
+enc_status qwen3_export_gguf_file(const gguf_file *g, gguf_file_type ft, int allow_requantize,
+                                  qwen3_progress_fn progress, void *user, gguf_writer *w);
 
 #endif

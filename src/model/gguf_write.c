@@ -166,6 +166,23 @@ enc_status gguf_writer_add_i32_array(gguf_writer *w, const char *key, const int3
     return ENC_OK;
 }
 
+enc_status gguf_writer_add_kv(gguf_writer *w, const gguf_kv *kv)
+{
+    size_t es = gguf_scalar_size(kv->elem_type);
+    if (kv->type == GGUF_TYPE_ARRAY)
+        ENC_TRY(gguf__array(w, kv->key, kv->elem_type, kv->n));
+    else
+        ENC_TRY(gguf__key(w, kv->key, kv->type));
+    if (kv->elem_type == GGUF_TYPE_STRING) {
+        for (uint64_t i = 0; i < kv->n; i++)
+            ENC_TRY(gguf__put_str(&w->kv, kv->strs[i].p, kv->strs[i].len));
+        return ENC_OK;
+    }
+    if (!es) /* an array of arrays, which gguf_open refuses */
+        return enc_fail(ENC_ERR_UNSUPPORTED, "gguf writer: key '%s': nested arrays", kv->key);
+    return gguf__put(&w->kv, kv->data, es * kv->n);
+}
+
 /* --- tensors ------------------------------------------------------------------ */
 
 static size_t gguf__tensor_bytes(enc_dtype dtype, int n_dims, const int64_t *shape)

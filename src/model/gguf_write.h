@@ -14,6 +14,7 @@
 
 #include "base/dtype.h"
 #include "base/status.h"
+#include "model/gguf.h"
 
 typedef struct gguf_writer gguf_writer;
 
@@ -32,6 +33,9 @@ enc_status gguf_writer_add_str(gguf_writer *w, const char *key, const char *s, s
 enc_status gguf_writer_add_str_array(gguf_writer *w, const char *key, const char *const *strs,
                                      const size_t *lens, size_t n);
 enc_status gguf_writer_add_i32_array(gguf_writer *w, const char *key, const int32_t *v, size_t n);
+/* A kv read from another file (gguf.h), copied as it is: its key, type and
+ * value (every element of an array). */
+enc_status gguf_writer_add_kv(gguf_writer *w, const gguf_kv *kv);
 
 /* A tensor of encore shape [shape[0], ..., shape[n_dims-1]] (row-major;
  * written as ggml's ne, reversed). n_bytes must equal rows x row bytes.
