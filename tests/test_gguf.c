@@ -10,6 +10,8 @@
  * 3. The typed getters refuse a key of another type, naming it.
  * 4. The hand-laid file's kvs copied by gguf_writer_add_kv and its tensor
  *    added again write the same bytes.
+ * 5. Tensors made by fill functions at write time: their bytes in the file,
+ *    progress up to 1; a fill's error fails the write and leaves no file.
  * Bad files (truncated, bad magic, ...) are checked end to end through the
  * encore program by tests/test_gguf.py. */
 #define _POSIX_C_SOURCE 200809L
@@ -236,11 +238,66 @@ static void test_by_hand(void)
     gguf_close(g);
 }
 
+/* gguf_tensor_fill: bytes 0, 1, 2, ... (or an error when ctx says so) */
+static enc_status fill_counting(void *ctx, void *dst, size_t n_bytes)
+{
+    if (*(int *)ctx) return enc_fail(ENC_ERR_IO, "fill refused");
+    for (size_t i = 0; i < n_bytes; i++)
+        ((unsigned char *)dst)[i] = (unsigned char)i;
+    return ENC_OK;
+}
+
+static void note_progress(void *user, double fraction)
+{
+    *(double *)user = fraction;
+}
+
+static enc_status write_filled(int fail, double *progress)
+{
+    gguf_writer *w = NULL;
+    CHECK(gguf_writer_create(&w) == ENC_OK);
+    int64_t shape[2][2] = {{3, 32}, {2, 64}};
+    for (int i = 0; i < 2; i++) {
+        int *ctx = malloc(sizeof *ctx);
+        *ctx = fail && i == 1;
+        char name[8];
+        snprintf(name, sizeof name, "t%d", i);
+        CHECK(gguf_writer_add_tensor_fill(w, name, ENC_Q8_0, 2, shape[i],
+                                          (size_t)shape[i][0] * 34 * (size_t)(shape[i][1] / 32),
+                                          fill_counting, ctx) == ENC_OK);
+    }
+    gguf_writer_set_progress(w, note_progress, progress);
+    enc_status s = gguf_writer_write(w, g_path);
+    gguf_writer_free(w);
+    return s;
+}
+
+static void test_fill(void)
+{
+    double progress = 0;
+    CHECK(write_filled(0, &progress) == ENC_OK && progress == 1.0);
+    gguf_file *g = NULL;
+    CHECK(gguf_open(g_path, &g) == ENC_OK);
+    for (size_t i = 0; g && i < 2; i++) {
+        const st_tensor *t = gguf_tensor_at(g, i);
+        CHECK(t->n_bytes == (i ? 2 * 68 : 3 * 34));
+        for (size_t k = 0; k < t->n_bytes; k++)
+            CHECK(((const unsigned char *)t->data)[k] == (unsigned char)k);
+    }
+    gguf_close(g);
+    unlink(g_path);
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%s.tmp", g_path);
+    CHECK(write_filled(1, &progress) == ENC_ERR_IO && strstr(enc_last_error(), "fill refused"));
+    CHECK(access(g_path, F_OK) != 0 && access(tmp, F_OK) != 0);
+}
+
 int main(void)
 {
     snprintf(g_path, sizeof g_path, "/tmp/encore-test-gguf-%d.gguf", (int)getpid());
     test_round_trip();
     test_by_hand();
+    test_fill();
     unlink(g_path);
     if (check_failures) fprintf(stderr, "test_gguf: %d checks failed\n", check_failures);
     return check_failures != 0;

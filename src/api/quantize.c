@@ -50,8 +50,9 @@ static enc_status quantize__gguf(const char *in_path, const char *out_path, gguf
     gguf_writer *w = NULL;
     ENC_TRY(gguf_open(in_path, &g));
     enc_status s = gguf_writer_create(&w);
-    if (s == ENC_OK) s = qwen3_export_gguf_file(g, type, allow_requantize, progress, user, w);
-    if (s == ENC_OK) s = gguf_writer_write(w, out_path);
+    if (s == ENC_OK) s = qwen3_export_gguf_file(g, type, allow_requantize, w);
+    if (s == ENC_OK) gguf_writer_set_progress(w, progress, user);
+    if (s == ENC_OK) s = gguf_writer_write(w, out_path); /* converts the tensors from g */
     gguf_writer_free(w);
     gguf_close(g);
     return s;
@@ -64,19 +65,23 @@ enc_status quantize_to_gguf(const char *model, const char *out_path, gguf_file_t
         return quantize__gguf(model, out_path, type, allow_requantize, progress, user);
     const char *model_dir = model;
     gguf_writer *w = NULL;
+    st_archive *a = NULL;
     tokenizer *tok = NULL;
     int64_t vocab = 0;
     char name[256];
     ENC_TRY(gguf_writer_create(&w));
     enc_status s = model_tokenizer_load(model_dir, 1, &tok);
+    if (s == ENC_OK) s = st_open_dir(model_dir, &a);
     if (s == ENC_OK)
-        s = qwen3_export_gguf(model_dir, type, quantize__name(model_dir, name, sizeof name),
-                              progress, user, w, &vocab);
+        s = qwen3_export_gguf(model_dir, a, type, quantize__name(model_dir, name, sizeof name), w,
+                              &vocab);
     qwen3_config cfg;
     if (s == ENC_OK && tok) s = qwen3_config_load(model_dir, &cfg);
     if (s == ENC_OK && tok) s = model_tokenizer_to_gguf(tok, vocab, cfg.bos_token_id, w);
-    if (s == ENC_OK) s = gguf_writer_write(w, out_path);
+    if (s == ENC_OK) gguf_writer_set_progress(w, progress, user);
+    if (s == ENC_OK) s = gguf_writer_write(w, out_path); /* converts the tensors from a */
     tokenizer_free(tok);
     gguf_writer_free(w);
+    st_close(a);
     return s;
 }

@@ -9,7 +9,9 @@
  * A GGUF file (qwen3 or qwen3moe) is rewritten the same way, in the same
  * tensor order, its metadata copied but for the file type.
  *
- * A tensor already of the target type is copied; any other goes through
+ * Each tensor is converted when the writer writes it (gguf_tensor_fill),
+ * one at a time; what can refuse it is checked when it is added. A tensor
+ * already of the target type is copied; any other goes through
  * f32, one row at a time (dequantized when a block type is allowed to
  * change), then to the target type: f32 -> f16 / bf16 rounds to nearest
  * even, block types are quantized by base/quant.c. */
@@ -107,10 +109,19 @@ static enc_status gguf__check_requantize(const st_tensor *t, enc_dtype to, int a
                     enc_dtype_name(t->dtype), enc_dtype_name(to));
 }
 
+/* Whether t can become a tensor of type `to` (checked when the tensor is
+ * added, so that the file is not begun when it cannot be finished). */
+static enc_status gguf__check_convert(const st_tensor *t, enc_dtype to, int allow_requantize)
+{
+    if (t->dtype == to) return ENC_OK;
+    enc_status s = gguf__check_requantize(t, to, allow_requantize);
+    if (s == ENC_OK) s = gguf__convert_supported(t->shape[t->n_dims - 1], to);
+    return s == ENC_OK ? ENC_OK : enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
+}
+
 /* Every row of t converted to `to` into out (gguf__size's n_bytes), the
  * rows split over the CPUs; a tensor already of type `to` is copied. */
-static enc_status gguf__convert(const st_tensor *t, enc_dtype to, int allow_requantize,
-                                unsigned char *out)
+static enc_status gguf__convert(const st_tensor *t, enc_dtype to, unsigned char *out)
 {
     int64_t rows = 0, cols = 0;
     size_t n_bytes = 0;
@@ -119,11 +130,9 @@ static enc_status gguf__convert(const st_tensor *t, enc_dtype to, int allow_requ
         memcpy(out, t->data, n_bytes);
         return ENC_OK;
     }
-    enc_status s = gguf__check_requantize(t, to, allow_requantize);
-    if (s == ENC_OK) s = gguf__convert_supported(cols, to);
     gguf__convert_job job = {
         t, to, cols, enc_dtype_row_bytes(t->dtype, cols), n_bytes / (size_t)(rows ? rows : 1), out};
-    if (s == ENC_OK) s = parallel_rows(rows, (double)cols, (size_t)cols, gguf__convert_rows, &job);
+    enc_status s = parallel_rows(rows, (double)cols, (size_t)cols, gguf__convert_rows, &job);
     return s == ENC_OK ? ENC_OK : enc_fail_context(s, "%s: tensor '%s'", t->file, t->name);
 }
 
@@ -136,9 +145,28 @@ typedef struct gguf__export {
     int allow_requantize;
 } gguf__export;
 
-/* parts[0..n) of one shape, converted to `to` one after another, as one
- * malloc'd tensor given to the writer, which frees it: [n, shape...] when
- * stacked, else the shape itself (n == 1). */
+/* A tensor of the file: parts of one shape converted one after another
+ * when the writer writes it (gguf_tensor_fill). */
+typedef struct gguf__parts {
+    enc_dtype to;
+    size_t part_bytes;
+    int64_t n;
+    const st_tensor *parts[];
+} gguf__parts;
+
+static enc_status gguf__fill_parts(void *ctx, void *dst, size_t n_bytes)
+{
+    const gguf__parts *p = ctx;
+    (void)n_bytes; /* p->n * p->part_bytes */
+    for (int64_t j = 0; j < p->n; j++)
+        ENC_TRY(
+            gguf__convert(p->parts[j], p->to, (unsigned char *)dst + (size_t)j * p->part_bytes));
+    return ENC_OK;
+}
+
+/* parts[0..n) of one shape, converted to `to` one after another when the
+ * file is written: [n, shape...] when stacked, else the shape itself
+ * (n == 1). The parts must stay mapped until then. */
 static enc_status gguf__add_parts(const gguf__export *x, const char *name,
                                   const st_tensor *const *parts, int64_t n, int stacked,
                                   enc_dtype to)
@@ -146,20 +174,19 @@ static enc_status gguf__add_parts(const gguf__export *x, const char *name,
     int64_t rows = 0, cols = 0, shape[ST_MAX_DIMS + 1];
     size_t part_bytes = 0;
     ENC_TRY(gguf__size(parts[0], to, &rows, &cols, &part_bytes));
-    size_t n_bytes = part_bytes * (size_t)n;
-    unsigned char *out = malloc(n_bytes ? n_bytes : 1);
-    if (!out) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "tensor '%s'", name);
-    enc_status s = ENC_OK;
-    for (int64_t j = 0; s == ENC_OK && j < n; j++)
-        s = gguf__convert(parts[j], to, x->allow_requantize, out + (size_t)j * part_bytes);
-    if (s != ENC_OK) {
-        free(out);
-        return s;
-    }
+    for (int64_t j = 0; j < n; j++)
+        ENC_TRY(gguf__check_convert(parts[j], to, x->allow_requantize));
+    gguf__parts *p = malloc(sizeof *p + (size_t)n * sizeof p->parts[0]);
+    if (!p) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "tensor '%s'", name);
+    p->to = to;
+    p->part_bytes = part_bytes;
+    p->n = n;
+    memcpy(p->parts, parts, (size_t)n * sizeof p->parts[0]);
     int n_dims = parts[0]->n_dims;
     shape[0] = n;
     memcpy(shape + stacked, parts[0]->shape, (size_t)n_dims * sizeof *shape);
-    return gguf_writer_add_tensor(x->w, name, to, n_dims + stacked, shape, out, n_bytes, 1);
+    return gguf_writer_add_tensor_fill(x->w, name, to, n_dims + stacked, shape,
+                                       part_bytes * (size_t)n, gguf__fill_parts, p);
 }
 
 static enc_status gguf__add(const gguf__export *x, const char *name, const st_tensor *t,
@@ -305,23 +332,19 @@ static enc_status gguf__check_all_sparse(const qwen3_config *c, const char *mode
     return ENC_OK;
 }
 
-static enc_status gguf__tensors(const gguf__export *x, const qwen3_tensors *t,
-                                qwen3_progress_fn progress, void *user)
+static enc_status gguf__tensors(const gguf__export *x, const qwen3_tensors *t)
 {
     const qwen3_config *c = x->c;
     int tied = t->lm_head == t->embed; /* the embedding is the output matrix too */
     gguf_role embed_role = tied ? GGUF_ROLE_OUTPUT : GGUF_ROLE_TOKEN_EMBD;
     ENC_TRY(gguf__add(x, "token_embd.weight", t->embed,
                       gguf_mix_type(x->ft, embed_role, 0, c->n_layers, c->n_experts)));
-    for (int64_t l = 0; l < c->n_layers; l++) {
+    for (int64_t l = 0; l < c->n_layers; l++)
         ENC_TRY(gguf__layer(x, l, &t->layers[l]));
-        if (progress) progress(user, (double)(l + 1) / (double)(c->n_layers + 1));
-    }
     ENC_TRY(gguf__add(x, "output_norm.weight", t->final_norm, ENC_F32));
     if (!tied)
         ENC_TRY(gguf__add(x, "output.weight", t->lm_head,
                           gguf_mix_type(x->ft, GGUF_ROLE_OUTPUT, 0, c->n_layers, c->n_experts)));
-    if (progress) progress(user, 1.0);
     return ENC_OK;
 }
 
@@ -332,23 +355,19 @@ static enc_status gguf__check_type(gguf_file_type ft)
     return ENC_OK;
 }
 
-enc_status qwen3_export_gguf(const char *model_dir, gguf_file_type ft, const char *name,
-                             qwen3_progress_fn progress, void *user, gguf_writer *w,
-                             int64_t *vocab_size)
+enc_status qwen3_export_gguf(const char *model_dir, const st_archive *a, gguf_file_type ft,
+                             const char *name, gguf_writer *w, int64_t *vocab_size)
 {
     ENC_TRY(gguf__check_type(ft));
     qwen3_config c;
-    st_archive *a = NULL;
     qwen3_tensors t = {0};
     ENC_TRY(qwen3_config_load(model_dir, &c));
     ENC_TRY(gguf__check_all_sparse(&c, model_dir));
-    enc_status s = st_open_dir(model_dir, &a);
-    if (s == ENC_OK) s = qwen3_tensors_find(&c, a, &t);
+    enc_status s = qwen3_tensors_find(&c, a, &t);
     if (s == ENC_OK) s = gguf__metadata(w, &c, ft, name);
     gguf__export x = {w, &c, a, ft, 0};
-    if (s == ENC_OK) s = gguf__tensors(&x, &t, progress, user);
+    if (s == ENC_OK) s = gguf__tensors(&x, &t);
     qwen3_tensors_free(&t);
-    st_close(a); /* the writer holds converted copies */
     *vocab_size = c.vocab_size;
     return s;
 }
@@ -373,7 +392,7 @@ static enc_status gguf__copy_metadata(gguf_writer *w, const gguf_file *g, gguf_f
 }
 
 enc_status qwen3_export_gguf_file(const gguf_file *g, gguf_file_type ft, int allow_requantize,
-                                  qwen3_progress_fn progress, void *user, gguf_writer *w)
+                                  gguf_writer *w)
 {
     ENC_TRY(gguf__check_type(ft));
     qwen3_config c;
@@ -383,7 +402,7 @@ enc_status qwen3_export_gguf_file(const gguf_file *g, gguf_file_type ft, int all
     enc_status s = qwen3_tensors_find_in(&c, &src, &t);
     if (s == ENC_OK) s = gguf__copy_metadata(w, g, ft);
     gguf__export x = {w, &c, NULL, ft, allow_requantize};
-    if (s == ENC_OK) s = gguf__tensors(&x, &t, progress, user);
+    if (s == ENC_OK) s = gguf__tensors(&x, &t);
     qwen3_tensors_free(&t);
     return s;
 }

@@ -1,7 +1,8 @@
 /* gguf_write.c - build a GGUF v3 file in memory (header) and write it out.
  *
  *   kv bytes   : serialized as added (key, type, value), little-endian
- *   tensor list: name, dtype, shape, data; offsets given at write time
+ *   tensor list: name, dtype, shape, data (or a fill function that makes
+ *                it at write time); offsets given at write time
  *
  * The file is | header | kv bytes | tensor infos | pad | tensor 0 | pad |
  * tensor 1 | ...; every tensor starts at a multiple of the alignment from
@@ -9,6 +10,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "model/gguf_write.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +22,11 @@ typedef struct gguf__wtensor {
     enc_dtype dtype;
     int n_dims;
     int64_t shape[4];
-    const void *data;
+    const void *data; /* NULL for a fill tensor */
     size_t n_bytes;
-    int own;
+    int own; /* free(data) */
+    gguf_tensor_fill fill;
+    void *fill_ctx; /* free()d with the writer */
 } gguf__wtensor;
 
 typedef struct gguf__buf {
@@ -36,6 +40,8 @@ struct gguf_writer {
     gguf__wtensor *tensors;
     size_t n_tensors, cap_tensors;
     uint32_t alignment;
+    void (*progress)(void *user, double fraction);
+    void *progress_user;
 };
 
 /* --- bytes ------------------------------------------------------------------ */
@@ -94,6 +100,7 @@ void gguf_writer_free(gguf_writer *w)
     for (size_t i = 0; i < w->n_tensors; i++) {
         free(w->tensors[i].name);
         if (w->tensors[i].own) free((void *)w->tensors[i].data);
+        free(w->tensors[i].fill_ctx);
     }
     free(w->tensors);
     free(w->kv.p);
@@ -193,8 +200,9 @@ static size_t gguf__tensor_bytes(enc_dtype dtype, int n_dims, const int64_t *sha
     return rows * enc_dtype_row_bytes(dtype, shape[n_dims - 1]);
 }
 
+/* A new tensor record (its data or fill set by the caller). */
 static enc_status gguf__add_tensor(gguf_writer *w, const char *name, enc_dtype dtype, int n_dims,
-                                   const int64_t *shape, const void *data, size_t n_bytes, int own)
+                                   const int64_t *shape, size_t n_bytes, gguf__wtensor **out)
 {
     if (n_dims < 1 || n_dims > 4 || gguf_ggml_from_dtype(dtype) == UINT32_MAX ||
         gguf__tensor_bytes(dtype, n_dims, shape) != n_bytes)
@@ -215,19 +223,46 @@ static enc_status gguf__add_tensor(gguf_writer *w, const char *name, enc_dtype d
     t->dtype = dtype;
     t->n_dims = n_dims;
     memcpy(t->shape, shape, (size_t)n_dims * sizeof *shape);
-    t->data = data;
     t->n_bytes = n_bytes;
-    t->own = own;
     w->n_tensors++;
+    *out = t;
     return ENC_OK;
 }
 
 enc_status gguf_writer_add_tensor(gguf_writer *w, const char *name, enc_dtype dtype, int n_dims,
                                   const int64_t *shape, const void *data, size_t n_bytes, int own)
 {
-    enc_status s = gguf__add_tensor(w, name, dtype, n_dims, shape, data, n_bytes, own);
-    if (s != ENC_OK && own) free((void *)data); /* owned from the call on, even when refused */
-    return s;
+    gguf__wtensor *t = NULL;
+    enc_status s = gguf__add_tensor(w, name, dtype, n_dims, shape, n_bytes, &t);
+    if (s != ENC_OK) {
+        if (own) free((void *)data); /* owned from the call on, even when refused */
+        return s;
+    }
+    t->data = data;
+    t->own = own;
+    return ENC_OK;
+}
+
+enc_status gguf_writer_add_tensor_fill(gguf_writer *w, const char *name, enc_dtype dtype,
+                                       int n_dims, const int64_t *shape, size_t n_bytes,
+                                       gguf_tensor_fill fill, void *ctx)
+{
+    gguf__wtensor *t = NULL;
+    enc_status s = gguf__add_tensor(w, name, dtype, n_dims, shape, n_bytes, &t);
+    if (s != ENC_OK) {
+        free(ctx);
+        return s;
+    }
+    t->fill = fill;
+    t->fill_ctx = ctx;
+    return ENC_OK;
+}
+
+void gguf_writer_set_progress(gguf_writer *w, void (*progress)(void *user, double fraction),
+                              void *user)
+{
+    w->progress = progress;
+    w->progress_user = user;
 }
 
 static size_t gguf__align(size_t x, size_t a)
@@ -264,23 +299,55 @@ static enc_status gguf__header_bytes(const gguf_writer *w, gguf__buf *h)
     return ENC_OK;
 }
 
-static int gguf__write_all(FILE *f, const void *p, size_t n)
+static enc_status gguf__write_all(FILE *f, const void *p, size_t n, const char *tmp)
 {
-    return fwrite(p, 1, n, f) == n;
+    if (fwrite(p, 1, n, f) == n) return ENC_OK;
+    return enc_fail(ENC_ERR_IO, "%s: cannot write %zu bytes: %s", tmp, n, strerror(errno));
 }
 
-static int gguf__write_body(const gguf_writer *w, FILE *f, const gguf__buf *h)
+/* t's bytes: its data, or its fill's into *buf (grown as needed). */
+static enc_status gguf__tensor_data(const gguf__wtensor *t, unsigned char **buf, size_t *cap,
+                                    const void **out)
+{
+    if (!t->fill) {
+        *out = t->data;
+        return ENC_OK;
+    }
+    if (t->n_bytes > *cap) {
+        free(*buf);
+        *cap = 0;
+        if (!(*buf = malloc(t->n_bytes)))
+            return enc_fail(ENC_ERR_OUT_OF_MEMORY, "gguf writer: tensor '%s': %zu bytes", t->name,
+                            t->n_bytes);
+        *cap = t->n_bytes;
+    }
+    *out = *buf;
+    return t->fill(t->fill_ctx, *buf, t->n_bytes);
+}
+
+static enc_status gguf__write_body(const gguf_writer *w, FILE *f, const gguf__buf *h,
+                                   const char *tmp)
 {
     static const unsigned char zero[64];
-    if (!gguf__write_all(f, h->p, h->len)) return 0;
-    for (size_t i = 0; i < w->n_tensors; i++) {
+    unsigned char *buf = NULL;
+    size_t cap = 0, total = 0, done = 0;
+    for (size_t i = 0; i < w->n_tensors; i++)
+        total += w->tensors[i].n_bytes;
+    enc_status s = gguf__write_all(f, h->p, h->len, tmp);
+    for (size_t i = 0; s == ENC_OK && i < w->n_tensors; i++) {
         const gguf__wtensor *t = &w->tensors[i];
         size_t pad = i + 1 < w->n_tensors ? gguf__align(t->n_bytes, w->alignment) - t->n_bytes : 0;
-        if (!gguf__write_all(f, t->data, t->n_bytes)) return 0;
-        for (; pad; pad -= pad < sizeof zero ? pad : sizeof zero)
-            if (!gguf__write_all(f, zero, pad < sizeof zero ? pad : sizeof zero)) return 0;
+        const void *data = NULL;
+        s = gguf__tensor_data(t, &buf, &cap, &data);
+        if (s == ENC_OK) s = gguf__write_all(f, data, t->n_bytes, tmp);
+        for (; s == ENC_OK && pad; pad -= pad < sizeof zero ? pad : sizeof zero)
+            s = gguf__write_all(f, zero, pad < sizeof zero ? pad : sizeof zero, tmp);
+        done += t->n_bytes;
+        if (s == ENC_OK && w->progress)
+            w->progress(w->progress_user, total ? (double)done / (double)total : 1.0);
     }
-    return 1;
+    free(buf);
+    return s;
 }
 
 enc_status gguf_writer_write(gguf_writer *w, const char *path)
@@ -293,10 +360,14 @@ enc_status gguf_writer_write(gguf_writer *w, const char *path)
     if (s == ENC_OK) {
         snprintf(tmp, n, "%s.tmp", path);
         FILE *f = fopen(tmp, "wb");
-        int ok = f && gguf__write_body(w, f, &h);
-        if (f && fclose(f) != 0) ok = 0;
-        if (!ok || rename(tmp, path) != 0) {
-            s = enc_fail(ENC_ERR_IO, "%s: cannot write the GGUF file (through %s)", path, tmp);
+        s = f ? gguf__write_body(w, f, &h, tmp)
+              : enc_fail(ENC_ERR_IO, "%s: %s", tmp, strerror(errno));
+        if (f && fclose(f) != 0 && s == ENC_OK)
+            s = enc_fail(ENC_ERR_IO, "%s: %s", tmp, strerror(errno));
+        if (s == ENC_OK && rename(tmp, path) != 0)
+            s = enc_fail(ENC_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        if (s != ENC_OK) {
+            s = enc_fail_context(s, "%s: cannot write the GGUF file", path);
             remove(tmp);
         }
     }

@@ -1,7 +1,8 @@
 /* gguf_write.h - writing GGUF v3 files: metadata, then tensors, aligned.
  *
  * Metadata is serialized as it is added; tensors are recorded (their bytes
- * are read when the file is written) and laid out in the order added, each at
+ * are read, or made by the tensor's fill function, when the file is
+ * written: one tensor in memory at a time) and laid out in the order added, each at
  * a multiple of the alignment (32 unless gguf_writer_set_alignment says
  * otherwise, which also writes general.alignment). gguf_writer_write writes
  * PATH.tmp with stdio and renames it to PATH, so a reader never sees a half
@@ -45,7 +46,23 @@ enc_status gguf_writer_add_kv(gguf_writer *w, const gguf_kv *kv);
 enc_status gguf_writer_add_tensor(gguf_writer *w, const char *name, enc_dtype dtype, int n_dims,
                                   const int64_t *shape, const void *data, size_t n_bytes, int own);
 
-/* Write everything to path (through path.tmp and a rename). */
+/* Fills dst with a tensor's n_bytes when the file is written. */
+typedef enc_status (*gguf_tensor_fill)(void *ctx, void *dst, size_t n_bytes);
+
+/* A tensor as gguf_writer_add_tensor, whose bytes fill(ctx, ...) makes when
+ * the file is written (into a buffer of the writer's). The writer free()s
+ * ctx when it is freed (or at once when the tensor is refused). */
+enc_status gguf_writer_add_tensor_fill(gguf_writer *w, const char *name, enc_dtype dtype,
+                                       int n_dims, const int64_t *shape, size_t n_bytes,
+                                       gguf_tensor_fill fill, void *ctx);
+
+/* progress(user, fraction of the tensor bytes written) after each tensor
+ * gguf_writer_write writes. */
+void gguf_writer_set_progress(gguf_writer *w, void (*progress)(void *user, double fraction),
+                              void *user);
+
+/* Write everything to path (through path.tmp and a rename). A fill's error
+ * is returned, the temporary removed. */
 enc_status gguf_writer_write(gguf_writer *w, const char *path);
 
 #endif
