@@ -21,8 +21,12 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The prompt and model path reach the shell as environment variables, as
+# given: quotes, $ and backquotes in the prompt stay text.
+run: export ENCORE_RUN_PROMPT = $(value PROMPT)
+run: export ENCORE_RUN_MODEL = $(MODEL)
 run: build
-	./$(BUILD)/encore generate -m $(MODEL) -p "$(PROMPT)" -n $(TOKENS) --temperature 0
+	./$(BUILD)/encore generate -m "$$ENCORE_RUN_MODEL" -p "$$ENCORE_RUN_PROMPT" -n $(TOKENS) --temperature 0
 
 test:
 	@scripts/test-stages.sh

@@ -138,6 +138,7 @@ def expect_fail(args, code, *needles, env=None):
         if n not in err:
             sys.exit(f"FAIL: {' '.join(args)}: message lacks '{n}': {err}")
     print(f"ok exit {code}: {err.splitlines()[-1][:150]}")
+    return p
 
 
 def check_bad_args(a):
@@ -155,6 +156,12 @@ def check_bad_args(a):
     expect_fail([e, "logits", "-m", m, "--prompt-ids", "1", "--top", "0"], 2, "--top")
     expect_fail([e, "batch", "-m", m], 2, "--requests")
     expect_fail([e, "bench", "-m", m, "--runs", "0"], 2, "--runs")
+    expect_fail([e, "bench", "-m", m, "--batches", "0,3"], 2, "--batches")
+    for cmd in (["generate", "-p", "hi"], ["generate", "--prompt-ids", "1"], ["bench"]):
+        missing = os.path.join(a.models, "no-such-model.gguf")
+        p = expect_fail([e, cmd[0], "-m", missing] + cmd[1:], 1, missing + ": No such file or directory")
+        if "config.json" in p.stderr or "tokenizer.json" in p.stderr:
+            sys.exit(f"FAIL: a missing model path reported as a file inside it: {p.stderr}")
     expect_fail([e, "generate", "-m", m, "--prompt-ids", "1", "--block-size", "24"], 2, "16 or 32")
     for bad in ["", "fast", "-1", "100001", "20us"]:
         expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2"], 1, "ENCORE_CPU_SPIN_US",

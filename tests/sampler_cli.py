@@ -10,7 +10,8 @@ Each check is one ctest test: `sampler_cli.py --encore BIN --models DIR CHECK`.
              min_tokens requests run multi-step replays (the CPU samples on the
              device)
   seed       a seeded request gives the same tokens alone, among others and
-             arriving later; another seed gives other tokens
+             arriving later; another seed gives other tokens; generate
+             without --seed draws a new seed each run
   logprobs   generate --logprobs N against a NumPy log-softmax (double) of the
              full logits `encore logits` prints for the same tokens
   logit_bias --logit-bias: -100 turns greedy's first token away, two entries
@@ -125,7 +126,12 @@ def check_seed(a):
         sys.exit(f"FAIL: a seeded request changed with its neighbours:\n{ids}\n{crowd[2]['ids']}\n{late[5]['ids']}")
     if other_seed[0]["ids"] == ids:
         sys.exit("FAIL: seeds 42 and 43 gave the same 40 tokens")
-    print("ok: seed 42 gives the same 40 tokens alone, among 5 others and arriving at step 7; seed 43 others")
+    unseeded = [run([a.encore, "generate", "-m", a.model, "--prompt-ids", "5 6 7", "-n", "16", "--temperature", "1",
+                     "--ignore-eos", "--print-ids", "-t", "1"]).stdout for _ in range(3)]
+    if len(set(unseeded)) != 3:
+        sys.exit(f"FAIL: generate without --seed repeated its tokens in back-to-back runs:\n{unseeded}")
+    print("ok: seed 42 gives the same 40 tokens alone, among 5 others and arriving at step 7; seed 43 others; "
+          "three runs without --seed three different continuations")
 
 
 def log_softmax(x):
@@ -207,8 +213,8 @@ def expect_fail(args, code, *needles, stdin=None):
 
 def check_bad_args(a):
     g = [a.encore, "generate", "-m", a.model, "--prompt-ids", "1 2 3"]
-    for opt, val in [("--top-k", "-2"), ("--top-p", "1.5"), ("--top-p", "-0.1"), ("--min-p", "2"),
-                     ("--repetition-penalty", "-1"), ("--presence-penalty", "3"), ("--frequency-penalty", "-2.5"),
+    for opt, val in [("--top-k", "-2"), ("--top-p", "1.5"), ("--top-p", "-0.1"), ("--top-p", "0"), ("--min-p", "2"),
+                     ("--repetition-penalty", "-1"), ("--repetition-penalty", "0"), ("--presence-penalty", "3"), ("--frequency-penalty", "-2.5"),
                      ("--min-tokens", "-1"), ("--logprobs", "21"), ("--top-k", "x"), ("--logit-bias", "5=101"),
                      ("--logit-bias", "x=1"), ("--logit-bias", "5")]:
         expect_fail(g + [opt, val], 2, opt)

@@ -204,19 +204,32 @@ int cli_sampling_option(const char *cmd, int argc, char **argv, int *i, cli_samp
     static const struct {
         const char *name;
         double min, max;
+        bool above_min; /* min itself refused: (min, max] */
         size_t offset;
     } reals[] = {
-        {"--top-p", 0, 1, offsetof(cli_sampling, top_p)},
-        {"--min-p", 0, 1, offsetof(cli_sampling, min_p)},
-        {"--repetition-penalty", 0, 1e6, offsetof(cli_sampling, repetition_penalty)},
-        {"--presence-penalty", -2, 2, offsetof(cli_sampling, presence_penalty)},
-        {"--frequency-penalty", -2, 2, offsetof(cli_sampling, frequency_penalty)},
+        {"--top-p", 0, 1, true, offsetof(cli_sampling, top_p)},
+        {"--min-p", 0, 1, false, offsetof(cli_sampling, min_p)},
+        {"--repetition-penalty", 0, 1e6, true, offsetof(cli_sampling, repetition_penalty)},
+        {"--presence-penalty", -2, 2, false, offsetof(cli_sampling, presence_penalty)},
+        {"--frequency-penalty", -2, 2, false, offsetof(cli_sampling, frequency_penalty)},
     };
-    for (size_t k = 0; k < sizeof reals / sizeof *reals; k++)
-        if (!strcmp(a, reals[k].name))
-            return cli_option_f64(cmd, argc, argv, i, reals[k].min, reals[k].max,
-                                  (double *)((char *)s + reals[k].offset)) ? 1 : -1;
+    for (size_t k = 0; k < sizeof reals / sizeof *reals; k++) {
+        if (strcmp(a, reals[k].name)) continue;
+        double *out = (double *)((char *)s + reals[k].offset);
+        if (!cli_option_f64(cmd, argc, argv, i, reals[k].min, reals[k].max, out)) return -1;
+        if (reals[k].above_min && *out == reals[k].min) {
+            cli_error(cmd, "%s: expected a number in (%g, %g], got %g", a, reals[k].min,
+                      reals[k].max, *out);
+            return -1;
+        }
+        return 1;
+    }
     return 0;
+}
+
+int64_t cli_random_seed(void)
+{
+    return (int64_t)(enc_random_seed() >> 1);
 }
 
 void cli_print_logprob(const engine_token_logprob *lp)

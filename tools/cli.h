@@ -51,6 +51,8 @@ typedef struct cli_sampling {
     int n_logit_bias;
 } cli_sampling;
 int cli_sampling_option(const char *cmd, int argc, char **argv, int *i, cli_sampling *s);
+/* The default --seed: drawn from the kernel's random source, in [0, INT64_MAX]. */
+int64_t cli_random_seed(void);
 /* The engine's sampling parameters for these options (logit_bias points
  * into s). */
 engine_sampling cli_sampling_params(const cli_sampling *s);

@@ -438,11 +438,17 @@ static bool bench__parse_batches(const char *cmd, const char *list, bench_args *
     int32_t *ids;
     int64_t n;
     if (!cli_parse_ids(cmd, "--batches", list, &ids, &n)) return false;
-    if (n > BENCH_MAX_BATCHES) n = BENCH_MAX_BATCHES;
-    a->n_batches = (int)n;
-    for (int64_t j = 0; j < n; j++) a->batches[j] = ids[j] > 0 ? ids[j] : 1;
+    bool ok = n > 0 && n <= BENCH_MAX_BATCHES;
+    for (int64_t j = 0; ok && j < n; j++)
+        ok = ids[j] > 0;
+    if (!ok)
+        cli_error(cmd, "--batches: expected 1 to %d sequence counts, each at least 1, got '%s'",
+                  BENCH_MAX_BATCHES, list);
+    a->n_batches = ok ? (int)n : 0;
+    for (int64_t j = 0; ok && j < n; j++)
+        a->batches[j] = ids[j];
     free(ids);
-    return true;
+    return ok;
 }
 
 static int bench__option(void *args, const char *cmd, int argc, char **argv, int *i)

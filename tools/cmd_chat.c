@@ -24,8 +24,7 @@ static const char chat_help[] =
     "                           (for models whose template encore does not know)\n"
     "  -n, --max-tokens N       longest reply in tokens (default 1024)\n"
     "  --temperature T          sampling temperature; 0 is greedy (default 0.7)\n"
-    "  --seed S                 random seed (default: from the clock)\n"
-    CLI_SAMPLING_HELP
+    "  --seed S                 random seed (default: a random one)\n" CLI_SAMPLING_HELP
     "  -h, --help               show this help\n\n";
 
 enum { CHAT_MAX_TURNS = 512 };
@@ -62,7 +61,7 @@ static int chat_option(void *args, const char *cmd, int argc, char **argv, int *
 
 static int chat_parse(int argc, char **argv, chat_args *a)
 {
-    a->sampling = (cli_sampling){.max_tokens = 1024, .temperature = 0.7, .seed = (int64_t)time(NULL)};
+    a->sampling = (cli_sampling){.max_tokens = 1024, .temperature = 0.7, .seed = cli_random_seed()};
     int rc = cli_parse_args("chat", chat_help, argc, argv, &a->cfg, chat_option, a);
     if (rc == 0 && a->sampling.logprobs) {
         cli_error("chat", "--logprobs is an option of generate, not chat");

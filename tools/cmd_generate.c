@@ -17,8 +17,8 @@ static const char generate_help[] =
     "  --prompt-ids \"I I ...\"   prompt as token ids, space- or comma-separated\n"
     "  -n, --max-tokens N       tokens to generate (default 64)\n"
     "  --temperature T          sampling temperature; 0 is greedy (default 0.8)\n"
-    "  --seed S                 random seed for sampling (default: from the clock)\n"
-    CLI_SAMPLING_HELP
+    "  --seed S                 random seed for sampling (default: a random "
+    "one)\n" CLI_SAMPLING_HELP
     "  --logprobs N             after the text, print one JSON line per generated token:\n"
     "                           its log-probability under the raw model distribution and\n"
     "                           the N (0..20) most likely alternatives\n"
@@ -60,7 +60,7 @@ static int generate_option(void *args, const char *cmd, int argc, char **argv, i
 /* 0 on success, else the exit status. */
 static int generate_parse(int argc, char **argv, generate_args *a)
 {
-    a->sampling = (cli_sampling){.max_tokens = 64, .temperature = 0.8, .seed = (int64_t)time(NULL)};
+    a->sampling = (cli_sampling){.max_tokens = 64, .temperature = 0.8, .seed = cli_random_seed()};
     int rc = cli_parse_args("generate", generate_help, argc, argv, &a->cfg, generate_option, a);
     if (rc == 0 && !a->prompt == !a->prompt_ids) {
         cli_error("generate", "give exactly one of -p TEXT and --prompt-ids");
@@ -136,7 +136,11 @@ static int generate_constraint(const generate_args *a, const engine *e, api_stru
     enc_status s = api_structured_wanted(&r, &wanted);
     if (s == ENC_OK && wanted) s = api_structured_constraint(st, &r, mc->eos_token_ids, mc->n_eos, c);
     if (s != ENC_OK) {
-        cli_error("generate", "%s: %s", file ? file : "--regex", enc_last_error());
+        const char *what = file                         ? file
+                           : a->json_object && a->regex ? "--json-object, --regex"
+                           : a->json_object             ? "--json-object"
+                                                        : "--regex";
+        cli_error("generate", "%s: %s", what, enc_last_error());
         rc = CLI_BAD_ARGS;
     }
     free(schema);

@@ -12,17 +12,18 @@
 #ifndef ENC_API_ENCORE_TOOLS_H
 #define ENC_API_ENCORE_TOOLS_H
 
+#include "api/model_tokenizer.h"
+#include "api/quantize.h"
+#include "api/structured.h"
 #include "backend/backend.h"
 #include "backend/cpu/kernels.h"
 #include "base/mapfile.h"
+#include "base/random_seed.h"
 #include "base/status.h"
 #include "base/threadpool.h"
 #include "engine/engine.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
-#include "api/model_tokenizer.h"
-#include "api/quantize.h"
-#include "api/structured.h"
 #ifdef ENCORE_HAVE_VULKAN
 #include "backend/vulkan/vk_backend.h"
 #endif

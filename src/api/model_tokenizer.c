@@ -232,6 +232,7 @@ static enc_status mtok__from_gguf_path(const char *path, int optional, tokenizer
 enc_status model_tokenizer_load(const char *path, int optional, tokenizer **out)
 {
     *out = NULL;
+    ENC_TRY(gguf_check_model_path(path));
     if (gguf_is_model_file(path)) return mtok__from_gguf_path(path, optional, out);
     if (optional) {
         size_t n = strlen(path) + sizeof "/tokenizer.json";

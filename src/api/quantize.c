@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api/model_tokenizer.h"
+#include "base/log.h"
 #include "model/config.h"
 #include "model/gguf_export.h"
 
@@ -71,6 +72,10 @@ enc_status quantize_to_gguf(const char *model, const char *out_path, gguf_file_t
     char name[256];
     ENC_TRY(gguf_writer_create(&w));
     enc_status s = model_tokenizer_load(model_dir, 1, &tok);
+    if (s == ENC_OK && !tok)
+        enc_log_warn("%s has no tokenizer.json: %s will hold no tokenizer, so encore runs it "
+                     "with --prompt-ids only and llama.cpp refuses it",
+                     model_dir, out_path);
     if (s == ENC_OK) s = st_open_dir(model_dir, &a);
     if (s == ENC_OK)
         s = qwen3_export_gguf(model_dir, a, type, quantize__name(model_dir, name, sizeof name), w,

@@ -20,15 +20,14 @@
  * encore_generate_ids is a submit and a wait on the caller's thread. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "api/api_impl.h"
 #include "api/text_out.h"
 #include "base/log.h"
+#include "base/random_seed.h"
 
 struct api_request {
     int64_t id;                   /* the API's id */
@@ -124,25 +123,6 @@ static enc_status serve__prompt(encore_engine *e, const encore_request *r, int32
     return ENC_OK;
 }
 
-
-/* The seed of a request that gave none (ENCORE_SEED_RANDOM): drawn once, at
- * submission, from the kernel's random source; should that fail, splitmix64
- * over the clock and a process-wide counter. Requests draw independently,
- * whatever thread submits them. */
-static uint64_t serve__draw_seed(void)
-{
-    static atomic_uint_fast64_t counter;
-    uint64_t z = 0;
-    if (getrandom(&z, sizeof z, 0) == (ssize_t)sizeof z) return z;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    z = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
-        atomic_fetch_add(&counter, 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* A checked request, ready for the inbox; on failure nothing is allocated. */
 static enc_status serve__request_create(encore_engine *e, const encore_request *r, api_request **out)
 {
@@ -162,21 +142,22 @@ static enc_status serve__request_create(encore_engine *e, const encore_request *
             .prompt_ids = q->prompt,
             .n_prompt = (int64_t)n_prompt,
             .max_tokens = sp->max_tokens,
-            .sampling = {
-                .temperature = sp->temperature,
-                .top_k = sp->top_k,
-                .top_p = sp->top_p,
-                .min_p = sp->min_p,
-                .repetition_penalty = sp->repetition_penalty,
-                .presence_penalty = sp->presence_penalty,
-                .frequency_penalty = sp->frequency_penalty,
-                .seed = sp->seed == ENCORE_SEED_RANDOM ? serve__draw_seed() : sp->seed,
-                .min_tokens = sp->min_tokens,
-                .logprobs = sp->logprobs != 0,
-                .top_logprobs = sp->top_logprobs,
-                .logit_bias = q->logit_bias,
-                .n_logit_bias = (int)sp->n_logit_bias,
-            },
+            .sampling =
+                {
+                    .temperature = sp->temperature,
+                    .top_k = sp->top_k,
+                    .top_p = sp->top_p,
+                    .min_p = sp->min_p,
+                    .repetition_penalty = sp->repetition_penalty,
+                    .presence_penalty = sp->presence_penalty,
+                    .frequency_penalty = sp->frequency_penalty,
+                    .seed = sp->seed == ENCORE_SEED_RANDOM ? enc_random_seed() : sp->seed,
+                    .min_tokens = sp->min_tokens,
+                    .logprobs = sp->logprobs != 0,
+                    .top_logprobs = sp->top_logprobs,
+                    .logit_bias = q->logit_bias,
+                    .n_logit_bias = (int)sp->n_logit_bias,
+                },
             .ignore_eos = sp->ignore_eos != 0,
             .stop_ids = q->stop_ids,
             .n_stop_ids = (int)sp->n_stop_token_ids,

@@ -13,6 +13,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "model/gguf.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -535,6 +536,14 @@ int gguf_is_model_file(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+enc_status gguf_check_model_path(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0) return ENC_OK;
+    return enc_fail(ENC_ERR_IO, "%s: %s (a model is a checkpoint directory or a GGUF file)", path,
+                    strerror(errno));
 }
 
 enc_status gguf_open(const char *path, gguf_file **out)

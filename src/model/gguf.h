@@ -87,6 +87,10 @@ typedef struct gguf_file gguf_file;
 /* 1 when path names something other than a directory: a model given as a
  * file is read as GGUF (a directory is a Hugging Face checkpoint). */
 int gguf_is_model_file(const char *path);
+/* ENC_OK when path exists; else an error naming it and the OS's reason (a
+ * mistyped model path is reported as itself, not as a file missing inside
+ * it). */
+enc_status gguf_check_model_path(const char *path);
 
 /* Open and validate path. On failure *out is NULL and the last error names
  * the file, the key or tensor and the byte offset. */

@@ -210,6 +210,7 @@ static enc_status qwen3__put_weights(qwen3_model *m, const qwen3_tensors *t,
  * safetensors of a directory. */
 static enc_status qwen3__open(const char *path, qwen3_model *m)
 {
+    ENC_TRY(gguf_check_model_path(path));
     if (gguf_is_model_file(path)) {
         ENC_TRY(gguf_open(path, &m->gguf));
         return qwen3_config_from_gguf(m->gguf, &m->cfg);
