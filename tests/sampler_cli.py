@@ -227,7 +227,9 @@ def check_bad_args(a):
                                ("presence_penalty", 2.1, "presence_penalty"),
                                ("frequency_penalty", -9, "frequency_penalty"), ("min_tokens", 99, "min_tokens"),
                                ("top_logprobs", 4, "needs logprobs"), ("logprobs", 30, "logprobs"),
-                               ("logprobs", "yes", "logprobs")]:
+                               ("logprobs", "yes", "logprobs"), ("max_tokens", 2.7, "whole number"),
+                               ("seed", 1.5, "whole number"), ("top_k", 2.5, "whole number"),
+                               ("ignore_eos", "yes", "ignore_eos"), ("prompt", "hi", "not both")]:
         line = json.dumps({"prompt_ids": [1, 2, 3], "max_tokens": 8, field: val}) + "\n"
         if needle is None:  # 0 reads as "off": accepted
             run([a.encore, "batch", "-m", a.model, "--requests", "-"], stdin=line)

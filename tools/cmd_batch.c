@@ -7,6 +7,7 @@
  * with "logprobs":[...] when asked for. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,29 @@ static bool batch__number(const cJSON *o, const char *field, double min, double 
         return false;
     }
     *out = v->valuedouble;
+    return true;
+}
+
+/* batch__number for a field that counts: a whole number. */
+static bool batch__integer(const cJSON *o, const char *field, double min, double max, double *out,
+                           int64_t line)
+{
+    if (!batch__number(o, field, min, max, out, line)) return false;
+    if (*out == floor(*out)) return true;
+    cli_error("batch", "line %lld: \"%s\" must be a whole number, got %g", (long long)line, field,
+              *out);
+    return false;
+}
+
+/* *out = the field's value, false when absent; an error for another type. */
+static bool batch__bool(const cJSON *o, const char *field, bool *out, int64_t line)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, field);
+    if (v && !cJSON_IsBool(v)) {
+        cli_error("batch", "line %lld: \"%s\" must be true or false", (long long)line, field);
+        return false;
+    }
+    *out = cJSON_IsTrue(v);
     return true;
 }
 
@@ -147,18 +171,19 @@ static bool batch__sampling(const cJSON *o, engine_sampling *sp, int64_t line)
 {
     double top_k = 0, min_tokens = 0, top_logprobs = 0;
     const double big = 1e15;
-    if (!batch__number(o, "top_k", -big, big, &top_k, line) ||
+    if (!batch__integer(o, "top_k", -big, big, &top_k, line) ||
         !batch__number(o, "top_p", -big, big, &sp->top_p, line) ||
         !batch__number(o, "min_p", -big, big, &sp->min_p, line) ||
         !batch__number(o, "repetition_penalty", -big, big, &sp->repetition_penalty, line) ||
         !batch__number(o, "presence_penalty", -big, big, &sp->presence_penalty, line) ||
         !batch__number(o, "frequency_penalty", -big, big, &sp->frequency_penalty, line) ||
-        !batch__number(o, "min_tokens", -big, big, &min_tokens, line) ||
-        !batch__number(o, "top_logprobs", -1e6, 1e6, &top_logprobs, line))
+        !batch__integer(o, "min_tokens", -big, big, &min_tokens, line) ||
+        !batch__integer(o, "top_logprobs", -1e6, 1e6, &top_logprobs, line))
         return false;
     const cJSON *lp = cJSON_GetObjectItemCaseSensitive(o, "logprobs");
     if (cJSON_IsNumber(lp)) {
-        if (!batch__number(o, "logprobs", 0, ENGINE_MAX_TOP_LOGPROBS, &top_logprobs, line)) return false;
+        if (!batch__integer(o, "logprobs", 0, ENGINE_MAX_TOP_LOGPROBS, &top_logprobs, line))
+            return false;
         sp->logprobs = true;
     } else if (lp && !cJSON_IsBool(lp)) {
         cli_error("batch", "line %lld: \"logprobs\" must be true, false or a number", (long long)line);
@@ -185,6 +210,11 @@ static bool batch__parse_line(const char *text, tokenizer *tok, batch_request *r
     }
     const cJSON *ids = cJSON_GetObjectItemCaseSensitive(o, "prompt_ids");
     const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(o, "prompt");
+    if (ids && prompt) {
+        cli_error("batch", "line %lld: give one of \"prompt_ids\" and \"prompt\", not both",
+                  (long long)line);
+        goto done;
+    }
     if (cJSON_IsArray(ids)) {
         if (!batch__prompt_ids(ids, r, line)) goto done;
     } else if (cJSON_IsString(prompt)) {
@@ -193,17 +223,19 @@ static bool batch__parse_line(const char *text, tokenizer *tok, batch_request *r
         cli_error("batch", "line %lld: needs \"prompt_ids\" (array) or \"prompt\" (string)", (long long)line);
         goto done;
     }
-    if (!batch__number(o, "max_tokens", 1, 1 << 24, &max_tokens, line) ||
+    bool ignore_eos = false;
+    if (!batch__integer(o, "max_tokens", 1, 1 << 24, &max_tokens, line) ||
         !batch__number(o, "temperature", 0, 100, &temperature, line) ||
-        !batch__number(o, "seed", 0, 9007199254740992.0, &seed, line) ||
-        !batch__number(o, "arrive_step", 0, 1e9, &arrive, line))
+        !batch__integer(o, "seed", 0, 9007199254740992.0, &seed, line) ||
+        !batch__integer(o, "arrive_step", 0, 1e9, &arrive, line) ||
+        !batch__bool(o, "ignore_eos", &ignore_eos, line))
         goto done;
     r->params = (engine_request_params){
         .prompt_ids = r->ids,
         .n_prompt = r->n_ids,
         .max_tokens = (int64_t)max_tokens,
         .sampling = {.temperature = temperature, .seed = (uint64_t)seed},
-        .ignore_eos = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ignore_eos")),
+        .ignore_eos = ignore_eos,
     };
     if (!batch__sampling(o, &r->params.sampling, line) || !batch__logit_bias(o, r, line)) goto done;
     r->arrive_step = (int64_t)arrive;
