@@ -157,6 +157,8 @@ def check_bad_args(a):
     expect_fail([e, "batch", "-m", m], 2, "--requests")
     expect_fail([e, "bench", "-m", m, "--runs", "0"], 2, "--runs")
     expect_fail([e, "bench", "-m", m, "--batches", "0,3"], 2, "--batches")
+    for bad in ["0", "junk", "5000"]:
+        expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2"], 2, "ENCORE_THREADS", env={"ENCORE_THREADS": bad})
     for cmd in (["generate", "-p", "hi"], ["generate", "--prompt-ids", "1"], ["bench"]):
         missing = os.path.join(a.models, "no-such-model.gguf")
         p = expect_fail([e, cmd[0], "-m", missing] + cmd[1:], 1, missing + ": No such file or directory")

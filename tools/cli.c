@@ -58,16 +58,19 @@ static bool cli__env_flag(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
-void cli_engine_defaults(engine_config *cfg)
+bool cli_engine_defaults(const char *cmd, engine_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     const char *t = getenv("ENCORE_THREADS");
-    if (t && *t) cfg->n_threads = atoi(t);
+    int64_t threads = 0;
+    if (t && *t && !cli_parse_i64(cmd, "ENCORE_THREADS", t, 1, 1024, &threads)) return false;
+    cfg->n_threads = (int)threads;
     cfg->device = getenv("ENCORE_DEVICE");
     cfg->kv_cache_dtype = getenv("ENCORE_KV_CACHE_DTYPE");
     cfg->eager = cli__env_flag("ENCORE_EAGER");
     cfg->verify_capture = cli__env_flag("ENCORE_VERIFY_CAPTURE");
     cfg->no_prefix_caching = cli__env_flag("ENCORE_NO_PREFIX_CACHING");
+    return true;
 }
 
 const char *cli_value(const char *cmd, int argc, char **argv, int *i)
@@ -341,7 +344,7 @@ int cli_engine_option(const char *cmd, int argc, char **argv, int *i, engine_con
 int cli_parse_args(const char *cmd, const char *help, int argc, char **argv, engine_config *cfg,
                    cli_option_fn fn, void *args)
 {
-    cli_engine_defaults(cfg);
+    if (!cli_engine_defaults(cmd, cfg)) return CLI_BAD_ARGS;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         int r = cli_engine_option(cmd, argc, argv, &i, cfg);

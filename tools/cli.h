@@ -14,8 +14,9 @@ enum { CLI_OK = 0, CLI_FAILED = 1, CLI_BAD_ARGS = 2 };
 /* The help text of the engine options, for each command's --help. */
 extern const char cli_engine_options_help[];
 
-/* Defaults from the environment (ENCORE_THREADS, ENCORE_DEVICE, ...). */
-void cli_engine_defaults(engine_config *cfg);
+/* Defaults from the environment (ENCORE_THREADS, ENCORE_DEVICE, ...); false
+ * after a message naming a variable whose value is out of range. */
+bool cli_engine_defaults(const char *cmd, engine_config *cfg);
 
 /* If argv[*i] is an engine option, consume it (and its value) and return 1;
  * return 0 if it is not one; -1 after printing a one-line error. */

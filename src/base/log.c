@@ -15,6 +15,11 @@ static enc_log_level enc__log_level_from_env(void)
     if (!strcmp(s, "error")) return ENC_LOG_ERROR;
     if (!strcmp(s, "info")) return ENC_LOG_INFO;
     if (!strcmp(s, "debug")) return ENC_LOG_DEBUG;
+    if (strcmp(s, "warn"))
+        fprintf(stderr,
+                "encore: warn: ENCORE_LOG=\"%s\" is not error, warn, info or debug; "
+                "logging warnings and errors\n",
+                s);
     return ENC_LOG_WARN;
 }
 
