@@ -157,6 +157,16 @@ def check_bad_args(a):
     expect_fail([e, "batch", "-m", m], 2, "--requests")
     expect_fail([e, "bench", "-m", m, "--runs", "0"], 2, "--runs")
     expect_fail([e, "bench", "-m", m, "--batches", "0,3"], 2, "--batches")
+    with tempfile.TemporaryDirectory() as d:  # a FIFO as the model: refused, not waited on
+        fifo = os.path.join(d, "model.gguf")
+        os.mkfifo(fifo)
+        try:
+            p = subprocess.run([e, "generate", "-m", fifo, "--prompt-ids", "1"], capture_output=True,
+                               text=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            sys.exit("FAIL: generate -m FIFO waited for a writer")
+        if p.returncode != 1 or "not a regular file" not in p.stderr:
+            sys.exit(f"FAIL: generate -m FIFO: exit {p.returncode}, {p.stderr.strip()}")
     for bad in ["0", "junk", "5000"]:
         expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2"], 2, "ENCORE_THREADS", env={"ENCORE_THREADS": bad})
     for cmd in (["generate", "-p", "hi"], ["generate", "--prompt-ids", "1"], ["bench"]):

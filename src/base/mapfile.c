@@ -17,7 +17,7 @@ enc_status mapfile_open(const char *path, enc_mapfile *out)
 {
     out->data = NULL;
     out->size = 0;
-    int fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO is refused below, not waited on */
     if (fd < 0) return enc_fail(ENC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
