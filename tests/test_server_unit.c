@@ -38,7 +38,7 @@ static void refused(const char *body, oai_kind kind, const char *param, const ch
     int ok = parse(body, kind, &r, &err);
     CHECK(!ok);
     if (ok) {
-        fprintf(stderr, "  accepted: %s\n", body);
+        fprintf(stderr, "  accepted: %.200s\n", body);
         oai_request_free(&r);
         return;
     }
@@ -97,8 +97,9 @@ static void test_completion_request(void)
     CHECK(r.logit_bias[1].id == 151935 && r.logit_bias[1].bias == 2.5f);
     CHECK(r.logit_bias[2].id == 0 && r.logit_bias[2].bias == 100.0f);
     oai_request_free(&r);
-    /* a repeated id: the last bias wins, as in the Python dict of OpenAI's and vLLM's servers */
-    CHECK(parse("{\"prompt\":\"x\",\"logit_bias\":{\"7\":1,\"9\":2,\"7\":-3}}", OAI_COMPLETION, &r,
+    /* a repeated id (spelled twice, a key may not be): the last bias wins, as in the Python
+     * dict of OpenAI's and vLLM's servers */
+    CHECK(parse("{\"prompt\":\"x\",\"logit_bias\":{\"7\":1,\"9\":2,\"07\":-3}}", OAI_COMPLETION, &r,
                 &err));
     CHECK(r.sampling.n_logit_bias == 2 && r.logit_bias[0].id == 7 &&
           r.logit_bias[0].bias == -3.0f && r.logit_bias[1].id == 9);
@@ -197,6 +198,51 @@ static void test_completion_request(void)
     refused("", OAI_COMPLETION, "", "not valid JSON");
     refused("[]", OAI_COMPLETION, "", "JSON object");
     refused("{\"prompt\":\"\xff\"}", OAI_COMPLETION, "", "UTF-8");
+}
+
+/* The body is one JSON object, nothing after it but whitespace, no key twice in any object. */
+static void test_json_body(void)
+{
+    oai_request r;
+    oai_error err;
+    refused("{\"prompt\":\"Hi\",\"max_tokens\":2} garbage", OAI_COMPLETION, "", "more follows");
+    refused("{\"prompt\":\"Hi\"}{}", OAI_COMPLETION, "", "at byte 15");
+    refused("{\"prompt\":\"Hi\"}\n,", OAI_COMPLETION, "", "more follows");
+    CHECK(parse(" {\"prompt\":\"Hi\"} \r\n\t ", OAI_COMPLETION, &r, &err));
+    oai_request_free(&r);
+    /* the body is length-delimited: what follows len is not read */
+    CHECK(oai_request_parse("{\"prompt\":\"Hi\"}xyz", 15, OAI_COMPLETION, &r, &err));
+    oai_request_free(&r);
+    static const char nul_after[] = "{\"prompt\":\"Hi\"}\0";
+    CHECK(!oai_request_parse(nul_after, sizeof nul_after - 1, OAI_COMPLETION, &r, &err));
+    refused("{\"prompt\":\"Hi\",\"prompt\":5}", OAI_COMPLETION, "prompt", "given twice");
+    refused("{\"prompt\":\"Hi\",\"stream\":true,\"stream_options\":{\"include_usage\":true,"
+            "\"include_usage\":false}}",
+            OAI_COMPLETION, "stream_options.include_usage", "given twice");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"user\","
+            "\"content\":\"b\",\"role\":\"system\"}]}",
+            OAI_CHAT, "messages[1].role", "given twice");
+    refused("{\"prompt\":\"x\",\"logit_bias\":{\"7\":1,\"9\":2,\"7\":-3}}", OAI_COMPLETION,
+            "logit_bias.7", "given twice");
+    /* the same key in different objects, or written once per object, is fine */
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"user\","
+                "\"content\":\"b\"}],\"role\":1}",
+                OAI_CHAT, &r, &err));
+    oai_request_free(&r);
+    /* a wide object: every key once, then one key twice */
+    size_t n = 20000, cap = n * 16 + 64, at = 0;
+    char *wide = malloc(cap);
+    CHECK(wide != NULL);
+    if (!wide) return;
+    at += (size_t)snprintf(wide + at, cap - at, "{\"prompt\":\"x\"");
+    for (size_t i = 0; i < n; i++)
+        at += (size_t)snprintf(wide + at, cap - at, ",\"k%zu\":%zu", i, i);
+    snprintf(wide + at, cap - at, "}");
+    CHECK(parse(wide, OAI_COMPLETION, &r, &err));
+    oai_request_free(&r);
+    snprintf(wide + at, cap - at, ",\"k%zu\":0}", n / 2);
+    refused(wide, OAI_COMPLETION, "k10000", "given twice");
+    free(wide);
 }
 
 static void test_chat_request(void)
@@ -645,6 +691,7 @@ static void test_http_deadline(void)
 int main(void)
 {
     test_completion_request();
+    test_json_body();
     test_chat_request();
     test_utf8();
     test_responses();

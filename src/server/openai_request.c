@@ -8,9 +8,9 @@
  * map of token ids (as strings) to biases. */
 #include "openai_request.h"
 
-#include <cjson/cJSON.h>
-#include "json_nul.h"
+#include "json_check.h"
 #include "tool_request.h"
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -505,18 +505,46 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
     return oai_error_set(err, 500, NULL, "unknown request kind");
 }
 
-/* The body is an object, and none of its strings holds U+0000 (which
- * cJSON's NUL-terminated strings would cut short, silently). */
+/* The body is an object, none of its strings holds U+0000 (which cJSON's
+ * NUL-terminated strings would cut short, silently) and no object in it has
+ * a key twice (cJSON's lookups would see the first only; Python's json the
+ * last). */
 static int oai__check_root(const char *body, size_t len, const cJSON *root, oai_error *err)
 {
     if (!cJSON_IsObject(root))
         return oai_error_set(err, 400, NULL, "the request body must be a JSON object");
     char path[sizeof err->param];
-    if (json_nul_find(body, len, root, path, sizeof path))
+    if (json_check_nul(body, len, root, path, sizeof path))
         return oai_error_set(err, 400, path,
                              "'%s' holds U+0000 (a NUL character), which encore does not accept "
                              "in a string", path);
+    int twice = json_check_dup(root, path, sizeof path);
+    if (twice < 0) return oai__oom(err);
+    if (twice) return oai_error_set(err, 400, path, "'%s' is given twice in its object", path);
     return 1;
+}
+
+/* cJSON's parse of body[0..len), which must be one JSON value with nothing
+ * but whitespace after it; NULL with err filled when it is not. */
+static cJSON *oai__parse_json(const char *body, size_t len, oai_error *err)
+{
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        size_t off = at && at >= body && at <= body + len ? (size_t)(at - body) : 0;
+        oai_error_set(err, 400, NULL, "the request body is not valid JSON (near byte %zu)", off);
+        return NULL;
+    }
+    size_t off = end && end >= body && end <= body + len ? (size_t)(end - body) : len;
+    while (off < len && (body[off] == ' ' || body[off] == '\t' || body[off] == '\r' ||
+                         body[off] == '\n')) /* JSON's whitespace */
+        off++;
+    if (off == len) return root;
+    cJSON_Delete(root);
+    oai_error_set(err, 400, NULL,
+                  "the request body is not valid JSON: more follows the object at byte %zu", off);
+    return NULL;
 }
 
 int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *out, oai_error *err)
@@ -534,13 +562,8 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *
     out->sampling.skip_special_tokens = 1;
     if (!oai_utf8_valid(body, len))
         return oai_error_set(err, 400, NULL, "the request body is not valid UTF-8");
-    cJSON *root = cJSON_ParseWithLength(body, len);
-    if (!root) {
-        const char *at = cJSON_GetErrorPtr();
-        size_t off = at && at >= body && at <= body + len ? (size_t)(at - body) : 0;
-        return oai_error_set(err, 400, NULL, "the request body is not valid JSON (near byte %zu)",
-                             off);
-    }
+    cJSON *root = oai__parse_json(body, len, err);
+    if (!root) return 0;
     int ok = oai__check_root(body, len, root, err) && oai__parse_fields(root, out, err) &&
              tool_request_keep_text(body, len, out, err);
     cJSON_Delete(root);
