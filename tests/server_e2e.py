@@ -479,6 +479,24 @@ def headers_only(port, head):
     return int(lines[0].split()[1]), err
 
 
+def raw_request(port, data):
+    """Send `data` on a new connection and read until the server closes it (within 10 s)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(data)
+    reply = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+    except socket.timeout:
+        fail(f"the connection stayed open after {reply[:200]!r}")
+    finally:
+        s.close()
+    return reply
+
+
 def check_early(a):
     with Server(a, "--api-key", "sesame", "--max-body-bytes", "4096") as srv:
         ok = "Authorization: Bearer sesame\r\nContent-Type: application/json"
@@ -504,6 +522,23 @@ def check_early(a):
             if got != want or needle not in err.get("message", ""):
                 fail(f"{head.splitlines()[0]!r}: {got} {err}, expected {want} with {needle!r}")
             print(f"ok {got} before the body: {err['message'][:100]}")
+        # two Content-Length headers that differ (request smuggling): 400 and the connection closed
+        body = b'{"prompt": "hi", "max_tokens": 2}'
+        reply = raw_request(srv.port, f"POST /v1/completions HTTP/1.1\r\n{host}\r\n{ok}\r\n"
+                                      f"Content-Length: 5\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                                      + body)
+        head, _, data = reply.partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 400 ") or b"\r\nConnection: close" not in head \
+                or b"Content-Length headers" not in data:
+            fail(f"two Content-Length headers: {reply[:400]!r}")
+        print(f"ok 400 and the connection closed: {json.loads(data)['error']['message'][:100]}")
+        # the same length twice is one length (RFC 9110): answered
+        reply = raw_request(srv.port, f"POST /v1/completions HTTP/1.1\r\n{host}\r\n{ok}\r\n"
+                                      f"Content-Length: {len(body)}\r\nContent-Length: {len(body)}\r\n"
+                                      "Connection: close\r\n\r\n".encode() + body)
+        if not reply.startswith(b"HTTP/1.1 200 "):
+            fail(f"the same Content-Length twice: {reply[:300]!r}")
+        print("ok 200: the same Content-Length twice")
         status, _, _ = srv.request("GET", "/health")
         if status != 200:
             fail(f"/health after early refusals: {status}")

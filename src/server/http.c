@@ -14,17 +14,19 @@
  * the headers and no data, then with each piece of the body, then once with
  * none left. The first call makes an http_conn and refuses what the headers
  * already condemn (http__refuse_early: route, method, Host, API key, the
- * Content-Type of a POST, a Content-Length over max_body_bytes), answering
- * at once without reading the body; the pieces are kept (the buffer never
+ * Content-Type of a POST, Content-Length headers that differ, a
+ * Content-Length over max_body_bytes), answering at once, with Connection:
+ * close, without reading the body; the pieces are kept (the buffer never
  * grows past max_body_bytes + 1) and the last call answers. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netdb.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "http_guard.h"
@@ -79,10 +81,10 @@ void http_new_id(http_server *s, const char *prefix, char *out, size_t cap)
 
 /* --- replies ---------------------------------------------------------------- */
 
-/* Queue `body` (malloc'd, taken) as the reply, with one more header when
- * `header` is not NULL. */
+/* Queue `body` (malloc'd, taken) as the reply, with the headers in
+ * `headers` (name, value, name, value, ..., NULL; NULL for none). */
 static enum MHD_Result http__reply(struct MHD_Connection *conn, unsigned status, const char *type,
-                                   char *body, const char *header, const char *value)
+                                   char *body, const char *const *headers)
 {
     if (!body) return MHD_NO;
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
@@ -91,7 +93,8 @@ static enum MHD_Result http__reply(struct MHD_Connection *conn, unsigned status,
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    if (header) MHD_add_response_header(r, header, value);
+    for (size_t i = 0; headers && headers[i]; i += 2)
+        MHD_add_response_header(r, headers[i], headers[i + 1]);
     enum MHD_Result ret = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return ret;
@@ -99,18 +102,31 @@ static enum MHD_Result http__reply(struct MHD_Connection *conn, unsigned status,
 
 enum MHD_Result http_reply_json(struct MHD_Connection *conn, unsigned status, char *body)
 {
-    return http__reply(conn, status, "application/json", body, NULL, NULL);
+    return http__reply(conn, status, "application/json", body, NULL);
+}
+
+/* OpenAI's error object for err: 503 and 429 with Retry-After, 401 with
+ * WWW-Authenticate; `close` adds Connection: close (for a reply made before
+ * the body was read, whose bytes must not be taken for a next request). */
+static enum MHD_Result http__reply_error(http_server *s, struct MHD_Connection *conn,
+                                         const oai_error *err, int close)
+{
+    metrics_count_error(&s->metrics);
+    const char *headers[8];
+    size_t n = 0;
+    if (err->http_status == 503 || err->http_status == 429)
+        headers[n++] = MHD_HTTP_HEADER_RETRY_AFTER, headers[n++] = "1";
+    if (err->http_status == 401)
+        headers[n++] = MHD_HTTP_HEADER_WWW_AUTHENTICATE, headers[n++] = "Bearer";
+    if (close) headers[n++] = MHD_HTTP_HEADER_CONNECTION, headers[n++] = "close";
+    headers[n] = NULL;
+    return http__reply(conn, (unsigned)err->http_status, "application/json",
+                       oai_response_error(err), headers);
 }
 
 enum MHD_Result http_reply_error(http_server *s, struct MHD_Connection *conn, const oai_error *err)
 {
-    metrics_count_error(&s->metrics);
-    int retry = err->http_status == 503 || err->http_status == 429;
-    const char *header = retry                     ? MHD_HTTP_HEADER_RETRY_AFTER
-                         : err->http_status == 401 ? MHD_HTTP_HEADER_WWW_AUTHENTICATE
-                                                   : NULL;
-    return http__reply(conn, (unsigned)err->http_status, "application/json",
-                       oai_response_error(err), header, retry ? "1" : "Bearer");
+    return http__reply_error(s, conn, err, 0);
 }
 
 void http_error_from_encore(oai_error *err, encore_status st, const char *what)
@@ -133,12 +149,12 @@ static enum MHD_Result http__health(http_server *s, struct MHD_Connection *conn)
     memset(&st, 0, sizeof st);
     if (encore_get_stats(s->engine, &st) == ENCORE_OK &&
         st.n_step_failures_in_a_row < HTTP_UNHEALTHY_STEP_FAILURES)
-        return http__reply(conn, MHD_HTTP_OK, "text/plain", calloc(1, 1), NULL, NULL);
+        return http__reply(conn, MHD_HTTP_OK, "text/plain", calloc(1, 1), NULL);
     char *body = malloc(128);
     if (body)
         snprintf(body, 128, "unhealthy: the last %lld engine steps failed\n",
                  (long long)st.n_step_failures_in_a_row);
-    return http__reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", body, NULL, NULL);
+    return http__reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", body, NULL);
 }
 
 static enum MHD_Result http__metrics(http_server *s, struct MHD_Connection *conn)
@@ -147,7 +163,7 @@ static enum MHD_Result http__metrics(http_server *s, struct MHD_Connection *conn
     memset(&st, 0, sizeof st);
     if (encore_get_stats(s->engine, &st) != ENCORE_OK) memset(&st, 0, sizeof st);
     return http__reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
-                       metrics_render(&s->metrics, &st, s->model_name), NULL, NULL);
+                       metrics_render(&s->metrics, &st, s->model_name), NULL);
 }
 
 /* --- admission ---------------------------------------------------------------- */
@@ -391,10 +407,34 @@ static int http__authorized(http_server *s, struct MHD_Connection *conn, http_ro
     return http_guard_bearer(http__header(conn, MHD_HTTP_HEADER_AUTHORIZATION), s->api_key);
 }
 
+/* The Content-Length headers of a request: the first, and one that differs
+ * from it (two lengths are a request that a proxy in front may frame
+ * otherwise than this server: request smuggling). */
+typedef struct http__lengths {
+    const char *first, *other;
+    int differ;
+} http__lengths;
+
+static enum MHD_Result http__each_length(void *cls, enum MHD_ValueKind kind, const char *key,
+                                         const char *value)
+{
+    http__lengths *l = cls;
+    (void)kind;
+    if (!key || !value || strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0) return MHD_YES;
+    if (!l->first) {
+        l->first = value;
+    } else if (strcmp(l->first, value) != 0 && !l->differ) {
+        l->other = value;
+        l->differ = 1;
+    }
+    return MHD_YES;
+}
+
 /* On the first call, with the headers only: 1 with err filled when the
  * request is refused whatever its body (unknown route 404, wrong method 405,
  * a Host not answered 421, no API key 401, a POST not of application/json
- * 415, a Content-Length over the limit 413); else 0 with hc->route set. */
+ * 415, Content-Length headers that differ 400, a Content-Length over the
+ * limit 413); else 0 with hc->route set. */
 static int http__refuse_early(http_server *s, struct MHD_Connection *conn, const char *url,
                               const char *method, http_conn *hc, oai_error *err)
 {
@@ -424,7 +464,16 @@ static int http__refuse_early(http_server *s, struct MHD_Connection *conn, const
                       url, type ? type : "(none)");
         return 1;
     }
-    const char *cl = http__header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    http__lengths lengths = {0};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, http__each_length, &lengths);
+    if (lengths.differ) {
+        oai_error_set(err, 400, NULL,
+                      "the request has Content-Length headers with different values ('%.30s', "
+                      "'%.30s')",
+                      lengths.first, lengths.other);
+        return 1;
+    }
+    const char *cl = lengths.first;
     if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body_bytes) {
         oai_error_set(err, 413, NULL, "the request body (%.30s bytes) is larger than %zu bytes", cl,
                       s->cfg.max_body_bytes);
@@ -523,7 +572,7 @@ static enum MHD_Result http__handle(void *cls, struct MHD_Connection *conn, cons
         oai_error err;
         if (!http__refuse_early(s, conn, url, method, hc, &err)) return MHD_YES;
         hc->answered = 1;
-        return http_reply_error(s, conn, &err);
+        return http__reply_error(s, conn, &err, 1); /* the body is not read: close */
     }
     if (*upload_data_size) {
         size_t n = *upload_data_size;
