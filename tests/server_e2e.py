@@ -829,6 +829,17 @@ def check_fairness(a):
         if status != 200:
             fail(f"another client (127.0.0.2) was not admitted: {status} {data[:200]!r}")
         print("ok: 127.0.0.2 admitted while 127.0.0.1 is at its cap")
+    with Server(a, "--max-queue", "4", "--max-queue-per-client", "2") as srv:
+        # more choices than the client may ever have at once: 400 (retrying cannot help), not 429
+        body = {"prompt": "hi", "max_tokens": 2}
+        for n, needle in [(3, "--max-queue-per-client"), (5, "--max-queue")]:
+            hdrs = expect_error(srv, 400, "POST", "/v1/completions", dict(body, n=n), "n", needle)
+            if "Retry-After" in hdrs:
+                fail(f"n = {n}: a 400 with Retry-After: {hdrs}")
+        status, r, _ = srv.post("/v1/completions", dict(body, n=2))
+        if status != 200 or len(r["choices"]) != 2:
+            fail(f"n = 2 with --max-queue-per-client 2: {status} {r}")
+        print("ok: n over --max-queue-per-client (or --max-queue) is a 400, n at it is answered")
     with Server(a, "--max-queue", "8", "--max-queue-per-client", "1", "--api-key", "k") as srv:
         status, data = expect_per_client_cap(srv, {"Authorization": "Bearer k"})
         if status != 429:

@@ -178,6 +178,11 @@ static int64_t http__max_per_client(const http_server *s)
 int http_admit(http_server *s, const char *client, int64_t n, int job, oai_error *err)
 {
     int64_t was = 0, max = http__max_per_client(s);
+    if (n > max || n > s->cfg.max_queue) /* never admitted, however long the client waits */
+        return oai_error_set(err, 400, "n",
+                             "'n' (%lld) is more than this server admits at once: %lld from one "
+                             "client (--max-queue-per-client), %lld in all (--max-queue)",
+                             (long long)n, (long long)max, (long long)s->cfg.max_queue);
     pthread_mutex_lock(&s->mu);
     int full = s->n_admitted + n > s->cfg.max_queue;
     int ok = !full && http_clients_add(&s->clients, client, n, max, &was);
