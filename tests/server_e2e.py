@@ -9,7 +9,9 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
   sse          raw SSE framing (curl -N): "data: JSON" events separated by blank
                lines, "data: [DONE]" last, include_usage's usage chunk; the
                streamed text equals the whole reply's (greedy), and for n = 3
-               with a seed each indexed stream equals its choice
+               with a seed each indexed stream equals its choice; completions'
+               text_offset counts characters, whole and streamed; echo with
+               logprobs is a 400
   endpoints    /health, /v1/models, /metrics (Prometheus text), /tokenize and
                /detokenize round trip, chat_template_kwargs.enable_thinking
   errors       malformed requests (bad JSON, wrong types, unknown model, negative
@@ -264,6 +266,27 @@ def check_sse(a):
             if status != 200 or texts != want or None in finishes or len(set(want)) < 2:
                 fail(f"{path} n=3: streamed {texts} {finishes} != whole {want}")
             print(f"ok {path} n=3 with a seed: 3 indexed streams equal the whole reply's 3 choices")
+        check_text_offsets(srv)
+
+
+def check_text_offsets(srv):
+    """/v1/completions logprobs: text_offset counts characters (Python's len, as OpenAI and vLLM
+    do), whole and streamed; echo with logprobs is refused (no prompt logprobs)."""
+    body = {"prompt": "Hello", "max_tokens": 24, "temperature": 0, "logprobs": 1}
+    status, whole, _ = srv.post("/v1/completions", body)
+    lp = whole["choices"][0]["logprobs"]
+    want = [sum(len(t) for t in lp["tokens"][:i]) for i in range(len(lp["tokens"]))]
+    if status != 200 or lp["text_offset"] != want:
+        fail(f"text_offset {lp['text_offset']} != the characters before each token {want}: {lp['tokens']}")
+    if all(len(t) == len(t.encode()) for t in lp["tokens"]):
+        fail(f"no token of more than one byte per character to tell characters from bytes: {lp['tokens']}")
+    offsets = []
+    for c in curl_stream(srv, "/v1/completions", dict(body, stream=True)):
+        offsets += c["choices"][0]["logprobs"]["text_offset"] if c["choices"][0]["logprobs"] else []
+    if offsets != want:
+        fail(f"streamed text_offset {offsets} != {want}")
+    print(f"ok: text_offset in characters, whole and streamed: {want} for {lp['tokens']}")
+    expect_error(srv, 400, "POST", "/v1/completions", dict(body, echo=True), "echo", "not supported")
 
 
 def check_endpoints(a):

@@ -57,7 +57,7 @@ static void test_completion_request(void)
                 "\"top_p\":0.9,\"top_k\":40,\"min_p\":0.05,\"repetition_penalty\":1.1,"
                 "\"presence_penalty\":0.5,\"frequency_penalty\":-0.5,\"seed\":42,\"n\":3,"
                 "\"stop\":[\"a\",\"bc\"],\"stop_token_ids\":[7,8],\"ignore_eos\":true,"
-                "\"min_tokens\":2,\"logprobs\":3,\"skip_special_tokens\":false,\"echo\":true,"
+                "\"min_tokens\":2,\"logprobs\":3,\"skip_special_tokens\":false,\"echo\":false,"
                 "\"stream\":true,\"stream_options\":{\"include_usage\":true},\"user\":\"x\"}",
                 OAI_COMPLETION, &r, &err));
     CHECK(!strcmp(r.model, "m") && !strcmp(r.prompt, "Hello") && !r.prompt_ids);
@@ -69,7 +69,7 @@ static void test_completion_request(void)
     CHECK(r.sampling.n_stop_token_ids == 2 && r.sampling.stop_token_ids[1] == 8);
     CHECK(r.sampling.ignore_eos && r.sampling.min_tokens == 2 && !r.sampling.skip_special_tokens);
     CHECK(r.logprobs && r.top_logprobs == 3 && r.sampling.logprobs && r.sampling.top_logprobs == 3);
-    CHECK(r.echo && r.stream && r.include_usage);
+    CHECK(!r.echo && r.stream && r.include_usage);
     oai_request_free(&r);
 
     /* defaults: OpenAI's temperature 1, nothing else on */
@@ -189,6 +189,12 @@ static void test_completion_request(void)
     refused("{\"prompt\":\"x\",\"ignore_eos\":1}", OAI_COMPLETION, "ignore_eos", "boolean");
     refused("{\"prompt\":\"x\",\"logprobs\":true}", OAI_COMPLETION, "logprobs", "integer");
     refused("{\"prompt\":\"x\",\"logprobs\":21}", OAI_COMPLETION, "logprobs", "[0, 20]");
+    /* echo would need the prompt's logprobs, which the engine does not compute */
+    refused("{\"prompt\":\"x\",\"echo\":true,\"logprobs\":0}", OAI_COMPLETION, "echo",
+            "not supported");
+    CHECK(parse("{\"prompt\":\"x\",\"echo\":true,\"logprobs\":null}", OAI_COMPLETION, &r, &err));
+    CHECK(r.echo && !r.logprobs);
+    oai_request_free(&r);
     refused("{\"prompt\":\"x\",\"min_tokens\":5,\"max_tokens\":4}", OAI_COMPLETION, "min_tokens", "exceed");
     refused("{\"prompt\":\"x\",\"stream_options\":{}}", OAI_COMPLETION, "stream_options", "stream");
     refused("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{\"include_usage\":1}}",
@@ -329,6 +335,7 @@ static size_t token_text(void *user, int32_t id, char *buf, size_t cap)
         buf[0] = (char)0xe4;
         return 1;
     }
+    if (id == 100) return (size_t)snprintf(buf, cap, "\xec\x9c\x8c"); /* U+C70C: 3 bytes */
     return (size_t)snprintf(buf, cap, "t%d", id);
 }
 
@@ -387,6 +394,23 @@ static void test_responses(void)
     CHECK(num(usage, "prompt_tokens") == 4 && num(usage, "completion_tokens") == 6 &&
           num(usage, "total_tokens") == 10);
     CHECK(num(cJSON_GetObjectItem(usage, "prompt_tokens_details"), "cached_tokens") == 2);
+    cJSON_Delete(o);
+
+    /* text_offset counts characters (Python's len), not bytes: U+C70C is one, and so is the
+     * U+FFFD that stands for half a character */
+    int32_t wide[4] = {100, 5, 99, 5};
+    float wide_lps[4] = {-1, -1, -1, -1};
+    oai_logprobs wlp = {.ids = wide, .logprobs = wide_lps, .n = 4, .token_text = token_text};
+    oai_choice wc = {.text = "x", .finish_reason = "length", .lp = &wlp};
+    o = parsed(oai_response_body(&h, &wc, 1, &u));
+    const cJSON *offsets = cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "logprobs"),
+        "text_offset");
+    static const double want_offsets[4] = {0, 1, 3, 4};
+    CHECK(cJSON_GetArraySize(offsets) == 4);
+    for (int i = 0; i < 4 && i < cJSON_GetArraySize(offsets); i++)
+        CHECK(cJSON_GetArrayItem(offsets, i)->valuedouble == want_offsets[i]);
+    CHECK(oai_logprobs_chars(&wlp) == 6);
     cJSON_Delete(o);
 
     /* a stop id that ended a choice is its stop_reason, as a number (vLLM) */

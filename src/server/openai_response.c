@@ -12,9 +12,10 @@
  *   chat chunk    {"object":"chat.completion.chunk",...,"choices":[{"index",
  *                  "delta":{"role"?,"content"?,"reasoning_content"?,"tool_calls"?},"logprobs",
  *                  "finish_reason"}]}
- *   logprobs      completions: {"tokens","token_logprobs","top_logprobs":[{text:
- * lp}],"text_offset"} chat:
- * {"content":[{"token","logprob","bytes","top_logprobs":[{"token","logprob","bytes"}]}]}
+ *   logprobs      completions: {"tokens","token_logprobs","top_logprobs":[{text: lp}],
+ *                  "text_offset"} (offsets in characters, as Python's len counts them)
+ *                 chat: {"content":[{"token","logprob","bytes",
+ *                  "top_logprobs":[{"token","logprob","bytes"}]}]}
  */
 #include "openai_response.h"
 
@@ -62,6 +63,27 @@ static void oai__token(const oai_logprobs *lp, int32_t id, oai_token *t)
     t->n_raw = lp->token_text(lp->user, id, t->raw, sizeof t->raw);
     if (t->n_raw > sizeof t->raw) t->n_raw = sizeof t->raw;
     oai_utf8_sanitize(t->raw, t->n_raw, t->text, sizeof t->text);
+}
+
+/* The characters (code points) of UTF-8 text: what Python's len() counts,
+ * and so OpenAI's and vLLM's text_offset. */
+static size_t oai__chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+size_t oai_logprobs_chars(const oai_logprobs *lp)
+{
+    oai_token t;
+    size_t n = 0;
+    for (size_t i = 0; i < lp->n; i++) {
+        oai__token(lp, lp->ids[i], &t);
+        n += oai__chars(t.text);
+    }
+    return n;
 }
 
 static const encore_logprob *oai__alt(const oai_logprobs *lp, size_t i, int k)
@@ -142,7 +164,7 @@ static void oai__logprobs_completion(json_out *w, const oai_logprobs *lp, oai_to
     for (size_t i = 0; i < lp->n && !w->oom; i++) {
         json_out_number(w, (double)offset);
         oai__token(lp, lp->ids[i], t);
-        offset += t->n_raw;
+        offset += oai__chars(t->text);
     }
     json_out_end_array(w);
     json_out_end_object(w);

@@ -34,7 +34,8 @@ typedef struct oai_logprobs {
     const encore_logprob *top; /* [n * n_top] */
     size_t n;
     int n_top;
-    size_t text_offset;        /* completions: where the first token's text starts */
+    size_t text_offset;        /* completions: where the first token's text starts, in
+                                * characters (code points) of the choice's text */
     oai_token_text_fn token_text;
     void *user;
 } oai_logprobs;
@@ -60,6 +61,10 @@ typedef struct oai_choice {
                                       * message: every call, a chunk: its delta */
     size_t n_tool_calls;
 } oai_choice;
+
+/* The characters (code points) of lp's tokens as "tokens" shows them (bytes
+ * that are no whole character count one U+FFFD each): the next text_offset. */
+size_t oai_logprobs_chars(const oai_logprobs *lp);
 
 /* A whole response: choices[0..n) and usage. */
 char *oai_response_body(const oai_head *h, const oai_choice *choices, int n, const oai_usage *u);
