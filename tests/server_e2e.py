@@ -7,7 +7,8 @@ from the line it prints), talks to it with http.client, raw sockets or curl,
 and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
 
   sse          raw SSE framing (curl -N): "data: JSON" events separated by blank
-               lines, "data: [DONE]" last, include_usage's usage chunk; the
+               lines, "data: [DONE]" last, include_usage's usage chunk (the
+               chunks before it with "usage": null); the
                streamed text equals the whole reply's (greedy), and for n = 3
                with a seed each indexed stream equals its choice; completions'
                text_offset counts characters, whole and streamed; echo with
@@ -235,6 +236,8 @@ def check_sse(a):
             usage = chunks[-1]
             if usage.get("choices") != [] or usage["usage"] != whole["usage"]:
                 fail(f"{path}: usage chunk {usage} != {whole['usage']}")
+            if any("usage" not in c or c["usage"] is not None for c in chunks[:-1]):
+                fail(f"{path}: with include_usage, a chunk before the last lacks \"usage\": null")
             text, finish = "", None
             for c in chunks[:-1]:
                 if c["id"] != chunks[0]["id"] or c["object"] != ("chat.completion.chunk" if chat else "text_completion"):

@@ -462,10 +462,19 @@ static void test_responses(void)
     o = parsed(oai_response_chunk(&h, 0, &fin));
     c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0);
     CHECK(cJSON_GetObjectItem(c0, "delta")->child == NULL && !strcmp(str(c0, "finish_reason"), "stop"));
+    CHECK(!cJSON_GetObjectItem(o, "usage")); /* without include_usage: no "usage" */
     cJSON_Delete(o);
     o = parsed(oai_response_usage_chunk(&h, &u));
     CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(o, "choices")) == 0 &&
           num(cJSON_GetObjectItem(o, "usage"), "total_tokens") == 10);
+    cJSON_Delete(o);
+    /* with include_usage, every chunk before the usage chunk has "usage": null, as OpenAI's */
+    h.usage_null = 1;
+    o = parsed(oai_response_chunk(&h, 0, &fin));
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(o, "usage")));
+    cJSON_Delete(o);
+    o = parsed(oai_response_usage_chunk(&h, &u));
+    CHECK(num(cJSON_GetObjectItem(o, "usage"), "total_tokens") == 10);
     cJSON_Delete(o);
 
     /* the error object, and the model list */

@@ -147,7 +147,7 @@ static gen_job *gen__job_new(http_server *s, oai_request *req, int fd, double t_
     snprintf(j->client, sizeof j->client, "%s", client);
     http_new_id(s, j->req.kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", j->id, sizeof j->id);
     j->head = (oai_head){.kind = j->req.kind, .id = j->id, .created = (int64_t)time(NULL),
-                         .model = s->model_name};
+                         .model = s->model_name, .usage_null = j->req.include_usage};
     for (int i = 0; i < j->n; i++) {
         j->choices[i].job = j;
         j->choices[i].index = i;

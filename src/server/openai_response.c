@@ -11,7 +11,7 @@
  *                  "finish_reason","stop_reason"}],"usage"}
  *   chat chunk    {"object":"chat.completion.chunk",...,"choices":[{"index",
  *                  "delta":{"role"?,"content"?,"reasoning_content"?,"tool_calls"?},"logprobs",
- *                  "finish_reason"}]}
+ *                  "finish_reason"}],"usage"?:null}
  *   logprobs      completions: {"tokens","token_logprobs","top_logprobs":[{text: lp}],
  *                  "text_offset"} (offsets in characters, as Python's len counts them)
  *                 chat: {"content":[{"token","logprob","bytes",
@@ -318,6 +318,10 @@ char *oai_response_chunk(const oai_head *h, int index, const oai_choice *c)
     json_out_begin_array(&w);
     oai__choice(&w, h->kind, index, c, 1);
     json_out_end_array(&w);
+    if (h->usage_null) {
+        json_out_key(&w, "usage");
+        json_out_null(&w);
+    }
     json_out_end_object(&w);
     return json_out_finish(&w);
 }

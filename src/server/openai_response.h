@@ -17,6 +17,8 @@ typedef struct oai_head {
     const char *id;    /* "cmpl-..." or "chatcmpl-..." */
     int64_t created;   /* Unix seconds */
     const char *model;
+    int usage_null;    /* chunks: "usage": null (stream_options.include_usage, as OpenAI's
+                        * chunks before the last one that carries the usage) */
 } oai_head;
 
 typedef struct oai_usage {
