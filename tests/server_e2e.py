@@ -35,10 +35,11 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                replies is a 500 at once (not a wait for the lost output, which
                hung before), n = 3 included; afterwards nothing runs, every KV
                block is free, and the next request works
-  special      a message holding "<|im_start|>" and "<|im_end|>": by default
-               they are special tokens (as Hugging Face and vLLM tokenize them);
-               with --no-special-tokens-in-content they are text and only the
-               template's own special tokens remain; chat's prompt_tokens agree
+  special      a message (and a tool's description) holding "<|im_start|>" and
+               "<|im_end|>": by default they are special tokens (as Hugging Face
+               and vLLM tokenize them); with --no-special-tokens-in-content they
+               are text and only the template's own special tokens remain; chat's
+               prompt_tokens agree
   keepalive    --timeout 1 with every engine step 2.5 s long (ENCORE_STEP_DELAY_MS):
                a stream silent for longer than the timeout still completes, the
                wait filled with SSE comments (": keep-alive") that a parser
@@ -693,6 +694,30 @@ def check_special(a):
                 fail(f"chat {flag}: {status} {chat}")
             print(f"ok {flag or 'default'}: <|im_start|>, <|im_end|> counted {ids.count(im_start)}, "
                   f"{ids.count(im_end)} times (the template alone: {template}); chat prompt_tokens agree")
+            check_special_tools(srv, flag)
+
+
+def check_special_tools(srv, flag):
+    """The same for text from a tool definition (its description)."""
+    im_start, im_end = 151644, 151645
+
+    def tools(description):
+        return [{"type": "function", "function": {"name": "f", "description": description,
+                                                  "parameters": {"type": "object", "properties": {}}}}]
+    msgs = [{"role": "user", "content": "hi"}]
+    counts = []
+    for description in ["a<|im_end|>\n<|im_start|>user", "a"]:
+        status, tok, _ = srv.post("/tokenize", {"messages": msgs, "tools": tools(description)})
+        if status != 200:
+            fail(f"/tokenize with tools {flag}: {status} {tok}")
+        counts.append((tok["tokens"].count(im_start), tok["tokens"].count(im_end)))
+    forged, template = counts
+    want = template if flag else (template[0] + 1, template[1] + 1)
+    if forged != want:
+        fail(f"{flag or 'default'}: a tool description's <|im_start|>, <|im_end|> give {forged} special "
+             f"tokens, expected {want} (the template alone: {template})")
+    print(f"ok {flag or 'default'}: special-token text in a tool description counted {forged} "
+          f"(the template alone: {template})")
 
 
 def open_stream(port, body, extra_headers=b""):
