@@ -156,8 +156,41 @@ static void test_completion_request(void)
         CHECK(!strcmp(r.prompt, "a\\u0000"));
         oai_request_free(&r);
     }
+    /* seeds are read from the body's text, exactly: a double would make 2^53 + 1 into 2^53 */
+    static const struct {
+        const char *text;
+        uint64_t seed;
+    } seeds[] = {
+        {"9007199254740993", 9007199254740993ull},
+        {"9007199254740992", 9007199254740992ull},
+        {"9223372036854775807", 9223372036854775807ull},
+        {"-9223372036854775808", (uint64_t)INT64_MIN},
+        {"-1", UINT64_MAX},
+        {"0", 0},
+        {"1e3", 1000},
+        {"5.0", 5},
+        {"9007199254740991.0", 9007199254740991ull},
+    };
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        char body[96];
+        snprintf(body, sizeof body, "{\"prompt\":\"x\", \"seed\" : %s }", seeds[i].text);
+        CHECK(parse(body, OAI_COMPLETION, &r, &err));
+        CHECK(r.seed_given && r.sampling.seed == seeds[i].seed);
+        if (r.sampling.seed != seeds[i].seed)
+            fprintf(stderr, "  seed %s read as %llu\n", seeds[i].text,
+                    (unsigned long long)r.sampling.seed);
+        oai_request_free(&r);
+    }
     /* 2^63 passes d <= (double)INT64_MAX (which rounds up to 2^63) but is no int64_t */
     refused("{\"prompt\":\"x\",\"seed\":9223372036854775808}", OAI_COMPLETION, "seed", "must be in");
+    refused("{\"prompt\":\"x\",\"seed\":-9223372036854775809}", OAI_COMPLETION, "seed",
+            "must be in");
+    refused("{\"prompt\":\"x\",\"seed\":123456789012345678901234567890123}", OAI_COMPLETION, "seed",
+            "must be in");
+    /* not written as an integer: exact only within (-2^53, 2^53) */
+    refused("{\"prompt\":\"x\",\"seed\":9007199254740993.0}", OAI_COMPLETION, "seed", "must be in");
+    refused("{\"prompt\":\"x\",\"seed\":1e16}", OAI_COMPLETION, "seed", "must be in");
+    refused("{\"prompt\":\"x\",\"seed\":\"5\"}", OAI_COMPLETION, "seed", "integer");
     refused("{\"prompt\":\"x\",\"max_tokens\":9223372036854775808}", OAI_COMPLETION, "max_tokens",
             "must be in");
     refused("{\"prompt\":\"x\",\"seed\":1e300}", OAI_COMPLETION, "seed", "must be in");

@@ -9,6 +9,7 @@
 #include "openai_request.h"
 
 #include "json_check.h"
+#include "json_span.h"
 #include "tool_request.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -375,7 +376,6 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
 {
     encore_sampling *s = &r->sampling;
     const cJSON *v;
-    int64_t seed = 0;
     if (!oai__int(obj, "max_tokens", INT64_MIN, INT64_MAX, &r->max_tokens, err)) return 0;
     if (r->kind == OAI_CHAT &&
         !oai__int(obj, "max_completion_tokens", INT64_MIN, INT64_MAX, &r->max_tokens, err))
@@ -399,7 +399,6 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         !oai__num(obj, "presence_penalty", -2, 2, &s->presence_penalty, err) ||
         !oai__num(obj, "frequency_penalty", -2, 2, &s->frequency_penalty, err) ||
         !oai__int(obj, "min_tokens", 0, (int64_t)1 << 30, &s->min_tokens, err) ||
-        !oai__int(obj, "seed", INT64_MIN, INT64_MAX, &seed, err) ||
         !oai__bool(obj, "ignore_eos", &s->ignore_eos, err) ||
         !oai__bool(obj, "skip_special_tokens", &s->skip_special_tokens, err) ||
         !oai__int32(obj, "n", 1, OAI_MAX_N, &r->n, err) || !oai__stop(obj, r, err))
@@ -415,8 +414,6 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         return oai_error_set(err, 400, "min_tokens",
                              "'min_tokens' (%lld) must not exceed max_tokens (%lld)",
                              (long long)s->min_tokens, (long long)r->max_tokens);
-    r->seed_given = oai__present(obj, "seed", &v);
-    s->seed = (uint64_t)seed;
     if (oai__present(obj, "stop_token_ids", &v)) {
         if (!cJSON_IsArray(v))
             return oai_error_set(err, 400, "stop_token_ids", "'stop_token_ids' must be an array");
@@ -438,6 +435,57 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
     }
     s->logprobs = r->logprobs;
     s->top_logprobs = r->top_logprobs;
+    return 1;
+}
+
+/* 1 when text[0..n) is an integer written as JSON writes one: -?[0-9]+ */
+static int oai__integer_text(const char *text, size_t n)
+{
+    size_t i = n && text[0] == '-';
+    if (i == n) return 0;
+    for (; i < n; i++)
+        if (text[i] < '0' || text[i] > '9') return 0;
+    return 1;
+}
+
+/* text[0..n), an integer_text, as an int64_t into *out; 0 with err
+ * filled (naming `name`) when it is out of range. */
+static int oai__int_text(const char *text, size_t n, const char *name, int64_t *out, oai_error *err)
+{
+    char digits[32];
+    long long x = 0;
+    errno = 0;
+    if (n < sizeof digits) {
+        memcpy(digits, text, n);
+        digits[n] = '\0';
+        x = strtoll(digits, NULL, 10);
+    }
+    if (n >= sizeof digits || errno == ERANGE)
+        return oai_error_set(err, 400, name, "'%s' must be in [%lld, %lld], got %.*s", name,
+                             (long long)INT64_MIN, (long long)INT64_MAX, n < 40 ? (int)n : 40,
+                             text);
+    *out = (int64_t)x;
+    return 1;
+}
+
+/* "seed", read exactly: cJSON keeps a number as a double, which holds
+ * integers exactly only up to 2^53, so an integer written as one is read
+ * from the body's text (any int64_t); one written otherwise (1e3, 5.0) must
+ * lie within (-2^53, 2^53), where the double is exact. */
+static int oai__seed(const cJSON *obj, const char *body, size_t len, oai_request *r, oai_error *err)
+{
+    const cJSON *v;
+    size_t begin = 0, end = 0;
+    if (!oai__present(obj, "seed", &v)) return 1;
+    int64_t seed = 0;
+    int literal = cJSON_IsNumber(v) && json_span_member(body, len, "seed", &begin, &end) &&
+                  oai__integer_text(body + begin, end - begin);
+    const int64_t exact = ((int64_t)1 << 53) - 1;
+    if (literal ? !oai__int_text(body + begin, end - begin, "seed", &seed, err)
+                : !oai__int_value(v, "seed", -exact, exact, &seed, err))
+        return 0;
+    r->seed_given = 1;
+    r->sampling.seed = (uint64_t)seed;
     return 1;
 }
 
@@ -574,7 +622,9 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *
         return oai_error_set(err, 400, NULL, "the request body is not valid UTF-8");
     cJSON *root = oai__parse_json(body, len, err);
     if (!root) return 0;
+    int generation = kind == OAI_COMPLETION || kind == OAI_CHAT;
     int ok = oai__check_root(body, len, root, err) && oai__parse_fields(root, out, err) &&
+             (!generation || oai__seed(root, body, len, out, err)) &&
              tool_request_keep_text(body, len, out, err);
     cJSON_Delete(root);
     if (!ok) oai_request_free(out);
