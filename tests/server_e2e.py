@@ -13,12 +13,13 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                with a seed each indexed stream equals its choice; completions'
                text_offset counts characters, whole and streamed; echo with
                logprobs is a 400
-  endpoints    /health, /v1/models, /metrics (Prometheus text), /tokenize and
-               /detokenize round trip, chat_template_kwargs.enable_thinking
+  endpoints    /health, /v1/models, /v1/models/{id}, HEAD on the GET routes,
+               /metrics (Prometheus text), /tokenize and /detokenize round
+               trip, chat_template_kwargs.enable_thinking
   errors       malformed requests (bad JSON, wrong types, unknown model, negative
                max_tokens, huge body, invalid UTF-8, prompt too long, unknown
-               route, wrong method) get a 4xx and OpenAI's error object; --api-key
-               is enforced; the server stays healthy
+               route, wrong method with its Allow header) get a 4xx and OpenAI's
+               error object; --api-key is enforced; the server stays healthy
   early        refused before the body is read: a request that sends only its
                headers (a wrong API key, an unknown route, a wrong method, a
                Content-Length over --max-body-bytes, a Content-Type other than
@@ -302,6 +303,19 @@ def check_endpoints(a):
         models = json.loads(data)
         if status != 200 or models["object"] != "list" or models["data"][0]["id"] != "tiny":
             fail(f"/v1/models: {status} {models}")
+        # OpenAI's retrieve model, and OpenAI's 404 for another id
+        status, _, data = srv.request("GET", "/v1/models/tiny")
+        if status != 200 or json.loads(data) != models["data"][0]:
+            fail(f"/v1/models/tiny: {status} {data[:200]!r}, the list has {models['data'][0]}")
+        expect_error(srv, 404, "GET", "/v1/models/gpt-4", None, "gpt-4", "model")
+        # HEAD on every GET route: GET's status and headers, no body
+        for path in ["/health", "/v1/models", "/v1/models/tiny", "/metrics"]:
+            reply = raw_request(srv.port, f"HEAD {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                          "Connection: close\r\n\r\n".encode())
+            head, _, body = reply.partition(b"\r\n\r\n")
+            if not head.startswith(b"HTTP/1.1 200 ") or body:
+                fail(f"HEAD {path}: {reply[:300]!r}")
+        print("ok: /v1/models/{id} (404 for another id), HEAD on the GET routes without a body")
         status, tok, _ = srv.post("/tokenize", {"prompt": "Hello world, hello!"})
         if status != 200 or tok["count"] != len(tok["tokens"]) or not tok["tokens"]:
             fail(f"/tokenize: {status} {tok}")
@@ -410,7 +424,12 @@ def check_errors(a):
         expect_error(srv, 400, "POST", chat, {"messages": [{"role": "user", "content": "x"}],
                                               "chat_template_kwargs": {"enable_thinking": "no"}}, "enable_thinking")
         expect_error(srv, 404, "GET", "/v2/nothing", None, "no route")
-        expect_error(srv, 405, "GET", comp, None, "not allowed")
+        for method, path, allow in [("GET", comp, "POST"), ("HEAD", comp, "POST"),
+                                    ("POST", "/health", "GET, HEAD"), ("DELETE", "/v1/models", "GET, HEAD")]:
+            hdrs = expect_error(srv, 405, method, path, None if method != "POST" else {}, "not allowed") \
+                if method != "HEAD" else srv.request(method, path)[1]
+            if hdrs.get("Allow") != allow:
+                fail(f"405 for {method} {path}: Allow {hdrs.get('Allow')!r}, expected {allow!r}")
         # a huge body sent in chunks (no Content-Length) is refused too
         s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
         s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"

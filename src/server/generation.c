@@ -898,8 +898,7 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
     size_t n_ids = 0;
     enum MHD_Result r;
     if (req->model && strcmp(req->model, s->model_name) != 0) {
-        oai_error_set(&err, 404, "model", "The model '%.200s' does not exist (this server has '%.200s').",
-                      req->model, s->model_name);
+        http_error_no_model(s, req->model, &err);
         goto refuse;
     }
     if (!tool_request_compatible(req, &err) || !gen__prompt(s, req, &ids, &n_ids, &err) ||

@@ -364,6 +364,19 @@ char *oai_response_error(const oai_error *err)
     return json_out_finish(&w);
 }
 
+/* One entry of GET /v1/models, also GET /v1/models/{id}'s reply. */
+static void oai__model(json_out *w, const char *name, int64_t created, int64_t max_model_len)
+{
+    json_out_begin_object(w);
+    oai__member_string(w, "id", name);
+    oai__member_string(w, "object", "model");
+    oai__member_number(w, "created", (double)created);
+    oai__member_string(w, "owned_by", "encore");
+    oai__member_string(w, "root", name);
+    oai__member_number(w, "max_model_len", (double)max_model_len);
+    json_out_end_object(w);
+}
+
 char *oai_response_models(const char *name, int64_t created, int64_t max_model_len)
 {
     json_out w;
@@ -372,15 +385,16 @@ char *oai_response_models(const char *name, int64_t created, int64_t max_model_l
     oai__member_string(&w, "object", "list");
     json_out_key(&w, "data");
     json_out_begin_array(&w);
-    json_out_begin_object(&w);
-    oai__member_string(&w, "id", name);
-    oai__member_string(&w, "object", "model");
-    oai__member_number(&w, "created", (double)created);
-    oai__member_string(&w, "owned_by", "encore");
-    oai__member_string(&w, "root", name);
-    oai__member_number(&w, "max_model_len", (double)max_model_len);
-    json_out_end_object(&w);
+    oai__model(&w, name, created, max_model_len);
     json_out_end_array(&w);
     json_out_end_object(&w);
+    return json_out_finish(&w);
+}
+
+char *oai_response_model(const char *name, int64_t created, int64_t max_model_len)
+{
+    json_out w;
+    json_out_init(&w);
+    oai__model(&w, name, created, max_model_len);
     return json_out_finish(&w);
 }

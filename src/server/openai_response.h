@@ -1,7 +1,8 @@
 /* openai_response.h - the JSON the server sends: OpenAI's completion, chat
- * completion and streaming chunk objects, usage, logprobs, the model list and
- * the error object (with a chat reply's "tool_calls"). Every function returns a malloc'd NUL-terminated string
- * (the caller frees it with free) or NULL when out of memory. */
+ * completion and streaming chunk objects, usage, logprobs, the model list, the
+ * model and the error object (with a chat reply's "tool_calls"). Every
+ * function returns a malloc'd NUL-terminated string (the caller frees it
+ * with free) or NULL when out of memory. */
 #ifndef ENC_SERVER_OPENAI_RESPONSE_H
 #define ENC_SERVER_OPENAI_RESPONSE_H
 
@@ -81,6 +82,8 @@ char *oai_response_usage_chunk(const oai_head *h, const oai_usage *u);
 char *oai_response_error(const oai_error *err);
 /* GET /v1/models */
 char *oai_response_models(const char *name, int64_t created, int64_t max_model_len);
+/* GET /v1/models/{id}: the model object alone */
+char *oai_response_model(const char *name, int64_t created, int64_t max_model_len);
 
 /* Copy s[0..len) into out[cap] (NUL-terminated) with every byte that is not
  * part of well-formed UTF-8 replaced by U+FFFD; returns the length written. */

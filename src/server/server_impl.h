@@ -54,6 +54,8 @@ void http_admit_release(http_server *s, const char *client, int64_t n, int job);
 void http_client_id(const http_server *s, struct MHD_Connection *conn,
                     char out[HTTP_CLIENT_ID_MAX]);
 
+/* OpenAI's 404 for a model `name` this server does not have. */
+void http_error_no_model(const http_server *s, const char *name, oai_error *err);
 /* The error for a failed encore call: 400 for bad input, 500 otherwise. */
 void http_error_from_encore(oai_error *err, encore_status st, const char *what);
 
