@@ -489,25 +489,28 @@ def check_key(srv, key, how):
     print(f"ok: {how} sets the key")
 
 
+def recv_until(s, buf, enough):
+    """Append to bytearray buf (in place, so that a caller catching a timeout keeps what came)
+    what socket s sends, until enough(buf) or the peer closes; returns buf."""
+    while not enough(buf):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
 def headers_only(port, head):
     """Send a request's headers (`head`, without the blank line) and no body;
     return (status, error object) of the reply, which must come within 5 s."""
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     s.sendall(head.encode() + b"\r\n\r\n")
-    data = b""
+    data = bytearray()
     try:
-        while b"\r\n\r\n" not in data:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-        head_raw, _, body = data.partition(b"\r\n\r\n")
+        recv_until(s, data, lambda d: b"\r\n\r\n" in d)
+        head_raw, _, body = bytes(data).partition(b"\r\n\r\n")
         m = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head_raw)
-        while m and len(body) < int(m.group(1)):
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            body += chunk
+        body = bytes(recv_until(s, bytearray(body), lambda b: not m or len(b) >= int(m.group(1))))
     except socket.timeout:
         fail(f"no reply within 5 s to headers alone: {head.splitlines()[0]!r} ({data[:100]!r})")
     finally:
@@ -529,18 +532,14 @@ def raw_request(port, data):
     """Send `data` on a new connection and read until the server closes it (within 10 s)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     s.sendall(data)
-    reply = b""
+    reply = bytearray()
     try:
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            reply += chunk
+        recv_until(s, reply, lambda _: False)
     except socket.timeout:
         fail(f"the connection stayed open after {reply[:200]!r}")
     finally:
         s.close()
-    return reply
+    return bytes(reply)
 
 
 def check_early(a):
