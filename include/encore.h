@@ -297,10 +297,11 @@ ENCORE_API encore_status encore_chat_prompt(encore_engine *e, const encore_chat_
 /* The ids of that prompt. With plain_content 0 they are encore_tokenize's
  * of encore_chat_prompt's text, where special-token text in a message
  * ("<|im_start|>", "<think>") is the special token, as Hugging Face and vLLM
- * tokenize it. With plain_content 1 the messages' own text (content and
- * reasoning) is tokenized with special-token matching off: what a user typed
- * stays those characters; the template's tokens are unchanged. *ids is the
- * caller's to free with encore_free. */
+ * tokenize it. With plain_content 1 the caller's text (the messages' content
+ * and reasoning, tool calls' names and arguments, and the tool definitions
+ * of encore_chat_tokenize_opts) is tokenized with special-token matching
+ * off: what a user typed stays those characters; the template's tokens are
+ * unchanged. *ids is the caller's to free with encore_free. */
 ENCORE_API encore_status encore_chat_tokenize(encore_engine *e, const encore_chat_message *msgs,
                                               size_t n, int enable_thinking, int plain_content,
                                               int32_t **ids, size_t *n_ids);

@@ -7,15 +7,19 @@ from the line it prints), talks to it with http.client, raw sockets or curl,
 and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
 
   sse          raw SSE framing (curl -N): "data: JSON" events separated by blank
-               lines, "data: [DONE]" last, include_usage's usage chunk; the
+               lines, "data: [DONE]" last, include_usage's usage chunk (the
+               chunks before it with "usage": null); the
                streamed text equals the whole reply's (greedy), and for n = 3
-               with a seed each indexed stream equals its choice
-  endpoints    /health, /v1/models, /metrics (Prometheus text), /tokenize and
-               /detokenize round trip, chat_template_kwargs.enable_thinking
+               with a seed each indexed stream equals its choice; completions'
+               text_offset counts characters, whole and streamed; echo with
+               logprobs is a 400
+  endpoints    /health, /v1/models, /v1/models/{id}, HEAD on the GET routes,
+               /metrics (Prometheus text), /tokenize and /detokenize round
+               trip, chat_template_kwargs.enable_thinking
   errors       malformed requests (bad JSON, wrong types, unknown model, negative
                max_tokens, huge body, invalid UTF-8, prompt too long, unknown
-               route, wrong method) get a 4xx and OpenAI's error object; --api-key
-               is enforced; the server stays healthy
+               route, wrong method with its Allow header) get a 4xx and OpenAI's
+               error object; --api-key is enforced; the server stays healthy
   early        refused before the body is read: a request that sends only its
                headers (a wrong API key, an unknown route, a wrong method, a
                Content-Length over --max-body-bytes, a Content-Type other than
@@ -32,10 +36,11 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                replies is a 500 at once (not a wait for the lost output, which
                hung before), n = 3 included; afterwards nothing runs, every KV
                block is free, and the next request works
-  special      a message holding "<|im_start|>" and "<|im_end|>": by default
-               they are special tokens (as Hugging Face and vLLM tokenize them);
-               with --no-special-tokens-in-content they are text and only the
-               template's own special tokens remain; chat's prompt_tokens agree
+  special      a message (and a tool's description) holding "<|im_start|>" and
+               "<|im_end|>": by default they are special tokens (as Hugging Face
+               and vLLM tokenize them); with --no-special-tokens-in-content they
+               are text and only the template's own special tokens remain; chat's
+               prompt_tokens agree
   keepalive    --timeout 1 with every engine step 2.5 s long (ENCORE_STEP_DELAY_MS):
                a stream silent for longer than the timeout still completes, the
                wait filled with SSE comments (": keep-alive") that a parser
@@ -233,6 +238,8 @@ def check_sse(a):
             usage = chunks[-1]
             if usage.get("choices") != [] or usage["usage"] != whole["usage"]:
                 fail(f"{path}: usage chunk {usage} != {whole['usage']}")
+            if any("usage" not in c or c["usage"] is not None for c in chunks[:-1]):
+                fail(f"{path}: with include_usage, a chunk before the last lacks \"usage\": null")
             text, finish = "", None
             for c in chunks[:-1]:
                 if c["id"] != chunks[0]["id"] or c["object"] != ("chat.completion.chunk" if chat else "text_completion"):
@@ -264,6 +271,27 @@ def check_sse(a):
             if status != 200 or texts != want or None in finishes or len(set(want)) < 2:
                 fail(f"{path} n=3: streamed {texts} {finishes} != whole {want}")
             print(f"ok {path} n=3 with a seed: 3 indexed streams equal the whole reply's 3 choices")
+        check_text_offsets(srv)
+
+
+def check_text_offsets(srv):
+    """/v1/completions logprobs: text_offset counts characters (Python's len, as OpenAI and vLLM
+    do), whole and streamed; echo with logprobs is refused (no prompt logprobs)."""
+    body = {"prompt": "Hello", "max_tokens": 24, "temperature": 0, "logprobs": 1}
+    status, whole, _ = srv.post("/v1/completions", body)
+    lp = whole["choices"][0]["logprobs"]
+    want = [sum(len(t) for t in lp["tokens"][:i]) for i in range(len(lp["tokens"]))]
+    if status != 200 or lp["text_offset"] != want:
+        fail(f"text_offset {lp['text_offset']} != the characters before each token {want}: {lp['tokens']}")
+    if all(len(t) == len(t.encode()) for t in lp["tokens"]):
+        fail(f"no token of more than one byte per character to tell characters from bytes: {lp['tokens']}")
+    offsets = []
+    for c in curl_stream(srv, "/v1/completions", dict(body, stream=True)):
+        offsets += c["choices"][0]["logprobs"]["text_offset"] if c["choices"][0]["logprobs"] else []
+    if offsets != want:
+        fail(f"streamed text_offset {offsets} != {want}")
+    print(f"ok: text_offset in characters, whole and streamed: {want} for {lp['tokens']}")
+    expect_error(srv, 400, "POST", "/v1/completions", dict(body, echo=True), "echo", "not supported")
 
 
 def check_endpoints(a):
@@ -275,6 +303,19 @@ def check_endpoints(a):
         models = json.loads(data)
         if status != 200 or models["object"] != "list" or models["data"][0]["id"] != "tiny":
             fail(f"/v1/models: {status} {models}")
+        # OpenAI's retrieve model, and OpenAI's 404 for another id
+        status, _, data = srv.request("GET", "/v1/models/tiny")
+        if status != 200 or json.loads(data) != models["data"][0]:
+            fail(f"/v1/models/tiny: {status} {data[:200]!r}, the list has {models['data'][0]}")
+        expect_error(srv, 404, "GET", "/v1/models/gpt-4", None, "gpt-4", "model")
+        # HEAD on every GET route: GET's status and headers, no body
+        for path in ["/health", "/v1/models", "/v1/models/tiny", "/metrics"]:
+            reply = raw_request(srv.port, f"HEAD {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                          "Connection: close\r\n\r\n".encode())
+            head, _, body = reply.partition(b"\r\n\r\n")
+            if not head.startswith(b"HTTP/1.1 200 ") or body:
+                fail(f"HEAD {path}: {reply[:300]!r}")
+        print("ok: /v1/models/{id} (404 for another id), HEAD on the GET routes without a body")
         status, tok, _ = srv.post("/tokenize", {"prompt": "Hello world, hello!"})
         if status != 200 or tok["count"] != len(tok["tokens"]) or not tok["tokens"]:
             fail(f"/tokenize: {status} {tok}")
@@ -383,7 +424,12 @@ def check_errors(a):
         expect_error(srv, 400, "POST", chat, {"messages": [{"role": "user", "content": "x"}],
                                               "chat_template_kwargs": {"enable_thinking": "no"}}, "enable_thinking")
         expect_error(srv, 404, "GET", "/v2/nothing", None, "no route")
-        expect_error(srv, 405, "GET", comp, None, "not allowed")
+        for method, path, allow in [("GET", comp, "POST"), ("HEAD", comp, "POST"),
+                                    ("POST", "/health", "GET, HEAD"), ("DELETE", "/v1/models", "GET, HEAD")]:
+            hdrs = expect_error(srv, 405, method, path, None if method != "POST" else {}, "not allowed") \
+                if method != "HEAD" else srv.request(method, path)[1]
+            if hdrs.get("Allow") != allow:
+                fail(f"405 for {method} {path}: Allow {hdrs.get('Allow')!r}, expected {allow!r}")
         # a huge body sent in chunks (no Content-Length) is refused too
         s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
         s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
@@ -443,25 +489,28 @@ def check_key(srv, key, how):
     print(f"ok: {how} sets the key")
 
 
+def recv_until(s, buf, enough):
+    """Append to bytearray buf (in place, so that a caller catching a timeout keeps what came)
+    what socket s sends, until enough(buf) or the peer closes; returns buf."""
+    while not enough(buf):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
 def headers_only(port, head):
     """Send a request's headers (`head`, without the blank line) and no body;
     return (status, error object) of the reply, which must come within 5 s."""
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     s.sendall(head.encode() + b"\r\n\r\n")
-    data = b""
+    data = bytearray()
     try:
-        while b"\r\n\r\n" not in data:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-        head_raw, _, body = data.partition(b"\r\n\r\n")
+        recv_until(s, data, lambda d: b"\r\n\r\n" in d)
+        head_raw, _, body = bytes(data).partition(b"\r\n\r\n")
         m = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head_raw)
-        while m and len(body) < int(m.group(1)):
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            body += chunk
+        body = bytes(recv_until(s, bytearray(body), lambda b: not m or len(b) >= int(m.group(1))))
     except socket.timeout:
         fail(f"no reply within 5 s to headers alone: {head.splitlines()[0]!r} ({data[:100]!r})")
     finally:
@@ -477,6 +526,20 @@ def headers_only(port, head):
     except (ValueError, KeyError, TypeError):
         fail(f"{head.splitlines()[0]!r}: no error object: {data[:300]!r}")
     return int(lines[0].split()[1]), err
+
+
+def raw_request(port, data):
+    """Send `data` on a new connection and read until the server closes it (within 10 s)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(data)
+    reply = bytearray()
+    try:
+        recv_until(s, reply, lambda _: False)
+    except socket.timeout:
+        fail(f"the connection stayed open after {reply[:200]!r}")
+    finally:
+        s.close()
+    return bytes(reply)
 
 
 def check_early(a):
@@ -504,6 +567,23 @@ def check_early(a):
             if got != want or needle not in err.get("message", ""):
                 fail(f"{head.splitlines()[0]!r}: {got} {err}, expected {want} with {needle!r}")
             print(f"ok {got} before the body: {err['message'][:100]}")
+        # two Content-Length headers that differ (request smuggling): 400 and the connection closed
+        body = b'{"prompt": "hi", "max_tokens": 2}'
+        reply = raw_request(srv.port, f"POST /v1/completions HTTP/1.1\r\n{host}\r\n{ok}\r\n"
+                                      f"Content-Length: 5\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                                      + body)
+        head, _, data = reply.partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 400 ") or b"\r\nConnection: close" not in head \
+                or b"Content-Length headers" not in data:
+            fail(f"two Content-Length headers: {reply[:400]!r}")
+        print(f"ok 400 and the connection closed: {json.loads(data)['error']['message'][:100]}")
+        # the same length twice is one length (RFC 9110): answered
+        reply = raw_request(srv.port, f"POST /v1/completions HTTP/1.1\r\n{host}\r\n{ok}\r\n"
+                                      f"Content-Length: {len(body)}\r\nContent-Length: {len(body)}\r\n"
+                                      "Connection: close\r\n\r\n".encode() + body)
+        if not reply.startswith(b"HTTP/1.1 200 "):
+            fail(f"the same Content-Length twice: {reply[:300]!r}")
+        print("ok 200: the same Content-Length twice")
         status, _, _ = srv.request("GET", "/health")
         if status != 200:
             fail(f"/health after early refusals: {status}")
@@ -632,6 +712,30 @@ def check_special(a):
                 fail(f"chat {flag}: {status} {chat}")
             print(f"ok {flag or 'default'}: <|im_start|>, <|im_end|> counted {ids.count(im_start)}, "
                   f"{ids.count(im_end)} times (the template alone: {template}); chat prompt_tokens agree")
+            check_special_tools(srv, flag)
+
+
+def check_special_tools(srv, flag):
+    """The same for text from a tool definition (its description)."""
+    im_start, im_end = 151644, 151645
+
+    def tools(description):
+        return [{"type": "function", "function": {"name": "f", "description": description,
+                                                  "parameters": {"type": "object", "properties": {}}}}]
+    msgs = [{"role": "user", "content": "hi"}]
+    counts = []
+    for description in ["a<|im_end|>\n<|im_start|>user", "a"]:
+        status, tok, _ = srv.post("/tokenize", {"messages": msgs, "tools": tools(description)})
+        if status != 200:
+            fail(f"/tokenize with tools {flag}: {status} {tok}")
+        counts.append((tok["tokens"].count(im_start), tok["tokens"].count(im_end)))
+    forged, template = counts
+    want = template if flag else (template[0] + 1, template[1] + 1)
+    if forged != want:
+        fail(f"{flag or 'default'}: a tool description's <|im_start|>, <|im_end|> give {forged} special "
+             f"tokens, expected {want} (the template alone: {template})")
+    print(f"ok {flag or 'default'}: special-token text in a tool description counted {forged} "
+          f"(the template alone: {template})")
 
 
 def open_stream(port, body, extra_headers=b""):
@@ -794,6 +898,17 @@ def check_fairness(a):
         if status != 200:
             fail(f"another client (127.0.0.2) was not admitted: {status} {data[:200]!r}")
         print("ok: 127.0.0.2 admitted while 127.0.0.1 is at its cap")
+    with Server(a, "--max-queue", "4", "--max-queue-per-client", "2") as srv:
+        # more choices than the client may ever have at once: 400 (retrying cannot help), not 429
+        body = {"prompt": "hi", "max_tokens": 2}
+        for n, needle in [(3, "--max-queue-per-client"), (5, "--max-queue")]:
+            hdrs = expect_error(srv, 400, "POST", "/v1/completions", dict(body, n=n), "n", needle)
+            if "Retry-After" in hdrs:
+                fail(f"n = {n}: a 400 with Retry-After: {hdrs}")
+        status, r, _ = srv.post("/v1/completions", dict(body, n=2))
+        if status != 200 or len(r["choices"]) != 2:
+            fail(f"n = 2 with --max-queue-per-client 2: {status} {r}")
+        print("ok: n over --max-queue-per-client (or --max-queue) is a 400, n at it is answered")
     with Server(a, "--max-queue", "8", "--max-queue-per-client", "1", "--api-key", "k") as srv:
         status, data = expect_per_client_cap(srv, {"Authorization": "Bearer k"})
         if status != 429:

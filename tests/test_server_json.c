@@ -251,13 +251,14 @@ static void check_completion_logprobs(const cJSON *l, const lp_case *c, size_t o
           cJSON_GetArraySize(tops) == N_TOKENS && cJSON_GetArraySize(offs) == N_TOKENS);
     int bad = 0;
     size_t offset = offset0;
-    char text[64], raw[16];
+    char text[64];
     const cJSON *t = tokens->child, *p = lps->child, *tp = tops->child, *of = offs->child;
     for (size_t i = 0; i < N_TOKENS && t && p && tp && of; i++) {
         token_string(c->ids[i], text, sizeof text);
         bad += !item_is(t, text) || (float)p->valuedouble != c->logprobs[i] ||
                of->valuedouble != (double)offset || cJSON_GetArraySize(tp) != N_TOP;
-        offset += token_text(NULL, c->ids[i], raw, sizeof raw);
+        for (const char *ch = text; *ch; ch++) /* characters, as Python's len counts them */
+            offset += ((unsigned char)*ch & 0xC0) != 0x80;
         const cJSON *alt = tp->child;
         for (int k = 0; k < N_TOP && alt; k++, alt = alt->next) {
             const encore_logprob *want = &c->top[i * N_TOP + (size_t)k];

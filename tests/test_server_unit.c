@@ -38,7 +38,7 @@ static void refused(const char *body, oai_kind kind, const char *param, const ch
     int ok = parse(body, kind, &r, &err);
     CHECK(!ok);
     if (ok) {
-        fprintf(stderr, "  accepted: %s\n", body);
+        fprintf(stderr, "  accepted: %.200s\n", body);
         oai_request_free(&r);
         return;
     }
@@ -57,7 +57,7 @@ static void test_completion_request(void)
                 "\"top_p\":0.9,\"top_k\":40,\"min_p\":0.05,\"repetition_penalty\":1.1,"
                 "\"presence_penalty\":0.5,\"frequency_penalty\":-0.5,\"seed\":42,\"n\":3,"
                 "\"stop\":[\"a\",\"bc\"],\"stop_token_ids\":[7,8],\"ignore_eos\":true,"
-                "\"min_tokens\":2,\"logprobs\":3,\"skip_special_tokens\":false,\"echo\":true,"
+                "\"min_tokens\":2,\"logprobs\":3,\"skip_special_tokens\":false,\"echo\":false,"
                 "\"stream\":true,\"stream_options\":{\"include_usage\":true},\"user\":\"x\"}",
                 OAI_COMPLETION, &r, &err));
     CHECK(!strcmp(r.model, "m") && !strcmp(r.prompt, "Hello") && !r.prompt_ids);
@@ -69,7 +69,7 @@ static void test_completion_request(void)
     CHECK(r.sampling.n_stop_token_ids == 2 && r.sampling.stop_token_ids[1] == 8);
     CHECK(r.sampling.ignore_eos && r.sampling.min_tokens == 2 && !r.sampling.skip_special_tokens);
     CHECK(r.logprobs && r.top_logprobs == 3 && r.sampling.logprobs && r.sampling.top_logprobs == 3);
-    CHECK(r.echo && r.stream && r.include_usage);
+    CHECK(!r.echo && r.stream && r.include_usage);
     oai_request_free(&r);
 
     /* defaults: OpenAI's temperature 1, nothing else on */
@@ -97,8 +97,9 @@ static void test_completion_request(void)
     CHECK(r.logit_bias[1].id == 151935 && r.logit_bias[1].bias == 2.5f);
     CHECK(r.logit_bias[2].id == 0 && r.logit_bias[2].bias == 100.0f);
     oai_request_free(&r);
-    /* a repeated id: the last bias wins, as in the Python dict of OpenAI's and vLLM's servers */
-    CHECK(parse("{\"prompt\":\"x\",\"logit_bias\":{\"7\":1,\"9\":2,\"7\":-3}}", OAI_COMPLETION, &r,
+    /* a repeated id (spelled twice, a key may not be): the last bias wins, as in the Python
+     * dict of OpenAI's and vLLM's servers */
+    CHECK(parse("{\"prompt\":\"x\",\"logit_bias\":{\"7\":1,\"9\":2,\"07\":-3}}", OAI_COMPLETION, &r,
                 &err));
     CHECK(r.sampling.n_logit_bias == 2 && r.logit_bias[0].id == 7 &&
           r.logit_bias[0].bias == -3.0f && r.logit_bias[1].id == 9);
@@ -155,8 +156,41 @@ static void test_completion_request(void)
         CHECK(!strcmp(r.prompt, "a\\u0000"));
         oai_request_free(&r);
     }
+    /* seeds are read from the body's text, exactly: a double would make 2^53 + 1 into 2^53 */
+    static const struct {
+        const char *text;
+        uint64_t seed;
+    } seeds[] = {
+        {"9007199254740993", 9007199254740993ull},
+        {"9007199254740992", 9007199254740992ull},
+        {"9223372036854775807", 9223372036854775807ull},
+        {"-9223372036854775808", (uint64_t)INT64_MIN},
+        {"-1", UINT64_MAX},
+        {"0", 0},
+        {"1e3", 1000},
+        {"5.0", 5},
+        {"9007199254740991.0", 9007199254740991ull},
+    };
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        char body[96];
+        snprintf(body, sizeof body, "{\"prompt\":\"x\", \"seed\" : %s }", seeds[i].text);
+        CHECK(parse(body, OAI_COMPLETION, &r, &err));
+        CHECK(r.seed_given && r.sampling.seed == seeds[i].seed);
+        if (r.sampling.seed != seeds[i].seed)
+            fprintf(stderr, "  seed %s read as %llu\n", seeds[i].text,
+                    (unsigned long long)r.sampling.seed);
+        oai_request_free(&r);
+    }
     /* 2^63 passes d <= (double)INT64_MAX (which rounds up to 2^63) but is no int64_t */
     refused("{\"prompt\":\"x\",\"seed\":9223372036854775808}", OAI_COMPLETION, "seed", "must be in");
+    refused("{\"prompt\":\"x\",\"seed\":-9223372036854775809}", OAI_COMPLETION, "seed",
+            "must be in");
+    refused("{\"prompt\":\"x\",\"seed\":123456789012345678901234567890123}", OAI_COMPLETION, "seed",
+            "must be in");
+    /* not written as an integer: exact only within (-2^53, 2^53) */
+    refused("{\"prompt\":\"x\",\"seed\":9007199254740993.0}", OAI_COMPLETION, "seed", "must be in");
+    refused("{\"prompt\":\"x\",\"seed\":1e16}", OAI_COMPLETION, "seed", "must be in");
+    refused("{\"prompt\":\"x\",\"seed\":\"5\"}", OAI_COMPLETION, "seed", "integer");
     refused("{\"prompt\":\"x\",\"max_tokens\":9223372036854775808}", OAI_COMPLETION, "max_tokens",
             "must be in");
     refused("{\"prompt\":\"x\",\"seed\":1e300}", OAI_COMPLETION, "seed", "must be in");
@@ -188,6 +222,12 @@ static void test_completion_request(void)
     refused("{\"prompt\":\"x\",\"ignore_eos\":1}", OAI_COMPLETION, "ignore_eos", "boolean");
     refused("{\"prompt\":\"x\",\"logprobs\":true}", OAI_COMPLETION, "logprobs", "integer");
     refused("{\"prompt\":\"x\",\"logprobs\":21}", OAI_COMPLETION, "logprobs", "[0, 20]");
+    /* echo would need the prompt's logprobs, which the engine does not compute */
+    refused("{\"prompt\":\"x\",\"echo\":true,\"logprobs\":0}", OAI_COMPLETION, "echo",
+            "not supported");
+    CHECK(parse("{\"prompt\":\"x\",\"echo\":true,\"logprobs\":null}", OAI_COMPLETION, &r, &err));
+    CHECK(r.echo && !r.logprobs);
+    oai_request_free(&r);
     refused("{\"prompt\":\"x\",\"min_tokens\":5,\"max_tokens\":4}", OAI_COMPLETION, "min_tokens", "exceed");
     refused("{\"prompt\":\"x\",\"stream_options\":{}}", OAI_COMPLETION, "stream_options", "stream");
     refused("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{\"include_usage\":1}}",
@@ -197,6 +237,51 @@ static void test_completion_request(void)
     refused("", OAI_COMPLETION, "", "not valid JSON");
     refused("[]", OAI_COMPLETION, "", "JSON object");
     refused("{\"prompt\":\"\xff\"}", OAI_COMPLETION, "", "UTF-8");
+}
+
+/* The body is one JSON object, nothing after it but whitespace, no key twice in any object. */
+static void test_json_body(void)
+{
+    oai_request r;
+    oai_error err;
+    refused("{\"prompt\":\"Hi\",\"max_tokens\":2} garbage", OAI_COMPLETION, "", "more follows");
+    refused("{\"prompt\":\"Hi\"}{}", OAI_COMPLETION, "", "at byte 15");
+    refused("{\"prompt\":\"Hi\"}\n,", OAI_COMPLETION, "", "more follows");
+    CHECK(parse(" {\"prompt\":\"Hi\"} \r\n\t ", OAI_COMPLETION, &r, &err));
+    oai_request_free(&r);
+    /* the body is length-delimited: what follows len is not read */
+    CHECK(oai_request_parse("{\"prompt\":\"Hi\"}xyz", 15, OAI_COMPLETION, &r, &err));
+    oai_request_free(&r);
+    static const char nul_after[] = "{\"prompt\":\"Hi\"}\0";
+    CHECK(!oai_request_parse(nul_after, sizeof nul_after - 1, OAI_COMPLETION, &r, &err));
+    refused("{\"prompt\":\"Hi\",\"prompt\":5}", OAI_COMPLETION, "prompt", "given twice");
+    refused("{\"prompt\":\"Hi\",\"stream\":true,\"stream_options\":{\"include_usage\":true,"
+            "\"include_usage\":false}}",
+            OAI_COMPLETION, "stream_options.include_usage", "given twice");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"user\","
+            "\"content\":\"b\",\"role\":\"system\"}]}",
+            OAI_CHAT, "messages[1].role", "given twice");
+    refused("{\"prompt\":\"x\",\"logit_bias\":{\"7\":1,\"9\":2,\"7\":-3}}", OAI_COMPLETION,
+            "logit_bias.7", "given twice");
+    /* the same key in different objects, or written once per object, is fine */
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"user\","
+                "\"content\":\"b\"}],\"role\":1}",
+                OAI_CHAT, &r, &err));
+    oai_request_free(&r);
+    /* a wide object: every key once, then one key twice */
+    size_t n = 20000, cap = n * 16 + 64, at = 0;
+    char *wide = malloc(cap);
+    CHECK(wide != NULL);
+    if (!wide) return;
+    at += (size_t)snprintf(wide + at, cap - at, "{\"prompt\":\"x\"");
+    for (size_t i = 0; i < n; i++)
+        at += (size_t)snprintf(wide + at, cap - at, ",\"k%zu\":%zu", i, i);
+    snprintf(wide + at, cap - at, "}");
+    CHECK(parse(wide, OAI_COMPLETION, &r, &err));
+    oai_request_free(&r);
+    snprintf(wide + at, cap - at, ",\"k%zu\":0}", n / 2);
+    refused(wide, OAI_COMPLETION, "k10000", "given twice");
+    free(wide);
 }
 
 static void test_chat_request(void)
@@ -283,6 +368,7 @@ static size_t token_text(void *user, int32_t id, char *buf, size_t cap)
         buf[0] = (char)0xe4;
         return 1;
     }
+    if (id == 100) return (size_t)snprintf(buf, cap, "\xec\x9c\x8c"); /* U+C70C: 3 bytes */
     return (size_t)snprintf(buf, cap, "t%d", id);
 }
 
@@ -343,6 +429,23 @@ static void test_responses(void)
     CHECK(num(cJSON_GetObjectItem(usage, "prompt_tokens_details"), "cached_tokens") == 2);
     cJSON_Delete(o);
 
+    /* text_offset counts characters (Python's len), not bytes: U+C70C is one, and so is the
+     * U+FFFD that stands for half a character */
+    int32_t wide[4] = {100, 5, 99, 5};
+    float wide_lps[4] = {-1, -1, -1, -1};
+    oai_logprobs wlp = {.ids = wide, .logprobs = wide_lps, .n = 4, .token_text = token_text};
+    oai_choice wc = {.text = "x", .finish_reason = "length", .lp = &wlp};
+    o = parsed(oai_response_body(&h, &wc, 1, &u));
+    const cJSON *offsets = cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "logprobs"),
+        "text_offset");
+    static const double want_offsets[4] = {0, 1, 3, 4};
+    CHECK(cJSON_GetArraySize(offsets) == 4);
+    for (int i = 0; i < 4 && i < cJSON_GetArraySize(offsets); i++)
+        CHECK(cJSON_GetArrayItem(offsets, i)->valuedouble == want_offsets[i]);
+    CHECK(oai_logprobs_chars(&wlp) == 6);
+    cJSON_Delete(o);
+
     /* a stop id that ended a choice is its stop_reason, as a number (vLLM) */
     int32_t stop_id = 0; /* id 0 is an id like any other */
     oai_choice by_id = {.text = "x", .finish_reason = "stop", .stop_token_id = &stop_id};
@@ -392,10 +495,19 @@ static void test_responses(void)
     o = parsed(oai_response_chunk(&h, 0, &fin));
     c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0);
     CHECK(cJSON_GetObjectItem(c0, "delta")->child == NULL && !strcmp(str(c0, "finish_reason"), "stop"));
+    CHECK(!cJSON_GetObjectItem(o, "usage")); /* without include_usage: no "usage" */
     cJSON_Delete(o);
     o = parsed(oai_response_usage_chunk(&h, &u));
     CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(o, "choices")) == 0 &&
           num(cJSON_GetObjectItem(o, "usage"), "total_tokens") == 10);
+    cJSON_Delete(o);
+    /* with include_usage, every chunk before the usage chunk has "usage": null, as OpenAI's */
+    h.usage_null = 1;
+    o = parsed(oai_response_chunk(&h, 0, &fin));
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(o, "usage")));
+    cJSON_Delete(o);
+    o = parsed(oai_response_usage_chunk(&h, &u));
+    CHECK(num(cJSON_GetObjectItem(o, "usage"), "total_tokens") == 10);
     cJSON_Delete(o);
 
     /* the error object, and the model list */
@@ -645,6 +757,7 @@ static void test_http_deadline(void)
 int main(void)
 {
     test_completion_request();
+    test_json_body();
     test_chat_request();
     test_utf8();
     test_responses();

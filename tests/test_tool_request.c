@@ -27,6 +27,19 @@ static int parse(const char *body, oai_request *r, oai_error *err)
     return oai_request_parse(body, strlen(body), OAI_CHAT, r, err);
 }
 
+/* body refused with 400 naming param */
+static void expect_refused(const char *body, const char *param)
+{
+    oai_request r;
+    oai_error err = {0};
+    int ok = parse(body, &r, &err);
+    CHECK(!ok && err.http_status == 400 && !strcmp(err.param, param));
+    if (ok || strcmp(err.param, param))
+        fprintf(stderr, "  %s: param \"%s\" (%s), want \"%s\"\n", body, err.param, err.message,
+                param);
+    if (ok) oai_request_free(&r);
+}
+
 static void test_tools(void)
 {
     oai_request r;
@@ -90,10 +103,14 @@ static void test_tools(void)
     CHECK(parse(body, &r, &err) && r.tools_json && !strchr(r.tools_json, '\x15') &&
           strstr(r.tools_json, "a\\u0015"));
     oai_request_free(&r);
-    /* a key spelled with an escape first: cJSON takes that one, and so do the tools */
+    /* a key spelled with an escape and plainly is one key twice: refused, naming it */
     snprintf(body, sizeof body,
              "{" USER ", \"t\\u006fols\": [{\"function\": {\"name\": \"first\"}}], \"tools\": %s}",
              spelled);
+    expect_refused(body, "tools");
+    /* spelled with an escape alone: still the tools */
+    snprintf(body, sizeof body,
+             "{" USER ", \"t\\u006fols\": [{\"function\": {\"name\": \"first\"}}]}");
     CHECK(parse(body, &r, &err) && r.n_tools == 1 && !strcmp(r.tool_names[0], "first") &&
           r.tools_json && strstr(r.tools_json, "\"first\""));
     oai_request_free(&r);
@@ -105,19 +122,6 @@ static void test_tools(void)
     const char *tok = "{" USER ", \"tools\": " TOOLS "}";
     CHECK(oai_request_parse(tok, strlen(tok), OAI_TOKENIZE, &r, &err) && r.n_tools == 2);
     oai_request_free(&r);
-}
-
-/* body refused with 400 naming param */
-static void expect_refused(const char *body, const char *param)
-{
-    oai_request r;
-    oai_error err = {0};
-    int ok = parse(body, &r, &err);
-    CHECK(!ok && err.http_status == 400 && !strcmp(err.param, param));
-    if (ok || strcmp(err.param, param))
-        fprintf(stderr, "  %s: param \"%s\" (%s), want \"%s\"\n", body, err.param, err.message,
-                param);
-    if (ok) oai_request_free(&r);
 }
 
 /* Each body refused with 400 naming `param`. */

@@ -82,7 +82,7 @@ typedef struct gen_choice {
     float *logprobs;
     encore_logprob *top;
     size_t n_ids, cap_ids;
-    size_t text_offset;    /* completions logprobs: bytes of token text so far */
+    size_t text_offset;    /* completions logprobs: characters of token text so far */
     char finish_reason[16];
     char *stop_reason;
     int32_t stop_token_id; /* the stop id that ended it, else -1 (stop_reason when no string) */
@@ -147,7 +147,7 @@ static gen_job *gen__job_new(http_server *s, oai_request *req, int fd, double t_
     snprintf(j->client, sizeof j->client, "%s", client);
     http_new_id(s, j->req.kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", j->id, sizeof j->id);
     j->head = (oai_head){.kind = j->req.kind, .id = j->id, .created = (int64_t)time(NULL),
-                         .model = s->model_name};
+                         .model = s->model_name, .usage_null = j->req.include_usage};
     for (int i = 0; i < j->n; i++) {
         j->choices[i].job = j;
         j->choices[i].index = i;
@@ -663,11 +663,7 @@ static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
         ch.stop_token_id = ev->finished && c->stop_token_id >= 0 ? &c->stop_token_id : NULL;
         gen__sse(j, oai_response_chunk(&j->head, c->index, &ch));
     }
-    if (has_lp && j->req.kind == OAI_COMPLETION) {
-        char buf[256];
-        for (size_t i = 0; i < ev->n_ids; i++)
-            c->text_offset += gen__token_text(j->srv, ev->ids[i], buf, sizeof buf);
-    }
+    if (has_lp && j->req.kind == OAI_COMPLETION) c->text_offset += oai_logprobs_chars(&lp);
     c->n_content_sent = c->n_content;
     c->n_reasoning_sent = c->n_reasoning;
     c->n_text_sent = c->n_text;
@@ -902,8 +898,7 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
     size_t n_ids = 0;
     enum MHD_Result r;
     if (req->model && strcmp(req->model, s->model_name) != 0) {
-        oai_error_set(&err, 404, "model", "The model '%.200s' does not exist (this server has '%.200s').",
-                      req->model, s->model_name);
+        http_error_no_model(s, req->model, &err);
         goto refuse;
     }
     if (!tool_request_compatible(req, &err) || !gen__prompt(s, req, &ids, &n_ids, &err) ||
@@ -927,7 +922,6 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
         for (int i = 0; i < j->n && ok; i++) {
             const char *p = j->req.prompt ? j->req.prompt : "";
             ok = gen__append(&j->choices[i].text, &j->choices[i].n_text, p, strlen(p));
-            j->choices[i].text_offset = j->choices[i].n_text;
         }
     if (!ok) oai_error_set(&err, 500, NULL, "out of memory");
     if (!ok || !gen__submit(j, ids, n_ids, &err)) {

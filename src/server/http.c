@@ -1,6 +1,7 @@
 /* http.c - the libmicrohttpd daemon: binding, one thread per connection,
- * request bodies (with a size limit), the API key, routing, and the small
- * endpoints (/health, /metrics, /v1/models, /tokenize, /detokenize).
+ * request bodies (with a size limit), the API key, routing (HEAD answered
+ * as GET), and the small endpoints (/health, /metrics, /v1/models,
+ * /v1/models/{id}, /tokenize, /detokenize).
  * Completions and chat go to generation.c.
  *
  * Connections: one thread each (a handler blocks while the engine works, so
@@ -14,17 +15,19 @@
  * the headers and no data, then with each piece of the body, then once with
  * none left. The first call makes an http_conn and refuses what the headers
  * already condemn (http__refuse_early: route, method, Host, API key, the
- * Content-Type of a POST, a Content-Length over max_body_bytes), answering
- * at once without reading the body; the pieces are kept (the buffer never
+ * Content-Type of a POST, Content-Length headers that differ, a
+ * Content-Length over max_body_bytes), answering at once, with Connection:
+ * close, without reading the body; the pieces are kept (the buffer never
  * grows past max_body_bytes + 1) and the last call answers. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netdb.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "http_guard.h"
@@ -79,10 +82,10 @@ void http_new_id(http_server *s, const char *prefix, char *out, size_t cap)
 
 /* --- replies ---------------------------------------------------------------- */
 
-/* Queue `body` (malloc'd, taken) as the reply, with one more header when
- * `header` is not NULL. */
+/* Queue `body` (malloc'd, taken) as the reply, with the headers in
+ * `headers` (name, value, name, value, ..., NULL; NULL for none). */
 static enum MHD_Result http__reply(struct MHD_Connection *conn, unsigned status, const char *type,
-                                   char *body, const char *header, const char *value)
+                                   char *body, const char *const *headers)
 {
     if (!body) return MHD_NO;
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
@@ -91,7 +94,8 @@ static enum MHD_Result http__reply(struct MHD_Connection *conn, unsigned status,
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    if (header) MHD_add_response_header(r, header, value);
+    for (size_t i = 0; headers && headers[i]; i += 2)
+        MHD_add_response_header(r, headers[i], headers[i + 1]);
     enum MHD_Result ret = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return ret;
@@ -99,18 +103,41 @@ static enum MHD_Result http__reply(struct MHD_Connection *conn, unsigned status,
 
 enum MHD_Result http_reply_json(struct MHD_Connection *conn, unsigned status, char *body)
 {
-    return http__reply(conn, status, "application/json", body, NULL, NULL);
+    return http__reply(conn, status, "application/json", body, NULL);
+}
+
+/* OpenAI's error object for err: 503 and 429 with Retry-After, 401 with
+ * WWW-Authenticate, 405 with Allow: `allow` (the path's methods); `close`
+ * adds Connection: close (for a reply made before the body was read, whose
+ * bytes must not be taken for a next request). */
+static enum MHD_Result http__reply_error(http_server *s, struct MHD_Connection *conn,
+                                         const oai_error *err, const char *allow, int close)
+{
+    metrics_count_error(&s->metrics);
+    const char *headers[8];
+    size_t n = 0;
+    if (err->http_status == 503 || err->http_status == 429)
+        headers[n++] = MHD_HTTP_HEADER_RETRY_AFTER, headers[n++] = "1";
+    if (err->http_status == 401)
+        headers[n++] = MHD_HTTP_HEADER_WWW_AUTHENTICATE, headers[n++] = "Bearer";
+    if (err->http_status == 405 && allow && allow[0])
+        headers[n++] = MHD_HTTP_HEADER_ALLOW, headers[n++] = allow;
+    if (close) headers[n++] = MHD_HTTP_HEADER_CONNECTION, headers[n++] = "close";
+    headers[n] = NULL;
+    return http__reply(conn, (unsigned)err->http_status, "application/json",
+                       oai_response_error(err), headers);
 }
 
 enum MHD_Result http_reply_error(http_server *s, struct MHD_Connection *conn, const oai_error *err)
 {
-    metrics_count_error(&s->metrics);
-    int retry = err->http_status == 503 || err->http_status == 429;
-    const char *header = retry                     ? MHD_HTTP_HEADER_RETRY_AFTER
-                         : err->http_status == 401 ? MHD_HTTP_HEADER_WWW_AUTHENTICATE
-                                                   : NULL;
-    return http__reply(conn, (unsigned)err->http_status, "application/json",
-                       oai_response_error(err), header, retry ? "1" : "Bearer");
+    return http__reply_error(s, conn, err, NULL, 0);
+}
+
+void http_error_no_model(const http_server *s, const char *name, oai_error *err)
+{
+    oai_error_set(err, 404, "model",
+                  "The model '%.200s' does not exist (this server has '%.200s').", name,
+                  s->model_name);
 }
 
 void http_error_from_encore(oai_error *err, encore_status st, const char *what)
@@ -133,12 +160,12 @@ static enum MHD_Result http__health(http_server *s, struct MHD_Connection *conn)
     memset(&st, 0, sizeof st);
     if (encore_get_stats(s->engine, &st) == ENCORE_OK &&
         st.n_step_failures_in_a_row < HTTP_UNHEALTHY_STEP_FAILURES)
-        return http__reply(conn, MHD_HTTP_OK, "text/plain", calloc(1, 1), NULL, NULL);
+        return http__reply(conn, MHD_HTTP_OK, "text/plain", calloc(1, 1), NULL);
     char *body = malloc(128);
     if (body)
         snprintf(body, 128, "unhealthy: the last %lld engine steps failed\n",
                  (long long)st.n_step_failures_in_a_row);
-    return http__reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", body, NULL, NULL);
+    return http__reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", body, NULL);
 }
 
 static enum MHD_Result http__metrics(http_server *s, struct MHD_Connection *conn)
@@ -147,7 +174,7 @@ static enum MHD_Result http__metrics(http_server *s, struct MHD_Connection *conn
     memset(&st, 0, sizeof st);
     if (encore_get_stats(s->engine, &st) != ENCORE_OK) memset(&st, 0, sizeof st);
     return http__reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
-                       metrics_render(&s->metrics, &st, s->model_name), NULL, NULL);
+                       metrics_render(&s->metrics, &st, s->model_name), NULL);
 }
 
 /* --- admission ---------------------------------------------------------------- */
@@ -162,6 +189,11 @@ static int64_t http__max_per_client(const http_server *s)
 int http_admit(http_server *s, const char *client, int64_t n, int job, oai_error *err)
 {
     int64_t was = 0, max = http__max_per_client(s);
+    if (n > max || n > s->cfg.max_queue) /* never admitted, however long the client waits */
+        return oai_error_set(err, 400, "n",
+                             "'n' (%lld) is more than this server admits at once: %lld from one "
+                             "client (--max-queue-per-client), %lld in all (--max-queue)",
+                             (long long)n, (long long)max, (long long)s->cfg.max_queue);
     pthread_mutex_lock(&s->mu);
     int full = s->n_admitted + n > s->cfg.max_queue;
     int ok = !full && http_clients_add(&s->clients, client, n, max, &was);
@@ -327,7 +359,7 @@ static enum MHD_Result http__tokens(http_server *s, struct MHD_Connection *conn,
 {
     oai_error err;
     if (req->model && strcmp(req->model, s->model_name) != 0) {
-        oai_error_set(&err, 404, "model", "The model '%.200s' does not exist.", req->model);
+        http_error_no_model(s, req->model, &err);
         return http_reply_error(s, conn, &err);
     }
     if (!http_admit(s, client, 1, 0, &err)) return http_reply_error(s, conn, &err);
@@ -344,6 +376,7 @@ typedef enum http_route {
     HTTP_ROUTE_HEALTH,
     HTTP_ROUTE_METRICS,
     HTTP_ROUTE_MODELS,
+    HTTP_ROUTE_MODEL, /* /v1/models/{id} */
     HTTP_ROUTE_COMPLETIONS,
     HTTP_ROUTE_CHAT,
     HTTP_ROUTE_TOKENIZE,
@@ -352,7 +385,9 @@ typedef enum http_route {
 
 /* Every POST route takes a JSON body (http__refuse_early checks its
  * Content-Type: a browser's cross-site form or no-cors fetch cannot send
- * application/json without a preflight). */
+ * application/json without a preflight). A GET route answers HEAD too, with
+ * the same headers and no body (libmicrohttpd leaves the body out). A path
+ * ending in '/' is a prefix: what follows it is the route's argument. */
 static const struct {
     const char *path, *method;
     http_route route;
@@ -360,21 +395,35 @@ static const struct {
     {"/health", "GET", HTTP_ROUTE_HEALTH},
     {"/metrics", "GET", HTTP_ROUTE_METRICS},
     {"/v1/models", "GET", HTTP_ROUTE_MODELS},
+    {"/v1/models/", "GET", HTTP_ROUTE_MODEL},
     {"/v1/completions", "POST", HTTP_ROUTE_COMPLETIONS},
     {"/v1/chat/completions", "POST", HTTP_ROUTE_CHAT},
     {"/tokenize", "POST", HTTP_ROUTE_TOKENIZE},
     {"/detokenize", "POST", HTTP_ROUTE_DETOKENIZE},
 };
 
-/* The route of (url, method); *wrong_method when the path exists with
- * another method. */
-static http_route http__route(const char *url, const char *method, int *wrong_method)
+/* 1 when `url` is route i's path (or, for a prefix, starts with it and has
+ * more). */
+static int http__path_is(const char *url, size_t i)
 {
-    *wrong_method = 0;
+    const char *path = http_routes[i].path;
+    size_t n = strlen(path);
+    if (path[n - 1] == '/') return !strncmp(url, path, n) && url[n] != '\0';
+    return !strcmp(url, path);
+}
+
+/* The route of (url, method); when the path exists with other methods only,
+ * HTTP_ROUTE_NONE with those methods in allow[cap] ("GET, HEAD"), else
+ * allow "". */
+static http_route http__route(const char *url, const char *method, char *allow, size_t cap)
+{
+    allow[0] = '\0';
     for (size_t i = 0; i < sizeof http_routes / sizeof http_routes[0]; i++) {
-        if (strcmp(url, http_routes[i].path) != 0) continue;
-        if (!strcmp(method, http_routes[i].method)) return http_routes[i].route;
-        *wrong_method = 1;
+        if (!http__path_is(url, i)) continue;
+        const char *m = http_routes[i].method;
+        int get = !strcmp(m, "GET");
+        if (!strcmp(method, m) || (get && !strcmp(method, "HEAD"))) return http_routes[i].route;
+        snprintf(allow, cap, "%s", get ? "GET, HEAD" : m);
     }
     return HTTP_ROUTE_NONE;
 }
@@ -391,17 +440,42 @@ static int http__authorized(http_server *s, struct MHD_Connection *conn, http_ro
     return http_guard_bearer(http__header(conn, MHD_HTTP_HEADER_AUTHORIZATION), s->api_key);
 }
 
+/* The Content-Length headers of a request: the first, and one that differs
+ * from it (two lengths are a request that a proxy in front may frame
+ * otherwise than this server: request smuggling). */
+typedef struct http__lengths {
+    const char *first, *other;
+    int differ;
+} http__lengths;
+
+static enum MHD_Result http__each_length(void *cls, enum MHD_ValueKind kind, const char *key,
+                                         const char *value)
+{
+    http__lengths *l = cls;
+    (void)kind;
+    if (!key || !value || strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0) return MHD_YES;
+    if (!l->first) {
+        l->first = value;
+    } else if (strcmp(l->first, value) != 0 && !l->differ) {
+        l->other = value;
+        l->differ = 1;
+    }
+    return MHD_YES;
+}
+
 /* On the first call, with the headers only: 1 with err filled when the
  * request is refused whatever its body (unknown route 404, wrong method 405,
  * a Host not answered 421, no API key 401, a POST not of application/json
- * 415, a Content-Length over the limit 413); else 0 with hc->route set. */
+ * 415, Content-Length headers that differ 400, a Content-Length over the
+ * limit 413; a 405 has the path's methods in allow[allow_cap]); else 0 with
+ * hc->route set. */
 static int http__refuse_early(http_server *s, struct MHD_Connection *conn, const char *url,
-                              const char *method, http_conn *hc, oai_error *err)
+                              const char *method, http_conn *hc, oai_error *err, char *allow,
+                              size_t allow_cap)
 {
-    int wrong_method;
-    http_route route = http__route(url, method, &wrong_method);
+    http_route route = http__route(url, method, allow, allow_cap);
     if (route == HTTP_ROUTE_NONE) {
-        if (wrong_method)
+        if (allow[0])
             oai_error_set(err, 405, NULL, "method %.20s is not allowed on %.200s", method, url);
         else
             oai_error_set(err, 404, NULL, "no route %.20s %.200s", method, url);
@@ -424,7 +498,16 @@ static int http__refuse_early(http_server *s, struct MHD_Connection *conn, const
                       url, type ? type : "(none)");
         return 1;
     }
-    const char *cl = http__header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    http__lengths lengths = {0};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, http__each_length, &lengths);
+    if (lengths.differ) {
+        oai_error_set(err, 400, NULL,
+                      "the request has Content-Length headers with different values ('%.30s', "
+                      "'%.30s')",
+                      lengths.first, lengths.other);
+        return 1;
+    }
+    const char *cl = lengths.first;
     if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body_bytes) {
         oai_error_set(err, 413, NULL, "the request body (%.30s bytes) is larger than %zu bytes", cl,
                       s->cfg.max_body_bytes);
@@ -434,8 +517,21 @@ static int http__refuse_early(http_server *s, struct MHD_Connection *conn, const
     return 0;
 }
 
+/* GET /v1/models/{id}: the model, or OpenAI's 404 for another id. */
+static enum MHD_Result http__model(http_server *s, struct MHD_Connection *conn, const char *url)
+{
+    const char *id = url + strlen("/v1/models/");
+    if (!strcmp(id, s->model_name))
+        return http_reply_json(conn, MHD_HTTP_OK,
+                               oai_response_model(s->model_name, s->created, s->max_model_len));
+    oai_error err;
+    http_error_no_model(s, id, &err);
+    return http_reply_error(s, conn, &err);
+}
+
 /* On the last call, with the whole body in hc. */
-static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *conn, http_conn *hc)
+static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *conn, http_conn *hc,
+                                      const char *url)
 {
     oai_error err;
     http_route route = (http_route)hc->route;
@@ -452,6 +548,8 @@ static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *con
     case HTTP_ROUTE_MODELS:
         return http_reply_json(conn, MHD_HTTP_OK,
                                oai_response_models(s->model_name, s->created, s->max_model_len));
+    case HTTP_ROUTE_MODEL:
+        return http__model(s, conn, url);
     default:
         break;
     }
@@ -521,9 +619,11 @@ static enum MHD_Result http__handle(void *cls, struct MHD_Connection *conn, cons
         hc->t_arrival = http_now();
         *con_cls = hc;
         oai_error err;
-        if (!http__refuse_early(s, conn, url, method, hc, &err)) return MHD_YES;
+        char allow[32];
+        if (!http__refuse_early(s, conn, url, method, hc, &err, allow, sizeof allow))
+            return MHD_YES;
         hc->answered = 1;
-        return http_reply_error(s, conn, &err);
+        return http__reply_error(s, conn, &err, allow, 1); /* the body is not read: close */
     }
     if (*upload_data_size) {
         size_t n = *upload_data_size;
@@ -534,7 +634,7 @@ static enum MHD_Result http__handle(void *cls, struct MHD_Connection *conn, cons
     if (hc->answered) return MHD_YES;
     hc->answered = 1;
     http_deadline_reading(s->deadline, http__watch(conn), 0); /* the request is in */
-    return http__dispatch(s, conn, hc);
+    return http__dispatch(s, conn, hc, url);
 }
 
 static void http__completed(void *cls, struct MHD_Connection *conn, void **con_cls,

@@ -8,9 +8,10 @@
  * map of token ids (as strings) to biases. */
 #include "openai_request.h"
 
-#include <cjson/cJSON.h>
-#include "json_nul.h"
+#include "json_check.h"
+#include "json_span.h"
 #include "tool_request.h"
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -375,7 +376,6 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
 {
     encore_sampling *s = &r->sampling;
     const cJSON *v;
-    int64_t seed = 0;
     if (!oai__int(obj, "max_tokens", INT64_MIN, INT64_MAX, &r->max_tokens, err)) return 0;
     if (r->kind == OAI_CHAT &&
         !oai__int(obj, "max_completion_tokens", INT64_MIN, INT64_MAX, &r->max_tokens, err))
@@ -399,7 +399,6 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         !oai__num(obj, "presence_penalty", -2, 2, &s->presence_penalty, err) ||
         !oai__num(obj, "frequency_penalty", -2, 2, &s->frequency_penalty, err) ||
         !oai__int(obj, "min_tokens", 0, (int64_t)1 << 30, &s->min_tokens, err) ||
-        !oai__int(obj, "seed", INT64_MIN, INT64_MAX, &seed, err) ||
         !oai__bool(obj, "ignore_eos", &s->ignore_eos, err) ||
         !oai__bool(obj, "skip_special_tokens", &s->skip_special_tokens, err) ||
         !oai__int32(obj, "n", 1, OAI_MAX_N, &r->n, err) || !oai__stop(obj, r, err))
@@ -415,8 +414,6 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         return oai_error_set(err, 400, "min_tokens",
                              "'min_tokens' (%lld) must not exceed max_tokens (%lld)",
                              (long long)s->min_tokens, (long long)r->max_tokens);
-    r->seed_given = oai__present(obj, "seed", &v);
-    s->seed = (uint64_t)seed;
     if (oai__present(obj, "stop_token_ids", &v)) {
         if (!cJSON_IsArray(v))
             return oai_error_set(err, 400, "stop_token_ids", "'stop_token_ids' must be an array");
@@ -438,6 +435,57 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
     }
     s->logprobs = r->logprobs;
     s->top_logprobs = r->top_logprobs;
+    return 1;
+}
+
+/* 1 when text[0..n) is an integer written as JSON writes one: -?[0-9]+ */
+static int oai__integer_text(const char *text, size_t n)
+{
+    size_t i = n && text[0] == '-';
+    if (i == n) return 0;
+    for (; i < n; i++)
+        if (text[i] < '0' || text[i] > '9') return 0;
+    return 1;
+}
+
+/* text[0..n), an integer_text, as an int64_t into *out; 0 with err
+ * filled (naming `name`) when it is out of range. */
+static int oai__int_text(const char *text, size_t n, const char *name, int64_t *out, oai_error *err)
+{
+    char digits[32];
+    long long x = 0;
+    errno = 0;
+    if (n < sizeof digits) {
+        memcpy(digits, text, n);
+        digits[n] = '\0';
+        x = strtoll(digits, NULL, 10);
+    }
+    if (n >= sizeof digits || errno == ERANGE)
+        return oai_error_set(err, 400, name, "'%s' must be in [%lld, %lld], got %.*s", name,
+                             (long long)INT64_MIN, (long long)INT64_MAX, n < 40 ? (int)n : 40,
+                             text);
+    *out = (int64_t)x;
+    return 1;
+}
+
+/* "seed", read exactly: cJSON keeps a number as a double, which holds
+ * integers exactly only up to 2^53, so an integer written as one is read
+ * from the body's text (any int64_t); one written otherwise (1e3, 5.0) must
+ * lie within (-2^53, 2^53), where the double is exact. */
+static int oai__seed(const cJSON *obj, const char *body, size_t len, oai_request *r, oai_error *err)
+{
+    const cJSON *v;
+    size_t begin = 0, end = 0;
+    if (!oai__present(obj, "seed", &v)) return 1;
+    int64_t seed = 0;
+    int literal = cJSON_IsNumber(v) && json_span_member(body, len, "seed", &begin, &end) &&
+                  oai__integer_text(body + begin, end - begin);
+    const int64_t exact = ((int64_t)1 << 53) - 1;
+    if (literal ? !oai__int_text(body + begin, end - begin, "seed", &seed, err)
+                : !oai__int_value(v, "seed", -exact, exact, &seed, err))
+        return 0;
+    r->seed_given = 1;
+    r->sampling.seed = (uint64_t)seed;
     return 1;
 }
 
@@ -474,6 +522,16 @@ static int oai__template_kwargs(const cJSON *obj, oai_request *r, oai_error *err
 
 /* --- the request --------------------------------------------------------------- */
 
+/* echo with logprobs asks for the prompt's tokens' log-probabilities too,
+ * which the engine does not compute: refused rather than half answered. */
+static int oai__echo_logprobs(const oai_request *r, oai_error *err)
+{
+    if (!r->echo || !r->logprobs) return 1;
+    return oai_error_set(err, 400, "echo",
+                         "'echo' together with 'logprobs' is not supported: encore does not "
+                         "compute the log-probabilities of the prompt's tokens; drop one of them");
+}
+
 static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
 {
     if (!oai__string(obj, "model", &r->model, err)) return 0;
@@ -481,7 +539,7 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
     case OAI_COMPLETION:
         return oai__prompt(obj, r, 1, err) && oai__bool(obj, "echo", &r->echo, err) &&
                oai__stream(obj, r, err) && oai__sampling(obj, r, err) &&
-               oai_structured_parse(obj, &r->structured, err);
+               oai__echo_logprobs(r, err) && oai_structured_parse(obj, &r->structured, err);
     case OAI_CHAT:
         return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err) &&
                tool_request_parse(obj, r, err) && oai__stream(obj, r, err) &&
@@ -505,18 +563,46 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
     return oai_error_set(err, 500, NULL, "unknown request kind");
 }
 
-/* The body is an object, and none of its strings holds U+0000 (which
- * cJSON's NUL-terminated strings would cut short, silently). */
+/* The body is an object, none of its strings holds U+0000 (which cJSON's
+ * NUL-terminated strings would cut short, silently) and no object in it has
+ * a key twice (cJSON's lookups would see the first only; Python's json the
+ * last). */
 static int oai__check_root(const char *body, size_t len, const cJSON *root, oai_error *err)
 {
     if (!cJSON_IsObject(root))
         return oai_error_set(err, 400, NULL, "the request body must be a JSON object");
     char path[sizeof err->param];
-    if (json_nul_find(body, len, root, path, sizeof path))
+    if (json_check_nul(body, len, root, path, sizeof path))
         return oai_error_set(err, 400, path,
                              "'%s' holds U+0000 (a NUL character), which encore does not accept "
                              "in a string", path);
+    int twice = json_check_dup(root, path, sizeof path);
+    if (twice < 0) return oai__oom(err);
+    if (twice) return oai_error_set(err, 400, path, "'%s' is given twice in its object", path);
     return 1;
+}
+
+/* cJSON's parse of body[0..len), which must be one JSON value with nothing
+ * but whitespace after it; NULL with err filled when it is not. */
+static cJSON *oai__parse_json(const char *body, size_t len, oai_error *err)
+{
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        size_t off = at && at >= body && at <= body + len ? (size_t)(at - body) : 0;
+        oai_error_set(err, 400, NULL, "the request body is not valid JSON (near byte %zu)", off);
+        return NULL;
+    }
+    size_t off = end && end >= body && end <= body + len ? (size_t)(end - body) : len;
+    while (off < len && (body[off] == ' ' || body[off] == '\t' || body[off] == '\r' ||
+                         body[off] == '\n')) /* JSON's whitespace */
+        off++;
+    if (off == len) return root;
+    cJSON_Delete(root);
+    oai_error_set(err, 400, NULL,
+                  "the request body is not valid JSON: more follows the object at byte %zu", off);
+    return NULL;
 }
 
 int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *out, oai_error *err)
@@ -534,14 +620,11 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *
     out->sampling.skip_special_tokens = 1;
     if (!oai_utf8_valid(body, len))
         return oai_error_set(err, 400, NULL, "the request body is not valid UTF-8");
-    cJSON *root = cJSON_ParseWithLength(body, len);
-    if (!root) {
-        const char *at = cJSON_GetErrorPtr();
-        size_t off = at && at >= body && at <= body + len ? (size_t)(at - body) : 0;
-        return oai_error_set(err, 400, NULL, "the request body is not valid JSON (near byte %zu)",
-                             off);
-    }
+    cJSON *root = oai__parse_json(body, len, err);
+    if (!root) return 0;
+    int generation = kind == OAI_COMPLETION || kind == OAI_CHAT;
     int ok = oai__check_root(body, len, root, err) && oai__parse_fields(root, out, err) &&
+             (!generation || oai__seed(root, body, len, out, err)) &&
              tool_request_keep_text(body, len, out, err);
     cJSON_Delete(root);
     if (!ok) oai_request_free(out);

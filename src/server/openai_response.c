@@ -11,10 +11,11 @@
  *                  "finish_reason","stop_reason"}],"usage"}
  *   chat chunk    {"object":"chat.completion.chunk",...,"choices":[{"index",
  *                  "delta":{"role"?,"content"?,"reasoning_content"?,"tool_calls"?},"logprobs",
- *                  "finish_reason"}]}
- *   logprobs      completions: {"tokens","token_logprobs","top_logprobs":[{text:
- * lp}],"text_offset"} chat:
- * {"content":[{"token","logprob","bytes","top_logprobs":[{"token","logprob","bytes"}]}]}
+ *                  "finish_reason"}],"usage"?:null}
+ *   logprobs      completions: {"tokens","token_logprobs","top_logprobs":[{text: lp}],
+ *                  "text_offset"} (offsets in characters, as Python's len counts them)
+ *                 chat: {"content":[{"token","logprob","bytes",
+ *                  "top_logprobs":[{"token","logprob","bytes"}]}]}
  */
 #include "openai_response.h"
 
@@ -62,6 +63,27 @@ static void oai__token(const oai_logprobs *lp, int32_t id, oai_token *t)
     t->n_raw = lp->token_text(lp->user, id, t->raw, sizeof t->raw);
     if (t->n_raw > sizeof t->raw) t->n_raw = sizeof t->raw;
     oai_utf8_sanitize(t->raw, t->n_raw, t->text, sizeof t->text);
+}
+
+/* The characters (code points) of UTF-8 text: what Python's len() counts,
+ * and so OpenAI's and vLLM's text_offset. */
+static size_t oai__chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+size_t oai_logprobs_chars(const oai_logprobs *lp)
+{
+    oai_token t;
+    size_t n = 0;
+    for (size_t i = 0; i < lp->n; i++) {
+        oai__token(lp, lp->ids[i], &t);
+        n += oai__chars(t.text);
+    }
+    return n;
 }
 
 static const encore_logprob *oai__alt(const oai_logprobs *lp, size_t i, int k)
@@ -142,7 +164,7 @@ static void oai__logprobs_completion(json_out *w, const oai_logprobs *lp, oai_to
     for (size_t i = 0; i < lp->n && !w->oom; i++) {
         json_out_number(w, (double)offset);
         oai__token(lp, lp->ids[i], t);
-        offset += t->n_raw;
+        offset += oai__chars(t->text);
     }
     json_out_end_array(w);
     json_out_end_object(w);
@@ -296,6 +318,10 @@ char *oai_response_chunk(const oai_head *h, int index, const oai_choice *c)
     json_out_begin_array(&w);
     oai__choice(&w, h->kind, index, c, 1);
     json_out_end_array(&w);
+    if (h->usage_null) {
+        json_out_key(&w, "usage");
+        json_out_null(&w);
+    }
     json_out_end_object(&w);
     return json_out_finish(&w);
 }
@@ -338,6 +364,19 @@ char *oai_response_error(const oai_error *err)
     return json_out_finish(&w);
 }
 
+/* One entry of GET /v1/models, also GET /v1/models/{id}'s reply. */
+static void oai__model(json_out *w, const char *name, int64_t created, int64_t max_model_len)
+{
+    json_out_begin_object(w);
+    oai__member_string(w, "id", name);
+    oai__member_string(w, "object", "model");
+    oai__member_number(w, "created", (double)created);
+    oai__member_string(w, "owned_by", "encore");
+    oai__member_string(w, "root", name);
+    oai__member_number(w, "max_model_len", (double)max_model_len);
+    json_out_end_object(w);
+}
+
 char *oai_response_models(const char *name, int64_t created, int64_t max_model_len)
 {
     json_out w;
@@ -346,15 +385,16 @@ char *oai_response_models(const char *name, int64_t created, int64_t max_model_l
     oai__member_string(&w, "object", "list");
     json_out_key(&w, "data");
     json_out_begin_array(&w);
-    json_out_begin_object(&w);
-    oai__member_string(&w, "id", name);
-    oai__member_string(&w, "object", "model");
-    oai__member_number(&w, "created", (double)created);
-    oai__member_string(&w, "owned_by", "encore");
-    oai__member_string(&w, "root", name);
-    oai__member_number(&w, "max_model_len", (double)max_model_len);
-    json_out_end_object(&w);
+    oai__model(&w, name, created, max_model_len);
     json_out_end_array(&w);
     json_out_end_object(&w);
+    return json_out_finish(&w);
+}
+
+char *oai_response_model(const char *name, int64_t created, int64_t max_model_len)
+{
+    json_out w;
+    json_out_init(&w);
+    oai__model(&w, name, created, max_model_len);
     return json_out_finish(&w);
 }

@@ -1,7 +1,8 @@
 /* openai_response.h - the JSON the server sends: OpenAI's completion, chat
- * completion and streaming chunk objects, usage, logprobs, the model list and
- * the error object (with a chat reply's "tool_calls"). Every function returns a malloc'd NUL-terminated string
- * (the caller frees it with free) or NULL when out of memory. */
+ * completion and streaming chunk objects, usage, logprobs, the model list, the
+ * model and the error object (with a chat reply's "tool_calls"). Every
+ * function returns a malloc'd NUL-terminated string (the caller frees it
+ * with free) or NULL when out of memory. */
 #ifndef ENC_SERVER_OPENAI_RESPONSE_H
 #define ENC_SERVER_OPENAI_RESPONSE_H
 
@@ -17,6 +18,8 @@ typedef struct oai_head {
     const char *id;    /* "cmpl-..." or "chatcmpl-..." */
     int64_t created;   /* Unix seconds */
     const char *model;
+    int usage_null;    /* chunks: "usage": null (stream_options.include_usage, as OpenAI's
+                        * chunks before the last one that carries the usage) */
 } oai_head;
 
 typedef struct oai_usage {
@@ -34,7 +37,8 @@ typedef struct oai_logprobs {
     const encore_logprob *top; /* [n * n_top] */
     size_t n;
     int n_top;
-    size_t text_offset;        /* completions: where the first token's text starts */
+    size_t text_offset;        /* completions: where the first token's text starts, in
+                                * characters (code points) of the choice's text */
     oai_token_text_fn token_text;
     void *user;
 } oai_logprobs;
@@ -61,6 +65,10 @@ typedef struct oai_choice {
     size_t n_tool_calls;
 } oai_choice;
 
+/* The characters (code points) of lp's tokens as "tokens" shows them (bytes
+ * that are no whole character count one U+FFFD each): the next text_offset. */
+size_t oai_logprobs_chars(const oai_logprobs *lp);
+
 /* A whole response: choices[0..n) and usage. */
 char *oai_response_body(const oai_head *h, const oai_choice *choices, int n, const oai_usage *u);
 /* One streaming chunk of one choice ("text_completion" or "chat.completion.chunk"). */
@@ -74,6 +82,8 @@ char *oai_response_usage_chunk(const oai_head *h, const oai_usage *u);
 char *oai_response_error(const oai_error *err);
 /* GET /v1/models */
 char *oai_response_models(const char *name, int64_t created, int64_t max_model_len);
+/* GET /v1/models/{id}: the model object alone */
+char *oai_response_model(const char *name, int64_t created, int64_t max_model_len);
 
 /* Copy s[0..len) into out[cap] (NUL-terminated) with every byte that is not
  * part of well-formed UTF-8 replaced by U+FFFD; returns the length written. */

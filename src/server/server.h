@@ -40,9 +40,10 @@ typedef struct http_server_config {
                                       its previous request), however they trickle (default 15) */
     int timeout_s;                 /* a connection silent this long is closed (default 120);
                                       a stream still waiting sends SSE keep-alive comments */
-    int plain_content;             /* chat: the messages' text is tokenized with special-token
-                                      matching off (encore_chat_tokenize); 0 (default): a
-                                      "<|im_start|>" in it is the special token */
+    int plain_content;             /* chat: the messages' and the tools' text is tokenized
+                                      with special-token matching off (encore_chat_tokenize);
+                                      0 (default): a "<|im_start|>" in it is the special
+                                      token */
     const char *allowed_hosts;     /* comma-separated Host names accepted besides localhost,
                                       127.0.0.1 and ::1 ("*": any); NULL: none. The Host header
                                       is checked when bound to a loopback address or when set */

@@ -45,7 +45,8 @@ enum MHD_Result http_reply_error(http_server *s, struct MHD_Connection *conn, co
 /* Admit n generation requests (choices) and `job` (0 or 1) jobs of
  * `client` (http_client_id) against --max-queue and --max-queue-per-client:
  * 1, or 0 with err filled (503 when the queue is full, 429 when the
- * client's share is). http_admit_release gives them back. */
+ * client's share is, 400 naming 'n' when n is more than either holds).
+ * http_admit_release gives them back. */
 int http_admit(http_server *s, const char *client, int64_t n, int job, oai_error *err);
 void http_admit_release(http_server *s, const char *client, int64_t n, int job);
 /* The client a request counts against: "api-key" when the server has one
@@ -53,6 +54,8 @@ void http_admit_release(http_server *s, const char *client, int64_t n, int job);
 void http_client_id(const http_server *s, struct MHD_Connection *conn,
                     char out[HTTP_CLIENT_ID_MAX]);
 
+/* OpenAI's 404 for a model `name` this server does not have. */
+void http_error_no_model(const http_server *s, const char *name, oai_error *err);
 /* The error for a failed encore call: 400 for bad input, 500 otherwise. */
 void http_error_from_encore(oai_error *err, encore_status st, const char *what);
 

@@ -67,7 +67,7 @@ static enc_status chat__put(chat__out *out, const char *s)
 }
 
 /* A string of the caller's (a content, reasoning, a tool call's name or
- * arguments): appended, and its span kept when asked. */
+ * arguments, the tool definitions): appended, and its span kept when asked. */
 static enc_status chat__puts(chat__out *out, chat__str s)
 {
     size_t at = out->b.len;
@@ -152,7 +152,8 @@ static enc_status chat__qwen3_head(const chat_message *m, const char *tools_json
             s = chat__put(out, "# Tools\n\nYou may call one or more functions to assist with "
                           "the user query.\n\nYou are provided with function signatures "
                           "within <tools></tools> XML tags:\n<tools>");
-        if (s == ENC_OK) s = tok__bytes_append(&out->b, tools.data, tools.len);
+        if (s == ENC_OK) /* the caller's text too: plain_content covers it */
+            s = chat__puts(out, (chat__str){tools.data, tools.len});
         if (s == ENC_OK)
             s = chat__put(out, "\n</tools>\n\nFor each function call, return a json object "
                           "with function name and arguments within <tool_call></tool_call> "

@@ -64,8 +64,8 @@ enc_status chat_template_render(const tokenizer *t, const chat_message *msgs,
 /* The same, also giving where the caller's strings went in *out: *spans
  * (malloc'd, caller frees; not NULL on success) holds *n_spans byte ranges
  * [begin, end), ascending, one per stretch of message content, reasoning,
- * tool-call name or arguments (adjacent ones merged), for
- * tokenizer_encode_plain. */
+ * tool-call name or arguments, or tool definitions (adjacent ones merged),
+ * for tokenizer_encode_plain. */
 enc_status chat_template_render_spans(const tokenizer *t, const chat_message *msgs,
                                       size_t n, const chat_template_opts *opts,
                                       char **out, size_t **spans, size_t *n_spans);
