@@ -101,6 +101,10 @@ typedef struct encore_sampling {
                                 * this many tokens */
     int logprobs;              /* nonzero: report each token's log-probability */
     int top_logprobs;          /* and this many alternatives (0..20) */
+    int prompt_logprobs;       /* nonzero (with logprobs): also each prompt token's, given
+                                * the tokens before it (the first has none), delivered with
+                                * the first callback (encore_output.prompt_*); the request
+                                * then skips the prefix cache */
     const char *const *stop;   /* [n_stop] non-empty stop strings, matched on the output text
                                 * across token boundaries; the match is not emitted (copied;
                                 * needs the tokenizer) */
@@ -161,6 +165,14 @@ typedef struct encore_output {
                                  * and temperature) */
     const encore_logprob *top;  /* [n_ids * n_top] alternatives, most likely first */
     int n_top;
+    /* With sampling.prompt_logprobs, in the first call only (else NULL, 0):
+     * the prompt's ids and their log-probabilities (prompt_logprobs[0] is
+     * NAN: nothing comes before it) and alternatives (n_top per token;
+     * the first token's are id -1) */
+    const int32_t *prompt_ids;
+    const float *prompt_logprobs;
+    const encore_logprob *prompt_top;
+    size_t n_prompt_logprobs;
     const char *text;           /* text new since the last call: whole UTF-8 characters;
                                  * text that may begin a stop string is held back */
     size_t text_len;

@@ -222,11 +222,15 @@ static void test_completion_request(void)
     refused("{\"prompt\":\"x\",\"ignore_eos\":1}", OAI_COMPLETION, "ignore_eos", "boolean");
     refused("{\"prompt\":\"x\",\"logprobs\":true}", OAI_COMPLETION, "logprobs", "integer");
     refused("{\"prompt\":\"x\",\"logprobs\":21}", OAI_COMPLETION, "logprobs", "[0, 20]");
-    /* echo would need the prompt's logprobs, which the engine does not compute */
-    refused("{\"prompt\":\"x\",\"echo\":true,\"logprobs\":0}", OAI_COMPLETION, "echo",
-            "not supported");
+    /* echo with logprobs asks for the prompt's logprobs too; without, not */
+    CHECK(parse("{\"prompt\":\"x\",\"echo\":true,\"logprobs\":0}", OAI_COMPLETION, &r, &err));
+    CHECK(r.echo && r.logprobs && r.sampling.prompt_logprobs);
+    oai_request_free(&r);
     CHECK(parse("{\"prompt\":\"x\",\"echo\":true,\"logprobs\":null}", OAI_COMPLETION, &r, &err));
-    CHECK(r.echo && !r.logprobs);
+    CHECK(r.echo && !r.logprobs && !r.sampling.prompt_logprobs);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"logprobs\":1}", OAI_COMPLETION, &r, &err));
+    CHECK(!r.sampling.prompt_logprobs);
     oai_request_free(&r);
     refused("{\"prompt\":\"x\",\"min_tokens\":5,\"max_tokens\":4}", OAI_COMPLETION, "min_tokens", "exceed");
     refused("{\"prompt\":\"x\",\"stream_options\":{}}", OAI_COMPLETION, "stream_options", "stream");

@@ -24,6 +24,14 @@
 
 typedef struct api_request api_request;
 
+/* Logprobs as a callback hands them out, grown as needed. */
+typedef struct api_logprobs_buf {
+    int32_t *ids;        /* [cap] */
+    float *lp;           /* [cap] */
+    encore_logprob *top; /* [cap * ENGINE_MAX_TOP_LOGPROBS] */
+    size_t cap;
+} api_logprobs_buf;
+
 struct encore_engine {
     engine *eng;
     tokenizer *tok;         /* NULL: the model directory has no tokenizer.json */
@@ -53,9 +61,8 @@ struct encore_engine {
     int64_t n_step_failures, n_step_failures_in_a_row;
     int64_t n_fault_steps;      /* ENCORE_FAULT_STEPS: steps still to fail on purpose (tests) */
     int64_t step_delay_ms;      /* ENCORE_STEP_DELAY_MS: sleep before each step (tests), <= 60000 */
-    float *lp;                  /* [cap_lp] logprobs of one callback */
-    encore_logprob *lp_top;     /* [cap_lp * ENGINE_MAX_TOP_LOGPROBS] their alternatives */
-    size_t cap_lp;
+    api_logprobs_buf lp;        /* the logprobs of one callback's ids */
+    api_logprobs_buf prompt_lp; /* and of its prompt (the first callback's) */
 };
 
 /* serve.c: set up and tear down the serving state (mutexes, the thread). */

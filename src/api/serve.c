@@ -159,6 +159,7 @@ static enc_status serve__request_create(encore_engine *e, const encore_request *
                     .n_logit_bias = (int)sp->n_logit_bias,
                 },
             .ignore_eos = sp->ignore_eos != 0,
+            .prompt_logprobs = sp->logprobs && sp->prompt_logprobs,
             .stop_ids = q->stop_ids,
             .n_stop_ids = (int)sp->n_stop_token_ids,
         };
@@ -252,48 +253,73 @@ encore_status encore_get_stats(encore_engine *e, encore_stats *out)
 
 /* --- the engine thread --------------------------------------------------------- */
 
-/* Room for the logprobs of n ids in the engine thread's buffers. */
-static bool serve__reserve_logprobs(encore_engine *e, size_t n)
+/* Room for the logprobs of n ids in b. */
+static bool serve__reserve_logprobs(api_logprobs_buf *b, size_t n)
 {
-    if (n <= e->cap_lp) return true;
-    size_t cap = n > 2 * e->cap_lp ? n : 2 * e->cap_lp;
-    float *lp = realloc(e->lp, cap * sizeof *lp);
-    if (lp) e->lp = lp;
-    encore_logprob *top = realloc(e->lp_top, cap * ENGINE_MAX_TOP_LOGPROBS * sizeof *top);
-    if (top) e->lp_top = top;
-    if (!lp || !top) return false;
-    e->cap_lp = cap;
+    if (n <= b->cap) return true;
+    size_t cap = n > 2 * b->cap ? n : 2 * b->cap;
+    int32_t *ids = realloc(b->ids, cap * sizeof *ids);
+    if (ids) b->ids = ids;
+    float *lp = realloc(b->lp, cap * sizeof *lp);
+    if (lp) b->lp = lp;
+    encore_logprob *top = realloc(b->top, cap * ENGINE_MAX_TOP_LOGPROBS * sizeof *top);
+    if (top) b->top = top;
+    if (!ids || !lp || !top) return false;
+    b->cap = cap;
+    return true;
+}
+
+static void serve__free_logprobs(api_logprobs_buf *b)
+{
+    free(b->ids);
+    free(b->lp);
+    free(b->top);
+}
+
+/* The engine's records t[0..n) into b, n_top alternatives each (id -1 past
+ * a record's own); false (logged) when memory for them ran out. */
+static bool serve__copy_logprobs(api_logprobs_buf *b, const engine_token_logprob *t, size_t n,
+                                 int n_top, int64_t request_id)
+{
+    if (!serve__reserve_logprobs(b, n)) {
+        enc_log_warn("serve: no memory for the logprobs of request %lld", (long long)request_id);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        b->ids[i] = t[i].id;
+        b->lp[i] = t[i].logprob;
+        for (int j = 0; j < n_top; j++)
+            b->top[i * (size_t)n_top + (size_t)j] = (encore_logprob){
+                .id = j < t[i].n_top ? t[i].top_ids[j] : -1,
+                .logprob = j < t[i].n_top ? t[i].top_logprobs[j] : -INFINITY,
+            };
+    }
     return true;
 }
 
 /* The log-probabilities of r's ids [from, from + n) when it asked for them
- * (NULL otherwise, or if memory for them ran out: logged). */
+ * (NULL otherwise, or if memory for them ran out: logged); with its
+ * prompt's, in its first call, when it asked for those. */
 static void serve__logprobs(encore_engine *e, const api_request *r, int64_t from, size_t n, encore_output *o)
 {
-    o->logprobs = NULL;
-    o->top = NULL;
-    o->n_top = 0;
     const engine_token_logprob *lp;
     int64_t n_lp;
-    if (!r->params.sampling.logprobs || n == 0) return;
-    if (engine_request_logprobs(e->eng, r->engine_id, &lp, &n_lp) != ENC_OK || from + (int64_t)n > n_lp) return;
-    if (!serve__reserve_logprobs(e, n)) {
-        enc_log_warn("serve: no memory for the logprobs of request %lld", (long long)r->id);
-        return;
-    }
     int n_top = r->params.sampling.top_logprobs;
-    for (size_t i = 0; i < n; i++) {
-        const engine_token_logprob *t = &lp[from + (int64_t)i];
-        e->lp[i] = t->logprob;
-        for (int j = 0; j < n_top; j++)
-            e->lp_top[i * (size_t)n_top + (size_t)j] = (encore_logprob){
-                .id = j < t->n_top ? t->top_ids[j] : -1,
-                .logprob = j < t->n_top ? t->top_logprobs[j] : -INFINITY,
-            };
+    if (r->params.sampling.logprobs && n &&
+        engine_request_logprobs(e->eng, r->engine_id, &lp, &n_lp) == ENC_OK &&
+        from + (int64_t)n <= n_lp && serve__copy_logprobs(&e->lp, lp + from, n, n_top, r->id)) {
+        o->logprobs = e->lp.lp;
+        o->top = n_top ? e->lp.top : NULL;
+        o->n_top = n_top;
     }
-    o->logprobs = e->lp;
-    o->top = n_top ? e->lp_top : NULL;
-    o->n_top = n_top;
+    if (!r->params.prompt_logprobs || from != 0 || !n) return;
+    if (engine_request_prompt_logprobs(e->eng, r->engine_id, &lp, &n_lp) == ENC_OK && n_lp &&
+        serve__copy_logprobs(&e->prompt_lp, lp, (size_t)n_lp, n_top, r->id)) {
+        o->prompt_ids = e->prompt_lp.ids;
+        o->prompt_logprobs = e->prompt_lp.lp;
+        o->prompt_top = n_top ? e->prompt_lp.top : NULL;
+        o->n_prompt_logprobs = (size_t)n_lp;
+    }
 }
 
 /* r's callback with ids[0..n) (its ids from n_seen - n on) and the text
@@ -540,8 +566,8 @@ void serve_shutdown(encore_engine *e)
     if (join) pthread_join(e->thread, NULL); /* it aborts every request on its way out */
     free(e->cancels);
     free(e->cancels_taken);
-    free(e->lp);
-    free(e->lp_top);
+    serve__free_logprobs(&e->lp);
+    serve__free_logprobs(&e->prompt_lp);
     pthread_cond_destroy(&e->wake);
     pthread_mutex_destroy(&e->tok_mu);
     pthread_mutex_destroy(&e->mu);

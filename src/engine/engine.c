@@ -176,12 +176,22 @@ static void engine__drop_constraint(engine_seq *s)
     s->allowed = NULL;
 }
 
+/* The records of prompt[0..n): the first (no token before it) holds its id
+ * and a NAN logprob; the others are filled as the prompt is computed. */
+static engine_token_logprob *engine__prompt_lps_new(const int32_t *prompt, int64_t n)
+{
+    engine_token_logprob *lp = calloc((size_t)(n ? n : 1), sizeof *lp);
+    if (lp) lp[0] = (engine_token_logprob){.id = n ? prompt[0] : -1, .logprob = NAN};
+    return lp;
+}
+
 static void engine__seq_free(engine_seq *s)
 {
     engine__drop_constraint(s);
     kv_block_table_free(&s->table);
     free(s->tokens);
     free(s->logprobs);
+    free(s->prompt_lps);
     free(s->logit_bias);
     free(s);
 }
@@ -316,12 +326,13 @@ enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t
     if (!s) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "request");
     s->tokens = malloc((size_t)(p->n_prompt + p->max_tokens) * sizeof *s->tokens);
     if (p->sampling.logprobs) s->logprobs = malloc((size_t)p->max_tokens * sizeof *s->logprobs);
+    if (p->prompt_logprobs) s->prompt_lps = engine__prompt_lps_new(p->prompt_ids, p->n_prompt);
     size_t mask_bytes = (size_t)GRAPH_SAMPLE_MASK_WORDS(e->model->cfg.vocab_size) * sizeof *s->allowed;
     if (p->constraint) s->allowed = malloc(mask_bytes);
     int n_bias = p->sampling.n_logit_bias;
     if (n_bias) s->logit_bias = malloc((size_t)n_bias * sizeof *s->logit_bias);
     if (!s->tokens || (p->sampling.logprobs && !s->logprobs) || (p->constraint && !s->allowed) ||
-        (n_bias && !s->logit_bias) ||
+        (p->prompt_logprobs && !s->prompt_lps) || (n_bias && !s->logit_bias) ||
         kv_block_table_init(&s->table, (int32_t)e->max_blocks_per_seq) != ENC_OK) {
         engine__seq_free(s);
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "request of %lld tokens", (long long)p->n_prompt);
@@ -336,7 +347,7 @@ enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t
     }
     s->sampling.logit_bias = s->logit_bias; /* the request's copy */
     s->ignore_eos = p->ignore_eos;
-    s->prompt_logits = p->prompt_logits;
+    s->prompt_logits = p->prompt_logits || p->prompt_logprobs;
     s->n_stop_ids = p->n_stop_ids;
     s->stop_token = -1;
     if (p->n_stop_ids) memcpy(s->stop_ids, p->stop_ids, (size_t)p->n_stop_ids * sizeof *s->stop_ids);
@@ -385,6 +396,16 @@ int32_t engine_request_stop_token(const engine *e, int64_t id)
 {
     const engine_seq *s = engine__find(e, id);
     return s ? s->stop_token : -1;
+}
+
+enc_status engine_request_prompt_logprobs(const engine *e, int64_t id,
+                                          const engine_token_logprob **lp, int64_t *n)
+{
+    const engine_seq *s = engine__find(e, id);
+    if (!s) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "no request with id %lld", (long long)id);
+    *lp = s->prompt_lps;
+    *n = s->prompt_lps ? s->n_prompt : 0;
+    return ENC_OK;
 }
 
 enc_status engine_request_logprobs(const engine *e, int64_t id, const engine_token_logprob **lp, int64_t *n)
@@ -538,7 +559,11 @@ static int64_t engine__consume(engine *e, const sched_batch *b)
         for (int64_t r = 0; s->prompt_logits && r < en->n_logits; r++) {
             int64_t pos = first_pos + r;
             if (pos < s->n_logits_sent || pos >= s->n_prompt) continue;
-            if (e->logits_fn) e->logits_fn(e->logits_user, s->id, pos, &e->logits[(en->logits_row + r) * V], V);
+            const float *row = &e->logits[(en->logits_row + r) * V];
+            if (e->logits_fn) e->logits_fn(e->logits_user, s->id, pos, row, V);
+            if (s->prompt_lps && pos + 1 < s->n_prompt)
+                sampler_logprobs(&e->sampler, row, e->cfg.sample_vocab, s->sampling.top_logprobs,
+                                 s->tokens[pos + 1], &s->prompt_lps[pos + 1]);
             s->n_logits_sent = pos + 1;
         }
         if (!en->sample) continue;

@@ -136,6 +136,10 @@ typedef struct engine_request_params {
     engine_sampling sampling;
     bool ignore_eos;
     bool prompt_logits;   /* deliver the logits of every prompt position */
+    bool prompt_logprobs; /* record each prompt token's log-probability given the tokens
+                           * before it, with sampling.top_logprobs alternatives (the raw
+                           * model distribution, as generated tokens' logprobs):
+                           * engine_request_prompt_logprobs */
     const int32_t *stop_ids; /* more tokens that end the request (copied); kept even
                               * with ignore_eos, as in vLLM */
     int n_stop_ids;          /* at most ENGINE_MAX_STOP_IDS */
@@ -230,6 +234,12 @@ enc_status engine_request_output(const engine *e, int64_t request_id, const int3
  * not ask for logprobs. */
 enc_status engine_request_logprobs(const engine *e, int64_t request_id, const engine_token_logprob **lp,
                                    int64_t *n);
+/* A prompt_logprobs request's records, one per prompt token, each with its
+ * id (the first has no logprob: NAN, no alternatives), complete once the prompt is computed
+ * (when its first token is sampled); NULL and 0 when it did not ask. Valid
+ * until its release. */
+enc_status engine_request_prompt_logprobs(const engine *e, int64_t request_id,
+                                          const engine_token_logprob **lp, int64_t *n);
 /* Prompt tokens of a request that the prefix cache served when it was last
  * admitted (0 for an unknown id). */
 int64_t engine_request_cached_tokens(const engine *e, int64_t request_id);

@@ -34,12 +34,13 @@ typedef struct engine_seq {
     engine_sampling sampling; /* its logit_bias is logit_bias below */
     graph_sample_bias *logit_bias; /* [sampling.n_logit_bias] the request's, owned */
     bool ignore_eos;
-    bool prompt_logits;
+    bool prompt_logits; /* logits rows for every prompt position (for logits_fn or prompt_lps) */
     int32_t stop_ids[ENGINE_MAX_STOP_IDS];
     int n_stop_ids;
     int32_t stop_token;      /* the stop id (not an EOS) that finished it, else -1 */
     int64_t n_logits_sent; /* prompt positions whose logits were delivered */
     engine_token_logprob *logprobs; /* [max_tokens] when sampling.logprobs, else NULL */
+    engine_token_logprob *prompt_lps; /* [n_prompt] when prompt_logprobs, else NULL */
     bool host_pick; /* a multi-step replay chose an id >= sample_vocab: the next token is
                      * picked on the host (decode_multi_reserve refuses it) */
     engine_constraint constraint; /* fill_mask NULL: none; its state is dropped at finish */

@@ -186,6 +186,14 @@ static double sampler__logprobs(sampler *s, const float *x, int64_t n, int n_top
     return lse;
 }
 
+void sampler_logprobs(sampler *s, const float *logits, int64_t n, int n_top, int32_t id,
+                      engine_token_logprob *lp)
+{
+    double lse = sampler__logprobs(s, logits, n, n_top, lp);
+    lp->id = id;
+    lp->logprob = id >= 0 && id < n ? (float)((double)logits[id] - lse) : -INFINITY;
+}
+
 int32_t sampler_pick(sampler *s, const sampler_input *in, engine_token_logprob *lp)
 {
     const engine_sampling *p = in->params;

@@ -223,16 +223,33 @@ static void *gen__dup(const void *p, size_t n)
     return d;
 }
 
-/* A copy of the output; NULL when out of memory. */
+/* a[0..na) then b[0..nb) (elements of `size` bytes) in one malloc'd
+ * array; NULL when both are empty or out of memory. */
+static void *gen__cat(const void *a, size_t na, const void *b, size_t nb, size_t size)
+{
+    if (!na && !nb) return NULL;
+    char *p = malloc((na + nb) * size);
+    if (p && na) memcpy(p, a, na * size);
+    if (p && nb) memcpy(p + na * size, b, nb * size);
+    return p;
+}
+
+/* A copy of the output; NULL when out of memory. The prompt's logprobs (an
+ * echo's, in the first output) come first, as tokens before the new ones. */
 static gen_event *gen__event_new(const encore_output *o)
 {
     gen_event *ev = calloc(1, sizeof *ev);
     if (!ev) return NULL;
-    ev->n_ids = o->n_ids;
-    ev->ids = gen__dup(o->ids, o->n_ids * sizeof *o->ids);
-    ev->logprobs = gen__dup(o->logprobs, o->n_ids * sizeof *o->logprobs);
+    size_t np = o->logprobs ? o->n_prompt_logprobs : 0, n = np + o->n_ids;
+    ev->n_ids = n;
+    ev->ids = gen__cat(o->prompt_ids, np, o->ids, o->n_ids, sizeof *o->ids);
+    ev->logprobs =
+        o->logprobs ? gen__cat(o->prompt_logprobs, np, o->logprobs, o->n_ids, sizeof *o->logprobs)
+                    : NULL;
     ev->n_top = o->top && o->logprobs ? o->n_top : 0;
-    ev->top = gen__dup(o->top, o->n_ids * (size_t)ev->n_top * sizeof *o->top);
+    size_t row = (size_t)ev->n_top;
+    ev->top = ev->n_top ? gen__cat(o->prompt_top, np * row, o->top, o->n_ids * row, sizeof *o->top)
+                        : NULL;
     ev->text = malloc(o->text_len + 1);
     ev->finished = o->finished;
     snprintf(ev->finish_reason, sizeof ev->finish_reason, "%s",
@@ -242,8 +259,8 @@ static gen_event *gen__event_new(const encore_output *o)
     ev->n_prompt = o->n_prompt_tokens;
     ev->n_cached = o->n_cached_prompt_tokens;
     ev->n_output = o->n_output_tokens;
-    if (!ev->text || (o->n_ids && !ev->ids) || (o->logprobs && o->n_ids && !ev->logprobs) ||
-        (o->stop_string && !ev->stop_string)) {
+    if (!ev->text || (n && !ev->ids) || (o->logprobs && n && !ev->logprobs) ||
+        (ev->n_top && n && !ev->top) || (o->stop_string && !ev->stop_string)) {
         gen__event_free(ev);
         return NULL;
     }
@@ -785,14 +802,17 @@ static int gen__prompt(http_server *s, const oai_request *req, int32_t **ids, si
     return *ids ? 1 : oai_error_set(err, 500, NULL, "out of memory");
 }
 
-/* n x max_tokens x top_logprobs within OAI_MAX_LOGPROB_ALTERNATIVES. */
-static int gen__check_logprobs(const oai_request *req, oai_error *err)
+/* n x max_tokens (and an echoed prompt's tokens) x top_logprobs within
+ * OAI_MAX_LOGPROB_ALTERNATIVES. */
+static int gen__check_logprobs(const oai_request *req, size_t n_prompt, oai_error *err)
 {
-    int64_t alternatives = (int64_t)req->n * req->max_tokens * req->top_logprobs;
+    int64_t tokens = req->max_tokens + (req->sampling.prompt_logprobs ? (int64_t)n_prompt : 0);
+    int64_t alternatives = (int64_t)req->n * tokens * req->top_logprobs;
     if (alternatives <= OAI_MAX_LOGPROB_ALTERNATIVES) return 1;
     const char *param = req->kind == OAI_CHAT ? "top_logprobs" : "logprobs";
     return oai_error_set(err, 400, param,
-                         "n (%d) x max_tokens (%lld) x %s (%d) is %lld log-probability "
+                         "n (%d) x max_tokens (%lld, with an echoed prompt's tokens) x %s (%d) is "
+                         "%lld log-probability "
                          "alternatives, more than the %d one request may ask for; lower one of "
                          "them (max_tokens defaults to the rest of max_model_len)",
                          req->n, (long long)req->max_tokens, param, req->top_logprobs,
@@ -827,7 +847,7 @@ static int gen__check_length(http_server *s, oai_request *req, size_t n_prompt, 
     }
     if (req->sampling.min_tokens > req->max_tokens) req->sampling.min_tokens = req->max_tokens;
     req->sampling.max_tokens = req->max_tokens;
-    return gen__check_logprobs(req, err);
+    return gen__check_logprobs(req, n_prompt, err);
 }
 
 /* The token ids of stop_token_ids and logit_bias against the vocabulary

@@ -522,14 +522,12 @@ static int oai__template_kwargs(const cJSON *obj, oai_request *r, oai_error *err
 
 /* --- the request --------------------------------------------------------------- */
 
-/* echo with logprobs asks for the prompt's tokens' log-probabilities too,
- * which the engine does not compute: refused rather than half answered. */
-static int oai__echo_logprobs(const oai_request *r, oai_error *err)
+/* echo with logprobs asks for the prompt's tokens' log-probabilities too
+ * (the first null), as OpenAI's and vLLM's completions give them. */
+static int oai__echo_logprobs(oai_request *r)
 {
-    if (!r->echo || !r->logprobs) return 1;
-    return oai_error_set(err, 400, "echo",
-                         "'echo' together with 'logprobs' is not supported: encore does not "
-                         "compute the log-probabilities of the prompt's tokens; drop one of them");
+    r->sampling.prompt_logprobs = r->echo && r->logprobs;
+    return 1;
 }
 
 static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
@@ -538,8 +536,8 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
     switch (r->kind) {
     case OAI_COMPLETION:
         return oai__prompt(obj, r, 1, err) && oai__bool(obj, "echo", &r->echo, err) &&
-               oai__stream(obj, r, err) && oai__sampling(obj, r, err) &&
-               oai__echo_logprobs(r, err) && oai_structured_parse(obj, &r->structured, err);
+               oai__stream(obj, r, err) && oai__sampling(obj, r, err) && oai__echo_logprobs(r) &&
+               oai_structured_parse(obj, &r->structured, err);
     case OAI_CHAT:
         return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err) &&
                tool_request_parse(obj, r, err) && oai__stream(obj, r, err) &&

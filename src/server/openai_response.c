@@ -19,6 +19,7 @@
  */
 #include "openai_response.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,10 @@ static void oai__logprobs_completion(json_out *w, const oai_logprobs *lp, oai_to
     json_out_key(w, "top_logprobs");
     json_out_begin_array(w);
     for (size_t i = 0; i < lp->n && !w->oom; i++) {
+        if (isnan(lp->logprobs[i])) { /* an echoed prompt's first token: nothing before it */
+            json_out_null(w);
+            continue;
+        }
         json_out_begin_object(w);
         for (int k = 0; k < lp->n_top; k++) {
             oai__token(lp, oai__alt(lp, i, k)->id, t);
