@@ -293,6 +293,12 @@ typedef struct encore_chat_options {
                              * definitions ({"type": "function", "function": {"name",
                              * "description", "parameters"}}), shown by the template's
                              * tools branch; NULL or "[]": none */
+    int no_generation_prompt;   /* nonzero: end after the last message, without the
+                                 * assistant header (vLLM's add_generation_prompt false) */
+    int continue_final_message; /* nonzero (with no_generation_prompt): end inside the last
+                                 * message, after its content, for the model to continue
+                                 * it (an assistant's reply begun by the caller), as
+                                 * transformers cuts the rendered text */
 } encore_chat_options;
 
 ENCORE_API encore_chat_options encore_chat_options_default(void); /* thinking on, no tools */

@@ -17,7 +17,8 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                it
   endpoints    /health, /v1/models, /v1/models/{id}, HEAD on the GET routes,
                /metrics (Prometheus text), /tokenize and /detokenize round
-               trip, chat_template_kwargs.enable_thinking
+               trip, chat_template_kwargs.enable_thinking, add_generation_prompt
+               and continue_final_message
   errors       malformed requests (bad JSON, wrong types, unknown model, negative
                max_tokens, huge body, invalid UTF-8, prompt too long, unknown
                route, wrong method with its Allow header) get a 4xx and OpenAI's
@@ -387,6 +388,29 @@ def check_endpoints(a):
         if chat["usage"]["prompt_tokens"] != nothink["count"]:
             fail(f"chat usage {chat['usage']} vs template tokens {nothink['count']}")
         print(f"ok: health, models, tokenize/detokenize, enable_thinking, chat == template completion")
+        # vLLM's add_generation_prompt and continue_final_message: the reply to a begun assistant
+        # message continues it, the completion of the template cut after that message's content
+        begun = msgs + [{"role": "assistant", "content": "Sure, "}]
+        _, open_, _ = srv.post("/tokenize", {"messages": begun, "add_generation_prompt": False,
+                                             "continue_final_message": True})
+        _, closed, _ = srv.post("/tokenize", {"messages": begun, "add_generation_prompt": False})
+        _, cut, _ = srv.post("/detokenize", {"tokens": open_["tokens"]})
+        _, whole, _ = srv.post("/detokenize", {"tokens": closed["tokens"]})
+        if not cut["prompt"].endswith("Sure,") or not whole["prompt"].startswith(cut["prompt"]) or \
+                closed["count"] <= open_["count"]:
+            fail(f"continue_final_message: {cut['prompt']!r} against {whole['prompt']!r}")
+        status, chat, _ = srv.post("/v1/chat/completions", {"messages": begun, "max_tokens": 6, "temperature": 0,
+                                                           "add_generation_prompt": False,
+                                                           "continue_final_message": True})
+        status2, comp, _ = srv.post("/v1/completions", {"prompt": open_["tokens"], "max_tokens": 6,
+                                                        "temperature": 0})
+        if status != 200 or chat["choices"][0]["message"]["content"] != comp["choices"][0]["text"]:
+            fail(f"continue_final_message: chat {status} {chat} != completion {comp}")
+        expect_error(srv, 400, "POST", "/v1/chat/completions",
+                     {"messages": begun, "continue_final_message": True}, "continue_final_message",
+                     "add_generation_prompt")
+        print("ok: add_generation_prompt false and continue_final_message: the template cut after the "
+              "begun reply, whose chat completion is that text's completion; both true a 400")
         # the engine thread finishes its bookkeeping of a request just after
         # the reply leaves: wait (briefly) until no request is running
         deadline = time.time() + 10

@@ -235,8 +235,10 @@ static enc_status encore__chat_render(encore_engine *e, const encore_chat_messag
     if (s != ENC_OK) return s;
     if (!opt || (n && !msgs)) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "%s: NULL argument", what);
     encore__chat c;
-    chat_template_opts o = {.add_generation_prompt = 1, .enable_thinking = opt->enable_thinking,
-                            .tools_json = opt->tools_json};
+    chat_template_opts o = {.add_generation_prompt = !opt->no_generation_prompt,
+                            .enable_thinking = opt->enable_thinking,
+                            .tools_json = opt->tools_json,
+                            .continue_final_message = opt->continue_final_message};
     s = encore__chat_messages(msgs, n, &c, what);
     if (s != ENC_OK) return s;
     if (spans)

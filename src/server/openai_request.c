@@ -514,10 +514,20 @@ static int oai__stream(const cJSON *obj, oai_request *r, oai_error *err)
     return oai__member_bool(obj, "stream_options", "include_usage", &r->include_usage, err);
 }
 
+/* chat_template_kwargs.enable_thinking, and vLLM's add_generation_prompt
+ * and continue_final_message (not both). */
 static int oai__template_kwargs(const cJSON *obj, oai_request *r, oai_error *err)
 {
-    return oai__member_bool(obj, "chat_template_kwargs", "enable_thinking", &r->enable_thinking,
-                            err);
+    if (!oai__member_bool(obj, "chat_template_kwargs", "enable_thinking", &r->enable_thinking,
+                          err) ||
+        !oai__bool(obj, "add_generation_prompt", &r->add_generation_prompt, err) ||
+        !oai__bool(obj, "continue_final_message", &r->continue_final_message, err))
+        return 0;
+    if (r->add_generation_prompt && r->continue_final_message)
+        return oai_error_set(err, 400, "continue_final_message",
+                             "'continue_final_message' needs 'add_generation_prompt': false (the "
+                             "last message is continued, not answered)");
+    return 1;
 }
 
 /* --- the request --------------------------------------------------------------- */
@@ -609,6 +619,7 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *
     out->kind = kind;
     out->n = 1;
     out->enable_thinking = 1;
+    out->add_generation_prompt = 1;
     /* encore_sampling_default() but for OpenAI's temperature; set here
      * field by field so that the parser links without the engine */
     out->sampling.max_tokens = 16;

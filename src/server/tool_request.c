@@ -326,7 +326,9 @@ encore_chat_options tool_request_chat_options(const oai_request *r, int plain_co
 {
     return (encore_chat_options){.enable_thinking = r->enable_thinking,
                                  .plain_content = plain_content,
-                                 .tools_json = r->tools_json};
+                                 .tools_json = r->tools_json,
+                                 .no_generation_prompt = !r->add_generation_prompt,
+                                 .continue_final_message = r->continue_final_message};
 }
 
 void tool_request_free(oai_request *r)

@@ -103,16 +103,30 @@ static chat__str chat__rstrip_nl(chat__str s)
 }
 
 /* Offset of the first (last) occurrence of needle in s, or -1. */
-static long chat__find(chat__str s, const char *needle, int last)
+static long chat__find_str(chat__str s, chat__str needle, int last)
 {
-    size_t k = strlen(needle);
     long at = -1;
-    for (size_t i = 0; i + k <= s.n; i++)
-        if (memcmp(s.p + i, needle, k) == 0) {
+    for (size_t i = 0; i + needle.n <= s.n; i++)
+        if (memcmp(s.p + i, needle.p, needle.n) == 0) {
             at = (long)i;
             if (!last) break;
         }
     return at;
+}
+
+static long chat__find(chat__str s, const char *needle, int last)
+{
+    return chat__find_str(s, chat__s(needle), last);
+}
+
+/* Python's str.strip() for ASCII whitespace. */
+static chat__str chat__strip(chat__str s)
+{
+    while (s.n && strchr(" \t\n\r\v\f", s.p[0]))
+        s.p++, s.n--;
+    while (s.n && strchr(" \t\n\r\v\f", s.p[s.n - 1]))
+        s.n--;
+    return s;
 }
 
 static int chat__starts(chat__str s, const char *x)
@@ -262,6 +276,28 @@ static enc_status chat__qwen3(const chat_message *m, size_t n, const chat_templa
     return ENC_OK;
 }
 
+/* continue_final_message: the text ends where the last message's content
+ * does, cut as transformers' apply_chat_template cuts it: after the last
+ * occurrence of that content stripped of whitespace (an error when it does
+ * not occur); spans past the cut are cut with it. */
+static enc_status chat__continue_final(chat__out *out, const chat_message *last, size_t i)
+{
+    chat__str c = chat__strip(chat__s(last->content));
+    long at = chat__find_str((chat__str){out->b.data, out->b.len}, c, 1);
+    if (!c.n || at < 0)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                        "continue_final_message: messages[%zu] has no "
+                        "content the rendered conversation can end with",
+                        i);
+    size_t end = (size_t)at + c.n;
+    out->b.len = end;
+    while (out->n_spans && out->spans[2 * out->n_spans - 2] >= end)
+        out->n_spans--;
+    if (out->n_spans && out->spans[2 * out->n_spans - 1] > end)
+        out->spans[2 * out->n_spans - 1] = end;
+    return ENC_OK;
+}
+
 /* --- entry points ------------------------------------------------------------------------- */
 
 static enc_status chat__check(const chat_message *m, size_t n)
@@ -296,8 +332,13 @@ static enc_status chat__render(const tokenizer *t, const chat_message *msgs, siz
         return enc_fail(ENC_ERR_UNSUPPORTED, "chat template: the model's chat_template is "
                         "not one encore knows (known: qwen3); pass a raw prompt instead");
     ENC_TRY(chat__check(msgs, n));
+    if (opts->continue_final_message && opts->add_generation_prompt)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "chat template: continue_final_message and "
+                                                  "add_generation_prompt cannot both be set");
     chat__out o = {.keep_spans = spans != NULL};
     enc_status s = chat__qwen3(msgs, n, opts, &o);
+    if (s == ENC_OK && opts->continue_final_message)
+        s = chat__continue_final(&o, &msgs[n - 1], n - 1);
     if (s == ENC_OK) s = tok__bytes_append(&o.b, "", 0);
     if (s == ENC_OK && spans && !o.spans) {
         o.spans = malloc(sizeof *o.spans); /* none: still not NULL */
@@ -331,6 +372,6 @@ enc_status chat_template_render_spans(const tokenizer *t, const chat_message *ms
 enc_status chat_template_apply(const tokenizer *t, const chat_message *msgs, size_t n,
                                int add_generation_prompt, int enable_thinking, char **out)
 {
-    chat_template_opts o = {add_generation_prompt, enable_thinking, NULL};
+    chat_template_opts o = {add_generation_prompt, enable_thinking, NULL, 0};
     return chat_template_render(t, msgs, n, &o, out);
 }

@@ -46,6 +46,9 @@ typedef struct chat_template_opts {
     int add_generation_prompt; /* end with the assistant header */
     int enable_thinking;       /* 0 inserts the empty <think> block */
     const char *tools_json;    /* a JSON array of tool definitions, or NULL */
+    int continue_final_message; /* end inside the last message, which the model is to
+                                 * continue: the text is cut after its content, as
+                                 * transformers does (add_generation_prompt must be 0) */
 } chat_template_opts;
 
 chat_template_family chat_template_get_family(const tokenizer *t);

@@ -72,6 +72,8 @@ static void build(conversation *c, const cJSON *cs)
         c->owned[c->n_owned++] = (char *)c->opts.tools_json;
     }
     c->opts.add_generation_prompt = cJSON_IsTrue(cJSON_GetObjectItem(cs, "add_generation_prompt"));
+    c->opts.continue_final_message =
+        cJSON_IsTrue(cJSON_GetObjectItem(cs, "continue_final_message"));
     const cJSON *think = cJSON_GetObjectItem(cs, "enable_thinking");
     c->opts.enable_thinking = !cJSON_IsFalse(think); /* absent: thinking */
 }

@@ -21,7 +21,9 @@ _compile_jinja_template and render_jinja_template):
 blocks, which only marks assistant spans; Qwen3's template has none.)
 
 CASES.json is {"cases": [{"messages", "tools"?, "add_generation_prompt",
-"enable_thinking"?}], "tojson": [JSON text, ...]}. OUT.json gets
+"enable_thinking"?, "continue_final_message"?}], "tojson": [JSON text, ...]};
+continue_final_message cuts the text after the last message's stripped
+content, as transformers' apply_chat_template does. OUT.json gets
 {"renders": [text per case], "tojson": [tojson(json.loads(t)) per text]}.
 """
 import json
@@ -72,10 +74,15 @@ def render(template, specials, case):
     kwargs = dict(specials)
     if case.get("enable_thinking") is not None:
         kwargs["enable_thinking"] = case["enable_thinking"]
-    return template.render(messages=case["messages"], tools=case.get("tools"),
+    text = template.render(messages=case["messages"], tools=case.get("tools"),
                            documents=None,
                            add_generation_prompt=case["add_generation_prompt"],
                            **kwargs)
+    if case.get("continue_final_message"):
+        # transformers' apply_chat_template(continue_final_message=True)
+        final = case["messages"][-1]["content"].strip()
+        text = text[:text.rindex(final) + len(final)]
+    return text
 
 
 def main():

@@ -561,7 +561,7 @@ static void test_chat_errors(const tokenizer *t)
     chat_message bad[] = {{"user", "a", NULL, NULL, 0}, {"robot", "b", NULL, NULL, 0}};
     CHECK(chat_template_apply(t, bad, 2, 1, 1, &out) == ENC_ERR_INVALID_ARGUMENT &&
               strstr(enc_last_error(), "messages[1].role \"robot\""), "bad role: %s", enc_last_error());
-    chat_template_opts o = {1, 1, "{\"not\": \"an array\"}"};
+    chat_template_opts o = {1, 1, "{\"not\": \"an array\"}", 0};
     CHECK(chat_template_render(t, bad, 1, &o, &out) == ENC_ERR_INVALID_ARGUMENT &&
               strstr(enc_last_error(), "tools_json"), "bad tools: %s", enc_last_error());
     CHECK(chat_template_detect(NULL) == CHAT_TEMPLATE_NONE, "detect NULL");
