@@ -109,6 +109,8 @@ typedef struct encore_sampling {
                                 * across token boundaries; the match is not emitted (copied;
                                 * needs the tokenizer) */
     size_t n_stop;
+    int include_stop_str_in_output; /* nonzero: a matched stop string stays in the text
+                                     * (vLLM's); what follows it is dropped either way */
     const int32_t *stop_token_ids; /* [n_stop_token_ids] more ids that end it, at most 16
                                     * (copied; kept with ignore_eos) */
     size_t n_stop_token_ids;

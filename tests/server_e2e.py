@@ -14,7 +14,7 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                text_offset counts characters, whole and streamed; echo with
                logprobs gives the prompt's tokens first, each with the logprob
                and alternatives of the same token generated after those before
-               it
+               it; include_stop_str_in_output keeps a matched stop string
   endpoints    /health, /v1/models, /v1/models/{id}, HEAD on the GET routes,
                /metrics (Prometheus text), /tokenize and /detokenize round
                trip, chat_template_kwargs.enable_thinking, add_generation_prompt
@@ -295,6 +295,32 @@ def check_text_offsets(srv):
         fail(f"streamed text_offset {offsets} != {want}")
     print(f"ok: text_offset in characters, whole and streamed: {want} for {lp['tokens']}")
     check_echo_logprobs(srv)
+    check_include_stop(srv)
+
+
+def check_include_stop(srv):
+    """A stop string cuts the text before it; with include_stop_str_in_output (vLLM's) the string
+    stays, and nothing after it (completions and chat)."""
+    body = {"prompt": "The capital of France is", "max_tokens": 16, "temperature": 0, "ignore_eos": True}
+    status, whole, _ = srv.post("/v1/completions", body)
+    text = whole["choices"][0]["text"]
+    stop = text[len(text) // 2:len(text) // 2 + 2]
+    cut = text[:text.index(stop)]
+    for flag, want in ((False, cut), (True, cut + stop)):
+        status, r, _ = srv.post("/v1/completions", dict(body, stop=[stop], include_stop_str_in_output=flag))
+        ch = r["choices"][0]
+        if status != 200 or ch["text"] != want or ch["finish_reason"] != "stop" or ch["stop_reason"] != stop:
+            fail(f"stop {stop!r}, include_stop_str_in_output {flag}: {ch} (want {want!r})")
+    msgs = [{"role": "user", "content": "Hi"}]
+    chat = {"messages": msgs, "max_tokens": 16, "temperature": 0, "ignore_eos": True,
+            "chat_template_kwargs": {"enable_thinking": False}}
+    status, r, _ = srv.post("/v1/chat/completions", chat)
+    content = r["choices"][0]["message"]["content"]
+    stop = content[len(content) // 2:len(content) // 2 + 2]
+    status, r, _ = srv.post("/v1/chat/completions", dict(chat, stop=[stop], include_stop_str_in_output=True))
+    if status != 200 or r["choices"][0]["message"]["content"] != content[:content.index(stop)] + stop:
+        fail(f"chat stop {stop!r} with include_stop_str_in_output: {r}")
+    print(f"ok: stop {stop!r} cuts before it, include_stop_str_in_output keeps it (completions, chat)")
 
 
 def check_echo_logprobs(srv):

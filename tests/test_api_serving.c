@@ -494,6 +494,9 @@ static void test_text_out(void)
     t.matched = -1;
     const char *p4[] = {"a", "b", "STO"}; /* not looking: released at the end */
     CHECK(!strcmp(put_all(&t, p4, 3, false, buf), "abSTO") && t.matched == -1);
+    t.include_stop = true; /* the match stays, what follows it goes */
+    const char *p5[] = {"xSTOxy", "zSTOP tail"};
+    CHECK(!strcmp(put_all(&t, p5, 2, true, buf), "xSTOxyz") && t.matched == 2);
     text_out_free(&t);
 }
 

@@ -177,6 +177,7 @@ static enc_status serve__request_create(encore_engine *e, const encore_request *
         s = enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: stop strings need a tokenizer, and the model %s has no "
                      "tokenizer.json", e->name);
     if (s == ENC_OK) s = text_out_init(&q->text, e->tok, sp->skip_special_tokens, sp->stop, sp->n_stop);
+    q->text.include_stop = sp->include_stop_str_in_output != 0;
     if (s != ENC_OK) {
         serve__request_free(q);
         return s;

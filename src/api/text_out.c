@@ -114,7 +114,7 @@ enc_status text_out_put_text(text_out *t, const char *s, size_t len, bool check_
     size_t at = 0;
     int hit = check_stop ? text_out__find(t, from, &at) : -1;
     if (hit >= 0) {
-        ENC_TRY(text_out__release(t, at));
+        ENC_TRY(text_out__release(t, at + (t->include_stop ? t->stop_len[hit] : 0)));
         t->n_held = 0; /* the match and what follows it are dropped */
         t->matched = hit;
         return ENC_OK;

@@ -13,8 +13,9 @@
  * no stop string could start there), so only `held` is searched, and a match
  * must end in the newest piece (an older one would have been found already,
  * or was not looked for before min_tokens). The earliest match wins, ties go
- * to the first string given; the match and all after it are dropped (vLLM's
- * semantics, with the hold-back exact instead of max(len) - 1 bytes). With no
+ * to the first string given; the match (unless include_stop) and all after
+ * it are dropped (vLLM's semantics, with the hold-back exact instead of
+ * max(len) - 1 bytes). With no
  * stop strings nothing is held. */
 #ifndef ENC_API_TEXT_OUT_H
 #define ENC_API_TEXT_OUT_H
@@ -37,6 +38,8 @@ typedef struct text_out {
     char *out;          /* [n_out] released since the last take, NUL-terminated */
     size_t n_out, cap_out;
     int matched;        /* index of the stop string that matched, -1 */
+    bool include_stop;  /* the match stays in the text (vLLM's include_stop_str_in_output);
+                         * what follows it is dropped either way */
 } text_out;
 
 /* tok may be NULL: then ids give no text (put_text still works). The stop

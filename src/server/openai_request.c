@@ -401,6 +401,7 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         !oai__int(obj, "min_tokens", 0, (int64_t)1 << 30, &s->min_tokens, err) ||
         !oai__bool(obj, "ignore_eos", &s->ignore_eos, err) ||
         !oai__bool(obj, "skip_special_tokens", &s->skip_special_tokens, err) ||
+        !oai__bool(obj, "include_stop_str_in_output", &s->include_stop_str_in_output, err) ||
         !oai__int32(obj, "n", 1, OAI_MAX_N, &r->n, err) || !oai__stop(obj, r, err))
         return 0;
     if (!oai__logit_bias(obj, r, err)) return 0;
