@@ -73,10 +73,10 @@ static void test_round_trip(void)
         for (size_t k = 0; k < t[i].n_bytes; k++)
             t[i].data[k] = rng_byte();
         CHECK(gguf_writer_add_tensor(w, t[i].name, t[i].dtype, t[i].n_dims, t[i].shape, t[i].data,
-                                     t[i].n_bytes, 0) == ENC_OK);
+                                     t[i].n_bytes) == ENC_OK);
     }
     int64_t bad_shape[2] = {2, 33};
-    CHECK(gguf_writer_add_tensor(w, "bad", ENC_Q8_0, 2, bad_shape, t[0].data, 68, 0) ==
+    CHECK(gguf_writer_add_tensor(w, "bad", ENC_Q8_0, 2, bad_shape, t[0].data, 68) ==
           ENC_ERR_INVALID_ARGUMENT);
     CHECK(gguf_writer_write(w, g_path) == ENC_OK);
     gguf_writer_free(w);
@@ -164,7 +164,7 @@ static void copy_and_compare(const gguf_file *g, const hbuf *h)
     for (size_t i = 0; i < gguf_tensor_count(g); i++) {
         const st_tensor *t = gguf_tensor_at(g, i);
         CHECK(gguf_writer_add_tensor(w, t->name, t->dtype, t->n_dims, t->shape, t->data,
-                                     t->n_bytes, 0) == ENC_OK);
+                                     t->n_bytes) == ENC_OK);
     }
     CHECK(gguf_writer_write(w, path) == ENC_OK);
     gguf_writer_free(w);

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -304,10 +303,9 @@ int cli_engine_option(const char *cmd, int argc, char **argv, int *i, engine_con
     if (!strcmp(a, "--quantize")) {
         cfg->quantize = cli_value(cmd, argc, argv, i);
         if (!cfg->quantize) return -1;
-        static const char *const types[] = {"q8_0", "q4_0",   "q4_k",  "q5_k",
-                                            "q6_k", "q4_k_m", "q5_k_m"};
-        for (size_t t = 0; t < sizeof types / sizeof *types; t++)
-            if (!strcasecmp(cfg->quantize, types[t])) return 1;
+        gguf_file_type t; /* the load's own reading of the name (model/quantize.h) */
+        if (model_quantize_type(cfg->quantize, &t) == ENC_OK && enc_dtype_is_quantized(t.base))
+            return 1;
         cli_error(cmd,
                   "--quantize: expected q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m or q5_k_m, got '%s'",
                   cfg->quantize);

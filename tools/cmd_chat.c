@@ -24,7 +24,7 @@ static const char chat_help[] =
     "                           (for models whose template encore does not know)\n"
     "  -n, --max-tokens N       longest reply in tokens (default 1024)\n"
     "  --temperature T          sampling temperature; 0 is greedy (default 0.7)\n"
-    "  --seed S                 random seed (default: a random one)\n" CLI_SAMPLING_HELP
+    "  --seed S                 sampling seed (default: drawn at random)\n" CLI_SAMPLING_HELP
     "  -h, --help               show this help\n\n";
 
 enum { CHAT_MAX_TURNS = 512 };

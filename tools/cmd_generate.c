@@ -17,8 +17,7 @@ static const char generate_help[] =
     "  --prompt-ids \"I I ...\"   prompt as token ids, space- or comma-separated\n"
     "  -n, --max-tokens N       tokens to generate (default 64)\n"
     "  --temperature T          sampling temperature; 0 is greedy (default 0.8)\n"
-    "  --seed S                 random seed for sampling (default: a random "
-    "one)\n" CLI_SAMPLING_HELP
+    "  --seed S                 sampling seed (default: drawn at random)\n" CLI_SAMPLING_HELP
     "  --logprobs N             after the text, print one JSON line per generated token:\n"
     "                           its log-probability under the raw model distribution and\n"
     "                           the N (0..20) most likely alternatives\n"

@@ -22,6 +22,7 @@
 #include "base/status.h"
 #include "base/threadpool.h"
 #include "engine/engine.h"
+#include "model/quantize.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #ifdef ENCORE_HAVE_VULKAN

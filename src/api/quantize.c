@@ -44,49 +44,46 @@ static const char *quantize__name(const char *dir, char *buf, size_t cap)
     return buf;
 }
 
-static enc_status quantize__gguf(const char *in_path, const char *out_path, gguf_file_type type,
-                                 int allow_requantize, qwen3_progress_fn progress, void *user)
+/* The checkpoint in dir into w: its tensors (converted when w writes them,
+ * from *a, which stays open until then) and its tokenizer (*tok). */
+static enc_status quantize__add_dir(const char *dir, const char *out_path, gguf_file_type type,
+                                    gguf_writer *w, st_archive **a, tokenizer **tok)
 {
-    gguf_file *g = NULL;
-    gguf_writer *w = NULL;
-    ENC_TRY(gguf_open(in_path, &g));
-    enc_status s = gguf_writer_create(&w);
-    if (s == ENC_OK) s = qwen3_export_gguf_file(g, type, allow_requantize, w);
-    if (s == ENC_OK) gguf_writer_set_progress(w, progress, user);
-    if (s == ENC_OK) s = gguf_writer_write(w, out_path); /* converts the tensors from g */
-    gguf_writer_free(w);
-    gguf_close(g);
-    return s;
+    int64_t vocab = 0;
+    char name[256];
+    ENC_TRY(model_tokenizer_load(dir, 1, tok));
+    if (!*tok)
+        enc_log_warn("%s has no tokenizer.json: %s will hold no tokenizer, so encore runs it "
+                     "with --prompt-ids only and llama.cpp refuses it",
+                     dir, out_path);
+    ENC_TRY(st_open_dir(dir, a));
+    ENC_TRY(qwen3_export_gguf(dir, *a, type, quantize__name(dir, name, sizeof name), w, &vocab));
+    if (!*tok) return ENC_OK;
+    qwen3_config cfg;
+    ENC_TRY(qwen3_config_load(dir, &cfg));
+    return model_tokenizer_to_gguf(*tok, vocab, cfg.bos_token_id, w);
 }
 
 enc_status quantize_to_gguf(const char *model, const char *out_path, gguf_file_type type,
                             int allow_requantize, qwen3_progress_fn progress, void *user)
 {
-    if (gguf_is_model_file(model))
-        return quantize__gguf(model, out_path, type, allow_requantize, progress, user);
-    const char *model_dir = model;
     gguf_writer *w = NULL;
+    gguf_file *g = NULL;
     st_archive *a = NULL;
     tokenizer *tok = NULL;
-    int64_t vocab = 0;
-    char name[256];
     ENC_TRY(gguf_writer_create(&w));
-    enc_status s = model_tokenizer_load(model_dir, 1, &tok);
-    if (s == ENC_OK && !tok)
-        enc_log_warn("%s has no tokenizer.json: %s will hold no tokenizer, so encore runs it "
-                     "with --prompt-ids only and llama.cpp refuses it",
-                     model_dir, out_path);
-    if (s == ENC_OK) s = st_open_dir(model_dir, &a);
-    if (s == ENC_OK)
-        s = qwen3_export_gguf(model_dir, a, type, quantize__name(model_dir, name, sizeof name), w,
-                              &vocab);
-    qwen3_config cfg;
-    if (s == ENC_OK && tok) s = qwen3_config_load(model_dir, &cfg);
-    if (s == ENC_OK && tok) s = model_tokenizer_to_gguf(tok, vocab, cfg.bos_token_id, w);
+    enc_status s;
+    if (gguf_is_model_file(model)) {
+        s = gguf_open(model, &g);
+        if (s == ENC_OK) s = qwen3_export_gguf_file(g, type, allow_requantize, w);
+    } else {
+        s = quantize__add_dir(model, out_path, type, w, &a, &tok);
+    }
     if (s == ENC_OK) gguf_writer_set_progress(w, progress, user);
-    if (s == ENC_OK) s = gguf_writer_write(w, out_path); /* converts the tensors from a */
-    tokenizer_free(tok);
+    if (s == ENC_OK) s = gguf_writer_write(w, out_path); /* converts the tensors from g or a */
     gguf_writer_free(w);
+    gguf_close(g);
     st_close(a);
+    tokenizer_free(tok);
     return s;
 }

@@ -24,7 +24,6 @@ typedef struct gguf__wtensor {
     int64_t shape[4];
     const void *data; /* NULL for a fill tensor */
     size_t n_bytes;
-    int own; /* free(data) */
     gguf_tensor_fill fill;
     void *fill_ctx; /* free()d with the writer */
 } gguf__wtensor;
@@ -99,7 +98,6 @@ void gguf_writer_free(gguf_writer *w)
     if (!w) return;
     for (size_t i = 0; i < w->n_tensors; i++) {
         free(w->tensors[i].name);
-        if (w->tensors[i].own) free((void *)w->tensors[i].data);
         free(w->tensors[i].fill_ctx);
     }
     free(w->tensors);
@@ -230,16 +228,11 @@ static enc_status gguf__add_tensor(gguf_writer *w, const char *name, enc_dtype d
 }
 
 enc_status gguf_writer_add_tensor(gguf_writer *w, const char *name, enc_dtype dtype, int n_dims,
-                                  const int64_t *shape, const void *data, size_t n_bytes, int own)
+                                  const int64_t *shape, const void *data, size_t n_bytes)
 {
     gguf__wtensor *t = NULL;
-    enc_status s = gguf__add_tensor(w, name, dtype, n_dims, shape, n_bytes, &t);
-    if (s != ENC_OK) {
-        if (own) free((void *)data); /* owned from the call on, even when refused */
-        return s;
-    }
+    ENC_TRY(gguf__add_tensor(w, name, dtype, n_dims, shape, n_bytes, &t));
     t->data = data;
-    t->own = own;
     return ENC_OK;
 }
 

@@ -20,7 +20,7 @@
 typedef struct gguf_writer gguf_writer;
 
 enc_status gguf_writer_create(gguf_writer **out);
-void gguf_writer_free(gguf_writer *w); /* NULL is a no-op; frees the data it owns */
+void gguf_writer_free(gguf_writer *w); /* NULL is a no-op; frees the fill contexts */
 
 /* A power of two; written as general.alignment (uint32). */
 enc_status gguf_writer_set_alignment(gguf_writer *w, uint32_t alignment);
@@ -39,12 +39,10 @@ enc_status gguf_writer_add_i32_array(gguf_writer *w, const char *key, const int3
 enc_status gguf_writer_add_kv(gguf_writer *w, const gguf_kv *kv);
 
 /* A tensor of encore shape [shape[0], ..., shape[n_dims-1]] (row-major;
- * written as ggml's ne, reversed). n_bytes must equal rows x row bytes.
- * With own, the writer free()s data when it is freed (or at once when the
- * tensor is refused); otherwise data must
- * stay valid until gguf_writer_write returns. */
+ * written as ggml's ne, reversed). n_bytes must equal rows x row bytes;
+ * data must stay valid until gguf_writer_write returns. */
 enc_status gguf_writer_add_tensor(gguf_writer *w, const char *name, enc_dtype dtype, int n_dims,
-                                  const int64_t *shape, const void *data, size_t n_bytes, int own);
+                                  const int64_t *shape, const void *data, size_t n_bytes);
 
 /* Fills dst with a tensor's n_bytes when the file is written. */
 typedef enc_status (*gguf_tensor_fill)(void *ctx, void *dst, size_t n_bytes);
