@@ -58,6 +58,16 @@ PRESETS = {
     # every third layer between apart), untied, rows of whole 256-value blocks
     "tiny-l9-d256-untied-bf16": dict(V=1000, D=256, L=9, H=4, KVH=2, hd=64, F=512, tied=False,
                                      dtype="BF16", theta=1000000.0, seed=109),
+    # RoPE scaled: YaRN by 4 from 256 positions (theta 1e4 puts the
+    # correction range at frequencies 0..13 of 32) and linear by 2; the
+    # stated context is the scaled one, so every transformers version agrees
+    "tiny-yarn-bf16": dict(V=512, D=128, L=2, H=4, KVH=2, hd=64, F=256, tied=True,
+                           dtype="BF16", theta=10000.0, seed=110, max_pos=1024,
+                           rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                         "original_max_position_embeddings": 256}),
+    "tiny-linear-rope-f32": dict(V=512, D=64, L=2, H=2, KVH=1, hd=64, F=128, tied=False,
+                                 dtype="F32", theta=10000.0, seed=111, max_pos=8192,
+                                 rope_scaling={"rope_type": "linear", "factor": 2.0}),
     "tiny-qwen3vocab": dict(V=REAL_VOCAB, D=64, L=2, H=2, KVH=1, hd=64, F=128, tied=True,
                             dtype="BF16", theta=1000000.0, seed=105, tokenizer="required"),
     "demo": dict(V=REAL_VOCAB, D=64, L=2, H=2, KVH=1, hd=64, F=128, tied=True, demo=True,
@@ -103,7 +113,7 @@ ROUTER_STD = 3.0
 
 TINY_ALL = ["tiny-gqa1-hd64-f32", "tiny-gqa2-hd64-bf16", "tiny-gqa4-hd128-bf16",
             "tiny-gqa2-hd128-f16-sharded", "tiny-qwen3vocab", "tiny-gqa2-hd64-d256-bf16",
-            "tiny-l9-d256-untied-bf16"] + list(MOE_PRESETS)
+            "tiny-l9-d256-untied-bf16", "tiny-yarn-bf16", "tiny-linear-rope-f32"] + list(MOE_PRESETS)
 
 # Init scales (see the top comment). Part of the stamp: changing them regenerates.
 INIT = dict(EMBED_STD=1.0, GAIN=2.0, QK_NORM_MEAN=1.6, NORM_NOISE=0.1, LOGIT_STD=3.0)
@@ -250,7 +260,7 @@ def config_json(p):
         "num_hidden_layers": p["L"],
         "num_key_value_heads": p["KVH"],
         "rms_norm_eps": 1e-06,
-        "rope_scaling": None,
+        "rope_scaling": p.get("rope_scaling"),
         "rope_theta": p["theta"],
         "sliding_window": None,
         "tie_word_embeddings": p["tied"],
@@ -469,8 +479,7 @@ def make_bad(kind, out):
         if kind == "config-missing-field":
             del cfg["num_key_value_heads"]
         else:
-            cfg["rope_scaling"] = {"type": "yarn", "rope_type": "yarn", "factor": 4.0,
-                                   "original_max_position_embeddings": 32768}
+            cfg["rope_scaling"] = {"type": "dynamic", "rope_type": "dynamic", "factor": 4.0}
         with open(cfg_path, "w", encoding="utf-8") as f:
             json.dump(cfg, f, indent=2, sort_keys=True)
             f.write("\n")

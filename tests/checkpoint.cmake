@@ -16,7 +16,8 @@ if(ENCORE_FUZZ)
     set(ENCORE_FUZZ_BASE ${PROJECT_SOURCE_DIR}/src/base/status.c
                          ${PROJECT_SOURCE_DIR}/src/base/log.c
                          ${PROJECT_SOURCE_DIR}/src/base/dtype.c
-                         ${PROJECT_SOURCE_DIR}/src/base/mapfile.c)
+                         ${PROJECT_SOURCE_DIR}/src/base/mapfile.c
+                         ${PROJECT_SOURCE_DIR}/src/base/rope.c)
     foreach(target safetensors config gguf)
       if(target STREQUAL "safetensors")
         set(srcs ${PROJECT_SOURCE_DIR}/src/model/safetensors.c)

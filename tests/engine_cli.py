@@ -185,6 +185,22 @@ def check_bad_args(a):
     print("ok: --help for every command")
 
 
+def check_rope_context(a):
+    """A scaled RoPE stretches the model's length as vLLM takes it: linear by 2
+    over max_position_embeddings 8192 allows --max-model-len 16384, no more;
+    the plain model stops at its max_position_embeddings."""
+    e, scaled = a.encore, os.path.join(a.models, "tiny-linear-rope-f32")
+    plain = os.path.join(a.models, "tiny-gqa1-hd64-f32")  # max_position_embeddings 4096
+    args = ["logits", "--prompt-ids", "1 2 3", "--top", "1", "--kv-blocks", "8"]
+    run([e] + args + ["-m", scaled, "--max-model-len", "16384"])
+    expect_fail([e] + args + ["-m", scaled, "--max-model-len", "16385"], 1, "[2, 16384]",
+                "rope scaling")
+    run([e] + args + ["-m", plain, "--max-model-len", "4096"])
+    expect_fail([e] + args + ["-m", plain, "--max-model-len", "4097"], 1, "[2, 4096]",
+                "max_position_embeddings")
+    print("ok: the context limits of a scaled and a plain RoPE")
+
+
 def check_bad_checkpoints(a):
     with tempfile.TemporaryDirectory() as d:
         run([a.python, a.generator, "--bad", "all", "--out", d])
@@ -202,7 +218,7 @@ def check_bad_checkpoints(a):
             # HF defaults num_key_value_heads to num_attention_heads; the k_proj
             # shape then disagrees with the config.
             "config-missing-field": ["config.json", "k_proj"],
-            "config-rope-scaling": ["config.json", "yarn"],
+            "config-rope-scaling": ["config.json", "dynamic"],
             "shard-missing": ["safetensors"],
         }
         for kind, words in needles.items():

@@ -205,6 +205,23 @@ def moe_kvs(cfg):
             ("qwen3moe.expert_weights_norm", BOOL, bool(cfg.get("norm_topk_prob", False)))]
 
 
+def rope_kvs(cfg, arch):
+    """rope_scaling's keys as convert_hf_to_gguf.py writes them (linear: type
+    and factor; yarn: also original_context_length and the optional knobs)."""
+    rs = cfg.get("rope_scaling") or {}
+    kind = rs.get("rope_type", rs.get("type"))
+    if kind not in ("linear", "yarn"):
+        return []
+    kvs = [(f"{arch}.rope.scaling.type", STR, kind), (f"{arch}.rope.scaling.factor", F32, rs["factor"])]
+    if kind == "yarn":
+        kvs.append((f"{arch}.rope.scaling.original_context_length", U32, rs["original_max_position_embeddings"]))
+        for key, name in (("attention_factor", "yarn_attn_factor"), ("beta_fast", "yarn_beta_fast"),
+                          ("beta_slow", "yarn_beta_slow")):
+            if rs.get(key) is not None:
+                kvs.append((f"{arch}.rope.scaling.{name}", F32, rs[key]))
+    return kvs
+
+
 def model_kvs(cfg, arch=None):
     """The metadata of a config: qwen3, or qwen3moe with its expert keys."""
     moe = cfg.get("num_experts", 0) > 0
@@ -220,7 +237,7 @@ def model_kvs(cfg, arch=None):
             (f"{arch}.attention.key_length", U32, hd), (f"{arch}.attention.value_length", U32, hd),
             (f"{arch}.rope.freq_base", F32, cfg["rope_theta"]),
             (f"{arch}.attention.layer_norm_rms_epsilon", F32, cfg["rms_norm_eps"])] + \
-        (moe_kvs(cfg) if moe and arch == "qwen3moe" else [])
+        rope_kvs(cfg, arch) + (moe_kvs(cfg) if moe and arch == "qwen3moe" else [])
 
 
 def model_tensors(model_dir, cfg):

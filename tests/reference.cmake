@@ -25,6 +25,8 @@ set(ENCORE_REF_PRESETS
     tiny-gqa4-hd128-bf16
     tiny-gqa2-hd128-f16-sharded
     tiny-qwen3vocab
+    tiny-yarn-bf16
+    tiny-linear-rope-f32
     tiny-moe-e4k1-f32
     tiny-moe-e8k2-bf16
     tiny-moe-e4k4-bf16
@@ -97,8 +99,14 @@ add_test(NAME reference_detects_breakage
 add_test(NAME reference_detects_moe_breakage
   COMMAND ${ENCORE_PYTHON} ${ENCORE_REF_SCRIPT} breakage
           -m ${ENCORE_MODELS_DIR}/tiny-moe-e8k2-bf16)
+# The RoPE scaling breaks (plain frequencies, YaRN's attention factor
+# dropped) on the YaRN checkpoint.
+add_test(NAME reference_detects_rope_breakage
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_REF_SCRIPT} breakage
+          -m ${ENCORE_MODELS_DIR}/tiny-yarn-bf16)
 add_test(NAME reference_selfcheck
   COMMAND ${ENCORE_PYTHON} ${ENCORE_REF_SCRIPT} selfcheck
           -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd64-bf16)
-set_tests_properties(reference_detects_breakage reference_detects_moe_breakage reference_selfcheck PROPERTIES
+set_tests_properties(reference_detects_breakage reference_detects_moe_breakage
+                     reference_detects_rope_breakage reference_selfcheck PROPERTIES
   FIXTURES_REQUIRED tiny_models LABELS reference TIMEOUT 300)

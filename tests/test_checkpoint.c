@@ -10,6 +10,7 @@
  * sanitizer build, so a crash or a leak fails it too. */
 #define _XOPEN_SOURCE 700
 #include <ftw.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -747,13 +748,35 @@ static void test_config_valid(void)
     free(json);
     const char *const v5_yarn[2][2] = {
         {"rope_theta", NULL},
-        {"rope_parameters", "{\"rope_type\": \"yarn\", \"rope_theta\": 5000.0}"},
+        {"rope_parameters", "{\"rope_type\": \"yarn\", \"rope_theta\": 5000.0, \"factor\": 2.0, "
+                            "\"original_max_position_embeddings\": 4096, \"beta_fast\": 16}"},
     };
     json = config_edit(v5_yarn, 2);
     s = qwen3_config_parse(json, CFG_WHERE, &c);
-    expect_error("config rope_parameters yarn", s, ENC_ERR_UNSUPPORTED, "config.json",
-                 "rope_parameters type 'yarn'", (const char *)NULL);
+    CHECK(s == ENC_OK && c.rope_theta == 5000.0 && c.rope_scaling.kind == ENC_ROPE_YARN &&
+          c.rope_scaling.factor == 2.0 && c.rope_scaling.original_ctx == 4096 &&
+          c.rope_scaling.beta_fast == 16 && c.rope_scaling.beta_slow == 1 &&
+          c.rope_scaling.attention_factor == 0 && c.rope_scaling.truncate == 1);
+    if (s != ENC_OK) fprintf(stderr, "  %s\n", enc_last_error());
     free(json);
+
+    /* Qwen3's documented YaRN, the legacy "type" key for linear, and
+     * DeepSeek's mscale pair, whose ratio becomes the attention factor */
+    s = parse_with("rope_scaling",
+                   "{\"rope_type\": \"yarn\", \"factor\": 4.0, "
+                   "\"original_max_position_embeddings\": 32768}",
+                   &c);
+    CHECK(s == ENC_OK && c.rope_scaling.kind == ENC_ROPE_YARN && c.rope_scaling.factor == 4.0 &&
+          c.rope_scaling.original_ctx == 32768 && c.rope_scaling.beta_fast == 32);
+    s = parse_with("rope_scaling", "{\"type\": \"linear\", \"factor\": 2.0}", &c);
+    CHECK(s == ENC_OK && c.rope_scaling.kind == ENC_ROPE_LINEAR && c.rope_scaling.factor == 2.0);
+    s = parse_with("rope_scaling",
+                   "{\"rope_type\": \"yarn\", \"factor\": 40, \"mscale\": 1.0, "
+                   "\"mscale_all_dim\": 0.5, \"truncate\": false}",
+                   &c);
+    CHECK(s == ENC_OK && c.rope_scaling.truncate == 0 &&
+          fabs(c.rope_scaling.attention_factor - (0.1 * log(40) + 1) / (0.05 * log(40) + 1)) <
+              1e-15);
 
     /* from a directory */
     make_dir("cfg");
@@ -788,10 +811,20 @@ static void test_config_bad(void)
     expect_cfg_fail("tie_word_embeddings", "1", F, "'tie_word_embeddings'", "true or false");
     expect_cfg_fail("num_key_value_heads", "3", F, "'num_key_value_heads'", "does not divide");
     expect_cfg_fail("num_key_value_heads", "32", F, "'num_key_value_heads'", NULL);
-    expect_cfg_fail("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 4.0}", U,
-                    "rope_scaling type 'yarn' is not supported", NULL);
-    expect_cfg_fail("rope_scaling", "{\"type\": \"linear\", \"factor\": 2.0}", U,
-                    "rope_scaling type 'linear'", NULL);
+    expect_cfg_fail("rope_scaling", "{\"rope_type\": \"dynamic\", \"factor\": 4.0}", U,
+                    "rope_scaling type 'dynamic' is not supported", NULL);
+    expect_cfg_fail("rope_scaling", "{\"type\": \"longrope\", \"factor\": 2.0}", U,
+                    "rope_scaling type 'longrope'", NULL);
+    expect_cfg_fail("rope_scaling", "{\"rope_type\": \"yarn\"}", F, "'factor'", "missing");
+    expect_cfg_fail("rope_scaling", "{\"rope_type\": \"linear\", \"factor\": -2}", F, "'factor'",
+                    NULL);
+    expect_cfg_fail("rope_scaling",
+                    "{\"rope_type\": \"yarn\", \"factor\": 4, \"beta_fast\": \"x\"}", F,
+                    "'beta_fast'", NULL);
+    expect_cfg_fail("rope_scaling",
+                    "{\"rope_type\": \"yarn\", \"factor\": 4, "
+                    "\"original_max_position_embeddings\": 0.5}",
+                    F, "'original_max_position_embeddings'", NULL);
     expect_cfg_fail("rope_scaling", "{\"factor\": 2.0}", U, "rope_scaling", NULL);
     expect_cfg_fail("rope_scaling", "4", F, "rope_scaling", NULL);
     expect_cfg_fail("attention_bias", "true", U, "'attention_bias'", NULL);

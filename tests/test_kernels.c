@@ -358,22 +358,75 @@ typedef struct rope_ctx {
     float *x;
     int64_t n_tokens, n_heads, head_dim;
     const int32_t *pos;
-    double theta;
+    enc_rope rope;
 } rope_ctx;
 
 static void rope_task(void *p, int ith, int nth)
 {
     rope_ctx *c = p;
-    cpu_rope_neox(c->x, c->n_tokens, c->n_heads, c->head_dim, c->pos, c->theta, ith, nth);
+    cpu_rope_neox(c->x, c->n_tokens, c->n_heads, c->head_dim, c->pos, &c->rope, ith, nth);
+}
+
+/* A rope scaling written out as transformers' _compute_yarn_parameters and
+ * linear scaling compute it, apart from base/rope.c: the frequencies and the
+ * factor on cos and sin. */
+typedef struct rope_ref {
+    double theta, factor, attn; /* attn: the factor on cos and sin */
+    int yarn;
+    int64_t orig_ctx;
+    double given_attn; /* the checkpoint's attention_factor (0: none) */
+} rope_ref;
+
+static double rope_ref_corr_dim(double rot, int64_t hd, double theta, int64_t ctx)
+{
+    return (double)hd * log((double)ctx / (rot * 2 * 3.14159265358979323846)) / (2 * log(theta));
+}
+
+static double rope_ref_inv_freq(const rope_ref *r, int64_t hd, int64_t i)
+{
+    double extrap = 1.0 / pow(r->theta, 2.0 * (double)i / (double)hd);
+    if (!r->yarn) return extrap / r->factor;
+    double lo = fmax(floor(rope_ref_corr_dim(32, hd, r->theta, r->orig_ctx)), 0);
+    double hi = fmin(ceil(rope_ref_corr_dim(1, hd, r->theta, r->orig_ctx)), (double)hd - 1);
+    if (lo == hi) hi += 0.001;
+    double ramp = fmin(fmax(((double)i - lo) / (hi - lo), 0), 1);
+    double extrap_factor = 1 - ramp;
+    return extrap / r->factor * (1 - extrap_factor) + extrap * extrap_factor;
+}
+
+/* Qwen3's documented YaRN (factor 4 over 32768 positions, head_dim 128,
+ * theta 1e6): the correction range [floor(23.60), ceil(39.65)] = [23, 40]
+ * (worked by hand from the formula), the attention factor 1 + 0.1 ln 4, and
+ * the context 131072, as vLLM derives it. */
+static void test_rope_qwen3_yarn(void)
+{
+    enc_rope_scaling s = {ENC_ROPE_YARN, 4.0, 32768, 32, 1, 0, 1};
+    enc_rope r = enc_rope_make(1000000.0, 128, &s, 40960);
+    if (r.low != 23 || r.high != 40 || fabs(r.attn - 1.1386294361119891) > 1e-15 || r.factor != 4)
+        fail("qwen3 yarn: low %g high %g attn %.17g factor %g", r.low, r.high, r.attn, r.factor);
+    if (enc_rope_context_limit(&s, 40960) != 131072)
+        fail("qwen3 yarn: context %lld", (long long)enc_rope_context_limit(&s, 40960));
+    enc_rope plain = enc_rope_make(1000000.0, 128, NULL, 40960);
+    for (int64_t i = 0; i < 64; i++)
+        if (enc_rope_inv_freq(&plain, i, 128) != pow(1000000.0, -(double)(2 * i) / 128.0))
+            fail("plain rope: frequency %lld is not theta^(-2i/hd) exactly", (long long)i);
 }
 
 /* The kernel rotates in double and rounds once: |x' - ref| <= 2u (|x1| + |x2|)
- * leaves room for the libm's cos/sin/pow (within an ulp of double). */
+ * m leaves room for the libm's cos/sin/pow (within an ulp of double) and the
+ * schedule's other order of operations; m is the factor on cos and sin.
+ * Plain RoPE (factor 1), linear scaling (factor 2) and YaRN (factor 4 from
+ * an original context of 256, so that the correction range falls inside
+ * every head but the smallest; default attention factor and a given one). */
 static void test_rope(void)
 {
     static const int64_t hds[] = {2, 64, 128, 200};
     static const int64_t n_heads_list[] = {1, 3, 8};
-    static const double thetas[] = {10000.0, 1000000.0};
+    static const rope_ref refs[] = {{10000.0, 1, 1, 0, 0, 0},
+                                    {1000000.0, 1, 1, 0, 0, 0},
+                                    {10000.0, 2, 1, 0, 0, 0},
+                                    {10000.0, 4, 1.1386294361119891, 1, 256, 0}, /* 1 + 0.1 ln 4 */
+                                    {1000000.0, 4, 1.25, 1, 256, 1.25}};
     const int64_t nt = 17;
     int32_t pos[17];
     for (int64_t t = 0; t < nt; t++)
@@ -383,22 +436,31 @@ static void test_rope(void)
     for (size_t ih = 0; ih < sizeof hds / sizeof *hds; ih++)
         for (size_t in = 0; in < sizeof n_heads_list / sizeof *n_heads_list; in++) {
             int64_t hd = hds[ih], nh = n_heads_list[in], n = nt * nh * hd, half = hd / 2;
-            double theta = thetas[(ih + in) % 2];
+            const rope_ref *rr = &refs[(ih * 3 + in) % 5];
+            enc_rope_scaling scaling = {rr->yarn ? ENC_ROPE_YARN : ENC_ROPE_LINEAR,
+                                        rr->factor,
+                                        rr->orig_ctx,
+                                        32,
+                                        1,
+                                        rr->given_attn,
+                                        1};
+            enc_rope rope = enc_rope_make(rr->theta, hd, rr->factor == 1 ? NULL : &scaling, 4096);
             float *x0 = xmalloc((size_t)n * sizeof *x0);
             float *x = xmalloc((size_t)n * sizeof *x);
             float *x1 = xmalloc((size_t)n * sizeof *x1);
             fill_uniform(x0, n, -2.0f, 2.0f);
             memcpy(x, x0, (size_t)n * sizeof *x);
-            rope_ctx c = {x, nt, nh, hd, pos, theta};
+            rope_ctx c = {x, nt, nh, hd, pos, rope};
             run_nth(rope_task, &c, 1);
             for (int64_t t = 0; t < nt; t++)
                 for (int64_t h = 0; h < nh; h++)
                     for (int64_t i = 0; i < half; i++) {
                         int64_t o = (t * nh + h) * hd;
-                        double a = pos[t] * pow(theta, -2.0 * (double)i / (double)hd);
+                        double a = pos[t] * rope_ref_inv_freq(rr, hd, i), m = rr->attn;
                         double a1 = x0[o + i], a2 = x0[o + i + half];
-                        double r1 = a1 * cos(a) - a2 * sin(a), r2 = a2 * cos(a) + a1 * sin(a);
-                        double bound = 2 * U * (fabs(a1) + fabs(a2)) + 1e-38;
+                        double r1 = m * (a1 * cos(a) - a2 * sin(a));
+                        double r2 = m * (a2 * cos(a) + a1 * sin(a));
+                        double bound = 2 * U * (fabs(a1) + fabs(a2)) * m + 1e-38;
                         if (!(fabs(x[o + i] - r1) <= bound && fabs(x[o + i + half] - r2) <= bound))
                             fail("rope hd=%lld t=%lld h=%lld i=%lld: %.9g %.9g, want %.9g %.9g",
                                  (long long)hd, (long long)t, (long long)h, (long long)i,
@@ -406,14 +468,14 @@ static void test_rope(void)
                     }
             for (int nth = 2; nth <= 4; nth++) {
                 memcpy(x1, x0, (size_t)n * sizeof *x1);
-                rope_ctx c1 = {x1, nt, nh, hd, pos, theta};
+                rope_ctx c1 = {x1, nt, nh, hd, pos, rope};
                 run_nth(rope_task, &c1, nth);
                 if (memcmp(x1, x, (size_t)n * sizeof *x) != 0)
                     fail("rope hd=%lld: nth=%d differs", (long long)hd, nth);
             }
             for (int64_t t = 0; t < nt; t += 4) { /* one token alone (decode) */
                 memcpy(x1, x0 + t * nh * hd, (size_t)(nh * hd) * sizeof *x1);
-                rope_ctx c1 = {x1, 1, nh, hd, pos + t, theta};
+                rope_ctx c1 = {x1, 1, nh, hd, pos + t, rope};
                 run_nth(rope_task, &c1, 2);
                 if (memcmp(x1, x + t * nh * hd, (size_t)(nh * hd) * sizeof *x) != 0)
                     fail("rope hd=%lld: token %lld alone differs", (long long)hd, (long long)t);
@@ -1106,6 +1168,7 @@ static void test_one_isa(cpu_isa isa)
     int n_inv = test_matmul_invariance();
     test_get_rows();
     test_rms_norm();
+    test_rope_qwen3_yarn();
     test_rope();
     test_elementwise();
     test_argmax();

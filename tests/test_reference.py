@@ -478,6 +478,11 @@ def check_breakage(model, model_dir):
             continue  # a dense model has no router
         if brk == "moe-no-renorm" and not c["norm_topk_prob"]:
             continue
+        scaling = c.get("rope_scaling") or {}
+        if brk == "rope-unscaled" and not scaling:
+            continue  # plain RoPE is the unscaled one
+        if brk == "yarn-no-attention-factor" and scaling.get("rope_type") != "yarn":
+            continue
         bad = RefCLI(model_dir, [brk])
         f, _ = check_logits(model, bad, draw_prompt(rng_for("logits"), model.cfg, 40))
         status = f"{len(f)} mismatches" if f else "NOT DETECTED"

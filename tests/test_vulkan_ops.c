@@ -221,7 +221,11 @@ static graph_tensor *b_matmul(graph *g, graph_tensor **t, const int64_t *ip, dou
 }
 static graph_tensor *b_rope(graph *g, graph_tensor **t, const int64_t *ip, double fp)
 {
-    return graph_rope_neox(g, t[0], t[1], ip[0], ip[1], fp);
+    /* ip[2]: YaRN, factor 4 from 256 positions (a correction range inside
+     * the head), its default attention factor */
+    enc_rope_scaling yarn = {ENC_ROPE_YARN, 4.0, 256, 32, 1, 0, 1};
+    enc_rope rope = enc_rope_make(fp, ip[1], ip[2] ? &yarn : NULL, 4096);
+    return graph_rope_neox(g, t[0], t[1], ip[0], ip[1], &rope);
 }
 static graph_tensor *b_swiglu(graph *g, graph_tensor **t, const int64_t *ip, double fp)
 {
@@ -336,14 +340,16 @@ static void cases_matmul(backend *cpu, backend *vk)
 }
 
 /* Bound for rope: the CPU computes angles in double, Vulkan in f32; at
- * positions below 2048 the angle's error is below 2048 * 2^-23: 5e-4. */
+ * positions below 2048 the angle's error is below 2048 * 2^-23: 5e-4 (YaRN's
+ * factor of 1.14 on cos and sin: 6e-4). Plain and YaRN schedules. */
 static void cases_rope(backend *cpu, backend *vk)
 {
     const int64_t shapes[][3] = {{1, 1, 2}, {5, 3, 64}, {4, 16, 128}, {2, 2, 256}, {7, 8, 10}};
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        int64_t T = shapes[s][0], H = shapes[s][1], hd = shapes[s][2];
-        op_case c = {.build = b_rope, .ip = {H, hd}, .fp = 1000000.0, .tol = 5e-4};
-        snprintf(c.what, sizeof c.what, "rope_neox T=%lld H=%lld hd=%lld", (long long)T, (long long)H, (long long)hd);
+    for (size_t s = 0; s < 2 * sizeof shapes / sizeof shapes[0]; s++) {
+        int64_t yarn = s % 2, T = shapes[s / 2][0], H = shapes[s / 2][1], hd = shapes[s / 2][2];
+        op_case c = {.build = b_rope, .ip = {H, hd, yarn}, .fp = 1000000.0, .tol = yarn ? 6e-4 : 5e-4};
+        snprintf(c.what, sizeof c.what, "rope_neox%s T=%lld H=%lld hd=%lld", yarn ? " yarn" : "", (long long)T,
+                 (long long)H, (long long)hd);
         op_in *x = add_in(&c, "x", ENC_F32, T, H * hd, GRAPH_INTERMEDIATE);
         fill_random(x, 2.0f);
         x->check = 1;

@@ -83,7 +83,7 @@ foreach(case write read alloc free nested replay end replay_matches_eager)
 endforeach()
 
 foreach(preset tiny-gqa1-hd64-f32 tiny-gqa2-hd64-bf16 tiny-gqa4-hd128-bf16 tiny-gqa2-hd128-f16-sharded
-               tiny-qwen3vocab tiny-moe-e8k2-bf16 tiny-moe-mixed-f32)
+               tiny-qwen3vocab tiny-moe-e8k2-bf16 tiny-moe-mixed-f32 tiny-yarn-bf16)
   string(REPLACE "-" "_" p "${preset}")
   set(checks logits greedy)
   if(preset STREQUAL "tiny-qwen3vocab")

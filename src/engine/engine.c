@@ -76,16 +76,21 @@ static enc_status engine__resolve_config(engine *e, const qwen3_config *mc)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "sample_vocab %lld out of range [1, %lld] (vocab_size)",
                         (long long)c->sample_vocab, (long long)mc->vocab_size);
     if (c->max_num_batched_tokens == 0) c->max_num_batched_tokens = ENGINE_DEFAULT_MAX_NUM_BATCHED_TOKENS;
-    if (c->max_model_len == 0)
-        c->max_model_len = mc->max_position_embeddings < 8192 ? mc->max_position_embeddings : 8192;
+    /* the model's length: max_position_embeddings, or as far as its rope
+     * scaling stretches it (vLLM's rule) */
+    int64_t model_len = enc_rope_context_limit(&mc->rope_scaling, mc->max_position_embeddings);
+    if (c->max_model_len == 0) c->max_model_len = model_len < 8192 ? model_len : 8192;
     if (c->max_num_seqs < 1 || c->max_num_seqs > 4096)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "max_num_seqs %d out of range [1, 4096]", c->max_num_seqs);
     if (c->max_num_batched_tokens < 1 || c->max_num_batched_tokens > (1 << 20))
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "max_num_batched_tokens %lld out of range [1, 1048576]",
                         (long long)c->max_num_batched_tokens);
-    if (c->max_model_len < 2 || c->max_model_len > mc->max_position_embeddings)
-        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "max_model_len %lld out of range [2, %lld] (max_position_embeddings)",
-                        (long long)c->max_model_len, (long long)mc->max_position_embeddings);
+    if (c->max_model_len < 2 || c->max_model_len > model_len)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "max_model_len %lld out of range [2, %lld] (%s)",
+                        (long long)c->max_model_len, (long long)model_len,
+                        model_len > mc->max_position_embeddings
+                            ? "the rope scaling's context length"
+                            : "max_position_embeddings");
     e->max_blocks_per_seq = (c->max_model_len + c->block_size - 1) / c->block_size;
     ENC_TRY(engine__kv_dtype(e, mc, &e->kv_dtype));
     if (c->n_kv_blocks == 0) {

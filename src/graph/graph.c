@@ -214,7 +214,7 @@ graph_tensor *graph_matmul(graph *g, graph_tensor *x, graph_tensor *w)
 }
 
 graph_tensor *graph_rope_neox(graph *g, graph_tensor *x, graph_tensor *positions, int64_t n_heads,
-                              int64_t head_dim, double theta)
+                              int64_t head_dim, const enc_rope *rope)
 {
     if (!graph__ok(g, graph__is_f32_2d(x) && positions && positions->dtype == ENC_I32 &&
                           positions->shape[0] == x->shape[0] && x->shape[1] == n_heads * head_dim &&
@@ -225,9 +225,18 @@ graph_tensor *graph_rope_neox(graph *g, graph_tensor *x, graph_tensor *positions
     if (!n) return NULL;
     n->i[0] = n_heads;
     n->i[1] = head_dim;
-    n->f[0] = theta;
+    n->f[0] = rope->theta;
+    n->f[1] = rope->factor;
+    n->f[2] = rope->low;
+    n->f[3] = rope->high;
+    n->f[4] = rope->attn;
     graph__commit(g, n);
     return x;
+}
+
+enc_rope graph_rope_of(const graph_node *n)
+{
+    return (enc_rope){n->f[0], n->f[1], n->f[2], n->f[3], n->f[4]};
 }
 
 static graph_tensor *graph__elementwise(graph *g, graph_op op, graph_tensor *a, graph_tensor *b)

@@ -26,6 +26,7 @@
 
 #include "base/arena.h"
 #include "base/dtype.h"
+#include "base/rope.h"
 #include "base/status.h"
 
 /* A backend's buffer. The graph layer sits below the backends and only
@@ -52,7 +53,8 @@ typedef enum graph_op {
     GRAPH_OP_MATMUL,       /* dst[T, N] = src0[T, K] @ src1[N, K]^T; for a block-
                             * quantized src1, src2 [T, K] is scratch for src0 in
                             * 8-bit blocks (Q8_0 or Q8_K), the backend's to use */
-    GRAPH_OP_ROPE_NEOX,    /* src0[T, H*hd] in place; src1 positions[T]; i[0] = H, i[1] = hd, f[0] = theta */
+    GRAPH_OP_ROPE_NEOX,    /* src0[T, H*hd] in place; src1 positions[T]; i[0] = H, i[1] = hd,
+                            * f[0..4] = the enc_rope: theta, factor, low, high, attn */
     GRAPH_OP_SWIGLU,       /* dst = silu(src0) * src1                         */
     GRAPH_OP_ADD,          /* dst = src0 + src1                               */
     GRAPH_OP_STORE_KV,     /* k src0, v src1 -> caches src3, src4 at slots src2; no dst;
@@ -114,7 +116,7 @@ typedef struct graph_node {
     graph_tensor *src[GRAPH_MAX_SRC];
     graph_tensor *dst; /* NULL for STORE_KV; == src[0] for in-place ROPE */
     int64_t i[4];
-    double f[2];
+    double f[5];
 } graph_node;
 
 typedef struct graph {
@@ -149,7 +151,9 @@ graph_tensor *graph_get_rows(graph *g, graph_tensor *table, graph_tensor *ids);
 graph_tensor *graph_rms_norm(graph *g, graph_tensor *x, graph_tensor *w, double eps);
 graph_tensor *graph_matmul(graph *g, graph_tensor *x, graph_tensor *w);
 graph_tensor *graph_rope_neox(graph *g, graph_tensor *x, graph_tensor *positions,
-                              int64_t n_heads, int64_t head_dim, double theta);
+                              int64_t n_heads, int64_t head_dim, const enc_rope *rope);
+/* The enc_rope a ROPE_NEOX node carries. */
+enc_rope graph_rope_of(const graph_node *n);
 graph_tensor *graph_swiglu(graph *g, graph_tensor *gate, graph_tensor *up);
 graph_tensor *graph_add(graph *g, graph_tensor *a, graph_tensor *b);
 void graph_store_kv(graph *g, graph_tensor *k, graph_tensor *v, graph_tensor *slot_mapping,

@@ -165,9 +165,47 @@ static enc_status cfg__dtype(const cJSON *root, const char *where, enc_dtype *ou
     return ENC_OK;
 }
 
-/* The "rope_type" (or legacy "type") of a rope_scaling / rope_parameters
- * object; only the default (unscaled) RoPE is implemented. */
-static enc_status cfg__rope_kind(const cJSON *obj, const char *where, const char *key)
+/* An optional positive number of a rope object: *out unchanged when absent. */
+static enc_status cfg__rope_number(const cJSON *obj, const char *where, const char *key,
+                                   double *out)
+{
+    const cJSON *j = NULL;
+    ENC_TRY(cfg__get(obj, where, key, &j));
+    return j ? cfg__as_positive(j, where, key, 0, out) : ENC_OK;
+}
+
+/* YaRN's fields beside factor: original_max_position_embeddings,
+ * attention_factor (or mscale / mscale_all_dim, whose ratio of 0.1 m ln(f)
+ * + 1 it then is, as transformers computes it), beta_fast, beta_slow,
+ * truncate. */
+static enc_status cfg__yarn(const cJSON *obj, const char *where, enc_rope_scaling *s)
+{
+    const cJSON *j = NULL;
+    double mscale = 0, mscale_all = 0;
+    s->beta_fast = 32.0;
+    s->beta_slow = 1.0;
+    s->truncate = 1;
+    ENC_TRY(cfg__get(obj, where, "original_max_position_embeddings", &j));
+    if (j) ENC_TRY(cfg__as_int(j, where, "original_max_position_embeddings", 1, &s->original_ctx));
+    ENC_TRY(cfg__rope_number(obj, where, "attention_factor", &s->attention_factor));
+    ENC_TRY(cfg__rope_number(obj, where, "beta_fast", &s->beta_fast));
+    ENC_TRY(cfg__rope_number(obj, where, "beta_slow", &s->beta_slow));
+    ENC_TRY(cfg__rope_number(obj, where, "mscale", &mscale));
+    ENC_TRY(cfg__rope_number(obj, where, "mscale_all_dim", &mscale_all));
+    ENC_TRY(cfg__get(obj, where, "truncate", &j));
+    if (j && !cJSON_IsBool(j))
+        return enc_fail(ENC_ERR_FORMAT, "%s: field 'truncate' must be true or false", where);
+    if (j) s->truncate = cJSON_IsTrue(j);
+    if (s->attention_factor == 0 && mscale > 0 && mscale_all > 0 && s->factor > 1)
+        s->attention_factor =
+            (0.1 * mscale * log(s->factor) + 1.0) / (0.1 * mscale_all * log(s->factor) + 1.0);
+    return ENC_OK;
+}
+
+/* A rope_scaling / rope_parameters object: its "rope_type" (or legacy
+ * "type") default, linear or yarn, and that kind's fields. */
+static enc_status cfg__rope_scaling(const cJSON *obj, const char *where, const char *key,
+                                    enc_rope_scaling *s)
 {
     char buf[64];
     if (!cJSON_IsObject(obj))
@@ -176,29 +214,38 @@ static enc_status cfg__rope_kind(const cJSON *obj, const char *where, const char
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(obj, "rope_type");
     if (!t) t = cJSON_GetObjectItemCaseSensitive(obj, "type");
     if (!cJSON_IsString(t))
+        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: field '%s' has no rope_type", where, key);
+    memset(s, 0, sizeof *s);
+    if (!strcmp(t->valuestring, "default")) return ENC_OK;
+    if (strcmp(t->valuestring, "linear") && strcmp(t->valuestring, "yarn"))
         return enc_fail(ENC_ERR_UNSUPPORTED,
-                        "%s: field '%s' has no rope_type; only default RoPE is supported", where,
-                        key);
-    if (strcmp(t->valuestring, "default"))
-        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: %s type '%s' is not supported", where, key,
-                        t->valuestring);
-    return ENC_OK;
+                        "%s: %s type '%s' is not supported (default, linear and yarn are)", where,
+                        key, t->valuestring);
+    s->kind = strcmp(t->valuestring, "yarn") ? ENC_ROPE_LINEAR : ENC_ROPE_YARN;
+    const cJSON *f = NULL;
+    ENC_TRY(cfg__get(obj, where, "factor", &f));
+    ENC_TRY(cfg__as_positive(f, where, "factor", 0, &s->factor));
+    if (s->kind == ENC_ROPE_YARN) ENC_TRY(cfg__yarn(obj, where, s));
+    return enc_rope_scaling_check(s, where);
 }
 
 /* rope_theta, rope_scaling, and transformers v5's rope_parameters. */
-static enc_status cfg__rope(const cJSON *root, const char *where, double *theta)
+static enc_status cfg__rope(const cJSON *root, const char *where, qwen3_config *c)
 {
     const cJSON *scaling = NULL, *params = NULL, *j = NULL;
     ENC_TRY(cfg__get(root, where, "rope_scaling", &scaling));
-    if (scaling) ENC_TRY(cfg__rope_kind(scaling, where, "rope_scaling"));
     ENC_TRY(cfg__get(root, where, "rope_parameters", &params));
-    if (params) ENC_TRY(cfg__rope_kind(params, where, "rope_parameters"));
+    if (scaling && params)
+        return enc_fail(ENC_ERR_FORMAT, "%s: both 'rope_scaling' and 'rope_parameters' are given",
+                        where);
+    if (scaling) ENC_TRY(cfg__rope_scaling(scaling, where, "rope_scaling", &c->rope_scaling));
+    if (params) ENC_TRY(cfg__rope_scaling(params, where, "rope_parameters", &c->rope_scaling));
     ENC_TRY(cfg__get(root, where, "rope_theta", &j));
     if (!j && params) {
         j = cJSON_GetObjectItemCaseSensitive(params, "rope_theta");
-        return cfg__as_positive(j, where, "rope_parameters.rope_theta", 0, theta);
+        return cfg__as_positive(j, where, "rope_parameters.rope_theta", 0, &c->rope_theta);
     }
-    return cfg__as_positive(j, where, "rope_theta", 0, theta);
+    return cfg__as_positive(j, where, "rope_theta", 0, &c->rope_theta);
 }
 
 /* A token id in [0, vocab). */
@@ -401,7 +448,7 @@ static enc_status cfg__parse_root(const cJSON *root, const char *where, qwen3_co
     ENC_TRY(cfg__layer_types(root, where, c->n_layers));
     ENC_TRY(cfg__get(root, where, "rms_norm_eps", &eps));
     ENC_TRY(cfg__as_positive(eps, where, "rms_norm_eps", 1, &c->rms_norm_eps));
-    ENC_TRY(cfg__rope(root, where, &c->rope_theta));
+    ENC_TRY(cfg__rope(root, where, c));
     ENC_TRY(cfg__bool(root, where, "tie_word_embeddings", &c->tie_word_embeddings));
     ENC_TRY(cfg__dtype(root, where, &c->torch_dtype));
     return cfg__tokens(root, where, c);

@@ -1,8 +1,8 @@
 /* config.h - the Qwen3 hyper-parameters read from a checkpoint's config.json.
  *
  * Every field that changes the math is read and checked; a missing or
- * inconsistent field, or an unsupported feature (rope_scaling kinds encore
- * does not implement, attention biases, sliding windows, a shared expert),
+ * inconsistent field, or an unsupported feature (rope_scaling kinds other
+ * than linear and yarn, attention biases, sliding windows, a shared expert),
  * is an error that names config.json and the field. model_type "qwen3" is
  * the dense model, "qwen3_moe" adds the mixture-of-experts fields. */
 #ifndef ENC_MODEL_CONFIG_H
@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "base/dtype.h"
+#include "base/rope.h"
 #include "base/status.h"
 
 enum { QWEN3_MAX_EOS = 8, QWEN3_MAX_MLP_ONLY = 256 };
@@ -26,6 +27,7 @@ typedef struct qwen3_config {
     int64_t max_position_embeddings;
     double rms_norm_eps;
     double rope_theta;
+    enc_rope_scaling rope_scaling; /* rope_scaling / rope_parameters (kind NONE: plain) */
     int tie_word_embeddings;    /* 0 or 1 */
     enc_dtype torch_dtype;      /* F32, BF16 or F16 */
     int32_t bos_token_id;       /* -1 when absent */

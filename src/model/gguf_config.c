@@ -10,6 +10,9 @@
  *   <arch>.attention.key_length              head_dim (default: D / heads)
  *   <arch>.attention.value_length            must equal key_length
  *   <arch>.rope.freq_base                    rope_theta (default 10000, as llama.cpp)
+ *   <arch>.rope.scaling.type                 none, linear or yarn, with .factor and
+ *                                            yarn's .original_context_length,
+ *                                            .yarn_beta_fast/slow, .yarn_attn_factor
  *   <arch>.attention.layer_norm_rms_epsilon  rms_norm_eps
  *   tokenizer.ggml.bos_token_id / eos_token_id / eot_token_id
  * and, for qwen3moe (every layer sparse):
@@ -143,19 +146,62 @@ static enc_status gguf__moe(const gguf__cfg_ctx *c, qwen3_config *q)
     return ENC_OK;
 }
 
-/* Rope scaling other than none is refused, as config.json's rope_scaling is. */
-static enc_status gguf__rope_scaling(const gguf__cfg_ctx *c)
+/* A key that encore reads only at its neutral value: absent, or equal to want. */
+static enc_status gguf__neutral_float(const gguf__cfg_ctx *c, const char *suffix, double want)
 {
     char key[GGUF__KEY_MAX];
-    gguf_str s = {0};
     int found = 0;
-    ENC_TRY(gguf_get_str(c->g, gguf__key(c, "rope.scaling.type", key), &s, &found));
-    if (found && !(s.len == 4 && !memcmp(s.p, "none", 4)))
-        return enc_fail(ENC_ERR_UNSUPPORTED,
-                        "%s: key '%s' is '%.*s'; only unscaled RoPE is "
-                        "supported",
-                        gguf_path(c->g), key, (int)(s.len < 32 ? s.len : 32), s.p);
+    double v = 0;
+    ENC_TRY(gguf_get_float(c->g, gguf__key(c, suffix, key), &v, &found));
+    if (found && v != want)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: key '%s' is %g; encore supports only %g",
+                        gguf_path(c->g), key, v, want);
     return ENC_OK;
+}
+
+/* YaRN's keys as llama.cpp's converter writes them: original_context_length
+ * (default: context_length), yarn_beta_fast / yarn_beta_slow (32 / 1), and
+ * yarn_attn_factor, config.json's attention_factor (default 0.1 ln(factor) +
+ * 1); llama.cpp's own knobs (ext_factor, log_multiplier, attn_factor) only at
+ * their neutral values. */
+static enc_status gguf__yarn(const gguf__cfg_ctx *c, enc_rope_scaling *s)
+{
+    char key[GGUF__KEY_MAX];
+    int found = 0;
+    double v = 0;
+    s->truncate = 1;
+    ENC_TRY(gguf__int(c, "rope.scaling.original_context_length", 0, &s->original_ctx));
+    ENC_TRY(gguf__float(c, "rope.scaling.yarn_beta_fast", 32.0, 0, &s->beta_fast));
+    ENC_TRY(gguf__float(c, "rope.scaling.yarn_beta_slow", 1.0, 0, &s->beta_slow));
+    ENC_TRY(gguf_get_float(c->g, gguf__key(c, "rope.scaling.yarn_attn_factor", key), &v, &found));
+    if (found)
+        ENC_TRY(gguf__float(c, "rope.scaling.yarn_attn_factor", 1.0, 0, &s->attention_factor));
+    ENC_TRY(gguf__neutral_float(c, "rope.scaling.yarn_ext_factor", 1.0));
+    ENC_TRY(gguf__neutral_float(c, "rope.scaling.yarn_log_multiplier", 0.0));
+    return gguf__neutral_float(c, "rope.scaling.attn_factor", 1.0);
+}
+
+/* rope.scaling.type: none (or absent), linear or yarn, with
+ * rope.scaling.factor. */
+static enc_status gguf__rope_scaling(const gguf__cfg_ctx *c, enc_rope_scaling *s)
+{
+    char key[GGUF__KEY_MAX];
+    gguf_str t = {0};
+    int found = 0;
+    memset(s, 0, sizeof *s);
+    ENC_TRY(gguf_get_str(c->g, gguf__key(c, "rope.scaling.type", key), &t, &found));
+    if (!found || (t.len == 4 && !memcmp(t.p, "none", 4))) return ENC_OK;
+    if (t.len == 6 && !memcmp(t.p, "linear", 6))
+        s->kind = ENC_ROPE_LINEAR;
+    else if (t.len == 4 && !memcmp(t.p, "yarn", 4))
+        s->kind = ENC_ROPE_YARN;
+    else
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "%s: key '%s' is '%.*s'; encore supports none, linear and yarn",
+                        gguf_path(c->g), key, (int)(t.len < 32 ? t.len : 32), t.p);
+    ENC_TRY(gguf__float(c, "rope.scaling.factor", 0, 0, &s->factor));
+    if (s->kind == ENC_ROPE_YARN) ENC_TRY(gguf__yarn(c, s));
+    return enc_rope_scaling_check(s, gguf_path(c->g));
 }
 
 static enc_status gguf__shapes(const gguf__cfg_ctx *c, qwen3_config *q)
@@ -245,7 +291,7 @@ enc_status qwen3_config_from_gguf(const gguf_file *g, qwen3_config *out)
     memset(&q, 0, sizeof q);
     ENC_TRY(gguf__arch(&c));
     if (!strcmp(c.arch, "qwen3moe")) ENC_TRY(gguf__moe(&c, &q));
-    ENC_TRY(gguf__rope_scaling(&c));
+    ENC_TRY(gguf__rope_scaling(&c, &q.rope_scaling));
     ENC_TRY(gguf__shapes(&c, &q));
     ENC_TRY(gguf__float(&c, "attention.layer_norm_rms_epsilon", 0, 1, &q.rms_norm_eps));
     ENC_TRY(gguf__float(&c, "rope.freq_base", 10000.0, 0, &q.rope_theta));

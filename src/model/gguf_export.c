@@ -231,6 +231,33 @@ static enc_status gguf__moe_metadata(gguf_writer *w, const qwen3_config *c)
     return gguf_writer_add_bool(w, "qwen3moe.expert_weights_norm", c->norm_topk_prob);
 }
 
+/* rope.scaling.*, as convert_hf_to_gguf.py writes a linear or yarn
+ * rope_scaling (beta_fast / beta_slow and the attention factor only when the
+ * checkpoint gives them); nothing for plain RoPE. */
+static enc_status gguf__rope_metadata(gguf_writer *w, const char *arch, const enc_rope_scaling *s)
+{
+    if (s->kind == ENC_ROPE_NONE) return ENC_OK;
+    if (!s->truncate)
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "yarn rope scaling with truncate false has no GGUF key (llama.cpp "
+                        "always truncates)");
+    const char *type = s->kind == ENC_ROPE_YARN ? "yarn" : "linear";
+    char key[96];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    ENC_TRY(gguf_writer_add_str(w, key, type, strlen(type)));
+    ENC_TRY(gguf__arch_f32(w, arch, "rope.scaling.factor", s->factor));
+    if (s->kind != ENC_ROPE_YARN) return ENC_OK;
+    if (s->original_ctx)
+        ENC_TRY(gguf__arch_u32(w, arch, "rope.scaling.original_context_length", s->original_ctx));
+    if (s->beta_fast != 32.0)
+        ENC_TRY(gguf__arch_f32(w, arch, "rope.scaling.yarn_beta_fast", s->beta_fast));
+    if (s->beta_slow != 1.0)
+        ENC_TRY(gguf__arch_f32(w, arch, "rope.scaling.yarn_beta_slow", s->beta_slow));
+    if (s->attention_factor > 0)
+        ENC_TRY(gguf__arch_f32(w, arch, "rope.scaling.yarn_attn_factor", s->attention_factor));
+    return ENC_OK;
+}
+
 static enc_status gguf__metadata(gguf_writer *w, const qwen3_config *c, gguf_file_type ft,
                                  const char *name)
 {
@@ -247,6 +274,7 @@ static enc_status gguf__metadata(gguf_writer *w, const qwen3_config *c, gguf_fil
     ENC_TRY(gguf__arch_u32(w, arch, "attention.key_length", c->head_dim));
     ENC_TRY(gguf__arch_u32(w, arch, "attention.value_length", c->head_dim));
     ENC_TRY(gguf__arch_f32(w, arch, "rope.freq_base", c->rope_theta));
+    ENC_TRY(gguf__rope_metadata(w, arch, &c->rope_scaling));
     ENC_TRY(gguf__arch_f32(w, arch, "attention.layer_norm_rms_epsilon", c->rms_norm_eps));
     return c->n_experts ? gguf__moe_metadata(w, c) : ENC_OK;
 }

@@ -376,8 +376,10 @@ static graph_tensor *qwen3__layer(const qwen3_model *m, const kv_cache *kv, grap
     graph_tensor *v = graph_matmul(g, h, qwen3__weight(g, &w->v));
     q = graph_rms_norm(g, q, qwen3__weight(g, &w->q_norm), c->rms_norm_eps);
     k = graph_rms_norm(g, k, qwen3__weight(g, &w->k_norm), c->rms_norm_eps);
-    graph_rope_neox(g, q, io->positions, c->n_heads, c->head_dim, c->rope_theta);
-    graph_rope_neox(g, k, io->positions, c->n_kv_heads, c->head_dim, c->rope_theta);
+    enc_rope rope =
+        enc_rope_make(c->rope_theta, c->head_dim, &c->rope_scaling, c->max_position_embeddings);
+    graph_rope_neox(g, q, io->positions, c->n_heads, c->head_dim, &rope);
+    graph_rope_neox(g, k, io->positions, c->n_kv_heads, c->head_dim, &rope);
 
     int64_t n_slots = (int64_t)kv->pool.n_blocks * kv->pool.block_size;
     graph_tensor *kc = graph_tensor_2d(g, GRAPH_CACHE, kv->dtype, n_slots, kv->kv_dim, "k_cache");

@@ -12,6 +12,7 @@ One decoder layer, for hidden states x [T, D] at positions p:
     q = h Wq^T -> [T, H, hd]    k = h Wk^T, v = h Wv^T -> [T, KVH, hd]
     q = rmsnorm(q) * q_norm     k = rmsnorm(k) * k_norm   (per head, BEFORE RoPE)
     q, k = rope(q, p), rope(k, p)            NeoX rotate_half, inv_freq = theta^(-2i/hd)
+                                             (scaled as rope_scaling says: rope_parameters)
     a = softmax(q k^T / sqrt(hd) + causal) v  query head h reads kv head h // (H/KVH)
     x = x + a Wo^T
     h = rmsnorm(x) * w_post
@@ -57,6 +58,8 @@ BREAKS = {
     "no-final-norm-weight": "ignore the weight of the final norm",
     "moe-no-renorm": "MoE: keep the top-k weights as they are when norm_topk_prob is set",
     "moe-skip-best": "MoE: route each token to its 2nd..(k+1)th experts instead of the best k",
+    "rope-unscaled": "rope_scaling: plain RoPE frequencies, no attention factor",
+    "yarn-no-attention-factor": "yarn: the scaled frequencies without the attention factor on cos/sin",
 }
 
 REQUIRED_CONFIG = [
@@ -83,8 +86,9 @@ def load_config(model_dir):
     for key in REQUIRED_CONFIG:
         if key not in cfg or cfg[key] is None:
             raise CheckpointError(f"{path}: missing field '{key}'")
-    if cfg.get("rope_scaling") is not None:
-        raise CheckpointError(f"{path}: rope_scaling {cfg['rope_scaling']!r} is not supported")
+    scaling = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+    if scaling is not None and scaling.get("rope_type", scaling.get("type")) not in ("default", "linear", "yarn"):
+        raise CheckpointError(f"{path}: rope_scaling {scaling!r} is not supported")
     if cfg.get("attention_bias"):
         raise CheckpointError(f"{path}: attention_bias true is not supported")
     if cfg.get("use_sliding_window"):
@@ -243,9 +247,46 @@ def load_model(model_dir, dt=np.float64):
     m.head_t = np.ascontiguousarray(head.T)  # [D, V]
     if t:
         raise CheckpointError(f"{model_dir}: unused tensor {sorted(t)[0]}")
-    m.inv_freq = 1.0 / (float(cfg["rope_theta"]) ** (np.arange(0, hd, 2, dtype=np.float64) / hd))
+    m.inv_freq, m.rope_attention = rope_parameters(cfg, hd)
     m.breaks = set()
     return m
+
+
+def rope_parameters(cfg, hd, unscaled=False):
+    """(inv_freq [hd/2], the factor on cos and sin), written from transformers'
+    _compute_linear_scaling_rope_parameters and _compute_yarn_parameters: linear
+    divides every frequency by factor; YaRN blends the unscaled frequencies
+    (extrapolation) into the scaled ones (interpolation) over the correction
+    range of the original context, and scales cos/sin by 0.1 ln(factor) + 1."""
+    base = float(cfg["rope_theta"])
+    pos_freqs = base ** (np.arange(0, hd, 2, dtype=np.float64) / hd)
+    extrapolation = 1.0 / pos_freqs
+    scaling = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if unscaled or kind == "default":
+        return extrapolation, 1.0
+    factor = float(scaling["factor"])
+    if kind == "linear":
+        return extrapolation / factor, 1.0
+    attention = scaling.get("attention_factor")
+    if attention is None:
+        attention = 1.0 if factor <= 1 else 0.1 * math.log(factor) + 1.0
+    beta_fast, beta_slow = scaling.get("beta_fast") or 32, scaling.get("beta_slow") or 1
+    ctx = scaling.get("original_max_position_embeddings") or cfg["max_position_embeddings"]
+
+    def correction_dim(rotations):
+        return hd * math.log(ctx / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    if scaling.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, hd - 1)
+    if low == high:
+        high += 0.001
+    ramp = np.clip((np.arange(hd // 2, dtype=np.float64) - low) / (high - low), 0, 1)
+    extrapolation_factor = 1 - ramp
+    inv_freq = (extrapolation / factor) * (1 - extrapolation_factor) + extrapolation * extrapolation_factor
+    return inv_freq, float(attention)
 
 
 def stop_ids(model):
@@ -364,8 +405,13 @@ def forward_step(model, cache, ids, last_only=False):
         raise ValueError("KV cache too small")
     S = start + T
     dt = model.dtype
-    ang = np.arange(start, S, dtype=np.float64)[:, None] * model.inv_freq[None, :]
-    cos, sin = np.cos(ang).astype(dt), np.sin(ang).astype(dt)
+    inv_freq, attention = model.inv_freq, model.rope_attention
+    if "rope-unscaled" in br:
+        inv_freq, attention = rope_parameters(c, hd, unscaled=True)
+    if "yarn-no-attention-factor" in br:
+        attention = 1.0
+    ang = np.arange(start, S, dtype=np.float64)[:, None] * inv_freq[None, :]
+    cos, sin = (attention * np.cos(ang)).astype(dt), (attention * np.sin(ang)).astype(dt)
     # causal mask: query t (absolute start+t) sees keys 0..start+t
     mask = np.arange(S)[None, :] > (start + np.arange(T))[:, None]  # [T, S]
     scale = 1.0 / math.sqrt(hd)

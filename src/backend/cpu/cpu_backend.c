@@ -203,7 +203,7 @@ typedef struct cpu__call {
                                                * x, or its 8-bit blocks for a quantized w;
                                                * packed: w interleaved (repack.h) */
         struct { enc_dtype dtype; int64_t rows, k; } quantize; /* dst: rows in dtype blocks */
-        struct { int64_t n_tokens, n_heads, head_dim; double theta; } rope_neox;
+        struct { int64_t n_tokens, n_heads, head_dim; enc_rope rope; } rope_neox;
         struct { int64_t n; } elementwise; /* swiglu, add: elements */
         struct { int64_t n_tokens, kv_dim; enc_dtype cache_dtype; } store_kv;
         cpu_attention_args attention;
@@ -318,7 +318,7 @@ static void cpu__prepare_rope_neox(const graph_node *n, cpu__call *c)
     c->rope_neox.n_tokens = n->src[0]->shape[0];
     c->rope_neox.n_heads = n->i[0];
     c->rope_neox.head_dim = n->i[1];
-    c->rope_neox.theta = n->f[0];
+    c->rope_neox.rope = graph_rope_of(n);
 }
 static int64_t cpu__cost_rope_neox(const cpu__call *c)
 {
@@ -327,7 +327,7 @@ static int64_t cpu__cost_rope_neox(const cpu__call *c)
 static void cpu__run_rope_neox(const cpu__call *c, int ith, int nth)
 {
     cpu_rope_neox(c->src[0], c->rope_neox.n_tokens, c->rope_neox.n_heads, c->rope_neox.head_dim,
-                  c->src[1], c->rope_neox.theta, ith, nth);
+                  c->src[1], &c->rope_neox.rope, ith, nth);
 }
 
 /* swiglu, add: n elements */

@@ -340,9 +340,10 @@ void cpu_rms_norm(const float *x, const float *w, int64_t rows, int64_t dim, flo
 enum { CPU__ROPE_CHUNK = 64 }; /* frequencies handled at once (cos/sin cached) */
 
 /* x [n_tokens, n_heads, head_dim]; threads split the (token, head) pairs into
- * contiguous runs, so cos and sin are computed once per token and chunk. */
+ * contiguous runs, so cos and sin are computed once per token and chunk.
+ * The frequencies and the factor on cos and sin are rope's (base/rope.h). */
 void cpu_rope_neox(float *x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
-                   const int32_t *positions, double theta, int ith, int nth)
+                   const int32_t *positions, const enc_rope *rope, int ith, int nth)
 {
     int64_t half = head_dim / 2;
     int64_t e0, e1;
@@ -350,16 +351,16 @@ void cpu_rope_neox(float *x, int64_t n_tokens, int64_t n_heads, int64_t head_dim
     double inv_freq[CPU__ROPE_CHUNK], cs[2 * CPU__ROPE_CHUNK];
     for (int64_t c0 = 0; c0 < half && e0 < e1; c0 += CPU__ROPE_CHUNK) {
         int64_t cn = half - c0 < CPU__ROPE_CHUNK ? half - c0 : CPU__ROPE_CHUNK;
-        for (int64_t j = 0; j < cn; j++) /* theta^(-2i/head_dim), i = c0 + j */
-            inv_freq[j] = pow(theta, -(double)(2 * (c0 + j)) / (double)head_dim);
+        for (int64_t j = 0; j < cn; j++)
+            inv_freq[j] = enc_rope_inv_freq(rope, c0 + j, head_dim);
         int64_t t_cached = -1;
         for (int64_t e = e0; e < e1; e++) {
             int64_t t = e / n_heads;
             if (t != t_cached) {
                 for (int64_t j = 0; j < cn; j++) {
                     double a = (double)positions[t] * inv_freq[j];
-                    cs[2 * j] = cos(a);
-                    cs[2 * j + 1] = sin(a);
+                    cs[2 * j] = cos(a) * rope->attn;
+                    cs[2 * j + 1] = sin(a) * rope->attn;
                 }
                 t_cached = t;
             }

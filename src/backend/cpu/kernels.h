@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "base/dtype.h"
+#include "base/rope.h"
 
 typedef enum cpu_isa {
     CPU_ISA_SCALAR = 0,
@@ -79,13 +80,13 @@ void cpu_rms_norm(const float *x, const float *w, int64_t rows, int64_t dim,
                   float eps, float *y, int ith, int nth);
 
 /* NeoX rotary embedding in place: x [n_tokens, n_heads, head_dim]; for each
- * token t and i < head_dim/2, with a = positions[t] * theta^(-2i/head_dim)
- * (computed in double):
+ * token t and i < head_dim/2, with a = positions[t] * inv_freq(i) and m =
+ * rope->attn (base/rope.h; plain RoPE: theta^(-2i/head_dim) and 1),
+ * computed in double:
  *   x1 = x[i], x2 = x[i + head_dim/2]
- *   x[i] = x1 cos a - x2 sin a;  x[i + head_dim/2] = x2 cos a + x1 sin a */
-void cpu_rope_neox(float *x, int64_t n_tokens, int64_t n_heads,
-                   int64_t head_dim, const int32_t *positions, double theta,
-                   int ith, int nth);
+ *   x[i] = x1 m cos a - x2 m sin a;  x[i + head_dim/2] = x2 m cos a + x1 m sin a */
+void cpu_rope_neox(float *x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
+                   const int32_t *positions, const enc_rope *rope, int ith, int nth);
 
 /* out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)), within 5.1 ulp
  * measured (kernels_impl.h, cpu__v_silu_mul); n elements. */

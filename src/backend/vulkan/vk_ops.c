@@ -376,7 +376,15 @@ static enc_status vk__rope(vk__plan *pl)
     vk_dispatch *d = NULL;
     ENC_TRY(vk__single(pl, (const graph_tensor *const[]){n->src[0], n->src[1]}, 2, &d));
     int64_t T = n->src[0]->shape[0], H = n->i[0], hd = n->i[1];
-    uint32_t p[] = {(uint32_t)T, (uint32_t)H, (uint32_t)hd, vk__f32_bits(log2(n->f[0]))};
+    enc_rope r = graph_rope_of(n);
+    uint32_t p[] = {(uint32_t)T,
+                    (uint32_t)H,
+                    (uint32_t)hd,
+                    vk__f32_bits(log2(r.theta)),
+                    vk__f32_bits(1.0 - 1.0 / r.factor),
+                    vk__f32_bits(r.low),
+                    vk__f32_bits(r.high - r.low),
+                    vk__f32_bits(r.attn)};
     memcpy(d->push.p, p, sizeof p);
     vk__grid_1d(d, T * H * (hd / 2), 256);
     return ENC_OK;
