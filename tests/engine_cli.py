@@ -185,6 +185,19 @@ def check_bad_args(a):
     print("ok: --help for every command")
 
 
+def check_logits_full_context(a):
+    """`encore logits` scores a prompt as long as --max-model-len (it generates
+    nothing): the same lines as under a larger limit; one token more is refused."""
+    e, m = a.encore, os.path.join(a.models, "tiny-gqa2-hd64-bf16")
+    args = [e, "logits", "-m", m, "--prompt-ids", ids(32), "--top", "3"]
+    full = run(args + ["--max-model-len", "32"]).stdout
+    roomy = run(args + ["--max-model-len", "64"]).stdout
+    if full != roomy or len(full.splitlines()) != 32:
+        sys.exit(f"FAIL: logits at max-model-len 32 differ from 64 ({len(full.splitlines())} lines)")
+    expect_fail(args + ["--max-model-len", "31"], 2, "exceeds max_model_len 31")
+    print("ok: logits over a prompt of max-model-len tokens")
+
+
 def check_rope_context(a):
     """A scaled RoPE stretches the model's length as vLLM takes it: linear by 2
     over max_position_embeddings 8192 allows --max-model-len 16384, no more;

@@ -82,7 +82,8 @@ int cmd_logits(int argc, char **argv)
     }
     ctx.best = malloc((size_t)ctx.top * sizeof *ctx.best);
     engine_set_logits_callback(e, logits__print, &ctx);
-    engine_request_params p = {.prompt_ids = ids, .n_prompt = n, .max_tokens = 1, .prompt_logits = true};
+    engine_request_params p = {
+        .prompt_ids = ids, .n_prompt = n, .max_tokens = 0, .prompt_logits = true};
     int64_t id;
     rc = CLI_OK;
     if (engine_add_request(e, &p, &id) != ENC_OK) {

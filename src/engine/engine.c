@@ -291,9 +291,10 @@ enc_status engine_check_request(const engine *e, const engine_request_params *p)
     const qwen3_config *mc = &e->model->cfg;
     if (!p->prompt_ids || p->n_prompt < 1)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: the prompt is empty");
-    if (p->max_tokens < 1)
-        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: max_tokens must be >= 1 (got %lld)",
-                        (long long)p->max_tokens);
+    bool scores_prompt = p->prompt_logits || p->prompt_logprobs;
+    if (p->max_tokens < (scores_prompt ? 0 : 1))
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: max_tokens must be >= %d (got %lld)",
+                        scores_prompt ? 0 : 1, (long long)p->max_tokens);
     for (int64_t i = 0; i < p->n_prompt; i++)
         if (p->prompt_ids[i] < 0 || p->prompt_ids[i] >= mc->vocab_size)
             return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: prompt token %lld is %d, outside the vocabulary [0, %lld)",
@@ -330,7 +331,8 @@ enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t
     engine_seq *s = calloc(1, sizeof *s);
     if (!s) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "request");
     s->tokens = malloc((size_t)(p->n_prompt + p->max_tokens) * sizeof *s->tokens);
-    if (p->sampling.logprobs) s->logprobs = malloc((size_t)p->max_tokens * sizeof *s->logprobs);
+    if (p->sampling.logprobs)
+        s->logprobs = malloc((size_t)(p->max_tokens + 1) * sizeof *s->logprobs);
     if (p->prompt_logprobs) s->prompt_lps = engine__prompt_lps_new(p->prompt_ids, p->n_prompt);
     size_t mask_bytes = (size_t)GRAPH_SAMPLE_MASK_WORDS(e->model->cfg.vocab_size) * sizeof *s->allowed;
     if (p->constraint) s->allowed = malloc(mask_bytes);
@@ -572,6 +574,11 @@ static int64_t engine__consume(engine *e, const sched_batch *b)
             s->n_logits_sent = pos + 1;
         }
         if (!en->sample) continue;
+        if (s->max_tokens == 0) { /* the prompt scored, nothing to generate */
+            engine__finish(e, s, ENGINE_FINISH_LENGTH);
+            n_finished++;
+            continue;
+        }
         if (engine__take(e, s, engine__pick(e, s, &e->logits[(en->logits_row + en->n_logits - 1) * V])))
             n_finished++;
     }

@@ -132,7 +132,8 @@ typedef struct engine_constraint {
 typedef struct engine_request_params {
     const int32_t *prompt_ids; /* copied */
     int64_t n_prompt;
-    int64_t max_tokens;   /* tokens to generate, >= 1 */
+    int64_t max_tokens;   /* tokens to generate, >= 1 (0 when prompt_logits or
+                           * prompt_logprobs: the prompt scored, nothing generated) */
     engine_sampling sampling;
     bool ignore_eos;
     bool prompt_logits;   /* deliver the logits of every prompt position */
