@@ -341,6 +341,8 @@ ENCORE_API encore_status encore_chat_tokenize_opts(encore_engine *e,
 /* *ids (never NULL on success) and *text are the caller's to free with encore_free. */
 ENCORE_API encore_status encore_tokenize(encore_engine *e, const char *text, size_t len,
                                          int32_t **ids, size_t *n_ids);
+/* detokenize: ids in [0, the model's vocabulary); the padding rows past the
+ * tokenizer's vocabulary decode to nothing, as in Hugging Face's decode. */
 ENCORE_API encore_status encore_detokenize(encore_engine *e, const int32_t *ids, size_t n_ids,
                                            int skip_special_tokens, char **text, size_t *len);
 ENCORE_API void encore_free(void *p);

@@ -714,6 +714,20 @@ static void test_text(const char *dir)
     size_t len = 0;
     CHECK(encore_tokenize(e, s, strlen(s), &ids, &n) == ENCORE_OK && n > 0);
     CHECK(encore_detokenize(e, ids, n, 1, &back, &len) == ENCORE_OK && len == strlen(s) && !strcmp(back, s));
+    /* the embedding's padding rows (151669..151935 of Qwen3) decode to
+     * nothing, as in Hugging Face's decode; past the model's vocabulary is
+     * refused naming the id */
+    int32_t padded[] = {ids[0], 151669, ids[1], 151935};
+    char *want = NULL, *got = NULL;
+    CHECK(encore_detokenize(e, ids, 2, 1, &want, NULL) == ENCORE_OK);
+    CHECK(encore_detokenize(e, padded, 4, 1, &got, &len) == ENCORE_OK && want && got &&
+          !strcmp(got, want) && len == strlen(want));
+    encore_free(want);
+    encore_free(got);
+    got = NULL;
+    padded[3] = 151936;
+    CHECK(encore_detokenize(e, padded, 4, 1, &got, NULL) == ENCORE_ERR_INVALID_ARGUMENT && !got &&
+          strstr(encore_last_error(), "ids[3] = 151936"));
     encore_free(ids);
     encore_free(back);
     CHECK(encore_tokenize(e, "\xFF", 1, &ids, &n) == ENCORE_ERR_INVALID_ARGUMENT);

@@ -308,14 +308,47 @@ encore_status encore_tokenize(encore_engine *e, const char *text, size_t len, in
     return (encore_status)s;
 }
 
+/* ids without the model's padding rows, the ids in [tokenizer vocabulary,
+ * model vocabulary), which decode to nothing as in Hugging Face's decode
+ * (it skips ids it has no token for); an id outside the model's vocabulary
+ * is refused. *kept is malloc'd, NULL when no id is dropped (decode ids). */
+static enc_status encore__drop_padding_ids(encore_engine *e, const int32_t *ids, size_t n,
+                                           int32_t **kept, size_t *n_kept)
+{
+    int64_t tok_vocab = tokenizer_vocab_size(e->tok);
+    int64_t model_vocab = engine_model_config(e->eng)->vocab_size;
+    size_t n_padding = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= model_vocab)
+            return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                            "encore_detokenize: ids[%zu] = %d is outside the vocabulary [0, %lld)",
+                            i, ids[i], (long long)model_vocab);
+        n_padding += ids[i] >= tok_vocab;
+    }
+    *kept = NULL;
+    *n_kept = n;
+    if (!n_padding) return ENC_OK;
+    *kept = malloc(n * sizeof **kept);
+    if (!*kept) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "encore_detokenize: %zu ids", n);
+    *n_kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < tok_vocab) (*kept)[(*n_kept)++] = ids[i];
+    return ENC_OK;
+}
+
 encore_status encore_detokenize(encore_engine *e, const int32_t *ids, size_t n_ids,
                                 int skip_special_tokens, char **text, size_t *len)
 {
     enc_status s = encore__need_tokenizer(e, "encore_detokenize");
     if (s != ENC_OK) return (encore_status)s;
     if ((!ids && n_ids) || !text) return (encore_status)enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_detokenize: NULL argument");
-    size_t n = 0;
-    s = tokenizer_decode_bytes(e->tok, ids, n_ids, skip_special_tokens, text, &n);
+    int32_t *kept = NULL;
+    size_t n = 0, n_kept = 0;
+    s = encore__drop_padding_ids(e, ids, n_ids, &kept, &n_kept);
+    if (s == ENC_OK)
+        s = tokenizer_decode_bytes(e->tok, kept ? kept : ids, n_kept, skip_special_tokens, text,
+                                   &n);
+    free(kept);
     if (len) *len = n;
     return (encore_status)s;
 }
