@@ -63,6 +63,7 @@ typedef struct gen_choice {
     int64_t request_id;    /* -1 until submitted */
     int finished;          /* the engine's last call came (under job->mu) */
     gen_event *head, *tail; /* events the HTTP side has not taken (under job->mu) */
+    gen_event *taken;       /* the HTTP side's: events gen__take detached, to apply */
     double t_last;         /* engine thread: when its last tokens came, 0 before any */
     /* the HTTP side's state */
     int done;              /* its last event is processed */
@@ -126,6 +127,14 @@ static void gen__event_free(gen_event *ev)
     free(ev);
 }
 
+static void gen__events_free(gen_event *ev)
+{
+    for (gen_event *next; ev; ev = next) {
+        next = ev->next;
+        gen__event_free(ev);
+    }
+}
+
 static gen_job *gen__job_new(http_server *s, oai_request *req, int fd, double t_arrival,
                              const char *client)
 {
@@ -166,10 +175,8 @@ static void gen__job_free(gen_job *j)
     http_server *s = j->srv;
     for (int i = 0; i < j->n; i++) {
         gen_choice *c = &j->choices[i];
-        for (gen_event *ev = c->head, *next; ev; ev = next) {
-            next = ev->next;
-            gen__event_free(ev);
-        }
+        gen__events_free(c->head);
+        gen__events_free(c->taken);
         free(c->text);
         free(c->reasoning);
         free(c->content);
@@ -199,18 +206,20 @@ static void gen__release(gen_job *j)
     if (last) gen__job_free(j);
 }
 
-/* Cancel every submitted choice that has not finished. */
+/* Cancel every submitted choice that has not finished (the caller holds a
+ * reference; encore_cancel is called without j->mu, which the engine
+ * thread's callback takes). */
 static void gen__cancel(gen_job *j)
 {
-    int64_t ids[OAI_MAX_N];
-    int n = 0;
     pthread_mutex_lock(&j->mu);
     j->cancelled = 1;
-    for (int i = 0; i < j->n; i++)
-        if (j->choices[i].request_id >= 0 && !j->choices[i].finished)
-            ids[n++] = j->choices[i].request_id;
     pthread_mutex_unlock(&j->mu);
-    for (int i = 0; i < n; i++) encore_cancel(j->srv->engine, ids[i]);
+    for (int i = 0; i < j->n; i++) {
+        pthread_mutex_lock(&j->mu);
+        int64_t id = j->choices[i].finished ? -1 : j->choices[i].request_id;
+        pthread_mutex_unlock(&j->mu);
+        if (id >= 0) encore_cancel(j->srv->engine, id);
+    }
 }
 
 /* --- the engine side ------------------------------------------------------------- */
@@ -410,6 +419,26 @@ static int gen__apply(gen_choice *c, const gen_event *ev)
     return ok;
 }
 
+static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev);
+
+/* Apply the events each choice has taken, choice by choice; with stream,
+ * each also makes its chunks. 0 when out of memory. */
+static int gen__apply_taken(gen_job *j)
+{
+    int ok = 1;
+    for (int i = 0; i < j->n; i++) {
+        gen_choice *c = &j->choices[i];
+        for (gen_event *ev = c->taken, *next; ev; ev = next) {
+            next = ev->next;
+            ok &= gen__apply(c, ev);
+            if (j->req.stream) gen__sse_event(j, c, ev);
+            gen__event_free(ev);
+        }
+        c->taken = NULL;
+    }
+    return ok;
+}
+
 static int gen__all_done(const gen_job *j)
 {
     for (int i = 0; i < j->n; i++)
@@ -432,14 +461,16 @@ static int gen__client_gone(int fd)
     return 0;
 }
 
-/* Detach every choice's pending events into heads[] (j->mu held). */
-static int gen__take(gen_job *j, gen_event **heads)
+/* Detach every choice's pending events into its `taken` (j->mu held; the
+ * HTTP side applies and frees them before it takes again). */
+static int gen__take(gen_job *j)
 {
     int any = 0;
     for (int i = 0; i < j->n; i++) {
-        heads[i] = j->choices[i].head;
-        any |= heads[i] != NULL;
-        j->choices[i].head = j->choices[i].tail = NULL;
+        gen_choice *c = &j->choices[i];
+        c->taken = c->head;
+        any |= c->head != NULL;
+        c->head = c->tail = NULL;
     }
     return any;
 }
@@ -508,25 +539,58 @@ static int gen__tool_calls_whole(const gen_choice *c, oai_choice *ch, oai_tool_c
     return 1;
 }
 
+/* The whole reply's JSON: every choice in index order and the usage; NULL
+ * when out of memory. */
+static char *gen__body(gen_job *j)
+{
+    size_t n = (size_t)j->n;
+    oai_choice *choices = calloc(n, sizeof *choices);
+    oai_logprobs *lps = calloc(n, sizeof *lps);
+    oai_tool_call **calls = calloc(n, sizeof *calls);
+    int ok = choices && lps && calls, chat = j->req.kind == OAI_CHAT;
+    for (size_t i = 0; ok && i < n; i++) {
+        gen_choice *c = &j->choices[i];
+        lps[i] = (oai_logprobs){.ids = c->ids,
+                                .logprobs = c->logprobs,
+                                .top = c->top,
+                                .n = c->n_ids,
+                                .n_top = j->req.top_logprobs,
+                                .text_offset = 0,
+                                .token_text = gen__token_text,
+                                .user = j->srv};
+        choices[i] = (oai_choice){
+            .text = chat ? (c->content ? c->content : "") : (c->text ? c->text : ""),
+            .reasoning = chat ? c->reasoning : NULL, /* NULL unless the model thought */
+            .finish_reason = c->finish_reason,
+            .stop_reason = c->stop_reason,
+            .stop_token_id = c->stop_token_id >= 0 ? &c->stop_token_id : NULL,
+            .lp = j->req.logprobs ? &lps[i] : NULL,
+        };
+        ok = gen__tool_calls_whole(c, &choices[i], &calls[i]);
+    }
+    oai_usage u = gen__usage(j);
+    char *body = ok ? oai_response_body(&j->head, choices, j->n, &u) : NULL;
+    for (size_t i = 0; calls && i < n; i++)
+        free(calls[i]);
+    free(choices);
+    free(lps);
+    free(calls);
+    return body;
+}
+
 static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
 {
-    gen_event *heads[OAI_MAX_N];
     int gone = 0, ok = 1;
     pthread_mutex_lock(&j->mu);
     /* an event lost for lack of memory (j->oom) may be a choice's last: stop
      * waiting for it */
     while (!gen__all_done(j) && !gone && !j->oom) {
-        if (!gen__take(j, heads)) {
+        if (!gen__take(j)) {
             gone = !gen__wait(j);
             continue;
         }
         pthread_mutex_unlock(&j->mu);
-        for (int i = 0; i < j->n; i++)
-            for (gen_event *ev = heads[i], *next; ev; ev = next) {
-                next = ev->next;
-                ok &= gen__apply(&j->choices[i], ev);
-                gen__event_free(ev);
-            }
+        ok &= gen__apply_taken(j);
         pthread_mutex_lock(&j->mu);
         gone = !gen__alive(j); /* also while tokens keep coming */
     }
@@ -538,29 +602,8 @@ static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
         gen__release(j);
         return MHD_NO; /* nobody to answer */
     }
-    oai_choice choices[OAI_MAX_N];
-    oai_logprobs lps[OAI_MAX_N];
-    oai_tool_call *calls[OAI_MAX_N] = {0};
-    for (int i = 0; i < j->n; i++) {
-        gen_choice *c = &j->choices[i];
-        lps[i] = (oai_logprobs){.ids = c->ids, .logprobs = c->logprobs, .top = c->top,
-                                .n = c->n_ids, .n_top = j->req.top_logprobs,
-                                .text_offset = 0, .token_text = gen__token_text, .user = j->srv};
-        int chat = j->req.kind == OAI_CHAT;
-        choices[i] = (oai_choice){
-            .text = chat ? (c->content ? c->content : "") : (c->text ? c->text : ""),
-            .reasoning = chat ? c->reasoning : NULL, /* NULL unless the model thought */
-            .finish_reason = c->finish_reason,
-            .stop_reason = c->stop_reason,
-            .stop_token_id = c->stop_token_id >= 0 ? &c->stop_token_id : NULL,
-            .lp = j->req.logprobs ? &lps[i] : NULL,
-        };
-        ok &= gen__tool_calls_whole(c, &choices[i], &calls[i]);
-    }
-    oai_usage u = gen__usage(j);
     int failed = gen__any_error(j);
-    char *body = ok && !failed ? oai_response_body(&j->head, choices, j->n, &u) : NULL;
-    for (int i = 0; i < j->n; i++) free(calls[i]);
+    char *body = ok && !failed ? gen__body(j) : NULL;
     enum MHD_Result r;
     if (body) {
         r = http_reply_json(conn, MHD_HTTP_OK, body);
@@ -690,19 +733,12 @@ static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
  * client went away or the server stops. */
 static int gen__stream_fill(gen_job *j)
 {
-    gen_event *heads[OAI_MAX_N];
     pthread_mutex_lock(&j->mu);
-    int any = gen__take(j, heads);
+    int any = gen__take(j);
     int alive = any || gen__wait(j);
     pthread_mutex_unlock(&j->mu);
     if (!alive) return 0;
-    for (int i = 0; i < j->n; i++)
-        for (gen_event *ev = heads[i], *next; ev; ev = next) {
-            next = ev->next;
-            if (!gen__apply(&j->choices[i], ev)) j->oom = 1;
-            gen__sse_event(j, &j->choices[i], ev);
-            gen__event_free(ev);
-        }
+    if (!gen__apply_taken(j)) j->oom = 1;
     double now = http_now();
     if (j->out_len > 0) {
         j->t_out = now;
