@@ -1,8 +1,10 @@
 /* generation.c - a completion or chat request from its parsed body to the
- * engine and back: prompt, checks, admission, n submits, then one JSON reply
- * or a Server-Sent Events stream.
+ * engine and back: prompts, checks, admission, n submits per prompt, then
+ * one JSON reply or a Server-Sent Events stream.
  *
- * Data flow, one job per HTTP request, one choice per submitted request:
+ * Data flow, one job per HTTP request, one choice per submitted request (a
+ * completions batch of P prompts is P x n choices, choice p * n + j the j-th
+ * of prompt p, as OpenAI and vLLM number them):
  *
  *   HTTP thread                     engine thread
  *   gen_handle ── encore_submit ──► gen__on_output (copies the output into an
@@ -101,7 +103,7 @@ typedef struct gen_job {
     char id[64];
     double t_arrival;
     char client[HTTP_CLIENT_ID_MAX]; /* http_client_id: its admission is given back to it */
-    size_t n_prompt;
+    size_t n_prompt;                 /* the prompts' tokens, each prompt counted once */
     int fd;                /* the client's socket, -1 if unknown */
     double t_polled;       /* when gen__wait last looked at it */
     char *out;             /* SSE bytes not yet handed to libmicrohttpd */
@@ -110,7 +112,7 @@ typedef struct gen_job {
     double keepalive_s;    /* stream: silence before a ": keep-alive" comment */
     int out_done, oom;
     int error_sent;        /* stream: the SSE error event for an engine failure went out */
-    int n;
+    int n;                 /* choices: req.n per prompt */
     gen_choice choices[];
 } gen_job;
 
@@ -135,10 +137,11 @@ static void gen__events_free(gen_event *ev)
     }
 }
 
-static gen_job *gen__job_new(http_server *s, oai_request *req, int fd, double t_arrival,
-                             const char *client)
+/* A job of n_choices choices for req (taken: *req is left empty). */
+static gen_job *gen__job_new(http_server *s, oai_request *req, int n_choices, int fd,
+                             double t_arrival, const char *client)
 {
-    gen_job *j = calloc(1, sizeof *j + (size_t)req->n * sizeof(gen_choice));
+    gen_job *j = calloc(1, sizeof *j + (size_t)n_choices * sizeof(gen_choice));
     if (!j) return NULL;
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -151,7 +154,7 @@ static gen_job *gen__job_new(http_server *s, oai_request *req, int fd, double t_
     j->req = *req; /* taken */
     memset(req, 0, sizeof *req);
     j->fd = fd;
-    j->n = j->req.n;
+    j->n = n_choices;
     j->t_arrival = t_arrival;
     snprintf(j->client, sizeof j->client, "%s", client);
     http_new_id(s, j->req.kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", j->id, sizeof j->id);
@@ -496,11 +499,15 @@ static int gen__wait(gen_job *j)
     return gen__alive(j);
 }
 
+/* Every prompt's tokens once, every choice's completion tokens; the cached
+ * tokens of each prompt's first choice. */
 static oai_usage gen__usage(const gen_job *j)
 {
     oai_usage u = {.prompt_tokens = (int64_t)j->n_prompt};
-    for (int i = 0; i < j->n; i++) u.completion_tokens += (int64_t)j->choices[i].n_output;
-    u.cached_tokens = j->n ? (int64_t)j->choices[0].n_cached : 0;
+    for (int i = 0; i < j->n; i++) {
+        u.completion_tokens += (int64_t)j->choices[i].n_output;
+        if (i % j->req.n == 0) u.cached_tokens += (int64_t)j->choices[i].n_cached;
+    }
     return u;
 }
 
@@ -803,87 +810,142 @@ static enum MHD_Result gen__reply_stream(gen_job *j, struct MHD_Connection *conn
 
 /* --- the request ------------------------------------------------------------------------ */
 
-/* The prompt as token ids (*ids malloc'd) and, for echo, as text. */
-static int gen__prompt(http_server *s, const oai_request *req, int32_t **ids, size_t *n_ids,
-                       oai_error *err)
+/* One prompt of the request, ready to submit: chat's conversation or one of
+ * completions' prompts as token ids, and the max_tokens its choices get. */
+typedef struct gen_prompt {
+    int32_t *ids; /* [n_ids], malloc'd */
+    size_t n_ids;
+    int64_t max_tokens; /* as asked, or what max_model_len leaves after the prompt */
+} gen_prompt;
+
+static void gen__prompts_free(gen_prompt *p, size_t n)
 {
-    encore_status st;
-    int32_t *tok = NULL;
-    if (req->kind == OAI_CHAT) {
-        if (!s->has_chat_template)
-            return oai_error_set(err, 400, "messages",
-                                 "this model has no chat template encore can render; use "
-                                 "/v1/completions");
-        encore_chat_options o = tool_request_chat_options(req, s->cfg.plain_content);
-        st = encore_chat_tokenize_opts(s->engine, req->messages, req->n_messages, &o, &tok, n_ids);
-        if (st != ENCORE_OK) {
-            http_error_from_encore(err, st, "cannot apply the chat template");
-            return 0;
-        }
-    } else if (!req->prompt) {
-        *ids = malloc((req->n_prompt_ids + 1) * sizeof **ids);
-        if (!*ids) return oai_error_set(err, 500, NULL, "out of memory");
-        memcpy(*ids, req->prompt_ids, req->n_prompt_ids * sizeof **ids);
-        *n_ids = req->n_prompt_ids;
-        return 1;
-    }
-    st = tok ? ENCORE_OK : encore_tokenize(s->engine, req->prompt, strlen(req->prompt), &tok, n_ids);
-    if (st != ENCORE_OK) {
-        http_error_from_encore(err, st, "cannot tokenize the prompt");
-        return 0;
-    }
-    *ids = malloc((*n_ids + 1) * sizeof **ids);
-    if (*ids) memcpy(*ids, tok, *n_ids * sizeof **ids);
-    encore_free(tok);
-    return *ids ? 1 : oai_error_set(err, 500, NULL, "out of memory");
+    for (size_t i = 0; p && i < n; i++)
+        free(p[i].ids);
+    free(p);
 }
 
-/* n x max_tokens (and an echoed prompt's tokens) x top_logprobs within
- * OAI_MAX_LOGPROB_ALTERNATIVES. */
-static int gen__check_logprobs(const oai_request *req, size_t n_prompt, oai_error *err)
+static int gen__ids_copy(const int32_t *ids, size_t n, gen_prompt *out, oai_error *err)
 {
-    int64_t tokens = req->max_tokens + (req->sampling.prompt_logprobs ? (int64_t)n_prompt : 0);
+    out->ids = malloc((n + 1) * sizeof *out->ids);
+    if (!out->ids) return oai_error_set(err, 500, NULL, "out of memory");
+    if (n) memcpy(out->ids, ids, n * sizeof *ids);
+    out->n_ids = n;
+    return 1;
+}
+
+/* The token ids of completions' prompt p, or of chat's conversation (p NULL). */
+static int gen__prompt_ids(http_server *s, const oai_request *req, const oai_prompt *p,
+                           gen_prompt *out, oai_error *err)
+{
+    if (p && !p->text) return gen__ids_copy(p->ids, p->n_ids, out, err);
+    int32_t *tok = NULL;
+    size_t n = 0;
+    encore_status st;
+    if (p) {
+        st = encore_tokenize(s->engine, p->text, strlen(p->text), &tok, &n);
+    } else if (!s->has_chat_template) {
+        return oai_error_set(err, 400, "messages",
+                             "this model has no chat template encore can render; use "
+                             "/v1/completions");
+    } else {
+        encore_chat_options o = tool_request_chat_options(req, s->cfg.plain_content);
+        st = encore_chat_tokenize_opts(s->engine, req->messages, req->n_messages, &o, &tok, &n);
+    }
+    if (st != ENCORE_OK) {
+        http_error_from_encore(err, st,
+                               p ? "cannot tokenize the prompt" : "cannot apply the chat template");
+        return 0;
+    }
+    int ok = gen__ids_copy(tok, n, out, err);
+    encore_free(tok);
+    return ok;
+}
+
+/* Every prompt as token ids: chat's one conversation, or each of
+ * completions' prompts. *out [*n] is the caller's (gen__prompts_free), also
+ * on failure. */
+static int gen__prompts(http_server *s, const oai_request *req, gen_prompt **out, size_t *n,
+                        oai_error *err)
+{
+    size_t count = req->kind == OAI_CHAT ? 1 : req->n_prompts;
+    *out = calloc(count, sizeof **out);
+    if (!*out) return oai_error_set(err, 500, NULL, "out of memory");
+    *n = count;
+    for (size_t i = 0; i < count; i++) {
+        const oai_prompt *p = req->kind == OAI_CHAT ? NULL : &req->prompts[i];
+        if (!gen__prompt_ids(s, req, p, &(*out)[i], err)) return 0;
+    }
+    return 1;
+}
+
+/* n x (max_tokens + an echoed prompt's tokens) x top_logprobs, summed over
+ * the prompts, within OAI_MAX_LOGPROB_ALTERNATIVES. */
+static int gen__check_logprobs(const oai_request *req, const gen_prompt *p, size_t n_prompts,
+                               oai_error *err)
+{
+    int64_t tokens = 0;
+    for (size_t i = 0; i < n_prompts; i++)
+        tokens += p[i].max_tokens + (req->sampling.prompt_logprobs ? (int64_t)p[i].n_ids : 0);
     int64_t alternatives = (int64_t)req->n * tokens * req->top_logprobs;
     if (alternatives <= OAI_MAX_LOGPROB_ALTERNATIVES) return 1;
     const char *param = req->kind == OAI_CHAT ? "top_logprobs" : "logprobs";
     return oai_error_set(err, 400, param,
-                         "n (%d) x max_tokens (%lld, with an echoed prompt's tokens) x %s (%d) is "
-                         "%lld log-probability "
+                         "n (%d) x max_tokens (%lld, with an echoed prompt's tokens%s) x %s (%d) "
+                         "is %lld log-probability "
                          "alternatives, more than the %d one request may ask for; lower one of "
                          "them (max_tokens defaults to the rest of max_model_len)",
-                         req->n, (long long)req->max_tokens, param, req->top_logprobs,
-                         (long long)alternatives, OAI_MAX_LOGPROB_ALTERNATIVES);
+                         req->n, (long long)tokens, n_prompts > 1 ? ", over every prompt" : "",
+                         param, req->top_logprobs, (long long)alternatives,
+                         OAI_MAX_LOGPROB_ALTERNATIVES);
 }
 
-/* max_tokens against the prompt and max_model_len (OpenAI's message), then
- * the log-probability budget. */
-static int gen__check_length(http_server *s, oai_request *req, size_t n_prompt, oai_error *err)
+/* Prompt i (p): not empty, its ids inside the vocabulary, and its length
+ * and max_tokens within max_model_len (OpenAI's message), which sets
+ * p->max_tokens. A batch's messages begin with the item. */
+static int gen__check_prompt(const http_server *s, const oai_request *req, size_t i, gen_prompt *p,
+                             oai_error *err)
 {
     const char *param = req->kind == OAI_CHAT ? "messages" : "prompt";
-    int64_t room = s->max_model_len - (int64_t)n_prompt;
-    if (n_prompt == 0) return oai_error_set(err, 400, param, "the prompt is empty");
+    char label[OAI_PROMPT_LABEL_MAX], item[OAI_PROMPT_LABEL_MAX + 2] = "";
+    if (req->n_prompts > 1)
+        snprintf(item, sizeof item, "%s: ", oai_prompt_label(req, i, label, sizeof label));
+    int64_t room = s->max_model_len - (int64_t)p->n_ids;
+    if (p->n_ids == 0) return oai_error_set(err, 400, param, "%sthe prompt is empty", item);
+    for (size_t k = 0; k < p->n_ids; k++)
+        if (p->ids[k] >= s->vocab_size)
+            return oai_error_set(err, 400, param,
+                                 "%sprompt token %zu is %d, outside the vocabulary [0, %lld)", item,
+                                 k, p->ids[k], (long long)s->vocab_size);
+    p->max_tokens = req->max_tokens;
     if (req->max_tokens == 0) {
         if (room < 1)
             return oai_error_set(err, 400, param,
-                                 "This model's maximum context length is %lld tokens. However, "
+                                 "%sThis model's maximum context length is %lld tokens. However, "
                                  "your prompt has %zu tokens, which leaves no room for any "
                                  "completion. Please reduce the length of the prompt.",
-                                 (long long)s->max_model_len, n_prompt);
-        req->max_tokens = room;
+                                 item, (long long)s->max_model_len, p->n_ids);
         int64_t cap = s->cfg.max_tokens_default;
-        if (cap > 0 && cap < room) req->max_tokens = cap;
+        p->max_tokens = cap > 0 && cap < room ? cap : room;
     } else if (req->max_tokens > room) {
         return oai_error_set(err, 400, param,
-                             "This model's maximum context length is %lld tokens. However, you "
+                             "%sThis model's maximum context length is %lld tokens. However, you "
                              "requested %lld tokens (%zu in the prompt, %lld for the completion). "
                              "Please reduce the length of the prompt or of max_tokens.",
-                             (long long)s->max_model_len,
-                             (long long)n_prompt + (long long)req->max_tokens, n_prompt,
+                             item, (long long)s->max_model_len,
+                             (long long)p->n_ids + (long long)req->max_tokens, p->n_ids,
                              (long long)req->max_tokens);
     }
-    if (req->sampling.min_tokens > req->max_tokens) req->sampling.min_tokens = req->max_tokens;
-    req->sampling.max_tokens = req->max_tokens;
-    return gen__check_logprobs(req, n_prompt, err);
+    return 1;
+}
+
+/* Every prompt checked (gen__check_prompt), then the log-probability budget. */
+static int gen__check_prompts(const http_server *s, const oai_request *req, gen_prompt *p,
+                              size_t n_prompts, oai_error *err)
+{
+    for (size_t i = 0; i < n_prompts; i++)
+        if (!gen__check_prompt(s, req, i, &p[i], err)) return 0;
+    return gen__check_logprobs(req, p, n_prompts, err);
 }
 
 /* The token ids of stop_token_ids and logit_bias against the vocabulary
@@ -904,26 +966,64 @@ static int gen__check_token_ids(const http_server *s, const oai_request *req, oa
     return 1;
 }
 
-/* Submit the job's n choices (seeds seed, seed+1, ...). On failure the ones
- * submitted are cancelled and err says why. */
-static int gen__submit(gen_job *j, const int32_t *ids, size_t n_ids, oai_error *err)
+/* echo (completions): each choice's text begins with its prompt's, a
+ * prompt sent as ids detokenized (none when that fails). */
+static int gen__echo(gen_job *j, oai_error *err)
+{
+    oai_request *req = &j->req;
+    if (!req->echo || req->kind != OAI_COMPLETION) return 1;
+    for (size_t p = 0; p < req->n_prompts; p++) {
+        oai_prompt *q = &req->prompts[p];
+        char *text = NULL;
+        size_t len = 0;
+        if (q->text ||
+            encore_detokenize(j->srv->engine, q->ids, q->n_ids, 0, &text, &len) != ENCORE_OK)
+            continue;
+        if ((q->text = malloc(len + 1))) {
+            memcpy(q->text, text, len);
+            q->text[len] = '\0';
+        }
+        encore_free(text);
+    }
+    for (int i = 0; i < j->n; i++) {
+        const char *t = req->prompts[i / req->n].text;
+        if (!t) t = "";
+        if (!gen__append(&j->choices[i].text, &j->choices[i].n_text, t, strlen(t)))
+            return oai_error_set(err, 500, NULL, "out of memory");
+    }
+    return 1;
+}
+
+/* The engine's request for choice i of the job, of prompt p. */
+static encore_request gen__engine_request(const gen_job *j, const gen_prompt *p, int i,
+                                          uint64_t seed)
+{
+    const oai_structured *so = &j->req.structured;
+    encore_request r = {.prompt_ids = p->ids,
+                        .n_prompt_ids = p->n_ids,
+                        .sampling = j->req.sampling,
+                        .json_schema = so->json_schema,
+                        .regex = so->regex,
+                        .grammar = so->grammar,
+                        .choices = (const char *const *)so->choices,
+                        .n_choices = so->n_choices,
+                        .json_object = so->json_object};
+    tool_request_constrain(&j->req, &r);
+    r.sampling.max_tokens = p->max_tokens;
+    if (r.sampling.min_tokens > p->max_tokens) r.sampling.min_tokens = p->max_tokens;
+    r.sampling.seed = seed + (uint64_t)i;
+    return r;
+}
+
+/* Submit the job's choices, choice i of prompt i / n with seed seed + i. On
+ * failure the ones submitted are cancelled and err says why. */
+static int gen__submit(gen_job *j, const gen_prompt *prompts, oai_error *err)
 {
     http_server *s = j->srv;
     uint64_t seed = j->req.seed_given ? j->req.sampling.seed : http_random(s);
     for (int i = 0; i < j->n; i++) {
         gen_choice *c = &j->choices[i];
-        const oai_structured *so = &j->req.structured;
-        encore_request r = {.prompt_ids = ids,
-                            .n_prompt_ids = n_ids,
-                            .sampling = j->req.sampling,
-                            .json_schema = so->json_schema,
-                            .regex = so->regex,
-                            .grammar = so->grammar,
-                            .choices = (const char *const *)so->choices,
-                            .n_choices = so->n_choices,
-                            .json_object = so->json_object};
-        tool_request_constrain(&j->req, &r);
-        r.sampling.seed = seed + (uint64_t)i;
+        encore_request r = gen__engine_request(j, &prompts[i / j->req.n], i, seed);
         pthread_mutex_lock(&j->mu);
         j->refs++;
         pthread_mutex_unlock(&j->mu);
@@ -946,51 +1046,44 @@ static int gen__submit(gen_job *j, const int32_t *ids, size_t n_ids, oai_error *
     return 1;
 }
 
+/* A completion or chat request: its prompts checked and admitted (n choices
+ * each), the job submitted, then the reply (whole or streamed). */
 enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_request *req, int fd,
                            double t_arrival, const char *client)
 {
     oai_error err;
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
+    gen_prompt *prompts = NULL;
+    size_t n_prompts = 0;
     enum MHD_Result r;
     if (req->model && strcmp(req->model, s->model_name) != 0) {
         http_error_no_model(s, req->model, &err);
         goto refuse;
     }
-    if (!tool_request_compatible(req, &err) || !gen__prompt(s, req, &ids, &n_ids, &err) ||
-        !gen__check_length(s, req, n_ids, &err) || !gen__check_token_ids(s, req, &err))
+    if (!tool_request_compatible(req, &err) || !gen__prompts(s, req, &prompts, &n_prompts, &err) ||
+        !gen__check_prompts(s, req, prompts, n_prompts, &err) ||
+        !gen__check_token_ids(s, req, &err))
         goto refuse;
-    if (!http_admit(s, client, req->n, 1, &err)) goto refuse;
-    if (req->echo && req->kind == OAI_COMPLETION && !req->prompt) {
-        size_t len = 0;
-        if (encore_detokenize(s->engine, ids, n_ids, 0, &req->prompt, &len) != ENCORE_OK)
-            req->prompt = NULL;
-    }
-    gen_job *j = gen__job_new(s, req, fd, t_arrival, client);
+    int n_choices = (int)n_prompts * req->n; /* at most OAI_MAX_PROMPTS x OAI_MAX_N */
+    if (!http_admit(s, client, n_choices, 1, &err)) goto refuse;
+    gen_job *j = gen__job_new(s, req, n_choices, fd, t_arrival, client);
     if (!j) {
-        http_admit_release(s, client, req->n, 1);
+        http_admit_release(s, client, n_choices, 1);
         oai_error_set(&err, 500, NULL, "out of memory");
         goto refuse;
     }
-    j->n_prompt = n_ids;
-    int ok = 1;
-    if (j->req.echo && j->req.kind == OAI_COMPLETION)
-        for (int i = 0; i < j->n && ok; i++) {
-            const char *p = j->req.prompt ? j->req.prompt : "";
-            ok = gen__append(&j->choices[i].text, &j->choices[i].n_text, p, strlen(p));
-        }
-    if (!ok) oai_error_set(&err, 500, NULL, "out of memory");
-    if (!ok || !gen__submit(j, ids, n_ids, &err)) {
-        free(ids);
+    for (size_t i = 0; i < n_prompts; i++)
+        j->n_prompt += prompts[i].n_ids;
+    if (!gen__echo(j, &err) || !gen__submit(j, prompts, &err)) {
+        gen__prompts_free(prompts, n_prompts);
         r = http_reply_error(s, conn, &err);
         gen__release(j);
         return r;
     }
-    free(ids);
+    gen__prompts_free(prompts, n_prompts);
     return j->req.stream ? gen__reply_stream(j, conn) : gen__reply_whole(j, conn);
 
 refuse:
-    free(ids);
+    gen__prompts_free(prompts, n_prompts);
     oai_request_free(req);
     return http_reply_error(s, conn, &err);
 }
