@@ -29,9 +29,16 @@ static void fuzz_check(const oai_request *r)
         abort();
     if (!(s->repetition_penalty > 0) || s->min_tokens < 0) abort();
     if (r->max_tokens && s->min_tokens > r->max_tokens) abort();
-    for (size_t i = 0; i < r->n_prompt_ids; i++)
-        if (r->prompt_ids[i] < 0) abort();
-    if (r->kind == OAI_COMPLETION && !r->prompt == !r->prompt_ids) abort();
+    /* prompts: each text or (non-empty, detokenize's may be empty) ids; a
+     * batch only for completions */
+    if (r->n_prompts > (r->kind == OAI_COMPLETION ? (size_t)OAI_MAX_PROMPTS : 1)) abort();
+    if ((r->kind == OAI_COMPLETION || r->kind == OAI_DETOKENIZE) && !r->n_prompts) abort();
+    for (size_t p = 0; p < r->n_prompts; p++) {
+        const oai_prompt *q = &r->prompts[p];
+        if (r->kind != OAI_DETOKENIZE && (!q->text == !q->ids || (q->ids && !q->n_ids))) abort();
+        for (size_t i = 0; i < q->n_ids; i++)
+            if (q->ids[i] < 0) abort();
+    }
     if (r->kind == OAI_CHAT && r->n_messages == 0) abort();
     for (size_t i = 0; i < r->n_messages; i++) {
         if (!r->messages[i].role || !r->messages[i].content) abort();

@@ -4,7 +4,7 @@
 //
 // NODE_PREFIX is where `npm install --prefix` put the package (the test
 // fixture server_npm_install). Runs completions, chat, streaming chat (with
-// usage), n > 1 with a seed, stop strings and error cases, or with
+// usage), n > 1 with a seed, a batch of prompts, stop strings and error cases, or with
 // `logprobs` the logprobs of completions and chat (a test of its own: it
 // needs an engine that records log-probabilities), or with `keepalive` one
 // stream against a server whose first tokens come after its --timeout (the
@@ -179,6 +179,19 @@ const tok = await (await fetch(baseURL.replace(/\/v1$/, '') + '/tokenize', {
 const byIds = await client.completions.create({ ...greedy, prompt: tok.tokens, max_tokens: 10 });
 check(byIds.choices[0].text === comp.choices[0].text, 'completions from token ids', [byIds, comp]);
 console.log('ok completions from token ids == from text');
+
+// a batch of prompts: n choices each, choice p * n + j the j-th of prompt p, each the prompt's
+// alone; usage counts each prompt once
+const once = await client.completions.create({ ...greedy, prompt: 'Once upon a time', max_tokens: 10 });
+const batch = await client.completions.create({ ...greedy, prompt: ['The capital of France is', 'Once upon a time'],
+                                                max_tokens: 10, n: 2 });
+check(batch.choices.length === 4 && batch.choices.map((c) => c.index).join() === '0,1,2,3' &&
+      JSON.stringify(batch.choices.map((c) => c.text)) ===
+        JSON.stringify([comp, comp, once, once].map((r) => r.choices[0].text)) &&
+      batch.usage.prompt_tokens === comp.usage.prompt_tokens + once.usage.prompt_tokens &&
+      batch.usage.completion_tokens === 2 * (comp.usage.completion_tokens + once.usage.completion_tokens),
+      'a batch of prompts', { batch, comp, once });
+console.log(`ok a batch of 2 prompts x n 2: ${JSON.stringify(batch.choices.map((c) => c.text))}`);
 
 // logit_bias: +100 on one id makes every token that id; an id outside the
 // vocabulary is a 400 naming logit_bias

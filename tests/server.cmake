@@ -11,7 +11,7 @@
 #   test_tool_request  tools, tool_choice, tool_calls and tool_call_id read and
 #                      refused by field; tool_calls in replies and chunks
 #   server_<check>     end to end over 127.0.0.1 (tests/server_e2e.py, one server
-#                      per check on a port of its own): sse, endpoints, errors,
+#                      per check on a port of its own): sse, batch, endpoints, errors,
 #                      early, hosts, failures, oom, special, keepalive, limits,
 #                      fairness, queue, disconnect, concurrency, args, bench, tools
 #                      (`encore bench serve` against it: its counts equal the
@@ -46,7 +46,7 @@ endforeach()
 
 set(ENCORE_SERVER_E2E ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_e2e.py --encore $<TARGET_FILE:encore>
                       --models ${ENCORE_MODELS_DIR})
-foreach(check sse endpoints errors early hosts failures oom special keepalive limits fairness queue disconnect concurrency args bench tools)
+foreach(check sse batch endpoints errors early hosts failures oom special keepalive limits fairness queue disconnect concurrency args bench tools)
   add_test(NAME server_${check} COMMAND ${ENCORE_SERVER_E2E} ${check})
   set_tests_properties(server_${check} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300
                        LABELS server)

@@ -15,6 +15,16 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                logprobs gives the prompt's tokens first, each with the logprob
                and alternatives of the same token generated after those before
                it; include_stop_str_in_output keeps a matched stop string
+  batch        a batch of prompts in /v1/completions (strings, token-id arrays, both):
+               n choices per prompt, choice p * n + j the j-th of prompt p, each
+               equal to that prompt sent alone (greedy; with a seed, the
+               prompt alone with seed + p * n); usage sums the prompts once
+               and every choice; streamed, each index reassembles to the whole
+               reply's choice and finishes once; echo with logprobs gives each
+               choice its own prompt's; an empty batch or item, an item of
+               another type, one too long or outside the vocabulary (nothing
+               submitted), more than 256 prompts and /tokenize of a batch: 400
+               naming the item
   endpoints    /health, /v1/models, /v1/models/{id}, HEAD on the GET routes,
                /metrics (Prometheus text), /tokenize and /detokenize round
                trip, chat_template_kwargs.enable_thinking, add_generation_prompt
@@ -37,8 +47,8 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
   oom          ENCORE_FAULT_FINAL_COPIES=2 makes the copies of two requests' last
                outputs fail as out of memory would: each of those non-streamed
                replies is a 500 at once (not a wait for the lost output, which
-               hung before), n = 3 included; afterwards nothing runs, every KV
-               block is free, and the next request works
+               hung before), n = 3 and a batch of prompts included; afterwards
+               nothing runs, every KV block is free, and the next request works
   special      a message (and a tool's description) holding "<|im_start|>" and
                "<|im_end|>": by default they are special tokens (as Hugging Face
                and vLLM tokenize them); with --no-special-tokens-in-content they
@@ -51,17 +61,21 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
   limits       per-request memory bounds, each a 400 naming the field: /detokenize
                and /tokenize ids past max_model_len, /tokenize text past 32 bytes
                per token of it, a stop string over 1 KiB, n x max_tokens x
-               top_logprobs over 2^20; /tokenize counts in --max-queue (503)
+               top_logprobs over 2^20 (summed over a batch's prompts); /tokenize
+               counts in --max-queue (503)
   fairness     --max-queue-per-client 1: a second request from 127.0.0.1 while
                one runs gets 429 with Retry-After, one from 127.0.0.2 is admitted;
                with --api-key every key holder is one client; the default is half
-               of --max-queue; --max-tokens-default caps a missing max_tokens
+               of --max-queue; --max-tokens-default caps a missing max_tokens; a
+               batch counts its prompts x n choices
   queue        --max-queue 1: a second request while one runs gets 503 with
                Retry-After; afterwards requests are admitted again
   disconnect   a streaming client that goes away mid-stream (and one whose
                request is still waiting) gets its request aborted: /metrics
-               shows no running request and every KV block free; SIGTERM
-               with a stream open ends it and exits 0
+               shows no running request and every KV block free; a batch's
+               client going away (streamed or not) aborts every prompt's
+               request, running or waiting; SIGTERM with a stream open ends it
+               and exits 0
   concurrency  32 streaming clients at once, every fourth disconnecting after
                its first chunks; afterwards every block is free and each
                completed request's text equals that prompt run alone
@@ -75,7 +89,8 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                tools, tool_choice, tool_calls or tool_call_id is a 400 naming it,
                and "required" or a named function is a 400 (not enforced yet)
   openai       the official `openai` npm package (tests/openai_client.mjs):
-               completions, chat, streaming, n > 1, stop strings, errors
+               completions, chat, streaming, n > 1, a batch of prompts, stop
+               strings, errors
   openai_logprobs  the same client: logprobs of completions and chat
   openai_tools the same client: tools with tool_choice auto and none, the stream
                assembled by its ChatCompletionStream equal to the whole reply, a turn
@@ -367,6 +382,147 @@ def check_echo_logprobs(srv):
         fail(f"echo streamed {streamed} != whole {lp}")
     print(f"ok: echo with logprobs: {n} prompt tokens (the first null) within {worst:.2g} of the same "
           "tokens generated, alternatives equal, offsets in characters, streamed the same")
+
+
+def finished_requests(srv):
+    """Requests the engine finished, for any reason, and the prompt tokens it computed."""
+    srv.wait_idle()
+    m = srv.metrics()
+    return (sum(v for k, v in m.items() if k.startswith("encore_request_success_total{")),
+            m['encore_prompt_tokens_total{model_name="%s"}' % MODEL])
+
+
+def choice_key(c):
+    return c["index"], c["text"], c["finish_reason"], c["stop_reason"], c["logprobs"]
+
+
+def check_batch(a):
+    comp = "/v1/completions"
+    prompts = ["The capital of France is", "Once upon a time", "Hello"]
+    with Server(a, "--max-model-len", "256") as srv:
+        ids = [srv.post("/tokenize", {"prompt": p})[1]["tokens"] for p in prompts]
+        # each prompt alone (n = 2, greedy), then the three as one batch: choice 2p + j is the
+        # alone reply's choice j
+        base = {"max_tokens": 8, "temperature": 0, "n": 2, "ignore_eos": True}
+        alone = []
+        for p in prompts:
+            status, r, _ = srv.post(comp, dict(base, prompt=p))
+            if status != 200:
+                fail(f"{p!r} alone: {status} {r}")
+            alone.append(r)
+        texts = [r["choices"][0]["text"] for r in alone]
+        if len(set(texts)) != 3:
+            fail(f"the prompts' greedy texts must differ to tell the choices apart: {texts}")
+        want = [choice_key(dict(alone[p]["choices"][j], index=2 * p + j)) for p in range(3) for j in range(2)]
+        usage = {k: sum(r["usage"][k] for r in alone) for k in ("prompt_tokens", "completion_tokens",
+                                                               "total_tokens")}
+        # each prompt counted once, every choice's 8 tokens (as vLLM sums them)
+        if usage != {"prompt_tokens": sum(map(len, ids)), "completion_tokens": 6 * 8,
+                     "total_tokens": sum(map(len, ids)) + 6 * 8}:
+            fail(f"usage of the prompts alone {usage}: not each prompt's /tokenize count once, 8 per choice")
+        for form, prompt in [("strings", prompts), ("token ids", ids), ("both", [prompts[0], ids[1], prompts[2]])]:
+            status, r, _ = srv.post(comp, dict(base, prompt=prompt))
+            got = [choice_key(c) for c in r.get("choices", [])]
+            if status != 200 or got != want:
+                fail(f"a batch of 3 ({form}), n = 2: {status} {got} != alone {want}")
+            if {k: r["usage"][k] for k in usage} != usage:
+                fail(f"batch ({form}) usage {r['usage']} != the sums alone {usage}")
+            print(f"ok batch of 3 ({form}) x n 2: 6 choices in index order, each the prompt's alone; "
+                  f"usage {usage}")
+        whole = r
+        # streamed: each index reassembles to its choice and finishes once; the usage chunk last
+        chunks = curl_stream(srv, comp, dict(base, prompt=prompts, stream=True,
+                                             stream_options={"include_usage": True}))
+        got, finishes = [""] * 6, [[] for _ in range(6)]
+        for c in chunks[:-1]:
+            for ch in c["choices"]:
+                got[ch["index"]] += ch["text"]
+                if ch["finish_reason"]:
+                    finishes[ch["index"]].append(ch["finish_reason"])
+        if got != [c["text"] for c in whole["choices"]] or \
+                finishes != [[c["finish_reason"]] for c in whole["choices"]]:
+            fail(f"streamed batch: {got} {finishes} != whole {whole['choices']}")
+        if chunks[-1]["choices"] != [] or {k: chunks[-1]["usage"][k] for k in usage} != usage:
+            fail(f"streamed batch: usage chunk {chunks[-1]} != {usage}")
+        print("ok streamed batch: each index's text is the whole reply's, one finish_reason each, usage summed")
+        check_batch_echo(srv, prompts, ids)
+        check_batch_seed(srv, prompts)
+        check_batch_errors(srv)
+
+
+def check_batch_echo(srv, prompts, ids):
+    """echo with logprobs: each choice its own prompt's tokens and logprobs, equal to the prompt's
+    alone (streamed, the same); echo of token ids gives the text they spell."""
+    comp = "/v1/completions"
+    base = {"max_tokens": 2, "temperature": 0, "echo": True, "logprobs": 2, "n": 2}
+    want = []
+    for p in prompts:
+        status, r, _ = srv.post(comp, dict(base, prompt=p))
+        want += [dict(c, index=len(want) + j) for j, c in enumerate(r["choices"])]
+    if len({c["logprobs"]["tokens"][0] for c in want}) != 3:
+        fail(f"the prompts' first tokens should differ: {[c['logprobs']['tokens'][:2] for c in want]}")
+    status, r, _ = srv.post(comp, dict(base, prompt=prompts))
+    if status != 200 or [choice_key(c) for c in r["choices"]] != [choice_key(c) for c in want]:
+        fail(f"batch echo with logprobs: {status} {r} != alone {want}")
+    streamed = [{"text": "", "tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+                for _ in range(6)]
+    for c in curl_stream(srv, comp, dict(base, prompt=prompts, stream=True)):
+        for ch in c["choices"]:
+            s = streamed[ch["index"]]
+            s["text"] += ch["text"]
+            for key in ("tokens", "token_logprobs", "top_logprobs", "text_offset"):
+                s[key] += (ch["logprobs"] or {}).get(key, [])
+    if streamed != [dict(c["logprobs"], text=c["text"]) for c in want]:
+        fail(f"streamed batch echo with logprobs: {streamed} != {want}")
+    status, r, _ = srv.post(comp, {"prompt": ids, "max_tokens": 1, "echo": True, "temperature": 0})
+    if status != 200 or [c["text"][:len(p)] for c, p in zip(r["choices"], prompts)] != prompts:
+        fail(f"batch of token ids with echo: {status} {r}")
+    print("ok batch echo with logprobs: each choice its own prompt's logprobs (whole and streamed), "
+          "token ids echoed as their text")
+
+
+def check_batch_seed(srv, prompts):
+    """With a seed, choice i of a batch has seed + i: prompt p's choices are the prompt alone
+    with seed + p * n; the same batch again gives the same texts."""
+    comp = "/v1/completions"
+    body = {"prompt": prompts[:2], "n": 2, "seed": 7, "temperature": 1.0, "max_tokens": 8}
+    status, r, _ = srv.post(comp, body)
+    _, again, _ = srv.post(comp, body)
+    texts = [c["text"] for c in r["choices"]]
+    if status != 200 or texts != [c["text"] for c in again["choices"]] or len(set(texts)) < 3:
+        fail(f"a seeded batch is not reproducible or its choices share seeds: {texts}, "
+             f"{[c['text'] for c in again['choices']]}")
+    for p in range(2):
+        _, one, _ = srv.post(comp, dict(body, prompt=prompts[p], seed=7 + 2 * p))
+        if [c["text"] for c in one["choices"]] != texts[2 * p:2 * p + 2]:
+            fail(f"seeded batch prompt {p}: {texts[2 * p:2 * p + 2]} != alone with seed {7 + 2 * p}: {one}")
+    print(f"ok seeded batch: reproducible, choice i has seed + i ({texts})")
+
+
+def check_batch_errors(srv):
+    """400s naming the item; when one item is refused, no prompt of the batch was submitted."""
+    comp = "/v1/completions"
+    for body, needles in [
+        ({"prompt": []}, ["'prompt' is empty"]),
+        ({"prompt": ["a", ""]}, ["'prompt' item 1", "empty"]),
+        ({"prompt": [[1], [2], []]}, ["'prompt' item 2 is empty"]),
+        ({"prompt": ["a", 5]}, ["'prompt' item 1 must be a string or an array of token ids"]),
+        ({"prompt": ["a", ["b"]]}, ["'prompt' item 1 must be a string or an array of token ids"]),
+        ({"prompt": ["x"] * 257}, ["at most 256"]),
+        ({"prompt": ["hi", "word " * 300], "max_tokens": 8}, ["'prompt' item 1", "maximum context length"]),
+        ({"prompt": ["hi", "hi", "word " * 100], "max_tokens": 200}, ["'prompt' item 2", "you requested"]),
+        ({"prompt": [[1, 2], [1, 999999999]]}, ["'prompt' item 1", "vocabulary"]),
+    ]:
+        before = finished_requests(srv)
+        expect_error(srv, 400, "POST", comp, dict(body, max_tokens=body.get("max_tokens", 4)), "prompt",
+                     *needles)
+        if finished_requests(srv) != before:
+            fail(f"{str(body)[:80]}: refused, yet requests ran: {before} -> {finished_requests(srv)}")
+    expect_error(srv, 400, "POST", "/tokenize", {"prompt": ["a", "b"]}, "prompt", "batch of 2")
+    status, r, _ = srv.post(comp, {"prompt": ["a", "b"], "max_tokens": 2})
+    if status != 200 or len(r["choices"]) != 2:
+        fail(f"after the refusals: {status} {r}")
+    print("ok: every refused batch named its item and ran nothing")
 
 
 def check_endpoints(a):
@@ -780,6 +936,12 @@ def check_oom(a):
         if status != 200 or not r["choices"][0]["text"]:
             fail(f"after the lost copies: {status} {r}")
         print("ok: the next request is answered")
+    with server_with_env(a, "ENCORE_FAULT_FINAL_COPIES", "1") as srv:
+        batch = {"prompt": ["hi", "Once upon a time", [9707, 11]], "n": 2, "max_tokens": 64,
+                 "ignore_eos": True, "temperature": 0}
+        expect_error(srv, 500, "POST", "/v1/completions", batch, "out of memory", timeout=10)
+        srv.wait_idle()
+        print("ok: a batch whose one choice lost its last output: 500, then nothing runs")
 
 
 def check_special(a):
@@ -953,6 +1115,9 @@ def check_limits(a):
         chat = {"messages": [{"role": "user", "content": "hi"}], "n": 16, "logprobs": True,
                 "top_logprobs": 20, "ignore_eos": True}  # the default max_tokens: the rest of 4096
         expect_error(srv, 400, "POST", "/v1/chat/completions", chat, "top_logprobs", "1048576", timeout=20)
+        # a batch: 4 prompts x n 4 x 4000 x 20 (one prompt alone would be within)
+        expect_error(srv, 400, "POST", comp, dict(over, prompt=["hi"] * 4, n=4), "logprobs", "1048576",
+                     "over every prompt", timeout=20)
         status, r, _ = srv.post(comp, dict(over, max_tokens=3))
         if status != 200 or len(r["choices"]) != 16:
             fail(f"n x max_tokens x logprobs within the budget: {status} {r}")
@@ -1007,6 +1172,14 @@ def check_fairness(a):
         if status != 200 or len(r["choices"]) != 2:
             fail(f"n = 2 with --max-queue-per-client 2: {status} {r}")
         print("ok: n over --max-queue-per-client (or --max-queue) is a 400, n at it is answered")
+        # a batch is its prompts x n choices
+        for fields in [{"prompt": ["a", "b", "c"]}, {"prompt": ["a", "b"], "n": 2}]:
+            expect_error(srv, 400, "POST", "/v1/completions", dict(body, **fields), "n",
+                         "--max-queue-per-client")
+        status, r, _ = srv.post("/v1/completions", dict(body, prompt=["a", "b"]))
+        if status != 200 or len(r["choices"]) != 2:
+            fail(f"a batch of 2 prompts with --max-queue-per-client 2: {status} {r}")
+        print("ok: a batch over --max-queue-per-client (prompts x n) is a 400, one at it is answered")
     with Server(a, "--max-queue", "8", "--max-queue-per-client", "1", "--api-key", "k") as srv:
         status, data = expect_per_client_cap(srv, {"Authorization": "Bearer k"})
         if status != 429:
@@ -1072,6 +1245,23 @@ def check_disconnect(a):
         if srv.metric("encore_request_success_total", ',finished_reason="abort"') - aborts0 != 3:
             fail("the non-streaming request whose client went away was not aborted")
         print("ok: a non-streaming client that went away: aborted, every block free")
+        # a batch of 3 (one runs, two wait): every prompt's request aborted, streamed or not
+        for stream in [True, False]:
+            before = srv.metric("encore_request_success_total", ',finished_reason="abort"')
+            s5 = open_stream(srv.port, dict(long, prompt=["Once upon a time", "Hello", [9707, 11]],
+                                            stream=stream))
+            if stream:
+                read_until(s5, b"data: ")
+            else:
+                time.sleep(0.3)
+            if srv.metric("encore_num_requests_running") != 1 or srv.metric("encore_num_requests_waiting") != 2:
+                fail("expected one of the batch's requests running and two waiting")
+            s5.close()
+            srv.wait_idle(10)
+            aborts = srv.metric("encore_request_success_total", ',finished_reason="abort"') - before
+            if aborts != 3:
+                fail(f"a batch of 3 whose client went away (stream {stream}): {aborts} aborted, expected 3")
+            print(f"ok: a batch's client went away (stream {stream}): its 3 requests aborted, every block free")
         # SIGTERM with a stream open: the server ends it and exits 0 (checked on leaving `with`)
         s3 = open_stream(srv.port, long)
         read_until(s3, b"data: ")

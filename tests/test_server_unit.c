@@ -60,7 +60,8 @@ static void test_completion_request(void)
                 "\"min_tokens\":2,\"logprobs\":3,\"skip_special_tokens\":false,\"echo\":false,"
                 "\"stream\":true,\"stream_options\":{\"include_usage\":true},\"user\":\"x\"}",
                 OAI_COMPLETION, &r, &err));
-    CHECK(!strcmp(r.model, "m") && !strcmp(r.prompt, "Hello") && !r.prompt_ids);
+    CHECK(!strcmp(r.model, "m") && r.n_prompts == 1 && !strcmp(r.prompts[0].text, "Hello") &&
+          !r.prompts[0].ids);
     CHECK(r.max_tokens == 7 && r.n == 3 && r.seed_given && r.sampling.seed == 42);
     CHECK(r.sampling.temperature == 0.5 && r.sampling.top_p == 0.9 && r.sampling.top_k == 40);
     CHECK(r.sampling.min_p == 0.05 && r.sampling.repetition_penalty == 1.1);
@@ -74,7 +75,8 @@ static void test_completion_request(void)
 
     /* defaults: OpenAI's temperature 1, nothing else on */
     CHECK(parse("{\"prompt\":[1,2,3]}", OAI_COMPLETION, &r, &err));
-    CHECK(!r.prompt && r.n_prompt_ids == 3 && r.prompt_ids[2] == 3 && !r.model);
+    CHECK(r.n_prompts == 1 && !r.prompts[0].text && r.prompts[0].n_ids == 3 &&
+          r.prompts[0].ids[2] == 3 && !r.model);
     CHECK(r.max_tokens == 0 && r.n == 1 && !r.seed_given && !r.stream && !r.logprobs);
     CHECK(r.sampling.temperature == 1.0 && r.sampling.top_p == 1.0 && r.sampling.top_k == 0);
     CHECK(r.sampling.repetition_penalty == 1.0 && r.sampling.skip_special_tokens);
@@ -84,9 +86,37 @@ static void test_completion_request(void)
     /* a one-item array of a string or of ids; a single stop string; nulls are absent */
     CHECK(parse("{\"prompt\":[\"x\"],\"stop\":\"END\",\"max_tokens\":null,\"seed\":null}",
                 OAI_COMPLETION, &r, &err));
-    CHECK(!strcmp(r.prompt, "x") && r.sampling.n_stop == 1 && !strcmp(r.sampling.stop[0], "END"));
+    CHECK(r.n_prompts == 1 && !strcmp(r.prompts[0].text, "x") && r.sampling.n_stop == 1 &&
+          !strcmp(r.sampling.stop[0], "END"));
     CHECK(r.max_tokens == 0 && !r.seed_given);
     oai_request_free(&r);
+    CHECK(parse("{\"prompt\":[[4,5]]}", OAI_COMPLETION, &r, &err));
+    CHECK(r.n_prompts == 1 && r.prompts[0].n_ids == 2 && r.prompts[0].ids[1] == 5);
+    oai_request_free(&r);
+
+    /* a batch: strings, token-id arrays, or both, in order */
+    CHECK(parse("{\"prompt\":[\"a\",\"bc\",\"d\"],\"n\":2}", OAI_COMPLETION, &r, &err));
+    CHECK(r.n_prompts == 3 && r.n == 2 && !strcmp(r.prompts[0].text, "a") &&
+          !strcmp(r.prompts[1].text, "bc") && !strcmp(r.prompts[2].text, "d") && !r.prompts[2].ids);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":[[1,2],[3,4,5]]}", OAI_COMPLETION, &r, &err));
+    CHECK(r.n_prompts == 2 && r.prompts[0].n_ids == 2 && r.prompts[1].n_ids == 3 &&
+          r.prompts[1].ids[0] == 3 && !r.prompts[1].text);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":[\"a\",[7]]}", OAI_COMPLETION, &r, &err));
+    CHECK(r.n_prompts == 2 && !strcmp(r.prompts[0].text, "a") && r.prompts[1].ids[0] == 7);
+    oai_request_free(&r);
+    {
+        char big[8 * (OAI_MAX_PROMPTS + 1) + 32];
+        int len = snprintf(big, sizeof big, "{\"prompt\":[");
+        for (int i = 0; i < OAI_MAX_PROMPTS; i++)
+            len += snprintf(big + len, sizeof big - (size_t)len, "%s\"p\"", i ? "," : "");
+        snprintf(big + len, sizeof big - (size_t)len, "]}");
+        CHECK(parse(big, OAI_COMPLETION, &r, &err) && r.n_prompts == OAI_MAX_PROMPTS);
+        oai_request_free(&r);
+        snprintf(big + len, sizeof big - (size_t)len, ",\"p\"]}");
+        refused(big, OAI_COMPLETION, "prompt", "at most 256");
+    }
 
     /* logit_bias: ids as strings to biases in [-100, 100], in the body's order; null and {} are
      * none */
@@ -153,7 +183,7 @@ static void test_completion_request(void)
         if (err.http_status == 400) CHECK(!strcmp(err.param, "prompt") || strstr(err.message, "JSON"));
         /* an escaped backslash then "u0000" is text, not U+0000 */
         CHECK(parse("{\"prompt\":\"a\\\\u0000\"}", OAI_COMPLETION, &r, &err));
-        CHECK(!strcmp(r.prompt, "a\\u0000"));
+        CHECK(!strcmp(r.prompts[0].text, "a\\u0000"));
         oai_request_free(&r);
     }
     /* seeds are read from the body's text, exactly: a double would make 2^53 + 1 into 2^53 */
@@ -195,8 +225,16 @@ static void test_completion_request(void)
             "must be in");
     refused("{\"prompt\":\"x\",\"seed\":1e300}", OAI_COMPLETION, "seed", "must be in");
     refused("{\"prompt\":[]}", OAI_COMPLETION, "prompt", "empty");
-    refused("{\"prompt\":[\"a\",\"b\"]}", OAI_COMPLETION, "prompt", "batch");
-    refused("{\"prompt\":[1,\"b\"]}", OAI_COMPLETION, "prompt", "string or an array");
+    refused("{\"prompt\":[\"a\",[]]}", OAI_COMPLETION, "prompt", "'prompt' item 1 is empty");
+    refused("{\"prompt\":[[1],[2],[]]}", OAI_COMPLETION, "prompt", "'prompt' item 2 is empty");
+    refused("{\"prompt\":[[]]}", OAI_COMPLETION, "prompt", "'prompt' is empty");
+    refused("{\"prompt\":[\"a\",5]}", OAI_COMPLETION, "prompt",
+            "'prompt' item 1 must be a string or an array of token ids");
+    refused("{\"prompt\":[\"a\",[\"b\"]]}", OAI_COMPLETION, "prompt",
+            "'prompt' item 1 must be a string or an array of token ids");
+    refused("{\"prompt\":[[1],[2,-3]]}", OAI_COMPLETION, "prompt",
+            "'prompt' item 1 must hold token ids");
+    refused("{\"prompt\":[1,\"b\"]}", OAI_COMPLETION, "prompt", "its item 1 is not one");
     refused("{\"prompt\":[1,2.5]}", OAI_COMPLETION, "prompt", "token ids");
     refused("{\"prompt\":[1,-1]}", OAI_COMPLETION, "prompt", "token ids");
     refused("{\"prompt\":true}", OAI_COMPLETION, "prompt", "string");
@@ -335,8 +373,13 @@ static void test_chat_request(void)
     refused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template_kwargs\":[]}",
             OAI_CHAT, "chat_template_kwargs", "object");
 
-    CHECK(parse("{\"tokens\":[1,2]}", OAI_DETOKENIZE, &r, &err) && r.n_prompt_ids == 2);
+    CHECK(parse("{\"tokens\":[1,2]}", OAI_DETOKENIZE, &r, &err) && r.n_prompts == 1 &&
+          r.prompts[0].n_ids == 2);
     oai_request_free(&r);
+    CHECK(parse("{\"prompt\":[\"one\"]}", OAI_TOKENIZE, &r, &err) && r.n_prompts == 1 &&
+          !strcmp(r.prompts[0].text, "one"));
+    oai_request_free(&r);
+    refused("{\"prompt\":[\"a\",\"b\"]}", OAI_TOKENIZE, "prompt", "got a batch of 2");
     CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
                 "\"chat_template_kwargs\":{\"enable_thinking\":false}}",
                 OAI_TOKENIZE, &r, &err) &&

@@ -1,8 +1,10 @@
 /* generation.c - a completion or chat request from its parsed body to the
- * engine and back: prompt, checks, admission, n submits, then one JSON reply
- * or a Server-Sent Events stream.
+ * engine and back: prompts, checks, admission, n submits per prompt, then
+ * one JSON reply or a Server-Sent Events stream.
  *
- * Data flow, one job per HTTP request, one choice per submitted request:
+ * Data flow, one job per HTTP request, one choice per submitted request (a
+ * completions batch of P prompts is P x n choices, choice p * n + j the j-th
+ * of prompt p, as OpenAI and vLLM number them):
  *
  *   HTTP thread                     engine thread
  *   gen_handle ── encore_submit ──► gen__on_output (copies the output into an
@@ -63,6 +65,7 @@ typedef struct gen_choice {
     int64_t request_id;    /* -1 until submitted */
     int finished;          /* the engine's last call came (under job->mu) */
     gen_event *head, *tail; /* events the HTTP side has not taken (under job->mu) */
+    gen_event *taken;       /* the HTTP side's: events gen__take detached, to apply */
     double t_last;         /* engine thread: when its last tokens came, 0 before any */
     /* the HTTP side's state */
     int done;              /* its last event is processed */
@@ -100,7 +103,7 @@ typedef struct gen_job {
     char id[64];
     double t_arrival;
     char client[HTTP_CLIENT_ID_MAX]; /* http_client_id: its admission is given back to it */
-    size_t n_prompt;
+    size_t n_prompt;                 /* the prompts' tokens, each prompt counted once */
     int fd;                /* the client's socket, -1 if unknown */
     double t_polled;       /* when gen__wait last looked at it */
     char *out;             /* SSE bytes not yet handed to libmicrohttpd */
@@ -109,7 +112,7 @@ typedef struct gen_job {
     double keepalive_s;    /* stream: silence before a ": keep-alive" comment */
     int out_done, oom;
     int error_sent;        /* stream: the SSE error event for an engine failure went out */
-    int n;
+    int n;                 /* choices: req.n per prompt */
     gen_choice choices[];
 } gen_job;
 
@@ -126,10 +129,19 @@ static void gen__event_free(gen_event *ev)
     free(ev);
 }
 
-static gen_job *gen__job_new(http_server *s, oai_request *req, int fd, double t_arrival,
-                             const char *client)
+static void gen__events_free(gen_event *ev)
 {
-    gen_job *j = calloc(1, sizeof *j + (size_t)req->n * sizeof(gen_choice));
+    for (gen_event *next; ev; ev = next) {
+        next = ev->next;
+        gen__event_free(ev);
+    }
+}
+
+/* A job of n_choices choices for req (taken: *req is left empty). */
+static gen_job *gen__job_new(http_server *s, oai_request *req, int n_choices, int fd,
+                             double t_arrival, const char *client)
+{
+    gen_job *j = calloc(1, sizeof *j + (size_t)n_choices * sizeof(gen_choice));
     if (!j) return NULL;
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -142,7 +154,7 @@ static gen_job *gen__job_new(http_server *s, oai_request *req, int fd, double t_
     j->req = *req; /* taken */
     memset(req, 0, sizeof *req);
     j->fd = fd;
-    j->n = j->req.n;
+    j->n = n_choices;
     j->t_arrival = t_arrival;
     snprintf(j->client, sizeof j->client, "%s", client);
     http_new_id(s, j->req.kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", j->id, sizeof j->id);
@@ -166,10 +178,8 @@ static void gen__job_free(gen_job *j)
     http_server *s = j->srv;
     for (int i = 0; i < j->n; i++) {
         gen_choice *c = &j->choices[i];
-        for (gen_event *ev = c->head, *next; ev; ev = next) {
-            next = ev->next;
-            gen__event_free(ev);
-        }
+        gen__events_free(c->head);
+        gen__events_free(c->taken);
         free(c->text);
         free(c->reasoning);
         free(c->content);
@@ -199,18 +209,20 @@ static void gen__release(gen_job *j)
     if (last) gen__job_free(j);
 }
 
-/* Cancel every submitted choice that has not finished. */
+/* Cancel every submitted choice that has not finished (the caller holds a
+ * reference; encore_cancel is called without j->mu, which the engine
+ * thread's callback takes). */
 static void gen__cancel(gen_job *j)
 {
-    int64_t ids[OAI_MAX_N];
-    int n = 0;
     pthread_mutex_lock(&j->mu);
     j->cancelled = 1;
-    for (int i = 0; i < j->n; i++)
-        if (j->choices[i].request_id >= 0 && !j->choices[i].finished)
-            ids[n++] = j->choices[i].request_id;
     pthread_mutex_unlock(&j->mu);
-    for (int i = 0; i < n; i++) encore_cancel(j->srv->engine, ids[i]);
+    for (int i = 0; i < j->n; i++) {
+        pthread_mutex_lock(&j->mu);
+        int64_t id = j->choices[i].finished ? -1 : j->choices[i].request_id;
+        pthread_mutex_unlock(&j->mu);
+        if (id >= 0) encore_cancel(j->srv->engine, id);
+    }
 }
 
 /* --- the engine side ------------------------------------------------------------- */
@@ -410,6 +422,26 @@ static int gen__apply(gen_choice *c, const gen_event *ev)
     return ok;
 }
 
+static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev);
+
+/* Apply the events each choice has taken, choice by choice; with stream,
+ * each also makes its chunks. 0 when out of memory. */
+static int gen__apply_taken(gen_job *j)
+{
+    int ok = 1;
+    for (int i = 0; i < j->n; i++) {
+        gen_choice *c = &j->choices[i];
+        for (gen_event *ev = c->taken, *next; ev; ev = next) {
+            next = ev->next;
+            ok &= gen__apply(c, ev);
+            if (j->req.stream) gen__sse_event(j, c, ev);
+            gen__event_free(ev);
+        }
+        c->taken = NULL;
+    }
+    return ok;
+}
+
 static int gen__all_done(const gen_job *j)
 {
     for (int i = 0; i < j->n; i++)
@@ -432,14 +464,16 @@ static int gen__client_gone(int fd)
     return 0;
 }
 
-/* Detach every choice's pending events into heads[] (j->mu held). */
-static int gen__take(gen_job *j, gen_event **heads)
+/* Detach every choice's pending events into its `taken` (j->mu held; the
+ * HTTP side applies and frees them before it takes again). */
+static int gen__take(gen_job *j)
 {
     int any = 0;
     for (int i = 0; i < j->n; i++) {
-        heads[i] = j->choices[i].head;
-        any |= heads[i] != NULL;
-        j->choices[i].head = j->choices[i].tail = NULL;
+        gen_choice *c = &j->choices[i];
+        c->taken = c->head;
+        any |= c->head != NULL;
+        c->head = c->tail = NULL;
     }
     return any;
 }
@@ -465,11 +499,15 @@ static int gen__wait(gen_job *j)
     return gen__alive(j);
 }
 
+/* Every prompt's tokens once, every choice's completion tokens; the cached
+ * tokens of each prompt's first choice. */
 static oai_usage gen__usage(const gen_job *j)
 {
     oai_usage u = {.prompt_tokens = (int64_t)j->n_prompt};
-    for (int i = 0; i < j->n; i++) u.completion_tokens += (int64_t)j->choices[i].n_output;
-    u.cached_tokens = j->n ? (int64_t)j->choices[0].n_cached : 0;
+    for (int i = 0; i < j->n; i++) {
+        u.completion_tokens += (int64_t)j->choices[i].n_output;
+        if (i % j->req.n == 0) u.cached_tokens += (int64_t)j->choices[i].n_cached;
+    }
     return u;
 }
 
@@ -508,25 +546,58 @@ static int gen__tool_calls_whole(const gen_choice *c, oai_choice *ch, oai_tool_c
     return 1;
 }
 
+/* The whole reply's JSON: every choice in index order and the usage; NULL
+ * when out of memory. */
+static char *gen__body(gen_job *j)
+{
+    size_t n = (size_t)j->n;
+    oai_choice *choices = calloc(n, sizeof *choices);
+    oai_logprobs *lps = calloc(n, sizeof *lps);
+    oai_tool_call **calls = calloc(n, sizeof *calls);
+    int ok = choices && lps && calls, chat = j->req.kind == OAI_CHAT;
+    for (size_t i = 0; ok && i < n; i++) {
+        gen_choice *c = &j->choices[i];
+        lps[i] = (oai_logprobs){.ids = c->ids,
+                                .logprobs = c->logprobs,
+                                .top = c->top,
+                                .n = c->n_ids,
+                                .n_top = j->req.top_logprobs,
+                                .text_offset = 0,
+                                .token_text = gen__token_text,
+                                .user = j->srv};
+        choices[i] = (oai_choice){
+            .text = chat ? (c->content ? c->content : "") : (c->text ? c->text : ""),
+            .reasoning = chat ? c->reasoning : NULL, /* NULL unless the model thought */
+            .finish_reason = c->finish_reason,
+            .stop_reason = c->stop_reason,
+            .stop_token_id = c->stop_token_id >= 0 ? &c->stop_token_id : NULL,
+            .lp = j->req.logprobs ? &lps[i] : NULL,
+        };
+        ok = gen__tool_calls_whole(c, &choices[i], &calls[i]);
+    }
+    oai_usage u = gen__usage(j);
+    char *body = ok ? oai_response_body(&j->head, choices, j->n, &u) : NULL;
+    for (size_t i = 0; calls && i < n; i++)
+        free(calls[i]);
+    free(choices);
+    free(lps);
+    free(calls);
+    return body;
+}
+
 static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
 {
-    gen_event *heads[OAI_MAX_N];
     int gone = 0, ok = 1;
     pthread_mutex_lock(&j->mu);
     /* an event lost for lack of memory (j->oom) may be a choice's last: stop
      * waiting for it */
     while (!gen__all_done(j) && !gone && !j->oom) {
-        if (!gen__take(j, heads)) {
+        if (!gen__take(j)) {
             gone = !gen__wait(j);
             continue;
         }
         pthread_mutex_unlock(&j->mu);
-        for (int i = 0; i < j->n; i++)
-            for (gen_event *ev = heads[i], *next; ev; ev = next) {
-                next = ev->next;
-                ok &= gen__apply(&j->choices[i], ev);
-                gen__event_free(ev);
-            }
+        ok &= gen__apply_taken(j);
         pthread_mutex_lock(&j->mu);
         gone = !gen__alive(j); /* also while tokens keep coming */
     }
@@ -538,29 +609,8 @@ static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
         gen__release(j);
         return MHD_NO; /* nobody to answer */
     }
-    oai_choice choices[OAI_MAX_N];
-    oai_logprobs lps[OAI_MAX_N];
-    oai_tool_call *calls[OAI_MAX_N] = {0};
-    for (int i = 0; i < j->n; i++) {
-        gen_choice *c = &j->choices[i];
-        lps[i] = (oai_logprobs){.ids = c->ids, .logprobs = c->logprobs, .top = c->top,
-                                .n = c->n_ids, .n_top = j->req.top_logprobs,
-                                .text_offset = 0, .token_text = gen__token_text, .user = j->srv};
-        int chat = j->req.kind == OAI_CHAT;
-        choices[i] = (oai_choice){
-            .text = chat ? (c->content ? c->content : "") : (c->text ? c->text : ""),
-            .reasoning = chat ? c->reasoning : NULL, /* NULL unless the model thought */
-            .finish_reason = c->finish_reason,
-            .stop_reason = c->stop_reason,
-            .stop_token_id = c->stop_token_id >= 0 ? &c->stop_token_id : NULL,
-            .lp = j->req.logprobs ? &lps[i] : NULL,
-        };
-        ok &= gen__tool_calls_whole(c, &choices[i], &calls[i]);
-    }
-    oai_usage u = gen__usage(j);
     int failed = gen__any_error(j);
-    char *body = ok && !failed ? oai_response_body(&j->head, choices, j->n, &u) : NULL;
-    for (int i = 0; i < j->n; i++) free(calls[i]);
+    char *body = ok && !failed ? gen__body(j) : NULL;
     enum MHD_Result r;
     if (body) {
         r = http_reply_json(conn, MHD_HTTP_OK, body);
@@ -690,19 +740,12 @@ static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
  * client went away or the server stops. */
 static int gen__stream_fill(gen_job *j)
 {
-    gen_event *heads[OAI_MAX_N];
     pthread_mutex_lock(&j->mu);
-    int any = gen__take(j, heads);
+    int any = gen__take(j);
     int alive = any || gen__wait(j);
     pthread_mutex_unlock(&j->mu);
     if (!alive) return 0;
-    for (int i = 0; i < j->n; i++)
-        for (gen_event *ev = heads[i], *next; ev; ev = next) {
-            next = ev->next;
-            if (!gen__apply(&j->choices[i], ev)) j->oom = 1;
-            gen__sse_event(j, &j->choices[i], ev);
-            gen__event_free(ev);
-        }
+    if (!gen__apply_taken(j)) j->oom = 1;
     double now = http_now();
     if (j->out_len > 0) {
         j->t_out = now;
@@ -767,87 +810,142 @@ static enum MHD_Result gen__reply_stream(gen_job *j, struct MHD_Connection *conn
 
 /* --- the request ------------------------------------------------------------------------ */
 
-/* The prompt as token ids (*ids malloc'd) and, for echo, as text. */
-static int gen__prompt(http_server *s, const oai_request *req, int32_t **ids, size_t *n_ids,
-                       oai_error *err)
+/* One prompt of the request, ready to submit: chat's conversation or one of
+ * completions' prompts as token ids, and the max_tokens its choices get. */
+typedef struct gen_prompt {
+    int32_t *ids; /* [n_ids], malloc'd */
+    size_t n_ids;
+    int64_t max_tokens; /* as asked, or what max_model_len leaves after the prompt */
+} gen_prompt;
+
+static void gen__prompts_free(gen_prompt *p, size_t n)
 {
-    encore_status st;
-    int32_t *tok = NULL;
-    if (req->kind == OAI_CHAT) {
-        if (!s->has_chat_template)
-            return oai_error_set(err, 400, "messages",
-                                 "this model has no chat template encore can render; use "
-                                 "/v1/completions");
-        encore_chat_options o = tool_request_chat_options(req, s->cfg.plain_content);
-        st = encore_chat_tokenize_opts(s->engine, req->messages, req->n_messages, &o, &tok, n_ids);
-        if (st != ENCORE_OK) {
-            http_error_from_encore(err, st, "cannot apply the chat template");
-            return 0;
-        }
-    } else if (!req->prompt) {
-        *ids = malloc((req->n_prompt_ids + 1) * sizeof **ids);
-        if (!*ids) return oai_error_set(err, 500, NULL, "out of memory");
-        memcpy(*ids, req->prompt_ids, req->n_prompt_ids * sizeof **ids);
-        *n_ids = req->n_prompt_ids;
-        return 1;
-    }
-    st = tok ? ENCORE_OK : encore_tokenize(s->engine, req->prompt, strlen(req->prompt), &tok, n_ids);
-    if (st != ENCORE_OK) {
-        http_error_from_encore(err, st, "cannot tokenize the prompt");
-        return 0;
-    }
-    *ids = malloc((*n_ids + 1) * sizeof **ids);
-    if (*ids) memcpy(*ids, tok, *n_ids * sizeof **ids);
-    encore_free(tok);
-    return *ids ? 1 : oai_error_set(err, 500, NULL, "out of memory");
+    for (size_t i = 0; p && i < n; i++)
+        free(p[i].ids);
+    free(p);
 }
 
-/* n x max_tokens (and an echoed prompt's tokens) x top_logprobs within
- * OAI_MAX_LOGPROB_ALTERNATIVES. */
-static int gen__check_logprobs(const oai_request *req, size_t n_prompt, oai_error *err)
+static int gen__ids_copy(const int32_t *ids, size_t n, gen_prompt *out, oai_error *err)
 {
-    int64_t tokens = req->max_tokens + (req->sampling.prompt_logprobs ? (int64_t)n_prompt : 0);
+    out->ids = malloc((n + 1) * sizeof *out->ids);
+    if (!out->ids) return oai_error_set(err, 500, NULL, "out of memory");
+    if (n) memcpy(out->ids, ids, n * sizeof *ids);
+    out->n_ids = n;
+    return 1;
+}
+
+/* The token ids of completions' prompt p, or of chat's conversation (p NULL). */
+static int gen__prompt_ids(http_server *s, const oai_request *req, const oai_prompt *p,
+                           gen_prompt *out, oai_error *err)
+{
+    if (p && !p->text) return gen__ids_copy(p->ids, p->n_ids, out, err);
+    int32_t *tok = NULL;
+    size_t n = 0;
+    encore_status st;
+    if (p) {
+        st = encore_tokenize(s->engine, p->text, strlen(p->text), &tok, &n);
+    } else if (!s->has_chat_template) {
+        return oai_error_set(err, 400, "messages",
+                             "this model has no chat template encore can render; use "
+                             "/v1/completions");
+    } else {
+        encore_chat_options o = tool_request_chat_options(req, s->cfg.plain_content);
+        st = encore_chat_tokenize_opts(s->engine, req->messages, req->n_messages, &o, &tok, &n);
+    }
+    if (st != ENCORE_OK) {
+        http_error_from_encore(err, st,
+                               p ? "cannot tokenize the prompt" : "cannot apply the chat template");
+        return 0;
+    }
+    int ok = gen__ids_copy(tok, n, out, err);
+    encore_free(tok);
+    return ok;
+}
+
+/* Every prompt as token ids: chat's one conversation, or each of
+ * completions' prompts. *out [*n] is the caller's (gen__prompts_free), also
+ * on failure. */
+static int gen__prompts(http_server *s, const oai_request *req, gen_prompt **out, size_t *n,
+                        oai_error *err)
+{
+    size_t count = req->kind == OAI_CHAT ? 1 : req->n_prompts;
+    *out = calloc(count, sizeof **out);
+    if (!*out) return oai_error_set(err, 500, NULL, "out of memory");
+    *n = count;
+    for (size_t i = 0; i < count; i++) {
+        const oai_prompt *p = req->kind == OAI_CHAT ? NULL : &req->prompts[i];
+        if (!gen__prompt_ids(s, req, p, &(*out)[i], err)) return 0;
+    }
+    return 1;
+}
+
+/* n x (max_tokens + an echoed prompt's tokens) x top_logprobs, summed over
+ * the prompts, within OAI_MAX_LOGPROB_ALTERNATIVES. */
+static int gen__check_logprobs(const oai_request *req, const gen_prompt *p, size_t n_prompts,
+                               oai_error *err)
+{
+    int64_t tokens = 0;
+    for (size_t i = 0; i < n_prompts; i++)
+        tokens += p[i].max_tokens + (req->sampling.prompt_logprobs ? (int64_t)p[i].n_ids : 0);
     int64_t alternatives = (int64_t)req->n * tokens * req->top_logprobs;
     if (alternatives <= OAI_MAX_LOGPROB_ALTERNATIVES) return 1;
     const char *param = req->kind == OAI_CHAT ? "top_logprobs" : "logprobs";
     return oai_error_set(err, 400, param,
-                         "n (%d) x max_tokens (%lld, with an echoed prompt's tokens) x %s (%d) is "
-                         "%lld log-probability "
+                         "n (%d) x max_tokens (%lld, with an echoed prompt's tokens%s) x %s (%d) "
+                         "is %lld log-probability "
                          "alternatives, more than the %d one request may ask for; lower one of "
                          "them (max_tokens defaults to the rest of max_model_len)",
-                         req->n, (long long)req->max_tokens, param, req->top_logprobs,
-                         (long long)alternatives, OAI_MAX_LOGPROB_ALTERNATIVES);
+                         req->n, (long long)tokens, n_prompts > 1 ? ", over every prompt" : "",
+                         param, req->top_logprobs, (long long)alternatives,
+                         OAI_MAX_LOGPROB_ALTERNATIVES);
 }
 
-/* max_tokens against the prompt and max_model_len (OpenAI's message), then
- * the log-probability budget. */
-static int gen__check_length(http_server *s, oai_request *req, size_t n_prompt, oai_error *err)
+/* Prompt i (p): not empty, its ids inside the vocabulary, and its length
+ * and max_tokens within max_model_len (OpenAI's message), which sets
+ * p->max_tokens. A batch's messages begin with the item. */
+static int gen__check_prompt(const http_server *s, const oai_request *req, size_t i, gen_prompt *p,
+                             oai_error *err)
 {
     const char *param = req->kind == OAI_CHAT ? "messages" : "prompt";
-    int64_t room = s->max_model_len - (int64_t)n_prompt;
-    if (n_prompt == 0) return oai_error_set(err, 400, param, "the prompt is empty");
+    char label[OAI_PROMPT_LABEL_MAX], item[OAI_PROMPT_LABEL_MAX + 2] = "";
+    if (req->n_prompts > 1)
+        snprintf(item, sizeof item, "%s: ", oai_prompt_label(req, i, label, sizeof label));
+    int64_t room = s->max_model_len - (int64_t)p->n_ids;
+    if (p->n_ids == 0) return oai_error_set(err, 400, param, "%sthe prompt is empty", item);
+    for (size_t k = 0; k < p->n_ids; k++)
+        if (p->ids[k] >= s->vocab_size)
+            return oai_error_set(err, 400, param,
+                                 "%sprompt token %zu is %d, outside the vocabulary [0, %lld)", item,
+                                 k, p->ids[k], (long long)s->vocab_size);
+    p->max_tokens = req->max_tokens;
     if (req->max_tokens == 0) {
         if (room < 1)
             return oai_error_set(err, 400, param,
-                                 "This model's maximum context length is %lld tokens. However, "
+                                 "%sThis model's maximum context length is %lld tokens. However, "
                                  "your prompt has %zu tokens, which leaves no room for any "
                                  "completion. Please reduce the length of the prompt.",
-                                 (long long)s->max_model_len, n_prompt);
-        req->max_tokens = room;
+                                 item, (long long)s->max_model_len, p->n_ids);
         int64_t cap = s->cfg.max_tokens_default;
-        if (cap > 0 && cap < room) req->max_tokens = cap;
+        p->max_tokens = cap > 0 && cap < room ? cap : room;
     } else if (req->max_tokens > room) {
         return oai_error_set(err, 400, param,
-                             "This model's maximum context length is %lld tokens. However, you "
+                             "%sThis model's maximum context length is %lld tokens. However, you "
                              "requested %lld tokens (%zu in the prompt, %lld for the completion). "
                              "Please reduce the length of the prompt or of max_tokens.",
-                             (long long)s->max_model_len,
-                             (long long)n_prompt + (long long)req->max_tokens, n_prompt,
+                             item, (long long)s->max_model_len,
+                             (long long)p->n_ids + (long long)req->max_tokens, p->n_ids,
                              (long long)req->max_tokens);
     }
-    if (req->sampling.min_tokens > req->max_tokens) req->sampling.min_tokens = req->max_tokens;
-    req->sampling.max_tokens = req->max_tokens;
-    return gen__check_logprobs(req, n_prompt, err);
+    return 1;
+}
+
+/* Every prompt checked (gen__check_prompt), then the log-probability budget. */
+static int gen__check_prompts(const http_server *s, const oai_request *req, gen_prompt *p,
+                              size_t n_prompts, oai_error *err)
+{
+    for (size_t i = 0; i < n_prompts; i++)
+        if (!gen__check_prompt(s, req, i, &p[i], err)) return 0;
+    return gen__check_logprobs(req, p, n_prompts, err);
 }
 
 /* The token ids of stop_token_ids and logit_bias against the vocabulary
@@ -868,26 +966,64 @@ static int gen__check_token_ids(const http_server *s, const oai_request *req, oa
     return 1;
 }
 
-/* Submit the job's n choices (seeds seed, seed+1, ...). On failure the ones
- * submitted are cancelled and err says why. */
-static int gen__submit(gen_job *j, const int32_t *ids, size_t n_ids, oai_error *err)
+/* echo (completions): each choice's text begins with its prompt's, a
+ * prompt sent as ids detokenized (none when that fails). */
+static int gen__echo(gen_job *j, oai_error *err)
+{
+    oai_request *req = &j->req;
+    if (!req->echo || req->kind != OAI_COMPLETION) return 1;
+    for (size_t p = 0; p < req->n_prompts; p++) {
+        oai_prompt *q = &req->prompts[p];
+        char *text = NULL;
+        size_t len = 0;
+        if (q->text ||
+            encore_detokenize(j->srv->engine, q->ids, q->n_ids, 0, &text, &len) != ENCORE_OK)
+            continue;
+        if ((q->text = malloc(len + 1))) {
+            memcpy(q->text, text, len);
+            q->text[len] = '\0';
+        }
+        encore_free(text);
+    }
+    for (int i = 0; i < j->n; i++) {
+        const char *t = req->prompts[i / req->n].text;
+        if (!t) t = "";
+        if (!gen__append(&j->choices[i].text, &j->choices[i].n_text, t, strlen(t)))
+            return oai_error_set(err, 500, NULL, "out of memory");
+    }
+    return 1;
+}
+
+/* The engine's request for choice i of the job, of prompt p. */
+static encore_request gen__engine_request(const gen_job *j, const gen_prompt *p, int i,
+                                          uint64_t seed)
+{
+    const oai_structured *so = &j->req.structured;
+    encore_request r = {.prompt_ids = p->ids,
+                        .n_prompt_ids = p->n_ids,
+                        .sampling = j->req.sampling,
+                        .json_schema = so->json_schema,
+                        .regex = so->regex,
+                        .grammar = so->grammar,
+                        .choices = (const char *const *)so->choices,
+                        .n_choices = so->n_choices,
+                        .json_object = so->json_object};
+    tool_request_constrain(&j->req, &r);
+    r.sampling.max_tokens = p->max_tokens;
+    if (r.sampling.min_tokens > p->max_tokens) r.sampling.min_tokens = p->max_tokens;
+    r.sampling.seed = seed + (uint64_t)i;
+    return r;
+}
+
+/* Submit the job's choices, choice i of prompt i / n with seed seed + i. On
+ * failure the ones submitted are cancelled and err says why. */
+static int gen__submit(gen_job *j, const gen_prompt *prompts, oai_error *err)
 {
     http_server *s = j->srv;
     uint64_t seed = j->req.seed_given ? j->req.sampling.seed : http_random(s);
     for (int i = 0; i < j->n; i++) {
         gen_choice *c = &j->choices[i];
-        const oai_structured *so = &j->req.structured;
-        encore_request r = {.prompt_ids = ids,
-                            .n_prompt_ids = n_ids,
-                            .sampling = j->req.sampling,
-                            .json_schema = so->json_schema,
-                            .regex = so->regex,
-                            .grammar = so->grammar,
-                            .choices = (const char *const *)so->choices,
-                            .n_choices = so->n_choices,
-                            .json_object = so->json_object};
-        tool_request_constrain(&j->req, &r);
-        r.sampling.seed = seed + (uint64_t)i;
+        encore_request r = gen__engine_request(j, &prompts[i / j->req.n], i, seed);
         pthread_mutex_lock(&j->mu);
         j->refs++;
         pthread_mutex_unlock(&j->mu);
@@ -910,51 +1046,44 @@ static int gen__submit(gen_job *j, const int32_t *ids, size_t n_ids, oai_error *
     return 1;
 }
 
+/* A completion or chat request: its prompts checked and admitted (n choices
+ * each), the job submitted, then the reply (whole or streamed). */
 enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_request *req, int fd,
                            double t_arrival, const char *client)
 {
     oai_error err;
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
+    gen_prompt *prompts = NULL;
+    size_t n_prompts = 0;
     enum MHD_Result r;
     if (req->model && strcmp(req->model, s->model_name) != 0) {
         http_error_no_model(s, req->model, &err);
         goto refuse;
     }
-    if (!tool_request_compatible(req, &err) || !gen__prompt(s, req, &ids, &n_ids, &err) ||
-        !gen__check_length(s, req, n_ids, &err) || !gen__check_token_ids(s, req, &err))
+    if (!tool_request_compatible(req, &err) || !gen__prompts(s, req, &prompts, &n_prompts, &err) ||
+        !gen__check_prompts(s, req, prompts, n_prompts, &err) ||
+        !gen__check_token_ids(s, req, &err))
         goto refuse;
-    if (!http_admit(s, client, req->n, 1, &err)) goto refuse;
-    if (req->echo && req->kind == OAI_COMPLETION && !req->prompt) {
-        size_t len = 0;
-        if (encore_detokenize(s->engine, ids, n_ids, 0, &req->prompt, &len) != ENCORE_OK)
-            req->prompt = NULL;
-    }
-    gen_job *j = gen__job_new(s, req, fd, t_arrival, client);
+    int n_choices = (int)n_prompts * req->n; /* at most OAI_MAX_PROMPTS x OAI_MAX_N */
+    if (!http_admit(s, client, n_choices, 1, &err)) goto refuse;
+    gen_job *j = gen__job_new(s, req, n_choices, fd, t_arrival, client);
     if (!j) {
-        http_admit_release(s, client, req->n, 1);
+        http_admit_release(s, client, n_choices, 1);
         oai_error_set(&err, 500, NULL, "out of memory");
         goto refuse;
     }
-    j->n_prompt = n_ids;
-    int ok = 1;
-    if (j->req.echo && j->req.kind == OAI_COMPLETION)
-        for (int i = 0; i < j->n && ok; i++) {
-            const char *p = j->req.prompt ? j->req.prompt : "";
-            ok = gen__append(&j->choices[i].text, &j->choices[i].n_text, p, strlen(p));
-        }
-    if (!ok) oai_error_set(&err, 500, NULL, "out of memory");
-    if (!ok || !gen__submit(j, ids, n_ids, &err)) {
-        free(ids);
+    for (size_t i = 0; i < n_prompts; i++)
+        j->n_prompt += prompts[i].n_ids;
+    if (!gen__echo(j, &err) || !gen__submit(j, prompts, &err)) {
+        gen__prompts_free(prompts, n_prompts);
         r = http_reply_error(s, conn, &err);
         gen__release(j);
         return r;
     }
-    free(ids);
+    gen__prompts_free(prompts, n_prompts);
     return j->req.stream ? gen__reply_stream(j, conn) : gen__reply_whole(j, conn);
 
 refuse:
-    free(ids);
+    gen__prompts_free(prompts, n_prompts);
     oai_request_free(req);
     return http_reply_error(s, conn, &err);
 }

@@ -191,8 +191,9 @@ int http_admit(http_server *s, const char *client, int64_t n, int job, oai_error
     int64_t was = 0, max = http__max_per_client(s);
     if (n > max || n > s->cfg.max_queue) /* never admitted, however long the client waits */
         return oai_error_set(err, 400, "n",
-                             "'n' (%lld) is more than this server admits at once: %lld from one "
-                             "client (--max-queue-per-client), %lld in all (--max-queue)",
+                             "%lld choices ('n' for each prompt) are more than this server admits "
+                             "at once: %lld from one client (--max-queue-per-client), %lld in all "
+                             "(--max-queue)",
                              (long long)n, (long long)max, (long long)s->cfg.max_queue);
     pthread_mutex_lock(&s->mu);
     int full = s->n_admitted + n > s->cfg.max_queue;
@@ -273,8 +274,9 @@ static enum MHD_Result http__detokenize(http_server *s, struct MHD_Connection *c
     oai_error err;
     char *text = NULL;
     size_t len = 0;
-    if (!http__check_ids(s, "tokens", req->n_prompt_ids, &err)) return http_reply_error(s, conn, &err);
-    encore_status st = encore_detokenize(s->engine, req->prompt_ids, req->n_prompt_ids, 1, &text, &len);
+    const oai_prompt *tokens = &req->prompts[0];
+    if (!http__check_ids(s, "tokens", tokens->n_ids, &err)) return http_reply_error(s, conn, &err);
+    encore_status st = encore_detokenize(s->engine, tokens->ids, tokens->n_ids, 1, &text, &len);
     if (st != ENCORE_OK) {
         http_error_from_encore(&err, st, "cannot detokenize");
         return http_reply_error(s, conn, &err);
@@ -308,7 +310,8 @@ static int http__tokenize_ids(http_server *s, const oai_request *req, int32_t **
         encore_chat_options o = tool_request_chat_options(req, 0);
         st = encore_chat_prompt_opts(s->engine, req->messages, req->n_messages, &o, &chat);
     }
-    const char *text = chat ? chat : req->prompt;
+    const oai_prompt *prompt = req->messages ? NULL : &req->prompts[0];
+    const char *text = chat ? chat : prompt ? prompt->text : NULL;
     int ok = st == ENCORE_OK;
     if (!ok) http_error_from_encore(err, st, "cannot tokenize");
     if (ok && text) ok = http__check_text(s, param, strlen(text), err);
@@ -320,7 +323,7 @@ static int http__tokenize_ids(http_server *s, const oai_request *req, int32_t **
         ok = st == ENCORE_OK;
     }
     encore_free(chat);
-    if (ok) ok = http__check_ids(s, param, *ids ? *n : req->n_prompt_ids, err);
+    if (ok) ok = http__check_ids(s, param, prompt && !prompt->text ? prompt->n_ids : *n, err);
     return ok;
 }
 
@@ -334,8 +337,9 @@ static enum MHD_Result http__tokenize(http_server *s, struct MHD_Connection *con
         encore_free(ids);
         return http_reply_error(s, conn, &err);
     }
-    const int32_t *out = ids ? ids : req->prompt_ids;
-    size_t n_out = ids ? n : req->n_prompt_ids;
+    const oai_prompt *given = req->messages ? NULL : &req->prompts[0]; /* ids as sent */
+    const int32_t *out = given && !given->text ? given->ids : ids;
+    size_t n_out = given && !given->text ? given->n_ids : n;
     json_out w;
     json_out_init(&w);
     json_out_begin_object(&w);

@@ -147,13 +147,14 @@ static int oai__string(const cJSON *obj, const char *name, char **out, oai_error
     return *out ? 1 : oai__oom(err);
 }
 
-/* An array of token ids, each in [0, INT32_MAX]. */
-static int oai__ids(const cJSON *arr, const char *name, size_t max_n, int32_t **ids, size_t *n,
-                    oai_error *err)
+/* An array of token ids, each in [0, INT32_MAX]; `label` names it in the
+ * messages ("'tokens'", "'prompt' item 2"), `name` in err->param. */
+static int oai__ids(const cJSON *arr, const char *name, const char *label, size_t max_n,
+                    int32_t **ids, size_t *n, oai_error *err)
 {
     int count = cJSON_GetArraySize(arr);
     if ((size_t)count > max_n)
-        return oai_error_set(err, 400, name, "'%s' has %d items, at most %zu allowed", name, count,
+        return oai_error_set(err, 400, name, "%s has %d items, at most %zu allowed", label, count,
                              max_n);
     int32_t *v = malloc(((size_t)count + 1) * sizeof *v);
     if (!v) return oai__oom(err);
@@ -162,7 +163,7 @@ static int oai__ids(const cJSON *arr, const char *name, size_t max_n, int32_t **
         int64_t id;
         if (!oai__int_value(x, name, 0, INT32_MAX, &id, err)) {
             snprintf(err->message, sizeof err->message,
-                     "'%s' must hold token ids (integers in [0, %d]); item %d is not one", name,
+                     "%s must hold token ids (integers in [0, %d]); its item %d is not one", label,
                      INT32_MAX, i);
             free(v);
             return 0;
@@ -175,35 +176,67 @@ static int oai__ids(const cJSON *arr, const char *name, size_t max_n, int32_t **
     return 1;
 }
 
-static int oai__all_numbers(const cJSON *arr)
+/* --- prompt and messages ------------------------------------------------------ */
+
+const char *oai_prompt_label(const oai_request *r, size_t i, char *buf, size_t cap)
 {
-    for (const cJSON *x = arr->child; x; x = x->next)
-        if (!cJSON_IsNumber(x)) return 0;
+    if (r->n_prompts > 1)
+        snprintf(buf, cap, "'prompt' item %zu", i);
+    else
+        snprintf(buf, cap, "'prompt'");
+    return buf;
+}
+
+/* One prompt: a string, or a non-empty array of token ids. */
+static int oai__prompt_item(const cJSON *v, const char *label, oai_prompt *p, oai_error *err)
+{
+    if (cJSON_IsString(v)) {
+        p->text = oai__strdup(v->valuestring);
+        return p->text ? 1 : oai__oom(err);
+    }
+    if (!cJSON_IsArray(v) || (v->child && !cJSON_IsNumber(v->child)))
+        return oai_error_set(err, 400, "prompt", "%s must be a string or an array of token ids",
+                             label);
+    if (!v->child) return oai_error_set(err, 400, "prompt", "%s is empty", label);
+    return oai__ids(v, "prompt", label, (size_t)1 << 24, &p->ids, &p->n_ids, err);
+}
+
+/* Room for n prompts in r (calloc'd, so that a request refused half-way
+ * frees what it has). */
+static int oai__prompts_new(oai_request *r, size_t n, oai_error *err)
+{
+    r->prompts = calloc(n, sizeof *r->prompts);
+    if (!r->prompts) return oai__oom(err);
+    r->n_prompts = n;
     return 1;
 }
 
-/* --- prompt and messages ------------------------------------------------------ */
-
-/* "prompt": a string, token ids, or a one-item array of either. */
-static int oai__prompt(const cJSON *obj, oai_request *r, int required, oai_error *err)
+/* "prompt": a string or token ids, or a batch of at most max_n of them (an
+ * array of strings and token-id arrays, as OpenAI's and vLLM's
+ * /v1/completions take it; a one-item batch is one prompt). */
+static int oai__prompt(const cJSON *obj, oai_request *r, int max_n, oai_error *err)
 {
     const cJSON *v;
     if (!oai__present(obj, "prompt", &v))
-        return required ? oai_error_set(err, 400, "prompt", "'prompt' is required") : 1;
-    if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 1 && !cJSON_IsNumber(v->child)) v = v->child;
-    if (cJSON_IsString(v)) {
-        r->prompt = oai__strdup(v->valuestring);
-        return r->prompt ? 1 : oai__oom(err);
-    }
-    if (cJSON_IsArray(v) && oai__all_numbers(v)) {
-        if (!v->child) return oai_error_set(err, 400, "prompt", "'prompt' is empty");
-        return oai__ids(v, "prompt", (size_t)1 << 24, &r->prompt_ids, &r->n_prompt_ids, err);
-    }
-    if (cJSON_IsArray(v))
+        return oai_error_set(err, 400, "prompt", "'prompt' is required");
+    int batch = cJSON_IsArray(v) && v->child && !cJSON_IsNumber(v->child);
+    int count = batch ? cJSON_GetArraySize(v) : 1;
+    if (count > max_n && max_n == 1)
         return oai_error_set(err, 400, "prompt",
-                             "'prompt' must be a string or an array of token ids; a batch of "
-                             "prompts is not supported (send one request per prompt)");
-    return oai_error_set(err, 400, "prompt", "'prompt' must be a string or an array of token ids");
+                             "'prompt' must be one string or one array of token ids here, got a "
+                             "batch of %d",
+                             count);
+    if (count > max_n)
+        return oai_error_set(err, 400, "prompt", "'prompt' is a batch of %d, at most %d allowed",
+                             count, max_n);
+    if (!oai__prompts_new(r, (size_t)count, err)) return 0;
+    const cJSON *x = batch ? v->child : v;
+    for (size_t i = 0; i < r->n_prompts; i++, x = x->next) {
+        char label[OAI_PROMPT_LABEL_MAX];
+        if (!oai__prompt_item(x, oai_prompt_label(r, i, label, sizeof label), &r->prompts[i], err))
+            return 0;
+    }
+    return 1;
 }
 
 /* A message's content: a string, null, or an array of {"type": "text", "text": ...}
@@ -418,7 +451,8 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
     if (oai__present(obj, "stop_token_ids", &v)) {
         if (!cJSON_IsArray(v))
             return oai_error_set(err, 400, "stop_token_ids", "'stop_token_ids' must be an array");
-        if (!oai__ids(v, "stop_token_ids", OAI_MAX_STOP_IDS, &r->stop_ids, &s->n_stop_token_ids, err))
+        if (!oai__ids(v, "stop_token_ids", "'stop_token_ids'", OAI_MAX_STOP_IDS, &r->stop_ids,
+                      &s->n_stop_token_ids, err))
             return 0;
         s->stop_token_ids = r->stop_ids;
     }
@@ -546,7 +580,7 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
     if (!oai__string(obj, "model", &r->model, err)) return 0;
     switch (r->kind) {
     case OAI_COMPLETION:
-        return oai__prompt(obj, r, 1, err) && oai__bool(obj, "echo", &r->echo, err) &&
+        return oai__prompt(obj, r, OAI_MAX_PROMPTS, err) && oai__bool(obj, "echo", &r->echo, err) &&
                oai__stream(obj, r, err) && oai__sampling(obj, r, err) && oai__echo_logprobs(r) &&
                oai_structured_parse(obj, &r->structured, err);
     case OAI_CHAT:
@@ -566,7 +600,9 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
             return oai_error_set(err, 400, "tokens", "'tokens' is required");
         if (!cJSON_IsArray(v))
             return oai_error_set(err, 400, "tokens", "'tokens' must be an array of token ids");
-        return oai__ids(v, "tokens", (size_t)1 << 24, &r->prompt_ids, &r->n_prompt_ids, err);
+        return oai__prompts_new(r, 1, err) &&
+               oai__ids(v, "tokens", "'tokens'", (size_t)1 << 24, &r->prompts[0].ids,
+                        &r->prompts[0].n_ids, err);
     }
     }
     return oai_error_set(err, 500, NULL, "unknown request kind");
@@ -645,8 +681,11 @@ void oai_request_free(oai_request *r)
 {
     if (!r) return;
     free(r->model);
-    free(r->prompt);
-    free(r->prompt_ids);
+    for (size_t i = 0; i < r->n_prompts; i++) {
+        free(r->prompts[i].text);
+        free(r->prompts[i].ids);
+    }
+    free(r->prompts);
     tool_request_free(r);
     for (size_t i = 0; i < r->n_messages; i++) {
         free((char *)r->messages[i].content);

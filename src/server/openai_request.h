@@ -16,13 +16,16 @@
 #include "openai_structured.h"
 
 enum {
-    OAI_MAX_N = 16,         /* choices per request */
-    OAI_MAX_STOP = 16,      /* stop strings */
+    OAI_MAX_N = 16,            /* choices per prompt */
+    OAI_MAX_PROMPTS = 256,     /* prompts in one completions request (a batch); each gets n
+                                * choices, all of which count in --max-queue */
+    OAI_MAX_STOP = 16,         /* stop strings */
     OAI_MAX_STOP_BYTES = 1024, /* bytes of one stop string */
-    OAI_MAX_STOP_IDS = 16,  /* stop_token_ids (the engine's limit) */
+    OAI_MAX_STOP_IDS = 16,     /* stop_token_ids (the engine's limit) */
     OAI_MAX_TOP_LOGPROBS = 20,
     OAI_MAX_LOGIT_BIAS = ENCORE_MAX_LOGIT_BIAS, /* logit_bias entries */
     OAI_MAX_MESSAGES = 4096,
+    OAI_PROMPT_LABEL_MAX = 48, /* bytes of oai_prompt_label's buffer */
     /* n x max_tokens x top_logprobs: the log-probability alternatives one
      * request may ask for (8 bytes each: 8 MiB) */
     OAI_MAX_LOGPROB_ALTERNATIVES = 1 << 20,
@@ -49,6 +52,14 @@ typedef struct oai_error {
 int oai_error_set(oai_error *err, int http_status, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* One prompt: text or token ids. The parser fills exactly one of text and
+ * ids; the server may fill in the other (the text of ids, to echo it). */
+typedef struct oai_prompt {
+    char *text;   /* NUL-terminated, or NULL */
+    int32_t *ids; /* [n_ids], or NULL */
+    size_t n_ids;
+} oai_prompt;
+
 /* tool_choice: whether and which tools the reply may call (tool_request.c). */
 typedef enum oai_tool_choice {
     OAI_TOOL_NONE,     /* "none", or no tools: the reply is text (tools still shown) */
@@ -60,10 +71,11 @@ typedef enum oai_tool_choice {
 typedef struct oai_request {
     oai_kind kind;
     char *model;                   /* NULL when absent */
-    /* the prompt: text, or token ids (completions, tokenize) */
-    char *prompt;
-    int32_t *prompt_ids;           /* [n_prompt_ids] */
-    size_t n_prompt_ids;
+    /* the prompts: completions' "prompt", one or a batch (choice j of prompt
+     * p is choice p * n + j of the reply); tokenize's one; detokenize's
+     * "tokens", one prompt of ids. None for chat. */
+    oai_prompt *prompts; /* [n_prompts] */
+    size_t n_prompts;
     /* chat (and tokenize with messages): strings owned by the request */
     encore_chat_message *messages; /* [n_messages] */
     size_t n_messages;
@@ -79,7 +91,7 @@ typedef struct oai_request {
     /* output */
     int stream;
     int include_usage;             /* stream_options.include_usage */
-    int n;                         /* choices, 1..OAI_MAX_N */
+    int n;                         /* choices per prompt, 1..OAI_MAX_N */
     int echo;                      /* completions: the prompt before the text */
     int logprobs;                  /* completions: logprobs given; chat: logprobs true */
     int top_logprobs;              /* alternatives per token, 0..20 */
@@ -101,6 +113,11 @@ typedef struct oai_request {
 int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *out,
                       oai_error *err);
 void oai_request_free(oai_request *r); /* frees the contents; NULL is a no-op */
+
+/* How messages name prompt i of r: "'prompt'" when it is the only one,
+ * "'prompt' item i" in a batch; written into buf[cap] (OAI_PROMPT_LABEL_MAX
+ * bytes hold either), which it returns. */
+const char *oai_prompt_label(const oai_request *r, size_t i, char *buf, size_t cap);
 
 /* 1 when s[0..len) is well-formed UTF-8 (no overlongs, no surrogates). */
 int oai_utf8_valid(const char *s, size_t len);
