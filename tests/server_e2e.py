@@ -311,6 +311,19 @@ def check_text_offsets(srv):
     print(f"ok: text_offset in characters, whole and streamed: {want} for {lp['tokens']}")
     check_echo_logprobs(srv)
     check_include_stop(srv)
+    check_top_logprobs_zero(srv)
+
+
+def check_top_logprobs_zero(srv):
+    """completions with logprobs 0: each top_logprobs entry the chosen token alone, as vLLM answers
+    (the distinct keys of alternatives that decode alike: test_server_unit)."""
+    body = {"prompt": "Hello", "max_tokens": 4, "temperature": 0, "logprobs": 0}
+    status, r, _ = srv.post("/v1/completions", body)
+    lp = r["choices"][0]["logprobs"]
+    want = [{t: p} for t, p in zip(lp["tokens"], lp["token_logprobs"])]
+    if status != 200 or lp["top_logprobs"] != want or len(want) != 4:
+        fail(f"logprobs 0: top_logprobs {lp['top_logprobs']} != the chosen tokens {want}")
+    print(f"ok: logprobs 0: top_logprobs the chosen tokens alone: {want}")
 
 
 def check_include_stop(srv):

@@ -410,9 +410,9 @@ static void test_utf8(void)
 static size_t token_text(void *user, int32_t id, char *buf, size_t cap)
 {
     (void)user;
-    /* id 99: half a character, to see it sanitized and kept in "bytes" */
-    if (id == 99) {
-        buf[0] = (char)0xe4;
+    /* ids 98, 99: half a character, to see it sanitized and kept in "bytes" */
+    if (id == 98 || id == 99) {
+        buf[0] = (char)(id == 99 ? 0xe4 : 0xe5);
         return 1;
     }
     if (id == 100) return (size_t)snprintf(buf, cap, "\xec\x9c\x8c"); /* U+C70C: 3 bytes */
@@ -474,6 +474,29 @@ static void test_responses(void)
     CHECK(num(usage, "prompt_tokens") == 4 && num(usage, "completion_tokens") == 6 &&
           num(usage, "total_tokens") == 10);
     CHECK(num(cJSON_GetObjectItem(usage, "prompt_tokens_details"), "cached_tokens") == 2);
+    cJSON_Delete(o);
+
+    /* alternatives that decode alike (two half characters, both U+FFFD): one key, the better
+     * logprob; logprobs 0: the chosen token alone */
+    encore_logprob alike[6] = {{99, -1.0f}, {98, -1.5f},  {7, -2.0f},
+                               {5, -0.5f},  {98, -0.75f}, {99, -0.8f}};
+    oai_logprobs lp3 = {
+        .ids = ids, .logprobs = lps, .top = alike, .n = 2, .n_top = 3, .token_text = token_text};
+    oai_choice c3 = {.text = "x", .finish_reason = "length", .lp = &lp3};
+    char *body = oai_response_body(&h, &c3, 1, &u);
+    const char *tops = body ? strstr(body, "\"top_logprobs\"") : NULL;
+    CHECK(tops && !strstr(strstr(tops, "\xEF\xBF\xBD\":") + 1, "\xEF\xBF\xBD\":-1.5") &&
+          strstr(tops, "{\"\xEF\xBF\xBD\":-1,\"t7\":-2}") &&
+          strstr(tops, "{\"t5\":-0.5,\"\xEF\xBF\xBD\":-0.75}"));
+    free(body);
+    lp3.n_top = 0;
+    o = parsed(oai_response_body(&h, &c3, 1, &u));
+    l = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "logprobs");
+    t1 = cJSON_GetObjectItem(l, "top_logprobs");
+    CHECK(cJSON_GetArraySize(cJSON_GetArrayItem(t1, 0)) == 1 &&
+          num(cJSON_GetArrayItem(t1, 0), "t5") == -0.5);
+    CHECK(cJSON_GetArraySize(cJSON_GetArrayItem(t1, 1)) == 1 &&
+          num(cJSON_GetArrayItem(t1, 1), "\xEF\xBF\xBD") == -1.25);
     cJSON_Delete(o);
 
     /* text_offset counts characters (Python's len), not bytes: U+C70C is one, and so is the

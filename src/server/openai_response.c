@@ -130,6 +130,31 @@ static void oai__logprobs_chat(json_out *w, const oai_logprobs *lp, oai_token *t
     json_out_end_object(w);
 }
 
+/* One position's top_logprobs object of completions, {text: logprob}: the
+ * alternatives best first, a text that two of them decode to once, with the
+ * better logprob (a JSON object's keys are distinct; a dict keeps one); for
+ * logprobs 0 the chosen token alone, as vLLM answers. alts: n_top tokens of
+ * scratch. */
+static void oai__top_object(json_out *w, const oai_logprobs *lp, size_t i, oai_token *alts)
+{
+    json_out_begin_object(w);
+    if (lp->n_top == 0) {
+        oai__token(lp, lp->ids[i], &alts[0]);
+        json_out_key(w, alts[0].text);
+        json_out_number(w, lp->logprobs[i]);
+    }
+    for (int k = 0; k < lp->n_top; k++) {
+        oai__token(lp, oai__alt(lp, i, k)->id, &alts[k]);
+        int seen = 0;
+        for (int j = 0; j < k && !seen; j++)
+            seen = !strcmp(alts[j].text, alts[k].text);
+        if (seen) continue;
+        json_out_key(w, alts[k].text);
+        json_out_number(w, oai__alt(lp, i, k)->logprob);
+    }
+    json_out_end_object(w);
+}
+
 /* completions: four arrays of one entry per token, written one after the
  * other (the token texts are looked up again for each that needs them). */
 static void oai__logprobs_completion(json_out *w, const oai_logprobs *lp, oai_token *t)
@@ -149,19 +174,15 @@ static void oai__logprobs_completion(json_out *w, const oai_logprobs *lp, oai_to
     json_out_end_array(w);
     json_out_key(w, "top_logprobs");
     json_out_begin_array(w);
+    oai_token *alts = malloc((size_t)(lp->n_top ? lp->n_top : 1) * sizeof *alts);
+    if (!alts) w->oom = 1;
     for (size_t i = 0; i < lp->n && !w->oom; i++) {
-        if (isnan(lp->logprobs[i])) { /* an echoed prompt's first token: nothing before it */
+        if (isnan(lp->logprobs[i])) /* an echoed prompt's first token: nothing before it */
             json_out_null(w);
-            continue;
-        }
-        json_out_begin_object(w);
-        for (int k = 0; k < lp->n_top; k++) {
-            oai__token(lp, oai__alt(lp, i, k)->id, t);
-            json_out_key(w, t->text);
-            json_out_number(w, oai__alt(lp, i, k)->logprob);
-        }
-        json_out_end_object(w);
+        else
+            oai__top_object(w, lp, i, alts);
     }
+    free(alts);
     json_out_end_array(w);
     json_out_key(w, "text_offset");
     json_out_begin_array(w);
