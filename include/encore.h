@@ -338,6 +338,10 @@ ENCORE_API encore_status encore_chat_tokenize_opts(encore_engine *e,
                                                    const encore_chat_message *msgs, size_t n,
                                                    const encore_chat_options *opt, int32_t **ids,
                                                    size_t *n_ids);
+/* 1 when the prompt these options render ends inside an open <think> block,
+ * so that the reply begins with the model's reasoning and its "</think>"
+ * ends it (the generation prompt of Qwen3's Thinking-2507 template), else 0. */
+ENCORE_API int encore_chat_opens_reasoning(encore_engine *e, const encore_chat_options *opt);
 /* *ids (never NULL on success) and *text are the caller's to free with encore_free. */
 ENCORE_API encore_status encore_tokenize(encore_engine *e, const char *text, size_t len,
                                          int32_t **ids, size_t *n_ids);

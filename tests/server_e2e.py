@@ -957,6 +957,59 @@ def check_oom(a):
         print("ok: a batch whose one choice lost its last output: 500, then nothing runs")
 
 
+def template_model(a, d, template):
+    """a copy of MODEL (links to its files) whose tokenizer_config.json carries the chat template of
+    tests/tokenizer/templates/TEMPLATE: an argparse namespace whose models directory holds it."""
+    src, dst = os.path.join(a.models, MODEL), os.path.join(d, MODEL)
+    os.makedirs(dst)
+    for name in os.listdir(src):
+        if name != "tokenizer_config.json":
+            os.symlink(os.path.join(src, name), os.path.join(dst, name))
+    with open(os.path.join(src, "tokenizer_config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "tokenizer", "templates", template), encoding="utf-8") as f:
+        config["chat_template"] = f.read()
+    with open(os.path.join(dst, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f)
+    return argparse.Namespace(**dict(vars(a), models=d))
+
+
+def expect_chat_prompt(srv, messages, text):
+    """The chat prompt of messages is the ids of text."""
+    _, chat, _ = srv.post("/tokenize", {"messages": messages})
+    _, want, _ = srv.post("/tokenize", {"prompt": text})
+    if chat["tokens"] != want["tokens"]:
+        fail(f"chat prompt {chat['tokens']} != the ids of {text!r}: {want['tokens']}")
+
+
+def check_templates_2507(a):
+    """The Qwen3 2507 templates: Thinking's prompt opens the think block, so the reply is reasoning
+    until "</think>" (forced first by logit_bias: no reasoning, the rest content); Instruct's reply is
+    all content, and its prompt has no think block."""
+    think_end = 151668
+    body = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3, "temperature": 0,
+            "logit_bias": {str(think_end): 100}}
+    with tempfile.TemporaryDirectory() as d, Server(template_model(a, d, "qwen3-thinking-2507.jinja")) as srv:
+        status, r, _ = srv.post("/v1/chat/completions", body)
+        m = r["choices"][0]["message"] if status == 200 else {}
+        if status != 200 or m.get("reasoning_content") not in ("", None) or m.get("content") != "</think>" * 2:
+            fail(f"thinking-2507: {status} {r}")
+        expect_chat_prompt(srv, body["messages"], "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n")
+        body2 = dict(body, max_tokens=4, logit_bias={})
+        status, r, _ = srv.post("/v1/chat/completions", body2)
+        m = r["choices"][0]["message"]
+        if status != 200 or not m.get("reasoning_content") or m.get("content"):
+            fail(f"thinking-2507 without </think>: all reasoning, got {r}")
+    with tempfile.TemporaryDirectory() as d, Server(template_model(a, d, "qwen3-instruct-2507.jinja")) as srv:
+        expect_chat_prompt(srv, body["messages"], "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+        status, r, _ = srv.post("/v1/chat/completions", body)
+        m = r["choices"][0]["message"]
+        if status != 200 or m.get("reasoning_content") or m.get("content") != "</think>" * 3:
+            fail(f"instruct-2507: {status} {r}")
+    print("ok: Qwen3 2507 templates: Thinking's reply starts in its reasoning, Instruct's is content")
+
+
 def check_special(a):
     """Special-token text in a message: the token by default, text with
     --no-special-tokens-in-content (the template's own tokens unchanged)."""

@@ -605,12 +605,13 @@ static void test_responses(void)
 
 /* Feed `text` in two pieces split at every position (and byte by byte), and
  * check the reasoning and content that come out. */
-static void split_case(const char *text, const char *want_reasoning, const char *want_content)
+static void split_case_in(int in_think, const char *text, const char *want_reasoning,
+                          const char *want_content)
 {
     size_t n = strlen(text);
     for (size_t cut = 0; cut <= n + 1; cut++) {
         reasoning_split rs;
-        reasoning_init(&rs);
+        reasoning_init(&rs, in_think);
         char *r = NULL, *c = NULL;
         size_t nr = 0, nc = 0;
         if (cut <= n) {
@@ -631,8 +632,18 @@ static void split_case(const char *text, const char *want_reasoning, const char 
     }
 }
 
+static void split_case(const char *text, const char *want_reasoning, const char *want_content)
+{
+    split_case_in(0, text, want_reasoning, want_content);
+}
+
 static void test_reasoning(void)
 {
+    /* a prompt that opened the think block (Qwen3 Thinking-2507): reasoning from the start */
+    split_case_in(1, "Let me see.\n</think>\n\nIt is 4.", "Let me see.\n", "\n\nIt is 4.");
+    split_case_in(1, "</think>a</think>", "", "a</think>");
+    split_case_in(1, "no close", "no close", "");
+    split_case_in(1, "<think>x</think>y", "<think>x", "y"); /* an opening tag is text there */
     split_case("<think>\nLet me see.\n</think>\n\nThe answer is 4.", "\nLet me see.\n",
                "\n\nThe answer is 4.");
     split_case("The answer is 4.", NULL, "The answer is 4.");
@@ -647,7 +658,7 @@ static void test_reasoning(void)
     /* a NUL byte before the close tag (the splitter takes lengths, not C strings) */
     static const char nul[] = "<think>a\0b</think>c";
     reasoning_split rs;
-    reasoning_init(&rs);
+    reasoning_init(&rs, 0);
     char *r = NULL, *c = NULL;
     size_t nr = 0, nc = 0;
     CHECK(reasoning_put(&rs, nul, sizeof nul - 1, 1, &r, &nr, &c, &nc));
@@ -660,7 +671,7 @@ static void test_reasoning(void)
         reasoning_split rs;
         char canary[64];
     } guarded;
-    reasoning_init(&guarded.rs);
+    reasoning_init(&guarded.rs, 0);
     memset(guarded.canary, 0x5a, sizeof guarded.canary);
     static const char long_tail[] = "<think>x</think>then a content part much longer than sixteen bytes, "
                                     "long enough to run past the held-back buffer";

@@ -47,8 +47,26 @@ add_test(NAME tokenizer_chat_render
           ${ENCORE_TOK_WORK}/chat_rendered.json)
 set_tests_properties(tokenizer_chat_render PROPERTIES FIXTURES_SETUP tok_chat LABELS tokenizer)
 encore_tok_test(tokenizer_chat ${ENCORE_TOK_TESTS}/chat_test.c ${ENCORE_TOKENIZER_DIR}
-                ${ENCORE_TOK_TESTS}/chat_cases.json ${ENCORE_TOK_WORK}/chat_rendered.json)
+                ${ENCORE_TOK_TESTS}/chat_cases.json ${ENCORE_TOK_WORK}/chat_rendered.json qwen3)
 set_tests_properties(tokenizer_chat PROPERTIES FIXTURES_REQUIRED tok_chat)
+# The same cases under the Qwen3 2507 templates (tests/tokenizer/templates):
+# the real tokenizer with that chat_template, rendered by Jinja2 and natively.
+foreach(family instruct thinking)
+  set(dir ${ENCORE_TOK_WORK}/qwen3-${family}-2507)
+  add_test(NAME tokenizer_chat_render_${family}
+    COMMAND sh -c "\"$0\" \"$1\" \"$2\" \"$3\" \"$4\" && \"$0\" \"$5\" \"$4/tokenizer_config.json\" \"$6\" \"$7\""
+            ${ENCORE_PYTHON} ${ENCORE_TOK_TESTS}/template_dir.py ${ENCORE_TOKENIZER_DIR}
+            ${ENCORE_TOK_TESTS}/templates/qwen3-${family}-2507.jinja ${dir}
+            ${ENCORE_TOK_TESTS}/render_chat.py ${ENCORE_TOK_TESTS}/chat_cases.json
+            ${dir}/chat_rendered.json)
+  set_tests_properties(tokenizer_chat_render_${family} PROPERTIES
+    FIXTURES_SETUP tok_chat_${family} LABELS tokenizer)
+  add_test(NAME tokenizer_chat_${family}
+    COMMAND tokenizer_chat ${dir} ${ENCORE_TOK_TESTS}/chat_cases.json ${dir}/chat_rendered.json
+            qwen3-${family})
+  set_tests_properties(tokenizer_chat_${family} PROPERTIES
+    FIXTURES_REQUIRED tok_chat_${family} LABELS tokenizer TIMEOUT 300)
+endforeach()
 
 # The benchmark (not a test): tokenizer_bench DIR [TEXT_FILE].
 add_executable(tokenizer_bench ${ENCORE_TOK_TESTS}/bench_encode.c)

@@ -198,7 +198,7 @@ int cmd_chat(int argc, char **argv)
         cli_error("chat", "cannot load the tokenizer: %s", enc_last_error());
         return CLI_FAILED;
     }
-    if (!a.raw && chat_template_get_family(tok) != CHAT_TEMPLATE_QWEN3) {
+    if (!a.raw && !chat_template_family_known(chat_template_get_family(tok))) {
         cli_error("chat", "the model's chat template is %s, which encore cannot render; use --raw to send raw prompts",
                   chat_template_family_name(chat_template_get_family(tok)));
         tokenizer_free(tok);

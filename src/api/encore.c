@@ -129,7 +129,7 @@ encore_status encore_get_model_info(encore_engine *e, encore_model_info *out)
         .max_model_len = engine_get_config(e->eng)->max_model_len,
         .vocab_size = engine_model_config(e->eng)->vocab_size,
         .has_tokenizer = e->tok != NULL,
-        .has_chat_template = e->tok && chat_template_get_family(e->tok) == CHAT_TEMPLATE_QWEN3,
+        .has_chat_template = e->tok && chat_template_family_known(chat_template_get_family(e->tok)),
     };
     return ENCORE_OK;
 }
@@ -226,6 +226,21 @@ encore_chat_options encore_chat_options_default(void)
     return (encore_chat_options){.enable_thinking = 1};
 }
 
+static chat_template_opts encore__template_opts(const encore_chat_options *opt)
+{
+    return (chat_template_opts){.add_generation_prompt = !opt->no_generation_prompt,
+                                .enable_thinking = opt->enable_thinking,
+                                .tools_json = opt->tools_json,
+                                .continue_final_message = opt->continue_final_message};
+}
+
+int encore_chat_opens_reasoning(encore_engine *e, const encore_chat_options *opt)
+{
+    if (!e || !e->tok || !opt) return 0;
+    chat_template_opts o = encore__template_opts(opt);
+    return chat_template_opens_reasoning(e->tok, &o);
+}
+
 /* The conversation rendered; with spans (not NULL) also where its strings went. */
 static enc_status encore__chat_render(encore_engine *e, const encore_chat_message *msgs, size_t n,
                                       const encore_chat_options *opt, char **text, size_t **spans,
@@ -235,10 +250,7 @@ static enc_status encore__chat_render(encore_engine *e, const encore_chat_messag
     if (s != ENC_OK) return s;
     if (!opt || (n && !msgs)) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "%s: NULL argument", what);
     encore__chat c;
-    chat_template_opts o = {.add_generation_prompt = !opt->no_generation_prompt,
-                            .enable_thinking = opt->enable_thinking,
-                            .tools_json = opt->tools_json,
-                            .continue_final_message = opt->continue_final_message};
+    chat_template_opts o = encore__template_opts(opt);
     s = encore__chat_messages(msgs, n, &c, what);
     if (s != ENC_OK) return s;
     if (spans)

@@ -160,12 +160,17 @@ static gen_job *gen__job_new(http_server *s, oai_request *req, int n_choices, in
     http_new_id(s, j->req.kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", j->id, sizeof j->id);
     j->head = (oai_head){.kind = j->req.kind, .id = j->id, .created = (int64_t)time(NULL),
                          .model = s->model_name, .usage_null = j->req.include_usage};
+    int in_think = 0;
+    if (j->req.kind == OAI_CHAT) {
+        encore_chat_options o = tool_request_chat_options(&j->req, 0);
+        in_think = encore_chat_opens_reasoning(s->engine, &o);
+    }
     for (int i = 0; i < j->n; i++) {
         j->choices[i].job = j;
         j->choices[i].index = i;
         j->choices[i].request_id = -1;
         j->choices[i].stop_token_id = -1;
-        reasoning_init(&j->choices[i].split);
+        reasoning_init(&j->choices[i].split, in_think);
         tool_parser_init(&j->choices[i].tools);
         j->choices[i].parse_tools = j->req.kind == OAI_CHAT && j->req.n_tools > 0 &&
                                     j->req.tool_choice != OAI_TOOL_NONE;

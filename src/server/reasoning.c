@@ -16,7 +16,11 @@
 static const char reasoning_open[] = "<think>";
 static const char reasoning_close[] = "</think>";
 
-void reasoning_init(reasoning_split *r) { memset(r, 0, sizeof *r); }
+void reasoning_init(reasoning_split *r, int in_think)
+{
+    memset(r, 0, sizeof *r);
+    r->state = in_think ? REASONING_THINK : REASONING_START;
+}
 
 static int reasoning__append(char **s, size_t *n, const char *text, size_t len)
 {

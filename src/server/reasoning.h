@@ -3,7 +3,8 @@
  * A thinking reply reads "<think>REASONING</think>CONTENT". Text goes in piece
  * by piece (any split, even inside a tag); out comes reasoning and content
  * with the tags removed. A reply that does not begin with "<think>" is all
- * content; one that never closes its think block is all reasoning. As in
+ * content (unless the prompt opened the block); one that never closes its
+ * think block is all reasoning. As in
  * vLLM's Qwen3 parser, the content keeps what follows "</think>" verbatim. */
 #ifndef ENC_SERVER_REASONING_H
 #define ENC_SERVER_REASONING_H
@@ -22,7 +23,9 @@ typedef struct reasoning_split {
     size_t n_held;
 } reasoning_split;
 
-void reasoning_init(reasoning_split *r);
+/* in_think: the prompt opened the think block (a Qwen3 Thinking-2507
+ * template), so the reply is reasoning until "</think>". */
+void reasoning_init(reasoning_split *r, int in_think);
 
 /* Append what `text[0..len)` adds to *reasoning and *content: each is a
  * malloc'd NUL-terminated string the caller owns, grown with realloc, and

@@ -1,9 +1,12 @@
-/* chat_template.c - the Qwen3 chat template, rendered natively.
+/* chat_template.c - the Qwen3 chat templates, rendered natively.
  *
  * chat__qwen3 follows the official Qwen3 template (tokenizer_config.json's
  * chat_template) statement by statement; the comments quote the Jinja it
- * implements. The tests render the real template with Jinja2 the way Hugging
- * Face does and compare byte for byte.
+ * implements. Its two 2507 variants differ in a statement each: Instruct's
+ * assistant turn is its content as given (no think block, no reasoning),
+ * Thinking's generation prompt opens the think block. The tests render the
+ * real templates with Jinja2 the way Hugging Face does and compare byte for
+ * byte.
  *
  * Tool definitions are printed with tok__json_each (json.c), which formats
  * them as the template's `tojson` filter does. */
@@ -17,18 +20,59 @@
 
 /* --- family detection ---------------------------------------------------------------- */
 
+/* 1 when text holds every one of the n needles. */
+static int chat__has_all(const char *text, const char *const *needles, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strstr(text, needles[i])) return 0;
+    return 1;
+}
+
 chat_template_family chat_template_detect(const char *text)
 {
     if (!text) return CHAT_TEMPLATE_NONE;
-    /* What makes the Qwen3 family: ChatML turns, tool calls and responses as
-     * XML-ish tags, and the empty think block enable_thinking=false inserts. */
-    static const char *const qwen3[] = {
-        "<|im_start|>", "<|im_end|>", "<tool_call>", "<tool_response>",
-        "reasoning_content", "enable_thinking", "<think>\\n\\n</think>\\n\\n",
+    /* Every family: ChatML turns, the tools block and the tool calls and
+     * responses as Qwen3 writes them, and none of another family's marks
+     * (Qwen2.5's default system prompt, Qwen3-Coder's XML calls). */
+    static const char *const chatml[] = {
+        "<|im_start|>",
+        "<|im_end|>",
+        "<tools>",
+        "<tool_response>",
+        "{{- '<tool_call>\\n{\"name\": \"' }}",
     };
-    for (size_t i = 0; i < sizeof qwen3 / sizeof *qwen3; i++)
-        if (!strstr(text, qwen3[i])) return CHAT_TEMPLATE_UNKNOWN;
-    return CHAT_TEMPLATE_QWEN3;
+    if (!chat__has_all(text, chatml, sizeof chatml / sizeof *chatml) ||
+        strstr(text, "You are Qwen") || strstr(text, "<function="))
+        return CHAT_TEMPLATE_UNKNOWN;
+    /* Qwen3: the empty think block enable_thinking=false inserts */
+    static const char *const qwen3[] = {"reasoning_content", "enable_thinking",
+                                        "<think>\\n\\n</think>\\n\\n"};
+    if (chat__has_all(text, qwen3, sizeof qwen3 / sizeof *qwen3)) return CHAT_TEMPLATE_QWEN3;
+    if (strstr(text, "enable_thinking")) return CHAT_TEMPLATE_UNKNOWN;
+    /* Thinking-2507: Qwen3's turns, the think block opened by the prompt */
+    static const char *const thinking[] = {"reasoning_content",
+                                           "{{- '<|im_start|>assistant\\n<think>\\n' }}"};
+    if (chat__has_all(text, thinking, sizeof thinking / sizeof *thinking))
+        return CHAT_TEMPLATE_QWEN3_THINKING;
+    /* Instruct-2507: the assistant's content as given, no think block */
+    static const char *const instruct[] = {"{{- '<|im_start|>' + message.role + '\\n' + content }}",
+                                           "{{- '<|im_start|>assistant\\n' }}"};
+    if (chat__has_all(text, instruct, sizeof instruct / sizeof *instruct) &&
+        !strstr(text, "<think>") && !strstr(text, "reasoning_content"))
+        return CHAT_TEMPLATE_QWEN3_INSTRUCT;
+    return CHAT_TEMPLATE_UNKNOWN;
+}
+
+int chat_template_family_known(chat_template_family f)
+{
+    return f == CHAT_TEMPLATE_QWEN3 || f == CHAT_TEMPLATE_QWEN3_INSTRUCT ||
+           f == CHAT_TEMPLATE_QWEN3_THINKING;
+}
+
+int chat_template_opens_reasoning(const tokenizer *t, const chat_template_opts *opts)
+{
+    return t->family == CHAT_TEMPLATE_QWEN3_THINKING && opts->add_generation_prompt &&
+           !opts->continue_final_message;
 }
 
 chat_template_family chat_template_get_family(const tokenizer *t) { return t->family; }
@@ -39,6 +83,10 @@ const char *chat_template_family_name(chat_template_family f)
     case CHAT_TEMPLATE_NONE: return "none";
     case CHAT_TEMPLATE_UNKNOWN: return "unknown";
     case CHAT_TEMPLATE_QWEN3: return "qwen3";
+    case CHAT_TEMPLATE_QWEN3_INSTRUCT:
+        return "qwen3-instruct";
+    case CHAT_TEMPLATE_QWEN3_THINKING:
+        return "qwen3-thinking";
     }
     return "unknown";
 }
@@ -211,9 +259,15 @@ static enc_status chat__qwen3_tool_calls(const chat_message *m, chat__str conten
 }
 
 static enc_status chat__qwen3_assistant(const chat_message *m, size_t i, size_t n,
-                                        size_t last_query, chat__out *out)
+                                        size_t last_query, int thinks, chat__out *out)
 {
     chat__str content = chat__s(m[i].content), reasoning = chat__s("");
+    if (!thinks) { /* Instruct-2507: '<|im_start|>' + message.role + '\n' + content */
+        ENC_TRY(chat__put(out, "<|im_start|>assistant\n"));
+        ENC_TRY(chat__puts(out, content));
+        ENC_TRY(chat__qwen3_tool_calls(&m[i], content, out));
+        return chat__put(out, "<|im_end|>\n");
+    }
     if (m[i].reasoning_content) {
         reasoning = chat__s(m[i].reasoning_content);
     } else if (chat__find(content, "</think>", 0) >= 0) {
@@ -251,8 +305,8 @@ static enc_status chat__qwen3_tool(const chat_message *m, size_t i, size_t n, ch
     return ENC_OK;
 }
 
-static enc_status chat__qwen3(const chat_message *m, size_t n, const chat_template_opts *o,
-                              chat__out *out)
+static enc_status chat__qwen3(chat_template_family family, const chat_message *m, size_t n,
+                              const chat_template_opts *o, chat__out *out)
 {
     ENC_TRY(chat__qwen3_head(m, o->tools_json, out));
     size_t last_query = chat__last_query(m, n);
@@ -264,14 +318,17 @@ static enc_status chat__qwen3(const chat_message *m, size_t n, const chat_templa
             ENC_TRY(chat__puts(out, chat__s(m[i].content)));
             ENC_TRY(chat__put(out, "<|im_end|>\n"));
         } else if (chat__is(&m[i], "assistant")) {
-            ENC_TRY(chat__qwen3_assistant(m, i, n, last_query, out));
+            ENC_TRY(chat__qwen3_assistant(m, i, n, last_query,
+                                          family != CHAT_TEMPLATE_QWEN3_INSTRUCT, out));
         } else if (chat__is(&m[i], "tool")) {
             ENC_TRY(chat__qwen3_tool(m, i, n, out));
         }
     }
     if (o->add_generation_prompt) {
         ENC_TRY(chat__put(out, "<|im_start|>assistant\n"));
-        if (!o->enable_thinking) ENC_TRY(chat__put(out, "<think>\n\n</think>\n\n"));
+        if (family == CHAT_TEMPLATE_QWEN3_THINKING) ENC_TRY(chat__put(out, "<think>\n"));
+        if (family == CHAT_TEMPLATE_QWEN3 && !o->enable_thinking)
+            ENC_TRY(chat__put(out, "<think>\n\n</think>\n\n"));
     }
     return ENC_OK;
 }
@@ -328,15 +385,17 @@ static enc_status chat__render(const tokenizer *t, const chat_message *msgs, siz
     if (t->family == CHAT_TEMPLATE_NONE)
         return enc_fail(ENC_ERR_UNSUPPORTED, "chat template: tokenizer_config.json has no "
                         "chat_template; pass a raw prompt instead");
-    if (t->family != CHAT_TEMPLATE_QWEN3)
-        return enc_fail(ENC_ERR_UNSUPPORTED, "chat template: the model's chat_template is "
-                        "not one encore knows (known: qwen3); pass a raw prompt instead");
+    if (!chat_template_family_known(t->family))
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "chat template: the model's chat_template is "
+                        "not one encore knows (known: qwen3, qwen3-instruct, qwen3-thinking); "
+                        "pass a raw prompt instead");
     ENC_TRY(chat__check(msgs, n));
     if (opts->continue_final_message && opts->add_generation_prompt)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "chat template: continue_final_message and "
                                                   "add_generation_prompt cannot both be set");
     chat__out o = {.keep_spans = spans != NULL};
-    enc_status s = chat__qwen3(msgs, n, opts, &o);
+    enc_status s = chat__qwen3(t->family, msgs, n, opts, &o);
     if (s == ENC_OK && opts->continue_final_message)
         s = chat__continue_final(&o, &msgs[n - 1], n - 1);
     if (s == ENC_OK) s = tok__bytes_append(&o.b, "", 0);

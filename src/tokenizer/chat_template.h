@@ -5,7 +5,12 @@
  * Hugging Face's Jinja rendering of the official template (the tests compare
  * the two). Known families:
  *
- *   qwen3   ChatML with <think> blocks, tools and enable_thinking (Qwen3)
+ *   qwen3           ChatML with <think> blocks, tools and enable_thinking (Qwen3)
+ *   qwen3-instruct  the same turns and tools without think blocks: the
+ *                   Qwen3-*-Instruct-2507 models (enable_thinking has no effect)
+ *   qwen3-thinking  Qwen3's turns, whose generation prompt opens the think
+ *                   block: the Qwen3-*-Thinking-2507 models (the reply begins
+ *                   inside it; enable_thinking has no effect)
  *
  * For any other template chat_template_apply() fails with ENC_ERR_UNSUPPORTED;
  * the caller should then offer the user a raw prompt (no template at all). */
@@ -22,6 +27,8 @@ typedef enum chat_template_family {
     CHAT_TEMPLATE_NONE = 0, /* the config has no chat_template */
     CHAT_TEMPLATE_UNKNOWN,  /* it has one encore does not know */
     CHAT_TEMPLATE_QWEN3,
+    CHAT_TEMPLATE_QWEN3_INSTRUCT,
+    CHAT_TEMPLATE_QWEN3_THINKING,
 } chat_template_family;
 
 /* A tool call made by an assistant message. */
@@ -53,6 +60,12 @@ typedef struct chat_template_opts {
 
 chat_template_family chat_template_get_family(const tokenizer *t);
 const char *chat_template_family_name(chat_template_family f);
+/* 1 for a family encore renders (qwen3, qwen3-instruct, qwen3-thinking). */
+int chat_template_family_known(chat_template_family f);
+/* 1 when the prompt these options render ends inside an open think block, so
+ * that the model's reply begins with its reasoning (qwen3-thinking's
+ * generation prompt). */
+int chat_template_opens_reasoning(const tokenizer *t, const chat_template_opts *opts);
 
 /* Render msgs[0..n) to a malloc'd NUL-terminated string (caller frees).
  * Fails with ENC_ERR_UNSUPPORTED for an unknown template, and with

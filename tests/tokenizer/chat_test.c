@@ -93,12 +93,20 @@ static void report_diff(const char *name, const char *want, const char *got)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s TOKENIZER_DIR CASES.json RENDERED.json\n", argv[0]);
+    if (argc != 5) {
+        fprintf(stderr, "usage: %s TOKENIZER_DIR CASES.json RENDERED.json FAMILY\n", argv[0]);
         return 2;
     }
     tokenizer *t;
     REQUIRE(tokenizer_load(argv[1], &t));
+    /* the template's family, and whether its generation prompt opens the think block */
+    chat_template_family family = chat_template_get_family(t);
+    CHECK(!strcmp(chat_template_family_name(family), argv[4]), "family %s, want %s",
+          chat_template_family_name(family), argv[4]);
+    chat_template_opts gen = {.add_generation_prompt = 1}, cont = {.continue_final_message = 1};
+    CHECK(chat_template_opens_reasoning(t, &gen) == !strcmp(argv[4], "qwen3-thinking") &&
+              !chat_template_opens_reasoning(t, &cont),
+          "opens reasoning");
     char *cases_text, *rendered_text;
     size_t n;
     REQUIRE(file_read_all(argv[2], &cases_text, &n));

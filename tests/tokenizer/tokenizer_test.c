@@ -110,6 +110,37 @@ static void test_lookups(const tokenizer *t)
     CHECK(chat_template_get_family(t) == CHAT_TEMPLATE_QWEN3, "template family");
 }
 
+/* The families by their statements (the templates themselves: tokenizer_chat_*): an
+ * Instruct-2507-like text is recognised, and not once it also carries another
+ * family's mark (Qwen2.5's default system prompt, Qwen3-Coder's XML calls) or
+ * reads enable_thinking without Qwen3's empty think block. */
+static void test_template_families(void)
+{
+    static const char base[] =
+        "<|im_start|><|im_end|><tools><tool_response>{{- '<tool_call>\\n{\"name\": \"' }}"
+        "{{- '<|im_start|>' + message.role + '\\n' + content }}{{- '<|im_start|>assistant\\n' }}";
+    static const struct {
+        const char *extra;
+        chat_template_family want;
+    } cases[] = {
+        {"", CHAT_TEMPLATE_QWEN3_INSTRUCT},
+        {"You are Qwen, created by Alibaba Cloud.", CHAT_TEMPLATE_UNKNOWN},
+        {"<function=", CHAT_TEMPLATE_UNKNOWN},
+        {"enable_thinking", CHAT_TEMPLATE_UNKNOWN},
+        {"<think>", CHAT_TEMPLATE_UNKNOWN},
+        {"reasoning_content{{- '<|im_start|>assistant\\n<think>\\n' }}",
+         CHAT_TEMPLATE_QWEN3_THINKING},
+    };
+    char text[1024];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(text, sizeof text, "%s%s", base, cases[i].extra);
+        CHECK(chat_template_detect(text) == cases[i].want, "family of base + \"%s\": %s",
+              cases[i].extra, chat_template_family_name(chat_template_detect(text)));
+    }
+    CHECK(chat_template_detect("<|im_start|>{{ messages }}") == CHAT_TEMPLATE_UNKNOWN,
+          "another ChatML template");
+}
+
 static void test_byte_map(tokenizer *t)
 {
     for (int b = 0; b < 256; b++) {
@@ -532,7 +563,8 @@ static void test_jinja_file(const char *dir)
     free(abs);
     const char *files[2][2] = {
         {"tokenizer_config.json", "{\"eos_token\": \"<|im_end|>\"}"},
-        {"chat_template.jinja", "<|im_start|><|im_end|><tool_call><tool_response>reasoning_content"
+        {"chat_template.jinja", "<|im_start|><|im_end|><tools><tool_response>reasoning_content"
+                                "{{- '<tool_call>\\n{\"name\": \"' }}"
                                 "enable_thinking<think>\\n\\n</think>\\n\\n"},
     };
     for (size_t i = 0; i < 2; i++) {
@@ -578,6 +610,7 @@ int main(int argc, char **argv)
     tokenizer *t;
     REQUIRE(tokenizer_load(argv[1], &t));
     test_lookups(t);
+    test_template_families();
     test_byte_map(t);
     test_invalid_utf8(t);
     test_lossy(t);
