@@ -88,6 +88,9 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                tools too; chat with tools answers (stream and not); every malformed
                tools, tool_choice, tool_calls or tool_call_id is a 400 naming it,
                and "required" or a named function is a 400 (not enforced yet)
+  fields       request fields of OpenAI's API and vLLM's extensions that change the
+               result, each done as vLLM does or refused with a 400 naming it: suffix
+               (refused; null and "" answered as without)
   openai       the official `openai` npm package (tests/openai_client.mjs):
                completions, chat, streaming, n > 1, a batch of prompts, stop
                strings, errors
@@ -161,6 +164,7 @@ class Server:
             self.p.kill()
             fail("server did not stop within 60 s of SIGTERM")
         err = self.p.stderr.read()
+        self.stderr = err  # what the server logged, for the checks that read it
         if exc[0] is None and rc != 0:
             fail(f"server exited {rc}: {err}")
 
@@ -1533,6 +1537,29 @@ def check_tools(a):
             if json.loads(data)["error"]["param"] != param:
                 fail(f"{fields}: param {json.loads(data)['error']['param']!r}, want {param!r}")
         srv.wait_idle()
+
+
+def expect_param(srv, path, body, param, *needles):
+    """A 400 whose error names `param` (err.param) and says each needle."""
+    expect_error(srv, 400, "POST", path, body, *needles)
+    _, _, data = srv.request("POST", path, body)
+    got = json.loads(data)["error"]["param"]
+    if got != param:
+        fail(f"{str(body)[:100]}: param {got!r}, want {param!r}")
+
+
+def check_fields(a):
+    comp = "/v1/completions"
+    with Server(a, "--max-model-len", "256") as srv:
+        base = {"prompt": "Hello", "max_tokens": 2, "temperature": 0}
+        # suffix: refused as vLLM refuses it; null and "" ask for nothing
+        expect_param(srv, comp, dict(base, suffix="x"), "suffix", "not supported")
+        status, plain, _ = srv.post(comp, base)
+        for empty in (None, ""):
+            status, r, _ = srv.post(comp, dict(base, suffix=empty))
+            if status != 200 or r["choices"][0]["text"] != plain["choices"][0]["text"]:
+                fail(f"suffix {empty!r}: {status} {r}")
+        print("ok suffix: 400 naming it; null and \"\" answered as without")
 
 
 def check_openai(a):

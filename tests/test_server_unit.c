@@ -281,6 +281,21 @@ static void test_completion_request(void)
     refused("{\"prompt\":\"\xff\"}", OAI_COMPLETION, "", "UTF-8");
 }
 
+/* Fields of OpenAI's API and vLLM's extensions that change the result: each
+ * read, or refused with 400 naming it where encore does not do what it asks. */
+static void test_request_fields(void)
+{
+    oai_request r;
+    oai_error err;
+    /* suffix: refused, as vLLM refuses it; null or "" asks for nothing */
+    refused("{\"prompt\":\"x\",\"suffix\":\"y\"}", OAI_COMPLETION, "suffix", "not supported");
+    refused("{\"prompt\":\"x\",\"suffix\":5}", OAI_COMPLETION, "suffix", "string");
+    CHECK(parse("{\"prompt\":\"x\",\"suffix\":null}", OAI_COMPLETION, &r, &err));
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"suffix\":\"\"}", OAI_COMPLETION, &r, &err));
+    oai_request_free(&r);
+}
+
 /* The body is one JSON object, nothing after it but whitespace, no key twice in any object. */
 static void test_json_body(void)
 {
@@ -827,6 +842,7 @@ static void test_http_deadline(void)
 int main(void)
 {
     test_completion_request();
+    test_request_fields();
     test_json_body();
     test_chat_request();
     test_utf8();

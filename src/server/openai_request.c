@@ -575,13 +575,26 @@ static int oai__echo_logprobs(oai_request *r)
     return 1;
 }
 
+/* completions' "suffix" (text after the insertion point): refused as vLLM
+ * refuses it; null or "" asks for nothing. */
+static int oai__suffix(const cJSON *obj, oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__present(obj, "suffix", &v)) return 1;
+    if (!cJSON_IsString(v)) return oai_error_set(err, 400, "suffix", "'suffix' must be a string");
+    if (v->valuestring[0])
+        return oai_error_set(err, 400, "suffix", "'suffix' is not supported (as in vLLM)");
+    return 1;
+}
+
 static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
 {
     if (!oai__string(obj, "model", &r->model, err)) return 0;
     switch (r->kind) {
     case OAI_COMPLETION:
-        return oai__prompt(obj, r, OAI_MAX_PROMPTS, err) && oai__bool(obj, "echo", &r->echo, err) &&
-               oai__stream(obj, r, err) && oai__sampling(obj, r, err) && oai__echo_logprobs(r) &&
+        return oai__prompt(obj, r, OAI_MAX_PROMPTS, err) && oai__suffix(obj, err) &&
+               oai__bool(obj, "echo", &r->echo, err) && oai__stream(obj, r, err) &&
+               oai__sampling(obj, r, err) && oai__echo_logprobs(r) &&
                oai_structured_parse(obj, &r->structured, err);
     case OAI_CHAT:
         return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err) &&
