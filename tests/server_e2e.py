@@ -90,7 +90,9 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                and "required" or a named function is a 400 (not enforced yet)
   fields       request fields of OpenAI's API and vLLM's extensions that change the
                result, each done as vLLM does or refused with a 400 naming it: suffix
-               (refused; null and "" answered as without)
+               (refused; null and "" answered as without); truncate_prompt_tokens k (the
+               reply and usage of the prompt's last k ids from /tokenize sent as the
+               prompt; echo, a batch, chat; -1; the 400s)
   openai       the official `openai` npm package (tests/openai_client.mjs):
                completions, chat, streaming, n > 1, a batch of prompts, stop
                strings, errors
@@ -1560,6 +1562,80 @@ def check_fields(a):
             if status != 200 or r["choices"][0]["text"] != plain["choices"][0]["text"]:
                 fail(f"suffix {empty!r}: {status} {r}")
         print("ok suffix: 400 naming it; null and \"\" answered as without")
+        check_truncate(srv)
+
+
+def tokenize(srv, **body):
+    status, r, _ = srv.post("/tokenize", body)
+    if status != 200:
+        fail(f"/tokenize {str(body)[:80]}: {status} {r}")
+    return r["tokens"]
+
+
+def detokenize(srv, ids):
+    status, r, _ = srv.post("/detokenize", {"tokens": ids})
+    if status != 200:
+        fail(f"/detokenize: {status} {r}")
+    return r["prompt"]
+
+
+def completion_key(r):
+    """What two completions must share to be the same answer (ids and times aside)."""
+    return [(c["index"], c["text"], c["finish_reason"], c["logprobs"]) for c in r["choices"]], \
+        {k: r["usage"][k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+
+
+def check_truncate(srv):
+    """truncate_prompt_tokens k: the same reply and usage as the prompt's last k ids (from
+    /tokenize) sent as the prompt; echo gives the kept tokens' text; each prompt of a batch is
+    cut; chat cuts its templated prompt; -1 keeps max_model_len - max_tokens; k past that, 0 and
+    -2 are 400s naming it."""
+    comp, chat = "/v1/completions", "/v1/chat/completions"
+    text = "The capital of France is a city of light and of many bridges"
+    ids = tokenize(srv, prompt=text)
+    base = {"max_tokens": 6, "temperature": 0, "logprobs": 2, "ignore_eos": True}
+    for k in (1, 3, len(ids) - 1, len(ids), len(ids) + 5):
+        status, cut, _ = srv.post(comp, dict(base, prompt=text, truncate_prompt_tokens=k))
+        status2, want, _ = srv.post(comp, dict(base, prompt=ids[-k:]))
+        if status != 200 or status2 != 200 or completion_key(cut) != completion_key(want):
+            fail(f"truncate_prompt_tokens {k}: {status} {cut} != the last {k} ids sent: {want}")
+        if cut["usage"]["prompt_tokens"] != min(k, len(ids)):
+            fail(f"truncate_prompt_tokens {k}: usage {cut['usage']}")
+    status, r, _ = srv.post(comp, dict(base, prompt=text, truncate_prompt_tokens=3, echo=True))
+    kept = detokenize(srv, ids[-3:])
+    if status != 200 or not r["choices"][0]["text"].startswith(kept) or \
+            "".join(r["choices"][0]["logprobs"]["tokens"][:3]) != kept or kept == text:
+        fail(f"echo with truncate_prompt_tokens 3: {r} does not begin with the kept {kept!r}")
+    print(f"ok truncate_prompt_tokens: k of {len(ids)} tokens gives the reply and usage of the "
+          f"last k ids sent; echo gives the kept text {kept!r}")
+    other = "Once upon a time there was a small dog"
+    oids = tokenize(srv, prompt=other)
+    status, r, _ = srv.post(comp, dict(base, prompt=[text, other], truncate_prompt_tokens=4))
+    status2, want, _ = srv.post(comp, dict(base, prompt=[ids[-4:], oids[-4:]]))
+    if status != 200 or completion_key(r) != completion_key(want) or r["usage"]["prompt_tokens"] != 8:
+        fail(f"a batch with truncate_prompt_tokens 4: {r} != {want}")
+    msgs = [{"role": "user", "content": text}]
+    cids = tokenize(srv, messages=msgs)
+    status, r, _ = srv.post(chat, {"messages": msgs, "max_tokens": 6, "temperature": 0,
+                                   "logprobs": True, "ignore_eos": True, "truncate_prompt_tokens": 5})
+    status2, want, _ = srv.post(comp, dict(base, prompt=cids[-5:]))
+    got = [t["token"] for t in r["choices"][0]["logprobs"]["content"]]
+    if status != 200 or got != want["choices"][0]["logprobs"]["tokens"] or r["usage"]["prompt_tokens"] != 5:
+        fail(f"chat with truncate_prompt_tokens 5: {got} {r['usage']} != the last 5 ids' "
+             f"{want['choices'][0]['logprobs']['tokens']}")
+    print("ok truncate_prompt_tokens: each prompt of a batch cut, chat's templated prompt cut")
+    long_ids = tokenize(srv, prompt="a b c d e f g h i j " * 10) * 3  # /tokenize stops at max_model_len
+    if len(long_ids) <= 256:
+        fail(f"the long prompt has {len(long_ids)} tokens, not more than max_model_len 256")
+    status, r, _ = srv.post(comp, {"prompt": long_ids, "max_tokens": 4, "temperature": 0,
+                                   "truncate_prompt_tokens": -1})
+    status2, want, _ = srv.post(comp, {"prompt": long_ids[-252:], "max_tokens": 4, "temperature": 0})
+    if status != 200 or completion_key(r) != completion_key(want) or r["usage"]["prompt_tokens"] != 252:
+        fail(f"truncate_prompt_tokens -1, max_tokens 4, max_model_len 256: {r} != {want}")
+    print("ok truncate_prompt_tokens -1 keeps max_model_len - max_tokens = 252 tokens")
+    for k, needle in ((253, "more than max_model_len"), (0, "at least 1"), (-2, "[-1,")):
+        expect_param(srv, comp, {"prompt": text, "max_tokens": 4, "truncate_prompt_tokens": k},
+                     "truncate_prompt_tokens", needle)
 
 
 def check_openai(a):

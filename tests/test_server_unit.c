@@ -294,6 +294,28 @@ static void test_request_fields(void)
     oai_request_free(&r);
     CHECK(parse("{\"prompt\":\"x\",\"suffix\":\"\"}", OAI_COMPLETION, &r, &err));
     oai_request_free(&r);
+
+    /* truncate_prompt_tokens: k >= 1 or -1 (completions and chat); null is none */
+    CHECK(parse("{\"prompt\":\"x\",\"truncate_prompt_tokens\":3}", OAI_COMPLETION, &r, &err));
+    CHECK(r.truncate_prompt_tokens == 3);
+    oai_request_free(&r);
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                "\"truncate_prompt_tokens\":-1}",
+                OAI_CHAT, &r, &err));
+    CHECK(r.truncate_prompt_tokens == -1);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"truncate_prompt_tokens\":null}", OAI_COMPLETION, &r, &err));
+    CHECK(r.truncate_prompt_tokens == 0);
+    oai_request_free(&r);
+    refused("{\"prompt\":\"x\",\"truncate_prompt_tokens\":0}", OAI_COMPLETION,
+            "truncate_prompt_tokens", "at least 1");
+    refused("{\"prompt\":\"x\",\"truncate_prompt_tokens\":-2}", OAI_COMPLETION,
+            "truncate_prompt_tokens", "must be in [-1,");
+    refused("{\"prompt\":\"x\",\"truncate_prompt_tokens\":2.5}", OAI_COMPLETION,
+            "truncate_prompt_tokens", "integer");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+            "\"truncate_prompt_tokens\":\"3\"}",
+            OAI_CHAT, "truncate_prompt_tokens", "integer");
 }
 
 /* The body is one JSON object, nothing after it but whitespace, no key twice in any object. */

@@ -816,6 +816,7 @@ typedef struct gen_prompt {
     int32_t *ids; /* [n_ids], malloc'd */
     size_t n_ids;
     int64_t max_tokens; /* as asked, or what max_model_len leaves after the prompt */
+    int truncated;      /* truncate_prompt_tokens cut its beginning off */
 } gen_prompt;
 
 static void gen__prompts_free(gen_prompt *p, size_t n)
@@ -862,19 +863,52 @@ static int gen__prompt_ids(http_server *s, const oai_request *req, const oai_pro
     return ok;
 }
 
+/* truncate_prompt_tokens: the tokens each prompt keeps, its last ones (0:
+ * all). As in vLLM, k may not exceed what max_model_len leaves beside
+ * max_tokens (400 naming it), and -1 keeps that many (with max_tokens not
+ * given, room for one token); when max_tokens leaves nothing, nothing is
+ * cut and the prompt's check says why. */
+static int gen__truncation(const http_server *s, const oai_request *req, int64_t *keep,
+                           oai_error *err)
+{
+    int64_t k = req->truncate_prompt_tokens, room = s->max_model_len - req->max_tokens;
+    *keep = 0;
+    if (k == -1) {
+        *keep = req->max_tokens ? room : room - 1;
+        if (*keep < 1) *keep = 0;
+    } else if (k > room) {
+        return oai_error_set(err, 400, "truncate_prompt_tokens",
+                             "'truncate_prompt_tokens' (%lld) is more than max_model_len (%lld) "
+                             "- max_tokens (%lld) = %lld tokens; ask for a smaller truncation",
+                             (long long)k, (long long)s->max_model_len, (long long)req->max_tokens,
+                             (long long)room);
+    } else {
+        *keep = k;
+    }
+    return 1;
+}
+
 /* Every prompt as token ids: chat's one conversation, or each of
- * completions' prompts. *out [*n] is the caller's (gen__prompts_free), also
- * on failure. */
+ * completions' prompts, each cut to its last truncate_prompt_tokens.
+ * *out [*n] is the caller's (gen__prompts_free), also on failure. */
 static int gen__prompts(http_server *s, const oai_request *req, gen_prompt **out, size_t *n,
                         oai_error *err)
 {
     size_t count = req->kind == OAI_CHAT ? 1 : req->n_prompts;
+    int64_t keep = 0;
     *out = calloc(count, sizeof **out);
     if (!*out) return oai_error_set(err, 500, NULL, "out of memory");
     *n = count;
+    if (!gen__truncation(s, req, &keep, err)) return 0;
     for (size_t i = 0; i < count; i++) {
         const oai_prompt *p = req->kind == OAI_CHAT ? NULL : &req->prompts[i];
-        if (!gen__prompt_ids(s, req, p, &(*out)[i], err)) return 0;
+        gen_prompt *g = &(*out)[i];
+        if (!gen__prompt_ids(s, req, p, g, err)) return 0;
+        if (keep && g->n_ids > (size_t)keep) {
+            memmove(g->ids, g->ids + (g->n_ids - (size_t)keep), (size_t)keep * sizeof *g->ids);
+            g->n_ids = (size_t)keep;
+            g->truncated = 1;
+        }
     }
     return 1;
 }
@@ -966,9 +1000,10 @@ static int gen__check_token_ids(const http_server *s, const oai_request *req, oa
     return 1;
 }
 
-/* echo (completions): each choice's text begins with its prompt's, a
- * prompt sent as ids detokenized (none when that fails). */
-static int gen__echo(gen_job *j, oai_error *err)
+/* echo (completions): each choice's text begins with its prompt's: the
+ * text as sent, or the ids the model reads (prompts[p]: sent as ids, or
+ * truncated) detokenized (none when that fails). */
+static int gen__echo(gen_job *j, const gen_prompt *prompts, oai_error *err)
 {
     oai_request *req = &j->req;
     if (!req->echo || req->kind != OAI_COMPLETION) return 1;
@@ -976,8 +1011,11 @@ static int gen__echo(gen_job *j, oai_error *err)
         oai_prompt *q = &req->prompts[p];
         char *text = NULL;
         size_t len = 0;
-        if (q->text ||
-            encore_detokenize(j->srv->engine, q->ids, q->n_ids, 0, &text, &len) != ENCORE_OK)
+        if (q->text && !prompts[p].truncated) continue;
+        free(q->text);
+        q->text = NULL;
+        if (encore_detokenize(j->srv->engine, prompts[p].ids, prompts[p].n_ids, 0, &text, &len) !=
+            ENCORE_OK)
             continue;
         if ((q->text = malloc(len + 1))) {
             memcpy(q->text, text, len);
@@ -1073,7 +1111,7 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
     }
     for (size_t i = 0; i < n_prompts; i++)
         j->n_prompt += prompts[i].n_ids;
-    if (!gen__echo(j, &err) || !gen__submit(j, prompts, &err)) {
+    if (!gen__echo(j, prompts, &err) || !gen__submit(j, prompts, &err)) {
         gen__prompts_free(prompts, n_prompts);
         r = http_reply_error(s, conn, &err);
         gen__release(j);

@@ -575,6 +575,22 @@ static int oai__echo_logprobs(oai_request *r)
     return 1;
 }
 
+/* vLLM's truncate_prompt_tokens: -1, or at least 1 (null: none); the
+ * server checks it against max_model_len and truncates. */
+static int oai__truncate(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__present(obj, "truncate_prompt_tokens", &v)) return 1;
+    int64_t k = 0;
+    if (!oai__int_value(v, "truncate_prompt_tokens", -1, INT64_MAX, &k, err)) return 0;
+    if (k == 0)
+        return oai_error_set(err, 400, "truncate_prompt_tokens",
+                             "'truncate_prompt_tokens' must be at least 1 (the prompt tokens to "
+                             "keep) or -1 (as many as max_model_len leaves), got 0");
+    r->truncate_prompt_tokens = k;
+    return 1;
+}
+
 /* completions' "suffix" (text after the insertion point): refused as vLLM
  * refuses it; null or "" asks for nothing. */
 static int oai__suffix(const cJSON *obj, oai_error *err)
@@ -594,12 +610,13 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
     case OAI_COMPLETION:
         return oai__prompt(obj, r, OAI_MAX_PROMPTS, err) && oai__suffix(obj, err) &&
                oai__bool(obj, "echo", &r->echo, err) && oai__stream(obj, r, err) &&
-               oai__sampling(obj, r, err) && oai__echo_logprobs(r) &&
+               oai__sampling(obj, r, err) && oai__echo_logprobs(r) && oai__truncate(obj, r, err) &&
                oai_structured_parse(obj, &r->structured, err);
     case OAI_CHAT:
         return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err) &&
                tool_request_parse(obj, r, err) && oai__stream(obj, r, err) &&
-               oai__sampling(obj, r, err) && oai_structured_parse(obj, &r->structured, err);
+               oai__sampling(obj, r, err) && oai__truncate(obj, r, err) &&
+               oai_structured_parse(obj, &r->structured, err);
     case OAI_TOKENIZE: {
         const cJSON *v;
         if (oai__present(obj, "messages", &v))

@@ -96,6 +96,8 @@ typedef struct oai_request {
     int logprobs;                  /* completions: logprobs given; chat: logprobs true */
     int top_logprobs;              /* alternatives per token, 0..20 */
     int64_t max_tokens;            /* 0: not given (the rest of max_model_len) */
+    int64_t truncate_prompt_tokens; /* vLLM's: 0 none; k >= 1 keeps each prompt's last k
+                                     * tokens; -1 as many as max_model_len leaves */
     int seed_given;
     /* the engine's parameters; sampling.stop, stop_token_ids and logit_bias
      * point into stop/stop_ids/logit_bias below. max_tokens is filled in by the server. */
