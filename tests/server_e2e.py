@@ -92,7 +92,9 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                result, each done as vLLM does or refused with a 400 naming it: suffix
                (refused; null and "" answered as without); truncate_prompt_tokens k (the
                reply and usage of the prompt's last k ids from /tokenize sent as the
-               prompt; echo, a batch, chat; -1; the 400s)
+               prompt; echo, a batch, chat; -1; the 400s); continuous_usage_stats (every
+               chunk's usage its choice's so far, growing by the tokens the chunk carries,
+               the sum the final usage, whole and streamed alike)
   openai       the official `openai` npm package (tests/openai_client.mjs):
                completions, chat, streaming, n > 1, a batch of prompts, stop
                strings, errors
@@ -1563,6 +1565,7 @@ def check_fields(a):
                 fail(f"suffix {empty!r}: {status} {r}")
         print("ok suffix: 400 naming it; null and \"\" answered as without")
         check_truncate(srv)
+        check_continuous_usage(srv)
 
 
 def tokenize(srv, **body):
@@ -1583,6 +1586,53 @@ def completion_key(r):
     """What two completions must share to be the same answer (ids and times aside)."""
     return [(c["index"], c["text"], c["finish_reason"], c["logprobs"]) for c in r["choices"]], \
         {k: r["usage"][k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+
+
+def check_continuous_usage(srv):
+    """stream_options.continuous_usage_stats with include_usage: every chunk carries its choice's
+    usage so far (its prompt's tokens; completion_tokens growing by the tokens the chunk carries,
+    counted by its logprobs; a chat's role chunk 0), each choice's last equal to what it
+    generated, their sum the final usage (which equals the whole reply's); without include_usage
+    no chunk has a usage."""
+    comp, chat = "/v1/completions", "/v1/chat/completions"
+    prompts = ["The capital of France is", "Once upon a time"]
+    plens = [len(tokenize(srv, prompt=p)) for p in prompts]
+    opts = {"include_usage": True, "continuous_usage_stats": True}
+    for path, body, lens in [
+        (comp, {"prompt": prompts[0], "max_tokens": 9, "logprobs": 0}, plens[:1]),
+        (comp, {"prompt": prompts, "n": 2, "max_tokens": 7, "logprobs": 1}, plens),
+        (chat, {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8, "logprobs": True},
+         [len(tokenize(srv, messages=[{"role": "user", "content": "Hi"}]))]),
+    ]:
+        body = dict(body, temperature=0, ignore_eos=True)
+        status, whole, _ = srv.post(path, body)
+        chunks = curl_stream(srv, path, dict(body, stream=True, stream_options=opts))
+        n = len(whole["choices"])
+        per = n // len(lens)
+        done = [0] * n
+        for c in chunks[:-1]:
+            ch, u = c["choices"][0], c.get("usage")
+            i = ch["index"]
+            lp = ch.get("logprobs") or {}
+            got = len(lp.get("content") or []) if "chat" in path else len(lp.get("tokens", []))
+            if not u or u["prompt_tokens"] != lens[i // per] or \
+                    u["completion_tokens"] != done[i] + got or \
+                    u["total_tokens"] != u["prompt_tokens"] + u["completion_tokens"]:
+                fail(f"{path} continuous usage: chunk {c} after {done[i]} tokens of choice {i} "
+                     f"(prompt {lens[i // per]})")
+            done[i] = u["completion_tokens"]
+        final = chunks[-1]["usage"]
+        if chunks[-1]["choices"] or final != whole["usage"] or sum(done) != final["completion_tokens"] \
+                or done != [body["max_tokens"]] * n:
+            fail(f"{path} continuous usage: per choice {done}, final {final} != whole {whole['usage']}")
+        if n == 1 and chunks[-2]["usage"] != final:
+            fail(f"{path}: the last chunk's usage {chunks[-2]['usage']} != the final {final}")
+        print(f"ok {path} continuous_usage_stats: {len(chunks) - 1} chunks, each choice's usage so "
+              f"far, per choice {done}, sum = the final usage")
+    chunks = curl_stream(srv, comp, {"prompt": prompts[0], "max_tokens": 3, "stream": True,
+                                     "stream_options": {"continuous_usage_stats": True}})
+    if any("usage" in c for c in chunks):
+        fail(f"continuous_usage_stats without include_usage: a chunk has a usage: {chunks}")
 
 
 def check_truncate(srv):

@@ -307,6 +307,19 @@ static void test_request_fields(void)
     CHECK(parse("{\"prompt\":\"x\",\"truncate_prompt_tokens\":null}", OAI_COMPLETION, &r, &err));
     CHECK(r.truncate_prompt_tokens == 0);
     oai_request_free(&r);
+    /* stream_options.continuous_usage_stats: only with include_usage, as in vLLM */
+    CHECK(parse("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{\"include_usage\":true,"
+                "\"continuous_usage_stats\":true}}",
+                OAI_COMPLETION, &r, &err));
+    CHECK(r.include_usage && r.continuous_usage);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{"
+                "\"continuous_usage_stats\":true}}",
+                OAI_COMPLETION, &r, &err));
+    CHECK(!r.include_usage && !r.continuous_usage);
+    oai_request_free(&r);
+    refused("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{\"continuous_usage_stats\":1}}",
+            OAI_COMPLETION, "stream_options.continuous_usage_stats", "boolean");
     refused("{\"prompt\":\"x\",\"truncate_prompt_tokens\":0}", OAI_COMPLETION,
             "truncate_prompt_tokens", "at least 1");
     refused("{\"prompt\":\"x\",\"truncate_prompt_tokens\":-2}", OAI_COMPLETION,
@@ -613,6 +626,19 @@ static void test_responses(void)
     o = parsed(oai_response_chunk(&h, 0, &fin));
     CHECK(cJSON_IsNull(cJSON_GetObjectItem(o, "usage")));
     cJSON_Delete(o);
+    /* continuous_usage_stats: the choice's usage so far in its place */
+    oai_usage so_far = {.prompt_tokens = 4, .completion_tokens = 3};
+    fin.usage = &so_far;
+    o = parsed(oai_response_chunk(&h, 0, &fin));
+    const cJSON *cu = cJSON_GetObjectItem(o, "usage");
+    CHECK(num(cu, "prompt_tokens") == 4 && num(cu, "completion_tokens") == 3 &&
+          num(cu, "total_tokens") == 7);
+    cJSON_Delete(o);
+    oai_tool_call call = {0, "call_1", "f", "{}"};
+    o = parsed(oai_response_tool_call_chunk(&h, 0, &call, 1, &so_far));
+    CHECK(num(cJSON_GetObjectItem(o, "usage"), "total_tokens") == 7);
+    cJSON_Delete(o);
+    fin.usage = NULL;
     o = parsed(oai_response_usage_chunk(&h, &u));
     CHECK(num(cJSON_GetObjectItem(o, "usage"), "total_tokens") == 10);
     cJSON_Delete(o);

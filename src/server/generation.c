@@ -90,6 +90,7 @@ typedef struct gen_choice {
     char *stop_reason;
     int32_t stop_token_id; /* the stop id that ended it, else -1 (stop_reason when no string) */
     size_t n_output, n_cached;
+    size_t n_prompt; /* its prompt's tokens */
 } gen_choice;
 
 typedef struct gen_job {
@@ -675,18 +676,20 @@ static void gen__sse_error(gen_job *j)
 /* The calls choice c made since the last chunk: for each, one chunk with its
  * index, id, type and name (arguments ""), then one with its arguments (a
  * call is parsed whole before it is sent, so that one that does not parse
- * can still go out as content). */
-static void gen__sse_tool_calls(gen_job *j, gen_choice *c)
+ * can still go out as content); u: the chunks' usage, or NULL. */
+static void gen__sse_tool_calls(gen_job *j, gen_choice *c, const oai_usage *u)
 {
     for (; c->n_calls_sent < c->tools.n_calls; c->n_calls_sent++) {
         const tool_call *t = &c->tools.calls[c->n_calls_sent];
         oai_tool_call call = {(int)c->n_calls_sent, t->id, t->name, t->arguments};
-        gen__sse(j, oai_response_tool_call_chunk(&j->head, c->index, &call, 0));
-        gen__sse(j, oai_response_tool_call_chunk(&j->head, c->index, &call, 1));
+        gen__sse(j, oai_response_tool_call_chunk(&j->head, c->index, &call, 0, u));
+        gen__sse(j, oai_response_tool_call_chunk(&j->head, c->index, &call, 1, u));
     }
 }
 
-/* The chunk for what one event added to choice c. */
+/* The chunk for what one event added to choice c; with
+ * continuous_usage_stats each carries the choice's usage so far (the role
+ * chunk's with no completion tokens, as vLLM's). */
 static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
 {
     char *content = NULL, *reasoning = NULL;
@@ -695,11 +698,15 @@ static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
         return;
     }
     int chat = j->req.kind == OAI_CHAT;
+    oai_usage usage = {.prompt_tokens = (int64_t)c->n_prompt,
+                       .cached_tokens = (int64_t)ev->n_cached};
+    const oai_usage *u = j->req.continuous_usage ? &usage : NULL;
     if (chat && !c->role_sent) {
         c->role_sent = 1;
-        oai_choice role = {.text = "", .role = 1};
+        oai_choice role = {.text = "", .role = 1, .usage = u};
         gen__sse(j, oai_response_chunk(&j->head, c->index, &role));
     }
+    usage.completion_tokens = (int64_t)ev->n_output;
     /* the new text: from where the last chunk stopped */
     if (chat) {
         if (c->n_content > c->n_content_sent) content = c->content + c->n_content_sent;
@@ -718,11 +725,12 @@ static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
         .text = content ? content : (chat ? NULL : ""),
         .reasoning = reasoning,
         .lp = has_lp ? &lp : NULL,
+        .usage = u,
     };
     if (new_calls) { /* the text first, then the calls, then the finish */
         if (content || reasoning || has_lp) gen__sse(j, oai_response_chunk(&j->head, c->index, &ch));
-        gen__sse_tool_calls(j, c);
-        ch = (oai_choice){0};
+        gen__sse_tool_calls(j, c, u);
+        ch = (oai_choice){.usage = u};
     }
     if (!new_calls || ev->finished) {
         ch.finish_reason = ev->finished ? c->finish_reason : NULL;
@@ -1111,6 +1119,8 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
     }
     for (size_t i = 0; i < n_prompts; i++)
         j->n_prompt += prompts[i].n_ids;
+    for (int i = 0; i < n_choices; i++)
+        j->choices[i].n_prompt = prompts[i / j->req.n].n_ids;
     if (!gen__echo(j, prompts, &err) || !gen__submit(j, prompts, &err)) {
         gen__prompts_free(prompts, n_prompts);
         r = http_reply_error(s, conn, &err);

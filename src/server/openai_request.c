@@ -546,7 +546,12 @@ static int oai__stream(const cJSON *obj, oai_request *r, oai_error *err)
     if (oai__present(obj, "stream_options", &v) && !r->stream)
         return oai_error_set(err, 400, "stream_options",
                              "'stream_options' is only allowed with 'stream': true");
-    return oai__member_bool(obj, "stream_options", "include_usage", &r->include_usage, err);
+    int continuous = 0;
+    if (!oai__member_bool(obj, "stream_options", "include_usage", &r->include_usage, err) ||
+        !oai__member_bool(obj, "stream_options", "continuous_usage_stats", &continuous, err))
+        return 0;
+    r->continuous_usage = r->include_usage && continuous; /* vLLM's: only with include_usage */
+    return 1;
 }
 
 /* chat_template_kwargs.enable_thinking, and vLLM's add_generation_prompt

@@ -91,6 +91,8 @@ typedef struct oai_request {
     /* output */
     int stream;
     int include_usage;             /* stream_options.include_usage */
+    int continuous_usage;          /* and stream_options.continuous_usage_stats (vLLM's): every
+                                    * chunk carries its choice's usage so far */
     int n;                         /* choices per prompt, 1..OAI_MAX_N */
     int echo;                      /* completions: the prompt before the text */
     int logprobs;                  /* completions: logprobs given; chat: logprobs true */

@@ -11,7 +11,7 @@
  *                  "finish_reason","stop_reason"}],"usage"}
  *   chat chunk    {"object":"chat.completion.chunk",...,"choices":[{"index",
  *                  "delta":{"role"?,"content"?,"reasoning_content"?,"tool_calls"?},"logprobs",
- *                  "finish_reason"}],"usage"?:null}
+ *                  "finish_reason"}],"usage"?:null or the choice's so far}
  *   logprobs      completions: {"tokens","token_logprobs","top_logprobs":[{text: lp}],
  *                  "text_offset"} (offsets in characters, as Python's len counts them)
  *                 chat: {"content":[{"token","logprob","bytes",
@@ -344,7 +344,9 @@ char *oai_response_chunk(const oai_head *h, int index, const oai_choice *c)
     json_out_begin_array(&w);
     oai__choice(&w, h->kind, index, c, 1);
     json_out_end_array(&w);
-    if (h->usage_null) {
+    if (c->usage) {
+        oai__usage(&w, c->usage);
+    } else if (h->usage_null) {
         json_out_key(&w, "usage");
         json_out_null(&w);
     }
@@ -352,11 +354,12 @@ char *oai_response_chunk(const oai_head *h, int index, const oai_choice *c)
     return json_out_finish(&w);
 }
 
-char *oai_response_tool_call_chunk(const oai_head *h, int index, const oai_tool_call *call, int part)
+char *oai_response_tool_call_chunk(const oai_head *h, int index, const oai_tool_call *call,
+                                   int part, const oai_usage *u)
 {
     oai_tool_call t = {call->index, call->id, call->name, ""};
     if (part) t = (oai_tool_call){call->index, NULL, NULL, call->arguments};
-    oai_choice c = {.tool_calls = &t, .n_tool_calls = 1};
+    oai_choice c = {.tool_calls = &t, .n_tool_calls = 1, .usage = u};
     return oai_response_chunk(h, index, &c);
 }
 
