@@ -94,7 +94,8 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                reply and usage of the prompt's last k ids from /tokenize sent as the
                prompt; echo, a batch, chat; -1; the 400s); continuous_usage_stats (every
                chunk's usage its choice's so far, growing by the tokens the chunk carries,
-               the sum the final usage, whole and streamed alike)
+               the sum the final usage, whole and streamed alike); echo with max_tokens 0
+               (the prompt's text, with logprobs those of max_tokens 1 before its token)
   openai       the official `openai` npm package (tests/openai_client.mjs):
                completions, chat, streaming, n > 1, a batch of prompts, stop
                strings, errors
@@ -1566,6 +1567,7 @@ def check_fields(a):
         print("ok suffix: 400 naming it; null and \"\" answered as without")
         check_truncate(srv)
         check_continuous_usage(srv)
+        check_echo_only(srv)
 
 
 def tokenize(srv, **body):
@@ -1633,6 +1635,62 @@ def check_continuous_usage(srv):
                                      "stream_options": {"continuous_usage_stats": True}})
     if any("usage" in c for c in chunks):
         fail(f"continuous_usage_stats without include_usage: a chunk has a usage: {chunks}")
+
+
+def check_echo_only(srv):
+    """echo with max_tokens 0: the prompt is the text (token ids: their text), nothing generated,
+    "length", completion_tokens 0; with logprobs the prompt's entries, equal to those echo with
+    max_tokens 1 gives before its one token; streamed the same; a batch with n 2; max_tokens 0
+    without echo: 400 naming it."""
+    comp = "/v1/completions"
+    text = "The capital of France is"
+    ids = tokenize(srv, prompt=text)
+    other = tokenize(srv, prompt="Once upon a time")
+    for prompt, want in ((text, [text]), (other, [detokenize(srv, other)]),
+                         ([text, other], [text, detokenize(srv, other)])):
+        for lp in (None, 2):
+            body = {"prompt": prompt, "max_tokens": 0, "echo": True, "n": 2, "temperature": 1.0}
+            if lp is not None:
+                body["logprobs"] = lp
+            status, r, _ = srv.post(comp, body)
+            texts = [c["text"] for c in r.get("choices", [])]
+            if status != 200 or texts != [t for t in want for _ in range(2)] or \
+                    any(c["finish_reason"] != "length" for c in r["choices"]) or \
+                    r["usage"]["completion_tokens"] != 0 or \
+                    r["usage"]["prompt_tokens"] != sum(len(tokenize(srv, prompt=t)) for t in want):
+                fail(f"echo with max_tokens 0 ({str(prompt)[:40]}, logprobs {lp}): {status} {r}")
+            if lp is None and any(c["logprobs"] is not None for c in r["choices"]):
+                fail(f"echo with max_tokens 0 without logprobs: {r}")
+            if lp is not None:
+                one = dict(body, max_tokens=1, temperature=0)
+                _, ref, _ = srv.post(comp, one)
+                for c, rc in zip(r["choices"], ref["choices"]):
+                    n = len(c["logprobs"]["tokens"])
+                    cut = {k: v[:n] for k, v in rc["logprobs"].items()}
+                    if c["logprobs"] != cut or n != len(rc["logprobs"]["tokens"]) - 1:
+                        fail(f"echo max_tokens 0 logprobs {c['logprobs']} != those of max_tokens 1 "
+                             f"before its token {rc['logprobs']}")
+            streamed = [{"text": "", "tokens": [], "token_logprobs": [], "top_logprobs": [],
+                         "text_offset": [], "finish": []} for _ in r["choices"]]
+            for c in curl_stream(srv, comp, dict(body, stream=True)):
+                for ch in c["choices"]:
+                    s = streamed[ch["index"]]
+                    s["text"] += ch["text"]
+                    for key in ("tokens", "token_logprobs", "top_logprobs", "text_offset"):
+                        s[key] += (ch["logprobs"] or {}).get(key, [])
+                    if ch["finish_reason"]:
+                        s["finish"].append(ch["finish_reason"])
+            want_s = [dict(c["logprobs"] or {"tokens": [], "token_logprobs": [], "top_logprobs": [],
+                                             "text_offset": []}, text=c["text"], finish=["length"])
+                      for c in r["choices"]]
+            if streamed != want_s:
+                fail(f"echo with max_tokens 0 streamed {streamed} != whole {want_s}")
+    print("ok echo with max_tokens 0: the prompt's text (ids: their text), length, no completion "
+          "tokens; with logprobs the prompt's, equal to max_tokens 1's before its token; streamed "
+          "the same; batch, n 2")
+    expect_param(srv, comp, {"prompt": text, "max_tokens": 0}, "max_tokens", "echo")
+    expect_param(srv, "/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                                               "max_tokens": 0}, "max_tokens", "at least 1")
 
 
 def check_truncate(srv):

@@ -307,6 +307,24 @@ static void test_request_fields(void)
     CHECK(parse("{\"prompt\":\"x\",\"truncate_prompt_tokens\":null}", OAI_COMPLETION, &r, &err));
     CHECK(r.truncate_prompt_tokens == 0);
     oai_request_free(&r);
+    /* max_tokens 0: with echo (completions) the prompt alone; else refused */
+    CHECK(parse("{\"prompt\":\"x\",\"echo\":true,\"max_tokens\":0}", OAI_COMPLETION, &r, &err));
+    CHECK(r.prompt_only && r.max_tokens == 0);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"echo\":true,\"max_tokens\":1}", OAI_COMPLETION, &r, &err));
+    CHECK(!r.prompt_only && r.max_tokens == 1);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"echo\":true}", OAI_COMPLETION, &r, &err));
+    CHECK(!r.prompt_only && r.max_tokens == 0);
+    oai_request_free(&r);
+    refused("{\"prompt\":\"x\",\"max_tokens\":0}", OAI_COMPLETION, "max_tokens",
+            "0 only with 'echo': true");
+    refused("{\"prompt\":\"x\",\"echo\":false,\"max_tokens\":0}", OAI_COMPLETION, "max_tokens",
+            "at least 1");
+    refused("{\"prompt\":\"x\",\"echo\":true,\"max_tokens\":0,\"min_tokens\":1}", OAI_COMPLETION,
+            "min_tokens", "exceed");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":0}", OAI_CHAT,
+            "max_tokens", "at least 1");
     /* stream_options.continuous_usage_stats: only with include_usage, as in vLLM */
     CHECK(parse("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{\"include_usage\":true,"
                 "\"continuous_usage_stats\":true}}",

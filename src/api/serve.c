@@ -300,8 +300,11 @@ static bool serve__copy_logprobs(api_logprobs_buf *b, const engine_token_logprob
 
 /* The log-probabilities of r's ids [from, from + n) when it asked for them
  * (NULL otherwise, or if memory for them ran out: logged); with its
- * prompt's, in its first call, when it asked for those. */
-static void serve__logprobs(encore_engine *e, const api_request *r, int64_t from, size_t n, encore_output *o)
+ * prompt's, in its first call, when it asked for those: the call with its
+ * first ids, or for a max_tokens 0 request, the one that finishes it with
+ * "length" (the prompt scored). */
+static void serve__logprobs(encore_engine *e, const api_request *r, int64_t from, size_t n,
+                            const char *finish_reason, encore_output *o)
 {
     const engine_token_logprob *lp;
     int64_t n_lp;
@@ -313,9 +316,11 @@ static void serve__logprobs(encore_engine *e, const api_request *r, int64_t from
         o->top = n_top ? e->lp.top : NULL;
         o->n_top = n_top;
     }
-    if (!r->params.prompt_logprobs || from != 0 || !n) return;
+    bool scored = r->params.max_tokens == 0 && finish_reason && !strcmp(finish_reason, "length");
+    if (!r->params.prompt_logprobs || from != 0 || (!n && !scored)) return;
     if (engine_request_prompt_logprobs(e->eng, r->engine_id, &lp, &n_lp) == ENC_OK && n_lp &&
         serve__copy_logprobs(&e->prompt_lp, lp, (size_t)n_lp, n_top, r->id)) {
+        o->n_top = n_top;
         o->prompt_ids = e->prompt_lp.ids;
         o->prompt_logprobs = e->prompt_lp.lp;
         o->prompt_top = n_top ? e->prompt_lp.top : NULL;
@@ -339,7 +344,7 @@ static void serve__call(encore_engine *e, api_request *r, const int32_t *ids, si
         .n_cached_prompt_tokens = (size_t)engine_request_cached_tokens(e->eng, r->engine_id),
         .n_output_tokens = (size_t)r->n_seen,
     };
-    serve__logprobs(e, r, r->n_seen - (int64_t)n, n, &o);
+    serve__logprobs(e, r, r->n_seen - (int64_t)n, n, finish_reason, &o);
     o.text = text_out_take(&r->text, &o.text_len);
     e->n_output_tokens += (int64_t)n;
     e->n_finished += finish_reason != NULL;

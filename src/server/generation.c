@@ -248,21 +248,24 @@ static void *gen__cat(const void *a, size_t na, const void *b, size_t nb, size_t
 }
 
 /* A copy of the output; NULL when out of memory. The prompt's logprobs (an
- * echo's, in the first output) come first, as tokens before the new ones. */
+ * echo's, in the first output with ids, or alone in the last of a max_tokens
+ * 0 request) come first, as tokens before the new ones; dropped when the new
+ * ones' logprobs are missing (out of memory in the engine thread). */
 static gen_event *gen__event_new(const encore_output *o)
 {
     gen_event *ev = calloc(1, sizeof *ev);
     if (!ev) return NULL;
-    size_t np = o->logprobs ? o->n_prompt_logprobs : 0, n = np + o->n_ids;
+    size_t np = o->prompt_logprobs && (o->logprobs || !o->n_ids) ? o->n_prompt_logprobs : 0;
+    size_t ng = o->logprobs ? o->n_ids : 0, n = np + o->n_ids;
+    int has_lp = o->logprobs || np;
     ev->n_ids = n;
     ev->ids = gen__cat(o->prompt_ids, np, o->ids, o->n_ids, sizeof *o->ids);
     ev->logprobs =
-        o->logprobs ? gen__cat(o->prompt_logprobs, np, o->logprobs, o->n_ids, sizeof *o->logprobs)
-                    : NULL;
-    ev->n_top = o->top && o->logprobs ? o->n_top : 0;
+        has_lp ? gen__cat(o->prompt_logprobs, np, o->logprobs, ng, sizeof *o->logprobs) : NULL;
+    ev->n_top = (o->top || o->prompt_top) && has_lp ? o->n_top : 0;
     size_t row = (size_t)ev->n_top;
-    ev->top = ev->n_top ? gen__cat(o->prompt_top, np * row, o->top, o->n_ids * row, sizeof *o->top)
-                        : NULL;
+    ev->top =
+        ev->n_top ? gen__cat(o->prompt_top, np * row, o->top, ng * row, sizeof *o->top) : NULL;
     ev->text = malloc(o->text_len + 1);
     ev->finished = o->finished;
     snprintf(ev->finish_reason, sizeof ev->finish_reason, "%s",
@@ -272,7 +275,7 @@ static gen_event *gen__event_new(const encore_output *o)
     ev->n_prompt = o->n_prompt_tokens;
     ev->n_cached = o->n_cached_prompt_tokens;
     ev->n_output = o->n_output_tokens;
-    if (!ev->text || (n && !ev->ids) || (o->logprobs && n && !ev->logprobs) ||
+    if (!ev->text || (n && !ev->ids) || (has_lp && n && !ev->logprobs) ||
         (ev->n_top && n && !ev->top) || (o->stop_string && !ev->stop_string)) {
         gen__event_free(ev);
         return NULL;
@@ -882,7 +885,7 @@ static int gen__truncation(const http_server *s, const oai_request *req, int64_t
     int64_t k = req->truncate_prompt_tokens, room = s->max_model_len - req->max_tokens;
     *keep = 0;
     if (k == -1) {
-        *keep = req->max_tokens ? room : room - 1;
+        *keep = req->max_tokens || req->prompt_only ? room : room - 1;
         if (*keep < 1) *keep = 0;
     } else if (k > room) {
         return oai_error_set(err, 400, "truncate_prompt_tokens",
@@ -960,15 +963,17 @@ static int gen__check_prompt(const http_server *s, const oai_request *req, size_
                                  "%sprompt token %zu is %d, outside the vocabulary [0, %lld)", item,
                                  k, p->ids[k], (long long)s->vocab_size);
     p->max_tokens = req->max_tokens;
-    if (req->max_tokens == 0) {
-        if (room < 1)
+    if (req->max_tokens == 0) { /* the rest of max_model_len; echo alone (prompt_only): none */
+        int need = !req->prompt_only;
+        if (room < need)
             return oai_error_set(err, 400, param,
                                  "%sThis model's maximum context length is %lld tokens. However, "
-                                 "your prompt has %zu tokens, which leaves no room for any "
-                                 "completion. Please reduce the length of the prompt.",
-                                 item, (long long)s->max_model_len, p->n_ids);
+                                 "your prompt has %zu tokens%s. Please reduce the length of the "
+                                 "prompt.",
+                                 item, (long long)s->max_model_len, p->n_ids,
+                                 need ? ", which leaves no room for any completion" : "");
         int64_t cap = s->cfg.max_tokens_default;
-        p->max_tokens = cap > 0 && cap < room ? cap : room;
+        if (need) p->max_tokens = cap > 0 && cap < room ? cap : room;
     } else if (req->max_tokens > room) {
         return oai_error_set(err, 400, param,
                              "%sThis model's maximum context length is %lld tokens. However, you "
@@ -1036,6 +1041,31 @@ static int gen__echo(gen_job *j, const gen_prompt *prompts, oai_error *err)
         if (!t) t = "";
         if (!gen__append(&j->choices[i].text, &j->choices[i].n_text, t, strlen(t)))
             return oai_error_set(err, 500, NULL, "out of memory");
+    }
+    return 1;
+}
+
+/* echo with max_tokens 0 and no logprobs: each choice's reply is its
+ * prompt (gen__echo), nothing for the engine to do; its one event, finished
+ * with "length" and no tokens, is made here. */
+static int gen__prompt_only(gen_job *j, oai_error *err)
+{
+    for (int i = 0; i < j->n; i++) {
+        gen_choice *c = &j->choices[i];
+        gen_event *ev = calloc(1, sizeof *ev);
+        if (ev) ev->text = calloc(1, 1);
+        if (!ev || !ev->text) {
+            gen__event_free(ev);
+            return oai_error_set(err, 500, NULL, "out of memory");
+        }
+        ev->finished = 1;
+        snprintf(ev->finish_reason, sizeof ev->finish_reason, "length");
+        ev->stop_token_id = -1;
+        ev->n_prompt = c->n_prompt;
+        pthread_mutex_lock(&j->mu);
+        c->head = c->tail = ev;
+        c->finished = 1;
+        pthread_mutex_unlock(&j->mu);
     }
     return 1;
 }
@@ -1121,7 +1151,9 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
         j->n_prompt += prompts[i].n_ids;
     for (int i = 0; i < n_choices; i++)
         j->choices[i].n_prompt = prompts[i / j->req.n].n_ids;
-    if (!gen__echo(j, prompts, &err) || !gen__submit(j, prompts, &err)) {
+    int engine_free = j->req.prompt_only && !j->req.logprobs; /* echo alone */
+    if (!gen__echo(j, prompts, &err) ||
+        !(engine_free ? gen__prompt_only(j, &err) : gen__submit(j, prompts, &err))) {
         gen__prompts_free(prompts, n_prompts);
         r = http_reply_error(s, conn, &err);
         gen__release(j);

@@ -417,8 +417,11 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         const char *name = oai__present(obj, "max_completion_tokens", &v) && r->kind == OAI_CHAT
                                ? "max_completion_tokens"
                                : "max_tokens";
-        if (r->max_tokens < 1)
-            return oai_error_set(err, 400, name, "'%s' must be at least 1, got %lld", name,
+        /* echo with max_tokens 0: the prompt alone, as vLLM answers it */
+        r->prompt_only = r->max_tokens == 0 && r->kind == OAI_COMPLETION && r->echo;
+        if (r->max_tokens < 1 && !r->prompt_only)
+            return oai_error_set(err, 400, name, "'%s' must be at least 1%s, got %lld", name,
+                                 r->kind == OAI_COMPLETION ? " (0 only with 'echo': true)" : "",
                                  (long long)r->max_tokens);
         if (r->max_tokens > ((int64_t)1 << 30))
             return oai_error_set(err, 400, name, "'%s' is too large: %lld", name,
@@ -444,7 +447,7 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         return oai_error_set(err, 400, "repetition_penalty",
                              "'repetition_penalty' must be greater than 0, got %g",
                              s->repetition_penalty);
-    if (r->max_tokens && s->min_tokens > r->max_tokens)
+    if ((r->max_tokens || r->prompt_only) && s->min_tokens > r->max_tokens)
         return oai_error_set(err, 400, "min_tokens",
                              "'min_tokens' (%lld) must not exceed max_tokens (%lld)",
                              (long long)s->min_tokens, (long long)r->max_tokens);

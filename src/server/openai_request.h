@@ -97,7 +97,9 @@ typedef struct oai_request {
     int echo;                      /* completions: the prompt before the text */
     int logprobs;                  /* completions: logprobs given; chat: logprobs true */
     int top_logprobs;              /* alternatives per token, 0..20 */
-    int64_t max_tokens;            /* 0: not given (the rest of max_model_len) */
+    int64_t max_tokens;            /* 0: not given (the rest of max_model_len), or prompt_only */
+    int prompt_only;               /* completions: echo with max_tokens 0 given: the prompt is
+                                    * the reply, nothing generated */
     int64_t truncate_prompt_tokens; /* vLLM's: 0 none; k >= 1 keeps each prompt's last k
                                      * tokens; -1 as many as max_model_len leaves */
     int seed_given;
