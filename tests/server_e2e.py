@@ -95,7 +95,9 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                prompt; echo, a batch, chat; -1; the 400s); continuous_usage_stats (every
                chunk's usage its choice's so far, growing by the tokens the chunk carries,
                the sum the final usage, whole and streamed alike); echo with max_tokens 0
-               (the prompt's text, with logprobs those of max_tokens 1 before its token)
+               (the prompt's text, with logprobs those of max_tokens 1 before its token);
+               return_tokens_as_token_ids ("token_id:N", the echoed N /tokenize's ids,
+               each N's /detokenize the token given without it)
   openai       the official `openai` npm package (tests/openai_client.mjs):
                completions, chat, streaming, n > 1, a batch of prompts, stop
                strings, errors
@@ -1568,6 +1570,7 @@ def check_fields(a):
         check_truncate(srv)
         check_continuous_usage(srv)
         check_echo_only(srv)
+        check_token_ids(srv)
 
 
 def tokenize(srv, **body):
@@ -1691,6 +1694,61 @@ def check_echo_only(srv):
     expect_param(srv, comp, {"prompt": text, "max_tokens": 0}, "max_tokens", "echo")
     expect_param(srv, "/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
                                                "max_tokens": 0}, "max_tokens", "at least 1")
+
+
+def token_id(name):
+    m = re.fullmatch(r"token_id:(\d+)", name)
+    if not m:
+        fail(f"{name!r} is not \"token_id:N\"")
+    return int(m.group(1))
+
+
+def check_token_ids(srv):
+    """return_tokens_as_token_ids: every token and top_logprobs key "token_id:N"; an echoed
+    prompt's N are its /tokenize ids; each N's /detokenize text is the token the same request
+    gives without it, with the same logprobs, offsets and text; chat: token "token_id:N", the
+    chosen token's bytes its text's, an alternative's those of its name (vLLM's); streamed the
+    same."""
+    comp, chat = "/v1/completions", "/v1/chat/completions"
+    text = "The capital of France is"
+    ids = tokenize(srv, prompt=text)
+    body = {"prompt": text, "max_tokens": 6, "temperature": 0, "logprobs": 3, "echo": True}
+    status, plain, _ = srv.post(comp, body)
+    status2, named, _ = srv.post(comp, dict(body, return_tokens_as_token_ids=True))
+    lp, lq = named["choices"][0]["logprobs"], plain["choices"][0]["logprobs"]
+    got = [token_id(t) for t in lp["tokens"]]
+    if status != 200 or status2 != 200 or got[:len(ids)] != ids:
+        fail(f"return_tokens_as_token_ids: echoed ids {got[:len(ids)]} != /tokenize's {ids}")
+    if [detokenize(srv, [n]) for n in got] != lq["tokens"] or lp["token_logprobs"] != lq["token_logprobs"] \
+            or lp["text_offset"] != lq["text_offset"] or named["choices"][0]["text"] != plain["choices"][0]["text"]:
+        fail(f"return_tokens_as_token_ids: {lp} does not name the tokens of {lq}")
+    for alts, ref in zip(lp["top_logprobs"][1:], lq["top_logprobs"][1:]):
+        texts = {}
+        for name, v in alts.items():  # alternatives that decode alike are one key without ids
+            t = detokenize(srv, [token_id(name)])
+            texts[t] = max(texts.get(t, v), v)
+        if texts != ref or len(alts) != 3:
+            fail(f"return_tokens_as_token_ids: alternatives {alts} do not name {ref}")
+    streamed = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+    for c in curl_stream(srv, comp, dict(body, return_tokens_as_token_ids=True, stream=True)):
+        for key in streamed:
+            streamed[key] += (c["choices"][0]["logprobs"] or {}).get(key, [])
+    if streamed != lp:
+        fail(f"return_tokens_as_token_ids streamed {streamed} != whole {lp}")
+    msgs = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 6, "temperature": 0,
+            "logprobs": True, "top_logprobs": 2}
+    _, cplain, _ = srv.post(chat, msgs)
+    status, cnamed, _ = srv.post(chat, dict(msgs, return_tokens_as_token_ids=True))
+    for e, ref in zip(cnamed["choices"][0]["logprobs"]["content"], cplain["choices"][0]["logprobs"]["content"]):
+        if detokenize(srv, [token_id(e["token"])]) != ref["token"] or e["bytes"] != ref["bytes"] or \
+                e["logprob"] != ref["logprob"] or len(e["top_logprobs"]) != 2:
+            fail(f"chat return_tokens_as_token_ids: {e} does not name {ref}")
+        for alt, aref in zip(e["top_logprobs"], ref["top_logprobs"]):
+            if detokenize(srv, [token_id(alt["token"])]) != aref["token"] or \
+                    alt["bytes"] != list(alt["token"].encode()) or alt["logprob"] != aref["logprob"]:
+                fail(f"chat return_tokens_as_token_ids: alternative {alt} does not name {aref}")
+    print(f"ok return_tokens_as_token_ids: the echoed prompt's names are /tokenize's ids {ids}, every "
+          "token and alternative names its own text (completions, chat, streamed)")
 
 
 def check_truncate(srv):

@@ -325,6 +325,18 @@ static void test_request_fields(void)
             "min_tokens", "exceed");
     refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":0}", OAI_CHAT,
             "max_tokens", "at least 1");
+    /* return_tokens_as_token_ids: a boolean, completions and chat */
+    CHECK(
+        parse("{\"prompt\":\"x\",\"return_tokens_as_token_ids\":true}", OAI_COMPLETION, &r, &err));
+    CHECK(r.tokens_as_ids);
+    oai_request_free(&r);
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                "\"return_tokens_as_token_ids\":true}",
+                OAI_CHAT, &r, &err));
+    CHECK(r.tokens_as_ids);
+    oai_request_free(&r);
+    refused("{\"prompt\":\"x\",\"return_tokens_as_token_ids\":1}", OAI_COMPLETION,
+            "return_tokens_as_token_ids", "boolean");
     /* stream_options.continuous_usage_stats: only with include_usage, as in vLLM */
     CHECK(parse("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{\"include_usage\":true,"
                 "\"continuous_usage_stats\":true}}",
@@ -566,6 +578,38 @@ static void test_responses(void)
     CHECK(cJSON_GetArraySize(cJSON_GetArrayItem(t1, 1)) == 1 &&
           num(cJSON_GetArrayItem(t1, 1), "\xEF\xBF\xBD") == -1.25);
     cJSON_Delete(o);
+
+    /* return_tokens_as_token_ids: "token_id:<id>" for tokens and keys (two ids that decode
+     * alike are two keys), text_offset still in the text's characters; chat: the token's name,
+     * the chosen token's own bytes, an alternative's the bytes of its name (as vLLM) */
+    lp3.n_top = 3;
+    lp3.as_ids = 1;
+    lp3.text_offset = 3;
+    o = parsed(oai_response_body(&h, &c3, 1, &u));
+    l = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "logprobs");
+    CHECK(!strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tokens"), 0)->valuestring,
+                  "token_id:5"));
+    CHECK(!strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tokens"), 1)->valuestring,
+                  "token_id:99"));
+    t1 = cJSON_GetArrayItem(cJSON_GetObjectItem(l, "top_logprobs"), 0);
+    CHECK(cJSON_GetArraySize(t1) == 3 && num(t1, "token_id:99") == -1.0 &&
+          num(t1, "token_id:98") == -1.5 && num(t1, "token_id:7") == -2.0);
+    CHECK(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "text_offset"), 1)->valuedouble == 5);
+    cJSON_Delete(o);
+    h.kind = OAI_CHAT;
+    o = parsed(oai_response_body(&h, &c3, 1, &u));
+    l = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "logprobs");
+    const cJSON *entry = cJSON_GetArrayItem(cJSON_GetObjectItem(l, "content"), 1);
+    const cJSON *bytes = cJSON_GetObjectItem(entry, "bytes");
+    CHECK(!strcmp(str(entry, "token"), "token_id:99") && cJSON_GetArraySize(bytes) == 1 &&
+          cJSON_GetArrayItem(bytes, 0)->valuedouble == 0xe4);
+    const cJSON *alt = cJSON_GetArrayItem(cJSON_GetObjectItem(entry, "top_logprobs"), 1);
+    bytes = cJSON_GetObjectItem(alt, "bytes");
+    CHECK(!strcmp(str(alt, "token"), "token_id:98") && cJSON_GetArraySize(bytes) == 11 &&
+          cJSON_GetArrayItem(bytes, 0)->valuedouble == 't' &&
+          cJSON_GetArrayItem(bytes, 10)->valuedouble == '8');
+    cJSON_Delete(o);
+    h.kind = OAI_COMPLETION;
 
     /* text_offset counts characters (Python's len), not bytes: U+C70C is one, and so is the
      * U+FFFD that stands for half a character */

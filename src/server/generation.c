@@ -567,6 +567,7 @@ static char *gen__body(gen_job *j)
                                 .n = c->n_ids,
                                 .n_top = j->req.top_logprobs,
                                 .text_offset = 0,
+                                .as_ids = j->req.tokens_as_ids,
                                 .token_text = gen__token_text,
                                 .user = j->srv};
         choices[i] = (oai_choice){
@@ -717,9 +718,14 @@ static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
     } else if (c->n_text > c->n_text_sent) {
         content = c->text + c->n_text_sent;
     }
-    oai_logprobs lp = {.ids = ev->ids, .logprobs = ev->logprobs, .top = ev->top, .n = ev->n_ids,
+    oai_logprobs lp = {.ids = ev->ids,
+                       .logprobs = ev->logprobs,
+                       .top = ev->top,
+                       .n = ev->n_ids,
                        .n_top = ev->n_top < j->req.top_logprobs ? ev->n_top : j->req.top_logprobs,
-                       .text_offset = c->text_offset, .token_text = gen__token_text,
+                       .text_offset = c->text_offset,
+                       .as_ids = j->req.tokens_as_ids,
+                       .token_text = gen__token_text,
                        .user = j->srv};
     int has_lp = j->req.logprobs && ev->logprobs && ev->n_ids;
     int new_calls = c->tools.n_calls > c->n_calls_sent;

@@ -473,7 +473,7 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
     }
     s->logprobs = r->logprobs;
     s->top_logprobs = r->top_logprobs;
-    return 1;
+    return oai__bool(obj, "return_tokens_as_token_ids", &r->tokens_as_ids, err);
 }
 
 /* 1 when text[0..n) is an integer written as JSON writes one: -?[0-9]+ */

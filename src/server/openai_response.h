@@ -39,6 +39,10 @@ typedef struct oai_logprobs {
     int n_top;
     size_t text_offset;        /* completions: where the first token's text starts, in
                                 * characters (code points) of the choice's text */
+    int as_ids;                /* return_tokens_as_token_ids: tokens (completions: "tokens"
+                                * and the keys of "top_logprobs"; chat: "token", and an
+                                * alternative's "bytes" too, as vLLM writes them) are
+                                * "token_id:<id>"; text_offset still counts the text */
     oai_token_text_fn token_text;
     void *user;
 } oai_logprobs;
