@@ -97,7 +97,9 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                the sum the final usage, whole and streamed alike); echo with max_tokens 0
                (the prompt's text, with logprobs those of max_tokens 1 before its token);
                return_tokens_as_token_ids ("token_id:N", the echoed N /tokenize's ids,
-               each N's /detokenize the token given without it)
+               each N's /detokenize the token given without it); best_of (the n shown the
+               candidates of n = best_of with the highest cumulative logprobs, usage
+               counting all, a batch, the 400s)
   openai       the official `openai` npm package (tests/openai_client.mjs):
                completions, chat, streaming, n > 1, a batch of prompts, stop
                strings, errors
@@ -1571,6 +1573,7 @@ def check_fields(a):
         check_continuous_usage(srv)
         check_echo_only(srv)
         check_token_ids(srv)
+        check_best_of(srv)
 
 
 def tokenize(srv, **body):
@@ -1749,6 +1752,57 @@ def check_token_ids(srv):
                 fail(f"chat return_tokens_as_token_ids: alternative {alt} does not name {aref}")
     print(f"ok return_tokens_as_token_ids: the echoed prompt's names are /tokenize's ids {ids}, every "
           "token and alternative names its own text (completions, chat, streamed)")
+
+
+def cumulative(choice):
+    return sum(choice["logprobs"]["token_logprobs"])
+
+
+def check_best_of(srv):
+    """best_of above n: the n shown are, of the best_of candidates (candidate k of prompt p has
+    seed + p * best_of + k, so the same request with n = best_of generates them), those with the
+    highest cumulative logprob of their tokens, highest first; usage counts every candidate's
+    tokens; without logprobs the same texts; a batch; stream and best_of < n: 400 naming it."""
+    comp = "/v1/completions"
+    base = {"prompt": "The capital of France is", "max_tokens": 6, "temperature": 1.0, "logprobs": 0}
+    for seed in range(1, 40):  # a seed whose best two are not candidates 0 and 1, in order
+        status, every, _ = srv.post(comp, dict(base, n=4, seed=seed))
+        cands = every["choices"]
+        best = sorted(range(4), key=lambda k: -cumulative(cands[k]))[:2]
+        if best != [0, 1] and len({cumulative(c) for c in cands}) == 4:
+            break
+    else:
+        fail("no seed in 1..39 gives 4 candidates whose best two are not the first two")
+    status, r, _ = srv.post(comp, dict(base, n=2, best_of=4, seed=seed))
+    want = [dict(cands[k], index=i) for i, k in enumerate(best)]
+    if status != 200 or r["choices"] != want or r["usage"] != every["usage"]:
+        fail(f"best_of 4, n 2, seed {seed}: {status} {r} != candidates {best} of n 4: {want}, "
+             f"usage {every['usage']}")
+    body = {k: v for k, v in base.items() if k != "logprobs"}
+    _, bare, _ = srv.post(comp, dict(body, n=2, best_of=4, seed=seed))
+    if [c["text"] for c in bare["choices"]] != [c["text"] for c in want] or \
+            any(c["logprobs"] is not None for c in bare["choices"]):
+        fail(f"best_of without logprobs: {bare} != the texts of {want}, logprobs null")
+    print(f"ok best_of 4, n 2 (seed {seed}): candidates {best} shown, the highest cumulative "
+          f"logprobs {[round(cumulative(cands[k]), 3) for k in best]} of "
+          f"{[round(cumulative(c), 3) for c in cands]}; usage counts all 4")
+    prompts = ["Once upon a time", "Hello"]
+    status, r, _ = srv.post(comp, dict(base, prompt=prompts, n=1, best_of=3, seed=seed))
+    shown, usage = [], 0
+    for p, text in enumerate(prompts):
+        _, alone, _ = srv.post(comp, dict(base, prompt=text, n=3, seed=seed + 3 * p))
+        c = alone["choices"]
+        k = max(range(3), key=lambda k: (cumulative(c[k]), -k))
+        shown.append(dict(c[k], index=p))
+        usage += alone["usage"]["completion_tokens"]
+    if status != 200 or r["choices"] != shown or r["usage"]["completion_tokens"] != usage:
+        fail(f"a batch with best_of 3: {r} != each prompt's best of 3 {shown}")
+    print("ok best_of in a batch: each prompt's best candidate, seeds seed + p * best_of + k")
+    expect_param(srv, comp, dict(base, best_of=2, stream=True), "best_of", "cannot be streamed")
+    expect_param(srv, comp, dict(base, n=3, best_of=2), "best_of", "at least 'n'")
+    status, r, _ = srv.post(comp, dict(base, n=2, best_of=2, seed=seed))
+    if status != 200 or r["choices"] != cands[:2]:
+        fail(f"best_of == n: {r} != the first two of n 4 {cands[:2]}")
 
 
 def check_truncate(srv):

@@ -325,6 +325,25 @@ static void test_request_fields(void)
             "min_tokens", "exceed");
     refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":0}", OAI_CHAT,
             "max_tokens", "at least 1");
+    /* best_of: n when not given; at least n; above n not streamed */
+    CHECK(parse("{\"prompt\":\"x\",\"n\":2}", OAI_COMPLETION, &r, &err));
+    CHECK(r.best_of == 2);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"n\":2,\"best_of\":5}", OAI_COMPLETION, &r, &err));
+    CHECK(r.n == 2 && r.best_of == 5);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"n\":3,\"best_of\":3,\"stream\":true}", OAI_COMPLETION, &r,
+                &err));
+    CHECK(r.best_of == 3);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"best_of\":null}", OAI_COMPLETION, &r, &err));
+    CHECK(r.best_of == 1);
+    oai_request_free(&r);
+    refused("{\"prompt\":\"x\",\"n\":3,\"best_of\":2}", OAI_COMPLETION, "best_of", "at least 'n'");
+    refused("{\"prompt\":\"x\",\"best_of\":2,\"stream\":true}", OAI_COMPLETION, "best_of",
+            "cannot be streamed");
+    refused("{\"prompt\":\"x\",\"best_of\":17}", OAI_COMPLETION, "best_of", "[1, 16]");
+    refused("{\"prompt\":\"x\",\"best_of\":0}", OAI_COMPLETION, "best_of", "[1, 16]");
     /* return_tokens_as_token_ids: a boolean, completions and chat */
     CHECK(
         parse("{\"prompt\":\"x\",\"return_tokens_as_token_ids\":true}", OAI_COMPLETION, &r, &err));

@@ -55,6 +55,7 @@ typedef struct gen_event {
     char *stop_string;     /* NULL when none */
     int32_t stop_token_id; /* -1 when none */
     size_t n_prompt, n_cached, n_output;
+    size_t n_prompt_lps; /* the first n_prompt_lps of ids and logprobs: the prompt's */
 } gen_event;
 
 struct gen_job;
@@ -90,7 +91,8 @@ typedef struct gen_choice {
     char *stop_reason;
     int32_t stop_token_id; /* the stop id that ended it, else -1 (stop_reason when no string) */
     size_t n_output, n_cached;
-    size_t n_prompt; /* its prompt's tokens */
+    size_t n_prompt;    /* its prompt's tokens */
+    double cum_logprob; /* of its generated tokens (best_of picks by it) */
 } gen_choice;
 
 typedef struct gen_job {
@@ -113,8 +115,9 @@ typedef struct gen_job {
     double keepalive_s;    /* stream: silence before a ": keep-alive" comment */
     int out_done, oom;
     int error_sent;        /* stream: the SSE error event for an engine failure went out */
-    int n;                 /* choices: req.n per prompt */
-    gen_choice choices[];
+    int per_prompt;        /* candidates per prompt: req.best_of (req.n unless best_of > n) */
+    int n;                 /* candidates: per_prompt per prompt */
+    gen_choice choices[];  /* candidate i is of prompt i / per_prompt */
 } gen_job;
 
 /* --- the job ------------------------------------------------------------------ */
@@ -156,6 +159,7 @@ static gen_job *gen__job_new(http_server *s, oai_request *req, int n_choices, in
     memset(req, 0, sizeof *req);
     j->fd = fd;
     j->n = n_choices;
+    j->per_prompt = j->req.best_of;
     j->t_arrival = t_arrival;
     snprintf(j->client, sizeof j->client, "%s", client);
     http_new_id(s, j->req.kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", j->id, sizeof j->id);
@@ -259,6 +263,7 @@ static gen_event *gen__event_new(const encore_output *o)
     size_t ng = o->logprobs ? o->n_ids : 0, n = np + o->n_ids;
     int has_lp = o->logprobs || np;
     ev->n_ids = n;
+    ev->n_prompt_lps = np;
     ev->ids = gen__cat(o->prompt_ids, np, o->ids, o->n_ids, sizeof *o->ids);
     ev->logprobs =
         has_lp ? gen__cat(o->prompt_logprobs, np, o->logprobs, ng, sizeof *o->logprobs) : NULL;
@@ -413,6 +418,8 @@ static int gen__apply(gen_choice *c, const gen_event *ev)
     else
         ok = gen__append(&c->text, &c->n_text, ev->text, ev->text_len);
     if (ok && !j->req.stream) ok = gen__keep_logprobs(c, ev);
+    for (size_t k = ev->n_prompt_lps; ev->logprobs && k < ev->n_ids; k++)
+        c->cum_logprob += ev->logprobs[k];
     if (ev->finished) {
         c->done = 1;
         snprintf(c->finish_reason, sizeof c->finish_reason, "%s", ev->finish_reason);
@@ -503,14 +510,15 @@ static int gen__wait(gen_job *j)
     return gen__alive(j);
 }
 
-/* Every prompt's tokens once, every choice's completion tokens; the cached
- * tokens of each prompt's first choice. */
+/* Every prompt's tokens once, every candidate's completion tokens (best_of's
+ * unshown ones too, as OpenAI bills them); the cached tokens of each
+ * prompt's first candidate. */
 static oai_usage gen__usage(const gen_job *j)
 {
     oai_usage u = {.prompt_tokens = (int64_t)j->n_prompt};
     for (int i = 0; i < j->n; i++) {
         u.completion_tokens += (int64_t)j->choices[i].n_output;
-        if (i % j->req.n == 0) u.cached_tokens += (int64_t)j->choices[i].n_cached;
+        if (i % j->per_prompt == 0) u.cached_tokens += (int64_t)j->choices[i].n_cached;
     }
     return u;
 }
@@ -550,17 +558,43 @@ static int gen__tool_calls_whole(const gen_choice *c, oai_choice *ch, oai_tool_c
     return 1;
 }
 
-/* The whole reply's JSON: every choice in index order and the usage; NULL
- * when out of memory. */
+/* The candidates the reply shows, in its order, into shown[prompts x n]:
+ * each prompt's, or with best_of above n its n with the highest cumulative
+ * logprob of their generated tokens, highest first (ties: the lower index),
+ * as OpenAI and vLLM pick them. */
+static void gen__shown(const gen_job *j, int *shown)
+{
+    int per = j->per_prompt, n = j->req.n;
+    for (int p = 0; p < j->n / per; p++) {
+        int order[OAI_MAX_N];
+        for (int k = 0; k < per; k++) { /* insertion sort: stable */
+            int i = p * per + k, at = k;
+            while (at > 0 && j->choices[order[at - 1]].cum_logprob < j->choices[i].cum_logprob) {
+                order[at] = order[at - 1];
+                at--;
+            }
+            order[at] = i;
+        }
+        if (per == n) /* every candidate, in index order */
+            for (int k = 0; k < per; k++)
+                order[k] = p * per + k;
+        memcpy(shown + p * n, order, (size_t)n * sizeof *shown);
+    }
+}
+
+/* The whole reply's JSON: the choices shown (gen__shown) in index order
+ * and the usage; NULL when out of memory. */
 static char *gen__body(gen_job *j)
 {
-    size_t n = (size_t)j->n;
+    size_t n = (size_t)(j->n / j->per_prompt * j->req.n);
     oai_choice *choices = calloc(n, sizeof *choices);
     oai_logprobs *lps = calloc(n, sizeof *lps);
     oai_tool_call **calls = calloc(n, sizeof *calls);
-    int ok = choices && lps && calls, chat = j->req.kind == OAI_CHAT;
+    int *shown = calloc(n, sizeof *shown);
+    int ok = choices && lps && calls && shown, chat = j->req.kind == OAI_CHAT;
+    if (ok) gen__shown(j, shown);
     for (size_t i = 0; ok && i < n; i++) {
-        gen_choice *c = &j->choices[i];
+        gen_choice *c = &j->choices[shown[i]];
         lps[i] = (oai_logprobs){.ids = c->ids,
                                 .logprobs = c->logprobs,
                                 .top = c->top,
@@ -581,12 +615,13 @@ static char *gen__body(gen_job *j)
         ok = gen__tool_calls_whole(c, &choices[i], &calls[i]);
     }
     oai_usage u = gen__usage(j);
-    char *body = ok ? oai_response_body(&j->head, choices, j->n, &u) : NULL;
+    char *body = ok ? oai_response_body(&j->head, choices, (int)n, &u) : NULL;
     for (size_t i = 0; calls && i < n; i++)
         free(calls[i]);
     free(choices);
     free(lps);
     free(calls);
+    free(shown);
     return body;
 }
 
@@ -930,25 +965,25 @@ static int gen__prompts(http_server *s, const oai_request *req, gen_prompt **out
     return 1;
 }
 
-/* n x (max_tokens + an echoed prompt's tokens) x top_logprobs, summed over
- * the prompts, within OAI_MAX_LOGPROB_ALTERNATIVES. */
+/* best_of (n unless above it) x (max_tokens + an echoed prompt's tokens) x
+ * top_logprobs, summed over the prompts, within OAI_MAX_LOGPROB_ALTERNATIVES. */
 static int gen__check_logprobs(const oai_request *req, const gen_prompt *p, size_t n_prompts,
                                oai_error *err)
 {
     int64_t tokens = 0;
     for (size_t i = 0; i < n_prompts; i++)
         tokens += p[i].max_tokens + (req->sampling.prompt_logprobs ? (int64_t)p[i].n_ids : 0);
-    int64_t alternatives = (int64_t)req->n * tokens * req->top_logprobs;
+    int64_t alternatives = (int64_t)req->best_of * tokens * req->top_logprobs;
     if (alternatives <= OAI_MAX_LOGPROB_ALTERNATIVES) return 1;
     const char *param = req->kind == OAI_CHAT ? "top_logprobs" : "logprobs";
     return oai_error_set(err, 400, param,
-                         "n (%d) x max_tokens (%lld, with an echoed prompt's tokens%s) x %s (%d) "
+                         "%s (%d) x max_tokens (%lld, with an echoed prompt's tokens%s) x %s (%d) "
                          "is %lld log-probability "
                          "alternatives, more than the %d one request may ask for; lower one of "
                          "them (max_tokens defaults to the rest of max_model_len)",
-                         req->n, (long long)tokens, n_prompts > 1 ? ", over every prompt" : "",
-                         param, req->top_logprobs, (long long)alternatives,
-                         OAI_MAX_LOGPROB_ALTERNATIVES);
+                         req->best_of > req->n ? "best_of" : "n", req->best_of, (long long)tokens,
+                         n_prompts > 1 ? ", over every prompt" : "", param, req->top_logprobs,
+                         (long long)alternatives, OAI_MAX_LOGPROB_ALTERNATIVES);
 }
 
 /* Prompt i (p): not empty, its ids inside the vocabulary, and its length
@@ -1043,7 +1078,7 @@ static int gen__echo(gen_job *j, const gen_prompt *prompts, oai_error *err)
         encore_free(text);
     }
     for (int i = 0; i < j->n; i++) {
-        const char *t = req->prompts[i / req->n].text;
+        const char *t = req->prompts[i / j->per_prompt].text;
         if (!t) t = "";
         if (!gen__append(&j->choices[i].text, &j->choices[i].n_text, t, strlen(t)))
             return oai_error_set(err, 500, NULL, "out of memory");
@@ -1094,6 +1129,7 @@ static encore_request gen__engine_request(const gen_job *j, const gen_prompt *p,
     r.sampling.max_tokens = p->max_tokens;
     if (r.sampling.min_tokens > p->max_tokens) r.sampling.min_tokens = p->max_tokens;
     r.sampling.seed = seed + (uint64_t)i;
+    if (j->per_prompt > j->req.n) r.sampling.logprobs = 1; /* best_of ranks by them */
     return r;
 }
 
@@ -1105,7 +1141,7 @@ static int gen__submit(gen_job *j, const gen_prompt *prompts, oai_error *err)
     uint64_t seed = j->req.seed_given ? j->req.sampling.seed : http_random(s);
     for (int i = 0; i < j->n; i++) {
         gen_choice *c = &j->choices[i];
-        encore_request r = gen__engine_request(j, &prompts[i / j->req.n], i, seed);
+        encore_request r = gen__engine_request(j, &prompts[i / j->per_prompt], i, seed);
         pthread_mutex_lock(&j->mu);
         j->refs++;
         pthread_mutex_unlock(&j->mu);
@@ -1145,7 +1181,7 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
         !gen__check_prompts(s, req, prompts, n_prompts, &err) ||
         !gen__check_token_ids(s, req, &err))
         goto refuse;
-    int n_choices = (int)n_prompts * req->n; /* at most OAI_MAX_PROMPTS x OAI_MAX_N */
+    int n_choices = (int)n_prompts * req->best_of; /* at most OAI_MAX_PROMPTS x OAI_MAX_N */
     if (!http_admit(s, client, n_choices, 1, &err)) goto refuse;
     gen_job *j = gen__job_new(s, req, n_choices, fd, t_arrival, client);
     if (!j) {
@@ -1156,7 +1192,7 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
     for (size_t i = 0; i < n_prompts; i++)
         j->n_prompt += prompts[i].n_ids;
     for (int i = 0; i < n_choices; i++)
-        j->choices[i].n_prompt = prompts[i / j->req.n].n_ids;
+        j->choices[i].n_prompt = prompts[i / j->per_prompt].n_ids;
     int engine_free = j->req.prompt_only && !j->req.logprobs; /* echo alone */
     if (!gen__echo(j, prompts, &err) ||
         !(engine_free ? gen__prompt_only(j, &err) : gen__submit(j, prompts, &err))) {

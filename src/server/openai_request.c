@@ -440,6 +440,7 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         !oai__bool(obj, "include_stop_str_in_output", &s->include_stop_str_in_output, err) ||
         !oai__int32(obj, "n", 1, OAI_MAX_N, &r->n, err) || !oai__stop(obj, r, err))
         return 0;
+    r->best_of = r->n;
     if (!oai__logit_bias(obj, r, err)) return 0;
     if (oai__present(obj, "top_p", &v) && s->top_p <= 0)
         return oai_error_set(err, 400, "top_p", "'top_p' must be in (0, 1], got %g", s->top_p);
@@ -599,6 +600,23 @@ static int oai__truncate(const cJSON *obj, oai_request *r, oai_error *err)
     return 1;
 }
 
+/* completions' best_of (OpenAI's): at least n; above n not streamed, as
+ * OpenAI refuses it (the n shown are known only when every candidate is
+ * done). */
+static int oai__best_of(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    if (!oai__int32(obj, "best_of", 1, OAI_MAX_N, &r->best_of, err)) return 0;
+    if (r->best_of < r->n)
+        return oai_error_set(err, 400, "best_of", "'best_of' (%d) must be at least 'n' (%d)",
+                             r->best_of, r->n);
+    if (r->best_of > r->n && r->stream)
+        return oai_error_set(err, 400, "best_of",
+                             "'best_of' (%d) above 'n' (%d) cannot be streamed: the choices "
+                             "shown are known when every candidate is done",
+                             r->best_of, r->n);
+    return 1;
+}
+
 /* completions' "suffix" (text after the insertion point): refused as vLLM
  * refuses it; null or "" asks for nothing. */
 static int oai__suffix(const cJSON *obj, oai_error *err)
@@ -618,8 +636,8 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
     case OAI_COMPLETION:
         return oai__prompt(obj, r, OAI_MAX_PROMPTS, err) && oai__suffix(obj, err) &&
                oai__bool(obj, "echo", &r->echo, err) && oai__stream(obj, r, err) &&
-               oai__sampling(obj, r, err) && oai__echo_logprobs(r) && oai__truncate(obj, r, err) &&
-               oai_structured_parse(obj, &r->structured, err);
+               oai__sampling(obj, r, err) && oai__best_of(obj, r, err) && oai__echo_logprobs(r) &&
+               oai__truncate(obj, r, err) && oai_structured_parse(obj, &r->structured, err);
     case OAI_CHAT:
         return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err) &&
                tool_request_parse(obj, r, err) && oai__stream(obj, r, err) &&

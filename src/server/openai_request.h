@@ -94,6 +94,9 @@ typedef struct oai_request {
     int continuous_usage;          /* and stream_options.continuous_usage_stats (vLLM's): every
                                     * chunk carries its choice's usage so far */
     int n;                         /* choices per prompt, 1..OAI_MAX_N */
+    int best_of;                   /* completions: candidates generated per prompt, n..OAI_MAX_N
+                                    * (n when not given; chat: n); above n, the reply shows the
+                                    * n with the highest cumulative logprob */
     int echo;                      /* completions: the prompt before the text */
     int logprobs;                  /* completions: logprobs given; chat: logprobs true */
     int top_logprobs;              /* alternatives per token, 0..20 */
