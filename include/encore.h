@@ -122,6 +122,13 @@ typedef struct encore_sampling {
                                           * OpenAI's logit_bias; logprobs stay the raw
                                           * model's (copied) */
     size_t n_logit_bias;                 /* at most ENCORE_MAX_LOGIT_BIAS */
+    const int32_t *allowed_token_ids;    /* [n_allowed_token_ids]: when n > 0 the only ids that
+                                          * may be chosen (vLLM's allowed_token_ids), each in
+                                          * the model's vocabulary, applied as a token mask (with
+                                          * a structured-output constraint, both); an EOS not
+                                          * among them never ends the request; logprobs stay
+                                          * the raw model's (copied) */
+    size_t n_allowed_token_ids;
 } encore_sampling;
 
 ENCORE_API encore_sampling encore_sampling_default(void);

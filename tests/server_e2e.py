@@ -99,7 +99,8 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                return_tokens_as_token_ids ("token_id:N", the echoed N /tokenize's ids,
                each N's /detokenize the token given without it); best_of (the n shown the
                candidates of n = best_of with the highest cumulative logprobs, usage
-               counting all, a batch, the 400s)
+               counting all, a batch, the 400s); allowed_token_ids (every token among them,
+               greedy the best-scored of them, with guided_choice both masks)
   openai       the official `openai` npm package (tests/openai_client.mjs):
                completions, chat, streaming, n > 1, a batch of prompts, stop
                strings, errors
@@ -1574,6 +1575,7 @@ def check_fields(a):
         check_echo_only(srv)
         check_token_ids(srv)
         check_best_of(srv)
+        check_allowed_ids(srv)
 
 
 def tokenize(srv, **body):
@@ -1803,6 +1805,65 @@ def check_best_of(srv):
     status, r, _ = srv.post(comp, dict(base, n=2, best_of=2, seed=seed))
     if status != 200 or r["choices"] != cands[:2]:
         fail(f"best_of == n: {r} != the first two of n 4 {cands[:2]}")
+
+
+def prompt_logprob(srv, ids, nxt):
+    """The logprob of id nxt after ids, scored as an echoed prompt (echo, max_tokens 0)."""
+    status, r, _ = srv.post("/v1/completions", {"prompt": ids + [nxt], "max_tokens": 0, "echo": True,
+                                                 "logprobs": 0, "return_tokens_as_token_ids": True})
+    lp = r["choices"][0]["logprobs"] if status == 200 else None
+    if not lp or token_id(lp["tokens"][-1]) != nxt:
+        fail(f"scoring {nxt} after {ids}: {status} {r}")
+    return lp["token_logprobs"][-1]
+
+
+def check_allowed_ids(srv):
+    """allowed_token_ids: every token generated is one of them (seen with
+    return_tokens_as_token_ids), sampled and greedy, completions and chat; greedy picks at each
+    step the allowed id the model scores highest (each scored on its own as an echoed prompt);
+    with guided_choice both apply; ids outside the vocabulary and [] are 400s naming it."""
+    comp, chat = "/v1/completions", "/v1/chat/completions"
+    ids = tokenize(srv, prompt="The capital of France is")
+    allowed = [tokenize(srv, prompt=w)[0] for w in (" Paris", " London", " the", " blue")]
+    base = {"max_tokens": 10, "logprobs": 0, "return_tokens_as_token_ids": True, "ignore_eos": True,
+            "allowed_token_ids": allowed}
+    for temp in (0, 1.0):
+        status, r, _ = srv.post(comp, dict(base, prompt=ids, temperature=temp, seed=3, n=2))
+        got = [token_id(t) for c in r.get("choices", []) for t in c["logprobs"]["tokens"]]
+        if status != 200 or len(got) != 20 or not set(got) <= set(allowed):
+            fail(f"allowed_token_ids {allowed}, temperature {temp}: {status} generated {got}")
+        if temp == 0:
+            greedy = [token_id(t) for t in r["choices"][0]["logprobs"]["tokens"]][:5]
+        else:
+            sampled = got
+    msgs = [{"role": "user", "content": "Hi"}]
+    status, r, _ = srv.post(chat, dict(base, messages=msgs, temperature=1.0, logprobs=True))
+    got = [token_id(t["token"]) for t in r["choices"][0]["logprobs"]["content"]]
+    if status != 200 or len(got) != 10 or not set(got) <= set(allowed):
+        fail(f"chat allowed_token_ids {allowed}: {status} generated {got}")
+    if len(set(sampled)) < 2:
+        fail(f"sampling among {allowed} picked one id only: {sampled}")
+    for k, pick in enumerate(greedy):
+        scores = {a: prompt_logprob(srv, ids + greedy[:k], a) for a in allowed}
+        if pick != max(allowed, key=lambda a: (scores[a], -a)):
+            fail(f"greedy step {k} with allowed_token_ids picked {pick}, scores {scores}")
+    print(f"ok allowed_token_ids {allowed}: every token among them (sampled {sampled[:10]}, "
+          f"chat {got}); greedy picks the best-scored of them at each step ({greedy})")
+    no = tokenize(srv, prompt="no")
+    ends = tokenize(srv, prompt="<|endoftext|>") + tokenize(srv, prompt="<|im_end|>")
+    choice = {"prompt": ids, "max_tokens": 8, "temperature": 1.0, "guided_choice": ["yes", "no"]}
+    seed = next((s for s in range(1, 40) if srv.post(comp, dict(choice, seed=s))[1]["choices"][0]["text"] == "yes"),
+                None)
+    if seed is None:
+        fail("guided_choice yes/no never says yes with seeds 1..39")
+    status, r, _ = srv.post(comp, dict(choice, seed=seed, allowed_token_ids=no + ends))
+    if status != 200 or r["choices"][0]["text"] != "no" or r["choices"][0]["finish_reason"] != "stop":
+        fail(f"guided_choice yes/no (yes with seed {seed}) with only no's ids allowed: {status} {r}")
+    print("ok allowed_token_ids with guided_choice: both masks apply (\"no\" the one left)")
+    expect_param(srv, comp, {"prompt": ids, "max_tokens": 2, "allowed_token_ids": [5, 151936]},
+                 "allowed_token_ids", "outside the vocabulary")
+    expect_param(srv, comp, {"prompt": ids, "max_tokens": 2, "allowed_token_ids": []},
+                 "allowed_token_ids", "empty")
 
 
 def check_truncate(srv):

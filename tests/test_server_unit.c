@@ -344,6 +344,29 @@ static void test_request_fields(void)
             "cannot be streamed");
     refused("{\"prompt\":\"x\",\"best_of\":17}", OAI_COMPLETION, "best_of", "[1, 16]");
     refused("{\"prompt\":\"x\",\"best_of\":0}", OAI_COMPLETION, "best_of", "[1, 16]");
+    /* allowed_token_ids: a non-empty array of ids (completions and chat); null is none */
+    CHECK(parse("{\"prompt\":\"x\",\"allowed_token_ids\":[7,3,151935]}", OAI_COMPLETION, &r, &err));
+    CHECK(r.sampling.n_allowed_token_ids == 3 && r.sampling.allowed_token_ids == r.allowed_ids &&
+          r.allowed_ids[0] == 7 && r.allowed_ids[2] == 151935);
+    oai_request_free(&r);
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                "\"allowed_token_ids\":[1]}",
+                OAI_CHAT, &r, &err));
+    CHECK(r.sampling.n_allowed_token_ids == 1);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"allowed_token_ids\":null}", OAI_COMPLETION, &r, &err));
+    CHECK(r.sampling.n_allowed_token_ids == 0 && !r.sampling.allowed_token_ids);
+    oai_request_free(&r);
+    static const char *const bad_allowed[][2] = {{"[]", "empty"},
+                                                 {"5", "array"},
+                                                 {"[1,-2]", "its item 1 is not one"},
+                                                 {"[1.5]", "token ids"}};
+    for (size_t i = 0; i < sizeof bad_allowed / sizeof bad_allowed[0]; i++) {
+        char body[96];
+        snprintf(body, sizeof body, "{\"prompt\":\"x\",\"allowed_token_ids\":%s}",
+                 bad_allowed[i][0]);
+        refused(body, OAI_COMPLETION, "allowed_token_ids", bad_allowed[i][1]);
+    }
     /* return_tokens_as_token_ids: a boolean, completions and chat */
     CHECK(
         parse("{\"prompt\":\"x\",\"return_tokens_as_token_ids\":true}", OAI_COMPLETION, &r, &err));

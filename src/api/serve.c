@@ -26,6 +26,7 @@
 
 #include "api/api_impl.h"
 #include "api/text_out.h"
+#include "api/token_mask.h"
 #include "base/log.h"
 #include "base/random_seed.h"
 
@@ -172,6 +173,19 @@ static enc_status serve__request_create(encore_engine *e, const encore_request *
         s = api_structured_constraint(e->structured, r, mc->eos_token_ids, mc->n_eos, &q->constraint);
         q->owns_constraint = s == ENC_OK;
         if (s == ENC_OK) q->params.constraint = &q->constraint;
+    }
+    /* allowed_token_ids: a mask of its own, or ANDed into the structured one */
+    if (s == ENC_OK && sp->n_allowed_token_ids && !sp->allowed_token_ids) {
+        s = enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                     "request: sampling.allowed_token_ids is NULL with n_allowed_token_ids %zu",
+                     sp->n_allowed_token_ids);
+    } else if (s == ENC_OK && sp->n_allowed_token_ids) {
+        s = api_token_mask_wrap(sp->allowed_token_ids, sp->n_allowed_token_ids,
+                                (int32_t)engine_model_config(e->eng)->vocab_size, &q->constraint);
+        if (s == ENC_OK) {
+            q->owns_constraint = true;
+            q->params.constraint = &q->constraint;
+        }
     }
     if (s == ENC_OK && sp->n_stop && !e->tok)
         s = enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: stop strings need a tokenizer, and the model %s has no "

@@ -1036,8 +1036,8 @@ static int gen__check_prompts(const http_server *s, const oai_request *req, gen_
     return gen__check_logprobs(req, p, n_prompts, err);
 }
 
-/* The token ids of stop_token_ids and logit_bias against the vocabulary
- * (the engine refuses them too, but without naming the field). */
+/* The token ids of stop_token_ids, logit_bias and allowed_token_ids against
+ * the vocabulary (the engine refuses them too, but without naming the field). */
 static int gen__check_token_ids(const http_server *s, const oai_request *req, oai_error *err)
 {
     const encore_sampling *sp = &req->sampling;
@@ -1051,6 +1051,11 @@ static int gen__check_token_ids(const http_server *s, const oai_request *req, oa
             return oai_error_set(err, 400, "logit_bias",
                                  "'logit_bias' has token %d, outside the vocabulary [0, %lld)",
                                  sp->logit_bias[i].id, (long long)s->vocab_size);
+    for (size_t i = 0; i < sp->n_allowed_token_ids; i++)
+        if (sp->allowed_token_ids[i] >= s->vocab_size)
+            return oai_error_set(err, 400, "allowed_token_ids",
+                                 "'allowed_token_ids' holds %d, outside the vocabulary [0, %lld)",
+                                 sp->allowed_token_ids[i], (long long)s->vocab_size);
     return 1;
 }
 

@@ -405,6 +405,23 @@ static int oai__logit_bias(const cJSON *obj, oai_request *r, oai_error *err)
     return 1;
 }
 
+/* vLLM's allowed_token_ids: a non-empty array of token ids, the only ones
+ * that may be sampled (the server checks them against the vocabulary). */
+static int oai__allowed_ids(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__present(obj, "allowed_token_ids", &v)) return 1;
+    if (!cJSON_IsArray(v) || !v->child)
+        return oai_error_set(err, 400, "allowed_token_ids", "'allowed_token_ids' %s",
+                             cJSON_IsArray(v) ? "is empty: no token could be sampled"
+                                              : "must be an array of token ids");
+    if (!oai__ids(v, "allowed_token_ids", "'allowed_token_ids'", OAI_MAX_ALLOWED_IDS,
+                  &r->allowed_ids, &r->sampling.n_allowed_token_ids, err))
+        return 0;
+    r->sampling.allowed_token_ids = r->allowed_ids;
+    return 1;
+}
+
 static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
 {
     encore_sampling *s = &r->sampling;
@@ -441,7 +458,7 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         !oai__int32(obj, "n", 1, OAI_MAX_N, &r->n, err) || !oai__stop(obj, r, err))
         return 0;
     r->best_of = r->n;
-    if (!oai__logit_bias(obj, r, err)) return 0;
+    if (!oai__logit_bias(obj, r, err) || !oai__allowed_ids(obj, r, err)) return 0;
     if (oai__present(obj, "top_p", &v) && s->top_p <= 0)
         return oai_error_set(err, 400, "top_p", "'top_p' must be in (0, 1], got %g", s->top_p);
     if (oai__present(obj, "repetition_penalty", &v) && s->repetition_penalty <= 0)
@@ -752,6 +769,7 @@ void oai_request_free(oai_request *r)
     free(r->stop);
     free(r->stop_ids);
     free(r->logit_bias);
+    free(r->allowed_ids);
     oai_structured_free(&r->structured);
     oai_kind kind = r->kind;
     memset(r, 0, sizeof *r);

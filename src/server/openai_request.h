@@ -24,6 +24,7 @@ enum {
     OAI_MAX_STOP_IDS = 16,     /* stop_token_ids (the engine's limit) */
     OAI_MAX_TOP_LOGPROBS = 20,
     OAI_MAX_LOGIT_BIAS = ENCORE_MAX_LOGIT_BIAS, /* logit_bias entries */
+    OAI_MAX_ALLOWED_IDS = 1 << 20,              /* allowed_token_ids entries */
     OAI_MAX_MESSAGES = 4096,
     OAI_PROMPT_LABEL_MAX = 48, /* bytes of oai_prompt_label's buffer */
     /* n x max_tokens x top_logprobs: the log-probability alternatives one
@@ -108,12 +109,14 @@ typedef struct oai_request {
     int64_t truncate_prompt_tokens; /* vLLM's: 0 none; k >= 1 keeps each prompt's last k
                                      * tokens; -1 as many as max_model_len leaves */
     int seed_given;
-    /* the engine's parameters; sampling.stop, stop_token_ids and logit_bias
-     * point into stop/stop_ids/logit_bias below. max_tokens is filled in by the server. */
+    /* the engine's parameters; sampling.stop, stop_token_ids, logit_bias and
+     * allowed_token_ids point into stop/stop_ids/logit_bias/allowed_ids below. max_tokens is filled
+     * in by the server. */
     encore_sampling sampling;
     char **stop;                   /* [n_stop] */
     int32_t *stop_ids;
     encore_logit_bias *logit_bias; /* [sampling.n_logit_bias]: sampling.logit_bias */
+    int32_t *allowed_ids;          /* [sampling.n_allowed_token_ids]: vLLM's allowed_token_ids */
     oai_structured structured;     /* response_format, structured_outputs, guided_* */
 } oai_request;
 
