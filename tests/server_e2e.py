@@ -100,7 +100,8 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                each N's /detokenize the token given without it); best_of (the n shown the
                candidates of n = best_of with the highest cumulative logprobs, usage
                counting all, a batch, the 400s); allowed_token_ids (every token among them,
-               greedy the best-scored of them, with guided_choice both masks)
+               greedy the best-scored of them, with guided_choice both masks); bad_words
+               and prompt_logprobs (refused by name)
   openai       the official `openai` npm package (tests/openai_client.mjs):
                completions, chat, streaming, n > 1, a batch of prompts, stop
                strings, errors
@@ -1576,6 +1577,14 @@ def check_fields(a):
         check_token_ids(srv)
         check_best_of(srv)
         check_allowed_ids(srv)
+        chat, msgs = "/v1/chat/completions", [{"role": "user", "content": "Hi"}]
+        for path, body in ((comp, base), (chat, {"messages": msgs, "max_tokens": 2})):
+            expect_param(srv, path, dict(body, bad_words=["Paris"]), "bad_words", "not supported")
+            expect_param(srv, path, dict(body, prompt_logprobs=1), "prompt_logprobs", "not supported")
+            status, r, _ = srv.post(path, dict(body, bad_words=[], prompt_logprobs=None))
+            if status != 200:
+                fail(f"{path} with bad_words [] and prompt_logprobs null: {status} {r}")
+        print("ok bad_words and prompt_logprobs: 400s naming them; [] and null answered")
 
 
 def tokenize(srv, **body):

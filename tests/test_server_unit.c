@@ -344,6 +344,20 @@ static void test_request_fields(void)
             "cannot be streamed");
     refused("{\"prompt\":\"x\",\"best_of\":17}", OAI_COMPLETION, "best_of", "[1, 16]");
     refused("{\"prompt\":\"x\",\"best_of\":0}", OAI_COMPLETION, "best_of", "[1, 16]");
+    /* bad_words and prompt_logprobs: refused by name (completions and chat); null, and
+     * bad_words [], ask for nothing */
+    refused("{\"prompt\":\"x\",\"bad_words\":[\"no\"]}", OAI_COMPLETION, "bad_words",
+            "not supported");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"bad_words\":[\"no\"]}",
+            OAI_CHAT, "bad_words", "not supported");
+    refused("{\"prompt\":\"x\",\"bad_words\":\"no\"}", OAI_COMPLETION, "bad_words", "array");
+    refused("{\"prompt\":\"x\",\"prompt_logprobs\":1}", OAI_COMPLETION, "prompt_logprobs",
+            "'echo': true with 'logprobs'");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"prompt_logprobs\":0}",
+            OAI_CHAT, "prompt_logprobs", "not supported");
+    CHECK(parse("{\"prompt\":\"x\",\"bad_words\":[],\"prompt_logprobs\":null}", OAI_COMPLETION, &r,
+                &err));
+    oai_request_free(&r);
     /* allowed_token_ids: a non-empty array of ids (completions and chat); null is none */
     CHECK(parse("{\"prompt\":\"x\",\"allowed_token_ids\":[7,3,151935]}", OAI_COMPLETION, &r, &err));
     CHECK(r.sampling.n_allowed_token_ids == 3 && r.sampling.allowed_token_ids == r.allowed_ids &&

@@ -634,6 +634,27 @@ static int oai__best_of(const cJSON *obj, oai_request *r, oai_error *err)
     return 1;
 }
 
+/* vLLM's bad_words (word sequences never generated) and prompt_logprobs
+ * (its own format of the prompt's log-probabilities, with each token's
+ * rank, which the engine does not compute): refused by name rather than
+ * ignored; null, and bad_words [], ask for nothing. */
+static int oai__unsupported(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    const cJSON *v;
+    if (oai__present(obj, "bad_words", &v)) {
+        if (!cJSON_IsArray(v))
+            return oai_error_set(err, 400, "bad_words", "'bad_words' must be an array of strings");
+        if (v->child) return oai_error_set(err, 400, "bad_words", "'bad_words' is not supported");
+    }
+    if (oai__present(obj, "prompt_logprobs", &v))
+        return oai_error_set(err, 400, "prompt_logprobs", "'prompt_logprobs' is not supported%s",
+                             r->kind == OAI_COMPLETION
+                                 ? "; 'echo': true with 'logprobs' returns the prompt's tokens "
+                                   "with their log-probabilities first"
+                                 : "");
+    return 1;
+}
+
 /* completions' "suffix" (text after the insertion point): refused as vLLM
  * refuses it; null or "" asks for nothing. */
 static int oai__suffix(const cJSON *obj, oai_error *err)
@@ -652,14 +673,15 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
     switch (r->kind) {
     case OAI_COMPLETION:
         return oai__prompt(obj, r, OAI_MAX_PROMPTS, err) && oai__suffix(obj, err) &&
-               oai__bool(obj, "echo", &r->echo, err) && oai__stream(obj, r, err) &&
-               oai__sampling(obj, r, err) && oai__best_of(obj, r, err) && oai__echo_logprobs(r) &&
-               oai__truncate(obj, r, err) && oai_structured_parse(obj, &r->structured, err);
-    case OAI_CHAT:
-        return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err) &&
-               tool_request_parse(obj, r, err) && oai__stream(obj, r, err) &&
-               oai__sampling(obj, r, err) && oai__truncate(obj, r, err) &&
+               oai__unsupported(obj, r, err) && oai__bool(obj, "echo", &r->echo, err) &&
+               oai__stream(obj, r, err) && oai__sampling(obj, r, err) &&
+               oai__best_of(obj, r, err) && oai__echo_logprobs(r) && oai__truncate(obj, r, err) &&
                oai_structured_parse(obj, &r->structured, err);
+    case OAI_CHAT:
+        return oai__messages(obj, r, err) && oai__unsupported(obj, r, err) &&
+               oai__template_kwargs(obj, r, err) && tool_request_parse(obj, r, err) &&
+               oai__stream(obj, r, err) && oai__sampling(obj, r, err) &&
+               oai__truncate(obj, r, err) && oai_structured_parse(obj, &r->structured, err);
     case OAI_TOKENIZE: {
         const cJSON *v;
         if (oai__present(obj, "messages", &v))
