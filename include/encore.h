@@ -357,6 +357,16 @@ ENCORE_API encore_status encore_detokenize(encore_engine *e, const int32_t *ids,
                                            int skip_special_tokens, char **text, size_t *len);
 ENCORE_API void encore_free(void *p);
 
+/* --- logging ------------------------------------------------------------------ */
+
+/* One warning line on stderr, "encore: warn: " and the message, as the
+ * library writes its own (ENCORE_LOG=error silences them); any thread. */
+ENCORE_API void encore_log_warning(const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
 #ifdef __cplusplus
 }
 #endif

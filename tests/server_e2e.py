@@ -101,7 +101,8 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                candidates of n = best_of with the highest cumulative logprobs, usage
                counting all, a batch, the 400s); allowed_token_ids (every token among them,
                greedy the best-scored of them, with guided_choice both masks); bad_words
-               and prompt_logprobs (refused by name)
+               and prompt_logprobs (refused by name); an unknown field (answered as
+               without it; one warning per such request on the server's stderr, naming it)
   openai       the official `openai` npm package (tests/openai_client.mjs):
                completions, chat, streaming, n > 1, a batch of prompts, stop
                strings, errors
@@ -1585,6 +1586,21 @@ def check_fields(a):
             if status != 200:
                 fail(f"{path} with bad_words [] and prompt_logprobs null: {status} {r}")
         print("ok bad_words and prompt_logprobs: 400s naming them; [] and null answered")
+        status, r, _ = srv.post(comp, dict(base, frobnicate=1, user="u"))
+        if status != 200 or r["choices"][0]["text"] != plain["choices"][0]["text"]:
+            fail(f"an unknown field: {status} {r} != {plain}")
+        srv.post(chat, {"messages": msgs, "max_tokens": 2, "echo": True, "best_of": 2,
+                        "a\nb": 1, "x" * 40: 2, "c": 3, "d": None})
+    # one warning per request that had unknown fields (null ones and "user" aside), on one
+    # line, naming at most four
+    lines = [ln for ln in srv.stderr.splitlines() if "ignored" in ln]
+    want = ["encore: warn: /v1/completions: the following fields were present in the request but "
+            "ignored: 'frobnicate'",
+            "encore: warn: /v1/chat/completions: the following fields were present in the request "
+            "but ignored: 'echo', 'best_of', 'a?b', '" + "x" * 32 + "...' and 1 more"]
+    if lines != want:
+        fail(f"the server's warnings about ignored fields: {lines}, want {want}")
+    print(f"ok unknown fields: answered as without, one warning line per request: {lines}")
 
 
 def tokenize(srv, **body):

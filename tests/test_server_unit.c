@@ -344,6 +344,31 @@ static void test_request_fields(void)
             "cannot be streamed");
     refused("{\"prompt\":\"x\",\"best_of\":17}", OAI_COMPLETION, "best_of", "[1, 16]");
     refused("{\"prompt\":\"x\",\"best_of\":0}", OAI_COMPLETION, "best_of", "[1, 16]");
+    /* fields nothing reads: accepted and named (four at most, cut, bytes outside printable
+     * ASCII as '?'); null ones, "user" and the other kind's fields read here are not */
+    CHECK(parse("{\"prompt\":\"x\",\"user\":\"u\",\"frobnicate\":1,\"nothing\":null}",
+                OAI_COMPLETION, &r, &err));
+    CHECK(!strcmp(r.ignored, "'frobnicate'"));
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"top_logprobs\":2,\"tools\":[],\"a\\nb\":1,"
+                "\"abcdefghijklmnopqrstuvwxyz0123456789\":2,\"c\":3,\"d\":4,\"e\":5}",
+                OAI_COMPLETION, &r, &err));
+    CHECK(!strcmp(r.ignored,
+                  "'top_logprobs', 'tools', 'a?b', 'abcdefghijklmnopqrstuvwxyz012345...' "
+                  "and 3 more"));
+    if (strcmp(r.ignored, "'top_logprobs', 'tools', 'a?b', 'abcdefghijklmnopqrstuvwxyz012345...' "
+                          "and 3 more"))
+        fprintf(stderr, "  ignored: %s\n", r.ignored);
+    oai_request_free(&r);
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"top_logprobs\":2,"
+                "\"logprobs\":true,\"echo\":true,\"max_completion_tokens\":3,\"tools\":[]}",
+                OAI_CHAT, &r, &err));
+    CHECK(!strcmp(r.ignored, "'echo'"));
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"temperature\":0,\"guided_choice\":[\"a\"],\"seed\":1}",
+                OAI_COMPLETION, &r, &err));
+    CHECK(!strcmp(r.ignored, ""));
+    oai_request_free(&r);
     /* bad_words and prompt_logprobs: refused by name (completions and chat); null, and
      * bad_words [], ask for nothing */
     refused("{\"prompt\":\"x\",\"bad_words\":[\"no\"]}", OAI_COMPLETION, "bad_words",

@@ -1178,6 +1178,10 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
     gen_prompt *prompts = NULL;
     size_t n_prompts = 0;
     enum MHD_Result r;
+    if (req->ignored[0]) /* as vLLM logs them: accepted, but a client may expect an effect */
+        encore_log_warning("%s: the following fields were present in the request but ignored: %s",
+                           req->kind == OAI_CHAT ? "/v1/chat/completions" : "/v1/completions",
+                           req->ignored);
     if (req->model && strcmp(req->model, s->model_name) != 0) {
         http_error_no_model(s, req->model, &err);
         goto refuse;

@@ -703,6 +703,59 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
     return oai_error_set(err, 500, NULL, "unknown request kind");
 }
 
+/* --- fields nothing reads ---------------------------------------------------------- */
+
+/* The top-level fields read here, in tool_request.c and openai_structured.c
+ * (or with no effect on the reply: "user"), by kind: names between spaces. */
+static const char oai__known_common[] =
+    " model stream stream_options max_tokens temperature top_p top_k min_p repetition_penalty"
+    " presence_penalty frequency_penalty min_tokens ignore_eos skip_special_tokens"
+    " include_stop_str_in_output n stop logit_bias stop_token_ids logprobs seed"
+    " truncate_prompt_tokens allowed_token_ids bad_words prompt_logprobs"
+    " return_tokens_as_token_ids response_format structured_outputs guided_json guided_regex"
+    " guided_grammar guided_choice guided_whitespace_pattern guided_decoding_backend"
+    " structural_tag user ";
+static const char oai__known_completion[] = " prompt suffix echo best_of ";
+static const char oai__known_chat[] =
+    " messages max_completion_tokens top_logprobs chat_template_kwargs add_generation_prompt"
+    " continue_final_message tools tool_choice ";
+
+/* 1 when `key` is one of the names in `names` (" a b c "). */
+static int oai__in(const char *names, const char *key)
+{
+    size_t n = strlen(key);
+    if (!n || strchr(key, ' ')) return 0;
+    for (const char *at = strstr(names, key); at; at = strstr(at + 1, key))
+        if (at[-1] == ' ' && at[n] == ' ') return 1;
+    return 0;
+}
+
+/* r->ignored: the top-level fields of a completion or chat request that
+ * nothing reads (see oai_request.ignored). */
+static void oai__ignored(const cJSON *obj, oai_request *r)
+{
+    const char *own = r->kind == OAI_CHAT ? oai__known_chat : oai__known_completion;
+    size_t at = 0, cap = sizeof r->ignored;
+    int named = 0, more = 0;
+    r->ignored[0] = '\0';
+    for (const cJSON *f = obj->child; f; f = f->next) {
+        if (cJSON_IsNull(f) || oai__in(oai__known_common, f->string) || oai__in(own, f->string))
+            continue;
+        if (named == OAI_IGNORED_NAMES) {
+            more++;
+            continue;
+        }
+        char name[40];
+        size_t n = 0;
+        for (const char *s = f->string; *s && n < 32; s++)
+            name[n++] = *s >= 0x20 && *s < 0x7f && *s != '\'' ? *s : '?';
+        snprintf(name + n, sizeof name - n, "%s", f->string[n] ? "..." : "");
+        at += (size_t)snprintf(r->ignored + at, cap - at, "%s'%s'", named ? ", " : "", name);
+        named++;
+    }
+    if (more) snprintf(r->ignored + at, cap - at, " and %d more", more);
+}
+
 /* The body is an object, none of its strings holds U+0000 (which cJSON's
  * NUL-terminated strings would cut short, silently) and no object in it has
  * a key twice (cJSON's lookups would see the first only; Python's json the
@@ -767,6 +820,7 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *
     int ok = oai__check_root(body, len, root, err) && oai__parse_fields(root, out, err) &&
              (!generation || oai__seed(root, body, len, out, err)) &&
              tool_request_keep_text(body, len, out, err);
+    if (ok && generation) oai__ignored(root, out);
     cJSON_Delete(root);
     if (!ok) oai_request_free(out);
     return ok;

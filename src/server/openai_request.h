@@ -27,6 +27,8 @@ enum {
     OAI_MAX_ALLOWED_IDS = 1 << 20,              /* allowed_token_ids entries */
     OAI_MAX_MESSAGES = 4096,
     OAI_PROMPT_LABEL_MAX = 48, /* bytes of oai_prompt_label's buffer */
+    OAI_IGNORED_NAMES = 4,     /* unknown fields named in oai_request.ignored */
+    OAI_IGNORED_MAX = 192,     /* bytes of oai_request.ignored */
     /* n x max_tokens x top_logprobs: the log-probability alternatives one
      * request may ask for (8 bytes each: 8 MiB) */
     OAI_MAX_LOGPROB_ALTERNATIVES = 1 << 20,
@@ -118,12 +120,18 @@ typedef struct oai_request {
     encore_logit_bias *logit_bias; /* [sampling.n_logit_bias]: sampling.logit_bias */
     int32_t *allowed_ids;          /* [sampling.n_allowed_token_ids]: vLLM's allowed_token_ids */
     oai_structured structured;     /* response_format, structured_outputs, guided_* */
+    /* completions and chat: the top-level fields nothing reads (null ones
+     * aside), for the server's warning, as vLLM logs them: "'a', 'b' and 3
+     * more" (at most OAI_IGNORED_NAMES named, each cut to 32 bytes, a byte
+     * outside printable ASCII written '?'); "" when none */
+    char ignored[OAI_IGNORED_MAX];
 } oai_request;
 
 /* Parse `body` (len bytes, need not be NUL-terminated) as a request of
  * `kind`. Returns 1 with *out filled, or 0 with `err` filled (HTTP 400 with
- * the field in err->param) and *out empty. Unknown fields are ignored, as
- * OpenAI's clients send more than any one server reads. */
+ * the field in err->param) and *out empty. Unknown fields are accepted, as
+ * OpenAI's clients send more than any one server reads, and named in
+ * out->ignored. */
 int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *out,
                       oai_error *err);
 void oai_request_free(oai_request *r); /* frees the contents; NULL is a no-op */
