@@ -101,7 +101,8 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                candidates of n = best_of with the highest cumulative logprobs, usage
                counting all, a batch, the 400s); allowed_token_ids (every token among them,
                greedy the best-scored of them, with guided_choice both masks); bad_words
-               and prompt_logprobs (refused by name); an unknown field (answered as
+               and prompt_logprobs (refused by name); parallel_tool_calls false (the
+               first of several calls "required" made, whole and streamed); an unknown field (answered as
                without it; one warning per such request on the server's stderr, naming it)
   openai       the official `openai` npm package (tests/openai_client.mjs):
                completions, chat, streaming, n > 1, a batch of prompts, stop
@@ -1586,6 +1587,7 @@ def check_fields(a):
             if status != 200:
                 fail(f"{path} with bad_words [] and prompt_logprobs null: {status} {r}")
         print("ok bad_words and prompt_logprobs: 400s naming them; [] and null answered")
+        check_parallel_tool_calls(srv)
         status, r, _ = srv.post(comp, dict(base, frobnicate=1, user="u"))
         if status != 200 or r["choices"][0]["text"] != plain["choices"][0]["text"]:
             fail(f"an unknown field: {status} {r} != {plain}")
@@ -1889,6 +1891,38 @@ def check_allowed_ids(srv):
                  "allowed_token_ids", "outside the vocabulary")
     expect_param(srv, comp, {"prompt": ids, "max_tokens": 2, "allowed_token_ids": []},
                  "allowed_token_ids", "empty")
+
+
+def check_parallel_tool_calls(srv):
+    """parallel_tool_calls false: the reply shows its first tool call only (vLLM's), whole and
+    streamed, the rest of the reply as with true; tool_choice "required" with ignore_eos makes the
+    model write several calls of a tool whose arguments can only be {"x": "a"}."""
+    chat = "/v1/chat/completions"
+    tool = {"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"x": {"enum": ["a"]}}, "required": ["x"],
+        "additionalProperties": False}}}
+    body = {"messages": [{"role": "user", "content": "Hi"}], "tools": [tool], "tool_choice": "required",
+            "max_tokens": 100, "temperature": 0, "ignore_eos": True,
+            "chat_template_kwargs": {"enable_thinking": False}}
+    status, every, _ = srv.post(chat, body)
+    calls = every["choices"][0]["message"].get("tool_calls") or []
+    if status != 200 or len(calls) < 2 or any(c["function"]["arguments"] != '{"x":"a"}' for c in calls):
+        fail(f"tool_choice required with ignore_eos: {status} {every}, want two calls or more")
+    status, first, _ = srv.post(chat, dict(body, parallel_tool_calls=False))
+    want = json.loads(json.dumps(every["choices"][0]))
+    want["message"]["tool_calls"] = want["message"]["tool_calls"][:1]
+    got = first["choices"][0]
+    if status != 200 or [c["function"] for c in got["message"]["tool_calls"]] != \
+            [c["function"] for c in want["message"]["tool_calls"]] or \
+            {k: v for k, v in got["message"].items() if k != "tool_calls"} != \
+            {k: v for k, v in want["message"].items() if k != "tool_calls"} or \
+            got["finish_reason"] != want["finish_reason"]:
+        fail(f"parallel_tool_calls false: {got} != the first call of {want}")
+    indexes = [t["index"] for c in curl_stream(srv, chat, dict(body, parallel_tool_calls=False, stream=True))
+               for t in (c["choices"][0]["delta"].get("tool_calls") or []) if c["choices"]]
+    if not indexes or set(indexes) != {0}:
+        fail(f"parallel_tool_calls false, streamed: tool call chunks of indexes {indexes}")
+    print(f"ok parallel_tool_calls false: 1 of {len(calls)} calls shown, whole and streamed")
 
 
 def check_truncate(srv):

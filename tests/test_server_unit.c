@@ -369,6 +369,17 @@ static void test_request_fields(void)
                 OAI_COMPLETION, &r, &err));
     CHECK(!strcmp(r.ignored, ""));
     oai_request_free(&r);
+    /* parallel_tool_calls (chat): true by default */
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", OAI_CHAT, &r, &err));
+    CHECK(r.parallel_tool_calls == 1);
+    oai_request_free(&r);
+    CHECK(parse(
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"parallel_tool_calls\":false}",
+        OAI_CHAT, &r, &err));
+    CHECK(r.parallel_tool_calls == 0 && !r.ignored[0]);
+    oai_request_free(&r);
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"parallel_tool_calls\":0}",
+            OAI_CHAT, "parallel_tool_calls", "boolean");
     /* bad_words and prompt_logprobs: refused by name (completions and chat); null, and
      * bad_words [], ask for nothing */
     refused("{\"prompt\":\"x\",\"bad_words\":[\"no\"]}", OAI_COMPLETION, "bad_words",

@@ -541,19 +541,28 @@ static int gen__any_error(const gen_job *j)
     return 0;
 }
 
+/* The calls of choice c a reply shows: all, or with parallel_tool_calls
+ * false the first only (vLLM's). */
+static size_t gen__calls_shown(const gen_choice *c)
+{
+    size_t n = c->tools.n_calls;
+    return !c->job->req.parallel_tool_calls && n > 1 ? 1 : n;
+}
+
 /* A reply's calls into ch (*calls malloc'd, the caller frees it); content
  * null when the calls are all there is, as OpenAI's. 0 when out of memory. */
 static int gen__tool_calls_whole(const gen_choice *c, oai_choice *ch, oai_tool_call **calls)
 {
-    if (!c->tools.n_calls) return 1;
-    *calls = malloc(c->tools.n_calls * sizeof **calls);
+    size_t n = gen__calls_shown(c);
+    if (!n) return 1;
+    *calls = malloc(n * sizeof **calls);
     if (!*calls) return 0;
-    for (size_t k = 0; k < c->tools.n_calls; k++) {
+    for (size_t k = 0; k < n; k++) {
         const tool_call *t = &c->tools.calls[k];
         (*calls)[k] = (oai_tool_call){(int)k, t->id, t->name, t->arguments};
     }
     ch->tool_calls = *calls;
-    ch->n_tool_calls = c->tools.n_calls;
+    ch->n_tool_calls = n;
     if (!c->n_content) ch->text = NULL;
     return 1;
 }
@@ -719,6 +728,7 @@ static void gen__sse_error(gen_job *j)
 static void gen__sse_tool_calls(gen_job *j, gen_choice *c, const oai_usage *u)
 {
     for (; c->n_calls_sent < c->tools.n_calls; c->n_calls_sent++) {
+        if (c->n_calls_sent >= gen__calls_shown(c)) continue; /* parallel_tool_calls false */
         const tool_call *t = &c->tools.calls[c->n_calls_sent];
         oai_tool_call call = {(int)c->n_calls_sent, t->id, t->name, t->arguments};
         gen__sse(j, oai_response_tool_call_chunk(&j->head, c->index, &call, 0, u));

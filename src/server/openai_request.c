@@ -718,7 +718,7 @@ static const char oai__known_common[] =
 static const char oai__known_completion[] = " prompt suffix echo best_of ";
 static const char oai__known_chat[] =
     " messages max_completion_tokens top_logprobs chat_template_kwargs add_generation_prompt"
-    " continue_final_message tools tool_choice ";
+    " continue_final_message tools tool_choice parallel_tool_calls ";
 
 /* 1 when `key` is one of the names in `names` (" a b c "). */
 static int oai__in(const char *names, const char *key)
@@ -805,6 +805,7 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *
     out->n = 1;
     out->enable_thinking = 1;
     out->add_generation_prompt = 1;
+    out->parallel_tool_calls = 1;
     /* encore_sampling_default() but for OpenAI's temperature; set here
      * field by field so that the parser links without the engine */
     out->sampling.max_tokens = 16;

@@ -91,6 +91,7 @@ typedef struct oai_request {
     size_t n_tools;
     oai_tool_choice tool_choice;
     char *tool_choice_name;        /* OAI_TOOL_NAMED: the function, else NULL */
+    int parallel_tool_calls;       /* default 1; 0: a reply shows its first call only (vLLM's) */
     /* output */
     int stream;
     int include_usage;             /* stream_options.include_usage */
