@@ -85,7 +85,8 @@ typedef struct encore_logit_bias {
     float bias; /* [-100, 100], added to its logit */
 } encore_logit_bias;
 typedef struct encore_sampling {
-    int64_t max_tokens; /* >= 1 */
+    int64_t max_tokens; /* >= 1; 0 with prompt_logprobs: the prompt scored, nothing
+                         * generated (finish_reason "length") */
     double temperature; /* 0: greedy */
     uint64_t seed;      /* the draws of a sampled request: the same seed, prompt and
                          * parameters give the same tokens, whatever runs beside it;
@@ -103,8 +104,9 @@ typedef struct encore_sampling {
     int top_logprobs;          /* and this many alternatives (0..20) */
     int prompt_logprobs;       /* nonzero (with logprobs): also each prompt token's, given
                                 * the tokens before it (the first has none), delivered with
-                                * the first callback (encore_output.prompt_*); the request
-                                * then skips the prefix cache */
+                                * the first callback that has ids (max_tokens 0: the last)
+                                * (encore_output.prompt_*); the request then skips the
+                                * prefix cache */
     const char *const *stop;   /* [n_stop] non-empty stop strings, matched on the output text
                                 * across token boundaries; the match is not emitted (copied;
                                 * needs the tokenizer) */
@@ -120,6 +122,13 @@ typedef struct encore_sampling {
                                           * OpenAI's logit_bias; logprobs stay the raw
                                           * model's (copied) */
     size_t n_logit_bias;                 /* at most ENCORE_MAX_LOGIT_BIAS */
+    const int32_t *allowed_token_ids;    /* [n_allowed_token_ids]: when n > 0 the only ids that
+                                          * may be chosen (vLLM's allowed_token_ids), each in
+                                          * the model's vocabulary, applied as a token mask (with
+                                          * a structured-output constraint, both); an EOS not
+                                          * among them never ends the request; logprobs stay
+                                          * the raw model's (copied) */
+    size_t n_allowed_token_ids;
 } encore_sampling;
 
 ENCORE_API encore_sampling encore_sampling_default(void);
@@ -167,7 +176,8 @@ typedef struct encore_output {
                                  * and temperature) */
     const encore_logprob *top;  /* [n_ids * n_top] alternatives, most likely first */
     int n_top;
-    /* With sampling.prompt_logprobs, in the first call only (else NULL, 0):
+    /* With sampling.prompt_logprobs, in the first call with ids (max_tokens 0:
+     * the last call) only (else NULL, 0):
      * the prompt's ids and their log-probabilities (prompt_logprobs[0] is
      * NAN: nothing comes before it) and alternatives (n_top per token;
      * the first token's are id -1) */
@@ -350,6 +360,16 @@ ENCORE_API encore_status encore_tokenize(encore_engine *e, const char *text, siz
 ENCORE_API encore_status encore_detokenize(encore_engine *e, const int32_t *ids, size_t n_ids,
                                            int skip_special_tokens, char **text, size_t *len);
 ENCORE_API void encore_free(void *p);
+
+/* --- logging ------------------------------------------------------------------ */
+
+/* One warning line on stderr, "encore: warn: " and the message, as the
+ * library writes its own (ENCORE_LOG=error silences them); any thread. */
+ENCORE_API void encore_log_warning(const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
 
 #ifdef __cplusplus
 }

@@ -13,9 +13,10 @@
 #   server_<check>     end to end over 127.0.0.1 (tests/server_e2e.py, one server
 #                      per check on a port of its own): sse, batch, endpoints, errors,
 #                      early, hosts, failures, oom, special, keepalive, limits,
-#                      fairness, queue, disconnect, concurrency, args, bench, tools
-#                      (`encore bench serve` against it: its counts equal the
-#                      server's counters)
+#                      fairness, queue, disconnect, concurrency, args, bench, tools,
+#                      fields (`encore bench serve` against it: its counts equal the
+#                      server's counters; fields: the OpenAI and vLLM request fields
+#                      that change a result, each done or refused by name)
 #   server_<check>     connection slots (tests/server_connections.py): slowloris
 #                      (600 trickling connections closed at --request-read-timeout,
 #                      a normal client answered within 1 s meanwhile), per_ip
@@ -47,7 +48,7 @@ endforeach()
 set(ENCORE_SERVER_E2E ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_e2e.py --encore $<TARGET_FILE:encore>
                       --models ${ENCORE_MODELS_DIR})
 foreach(check sse batch endpoints errors early hosts failures oom special templates_2507 keepalive limits
-              fairness queue disconnect concurrency args bench tools)
+              fairness queue disconnect concurrency args bench tools fields)
   add_test(NAME server_${check} COMMAND ${ENCORE_SERVER_E2E} ${check})
   set_tests_properties(server_${check} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300
                        LABELS server)

@@ -88,6 +88,22 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                tools too; chat with tools answers (stream and not); every malformed
                tools, tool_choice, tool_calls or tool_call_id is a 400 naming it,
                and "required" or a named function is a 400 (not enforced yet)
+  fields       request fields of OpenAI's API and vLLM's extensions that change the
+               result, each done as vLLM does or refused with a 400 naming it: suffix
+               (refused; null and "" answered as without); truncate_prompt_tokens k (the
+               reply and usage of the prompt's last k ids from /tokenize sent as the
+               prompt; echo, a batch, chat; -1; the 400s); continuous_usage_stats (every
+               chunk's usage its choice's so far, growing by the tokens the chunk carries,
+               the sum the final usage, whole and streamed alike); echo with max_tokens 0
+               (the prompt's text, with logprobs those of max_tokens 1 before its token);
+               return_tokens_as_token_ids ("token_id:N", the echoed N /tokenize's ids,
+               each N's /detokenize the token given without it); best_of (the n shown the
+               candidates of n = best_of with the highest cumulative logprobs, usage
+               counting all, a batch, the 400s); allowed_token_ids (every token among them,
+               greedy the best-scored of them, with guided_choice both masks); bad_words
+               and prompt_logprobs (refused by name); parallel_tool_calls false (the
+               first of several calls "required" made, whole and streamed); an unknown field (answered as
+               without it; one warning per such request on the server's stderr, naming it)
   openai       the official `openai` npm package (tests/openai_client.mjs):
                completions, chat, streaming, n > 1, a batch of prompts, stop
                strings, errors
@@ -161,6 +177,7 @@ class Server:
             self.p.kill()
             fail("server did not stop within 60 s of SIGTERM")
         err = self.p.stderr.read()
+        self.stderr = err  # what the server logged, for the checks that read it
         if exc[0] is None and rc != 0:
             fail(f"server exited {rc}: {err}")
 
@@ -1586,6 +1603,432 @@ def check_tools(a):
             if json.loads(data)["error"]["param"] != param:
                 fail(f"{fields}: param {json.loads(data)['error']['param']!r}, want {param!r}")
         srv.wait_idle()
+
+
+def expect_param(srv, path, body, param, *needles):
+    """A 400 whose error names `param` (err.param) and says each needle."""
+    expect_error(srv, 400, "POST", path, body, *needles)
+    _, _, data = srv.request("POST", path, body)
+    got = json.loads(data)["error"]["param"]
+    if got != param:
+        fail(f"{str(body)[:100]}: param {got!r}, want {param!r}")
+
+
+def check_fields(a):
+    comp = "/v1/completions"
+    with Server(a, "--max-model-len", "256") as srv:
+        base = {"prompt": "Hello", "max_tokens": 2, "temperature": 0}
+        # suffix: refused as vLLM refuses it; null and "" ask for nothing
+        expect_param(srv, comp, dict(base, suffix="x"), "suffix", "not supported")
+        status, plain, _ = srv.post(comp, base)
+        for empty in (None, ""):
+            status, r, _ = srv.post(comp, dict(base, suffix=empty))
+            if status != 200 or r["choices"][0]["text"] != plain["choices"][0]["text"]:
+                fail(f"suffix {empty!r}: {status} {r}")
+        print("ok suffix: 400 naming it; null and \"\" answered as without")
+        check_truncate(srv)
+        check_continuous_usage(srv)
+        check_echo_only(srv)
+        check_token_ids(srv)
+        check_best_of(srv)
+        check_allowed_ids(srv)
+        chat, msgs = "/v1/chat/completions", [{"role": "user", "content": "Hi"}]
+        for path, body in ((comp, base), (chat, {"messages": msgs, "max_tokens": 2})):
+            expect_param(srv, path, dict(body, bad_words=["Paris"]), "bad_words", "not supported")
+            expect_param(srv, path, dict(body, prompt_logprobs=1), "prompt_logprobs", "not supported")
+            status, r, _ = srv.post(path, dict(body, bad_words=[], prompt_logprobs=None))
+            if status != 200:
+                fail(f"{path} with bad_words [] and prompt_logprobs null: {status} {r}")
+        print("ok bad_words and prompt_logprobs: 400s naming them; [] and null answered")
+        check_parallel_tool_calls(srv)
+        status, r, _ = srv.post(comp, dict(base, frobnicate=1, user="u"))
+        if status != 200 or r["choices"][0]["text"] != plain["choices"][0]["text"]:
+            fail(f"an unknown field: {status} {r} != {plain}")
+        srv.post(chat, {"messages": msgs, "max_tokens": 2, "echo": True, "best_of": 2,
+                        "a\nb": 1, "x" * 40: 2, "c": 3, "d": None})
+    # one warning per request that had unknown fields (null ones and "user" aside), on one
+    # line, naming at most four
+    lines = [ln for ln in srv.stderr.splitlines() if "ignored" in ln]
+    want = ["encore: warn: /v1/completions: the following fields were present in the request but "
+            "ignored: 'frobnicate'",
+            "encore: warn: /v1/chat/completions: the following fields were present in the request "
+            "but ignored: 'echo', 'best_of', 'a?b', '" + "x" * 32 + "...' and 1 more"]
+    if lines != want:
+        fail(f"the server's warnings about ignored fields: {lines}, want {want}")
+    print(f"ok unknown fields: answered as without, one warning line per request: {lines}")
+
+
+def tokenize(srv, **body):
+    status, r, _ = srv.post("/tokenize", body)
+    if status != 200:
+        fail(f"/tokenize {str(body)[:80]}: {status} {r}")
+    return r["tokens"]
+
+
+def detokenize(srv, ids):
+    status, r, _ = srv.post("/detokenize", {"tokens": ids})
+    if status != 200:
+        fail(f"/detokenize: {status} {r}")
+    return r["prompt"]
+
+
+def completion_key(r):
+    """What two completions must share to be the same answer (ids and times aside)."""
+    return [(c["index"], c["text"], c["finish_reason"], c["logprobs"]) for c in r["choices"]], \
+        {k: r["usage"][k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+
+
+def check_continuous_usage(srv):
+    """stream_options.continuous_usage_stats with include_usage: every chunk carries its choice's
+    usage so far (its prompt's tokens; completion_tokens growing by the tokens the chunk carries,
+    counted by its logprobs; a chat's role chunk 0), each choice's last equal to what it
+    generated, their sum the final usage (which equals the whole reply's); without include_usage
+    no chunk has a usage."""
+    comp, chat = "/v1/completions", "/v1/chat/completions"
+    prompts = ["The capital of France is", "Once upon a time"]
+    plens = [len(tokenize(srv, prompt=p)) for p in prompts]
+    opts = {"include_usage": True, "continuous_usage_stats": True}
+    for path, body, lens in [
+        (comp, {"prompt": prompts[0], "max_tokens": 9, "logprobs": 0}, plens[:1]),
+        (comp, {"prompt": prompts, "n": 2, "max_tokens": 7, "logprobs": 1}, plens),
+        (chat, {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8, "logprobs": True},
+         [len(tokenize(srv, messages=[{"role": "user", "content": "Hi"}]))]),
+    ]:
+        body = dict(body, temperature=0, ignore_eos=True)
+        status, whole, _ = srv.post(path, body)
+        chunks = curl_stream(srv, path, dict(body, stream=True, stream_options=opts))
+        n = len(whole["choices"])
+        per = n // len(lens)
+        done = [0] * n
+        for c in chunks[:-1]:
+            ch, u = c["choices"][0], c.get("usage")
+            i = ch["index"]
+            lp = ch.get("logprobs") or {}
+            got = len(lp.get("content") or []) if "chat" in path else len(lp.get("tokens", []))
+            if not u or u["prompt_tokens"] != lens[i // per] or \
+                    u["completion_tokens"] != done[i] + got or \
+                    u["total_tokens"] != u["prompt_tokens"] + u["completion_tokens"]:
+                fail(f"{path} continuous usage: chunk {c} after {done[i]} tokens of choice {i} "
+                     f"(prompt {lens[i // per]})")
+            done[i] = u["completion_tokens"]
+        final = chunks[-1]["usage"]
+        if chunks[-1]["choices"] or final != whole["usage"] or sum(done) != final["completion_tokens"] \
+                or done != [body["max_tokens"]] * n:
+            fail(f"{path} continuous usage: per choice {done}, final {final} != whole {whole['usage']}")
+        if n == 1 and chunks[-2]["usage"] != final:
+            fail(f"{path}: the last chunk's usage {chunks[-2]['usage']} != the final {final}")
+        print(f"ok {path} continuous_usage_stats: {len(chunks) - 1} chunks, each choice's usage so "
+              f"far, per choice {done}, sum = the final usage")
+    chunks = curl_stream(srv, comp, {"prompt": prompts[0], "max_tokens": 3, "stream": True,
+                                     "stream_options": {"continuous_usage_stats": True}})
+    if any("usage" in c for c in chunks):
+        fail(f"continuous_usage_stats without include_usage: a chunk has a usage: {chunks}")
+
+
+def check_echo_only(srv):
+    """echo with max_tokens 0: the prompt is the text (token ids: their text), nothing generated,
+    "length", completion_tokens 0; with logprobs the prompt's entries, equal to those echo with
+    max_tokens 1 gives before its one token; streamed the same; a batch with n 2; max_tokens 0
+    without echo: 400 naming it."""
+    comp = "/v1/completions"
+    text = "The capital of France is"
+    ids = tokenize(srv, prompt=text)
+    other = tokenize(srv, prompt="Once upon a time")
+    for prompt, want in ((text, [text]), (other, [detokenize(srv, other)]),
+                         ([text, other], [text, detokenize(srv, other)])):
+        for lp in (None, 2):
+            body = {"prompt": prompt, "max_tokens": 0, "echo": True, "n": 2, "temperature": 1.0}
+            if lp is not None:
+                body["logprobs"] = lp
+            status, r, _ = srv.post(comp, body)
+            texts = [c["text"] for c in r.get("choices", [])]
+            if status != 200 or texts != [t for t in want for _ in range(2)] or \
+                    any(c["finish_reason"] != "length" for c in r["choices"]) or \
+                    r["usage"]["completion_tokens"] != 0 or \
+                    r["usage"]["prompt_tokens"] != sum(len(tokenize(srv, prompt=t)) for t in want):
+                fail(f"echo with max_tokens 0 ({str(prompt)[:40]}, logprobs {lp}): {status} {r}")
+            if lp is None and any(c["logprobs"] is not None for c in r["choices"]):
+                fail(f"echo with max_tokens 0 without logprobs: {r}")
+            if lp is not None:
+                one = dict(body, max_tokens=1, temperature=0)
+                _, ref, _ = srv.post(comp, one)
+                for c, rc in zip(r["choices"], ref["choices"]):
+                    n = len(c["logprobs"]["tokens"])
+                    cut = {k: v[:n] for k, v in rc["logprobs"].items()}
+                    if c["logprobs"] != cut or n != len(rc["logprobs"]["tokens"]) - 1:
+                        fail(f"echo max_tokens 0 logprobs {c['logprobs']} != those of max_tokens 1 "
+                             f"before its token {rc['logprobs']}")
+            streamed = [{"text": "", "tokens": [], "token_logprobs": [], "top_logprobs": [],
+                         "text_offset": [], "finish": []} for _ in r["choices"]]
+            for c in curl_stream(srv, comp, dict(body, stream=True)):
+                for ch in c["choices"]:
+                    s = streamed[ch["index"]]
+                    s["text"] += ch["text"]
+                    for key in ("tokens", "token_logprobs", "top_logprobs", "text_offset"):
+                        s[key] += (ch["logprobs"] or {}).get(key, [])
+                    if ch["finish_reason"]:
+                        s["finish"].append(ch["finish_reason"])
+            want_s = [dict(c["logprobs"] or {"tokens": [], "token_logprobs": [], "top_logprobs": [],
+                                             "text_offset": []}, text=c["text"], finish=["length"])
+                      for c in r["choices"]]
+            if streamed != want_s:
+                fail(f"echo with max_tokens 0 streamed {streamed} != whole {want_s}")
+    print("ok echo with max_tokens 0: the prompt's text (ids: their text), length, no completion "
+          "tokens; with logprobs the prompt's, equal to max_tokens 1's before its token; streamed "
+          "the same; batch, n 2")
+    expect_param(srv, comp, {"prompt": text, "max_tokens": 0}, "max_tokens", "echo")
+    expect_param(srv, "/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                                               "max_tokens": 0}, "max_tokens", "at least 1")
+
+
+def token_id(name):
+    m = re.fullmatch(r"token_id:(\d+)", name)
+    if not m:
+        fail(f"{name!r} is not \"token_id:N\"")
+    return int(m.group(1))
+
+
+def check_token_ids(srv):
+    """return_tokens_as_token_ids: every token and top_logprobs key "token_id:N"; an echoed
+    prompt's N are its /tokenize ids; each N's /detokenize text is the token the same request
+    gives without it, with the same logprobs, offsets and text; chat: token "token_id:N", the
+    chosen token's bytes its text's, an alternative's those of its name (vLLM's); streamed the
+    same."""
+    comp, chat = "/v1/completions", "/v1/chat/completions"
+    text = "The capital of France is"
+    ids = tokenize(srv, prompt=text)
+    body = {"prompt": text, "max_tokens": 6, "temperature": 0, "logprobs": 3, "echo": True}
+    status, plain, _ = srv.post(comp, body)
+    status2, named, _ = srv.post(comp, dict(body, return_tokens_as_token_ids=True))
+    lp, lq = named["choices"][0]["logprobs"], plain["choices"][0]["logprobs"]
+    got = [token_id(t) for t in lp["tokens"]]
+    if status != 200 or status2 != 200 or got[:len(ids)] != ids:
+        fail(f"return_tokens_as_token_ids: echoed ids {got[:len(ids)]} != /tokenize's {ids}")
+    if [detokenize(srv, [n]) for n in got] != lq["tokens"] or lp["token_logprobs"] != lq["token_logprobs"] \
+            or lp["text_offset"] != lq["text_offset"] or named["choices"][0]["text"] != plain["choices"][0]["text"]:
+        fail(f"return_tokens_as_token_ids: {lp} does not name the tokens of {lq}")
+    for alts, ref in zip(lp["top_logprobs"][1:], lq["top_logprobs"][1:]):
+        texts = {}
+        for name, v in alts.items():  # alternatives that decode alike are one key without ids
+            t = detokenize(srv, [token_id(name)])
+            texts[t] = max(texts.get(t, v), v)
+        if texts != ref or len(alts) != 3:
+            fail(f"return_tokens_as_token_ids: alternatives {alts} do not name {ref}")
+    streamed = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+    for c in curl_stream(srv, comp, dict(body, return_tokens_as_token_ids=True, stream=True)):
+        for key in streamed:
+            streamed[key] += (c["choices"][0]["logprobs"] or {}).get(key, [])
+    if streamed != lp:
+        fail(f"return_tokens_as_token_ids streamed {streamed} != whole {lp}")
+    msgs = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 6, "temperature": 0,
+            "logprobs": True, "top_logprobs": 2}
+    _, cplain, _ = srv.post(chat, msgs)
+    status, cnamed, _ = srv.post(chat, dict(msgs, return_tokens_as_token_ids=True))
+    for e, ref in zip(cnamed["choices"][0]["logprobs"]["content"], cplain["choices"][0]["logprobs"]["content"]):
+        if detokenize(srv, [token_id(e["token"])]) != ref["token"] or e["bytes"] != ref["bytes"] or \
+                e["logprob"] != ref["logprob"] or len(e["top_logprobs"]) != 2:
+            fail(f"chat return_tokens_as_token_ids: {e} does not name {ref}")
+        for alt, aref in zip(e["top_logprobs"], ref["top_logprobs"]):
+            if detokenize(srv, [token_id(alt["token"])]) != aref["token"] or \
+                    alt["bytes"] != list(alt["token"].encode()) or alt["logprob"] != aref["logprob"]:
+                fail(f"chat return_tokens_as_token_ids: alternative {alt} does not name {aref}")
+    print(f"ok return_tokens_as_token_ids: the echoed prompt's names are /tokenize's ids {ids}, every "
+          "token and alternative names its own text (completions, chat, streamed)")
+
+
+def cumulative(choice):
+    return sum(choice["logprobs"]["token_logprobs"])
+
+
+def check_best_of(srv):
+    """best_of above n: the n shown are, of the best_of candidates (candidate k of prompt p has
+    seed + p * best_of + k, so the same request with n = best_of generates them), those with the
+    highest cumulative logprob of their tokens, highest first; usage counts every candidate's
+    tokens; without logprobs the same texts; a batch; stream and best_of < n: 400 naming it."""
+    comp = "/v1/completions"
+    base = {"prompt": "The capital of France is", "max_tokens": 6, "temperature": 1.0, "logprobs": 0}
+    for seed in range(1, 40):  # a seed whose best two are not candidates 0 and 1, in order
+        status, every, _ = srv.post(comp, dict(base, n=4, seed=seed))
+        cands = every["choices"]
+        best = sorted(range(4), key=lambda k: -cumulative(cands[k]))[:2]
+        if best != [0, 1] and len({cumulative(c) for c in cands}) == 4:
+            break
+    else:
+        fail("no seed in 1..39 gives 4 candidates whose best two are not the first two")
+    status, r, _ = srv.post(comp, dict(base, n=2, best_of=4, seed=seed))
+    want = [dict(cands[k], index=i) for i, k in enumerate(best)]
+    if status != 200 or r["choices"] != want or r["usage"] != every["usage"]:
+        fail(f"best_of 4, n 2, seed {seed}: {status} {r} != candidates {best} of n 4: {want}, "
+             f"usage {every['usage']}")
+    body = {k: v for k, v in base.items() if k != "logprobs"}
+    _, bare, _ = srv.post(comp, dict(body, n=2, best_of=4, seed=seed))
+    if [c["text"] for c in bare["choices"]] != [c["text"] for c in want] or \
+            any(c["logprobs"] is not None for c in bare["choices"]):
+        fail(f"best_of without logprobs: {bare} != the texts of {want}, logprobs null")
+    print(f"ok best_of 4, n 2 (seed {seed}): candidates {best} shown, the highest cumulative "
+          f"logprobs {[round(cumulative(cands[k]), 3) for k in best]} of "
+          f"{[round(cumulative(c), 3) for c in cands]}; usage counts all 4")
+    prompts = ["Once upon a time", "Hello"]
+    status, r, _ = srv.post(comp, dict(base, prompt=prompts, n=1, best_of=3, seed=seed))
+    shown, usage = [], 0
+    for p, text in enumerate(prompts):
+        _, alone, _ = srv.post(comp, dict(base, prompt=text, n=3, seed=seed + 3 * p))
+        c = alone["choices"]
+        k = max(range(3), key=lambda k: (cumulative(c[k]), -k))
+        shown.append(dict(c[k], index=p))
+        usage += alone["usage"]["completion_tokens"]
+    if status != 200 or r["choices"] != shown or r["usage"]["completion_tokens"] != usage:
+        fail(f"a batch with best_of 3: {r} != each prompt's best of 3 {shown}")
+    print("ok best_of in a batch: each prompt's best candidate, seeds seed + p * best_of + k")
+    expect_param(srv, comp, dict(base, best_of=2, stream=True), "best_of", "cannot be streamed")
+    expect_param(srv, comp, dict(base, n=3, best_of=2), "best_of", "at least 'n'")
+    status, r, _ = srv.post(comp, dict(base, n=2, best_of=2, seed=seed))
+    if status != 200 or r["choices"] != cands[:2]:
+        fail(f"best_of == n: {r} != the first two of n 4 {cands[:2]}")
+
+
+def prompt_logprob(srv, ids, nxt):
+    """The logprob of id nxt after ids, scored as an echoed prompt (echo, max_tokens 0)."""
+    status, r, _ = srv.post("/v1/completions", {"prompt": ids + [nxt], "max_tokens": 0, "echo": True,
+                                                 "logprobs": 0, "return_tokens_as_token_ids": True})
+    lp = r["choices"][0]["logprobs"] if status == 200 else None
+    if not lp or token_id(lp["tokens"][-1]) != nxt:
+        fail(f"scoring {nxt} after {ids}: {status} {r}")
+    return lp["token_logprobs"][-1]
+
+
+def check_allowed_ids(srv):
+    """allowed_token_ids: every token generated is one of them (seen with
+    return_tokens_as_token_ids), sampled and greedy, completions and chat; greedy picks at each
+    step the allowed id the model scores highest (each scored on its own as an echoed prompt);
+    with guided_choice both apply; ids outside the vocabulary and [] are 400s naming it."""
+    comp, chat = "/v1/completions", "/v1/chat/completions"
+    ids = tokenize(srv, prompt="The capital of France is")
+    allowed = [tokenize(srv, prompt=w)[0] for w in (" Paris", " London", " the", " blue")]
+    base = {"max_tokens": 10, "logprobs": 0, "return_tokens_as_token_ids": True, "ignore_eos": True,
+            "allowed_token_ids": allowed}
+    for temp in (0, 1.0):
+        status, r, _ = srv.post(comp, dict(base, prompt=ids, temperature=temp, seed=3, n=2))
+        got = [token_id(t) for c in r.get("choices", []) for t in c["logprobs"]["tokens"]]
+        if status != 200 or len(got) != 20 or not set(got) <= set(allowed):
+            fail(f"allowed_token_ids {allowed}, temperature {temp}: {status} generated {got}")
+        if temp == 0:
+            greedy = [token_id(t) for t in r["choices"][0]["logprobs"]["tokens"]][:5]
+        else:
+            sampled = got
+    msgs = [{"role": "user", "content": "Hi"}]
+    status, r, _ = srv.post(chat, dict(base, messages=msgs, temperature=1.0, logprobs=True))
+    got = [token_id(t["token"]) for t in r["choices"][0]["logprobs"]["content"]]
+    if status != 200 or len(got) != 10 or not set(got) <= set(allowed):
+        fail(f"chat allowed_token_ids {allowed}: {status} generated {got}")
+    if len(set(sampled)) < 2:
+        fail(f"sampling among {allowed} picked one id only: {sampled}")
+    for k, pick in enumerate(greedy):
+        scores = {a: prompt_logprob(srv, ids + greedy[:k], a) for a in allowed}
+        if pick != max(allowed, key=lambda a: (scores[a], -a)):
+            fail(f"greedy step {k} with allowed_token_ids picked {pick}, scores {scores}")
+    print(f"ok allowed_token_ids {allowed}: every token among them (sampled {sampled[:10]}, "
+          f"chat {got}); greedy picks the best-scored of them at each step ({greedy})")
+    no = tokenize(srv, prompt="no")
+    ends = tokenize(srv, prompt="<|endoftext|>") + tokenize(srv, prompt="<|im_end|>")
+    choice = {"prompt": ids, "max_tokens": 8, "temperature": 1.0, "guided_choice": ["yes", "no"]}
+    seed = next((s for s in range(1, 40) if srv.post(comp, dict(choice, seed=s))[1]["choices"][0]["text"] == "yes"),
+                None)
+    if seed is None:
+        fail("guided_choice yes/no never says yes with seeds 1..39")
+    status, r, _ = srv.post(comp, dict(choice, seed=seed, allowed_token_ids=no + ends))
+    if status != 200 or r["choices"][0]["text"] != "no" or r["choices"][0]["finish_reason"] != "stop":
+        fail(f"guided_choice yes/no (yes with seed {seed}) with only no's ids allowed: {status} {r}")
+    print("ok allowed_token_ids with guided_choice: both masks apply (\"no\" the one left)")
+    expect_param(srv, comp, {"prompt": ids, "max_tokens": 2, "allowed_token_ids": [5, 151936]},
+                 "allowed_token_ids", "outside the vocabulary")
+    expect_param(srv, comp, {"prompt": ids, "max_tokens": 2, "allowed_token_ids": []},
+                 "allowed_token_ids", "empty")
+
+
+def check_parallel_tool_calls(srv):
+    """parallel_tool_calls false: the reply shows its first tool call only (vLLM's), whole and
+    streamed, the rest of the reply as with true; tool_choice "required" with ignore_eos makes the
+    model write several calls of a tool whose arguments can only be {"x": "a"}."""
+    chat = "/v1/chat/completions"
+    tool = {"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"x": {"enum": ["a"]}}, "required": ["x"],
+        "additionalProperties": False}}}
+    body = {"messages": [{"role": "user", "content": "Hi"}], "tools": [tool], "tool_choice": "required",
+            "max_tokens": 100, "temperature": 0, "ignore_eos": True,
+            "chat_template_kwargs": {"enable_thinking": False}}
+    status, every, _ = srv.post(chat, body)
+    calls = every["choices"][0]["message"].get("tool_calls") or []
+    if status != 200 or len(calls) < 2 or any(c["function"]["arguments"] != '{"x":"a"}' for c in calls):
+        fail(f"tool_choice required with ignore_eos: {status} {every}, want two calls or more")
+    status, first, _ = srv.post(chat, dict(body, parallel_tool_calls=False))
+    want = json.loads(json.dumps(every["choices"][0]))
+    want["message"]["tool_calls"] = want["message"]["tool_calls"][:1]
+    got = first["choices"][0]
+    if status != 200 or [c["function"] for c in got["message"]["tool_calls"]] != \
+            [c["function"] for c in want["message"]["tool_calls"]] or \
+            {k: v for k, v in got["message"].items() if k != "tool_calls"} != \
+            {k: v for k, v in want["message"].items() if k != "tool_calls"} or \
+            got["finish_reason"] != want["finish_reason"]:
+        fail(f"parallel_tool_calls false: {got} != the first call of {want}")
+    indexes = [t["index"] for c in curl_stream(srv, chat, dict(body, parallel_tool_calls=False, stream=True))
+               for t in (c["choices"][0]["delta"].get("tool_calls") or []) if c["choices"]]
+    if not indexes or set(indexes) != {0}:
+        fail(f"parallel_tool_calls false, streamed: tool call chunks of indexes {indexes}")
+    print(f"ok parallel_tool_calls false: 1 of {len(calls)} calls shown, whole and streamed")
+
+
+def check_truncate(srv):
+    """truncate_prompt_tokens k: the same reply and usage as the prompt's last k ids (from
+    /tokenize) sent as the prompt; echo gives the kept tokens' text; each prompt of a batch is
+    cut; chat cuts its templated prompt; -1 keeps max_model_len - max_tokens; k past that, 0 and
+    -2 are 400s naming it."""
+    comp, chat = "/v1/completions", "/v1/chat/completions"
+    text = "The capital of France is a city of light and of many bridges"
+    ids = tokenize(srv, prompt=text)
+    base = {"max_tokens": 6, "temperature": 0, "logprobs": 2, "ignore_eos": True}
+    for k in (1, 3, len(ids) - 1, len(ids), len(ids) + 5):
+        status, cut, _ = srv.post(comp, dict(base, prompt=text, truncate_prompt_tokens=k))
+        status2, want, _ = srv.post(comp, dict(base, prompt=ids[-k:]))
+        if status != 200 or status2 != 200 or completion_key(cut) != completion_key(want):
+            fail(f"truncate_prompt_tokens {k}: {status} {cut} != the last {k} ids sent: {want}")
+        if cut["usage"]["prompt_tokens"] != min(k, len(ids)):
+            fail(f"truncate_prompt_tokens {k}: usage {cut['usage']}")
+    status, r, _ = srv.post(comp, dict(base, prompt=text, truncate_prompt_tokens=3, echo=True))
+    kept = detokenize(srv, ids[-3:])
+    if status != 200 or not r["choices"][0]["text"].startswith(kept) or \
+            "".join(r["choices"][0]["logprobs"]["tokens"][:3]) != kept or kept == text:
+        fail(f"echo with truncate_prompt_tokens 3: {r} does not begin with the kept {kept!r}")
+    print(f"ok truncate_prompt_tokens: k of {len(ids)} tokens gives the reply and usage of the "
+          f"last k ids sent; echo gives the kept text {kept!r}")
+    other = "Once upon a time there was a small dog"
+    oids = tokenize(srv, prompt=other)
+    status, r, _ = srv.post(comp, dict(base, prompt=[text, other], truncate_prompt_tokens=4))
+    status2, want, _ = srv.post(comp, dict(base, prompt=[ids[-4:], oids[-4:]]))
+    if status != 200 or completion_key(r) != completion_key(want) or r["usage"]["prompt_tokens"] != 8:
+        fail(f"a batch with truncate_prompt_tokens 4: {r} != {want}")
+    msgs = [{"role": "user", "content": text}]
+    cids = tokenize(srv, messages=msgs)
+    status, r, _ = srv.post(chat, {"messages": msgs, "max_tokens": 6, "temperature": 0,
+                                   "logprobs": True, "ignore_eos": True, "truncate_prompt_tokens": 5})
+    status2, want, _ = srv.post(comp, dict(base, prompt=cids[-5:]))
+    got = [t["token"] for t in r["choices"][0]["logprobs"]["content"]]
+    if status != 200 or got != want["choices"][0]["logprobs"]["tokens"] or r["usage"]["prompt_tokens"] != 5:
+        fail(f"chat with truncate_prompt_tokens 5: {got} {r['usage']} != the last 5 ids' "
+             f"{want['choices'][0]['logprobs']['tokens']}")
+    print("ok truncate_prompt_tokens: each prompt of a batch cut, chat's templated prompt cut")
+    long_ids = tokenize(srv, prompt="a b c d e f g h i j " * 10) * 3  # /tokenize stops at max_model_len
+    if len(long_ids) <= 256:
+        fail(f"the long prompt has {len(long_ids)} tokens, not more than max_model_len 256")
+    status, r, _ = srv.post(comp, {"prompt": long_ids, "max_tokens": 4, "temperature": 0,
+                                   "truncate_prompt_tokens": -1})
+    status2, want, _ = srv.post(comp, {"prompt": long_ids[-252:], "max_tokens": 4, "temperature": 0})
+    if status != 200 or completion_key(r) != completion_key(want) or r["usage"]["prompt_tokens"] != 252:
+        fail(f"truncate_prompt_tokens -1, max_tokens 4, max_model_len 256: {r} != {want}")
+    print("ok truncate_prompt_tokens -1 keeps max_model_len - max_tokens = 252 tokens")
+    for k, needle in ((253, "more than max_model_len"), (0, "at least 1"), (-2, "[-1,")):
+        expect_param(srv, comp, {"prompt": text, "max_tokens": 4, "truncate_prompt_tokens": k},
+                     "truncate_prompt_tokens", needle)
 
 
 def check_openai(a):

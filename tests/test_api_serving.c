@@ -1,6 +1,8 @@
 /* test_api_serving.c - the serving half of the public API: the engine
  * thread, submit from many threads, streamed text, stop strings, cancel,
- * bad requests, destroy with requests in flight, logprobs, a logit bias.
+ * bad requests, destroy with requests in flight, logprobs, a logit bias,
+ * allowed_token_ids (alone and with a structured output), a prompt scored
+ * with max_tokens 0 (its logprobs in its one, last call).
  *
  * usage: test_api_serving TOKENIZER_MODEL_DIR IDS_ONLY_MODEL_DIR
  * (tiny-qwen3vocab, which has the real Qwen3 tokenizer, and a tiny
@@ -11,6 +13,7 @@
  * tokenizer decode of the ids. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -772,10 +775,60 @@ static void test_logprobs(const char *dir)
     encore_engine_destroy(e);
 }
 
+/* allowed_token_ids on e: one id makes every token that id, two keep every
+ * token among them (and the first is the better of the two the unmasked
+ * greedy request scores, read from its top logprobs); with a structured
+ * output both masks apply; an id outside the vocabulary, or NULL ids, are
+ * refused. */
+static void check_allowed_ids(encore_engine *e, const int32_t *prompt, int n)
+{
+    collector plain, one, two;
+    encore_request r = {.prompt_ids = prompt, .n_prompt_ids = 5, .sampling = greedy(n)};
+    r.sampling.logprobs = 1;
+    r.sampling.top_logprobs = 4;
+    collector_init(&plain, e);
+    plain.top_logprobs = 4;
+    CHECK(encore_submit(e, &r, on_output, &plain, &plain.id) == ENCORE_OK);
+    CHECK(collector_wait(&plain, 0, true) && plain.n_ids == (size_t)n);
+    /* the second and third of the unmasked first token's alternatives: the second wins */
+    int32_t pair[2] = {plain.top[0][2].id, plain.top[0][1].id}, single[1] = {9625};
+    r = (encore_request){.prompt_ids = prompt, .n_prompt_ids = 5, .sampling = greedy(n)};
+    r.sampling.allowed_token_ids = single;
+    r.sampling.n_allowed_token_ids = 1;
+    run_one(e, &r, &one);
+    r.sampling.allowed_token_ids = pair;
+    r.sampling.n_allowed_token_ids = 2;
+    run_one(e, &r, &two);
+    int n_one = 0, n_two = 0;
+    for (int i = 0; i < n; i++) {
+        n_one += one.ids[i] == 9625;
+        n_two += two.ids[i] == pair[0] || two.ids[i] == pair[1];
+    }
+    CHECK(one.n_ids == (size_t)n && n_one == n && two.n_ids == (size_t)n && n_two == n &&
+          two.ids[0] == pair[1]);
+    collector both;
+    r.json_object = 1; /* '{' is not allowed: the grammar's first token must be; none left */
+    run_one(e, &r, &both);
+    CHECK(!strcmp(both.finish, "error") && both.n_ids == 0);
+    r.json_object = 0;
+    int32_t outside[2] = {5, 151936};
+    r.sampling.allowed_token_ids = outside;
+    refused(e, &r, "allowed_token_ids[1]", __LINE__);
+    r.sampling.allowed_token_ids = NULL;
+    refused(e, &r, "allowed_token_ids is NULL", __LINE__);
+    printf("ok allowed_token_ids: {9625}: %d of %d; {%d, %d}: %d of %d, first %d\n", n_one, n,
+           pair[0], pair[1], n_two, n, two.ids[0]);
+    collector_free(&plain);
+    collector_free(&one);
+    collector_free(&two);
+    collector_free(&both);
+}
+
 /* A logit bias reaches the sampler: -100 on the greedy first token turns
  * the first token away from it, +100 on an id makes every token that id;
  * the engine driven directly with the same bias gives the same tokens; an id
- * outside the vocabulary is refused. */
+ * outside the vocabulary is refused. Then allowed_token_ids on the same
+ * engine (check_allowed_ids). */
 static void test_logit_bias(const char *dir)
 {
     encore_engine *e = open_engine(dir, 4);
@@ -824,6 +877,58 @@ static void test_logit_bias(const char *dir)
     collector_free(&plain);
     collector_free(&banned);
     collector_free(&forced);
+    check_allowed_ids(e, prompt, N);
+    encore_engine_destroy(e);
+}
+
+/* max_tokens 0 with prompt_logprobs: one call, finished "length", no ids,
+ * the prompt's logprobs (the first NAN) equal to those a max_tokens 1
+ * request gets with its first ids. */
+typedef struct prompt_only {
+    int n_calls, n_final;
+    size_t n_ids, n_prompt_lps;
+    float lps[8];
+    char finish[16];
+} prompt_only;
+
+static void on_prompt_only(void *user, const encore_output *o)
+{
+    prompt_only *p = user;
+    p->n_calls++;
+    p->n_ids += o->n_ids;
+    if (o->prompt_logprobs && !p->n_prompt_lps) {
+        p->n_prompt_lps = o->n_prompt_logprobs;
+        for (size_t i = 0; i < o->n_prompt_logprobs && i < 8; i++)
+            p->lps[i] = o->prompt_logprobs[i];
+    }
+    if (o->finished) {
+        snprintf(p->finish, sizeof p->finish, "%s", o->finish_reason);
+        __atomic_store_n(&p->n_final, 1, __ATOMIC_RELEASE);
+    }
+}
+
+static void test_prompt_only(const char *dir)
+{
+    encore_engine *e = open_engine(dir, 4);
+    if (!e) return;
+    static const int32_t prompt[] = {785, 6722, 315, 9625, 374};
+    prompt_only got[2];
+    memset(got, 0, sizeof got);
+    for (int k = 0; k < 2; k++) {
+        encore_request r = {.prompt_ids = prompt, .n_prompt_ids = 5, .sampling = greedy(k)};
+        r.sampling.logprobs = 1;
+        r.sampling.prompt_logprobs = 1;
+        CHECK(encore_submit(e, &r, on_prompt_only, &got[k], NULL) == ENCORE_OK);
+        for (int t = 0;
+             t < WAIT_SECONDS * 1000 && !__atomic_load_n(&got[k].n_final, __ATOMIC_ACQUIRE); t++)
+            sleep_us(1000);
+    }
+    CHECK(got[0].n_final && got[0].n_calls == 1 && got[0].n_ids == 0 &&
+          !strcmp(got[0].finish, "length"));
+    CHECK(got[0].n_prompt_lps == 5 && got[1].n_prompt_lps == 5 && got[1].n_ids == 1 &&
+          isnan(got[0].lps[0]));
+    for (int i = 1; i < 5; i++)
+        CHECK(got[0].lps[i] == got[1].lps[i] && got[0].lps[i] < 0.0f);
     encore_engine_destroy(e);
 }
 
@@ -842,6 +947,7 @@ int main(int argc, char **argv)
     test_destroy_in_flight(argv[1]);
     test_logprobs(argv[1]);
     test_logit_bias(argv[1]);
+    test_prompt_only(argv[1]);
     if (check_failures) fprintf(stderr, "test_api_serving: %d check(s) failed\n", check_failures);
     return check_failures != 0;
 }

@@ -281,6 +281,178 @@ static void test_completion_request(void)
     refused("{\"prompt\":\"\xff\"}", OAI_COMPLETION, "", "UTF-8");
 }
 
+/* Fields of OpenAI's API and vLLM's extensions that change the result: each
+ * read, or refused with 400 naming it where encore does not do what it asks. */
+static void test_request_fields(void)
+{
+    oai_request r;
+    oai_error err;
+    /* suffix: refused, as vLLM refuses it; null or "" asks for nothing */
+    refused("{\"prompt\":\"x\",\"suffix\":\"y\"}", OAI_COMPLETION, "suffix", "not supported");
+    refused("{\"prompt\":\"x\",\"suffix\":5}", OAI_COMPLETION, "suffix", "string");
+    CHECK(parse("{\"prompt\":\"x\",\"suffix\":null}", OAI_COMPLETION, &r, &err));
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"suffix\":\"\"}", OAI_COMPLETION, &r, &err));
+    oai_request_free(&r);
+
+    /* truncate_prompt_tokens: k >= 1 or -1 (completions and chat); null is none */
+    CHECK(parse("{\"prompt\":\"x\",\"truncate_prompt_tokens\":3}", OAI_COMPLETION, &r, &err));
+    CHECK(r.truncate_prompt_tokens == 3);
+    oai_request_free(&r);
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                "\"truncate_prompt_tokens\":-1}",
+                OAI_CHAT, &r, &err));
+    CHECK(r.truncate_prompt_tokens == -1);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"truncate_prompt_tokens\":null}", OAI_COMPLETION, &r, &err));
+    CHECK(r.truncate_prompt_tokens == 0);
+    oai_request_free(&r);
+    /* max_tokens 0: with echo (completions) the prompt alone; else refused */
+    CHECK(parse("{\"prompt\":\"x\",\"echo\":true,\"max_tokens\":0}", OAI_COMPLETION, &r, &err));
+    CHECK(r.prompt_only && r.max_tokens == 0);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"echo\":true,\"max_tokens\":1}", OAI_COMPLETION, &r, &err));
+    CHECK(!r.prompt_only && r.max_tokens == 1);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"echo\":true}", OAI_COMPLETION, &r, &err));
+    CHECK(!r.prompt_only && r.max_tokens == 0);
+    oai_request_free(&r);
+    refused("{\"prompt\":\"x\",\"max_tokens\":0}", OAI_COMPLETION, "max_tokens",
+            "0 only with 'echo': true");
+    refused("{\"prompt\":\"x\",\"echo\":false,\"max_tokens\":0}", OAI_COMPLETION, "max_tokens",
+            "at least 1");
+    refused("{\"prompt\":\"x\",\"echo\":true,\"max_tokens\":0,\"min_tokens\":1}", OAI_COMPLETION,
+            "min_tokens", "exceed");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":0}", OAI_CHAT,
+            "max_tokens", "at least 1");
+    /* best_of: n when not given; at least n; above n not streamed */
+    CHECK(parse("{\"prompt\":\"x\",\"n\":2}", OAI_COMPLETION, &r, &err));
+    CHECK(r.best_of == 2);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"n\":2,\"best_of\":5}", OAI_COMPLETION, &r, &err));
+    CHECK(r.n == 2 && r.best_of == 5);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"n\":3,\"best_of\":3,\"stream\":true}", OAI_COMPLETION, &r,
+                &err));
+    CHECK(r.best_of == 3);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"best_of\":null}", OAI_COMPLETION, &r, &err));
+    CHECK(r.best_of == 1);
+    oai_request_free(&r);
+    refused("{\"prompt\":\"x\",\"n\":3,\"best_of\":2}", OAI_COMPLETION, "best_of", "at least 'n'");
+    refused("{\"prompt\":\"x\",\"best_of\":2,\"stream\":true}", OAI_COMPLETION, "best_of",
+            "cannot be streamed");
+    refused("{\"prompt\":\"x\",\"best_of\":17}", OAI_COMPLETION, "best_of", "[1, 16]");
+    refused("{\"prompt\":\"x\",\"best_of\":0}", OAI_COMPLETION, "best_of", "[1, 16]");
+    /* fields nothing reads: accepted and named (four at most, cut, bytes outside printable
+     * ASCII as '?'); null ones, "user" and the other kind's fields read here are not */
+    CHECK(parse("{\"prompt\":\"x\",\"user\":\"u\",\"frobnicate\":1,\"nothing\":null}",
+                OAI_COMPLETION, &r, &err));
+    CHECK(!strcmp(r.ignored, "'frobnicate'"));
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"top_logprobs\":2,\"tools\":[],\"a\\nb\":1,"
+                "\"abcdefghijklmnopqrstuvwxyz0123456789\":2,\"c\":3,\"d\":4,\"e\":5}",
+                OAI_COMPLETION, &r, &err));
+    CHECK(!strcmp(r.ignored,
+                  "'top_logprobs', 'tools', 'a?b', 'abcdefghijklmnopqrstuvwxyz012345...' "
+                  "and 3 more"));
+    if (strcmp(r.ignored, "'top_logprobs', 'tools', 'a?b', 'abcdefghijklmnopqrstuvwxyz012345...' "
+                          "and 3 more"))
+        fprintf(stderr, "  ignored: %s\n", r.ignored);
+    oai_request_free(&r);
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"top_logprobs\":2,"
+                "\"logprobs\":true,\"echo\":true,\"max_completion_tokens\":3,\"tools\":[]}",
+                OAI_CHAT, &r, &err));
+    CHECK(!strcmp(r.ignored, "'echo'"));
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"temperature\":0,\"guided_choice\":[\"a\"],\"seed\":1}",
+                OAI_COMPLETION, &r, &err));
+    CHECK(!strcmp(r.ignored, ""));
+    oai_request_free(&r);
+    /* parallel_tool_calls (chat): true by default */
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", OAI_CHAT, &r, &err));
+    CHECK(r.parallel_tool_calls == 1);
+    oai_request_free(&r);
+    CHECK(parse(
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"parallel_tool_calls\":false}",
+        OAI_CHAT, &r, &err));
+    CHECK(r.parallel_tool_calls == 0 && !r.ignored[0]);
+    oai_request_free(&r);
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"parallel_tool_calls\":0}",
+            OAI_CHAT, "parallel_tool_calls", "boolean");
+    /* bad_words and prompt_logprobs: refused by name (completions and chat); null, and
+     * bad_words [], ask for nothing */
+    refused("{\"prompt\":\"x\",\"bad_words\":[\"no\"]}", OAI_COMPLETION, "bad_words",
+            "not supported");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"bad_words\":[\"no\"]}",
+            OAI_CHAT, "bad_words", "not supported");
+    refused("{\"prompt\":\"x\",\"bad_words\":\"no\"}", OAI_COMPLETION, "bad_words", "array");
+    refused("{\"prompt\":\"x\",\"prompt_logprobs\":1}", OAI_COMPLETION, "prompt_logprobs",
+            "'echo': true with 'logprobs'");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"prompt_logprobs\":0}",
+            OAI_CHAT, "prompt_logprobs", "not supported");
+    CHECK(parse("{\"prompt\":\"x\",\"bad_words\":[],\"prompt_logprobs\":null}", OAI_COMPLETION, &r,
+                &err));
+    oai_request_free(&r);
+    /* allowed_token_ids: a non-empty array of ids (completions and chat); null is none */
+    CHECK(parse("{\"prompt\":\"x\",\"allowed_token_ids\":[7,3,151935]}", OAI_COMPLETION, &r, &err));
+    CHECK(r.sampling.n_allowed_token_ids == 3 && r.sampling.allowed_token_ids == r.allowed_ids &&
+          r.allowed_ids[0] == 7 && r.allowed_ids[2] == 151935);
+    oai_request_free(&r);
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                "\"allowed_token_ids\":[1]}",
+                OAI_CHAT, &r, &err));
+    CHECK(r.sampling.n_allowed_token_ids == 1);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"allowed_token_ids\":null}", OAI_COMPLETION, &r, &err));
+    CHECK(r.sampling.n_allowed_token_ids == 0 && !r.sampling.allowed_token_ids);
+    oai_request_free(&r);
+    static const char *const bad_allowed[][2] = {{"[]", "empty"},
+                                                 {"5", "array"},
+                                                 {"[1,-2]", "its item 1 is not one"},
+                                                 {"[1.5]", "token ids"}};
+    for (size_t i = 0; i < sizeof bad_allowed / sizeof bad_allowed[0]; i++) {
+        char body[96];
+        snprintf(body, sizeof body, "{\"prompt\":\"x\",\"allowed_token_ids\":%s}",
+                 bad_allowed[i][0]);
+        refused(body, OAI_COMPLETION, "allowed_token_ids", bad_allowed[i][1]);
+    }
+    /* return_tokens_as_token_ids: a boolean, completions and chat */
+    CHECK(
+        parse("{\"prompt\":\"x\",\"return_tokens_as_token_ids\":true}", OAI_COMPLETION, &r, &err));
+    CHECK(r.tokens_as_ids);
+    oai_request_free(&r);
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                "\"return_tokens_as_token_ids\":true}",
+                OAI_CHAT, &r, &err));
+    CHECK(r.tokens_as_ids);
+    oai_request_free(&r);
+    refused("{\"prompt\":\"x\",\"return_tokens_as_token_ids\":1}", OAI_COMPLETION,
+            "return_tokens_as_token_ids", "boolean");
+    /* stream_options.continuous_usage_stats: only with include_usage, as in vLLM */
+    CHECK(parse("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{\"include_usage\":true,"
+                "\"continuous_usage_stats\":true}}",
+                OAI_COMPLETION, &r, &err));
+    CHECK(r.include_usage && r.continuous_usage);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{"
+                "\"continuous_usage_stats\":true}}",
+                OAI_COMPLETION, &r, &err));
+    CHECK(!r.include_usage && !r.continuous_usage);
+    oai_request_free(&r);
+    refused("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{\"continuous_usage_stats\":1}}",
+            OAI_COMPLETION, "stream_options.continuous_usage_stats", "boolean");
+    refused("{\"prompt\":\"x\",\"truncate_prompt_tokens\":0}", OAI_COMPLETION,
+            "truncate_prompt_tokens", "at least 1");
+    refused("{\"prompt\":\"x\",\"truncate_prompt_tokens\":-2}", OAI_COMPLETION,
+            "truncate_prompt_tokens", "must be in [-1,");
+    refused("{\"prompt\":\"x\",\"truncate_prompt_tokens\":2.5}", OAI_COMPLETION,
+            "truncate_prompt_tokens", "integer");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+            "\"truncate_prompt_tokens\":\"3\"}",
+            OAI_CHAT, "truncate_prompt_tokens", "integer");
+}
+
 /* The body is one JSON object, nothing after it but whitespace, no key twice in any object. */
 static void test_json_body(void)
 {
@@ -499,6 +671,38 @@ static void test_responses(void)
           num(cJSON_GetArrayItem(t1, 1), "\xEF\xBF\xBD") == -1.25);
     cJSON_Delete(o);
 
+    /* return_tokens_as_token_ids: "token_id:<id>" for tokens and keys (two ids that decode
+     * alike are two keys), text_offset still in the text's characters; chat: the token's name,
+     * the chosen token's own bytes, an alternative's the bytes of its name (as vLLM) */
+    lp3.n_top = 3;
+    lp3.as_ids = 1;
+    lp3.text_offset = 3;
+    o = parsed(oai_response_body(&h, &c3, 1, &u));
+    l = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "logprobs");
+    CHECK(!strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tokens"), 0)->valuestring,
+                  "token_id:5"));
+    CHECK(!strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tokens"), 1)->valuestring,
+                  "token_id:99"));
+    t1 = cJSON_GetArrayItem(cJSON_GetObjectItem(l, "top_logprobs"), 0);
+    CHECK(cJSON_GetArraySize(t1) == 3 && num(t1, "token_id:99") == -1.0 &&
+          num(t1, "token_id:98") == -1.5 && num(t1, "token_id:7") == -2.0);
+    CHECK(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "text_offset"), 1)->valuedouble == 5);
+    cJSON_Delete(o);
+    h.kind = OAI_CHAT;
+    o = parsed(oai_response_body(&h, &c3, 1, &u));
+    l = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "logprobs");
+    const cJSON *entry = cJSON_GetArrayItem(cJSON_GetObjectItem(l, "content"), 1);
+    const cJSON *bytes = cJSON_GetObjectItem(entry, "bytes");
+    CHECK(!strcmp(str(entry, "token"), "token_id:99") && cJSON_GetArraySize(bytes) == 1 &&
+          cJSON_GetArrayItem(bytes, 0)->valuedouble == 0xe4);
+    const cJSON *alt = cJSON_GetArrayItem(cJSON_GetObjectItem(entry, "top_logprobs"), 1);
+    bytes = cJSON_GetObjectItem(alt, "bytes");
+    CHECK(!strcmp(str(alt, "token"), "token_id:98") && cJSON_GetArraySize(bytes) == 11 &&
+          cJSON_GetArrayItem(bytes, 0)->valuedouble == 't' &&
+          cJSON_GetArrayItem(bytes, 10)->valuedouble == '8');
+    cJSON_Delete(o);
+    h.kind = OAI_COMPLETION;
+
     /* text_offset counts characters (Python's len), not bytes: U+C70C is one, and so is the
      * U+FFFD that stands for half a character */
     int32_t wide[4] = {100, 5, 99, 5};
@@ -576,6 +780,19 @@ static void test_responses(void)
     o = parsed(oai_response_chunk(&h, 0, &fin));
     CHECK(cJSON_IsNull(cJSON_GetObjectItem(o, "usage")));
     cJSON_Delete(o);
+    /* continuous_usage_stats: the choice's usage so far in its place */
+    oai_usage so_far = {.prompt_tokens = 4, .completion_tokens = 3};
+    fin.usage = &so_far;
+    o = parsed(oai_response_chunk(&h, 0, &fin));
+    const cJSON *cu = cJSON_GetObjectItem(o, "usage");
+    CHECK(num(cu, "prompt_tokens") == 4 && num(cu, "completion_tokens") == 3 &&
+          num(cu, "total_tokens") == 7);
+    cJSON_Delete(o);
+    oai_tool_call call = {0, "call_1", "f", "{}"};
+    o = parsed(oai_response_tool_call_chunk(&h, 0, &call, 1, &so_far));
+    CHECK(num(cJSON_GetObjectItem(o, "usage"), "total_tokens") == 7);
+    cJSON_Delete(o);
+    fin.usage = NULL;
     o = parsed(oai_response_usage_chunk(&h, &u));
     CHECK(num(cJSON_GetObjectItem(o, "usage"), "total_tokens") == 10);
     cJSON_Delete(o);
@@ -838,6 +1055,7 @@ static void test_http_deadline(void)
 int main(void)
 {
     test_completion_request();
+    test_request_fields();
     test_json_body();
     test_chat_request();
     test_utf8();

@@ -268,7 +268,7 @@ static void test_replies(void)
 
     /* a chunk that starts a call, and one that continues it */
     oai_tool_call call = {1, "call_b", "get-time_2", "{\"tz\":"};
-    body = oai_response_tool_call_chunk(&h, 0, &call, 0);
+    body = oai_response_tool_call_chunk(&h, 0, &call, 0, NULL);
     root = cJSON_Parse(body);
     const cJSON *d = at(root, "choices.0.delta");
     CHECK(cJSON_IsNumber(at(d, "tool_calls.0.index")) &&
@@ -278,7 +278,7 @@ static void test_replies(void)
           is_string(d, "tool_calls.0.function.arguments", "") && !at(d, "content"));
     cJSON_Delete(root);
     free(body);
-    body = oai_response_tool_call_chunk(&h, 0, &call, 1);
+    body = oai_response_tool_call_chunk(&h, 0, &call, 1, NULL);
     root = cJSON_Parse(body);
     d = at(root, "choices.0.delta");
     CHECK(at(d, "tool_calls.0.index")->valueint == 1 && !at(d, "tool_calls.0.id") &&

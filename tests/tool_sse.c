@@ -55,8 +55,8 @@ int main(int argc, char **argv)
         for (; calls_sent < p.n_calls; calls_sent++) {
             oai_tool_call call;
             call_of(&p, calls_sent, &call);
-            sse(f, oai_response_tool_call_chunk(&head, 0, &call, 0));
-            sse(f, oai_response_tool_call_chunk(&head, 0, &call, 1));
+            sse(f, oai_response_tool_call_chunk(&head, 0, &call, 0, NULL));
+            sse(f, oai_response_tool_call_chunk(&head, 0, &call, 1, NULL));
         }
         if (at + n >= len) break;
     }

@@ -3,12 +3,14 @@
  * (submit, cancel, stats, generate) is in serve.c. */
 #include "encore.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api_impl.h"
 #include "api/model_tokenizer.h"
+#include "base/log.h"
 #include "tokenizer/chat_template.h"
 
 const char *encore_status_to_string(encore_status s)
@@ -19,6 +21,16 @@ const char *encore_status_to_string(encore_status s)
 const char *encore_last_error(void) { return enc_last_error(); }
 
 void encore_free(void *p) { free(p); }
+
+void encore_log_warning(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    enc_log_warn("%s", line);
+}
 
 encore_options encore_options_default(void)
 {

@@ -26,6 +26,7 @@
 
 #include "api/api_impl.h"
 #include "api/text_out.h"
+#include "api/token_mask.h"
 #include "base/log.h"
 #include "base/random_seed.h"
 
@@ -173,6 +174,19 @@ static enc_status serve__request_create(encore_engine *e, const encore_request *
         q->owns_constraint = s == ENC_OK;
         if (s == ENC_OK) q->params.constraint = &q->constraint;
     }
+    /* allowed_token_ids: a mask of its own, or ANDed into the structured one */
+    if (s == ENC_OK && sp->n_allowed_token_ids && !sp->allowed_token_ids) {
+        s = enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                     "request: sampling.allowed_token_ids is NULL with n_allowed_token_ids %zu",
+                     sp->n_allowed_token_ids);
+    } else if (s == ENC_OK && sp->n_allowed_token_ids) {
+        s = api_token_mask_wrap(sp->allowed_token_ids, sp->n_allowed_token_ids,
+                                (int32_t)engine_model_config(e->eng)->vocab_size, &q->constraint);
+        if (s == ENC_OK) {
+            q->owns_constraint = true;
+            q->params.constraint = &q->constraint;
+        }
+    }
     if (s == ENC_OK && sp->n_stop && !e->tok)
         s = enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: stop strings need a tokenizer, and the model %s has no "
                      "tokenizer.json", e->name);
@@ -300,8 +314,11 @@ static bool serve__copy_logprobs(api_logprobs_buf *b, const engine_token_logprob
 
 /* The log-probabilities of r's ids [from, from + n) when it asked for them
  * (NULL otherwise, or if memory for them ran out: logged); with its
- * prompt's, in its first call, when it asked for those. */
-static void serve__logprobs(encore_engine *e, const api_request *r, int64_t from, size_t n, encore_output *o)
+ * prompt's, in its first call, when it asked for those: the call with its
+ * first ids, or for a max_tokens 0 request, the one that finishes it with
+ * "length" (the prompt scored). */
+static void serve__logprobs(encore_engine *e, const api_request *r, int64_t from, size_t n,
+                            const char *finish_reason, encore_output *o)
 {
     const engine_token_logprob *lp;
     int64_t n_lp;
@@ -313,9 +330,11 @@ static void serve__logprobs(encore_engine *e, const api_request *r, int64_t from
         o->top = n_top ? e->lp.top : NULL;
         o->n_top = n_top;
     }
-    if (!r->params.prompt_logprobs || from != 0 || !n) return;
+    bool scored = r->params.max_tokens == 0 && finish_reason && !strcmp(finish_reason, "length");
+    if (!r->params.prompt_logprobs || from != 0 || (!n && !scored)) return;
     if (engine_request_prompt_logprobs(e->eng, r->engine_id, &lp, &n_lp) == ENC_OK && n_lp &&
         serve__copy_logprobs(&e->prompt_lp, lp, (size_t)n_lp, n_top, r->id)) {
+        o->n_top = n_top;
         o->prompt_ids = e->prompt_lp.ids;
         o->prompt_logprobs = e->prompt_lp.lp;
         o->prompt_top = n_top ? e->prompt_lp.top : NULL;
@@ -339,7 +358,7 @@ static void serve__call(encore_engine *e, api_request *r, const int32_t *ids, si
         .n_cached_prompt_tokens = (size_t)engine_request_cached_tokens(e->eng, r->engine_id),
         .n_output_tokens = (size_t)r->n_seen,
     };
-    serve__logprobs(e, r, r->n_seen - (int64_t)n, n, &o);
+    serve__logprobs(e, r, r->n_seen - (int64_t)n, n, finish_reason, &o);
     o.text = text_out_take(&r->text, &o.text_len);
     e->n_output_tokens += (int64_t)n;
     e->n_finished += finish_reason != NULL;

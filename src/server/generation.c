@@ -55,6 +55,7 @@ typedef struct gen_event {
     char *stop_string;     /* NULL when none */
     int32_t stop_token_id; /* -1 when none */
     size_t n_prompt, n_cached, n_output;
+    size_t n_prompt_lps; /* the first n_prompt_lps of ids and logprobs: the prompt's */
 } gen_event;
 
 struct gen_job;
@@ -90,6 +91,8 @@ typedef struct gen_choice {
     char *stop_reason;
     int32_t stop_token_id; /* the stop id that ended it, else -1 (stop_reason when no string) */
     size_t n_output, n_cached;
+    size_t n_prompt;    /* its prompt's tokens */
+    double cum_logprob; /* of its generated tokens (best_of picks by it) */
 } gen_choice;
 
 typedef struct gen_job {
@@ -112,8 +115,9 @@ typedef struct gen_job {
     double keepalive_s;    /* stream: silence before a ": keep-alive" comment */
     int out_done, oom;
     int error_sent;        /* stream: the SSE error event for an engine failure went out */
-    int n;                 /* choices: req.n per prompt */
-    gen_choice choices[];
+    int per_prompt;        /* candidates per prompt: req.best_of (req.n unless best_of > n) */
+    int n;                 /* candidates: per_prompt per prompt */
+    gen_choice choices[];  /* candidate i is of prompt i / per_prompt */
 } gen_job;
 
 /* --- the job ------------------------------------------------------------------ */
@@ -155,6 +159,7 @@ static gen_job *gen__job_new(http_server *s, oai_request *req, int n_choices, in
     memset(req, 0, sizeof *req);
     j->fd = fd;
     j->n = n_choices;
+    j->per_prompt = j->req.best_of;
     j->t_arrival = t_arrival;
     snprintf(j->client, sizeof j->client, "%s", client);
     http_new_id(s, j->req.kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", j->id, sizeof j->id);
@@ -252,21 +257,25 @@ static void *gen__cat(const void *a, size_t na, const void *b, size_t nb, size_t
 }
 
 /* A copy of the output; NULL when out of memory. The prompt's logprobs (an
- * echo's, in the first output) come first, as tokens before the new ones. */
+ * echo's, in the first output with ids, or alone in the last of a max_tokens
+ * 0 request) come first, as tokens before the new ones; dropped when the new
+ * ones' logprobs are missing (out of memory in the engine thread). */
 static gen_event *gen__event_new(const encore_output *o)
 {
     gen_event *ev = calloc(1, sizeof *ev);
     if (!ev) return NULL;
-    size_t np = o->logprobs ? o->n_prompt_logprobs : 0, n = np + o->n_ids;
+    size_t np = o->prompt_logprobs && (o->logprobs || !o->n_ids) ? o->n_prompt_logprobs : 0;
+    size_t ng = o->logprobs ? o->n_ids : 0, n = np + o->n_ids;
+    int has_lp = o->logprobs || np;
     ev->n_ids = n;
+    ev->n_prompt_lps = np;
     ev->ids = gen__cat(o->prompt_ids, np, o->ids, o->n_ids, sizeof *o->ids);
     ev->logprobs =
-        o->logprobs ? gen__cat(o->prompt_logprobs, np, o->logprobs, o->n_ids, sizeof *o->logprobs)
-                    : NULL;
-    ev->n_top = o->top && o->logprobs ? o->n_top : 0;
+        has_lp ? gen__cat(o->prompt_logprobs, np, o->logprobs, ng, sizeof *o->logprobs) : NULL;
+    ev->n_top = (o->top || o->prompt_top) && has_lp ? o->n_top : 0;
     size_t row = (size_t)ev->n_top;
-    ev->top = ev->n_top ? gen__cat(o->prompt_top, np * row, o->top, o->n_ids * row, sizeof *o->top)
-                        : NULL;
+    ev->top =
+        ev->n_top ? gen__cat(o->prompt_top, np * row, o->top, ng * row, sizeof *o->top) : NULL;
     ev->text = malloc(o->text_len + 1);
     ev->finished = o->finished;
     snprintf(ev->finish_reason, sizeof ev->finish_reason, "%s",
@@ -276,7 +285,7 @@ static gen_event *gen__event_new(const encore_output *o)
     ev->n_prompt = o->n_prompt_tokens;
     ev->n_cached = o->n_cached_prompt_tokens;
     ev->n_output = o->n_output_tokens;
-    if (!ev->text || (n && !ev->ids) || (o->logprobs && n && !ev->logprobs) ||
+    if (!ev->text || (n && !ev->ids) || (has_lp && n && !ev->logprobs) ||
         (ev->n_top && n && !ev->top) || (o->stop_string && !ev->stop_string)) {
         gen__event_free(ev);
         return NULL;
@@ -414,6 +423,8 @@ static int gen__apply(gen_choice *c, const gen_event *ev)
     else
         ok = gen__append(&c->text, &c->n_text, ev->text, ev->text_len);
     if (ok && !j->req.stream) ok = gen__keep_logprobs(c, ev);
+    for (size_t k = ev->n_prompt_lps; ev->logprobs && k < ev->n_ids; k++)
+        c->cum_logprob += ev->logprobs[k];
     if (ev->finished) {
         c->done = 1;
         snprintf(c->finish_reason, sizeof c->finish_reason, "%s", ev->finish_reason);
@@ -504,14 +515,15 @@ static int gen__wait(gen_job *j)
     return gen__alive(j);
 }
 
-/* Every prompt's tokens once, every choice's completion tokens; the cached
- * tokens of each prompt's first choice. */
+/* Every prompt's tokens once, every candidate's completion tokens (best_of's
+ * unshown ones too, as OpenAI bills them); the cached tokens of each
+ * prompt's first candidate. */
 static oai_usage gen__usage(const gen_job *j)
 {
     oai_usage u = {.prompt_tokens = (int64_t)j->n_prompt};
     for (int i = 0; i < j->n; i++) {
         u.completion_tokens += (int64_t)j->choices[i].n_output;
-        if (i % j->req.n == 0) u.cached_tokens += (int64_t)j->choices[i].n_cached;
+        if (i % j->per_prompt == 0) u.cached_tokens += (int64_t)j->choices[i].n_cached;
     }
     return u;
 }
@@ -534,40 +546,76 @@ static int gen__any_error(const gen_job *j)
     return 0;
 }
 
+/* The calls of choice c a reply shows: all, or with parallel_tool_calls
+ * false the first only (vLLM's). */
+static size_t gen__calls_shown(const gen_choice *c)
+{
+    size_t n = c->tools.n_calls;
+    return !c->job->req.parallel_tool_calls && n > 1 ? 1 : n;
+}
+
 /* A reply's calls into ch (*calls malloc'd, the caller frees it); content
  * null when the calls are all there is, as OpenAI's. 0 when out of memory. */
 static int gen__tool_calls_whole(const gen_choice *c, oai_choice *ch, oai_tool_call **calls)
 {
-    if (!c->tools.n_calls) return 1;
-    *calls = malloc(c->tools.n_calls * sizeof **calls);
+    size_t n = gen__calls_shown(c);
+    if (!n) return 1;
+    *calls = malloc(n * sizeof **calls);
     if (!*calls) return 0;
-    for (size_t k = 0; k < c->tools.n_calls; k++) {
+    for (size_t k = 0; k < n; k++) {
         const tool_call *t = &c->tools.calls[k];
         (*calls)[k] = (oai_tool_call){(int)k, t->id, t->name, t->arguments};
     }
     ch->tool_calls = *calls;
-    ch->n_tool_calls = c->tools.n_calls;
+    ch->n_tool_calls = n;
     if (!c->n_content) ch->text = NULL;
     return 1;
 }
 
-/* The whole reply's JSON: every choice in index order and the usage; NULL
- * when out of memory. */
+/* The candidates the reply shows, in its order, into shown[prompts x n]:
+ * each prompt's, or with best_of above n its n with the highest cumulative
+ * logprob of their generated tokens, highest first (ties: the lower index),
+ * as OpenAI and vLLM pick them. */
+static void gen__shown(const gen_job *j, int *shown)
+{
+    int per = j->per_prompt, n = j->req.n;
+    for (int p = 0; p < j->n / per; p++) {
+        int order[OAI_MAX_N];
+        for (int k = 0; k < per; k++) { /* insertion sort: stable */
+            int i = p * per + k, at = k;
+            while (at > 0 && j->choices[order[at - 1]].cum_logprob < j->choices[i].cum_logprob) {
+                order[at] = order[at - 1];
+                at--;
+            }
+            order[at] = i;
+        }
+        if (per == n) /* every candidate, in index order */
+            for (int k = 0; k < per; k++)
+                order[k] = p * per + k;
+        memcpy(shown + p * n, order, (size_t)n * sizeof *shown);
+    }
+}
+
+/* The whole reply's JSON: the choices shown (gen__shown) in index order
+ * and the usage; NULL when out of memory. */
 static char *gen__body(gen_job *j)
 {
-    size_t n = (size_t)j->n;
+    size_t n = (size_t)(j->n / j->per_prompt * j->req.n);
     oai_choice *choices = calloc(n, sizeof *choices);
     oai_logprobs *lps = calloc(n, sizeof *lps);
     oai_tool_call **calls = calloc(n, sizeof *calls);
-    int ok = choices && lps && calls, chat = j->req.kind == OAI_CHAT;
+    int *shown = calloc(n, sizeof *shown);
+    int ok = choices && lps && calls && shown, chat = j->req.kind == OAI_CHAT;
+    if (ok) gen__shown(j, shown);
     for (size_t i = 0; ok && i < n; i++) {
-        gen_choice *c = &j->choices[i];
+        gen_choice *c = &j->choices[shown[i]];
         lps[i] = (oai_logprobs){.ids = c->ids,
                                 .logprobs = c->logprobs,
                                 .top = c->top,
                                 .n = c->n_ids,
                                 .n_top = j->req.top_logprobs,
                                 .text_offset = 0,
+                                .as_ids = j->req.tokens_as_ids,
                                 .token_text = gen__token_text,
                                 .user = j->srv};
         choices[i] = (oai_choice){
@@ -581,12 +629,13 @@ static char *gen__body(gen_job *j)
         ok = gen__tool_calls_whole(c, &choices[i], &calls[i]);
     }
     oai_usage u = gen__usage(j);
-    char *body = ok ? oai_response_body(&j->head, choices, j->n, &u) : NULL;
+    char *body = ok ? oai_response_body(&j->head, choices, (int)n, &u) : NULL;
     for (size_t i = 0; calls && i < n; i++)
         free(calls[i]);
     free(choices);
     free(lps);
     free(calls);
+    free(shown);
     return body;
 }
 
@@ -680,18 +729,21 @@ static void gen__sse_error(gen_job *j)
 /* The calls choice c made since the last chunk: for each, one chunk with its
  * index, id, type and name (arguments ""), then one with its arguments (a
  * call is parsed whole before it is sent, so that one that does not parse
- * can still go out as content). */
-static void gen__sse_tool_calls(gen_job *j, gen_choice *c)
+ * can still go out as content); u: the chunks' usage, or NULL. */
+static void gen__sse_tool_calls(gen_job *j, gen_choice *c, const oai_usage *u)
 {
     for (; c->n_calls_sent < c->tools.n_calls; c->n_calls_sent++) {
+        if (c->n_calls_sent >= gen__calls_shown(c)) continue; /* parallel_tool_calls false */
         const tool_call *t = &c->tools.calls[c->n_calls_sent];
         oai_tool_call call = {(int)c->n_calls_sent, t->id, t->name, t->arguments};
-        gen__sse(j, oai_response_tool_call_chunk(&j->head, c->index, &call, 0));
-        gen__sse(j, oai_response_tool_call_chunk(&j->head, c->index, &call, 1));
+        gen__sse(j, oai_response_tool_call_chunk(&j->head, c->index, &call, 0, u));
+        gen__sse(j, oai_response_tool_call_chunk(&j->head, c->index, &call, 1, u));
     }
 }
 
-/* The chunk for what one event added to choice c. */
+/* The chunk for what one event added to choice c; with
+ * continuous_usage_stats each carries the choice's usage so far (the role
+ * chunk's with no completion tokens, as vLLM's). */
 static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
 {
     char *content = NULL, *reasoning = NULL;
@@ -700,11 +752,15 @@ static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
         return;
     }
     int chat = j->req.kind == OAI_CHAT;
+    oai_usage usage = {.prompt_tokens = (int64_t)c->n_prompt,
+                       .cached_tokens = (int64_t)ev->n_cached};
+    const oai_usage *u = j->req.continuous_usage ? &usage : NULL;
     if (chat && !c->role_sent) {
         c->role_sent = 1;
-        oai_choice role = {.text = "", .role = 1};
+        oai_choice role = {.text = "", .role = 1, .usage = u};
         gen__sse(j, oai_response_chunk(&j->head, c->index, &role));
     }
+    usage.completion_tokens = (int64_t)ev->n_output;
     /* the new text: from where the last chunk stopped */
     if (chat) {
         if (c->n_content > c->n_content_sent) content = c->content + c->n_content_sent;
@@ -712,9 +768,14 @@ static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
     } else if (c->n_text > c->n_text_sent) {
         content = c->text + c->n_text_sent;
     }
-    oai_logprobs lp = {.ids = ev->ids, .logprobs = ev->logprobs, .top = ev->top, .n = ev->n_ids,
+    oai_logprobs lp = {.ids = ev->ids,
+                       .logprobs = ev->logprobs,
+                       .top = ev->top,
+                       .n = ev->n_ids,
                        .n_top = ev->n_top < j->req.top_logprobs ? ev->n_top : j->req.top_logprobs,
-                       .text_offset = c->text_offset, .token_text = gen__token_text,
+                       .text_offset = c->text_offset,
+                       .as_ids = j->req.tokens_as_ids,
+                       .token_text = gen__token_text,
                        .user = j->srv};
     int has_lp = j->req.logprobs && ev->logprobs && ev->n_ids;
     int new_calls = c->tools.n_calls > c->n_calls_sent;
@@ -723,11 +784,12 @@ static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
         .text = content ? content : (chat ? NULL : ""),
         .reasoning = reasoning,
         .lp = has_lp ? &lp : NULL,
+        .usage = u,
     };
     if (new_calls) { /* the text first, then the calls, then the finish */
         if (content || reasoning || has_lp) gen__sse(j, oai_response_chunk(&j->head, c->index, &ch));
-        gen__sse_tool_calls(j, c);
-        ch = (oai_choice){0};
+        gen__sse_tool_calls(j, c, u);
+        ch = (oai_choice){.usage = u};
     }
     if (!new_calls || ev->finished) {
         ch.finish_reason = ev->finished ? c->finish_reason : NULL;
@@ -821,6 +883,7 @@ typedef struct gen_prompt {
     int32_t *ids; /* [n_ids], malloc'd */
     size_t n_ids;
     int64_t max_tokens; /* as asked, or what max_model_len leaves after the prompt */
+    int truncated;      /* truncate_prompt_tokens cut its beginning off */
 } gen_prompt;
 
 static void gen__prompts_free(gen_prompt *p, size_t n)
@@ -867,42 +930,75 @@ static int gen__prompt_ids(http_server *s, const oai_request *req, const oai_pro
     return ok;
 }
 
-/* Every prompt as token ids: chat's one conversation, or each of
- * completions' prompts. *out [*n] is the caller's (gen__prompts_free), also
- * on failure. */
-static int gen__prompts(http_server *s, const oai_request *req, gen_prompt **out, size_t *n,
-                        oai_error *err)
+/* truncate_prompt_tokens: the tokens each prompt keeps, its last ones (0:
+ * all). As in vLLM, k may not exceed what max_model_len leaves beside
+ * max_tokens (400 naming it), and -1 keeps that many (with max_tokens not
+ * given, room for one token); when max_tokens leaves nothing, nothing is
+ * cut and the prompt's check says why. */
+static int gen__truncation(const http_server *s, const oai_request *req, int64_t *keep,
+                           oai_error *err)
 {
-    size_t count = req->kind == OAI_CHAT ? 1 : req->n_prompts;
-    *out = calloc(count, sizeof **out);
-    if (!*out) return oai_error_set(err, 500, NULL, "out of memory");
-    *n = count;
-    for (size_t i = 0; i < count; i++) {
-        const oai_prompt *p = req->kind == OAI_CHAT ? NULL : &req->prompts[i];
-        if (!gen__prompt_ids(s, req, p, &(*out)[i], err)) return 0;
+    int64_t k = req->truncate_prompt_tokens, room = s->max_model_len - req->max_tokens;
+    *keep = 0;
+    if (k == -1) {
+        *keep = req->max_tokens || req->prompt_only ? room : room - 1;
+        if (*keep < 1) *keep = 0;
+    } else if (k > room) {
+        return oai_error_set(err, 400, "truncate_prompt_tokens",
+                             "'truncate_prompt_tokens' (%lld) is more than max_model_len (%lld) "
+                             "- max_tokens (%lld) = %lld tokens; ask for a smaller truncation",
+                             (long long)k, (long long)s->max_model_len, (long long)req->max_tokens,
+                             (long long)room);
+    } else {
+        *keep = k;
     }
     return 1;
 }
 
-/* n x (max_tokens + an echoed prompt's tokens) x top_logprobs, summed over
- * the prompts, within OAI_MAX_LOGPROB_ALTERNATIVES. */
+/* Every prompt as token ids: chat's one conversation, or each of
+ * completions' prompts, each cut to its last truncate_prompt_tokens.
+ * *out [*n] is the caller's (gen__prompts_free), also on failure. */
+static int gen__prompts(http_server *s, const oai_request *req, gen_prompt **out, size_t *n,
+                        oai_error *err)
+{
+    size_t count = req->kind == OAI_CHAT ? 1 : req->n_prompts;
+    int64_t keep = 0;
+    *out = calloc(count, sizeof **out);
+    if (!*out) return oai_error_set(err, 500, NULL, "out of memory");
+    *n = count;
+    if (!gen__truncation(s, req, &keep, err)) return 0;
+    for (size_t i = 0; i < count; i++) {
+        const oai_prompt *p = req->kind == OAI_CHAT ? NULL : &req->prompts[i];
+        gen_prompt *g = &(*out)[i];
+        if (!gen__prompt_ids(s, req, p, g, err)) return 0;
+        if (keep && g->n_ids > (size_t)keep) {
+            memmove(g->ids, g->ids + (g->n_ids - (size_t)keep), (size_t)keep * sizeof *g->ids);
+            g->n_ids = (size_t)keep;
+            g->truncated = 1;
+        }
+    }
+    return 1;
+}
+
+/* best_of (n unless above it) x (max_tokens + an echoed prompt's tokens) x
+ * top_logprobs, summed over the prompts, within OAI_MAX_LOGPROB_ALTERNATIVES. */
 static int gen__check_logprobs(const oai_request *req, const gen_prompt *p, size_t n_prompts,
                                oai_error *err)
 {
     int64_t tokens = 0;
     for (size_t i = 0; i < n_prompts; i++)
         tokens += p[i].max_tokens + (req->sampling.prompt_logprobs ? (int64_t)p[i].n_ids : 0);
-    int64_t alternatives = (int64_t)req->n * tokens * req->top_logprobs;
+    int64_t alternatives = (int64_t)req->best_of * tokens * req->top_logprobs;
     if (alternatives <= OAI_MAX_LOGPROB_ALTERNATIVES) return 1;
     const char *param = req->kind == OAI_CHAT ? "top_logprobs" : "logprobs";
     return oai_error_set(err, 400, param,
-                         "n (%d) x max_tokens (%lld, with an echoed prompt's tokens%s) x %s (%d) "
+                         "%s (%d) x max_tokens (%lld, with an echoed prompt's tokens%s) x %s (%d) "
                          "is %lld log-probability "
                          "alternatives, more than the %d one request may ask for; lower one of "
                          "them (max_tokens defaults to the rest of max_model_len)",
-                         req->n, (long long)tokens, n_prompts > 1 ? ", over every prompt" : "",
-                         param, req->top_logprobs, (long long)alternatives,
-                         OAI_MAX_LOGPROB_ALTERNATIVES);
+                         req->best_of > req->n ? "best_of" : "n", req->best_of, (long long)tokens,
+                         n_prompts > 1 ? ", over every prompt" : "", param, req->top_logprobs,
+                         (long long)alternatives, OAI_MAX_LOGPROB_ALTERNATIVES);
 }
 
 /* Prompt i (p): not empty, its ids inside the vocabulary, and its length
@@ -923,15 +1019,17 @@ static int gen__check_prompt(const http_server *s, const oai_request *req, size_
                                  "%sprompt token %zu is %d, outside the vocabulary [0, %lld)", item,
                                  k, p->ids[k], (long long)s->vocab_size);
     p->max_tokens = req->max_tokens;
-    if (req->max_tokens == 0) {
-        if (room < 1)
+    if (req->max_tokens == 0) { /* the rest of max_model_len; echo alone (prompt_only): none */
+        int need = !req->prompt_only;
+        if (room < need)
             return oai_error_set(err, 400, param,
                                  "%sThis model's maximum context length is %lld tokens. However, "
-                                 "your prompt has %zu tokens, which leaves no room for any "
-                                 "completion. Please reduce the length of the prompt.",
-                                 item, (long long)s->max_model_len, p->n_ids);
+                                 "your prompt has %zu tokens%s. Please reduce the length of the "
+                                 "prompt.",
+                                 item, (long long)s->max_model_len, p->n_ids,
+                                 need ? ", which leaves no room for any completion" : "");
         int64_t cap = s->cfg.max_tokens_default;
-        p->max_tokens = cap > 0 && cap < room ? cap : room;
+        if (need) p->max_tokens = cap > 0 && cap < room ? cap : room;
     } else if (req->max_tokens > room) {
         return oai_error_set(err, 400, param,
                              "%sThis model's maximum context length is %lld tokens. However, you "
@@ -953,8 +1051,8 @@ static int gen__check_prompts(const http_server *s, const oai_request *req, gen_
     return gen__check_logprobs(req, p, n_prompts, err);
 }
 
-/* The token ids of stop_token_ids and logit_bias against the vocabulary
- * (the engine refuses them too, but without naming the field). */
+/* The token ids of stop_token_ids, logit_bias and allowed_token_ids against
+ * the vocabulary (the engine refuses them too, but without naming the field). */
 static int gen__check_token_ids(const http_server *s, const oai_request *req, oai_error *err)
 {
     const encore_sampling *sp = &req->sampling;
@@ -968,12 +1066,18 @@ static int gen__check_token_ids(const http_server *s, const oai_request *req, oa
             return oai_error_set(err, 400, "logit_bias",
                                  "'logit_bias' has token %d, outside the vocabulary [0, %lld)",
                                  sp->logit_bias[i].id, (long long)s->vocab_size);
+    for (size_t i = 0; i < sp->n_allowed_token_ids; i++)
+        if (sp->allowed_token_ids[i] >= s->vocab_size)
+            return oai_error_set(err, 400, "allowed_token_ids",
+                                 "'allowed_token_ids' holds %d, outside the vocabulary [0, %lld)",
+                                 sp->allowed_token_ids[i], (long long)s->vocab_size);
     return 1;
 }
 
-/* echo (completions): each choice's text begins with its prompt's, a
- * prompt sent as ids detokenized (none when that fails). */
-static int gen__echo(gen_job *j, oai_error *err)
+/* echo (completions): each choice's text begins with its prompt's: the
+ * text as sent, or the ids the model reads (prompts[p]: sent as ids, or
+ * truncated) detokenized (none when that fails). */
+static int gen__echo(gen_job *j, const gen_prompt *prompts, oai_error *err)
 {
     oai_request *req = &j->req;
     if (!req->echo || req->kind != OAI_COMPLETION) return 1;
@@ -981,8 +1085,11 @@ static int gen__echo(gen_job *j, oai_error *err)
         oai_prompt *q = &req->prompts[p];
         char *text = NULL;
         size_t len = 0;
-        if (q->text ||
-            encore_detokenize(j->srv->engine, q->ids, q->n_ids, 0, &text, &len) != ENCORE_OK)
+        if (q->text && !prompts[p].truncated) continue;
+        free(q->text);
+        q->text = NULL;
+        if (encore_detokenize(j->srv->engine, prompts[p].ids, prompts[p].n_ids, 0, &text, &len) !=
+            ENCORE_OK)
             continue;
         if ((q->text = malloc(len + 1))) {
             memcpy(q->text, text, len);
@@ -991,10 +1098,35 @@ static int gen__echo(gen_job *j, oai_error *err)
         encore_free(text);
     }
     for (int i = 0; i < j->n; i++) {
-        const char *t = req->prompts[i / req->n].text;
+        const char *t = req->prompts[i / j->per_prompt].text;
         if (!t) t = "";
         if (!gen__append(&j->choices[i].text, &j->choices[i].n_text, t, strlen(t)))
             return oai_error_set(err, 500, NULL, "out of memory");
+    }
+    return 1;
+}
+
+/* echo with max_tokens 0 and no logprobs: each choice's reply is its
+ * prompt (gen__echo), nothing for the engine to do; its one event, finished
+ * with "length" and no tokens, is made here. */
+static int gen__prompt_only(gen_job *j, oai_error *err)
+{
+    for (int i = 0; i < j->n; i++) {
+        gen_choice *c = &j->choices[i];
+        gen_event *ev = calloc(1, sizeof *ev);
+        if (ev) ev->text = calloc(1, 1);
+        if (!ev || !ev->text) {
+            gen__event_free(ev);
+            return oai_error_set(err, 500, NULL, "out of memory");
+        }
+        ev->finished = 1;
+        snprintf(ev->finish_reason, sizeof ev->finish_reason, "length");
+        ev->stop_token_id = -1;
+        ev->n_prompt = c->n_prompt;
+        pthread_mutex_lock(&j->mu);
+        c->head = c->tail = ev;
+        c->finished = 1;
+        pthread_mutex_unlock(&j->mu);
     }
     return 1;
 }
@@ -1017,6 +1149,7 @@ static encore_request gen__engine_request(const gen_job *j, const gen_prompt *p,
     r.sampling.max_tokens = p->max_tokens;
     if (r.sampling.min_tokens > p->max_tokens) r.sampling.min_tokens = p->max_tokens;
     r.sampling.seed = seed + (uint64_t)i;
+    if (j->per_prompt > j->req.n) r.sampling.logprobs = 1; /* best_of ranks by them */
     return r;
 }
 
@@ -1028,7 +1161,7 @@ static int gen__submit(gen_job *j, const gen_prompt *prompts, oai_error *err)
     uint64_t seed = j->req.seed_given ? j->req.sampling.seed : http_random(s);
     for (int i = 0; i < j->n; i++) {
         gen_choice *c = &j->choices[i];
-        encore_request r = gen__engine_request(j, &prompts[i / j->req.n], i, seed);
+        encore_request r = gen__engine_request(j, &prompts[i / j->per_prompt], i, seed);
         pthread_mutex_lock(&j->mu);
         j->refs++;
         pthread_mutex_unlock(&j->mu);
@@ -1060,6 +1193,10 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
     gen_prompt *prompts = NULL;
     size_t n_prompts = 0;
     enum MHD_Result r;
+    if (req->ignored[0]) /* as vLLM logs them: accepted, but a client may expect an effect */
+        encore_log_warning("%s: the following fields were present in the request but ignored: %s",
+                           req->kind == OAI_CHAT ? "/v1/chat/completions" : "/v1/completions",
+                           req->ignored);
     if (req->model && strcmp(req->model, s->model_name) != 0) {
         http_error_no_model(s, req->model, &err);
         goto refuse;
@@ -1068,7 +1205,7 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
         !gen__check_prompts(s, req, prompts, n_prompts, &err) ||
         !gen__check_token_ids(s, req, &err))
         goto refuse;
-    int n_choices = (int)n_prompts * req->n; /* at most OAI_MAX_PROMPTS x OAI_MAX_N */
+    int n_choices = (int)n_prompts * req->best_of; /* at most OAI_MAX_PROMPTS x OAI_MAX_N */
     if (!http_admit(s, client, n_choices, 1, &err)) goto refuse;
     gen_job *j = gen__job_new(s, req, n_choices, fd, t_arrival, client);
     if (!j) {
@@ -1078,7 +1215,11 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
     }
     for (size_t i = 0; i < n_prompts; i++)
         j->n_prompt += prompts[i].n_ids;
-    if (!gen__echo(j, &err) || !gen__submit(j, prompts, &err)) {
+    for (int i = 0; i < n_choices; i++)
+        j->choices[i].n_prompt = prompts[i / j->per_prompt].n_ids;
+    int engine_free = j->req.prompt_only && !j->req.logprobs; /* echo alone */
+    if (!gen__echo(j, prompts, &err) ||
+        !(engine_free ? gen__prompt_only(j, &err) : gen__submit(j, prompts, &err))) {
         gen__prompts_free(prompts, n_prompts);
         r = http_reply_error(s, conn, &err);
         gen__release(j);

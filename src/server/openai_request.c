@@ -405,6 +405,23 @@ static int oai__logit_bias(const cJSON *obj, oai_request *r, oai_error *err)
     return 1;
 }
 
+/* vLLM's allowed_token_ids: a non-empty array of token ids, the only ones
+ * that may be sampled (the server checks them against the vocabulary). */
+static int oai__allowed_ids(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__present(obj, "allowed_token_ids", &v)) return 1;
+    if (!cJSON_IsArray(v) || !v->child)
+        return oai_error_set(err, 400, "allowed_token_ids", "'allowed_token_ids' %s",
+                             cJSON_IsArray(v) ? "is empty: no token could be sampled"
+                                              : "must be an array of token ids");
+    if (!oai__ids(v, "allowed_token_ids", "'allowed_token_ids'", OAI_MAX_ALLOWED_IDS,
+                  &r->allowed_ids, &r->sampling.n_allowed_token_ids, err))
+        return 0;
+    r->sampling.allowed_token_ids = r->allowed_ids;
+    return 1;
+}
+
 static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
 {
     encore_sampling *s = &r->sampling;
@@ -417,8 +434,11 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         const char *name = oai__present(obj, "max_completion_tokens", &v) && r->kind == OAI_CHAT
                                ? "max_completion_tokens"
                                : "max_tokens";
-        if (r->max_tokens < 1)
-            return oai_error_set(err, 400, name, "'%s' must be at least 1, got %lld", name,
+        /* echo with max_tokens 0: the prompt alone, as vLLM answers it */
+        r->prompt_only = r->max_tokens == 0 && r->kind == OAI_COMPLETION && r->echo;
+        if (r->max_tokens < 1 && !r->prompt_only)
+            return oai_error_set(err, 400, name, "'%s' must be at least 1%s, got %lld", name,
+                                 r->kind == OAI_COMPLETION ? " (0 only with 'echo': true)" : "",
                                  (long long)r->max_tokens);
         if (r->max_tokens > ((int64_t)1 << 30))
             return oai_error_set(err, 400, name, "'%s' is too large: %lld", name,
@@ -437,14 +457,15 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         !oai__bool(obj, "include_stop_str_in_output", &s->include_stop_str_in_output, err) ||
         !oai__int32(obj, "n", 1, OAI_MAX_N, &r->n, err) || !oai__stop(obj, r, err))
         return 0;
-    if (!oai__logit_bias(obj, r, err)) return 0;
+    r->best_of = r->n;
+    if (!oai__logit_bias(obj, r, err) || !oai__allowed_ids(obj, r, err)) return 0;
     if (oai__present(obj, "top_p", &v) && s->top_p <= 0)
         return oai_error_set(err, 400, "top_p", "'top_p' must be in (0, 1], got %g", s->top_p);
     if (oai__present(obj, "repetition_penalty", &v) && s->repetition_penalty <= 0)
         return oai_error_set(err, 400, "repetition_penalty",
                              "'repetition_penalty' must be greater than 0, got %g",
                              s->repetition_penalty);
-    if (r->max_tokens && s->min_tokens > r->max_tokens)
+    if ((r->max_tokens || r->prompt_only) && s->min_tokens > r->max_tokens)
         return oai_error_set(err, 400, "min_tokens",
                              "'min_tokens' (%lld) must not exceed max_tokens (%lld)",
                              (long long)s->min_tokens, (long long)r->max_tokens);
@@ -470,7 +491,7 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
     }
     s->logprobs = r->logprobs;
     s->top_logprobs = r->top_logprobs;
-    return 1;
+    return oai__bool(obj, "return_tokens_as_token_ids", &r->tokens_as_ids, err);
 }
 
 /* 1 when text[0..n) is an integer written as JSON writes one: -?[0-9]+ */
@@ -546,7 +567,12 @@ static int oai__stream(const cJSON *obj, oai_request *r, oai_error *err)
     if (oai__present(obj, "stream_options", &v) && !r->stream)
         return oai_error_set(err, 400, "stream_options",
                              "'stream_options' is only allowed with 'stream': true");
-    return oai__member_bool(obj, "stream_options", "include_usage", &r->include_usage, err);
+    int continuous = 0;
+    if (!oai__member_bool(obj, "stream_options", "include_usage", &r->include_usage, err) ||
+        !oai__member_bool(obj, "stream_options", "continuous_usage_stats", &continuous, err))
+        return 0;
+    r->continuous_usage = r->include_usage && continuous; /* vLLM's: only with include_usage */
+    return 1;
 }
 
 /* chat_template_kwargs.enable_thinking, and vLLM's add_generation_prompt
@@ -575,18 +601,87 @@ static int oai__echo_logprobs(oai_request *r)
     return 1;
 }
 
+/* vLLM's truncate_prompt_tokens: -1, or at least 1 (null: none); the
+ * server checks it against max_model_len and truncates. */
+static int oai__truncate(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__present(obj, "truncate_prompt_tokens", &v)) return 1;
+    int64_t k = 0;
+    if (!oai__int_value(v, "truncate_prompt_tokens", -1, INT64_MAX, &k, err)) return 0;
+    if (k == 0)
+        return oai_error_set(err, 400, "truncate_prompt_tokens",
+                             "'truncate_prompt_tokens' must be at least 1 (the prompt tokens to "
+                             "keep) or -1 (as many as max_model_len leaves), got 0");
+    r->truncate_prompt_tokens = k;
+    return 1;
+}
+
+/* completions' best_of (OpenAI's): at least n; above n not streamed, as
+ * OpenAI refuses it (the n shown are known only when every candidate is
+ * done). */
+static int oai__best_of(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    if (!oai__int32(obj, "best_of", 1, OAI_MAX_N, &r->best_of, err)) return 0;
+    if (r->best_of < r->n)
+        return oai_error_set(err, 400, "best_of", "'best_of' (%d) must be at least 'n' (%d)",
+                             r->best_of, r->n);
+    if (r->best_of > r->n && r->stream)
+        return oai_error_set(err, 400, "best_of",
+                             "'best_of' (%d) above 'n' (%d) cannot be streamed: the choices "
+                             "shown are known when every candidate is done",
+                             r->best_of, r->n);
+    return 1;
+}
+
+/* vLLM's bad_words (word sequences never generated) and prompt_logprobs
+ * (its own format of the prompt's log-probabilities, with each token's
+ * rank, which the engine does not compute): refused by name rather than
+ * ignored; null, and bad_words [], ask for nothing. */
+static int oai__unsupported(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    const cJSON *v;
+    if (oai__present(obj, "bad_words", &v)) {
+        if (!cJSON_IsArray(v))
+            return oai_error_set(err, 400, "bad_words", "'bad_words' must be an array of strings");
+        if (v->child) return oai_error_set(err, 400, "bad_words", "'bad_words' is not supported");
+    }
+    if (oai__present(obj, "prompt_logprobs", &v))
+        return oai_error_set(err, 400, "prompt_logprobs", "'prompt_logprobs' is not supported%s",
+                             r->kind == OAI_COMPLETION
+                                 ? "; 'echo': true with 'logprobs' returns the prompt's tokens "
+                                   "with their log-probabilities first"
+                                 : "");
+    return 1;
+}
+
+/* completions' "suffix" (text after the insertion point): refused as vLLM
+ * refuses it; null or "" asks for nothing. */
+static int oai__suffix(const cJSON *obj, oai_error *err)
+{
+    const cJSON *v;
+    if (!oai__present(obj, "suffix", &v)) return 1;
+    if (!cJSON_IsString(v)) return oai_error_set(err, 400, "suffix", "'suffix' must be a string");
+    if (v->valuestring[0])
+        return oai_error_set(err, 400, "suffix", "'suffix' is not supported (as in vLLM)");
+    return 1;
+}
+
 static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
 {
     if (!oai__string(obj, "model", &r->model, err)) return 0;
     switch (r->kind) {
     case OAI_COMPLETION:
-        return oai__prompt(obj, r, OAI_MAX_PROMPTS, err) && oai__bool(obj, "echo", &r->echo, err) &&
-               oai__stream(obj, r, err) && oai__sampling(obj, r, err) && oai__echo_logprobs(r) &&
+        return oai__prompt(obj, r, OAI_MAX_PROMPTS, err) && oai__suffix(obj, err) &&
+               oai__unsupported(obj, r, err) && oai__bool(obj, "echo", &r->echo, err) &&
+               oai__stream(obj, r, err) && oai__sampling(obj, r, err) &&
+               oai__best_of(obj, r, err) && oai__echo_logprobs(r) && oai__truncate(obj, r, err) &&
                oai_structured_parse(obj, &r->structured, err);
     case OAI_CHAT:
-        return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err) &&
-               tool_request_parse(obj, r, err) && oai__stream(obj, r, err) &&
-               oai__sampling(obj, r, err) && oai_structured_parse(obj, &r->structured, err);
+        return oai__messages(obj, r, err) && oai__unsupported(obj, r, err) &&
+               oai__template_kwargs(obj, r, err) && tool_request_parse(obj, r, err) &&
+               oai__stream(obj, r, err) && oai__sampling(obj, r, err) &&
+               oai__truncate(obj, r, err) && oai_structured_parse(obj, &r->structured, err);
     case OAI_TOKENIZE: {
         const cJSON *v;
         if (oai__present(obj, "messages", &v))
@@ -606,6 +701,59 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
     }
     }
     return oai_error_set(err, 500, NULL, "unknown request kind");
+}
+
+/* --- fields nothing reads ---------------------------------------------------------- */
+
+/* The top-level fields read here, in tool_request.c and openai_structured.c
+ * (or with no effect on the reply: "user"), by kind: names between spaces. */
+static const char oai__known_common[] =
+    " model stream stream_options max_tokens temperature top_p top_k min_p repetition_penalty"
+    " presence_penalty frequency_penalty min_tokens ignore_eos skip_special_tokens"
+    " include_stop_str_in_output n stop logit_bias stop_token_ids logprobs seed"
+    " truncate_prompt_tokens allowed_token_ids bad_words prompt_logprobs"
+    " return_tokens_as_token_ids response_format structured_outputs guided_json guided_regex"
+    " guided_grammar guided_choice guided_whitespace_pattern guided_decoding_backend"
+    " structural_tag user ";
+static const char oai__known_completion[] = " prompt suffix echo best_of ";
+static const char oai__known_chat[] =
+    " messages max_completion_tokens top_logprobs chat_template_kwargs add_generation_prompt"
+    " continue_final_message tools tool_choice parallel_tool_calls ";
+
+/* 1 when `key` is one of the names in `names` (" a b c "). */
+static int oai__in(const char *names, const char *key)
+{
+    size_t n = strlen(key);
+    if (!n || strchr(key, ' ')) return 0;
+    for (const char *at = strstr(names, key); at; at = strstr(at + 1, key))
+        if (at[-1] == ' ' && at[n] == ' ') return 1;
+    return 0;
+}
+
+/* r->ignored: the top-level fields of a completion or chat request that
+ * nothing reads (see oai_request.ignored). */
+static void oai__ignored(const cJSON *obj, oai_request *r)
+{
+    const char *own = r->kind == OAI_CHAT ? oai__known_chat : oai__known_completion;
+    size_t at = 0, cap = sizeof r->ignored;
+    int named = 0, more = 0;
+    r->ignored[0] = '\0';
+    for (const cJSON *f = obj->child; f; f = f->next) {
+        if (cJSON_IsNull(f) || oai__in(oai__known_common, f->string) || oai__in(own, f->string))
+            continue;
+        if (named == OAI_IGNORED_NAMES) {
+            more++;
+            continue;
+        }
+        char name[40];
+        size_t n = 0;
+        for (const char *s = f->string; *s && n < 32; s++)
+            name[n++] = *s >= 0x20 && *s < 0x7f && *s != '\'' ? *s : '?';
+        snprintf(name + n, sizeof name - n, "%s", f->string[n] ? "..." : "");
+        at += (size_t)snprintf(r->ignored + at, cap - at, "%s'%s'", named ? ", " : "", name);
+        named++;
+    }
+    if (more) snprintf(r->ignored + at, cap - at, " and %d more", more);
 }
 
 /* The body is an object, none of its strings holds U+0000 (which cJSON's
@@ -657,6 +805,7 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *
     out->n = 1;
     out->enable_thinking = 1;
     out->add_generation_prompt = 1;
+    out->parallel_tool_calls = 1;
     /* encore_sampling_default() but for OpenAI's temperature; set here
      * field by field so that the parser links without the engine */
     out->sampling.max_tokens = 16;
@@ -672,6 +821,7 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *
     int ok = oai__check_root(body, len, root, err) && oai__parse_fields(root, out, err) &&
              (!generation || oai__seed(root, body, len, out, err)) &&
              tool_request_keep_text(body, len, out, err);
+    if (ok && generation) oai__ignored(root, out);
     cJSON_Delete(root);
     if (!ok) oai_request_free(out);
     return ok;
@@ -696,6 +846,7 @@ void oai_request_free(oai_request *r)
     free(r->stop);
     free(r->stop_ids);
     free(r->logit_bias);
+    free(r->allowed_ids);
     oai_structured_free(&r->structured);
     oai_kind kind = r->kind;
     memset(r, 0, sizeof *r);

@@ -24,8 +24,11 @@ enum {
     OAI_MAX_STOP_IDS = 16,     /* stop_token_ids (the engine's limit) */
     OAI_MAX_TOP_LOGPROBS = 20,
     OAI_MAX_LOGIT_BIAS = ENCORE_MAX_LOGIT_BIAS, /* logit_bias entries */
+    OAI_MAX_ALLOWED_IDS = 1 << 20,              /* allowed_token_ids entries */
     OAI_MAX_MESSAGES = 4096,
     OAI_PROMPT_LABEL_MAX = 48, /* bytes of oai_prompt_label's buffer */
+    OAI_IGNORED_NAMES = 4,     /* unknown fields named in oai_request.ignored */
+    OAI_IGNORED_MAX = 192,     /* bytes of oai_request.ignored */
     /* n x max_tokens x top_logprobs: the log-probability alternatives one
      * request may ask for (8 bytes each: 8 MiB) */
     OAI_MAX_LOGPROB_ALTERNATIVES = 1 << 20,
@@ -88,28 +91,48 @@ typedef struct oai_request {
     size_t n_tools;
     oai_tool_choice tool_choice;
     char *tool_choice_name;        /* OAI_TOOL_NAMED: the function, else NULL */
+    int parallel_tool_calls;       /* default 1; 0: a reply shows its first call only (vLLM's) */
     /* output */
     int stream;
     int include_usage;             /* stream_options.include_usage */
+    int continuous_usage;          /* and stream_options.continuous_usage_stats (vLLM's): every
+                                    * chunk carries its choice's usage so far */
     int n;                         /* choices per prompt, 1..OAI_MAX_N */
+    int best_of;                   /* completions: candidates generated per prompt, n..OAI_MAX_N
+                                    * (n when not given; chat: n); above n, the reply shows the
+                                    * n with the highest cumulative logprob */
     int echo;                      /* completions: the prompt before the text */
     int logprobs;                  /* completions: logprobs given; chat: logprobs true */
     int top_logprobs;              /* alternatives per token, 0..20 */
-    int64_t max_tokens;            /* 0: not given (the rest of max_model_len) */
+    int tokens_as_ids;             /* return_tokens_as_token_ids (vLLM's): logprobs name each
+                                    * token "token_id:<id>" */
+    int64_t max_tokens;            /* 0: not given (the rest of max_model_len), or prompt_only */
+    int prompt_only;               /* completions: echo with max_tokens 0 given: the prompt is
+                                    * the reply, nothing generated */
+    int64_t truncate_prompt_tokens; /* vLLM's: 0 none; k >= 1 keeps each prompt's last k
+                                     * tokens; -1 as many as max_model_len leaves */
     int seed_given;
-    /* the engine's parameters; sampling.stop, stop_token_ids and logit_bias
-     * point into stop/stop_ids/logit_bias below. max_tokens is filled in by the server. */
+    /* the engine's parameters; sampling.stop, stop_token_ids, logit_bias and
+     * allowed_token_ids point into stop/stop_ids/logit_bias/allowed_ids below. max_tokens is filled
+     * in by the server. */
     encore_sampling sampling;
     char **stop;                   /* [n_stop] */
     int32_t *stop_ids;
     encore_logit_bias *logit_bias; /* [sampling.n_logit_bias]: sampling.logit_bias */
+    int32_t *allowed_ids;          /* [sampling.n_allowed_token_ids]: vLLM's allowed_token_ids */
     oai_structured structured;     /* response_format, structured_outputs, guided_* */
+    /* completions and chat: the top-level fields nothing reads (null ones
+     * aside), for the server's warning, as vLLM logs them: "'a', 'b' and 3
+     * more" (at most OAI_IGNORED_NAMES named, each cut to 32 bytes, a byte
+     * outside printable ASCII written '?'); "" when none */
+    char ignored[OAI_IGNORED_MAX];
 } oai_request;
 
 /* Parse `body` (len bytes, need not be NUL-terminated) as a request of
  * `kind`. Returns 1 with *out filled, or 0 with `err` filled (HTTP 400 with
- * the field in err->param) and *out empty. Unknown fields are ignored, as
- * OpenAI's clients send more than any one server reads. */
+ * the field in err->param) and *out empty. Unknown fields are accepted, as
+ * OpenAI's clients send more than any one server reads, and named in
+ * out->ignored. */
 int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *out,
                       oai_error *err);
 void oai_request_free(oai_request *r); /* frees the contents; NULL is a no-op */

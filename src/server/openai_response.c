@@ -11,11 +11,12 @@
  *                  "finish_reason","stop_reason"}],"usage"}
  *   chat chunk    {"object":"chat.completion.chunk",...,"choices":[{"index",
  *                  "delta":{"role"?,"content"?,"reasoning_content"?,"tool_calls"?},"logprobs",
- *                  "finish_reason"}],"usage"?:null}
+ *                  "finish_reason"}],"usage"?:null or the choice's so far}
  *   logprobs      completions: {"tokens","token_logprobs","top_logprobs":[{text: lp}],
  *                  "text_offset"} (offsets in characters, as Python's len counts them)
  *                 chat: {"content":[{"token","logprob","bytes",
  *                  "top_logprobs":[{"token","logprob","bytes"}]}]}
+ *                 (return_tokens_as_token_ids: each token named "token_id:<id>")
  */
 #include "openai_response.h"
 
@@ -57,6 +58,8 @@ typedef struct oai_token {
     char raw[OAI_TOKEN_MAX];
     size_t n_raw;
     char text[3 * OAI_TOKEN_MAX + 1];
+    char id_name[24]; /* "token_id:<id>" */
+    const char *name; /* how the reply names it: text, or id_name (as_ids) */
 } oai_token;
 
 static void oai__token(const oai_logprobs *lp, int32_t id, oai_token *t)
@@ -64,6 +67,8 @@ static void oai__token(const oai_logprobs *lp, int32_t id, oai_token *t)
     t->n_raw = lp->token_text(lp->user, id, t->raw, sizeof t->raw);
     if (t->n_raw > sizeof t->raw) t->n_raw = sizeof t->raw;
     oai_utf8_sanitize(t->raw, t->n_raw, t->text, sizeof t->text);
+    snprintf(t->id_name, sizeof t->id_name, "token_id:%d", (int)id);
+    t->name = lp->as_ids ? t->id_name : t->text;
 }
 
 /* The characters (code points) of UTF-8 text: what Python's len() counts,
@@ -93,18 +98,22 @@ static const encore_logprob *oai__alt(const oai_logprobs *lp, size_t i, int k)
 }
 
 /* {"token","logprob","bytes":[...]} without its closing brace (the entry of
- * "content" adds its top_logprobs first). */
-static void oai__chat_logprob_open(json_out *w, const oai_token *t, float logprob)
+ * "content" adds its top_logprobs first); bytes: the token's, or with
+ * name_bytes those of its name (vLLM's alternatives under
+ * return_tokens_as_token_ids). */
+static void oai__chat_logprob_open(json_out *w, const oai_token *t, float logprob, int name_bytes)
 {
     json_out_begin_object(w);
     json_out_key(w, "token");
-    json_out_string(w, t->text);
+    json_out_string(w, t->name);
     json_out_key(w, "logprob");
     json_out_number(w, logprob);
     json_out_key(w, "bytes");
     json_out_begin_array(w);
-    for (size_t i = 0; i < t->n_raw; i++)
-        json_out_number(w, (unsigned char)t->raw[i]);
+    const char *b = name_bytes ? t->name : t->raw;
+    size_t n = name_bytes ? strlen(t->name) : t->n_raw;
+    for (size_t i = 0; i < n; i++)
+        json_out_number(w, (unsigned char)b[i]);
     json_out_end_array(w);
 }
 
@@ -115,12 +124,12 @@ static void oai__logprobs_chat(json_out *w, const oai_logprobs *lp, oai_token *t
     json_out_begin_array(w);
     for (size_t i = 0; i < lp->n && !w->oom; i++) {
         oai__token(lp, lp->ids[i], t);
-        oai__chat_logprob_open(w, t, lp->logprobs[i]);
+        oai__chat_logprob_open(w, t, lp->logprobs[i], 0);
         json_out_key(w, "top_logprobs");
         json_out_begin_array(w);
         for (int k = 0; k < lp->n_top; k++) {
             oai__token(lp, oai__alt(lp, i, k)->id, t);
-            oai__chat_logprob_open(w, t, oai__alt(lp, i, k)->logprob);
+            oai__chat_logprob_open(w, t, oai__alt(lp, i, k)->logprob, lp->as_ids);
             json_out_end_object(w);
         }
         json_out_end_array(w);
@@ -140,16 +149,16 @@ static void oai__top_object(json_out *w, const oai_logprobs *lp, size_t i, oai_t
     json_out_begin_object(w);
     if (lp->n_top == 0) {
         oai__token(lp, lp->ids[i], &alts[0]);
-        json_out_key(w, alts[0].text);
+        json_out_key(w, alts[0].name);
         json_out_number(w, lp->logprobs[i]);
     }
     for (int k = 0; k < lp->n_top; k++) {
         oai__token(lp, oai__alt(lp, i, k)->id, &alts[k]);
         int seen = 0;
         for (int j = 0; j < k && !seen; j++)
-            seen = !strcmp(alts[j].text, alts[k].text);
+            seen = !strcmp(alts[j].name, alts[k].name);
         if (seen) continue;
-        json_out_key(w, alts[k].text);
+        json_out_key(w, alts[k].name);
         json_out_number(w, oai__alt(lp, i, k)->logprob);
     }
     json_out_end_object(w);
@@ -164,7 +173,7 @@ static void oai__logprobs_completion(json_out *w, const oai_logprobs *lp, oai_to
     json_out_begin_array(w);
     for (size_t i = 0; i < lp->n && !w->oom; i++) {
         oai__token(lp, lp->ids[i], t);
-        json_out_string(w, t->text);
+        json_out_string(w, t->name);
     }
     json_out_end_array(w);
     json_out_key(w, "token_logprobs");
@@ -344,7 +353,9 @@ char *oai_response_chunk(const oai_head *h, int index, const oai_choice *c)
     json_out_begin_array(&w);
     oai__choice(&w, h->kind, index, c, 1);
     json_out_end_array(&w);
-    if (h->usage_null) {
+    if (c->usage) {
+        oai__usage(&w, c->usage);
+    } else if (h->usage_null) {
         json_out_key(&w, "usage");
         json_out_null(&w);
     }
@@ -352,11 +363,12 @@ char *oai_response_chunk(const oai_head *h, int index, const oai_choice *c)
     return json_out_finish(&w);
 }
 
-char *oai_response_tool_call_chunk(const oai_head *h, int index, const oai_tool_call *call, int part)
+char *oai_response_tool_call_chunk(const oai_head *h, int index, const oai_tool_call *call,
+                                   int part, const oai_usage *u)
 {
     oai_tool_call t = {call->index, call->id, call->name, ""};
     if (part) t = (oai_tool_call){call->index, NULL, NULL, call->arguments};
-    oai_choice c = {.tool_calls = &t, .n_tool_calls = 1};
+    oai_choice c = {.tool_calls = &t, .n_tool_calls = 1, .usage = u};
     return oai_response_chunk(h, index, &c);
 }
 

@@ -39,6 +39,10 @@ typedef struct oai_logprobs {
     int n_top;
     size_t text_offset;        /* completions: where the first token's text starts, in
                                 * characters (code points) of the choice's text */
+    int as_ids;                /* return_tokens_as_token_ids: tokens (completions: "tokens"
+                                * and the keys of "top_logprobs"; chat: "token", and an
+                                * alternative's "bytes" too, as vLLM writes them) are
+                                * "token_id:<id>"; text_offset still counts the text */
     oai_token_text_fn token_text;
     void *user;
 } oai_logprobs;
@@ -63,6 +67,8 @@ typedef struct oai_choice {
     const oai_tool_call *tool_calls; /* chat: [n_tool_calls] ("tool_calls" when n > 0); a
                                       * message: every call, a chunk: its delta */
     size_t n_tool_calls;
+    const oai_usage *usage; /* chunks: the choice's usage so far, in place of "usage": null
+                             * (stream_options.continuous_usage_stats); NULL: none */
 } oai_choice;
 
 /* The characters (code points) of lp's tokens as "tokens" shows them (bytes
@@ -74,8 +80,10 @@ char *oai_response_body(const oai_head *h, const oai_choice *choices, int n, con
 /* One streaming chunk of one choice ("text_completion" or "chat.completion.chunk"). */
 char *oai_response_chunk(const oai_head *h, int index, const oai_choice *c);
 /* Call k of choice `index` streamed: part 0, the chunk with its index, id,
- * type and name (arguments ""); part 1, the chunk with its arguments. */
-char *oai_response_tool_call_chunk(const oai_head *h, int index, const oai_tool_call *call, int part);
+ * type and name (arguments ""); part 1, the chunk with its arguments; u as
+ * oai_choice.usage. */
+char *oai_response_tool_call_chunk(const oai_head *h, int index, const oai_tool_call *call,
+                                   int part, const oai_usage *u);
 /* The last chunk of a stream with stream_options.include_usage: no choices, usage. */
 char *oai_response_usage_chunk(const oai_head *h, const oai_usage *u);
 /* {"error": {"message", "type", "param", "code"}} */

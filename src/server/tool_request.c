@@ -229,9 +229,22 @@ static int tool__choice(const cJSON *obj, oai_request *r, oai_error *err)
     return 1;
 }
 
+/* parallel_tool_calls: false shows a reply's first call only, as vLLM
+ * does (the model is not stopped after it). */
+static int tool__parallel(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "parallel_tool_calls");
+    if (!v || cJSON_IsNull(v)) return 1;
+    if (!cJSON_IsBool(v))
+        return oai_error_set(err, 400, "parallel_tool_calls",
+                             "'parallel_tool_calls' must be a boolean");
+    r->parallel_tool_calls = cJSON_IsTrue(v);
+    return 1;
+}
+
 int tool_request_parse(const cJSON *obj, oai_request *r, oai_error *err)
 {
-    return tool__tools(obj, r, err) && tool__choice(obj, r, err);
+    return tool__tools(obj, r, err) && tool__choice(obj, r, err) && tool__parallel(obj, r, err);
 }
 
 /* --- messages ------------------------------------------------------------------------ */

@@ -15,8 +15,8 @@ enum {
     TOOL_MAX_CALLS = 128, /* tool_calls of one message */
 };
 
-/* "tools" and "tool_choice" of the request object into r. Returns 1, or 0
- * with err filled (400, the field in err->param). */
+/* "tools", "tool_choice" and "parallel_tool_calls" of the request object
+ * into r. Returns 1, or 0 with err filled (400, the field in err->param). */
 int tool_request_parse(const cJSON *obj, oai_request *r, oai_error *err);
 
 /* After tool_request_parse: r->tools_json becomes the body's own text of
