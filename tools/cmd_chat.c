@@ -204,6 +204,11 @@ int cmd_chat(int argc, char **argv)
         tokenizer_free(tok);
         return CLI_BAD_ARGS;
     }
+    if (!a.raw && a.no_think && chat_template_get_family(tok) != CHAT_TEMPLATE_QWEN3)
+        fprintf(stderr,
+                "encore: --no-think has no effect: the model's chat template (%s) has no "
+                "thinking switch\n",
+                chat_template_family_name(chat_template_get_family(tok)));
     engine *e = cli_engine_create("chat", &a.cfg);
     if (!e) {
         tokenizer_free(tok);
