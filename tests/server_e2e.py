@@ -698,6 +698,9 @@ def check_errors(a):
                      "messages[0].content", "U+0000")
         expect_error(srv, 400, "POST", comp, {"prompt": "word " * 300, "max_tokens": 8}, "maximum context length")
         expect_error(srv, 400, "POST", comp, {"prompt": [5] * 250, "max_tokens": 8}, "maximum context length")
+        # max_tokens alone past max_model_len: the context's message, whatever else the request has
+        for path, body in ((comp, {"prompt": "hi"}), (chat, {"messages": [{"role": "user", "content": "hi"}]})):
+            expect_error(srv, 400, "POST", path, dict(body, max_tokens=100000), "maximum context length")
         expect_error(srv, 413, "POST", comp, {"prompt": "x" * 70000}, "larger than")
         expect_error(srv, 400, "POST", chat, {"messages": []}, "messages")
         expect_error(srv, 400, "POST", chat, {"messages": "hi"}, "messages")

@@ -943,7 +943,7 @@ static int gen__truncation(const http_server *s, const oai_request *req, int64_t
     if (k == -1) {
         *keep = req->max_tokens || req->prompt_only ? room : room - 1;
         if (*keep < 1) *keep = 0;
-    } else if (k > room) {
+    } else if (k > 0 && k > room) {
         return oai_error_set(err, 400, "truncate_prompt_tokens",
                              "'truncate_prompt_tokens' (%lld) is more than max_model_len (%lld) "
                              "- max_tokens (%lld) = %lld tokens; ask for a smaller truncation",
