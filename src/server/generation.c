@@ -579,6 +579,11 @@ static int gen__tool_calls_whole(const gen_choice *c, oai_choice *ch, oai_tool_c
 static void gen__shown(const gen_job *j, int *shown)
 {
     int per = j->per_prompt, n = j->req.n;
+    if (per == n) { /* every candidate, in index order */
+        for (int i = 0; i < j->n; i++)
+            shown[i] = i;
+        return;
+    }
     for (int p = 0; p < j->n / per; p++) {
         int order[OAI_MAX_N];
         for (int k = 0; k < per; k++) { /* insertion sort: stable */
@@ -589,9 +594,6 @@ static void gen__shown(const gen_job *j, int *shown)
             }
             order[at] = i;
         }
-        if (per == n) /* every candidate, in index order */
-            for (int k = 0; k < per; k++)
-                order[k] = p * per + k;
         memcpy(shown + p * n, order, (size_t)n * sizeof *shown);
     }
 }
