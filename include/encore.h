@@ -352,6 +352,17 @@ ENCORE_API encore_status encore_chat_tokenize_opts(encore_engine *e,
  * so that the reply begins with the model's reasoning and its "</think>"
  * ends it (the generation prompt of Qwen3's Thinking-2507 template), else 0. */
 ENCORE_API int encore_chat_opens_reasoning(encore_engine *e, const encore_chat_options *opt);
+/* How the model's chat template writes tool calls, so that a reply's calls
+ * can be read back: */
+typedef enum encore_tool_format {
+    /* <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call> (Qwen3, 2507) */
+    ENCORE_TOOL_FORMAT_HERMES = 0,
+    /* <tool_call>\n<function=f>\n<parameter=k>\nvalue\n</parameter>\n</function>\n
+     * </tool_call>, each value its text (Qwen3-Coder) */
+    ENCORE_TOOL_FORMAT_XML = 1,
+} encore_tool_format;
+/* The format of e's template (hermes when it has none or one encore does not know). */
+ENCORE_API encore_tool_format encore_chat_tool_format(encore_engine *e);
 /* *ids (never NULL on success) and *text are the caller's to free with encore_free. */
 ENCORE_API encore_status encore_tokenize(encore_engine *e, const char *text, size_t len,
                                          int32_t **ids, size_t *n_ids);

@@ -253,6 +253,13 @@ int encore_chat_opens_reasoning(encore_engine *e, const encore_chat_options *opt
     return chat_template_opens_reasoning(e->tok, &o);
 }
 
+encore_tool_format encore_chat_tool_format(encore_engine *e)
+{
+    if (!e || !e->tok) return ENCORE_TOOL_FORMAT_HERMES;
+    return chat_template_tool_format(e->tok) == CHAT_TOOLS_XML ? ENCORE_TOOL_FORMAT_XML
+                                                               : ENCORE_TOOL_FORMAT_HERMES;
+}
+
 /* The conversation rendered; with spans (not NULL) also where its strings went. */
 static enc_status encore__chat_render(encore_engine *e, const encore_chat_message *msgs, size_t n,
                                       const encore_chat_options *opt, char **text, size_t **spans,

@@ -77,6 +77,11 @@ int chat_template_opens_reasoning(const tokenizer *t, const chat_template_opts *
 
 chat_template_family chat_template_get_family(const tokenizer *t) { return t->family; }
 
+chat_tool_format chat_template_tool_format(const tokenizer *t)
+{
+    return t->family == CHAT_TEMPLATE_QWEN3_CODER ? CHAT_TOOLS_XML : CHAT_TOOLS_HERMES;
+}
+
 const char *chat_template_family_name(chat_template_family f)
 {
     switch (f) {
@@ -87,6 +92,7 @@ const char *chat_template_family_name(chat_template_family f)
         return "qwen3-instruct";
     case CHAT_TEMPLATE_QWEN3_THINKING:
         return "qwen3-thinking";
+    case CHAT_TEMPLATE_QWEN3_CODER: return "qwen3-coder";
     }
     return "unknown";
 }

@@ -11,6 +11,9 @@
  *   qwen3-thinking  Qwen3's turns, whose generation prompt opens the think
  *                   block: the Qwen3-*-Thinking-2507 models (the reply begins
  *                   inside it; enable_thinking has no effect)
+ *   qwen3-coder     Qwen3-Coder's ChatML: tools described in XML, calls written
+ *                   <tool_call>\n<function=NAME>\n<parameter=KEY>\nvalue\n
+ *                   </parameter>\n</function>\n</tool_call>, no think block
  *
  * For any other template chat_template_apply() fails with ENC_ERR_UNSUPPORTED;
  * the caller should then offer the user a raw prompt (no template at all). */
@@ -29,7 +32,15 @@ typedef enum chat_template_family {
     CHAT_TEMPLATE_QWEN3,
     CHAT_TEMPLATE_QWEN3_INSTRUCT,
     CHAT_TEMPLATE_QWEN3_THINKING,
+    CHAT_TEMPLATE_QWEN3_CODER,
 } chat_template_family;
+
+/* How a family's model writes its tool calls. */
+typedef enum chat_tool_format {
+    CHAT_TOOLS_HERMES = 0, /* <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> */
+    CHAT_TOOLS_XML,        /* <tool_call>\n<function=NAME>\n<parameter=KEY>\nvalue\n
+                            * </parameter>\n...</function>\n</tool_call> (Qwen3-Coder) */
+} chat_tool_format;
 
 /* A tool call made by an assistant message. */
 typedef struct chat_tool_call {
@@ -62,6 +73,9 @@ chat_template_family chat_template_get_family(const tokenizer *t);
 const char *chat_template_family_name(chat_template_family f);
 /* 1 for a family encore renders (qwen3, qwen3-instruct, qwen3-thinking). */
 int chat_template_family_known(chat_template_family f);
+/* The tool-call syntax of t's template family (hermes for every family but
+ * qwen3-coder, and for none or unknown). */
+chat_tool_format chat_template_tool_format(const tokenizer *t);
 /* 1 when the prompt these options render ends inside an open think block, so
  * that the model's reply begins with its reasoning (qwen3-thinking's
  * generation prompt). */
