@@ -33,7 +33,8 @@ function(encore_tok_test name source)
   set_tests_properties(${name} PROPERTIES LABELS tokenizer TIMEOUT 300)
 endfunction()
 
-encore_tok_test(tokenizer_unit ${ENCORE_TOK_TESTS}/tokenizer_test.c ${ENCORE_TOKENIZER_DIR})
+encore_tok_test(tokenizer_unit ${ENCORE_TOK_TESTS}/tokenizer_test.c ${ENCORE_TOKENIZER_DIR}
+                ${ENCORE_TOK_TESTS}/templates)
 encore_tok_test(tokenizer_golden ${ENCORE_TOK_TESTS}/golden_test.c ${ENCORE_TOKENIZER_DIR}
                 ${ENCORE_TOK_TESTS}/strings.jsonl ${ENCORE_TOK_TESTS}/golden_qwen3.jsonl)
 encore_tok_test(tokenizer_plain ${ENCORE_TOK_TESTS}/plain_test.c ${ENCORE_TOKENIZER_DIR})
@@ -49,23 +50,30 @@ set_tests_properties(tokenizer_chat_render PROPERTIES FIXTURES_SETUP tok_chat LA
 encore_tok_test(tokenizer_chat ${ENCORE_TOK_TESTS}/chat_test.c ${ENCORE_TOKENIZER_DIR}
                 ${ENCORE_TOK_TESTS}/chat_cases.json ${ENCORE_TOK_WORK}/chat_rendered.json qwen3)
 set_tests_properties(tokenizer_chat PROPERTIES FIXTURES_REQUIRED tok_chat)
-# The same cases under the Qwen3 2507 templates (tests/tokenizer/templates):
-# the real tokenizer with that chat_template, rendered by Jinja2 and natively.
-foreach(family instruct thinking)
-  set(dir ${ENCORE_TOK_WORK}/qwen3-${family}-2507)
-  add_test(NAME tokenizer_chat_render_${family}
-    COMMAND sh -c "\"$0\" \"$1\" \"$2\" \"$3\" \"$4\" && \"$0\" \"$5\" \"$4/tokenizer_config.json\" \"$6\" \"$7\""
+# The same cases under the other templates (tests/tokenizer/templates): the
+# real tokenizer with that chat_template, rendered by Jinja2 and natively.
+# Qwen3-Coder's template iterates a call's arguments: they are parsed first,
+# as vLLM parses them (render_chat.py --parse-arguments).
+foreach(template qwen3-instruct-2507 qwen3-thinking-2507 qwen3-coder qwen3-coder-tools)
+  string(REGEX REPLACE "-2507$|-tools$" "" family ${template})
+  set(parse "")
+  if(family STREQUAL "qwen3-coder")
+    set(parse --parse-arguments)
+  endif()
+  set(dir ${ENCORE_TOK_WORK}/${template})
+  add_test(NAME tokenizer_chat_render_${template}
+    COMMAND sh -c "\"$0\" \"$1\" \"$2\" \"$3\" \"$4\" && \"$0\" \"$5\" $8 \"$4/tokenizer_config.json\" \"$6\" \"$7\""
             ${ENCORE_PYTHON} ${ENCORE_TOK_TESTS}/template_dir.py ${ENCORE_TOKENIZER_DIR}
-            ${ENCORE_TOK_TESTS}/templates/qwen3-${family}-2507.jinja ${dir}
+            ${ENCORE_TOK_TESTS}/templates/${template}.jinja ${dir}
             ${ENCORE_TOK_TESTS}/render_chat.py ${ENCORE_TOK_TESTS}/chat_cases.json
-            ${dir}/chat_rendered.json)
-  set_tests_properties(tokenizer_chat_render_${family} PROPERTIES
-    FIXTURES_SETUP tok_chat_${family} LABELS tokenizer)
-  add_test(NAME tokenizer_chat_${family}
+            ${dir}/chat_rendered.json ${parse})
+  set_tests_properties(tokenizer_chat_render_${template} PROPERTIES
+    FIXTURES_SETUP tok_chat_${template} LABELS tokenizer)
+  add_test(NAME tokenizer_chat_${template}
     COMMAND tokenizer_chat ${dir} ${ENCORE_TOK_TESTS}/chat_cases.json ${dir}/chat_rendered.json
-            qwen3-${family})
-  set_tests_properties(tokenizer_chat_${family} PROPERTIES
-    FIXTURES_REQUIRED tok_chat_${family} LABELS tokenizer TIMEOUT 300)
+            ${family})
+  set_tests_properties(tokenizer_chat_${template} PROPERTIES
+    FIXTURES_REQUIRED tok_chat_${template} LABELS tokenizer TIMEOUT 300)
 endforeach()
 
 # The benchmark (not a test): tokenizer_bench DIR [TEXT_FILE].

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tokenizer/chat_template_impl.h"
 #include "tokenizer/tokenizer_impl.h"
 
 /* --- family detection ---------------------------------------------------------------- */
@@ -31,6 +32,7 @@ static int chat__has_all(const char *text, const char *const *needles, size_t n)
 chat_template_family chat_template_detect(const char *text)
 {
     if (!text) return CHAT_TEMPLATE_NONE;
+    if (chat__coder_detect(text)) return CHAT_TEMPLATE_QWEN3_CODER;
     /* Every family: ChatML turns, the tools block and the tool calls and
      * responses as Qwen3 writes them, and none of another family's marks
      * (Qwen2.5's default system prompt, Qwen3-Coder's XML calls). */
@@ -66,7 +68,7 @@ chat_template_family chat_template_detect(const char *text)
 int chat_template_family_known(chat_template_family f)
 {
     return f == CHAT_TEMPLATE_QWEN3 || f == CHAT_TEMPLATE_QWEN3_INSTRUCT ||
-           f == CHAT_TEMPLATE_QWEN3_THINKING;
+           f == CHAT_TEMPLATE_QWEN3_THINKING || f == CHAT_TEMPLATE_QWEN3_CODER;
 }
 
 int chat_template_opens_reasoning(const tokenizer *t, const chat_template_opts *opts)
@@ -95,109 +97,6 @@ const char *chat_template_family_name(chat_template_family f)
     case CHAT_TEMPLATE_QWEN3_CODER: return "qwen3-coder";
     }
     return "unknown";
-}
-
-/* --- string helpers (Python's str methods) ------------------------------------------------- */
-
-typedef struct chat__str {
-    const char *p;
-    size_t n;
-} chat__str;
-
-static chat__str chat__s(const char *p) { return (chat__str){p ? p : "", p ? strlen(p) : 0}; }
-
-/* The text being made, and where in it the caller's strings went. */
-typedef struct chat__out {
-    tok__bytes b;
-    size_t *spans; /* [2 * n_spans] begin, end of each caller's string; NULL: not kept */
-    size_t n_spans, cap_spans;
-    int keep_spans;
-} chat__out;
-
-/* The template's own text. */
-static enc_status chat__put(chat__out *out, const char *s)
-{
-    return tok__bytes_append(&out->b, s, strlen(s));
-}
-
-/* A string of the caller's (a content, reasoning, a tool call's name or
- * arguments, the tool definitions): appended, and its span kept when asked. */
-static enc_status chat__puts(chat__out *out, chat__str s)
-{
-    size_t at = out->b.len;
-    ENC_TRY(tok__bytes_append(&out->b, s.p, s.n));
-    if (!out->keep_spans || s.n == 0) return ENC_OK;
-    if (out->n_spans && out->spans[2 * out->n_spans - 1] == at) { /* adjacent: one span */
-        out->spans[2 * out->n_spans - 1] = out->b.len;
-        return ENC_OK;
-    }
-    if (out->n_spans == out->cap_spans) {
-        size_t cap = out->cap_spans ? 2 * out->cap_spans : 8;
-        size_t *p = realloc(out->spans, 2 * cap * sizeof *p);
-        if (!p) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "chat template: %zu spans", cap);
-        out->spans = p;
-        out->cap_spans = cap;
-    }
-    out->spans[2 * out->n_spans] = at;
-    out->spans[2 * out->n_spans + 1] = out->b.len;
-    out->n_spans++;
-    return ENC_OK;
-}
-
-static chat__str chat__lstrip_nl(chat__str s)
-{
-    while (s.n && s.p[0] == '\n') s.p++, s.n--;
-    return s;
-}
-
-static chat__str chat__rstrip_nl(chat__str s)
-{
-    while (s.n && s.p[s.n - 1] == '\n') s.n--;
-    return s;
-}
-
-/* Offset of the first (last) occurrence of needle in s, or -1. */
-static long chat__find_str(chat__str s, chat__str needle, int last)
-{
-    long at = -1;
-    for (size_t i = 0; i + needle.n <= s.n; i++)
-        if (memcmp(s.p + i, needle.p, needle.n) == 0) {
-            at = (long)i;
-            if (!last) break;
-        }
-    return at;
-}
-
-static long chat__find(chat__str s, const char *needle, int last)
-{
-    return chat__find_str(s, chat__s(needle), last);
-}
-
-/* Python's str.strip() for ASCII whitespace. */
-static chat__str chat__strip(chat__str s)
-{
-    while (s.n && strchr(" \t\n\r\v\f", s.p[0]))
-        s.p++, s.n--;
-    while (s.n && strchr(" \t\n\r\v\f", s.p[s.n - 1]))
-        s.n--;
-    return s;
-}
-
-static int chat__starts(chat__str s, const char *x)
-{
-    size_t k = strlen(x);
-    return s.n >= k && memcmp(s.p, x, k) == 0;
-}
-
-static int chat__ends(chat__str s, const char *x)
-{
-    size_t k = strlen(x);
-    return s.n >= k && memcmp(s.p + s.n - k, x, k) == 0;
-}
-
-static int chat__is(const chat_message *m, const char *role)
-{
-    return strcmp(m->role, role) == 0;
 }
 
 /* --- the Qwen3 template ------------------------------------------------------------------- */
@@ -394,14 +293,17 @@ static enc_status chat__render(const tokenizer *t, const chat_message *msgs, siz
     if (!chat_template_family_known(t->family))
         return enc_fail(ENC_ERR_UNSUPPORTED,
                         "chat template: the model's chat_template is "
-                        "not one encore knows (known: qwen3, qwen3-instruct, qwen3-thinking); "
+                        "not one encore knows (known: qwen3, qwen3-instruct, qwen3-thinking, "
+                        "qwen3-coder); "
                         "pass a raw prompt instead");
     ENC_TRY(chat__check(msgs, n));
     if (opts->continue_final_message && opts->add_generation_prompt)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "chat template: continue_final_message and "
                                                   "add_generation_prompt cannot both be set");
     chat__out o = {.keep_spans = spans != NULL};
-    enc_status s = chat__qwen3(t->family, msgs, n, opts, &o);
+    enc_status s = t->family == CHAT_TEMPLATE_QWEN3_CODER
+                       ? chat__coder(t, msgs, n, opts, &o)
+                       : chat__qwen3(t->family, msgs, n, opts, &o);
     if (s == ENC_OK && opts->continue_final_message)
         s = chat__continue_final(&o, &msgs[n - 1], n - 1);
     if (s == ENC_OK) s = tok__bytes_append(&o.b, "", 0);

@@ -71,7 +71,7 @@ typedef struct chat_template_opts {
 
 chat_template_family chat_template_get_family(const tokenizer *t);
 const char *chat_template_family_name(chat_template_family f);
-/* 1 for a family encore renders (qwen3, qwen3-instruct, qwen3-thinking). */
+/* 1 for a family encore renders (qwen3, qwen3-instruct, qwen3-thinking, qwen3-coder). */
 int chat_template_family_known(chat_template_family f);
 /* The tool-call syntax of t's template family (hermes for every family but
  * qwen3-coder, and for none or unknown). */

@@ -6,12 +6,18 @@
  * digits, floats are printed in Python's repr, strings are escaped as
  * json.dumps(ensure_ascii=False) escapes them.
  *
+ * tok__json_py_str prints a value as Python's str() of json.loads' result
+ * does (what a template's `string` filter and `~` print), and
+ * tok__json_members lists an object's members, for the Qwen3-Coder template.
+ *
  * tokenizer_json_unquote / _quote convert between JSON string literals and
  * UTF-8 byte strings that may hold NUL (cJSON stops a string at "\u0000"),
  * for the tokenize commands and the tests. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <utf8proc.h>
 
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer_impl.h"
@@ -21,6 +27,7 @@ typedef struct tok__json {
     size_t n, i;
     int depth;
     tok__bytes *out;
+    int py; /* print as Python's repr() of the parsed value, not as json.dumps */
 } tok__json;
 
 enum { TOK__JSON_MAX_DEPTH = 128 };
@@ -152,12 +159,69 @@ static enc_status tok__json_py_string(tok__bytes *out, const char *s, size_t n)
     return tok__put(out, "\"");
 }
 
+/* 1 when Python's str.isprintable() holds for code point cp (utf8proc's
+ * categories: not Cc, Cf, Cs, Co, Cn, Zl, Zp, nor Zs other than the space). */
+static int tok__py_printable(int32_t cp)
+{
+    if (cp == ' ') return 1;
+    switch (utf8proc_category(cp)) {
+    case UTF8PROC_CATEGORY_CC:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO:
+    case UTF8PROC_CATEGORY_CN:
+    case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP:
+    case UTF8PROC_CATEGORY_ZS:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+/* Print the UTF-8 string s[0..n) as Python's repr() does: single quotes
+ * unless it holds a ' and no ", escapes for the quote, backslash, \t \n \r
+ * and the code points that are not printable. */
+static enc_status tok__json_py_repr(tok__bytes *out, const char *s, size_t n)
+{
+    char q = memchr(s, '\'', n) && !memchr(s, '"', n) ? '"' : '\'';
+    ENC_TRY(tok__bytes_append(out, &q, 1));
+    for (size_t i = 0; i < n;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k =
+            utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (k <= 0) k = 1, cp = (unsigned char)s[i]; /* not reached: the text was checked */
+        char buf[16];
+        const char *esc = NULL;
+        if (cp == q || cp == '\\')
+            snprintf(buf, sizeof buf, "\\%c", (char)cp), esc = buf;
+        else if (cp == '\t')
+            esc = "\\t";
+        else if (cp == '\n')
+            esc = "\\n";
+        else if (cp == '\r')
+            esc = "\\r";
+        else if (!tok__py_printable(cp))
+            snprintf(buf, sizeof buf,
+                     cp < 0x100     ? "\\x%02x"
+                     : cp < 0x10000 ? "\\u%04x"
+                                    : "\\U%08x",
+                     (unsigned)cp),
+                esc = buf;
+        ENC_TRY(esc ? tok__put(out, esc) : tok__bytes_append(out, s + i, (size_t)k));
+        i += (size_t)k;
+    }
+    return tok__bytes_append(out, &q, 1);
+}
+
 static enc_status tok__json_string(tok__json *j)
 {
     tok__bytes raw = {0};
     j->i++; /* the opening quote */
     enc_status s = tok__json_string_raw(j, &raw);
-    if (s == ENC_OK) s = tok__json_py_string(j->out, raw.data ? raw.data : "", raw.len);
+    if (s == ENC_OK)
+        s = (j->py ? tok__json_py_repr : tok__json_py_string)(j->out, raw.data ? raw.data : "",
+                                                              raw.len);
     free(raw.data);
     return s;
 }
@@ -283,11 +347,12 @@ static enc_status tok__json_value(tok__json *j)
     if (c == '"') return tok__json_string(j);
     if (c == '-' || (c >= '0' && c <= '9')) return tok__json_number(j);
     static const char *const words[] = {"true", "false", "null"};
+    static const char *const py_words[] = {"True", "False", "None"};
     for (size_t k = 0; k < 3; k++) {
         size_t len = strlen(words[k]);
         if (j->n - j->i >= len && memcmp(j->s + j->i, words[k], len) == 0) {
             j->i += len;
-            return tok__put(j->out, words[k]);
+            return tok__put(j->out, j->py ? py_words[k] : words[k]);
         }
     }
     return tok__json_err(j, "expected a value");
@@ -311,16 +376,144 @@ enc_status chat_template_tojson(const char *json, size_t len, char **out)
 {
     *out = NULL;
     tok__bytes b = {0};
-    tok__json j = {json, len, 0, 0, &b};
+    tok__json j = {json, len, 0, 0, &b, 0};
     ENC_TRY(tok__json_finish(&j, tok__json_value(&j), &b));
     *out = b.data;
     return ENC_OK;
 }
 
+enc_status tok__json_py_str(const char *json, size_t len, tok__bytes *out)
+{
+    tok__json j = {json, len, 0, 0, out, 1};
+    tok__json_ws(&j);
+    if (j.i < j.n && j.s[j.i] == '"') { /* a string is itself */
+        j.i++;
+        ENC_TRY(tok__json_string_raw(&j, out));
+    } else {
+        ENC_TRY(tok__json_value(&j));
+    }
+    tok__json_ws(&j);
+    return j.i == j.n ? ENC_OK : tok__json_err(&j, "trailing characters");
+}
+
+char tok__json_kind(const char *json, size_t len)
+{
+    size_t i = 0;
+    while (i < len && strchr(" \t\n\r", json[i]))
+        i++;
+    if (i == len) return 0;
+    char c = json[i];
+    return c == '{' || c == '[' || c == '"' || c == 't' || c == 'f' || c == 'n' ? c : '0';
+}
+
+void tok__json_members_free(tok__json_member *m, size_t n)
+{
+    for (size_t i = 0; i < n && m; i++)
+        free(m[i].key);
+    free(m);
+}
+
+/* One member at j: "key": value in an object, a value in an array. */
+static enc_status tok__json_member_read(tok__json *j, int object, tok__json_member *m)
+{
+    tok__bytes key = {0}, skip = {0};
+    enc_status s = ENC_OK;
+    if (object) {
+        tok__json_ws(j);
+        if (j->i >= j->n || j->s[j->i] != '"') return tok__json_err(j, "expected a key");
+        j->i++;
+        s = tok__json_string_raw(j, &key);
+        if (s == ENC_OK) s = tok__bytes_append(&key, "", 0);
+        tok__json_ws(j);
+        if (s == ENC_OK && (j->i >= j->n || j->s[j->i] != ':'))
+            s = tok__json_err(j, "expected ':'");
+        j->i++;
+    }
+    if (s == ENC_OK) {
+        tok__json_ws(j);
+        m->value = j->s + j->i;
+        j->out = &skip;
+        s = tok__json_value(j);
+        j->out = NULL;
+        m->value_len = (size_t)(j->s + j->i - m->value);
+    }
+    free(skip.data);
+    if (s != ENC_OK) {
+        free(key.data);
+        return s;
+    }
+    m->key = key.data;
+    m->key_len = key.len;
+    return ENC_OK;
+}
+
+/* The members (items) of the object (array) at j, its opening bracket seen. */
+static enc_status tok__json_members_read(tok__json *j, int object, tok__json_member **m, size_t *n)
+{
+    char close = object ? '}' : ']';
+    size_t cap = 0;
+    j->i++;
+    tok__json_ws(j);
+    if (j->i < j->n && j->s[j->i] == close) {
+        j->i++;
+        return ENC_OK;
+    }
+    for (;;) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 8;
+            tok__json_member *g = realloc(*m, cap * sizeof *g);
+            if (!g) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "JSON: %zu members", cap);
+            *m = g;
+        }
+        ENC_TRY(tok__json_member_read(j, object, &(*m)[*n]));
+        ++*n;
+        tok__json_ws(j);
+        if (j->i < j->n && j->s[j->i] == ',') {
+            j->i++;
+            continue;
+        }
+        if (j->i < j->n && j->s[j->i] == close) {
+            j->i++;
+            return ENC_OK;
+        }
+        return tok__json_err(j, object ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+}
+
+enc_status tok__json_members(const char *json, size_t len, tok__json_member **out, size_t *n)
+{
+    tok__json j = {json, len, 0, 0, NULL, 0};
+    tok__json_member *m = NULL;
+    *out = NULL;
+    *n = 0;
+    tok__json_ws(&j);
+    if (j.i >= j.n || (j.s[j.i] != '{' && j.s[j.i] != '['))
+        return tok__json_err(&j, "expected an object or an array");
+    enc_status s = tok__json_members_read(&j, j.s[j.i] == '{', &m, n);
+    tok__json_ws(&j);
+    if (s == ENC_OK && j.i != j.n) s = tok__json_err(&j, "trailing characters");
+    if (s != ENC_OK) {
+        tok__json_members_free(m, *n);
+        *n = 0;
+        return s;
+    }
+    *out = m;
+    return ENC_OK;
+}
+
+long tok__json_member_find(const tok__json_member *m, size_t n, const char *key)
+{
+    long at = -1; /* the last: a Python dict keeps a repeated key's last value */
+    for (size_t i = 0; i < n; i++)
+        if (m[i].key && m[i].key_len == strlen(key) && !memcmp(m[i].key, key, m[i].key_len))
+            at = (long)i;
+    return at;
+}
+
 enc_status tok__json_each(const char *json, const char *before, tok__bytes *out,
                           size_t *count)
 {
-    tok__json j = {json, strlen(json), 0, 0, out};
+    tok__json j = {json, strlen(json), 0, 0, out, 0};
     *count = 0;
     tok__json_ws(&j);
     if (j.i >= j.n || j.s[j.i] != '[') return tok__json_err(&j, "expected an array");
@@ -357,7 +550,7 @@ enc_status tokenizer_json_unquote(const char *json, size_t len, char **out, size
     *out = NULL;
     *n = 0;
     tok__bytes b = {0};
-    tok__json j = {json, len, 0, 0, &b};
+    tok__json j = {json, len, 0, 0, &b, 0};
     enc_status s = ENC_OK;
     tok__json_ws(&j);
     if (j.i >= j.n || j.s[j.i] != '"') s = tok__json_err(&j, "expected a string");

@@ -205,6 +205,25 @@ void tok__scratch_free(tok__scratch *s);
  * preceded by the text before; *count says how many there were. */
 enc_status tok__json_each(const char *json, const char *before, tok__bytes *out,
                           size_t *count);
+/* Append Python's str() of the JSON value json[0..len) as json.loads gives
+ * it: a string is its text, anything else its repr (True, None, 1.0,
+ * ['a', {'b': 2}]). */
+enc_status tok__json_py_str(const char *json, size_t len, tok__bytes *out);
+/* The kind of the JSON value json[0..len) by its first character: '{', '[',
+ * '"', 't', 'f', 'n', '0' for a number, 0 when empty (not validated). */
+char tok__json_kind(const char *json, size_t len);
+/* The members of the JSON object json[0..len), in order (repeated keys
+ * too), or the items of the array (their keys NULL). */
+typedef struct tok__json_member {
+    char *key; /* decoded, NUL-terminated, malloc'd; NULL for an array's item */
+    size_t key_len;
+    const char *value; /* its JSON text, a span of the object's */
+    size_t value_len;
+} tok__json_member;
+enc_status tok__json_members(const char *json, size_t len, tok__json_member **out, size_t *n);
+void tok__json_members_free(tok__json_member *m, size_t n);
+/* The index of key's member (its last, as Python's dict keeps), or -1. */
+long tok__json_member_find(const tok__json_member *m, size_t n, const char *key);
 
 /* tokenizer.c: the building blocks of a loader, shared by the tokenizer.json
  * loader and tokenizer_load_lists (lists.c). Messages name `where` / `field`. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """render_chat.py - render chat conversations with the model's own Jinja template.
 
-    python3 render_chat.py TOKENIZER_CONFIG CASES.json OUT.json
+    python3 render_chat.py [--parse-arguments] TOKENIZER_CONFIG CASES.json OUT.json
 
 The reference for encore's native chat template: tokenizer_config.json's
 chat_template rendered by Jinja2 (Debian's python3-jinja2) set up the way
@@ -20,11 +20,16 @@ _compile_jinja_template and render_jinja_template):
 (transformers also adds an AssistantTracker extension for {% generation %}
 blocks, which only marks assistant spans; Qwen3's template has none.)
 
-CASES.json is {"cases": [{"messages", "tools"?, "add_generation_prompt",
-"enable_thinking"?, "continue_final_message"?}], "tojson": [JSON text, ...]};
+CASES.json is {"cases": [{"messages", "tools"? or "tools_text"?,
+"add_generation_prompt", "enable_thinking"?, "continue_final_message"?}],
+"tojson": [JSON text, ...]}; tools_text is the tools as JSON text (parsed
+here, so that a number keeps its spelling's type: 1.5e3 is a float);
 continue_final_message cuts the text after the last message's stripped
-content, as transformers' apply_chat_template does. OUT.json gets
-{"renders": [text per case], "tojson": [tojson(json.loads(t)) per text]}.
+content, as transformers' apply_chat_template does. With --parse-arguments
+a tool call's arguments given as JSON text are parsed first, as vLLM does
+before it renders (templates that iterate the arguments, Qwen3-Coder's,
+need a mapping). OUT.json gets {"renders": [text per case, or null where
+the template raised an error], "tojson": [tojson(json.loads(t)) per text]}.
 """
 import json
 import sys
@@ -70,11 +75,25 @@ def special_tokens_map(config):
     return out
 
 
-def render(template, specials, case):
+def parse_arguments(messages):
+    """vLLM's preprocessing: each tool call's arguments text json.loads'ed."""
+    for m in messages:
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function", call)
+            if isinstance(fn.get("arguments"), str):
+                fn["arguments"] = json.loads(fn["arguments"])
+
+
+def render(template, specials, case, parse_args):
+    if parse_args:
+        parse_arguments(case["messages"])
+    tools = case.get("tools")
+    if "tools_text" in case:
+        tools = json.loads(case["tools_text"])
     kwargs = dict(specials)
     if case.get("enable_thinking") is not None:
         kwargs["enable_thinking"] = case["enable_thinking"]
-    text = template.render(messages=case["messages"], tools=case.get("tools"),
+    text = template.render(messages=case["messages"], tools=tools,
                            documents=None,
                            add_generation_prompt=case["add_generation_prompt"],
                            **kwargs)
@@ -85,20 +104,31 @@ def render(template, specials, case):
     return text
 
 
+def render_or_none(template, specials, case, parse_args):
+    """The render, or None where the template raises (a TypeError of a filter too)."""
+    try:
+        return render(template, specials, case, parse_args)
+    except (jinja2.exceptions.TemplateError, TypeError, ValueError):
+        return None
+
+
 def main():
-    if len(sys.argv) != 4:
-        sys.exit("usage: render_chat.py TOKENIZER_CONFIG CASES.json OUT.json")
-    with open(sys.argv[1], encoding="utf-8") as f:
+    args = sys.argv[1:]
+    parse_args = "--parse-arguments" in args
+    args = [a for a in args if a != "--parse-arguments"]
+    if len(args) != 3:
+        sys.exit("usage: render_chat.py [--parse-arguments] TOKENIZER_CONFIG CASES.json OUT.json")
+    with open(args[0], encoding="utf-8") as f:
         config = json.load(f)
-    with open(sys.argv[2], encoding="utf-8") as f:
+    with open(args[1], encoding="utf-8") as f:
         cases = json.load(f)
     template = compile_template(config["chat_template"])
     specials = special_tokens_map(config)
     out = {
-        "renders": [render(template, specials, c) for c in cases["cases"]],
+        "renders": [render_or_none(template, specials, c, parse_args) for c in cases["cases"]],
         "tojson": [tojson(json.loads(t)) for t in cases["tojson"]],
     }
-    with open(sys.argv[3], "w", encoding="utf-8") as f:
+    with open(args[2], "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=True, indent=1)
         f.write("\n")
 

@@ -141,6 +141,37 @@ static void test_template_families(void)
           "another ChatML template");
 }
 
+/* Qwen3-Coder's template is told by its statements and the prose the
+ * renderer reads from it: each one altered makes it unknown. */
+static void test_coder_family(const char *templates_dir)
+{
+    char path[512], *text;
+    size_t n;
+    snprintf(path, sizeof path, "%s/qwen3-coder.jinja", templates_dir);
+    REQUIRE(file_read_all(path, &text, &n));
+    CHECK(chat_template_detect(text) == CHAT_TEMPLATE_QWEN3_CODER, "qwen3-coder: %s",
+          chat_template_family_name(chat_template_detect(text)));
+    static const char *const marks[] = {
+        "render_extra_keys(tool, handled_keys)", /* a statement */
+        "'<parameter=' + args_name",             /* the calls */
+        "loop.previtem.role",                    /* tool responses */
+        "{{- \"<tools>\" }}",                    /* where the preamble is found */
+        "{{- \"\\n</tools>\" }}",               /* where the instructions are */
+        "{{- \"<|im_start|>system\\nYou are Qwen", /* the default system prompt */
+    };
+    for (size_t i = 0; i < sizeof marks / sizeof *marks; i++) {
+        char *at = strstr(text, marks[i]);
+        CHECK(at != NULL, "mark \"%s\" not in the template", marks[i]);
+        if (!at) continue;
+        char saved = at[2];
+        at[2] = '#';
+        CHECK(chat_template_detect(text) == CHAT_TEMPLATE_UNKNOWN, "altered \"%s\": %s",
+              marks[i], chat_template_family_name(chat_template_detect(text)));
+        at[2] = saved;
+    }
+    free(text);
+}
+
 static void test_byte_map(tokenizer *t)
 {
     for (int b = 0; b < 256; b++) {
@@ -603,14 +634,15 @@ static void test_chat_errors(const tokenizer *t)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s TOKENIZER_DIR\n", argv[0]);
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s TOKENIZER_DIR TEMPLATES_DIR\n", argv[0]);
         return 2;
     }
     tokenizer *t;
     REQUIRE(tokenizer_load(argv[1], &t));
     test_lookups(t);
     test_template_families();
+    test_coder_family(argv[2]);
     test_byte_map(t);
     test_invalid_utf8(t);
     test_lossy(t);
