@@ -223,13 +223,17 @@ typedef struct encore_request {
     size_t n_choices;
     int json_object;             /* nonzero: any JSON object */
     /* An enforced tool choice (the other kind of constraint): tool_calls is
-     * OpenAI's "tools" array as JSON text, and the output is then Qwen3's
-     * <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call> blocks,
-     * each call's arguments valid for its tool's "parameters" schema (any
-     * object when it has none): one call of tool_call_name when that is set,
-     * else one or more calls of any of the tools, "\n" between them. With
-     * tool_call_thinking nonzero a <think>\n...\n</think>\n\n block may
-     * come first. */
+     * OpenAI's "tools" array as JSON text, and the output is then
+     * <tool_call> blocks in the format of the model's chat template
+     * (encore_chat_tool_format): Qwen3's
+     * <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>, or
+     * Qwen3-Coder's <function=...> with one <parameter=...> per argument;
+     * each call's arguments valid for its tool's "parameters" schema (JSON:
+     * any object when it has none; XML: no parameters then, and the schemas
+     * it refuses are in docs/STRUCTURED_OUTPUTS.md): one call of
+     * tool_call_name when that is set, else one or more calls of any of the
+     * tools, "\n" between them. With tool_call_thinking nonzero a
+     * <think>\n...\n</think>\n\n block may come first. */
     const char *tool_calls;
     const char *tool_call_name;
     int tool_call_thinking;

@@ -15,7 +15,9 @@
 #   grammar_server   the same through encore serve: response_format,
 #                    structured_outputs, guided_*, 400s naming the keyword
 #   grammar_tool_choice  the tool-call grammar of "required" and a named
-#                    function on hand-written replies; bad tools by name
+#                    function on hand-written replies, hermes JSON and
+#                    Qwen3-Coder's XML (string values against a reference on
+#                    seeded random texts); bad tools and parameters by name
 #   grammar_server_tool_choice  tool_choice "required" and a named function
 #                    enforced: calls allowed, arguments valid (jsonschema)
 # With ENCORE_FUZZ (clang): fuzz_json_schema, 20 s, labelled "fuzz".

@@ -101,11 +101,12 @@ enc_status api_structured_wanted(const encore_request *r, int *wanted)
     return ENC_OK;
 }
 
-/* The EBNF text of r's constraint (malloc'ed), its root rule "root". */
-static enc_status api__ebnf(const encore_request *r, char **ebnf)
+/* The EBNF text of r's constraint (malloc'ed), its root rule "root"; tool
+ * calls in the syntax of tok's chat template. */
+static enc_status api__ebnf(const encore_request *r, const tokenizer *tok, char **ebnf)
 {
     enc_status st;
-    if (r->tool_calls) return api_tool_grammar_ebnf(r, ebnf);
+    if (r->tool_calls) return api_tool_grammar_ebnf(r, chat_template_tool_format(tok), ebnf);
     if (r->json_schema)
         st = grammar_json_schema_to_ebnf(r->json_schema, strlen(r->json_schema), "", ebnf);
     else if (r->regex)
@@ -202,7 +203,7 @@ enc_status api_structured_constraint(api_structured *s, const encore_request *r,
                         "request: structured outputs need the model's tokenizer "
                         "(tokenizer.json)");
     char *ebnf = NULL;
-    ENC_TRY(api__ebnf(r, &ebnf));
+    ENC_TRY(api__ebnf(r, s->tok, &ebnf));
     api_matcher *am = calloc(1, sizeof *am);
     if (!am) {
         free(ebnf);
