@@ -1,5 +1,6 @@
 /* tool_calls.h - the function calls in a reply's text, as it streams
- * (Qwen3's hermes format, as vLLM's `hermes` parser reads it).
+ * (Qwen3's hermes format, as vLLM's `hermes` parser reads it; one call in
+ * Qwen3-Coder's XML format, as vLLM's `qwen3_coder` reads it, at the end).
  *
  * The model writes a call as
  *
@@ -22,6 +23,7 @@
 #ifndef ENC_SERVER_TOOL_CALLS_H
 #define ENC_SERVER_TOOL_CALLS_H
 
+#include <cjson/cJSON.h>
 #include <stddef.h>
 
 typedef struct tool_call {
@@ -53,5 +55,17 @@ int tool_parser_put(tool_parser *p, const char *text, size_t len, int final, cha
 /* The call in body[0..len) (what lies between the tags): 1 with *name and
  * *arguments malloc'd, or 0 when it is not one (or out of memory). */
 int tool_call_parse(const char *body, size_t len, char **name, char **arguments);
+
+/* The XML call in body[0..len) (what lies between <tool_call> and </tool_call>, or a bare
+ * <function=...>...</function> whole): 1 with *name and *arguments (compact JSON object text, keys
+ * in the order written, a repeated key keeping its first place and last value, as a Python dict
+ * does) malloc'd, 0 when it is not one, -1 when out of memory (both with NULLs). `tools` (the
+ * request's tools array, may be NULL) gives the parameter types. */
+int tool_call_parse_xml(const char *body, size_t len, const cJSON *tools, char **name,
+                        char **arguments);
+/* The same for a block the text ended in before its closing tag: no call either when its last
+ * value runs to the end (cut short, not ended by "</parameter>" or the next tag). */
+int tool_call_parse_xml_unclosed(const char *body, size_t len, const cJSON *tools, char **name,
+                                 char **arguments);
 
 #endif
