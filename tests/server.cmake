@@ -125,7 +125,7 @@ if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   encore_server_fuzz(fuzz_openai_request 4096 openai_request.c openai_structured.c tool_request.c
                      json_span.c json_check.c)
   # the <tool_call> parser: whole and in pieces, the same calls and content
-  encore_server_fuzz(fuzz_tool_calls 2048 tool_calls.c json_span.c)
+  encore_server_fuzz(fuzz_tool_calls 2048 tool_calls.c tool_calls_xml.c json_span.c)
 
   # The HTTP layer: the server's sources carry the fuzzer's instrumentation,
   # the engine (encore_core) does not; inputs go over TCP to a real server.
