@@ -6,8 +6,9 @@
 #                      checks (Content-Type, Host, Bearer), the read deadline
 #   test_server_json   the JSON writer against cJSON: every number and escape
 #                      byte for byte, replies with 3000 x 20 log-probabilities
-#   test_tool_calls    the <tool_call> parser on crafted replies, whole and split
-#                      at every byte boundary (the same calls and content)
+#   test_tool_calls    the <tool_call> parser on crafted replies (hermes JSON and
+#                      Qwen3-Coder's XML), whole and split at every byte boundary
+#                      (the same calls and content)
 #   test_tool_request  tools, tool_choice, tool_calls and tool_call_id read and
 #                      refused by field; tool_calls in replies and chunks
 #   server_<check>     end to end over 127.0.0.1 (tests/server_e2e.py, one server
@@ -31,7 +32,7 @@
 # encore_output (include/encore.h); with one that does not, it fails, saying
 # that the logprobs came back empty.
 # With ENCORE_FUZZ (clang): fuzz_openai_request, 20 s, fuzz_tool_calls (the
-# <tool_call> parser whole and in pieces), 20 s, and fuzz_http (raw bytes
+# <tool_call> parser whole and in pieces, both formats), 20 s, and fuzz_http (raw bytes
 # on a connection to a real server: request lines, header framing, bad chunk
 # sizes, lines without colons, 1,000 headers), 20 s, labelled "fuzz".
 
@@ -125,7 +126,7 @@ if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   encore_server_fuzz(fuzz_openai_request 4096 openai_request.c openai_structured.c tool_request.c
                      json_span.c json_check.c)
   # the <tool_call> parser: whole and in pieces, the same calls and content
-  encore_server_fuzz(fuzz_tool_calls 2048 tool_calls.c json_span.c)
+  encore_server_fuzz(fuzz_tool_calls 2048 tool_calls.c tool_calls_xml.c json_span.c)
 
   # The HTTP layer: the server's sources carry the fuzzer's instrumentation,
   # the engine (encore_core) does not; inputs go over TCP to a real server.

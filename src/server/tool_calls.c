@@ -1,10 +1,12 @@
 /* tool_calls.c - the streaming <tool_call> parser (tool_calls.h).
  *
  * Two states. Outside a call, text is content except for a tail that may
- * still become a call: trailing whitespace and a prefix of "<tool_call>".
- * Inside one, everything is held until "</tool_call>" (or the end); the
- * block then parses into a call, or goes to the content as it was written,
- * with the whitespace held before it. */
+ * still become a call: trailing whitespace and a prefix of "<tool_call>"
+ * (in the XML format, or of "<function="). Inside one, everything is held
+ * until its closing tag, "</tool_call>" ("</function>"), or the end; the
+ * block then parses into a call (hermes JSON here, XML in
+ * tool_calls_xml.c), or goes to the content as it was written, with the
+ * whitespace held before it. */
 #include "tool_calls.h"
 
 #include <cjson/cJSON.h>
@@ -16,6 +18,11 @@
 static const char tool_open[] = "<tool_call>";
 static const char tool_close[] = "</tool_call>";
 enum { TOOL_OPEN_LEN = sizeof tool_open - 1, TOOL_CLOSE_LEN = sizeof tool_close - 1 };
+/* XML: a bare call, with no <tool_call> around it */
+static const char tool_fn_open[] = "<function=";
+static const char tool_fn_close[] = "</function>";
+enum { TOOL_FN_OPEN_LEN = sizeof tool_fn_open - 1, TOOL_FN_CLOSE_LEN = sizeof tool_fn_close - 1 };
+enum { TOOL_IN_TEXT, TOOL_IN_TOOL_CALL, TOOL_IN_FUNCTION }; /* tool_parser.in_call */
 
 void tool_parser_init(tool_parser *p)
 {
@@ -31,7 +38,17 @@ void tool_parser_free(tool_parser *p)
     }
     free(p->calls);
     free(p->buf);
+    cJSON_Delete(p->tools);
     memset(p, 0, sizeof *p);
+}
+
+int tool_parser_set_format(tool_parser *p, tool_format format, const char *tools_json)
+{
+    cJSON_Delete(p->tools);
+    p->tools = NULL;
+    p->format = format;
+    if (format == TOOL_FORMAT_XML && tools_json) p->tools = cJSON_Parse(tools_json);
+    return format != TOOL_FORMAT_XML || !tools_json || p->tools;
 }
 
 static int tool__is_ws(char c)
@@ -138,12 +155,23 @@ static void tool__consume(tool_parser *p, size_t n)
     if (p->buf) p->buf[p->n_buf] = '\0';
 }
 
-/* The length of the longest tail of s[0..n) that is a proper prefix of the open tag. */
-static size_t tool__partial_open(const char *s, size_t n)
+/* The length of the longest tail of s[0..n) that is a proper prefix of tag. */
+static size_t tool__partial(const char *s, size_t n, const char *tag, size_t tag_len)
 {
-    for (size_t k = n < TOOL_OPEN_LEN - 1 ? n : TOOL_OPEN_LEN - 1; k > 0; k--)
-        if (!memcmp(s + n - k, tool_open, k)) return k;
+    for (size_t k = n < tag_len - 1 ? n : tag_len - 1; k > 0; k--)
+        if (!memcmp(s + n - k, tag, k)) return k;
     return 0;
+}
+
+/* The same for either open tag of the format. */
+static size_t tool__partial_open(const tool_parser *p)
+{
+    size_t k = tool__partial(p->buf, p->n_buf, tool_open, TOOL_OPEN_LEN);
+    if (p->format == TOOL_FORMAT_XML) {
+        size_t f = tool__partial(p->buf, p->n_buf, tool_fn_open, TOOL_FN_OPEN_LEN);
+        k = f > k ? f : k;
+    }
+    return k;
 }
 
 /* Outside a call: emit what is surely content; enter a call when its tag is
@@ -160,11 +188,16 @@ static int tool__step_text(tool_parser *p, int final, char **content, size_t *n_
         p->skip_ws = 0;
     }
     long at = tool__find(p->buf, p->n_buf, 0, tool_open, TOOL_OPEN_LEN);
+    int kind = TOOL_IN_TOOL_CALL;
+    if (p->format == TOOL_FORMAT_XML) { /* the first open tag, of either kind */
+        long fn = tool__find(p->buf, p->n_buf, 0, tool_fn_open, TOOL_FN_OPEN_LEN);
+        if (fn >= 0 && (at < 0 || fn < at)) at = fn, kind = TOOL_IN_FUNCTION;
+    }
     size_t keep = 0; /* the tail that stays held */
     if (at >= 0) {
         keep = p->n_buf - (size_t)at;
     } else if (!final) {
-        keep = tool__partial_open(p->buf, p->n_buf);
+        keep = tool__partial_open(p);
     }
     size_t text = p->n_buf - keep, ws = 0;
     if (at >= 0 || !final)
@@ -173,22 +206,35 @@ static int tool__step_text(tool_parser *p, int final, char **content, size_t *n_
     if (!tool__emit(content, n_content, p->buf, text - ws)) return -1;
     tool__consume(p, text - ws);
     if (at < 0) return 0;
-    p->in_call = 1;
+    p->in_call = kind;
     p->n_ws = ws;
     return 1;
 }
 
-/* Inside a call: when it is complete (or the text ended), parse it. */
+/* Inside a call: when it is complete (or the text ended), parse it. A
+ * <tool_call>'s body lies between its tags; a bare <function=...>'s is the
+ * whole element, its tags included. */
 static int tool__step_call(tool_parser *p, int final, char **content, size_t *n_content)
 {
-    size_t body = p->n_ws + TOOL_OPEN_LEN;
-    long at = tool__find(p->buf, p->n_buf, body, tool_close, TOOL_CLOSE_LEN);
+    int bare = p->in_call == TOOL_IN_FUNCTION;
+    size_t body = p->n_ws + (bare ? TOOL_FN_OPEN_LEN : TOOL_OPEN_LEN);
+    const char *close = bare ? tool_fn_close : tool_close;
+    size_t close_len = bare ? TOOL_FN_CLOSE_LEN : TOOL_CLOSE_LEN;
+    long at = tool__find(p->buf, p->n_buf, body, close, close_len);
     if (at < 0 && !final) return 0;
     size_t body_end = at >= 0 ? (size_t)at : p->n_buf;
-    size_t block_end = at >= 0 ? body_end + TOOL_CLOSE_LEN : p->n_buf;
+    size_t block_end = at >= 0 ? body_end + close_len : p->n_buf;
+    if (bare) body = p->n_ws, body_end = block_end;
     char *name, *arguments;
-    p->in_call = 0;
-    if (tool_call_parse(p->buf + body, body_end - body, &name, &arguments)) {
+    int parsed;
+    p->in_call = TOOL_IN_TEXT;
+    if (p->format == TOOL_FORMAT_XML)
+        parsed = (at >= 0 ? tool_call_parse_xml : tool_call_parse_xml_unclosed)(
+            p->buf + body, body_end - body, p->tools, &name, &arguments);
+    else
+        parsed = tool_call_parse(p->buf + body, body_end - body, &name, &arguments);
+    if (parsed < 0) return -1;
+    if (parsed) {
         if (!tool__add_call(p, name, arguments)) {
             free(name);
             free(arguments);

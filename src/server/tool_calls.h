@@ -1,7 +1,8 @@
-/* tool_calls.h - the function calls in a reply's text, as it streams
- * (Qwen3's hermes format, as vLLM's `hermes` parser reads it).
+/* tool_calls.h - the function calls in a reply's text, as it streams, in
+ * one of two formats: Qwen3's hermes (as vLLM's `hermes` parser reads it)
+ * and Qwen3-Coder's XML (as vLLM's `qwen3_coder` parser reads it).
  *
- * The model writes a call as
+ * Hermes, the default: the model writes a call as
  *
  *   <tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>
  *
@@ -18,11 +19,32 @@
  * nothing is dropped.
  * Whitespace between the text and a parsed call, or between calls, is the
  * template's separator and is dropped; a call not closed when the text ends
- * is parsed too (vLLM does the same). */
+ * is parsed too (vLLM does the same).
+ *
+ * XML (tool_parser_set_format): the model writes a call as
+ *
+ *   <tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n
+ *   <parameter=days>\n3\n</parameter>\n</function>\n</tool_call>
+ *
+ * and each value becomes JSON by the type the request's tools give that
+ * parameter: {"city":"Paris","days":3} (tool_calls_xml.c has the rules).
+ * The stream works as above, with these differences, each as vLLM reads it:
+ * a missing "</parameter>" (before the next "<parameter=" or "</function>")
+ * or "</function>" (before "</tool_call>") is no error; a bare
+ * "<function=...>...</function>" with no <tool_call> around it, which
+ * Qwen3-Coder is known to write, is a call too (held from its "<function="
+ * like a <tool_call>). A call not closed when the text ends is parsed when
+ * its last value ended ("</parameter>" or the next tag came); one cut
+ * inside a value stays content. Anything but whitespace around the tags (two functions in one
+ * <tool_call>, text between parameters; vLLM skips it) makes the block no
+ * call, as does a hermes JSON block. */
 #ifndef ENC_SERVER_TOOL_CALLS_H
 #define ENC_SERVER_TOOL_CALLS_H
 
+#include <cjson/cJSON.h>
 #include <stddef.h>
+
+typedef enum tool_format { TOOL_FORMAT_HERMES = 0, TOOL_FORMAT_XML } tool_format;
 
 typedef struct tool_call {
     char id[40];     /* filled in by the caller ("call_..."), "" from the parser */
@@ -31,7 +53,9 @@ typedef struct tool_call {
 } tool_call;
 
 typedef struct tool_parser {
-    int in_call; /* buf holds a call from its "<tool_call>" on */
+    tool_format format; /* TOOL_FORMAT_HERMES unless tool_parser_set_format said otherwise */
+    cJSON *tools;       /* XML: the request's tools array (parameter types), or NULL; owned */
+    int in_call; /* buf holds a call from its "<tool_call>" (1) or bare "<function=" (2) on */
     int skip_ws; /* a call just ended: whitespace that follows is dropped */
     char *buf;   /* text held back: [n_buf] */
     size_t n_buf, cap_buf;
@@ -41,7 +65,12 @@ typedef struct tool_parser {
 } tool_parser;
 
 void tool_parser_init(tool_parser *p);
-void tool_parser_free(tool_parser *p); /* frees the calls too; NULL is a no-op */
+void tool_parser_free(tool_parser *p); /* frees the calls and tools too; NULL is a no-op */
+
+/* After tool_parser_init: read calls in `format`; tools_json (OpenAI's "tools" array as JSON text,
+ * may be NULL; parsed now, not kept) gives the XML format its parameter types. Returns 0 when out
+ * of memory (or tools_json is not JSON, which the caller has checked). */
+int tool_parser_set_format(tool_parser *p, tool_format format, const char *tools_json);
 
 /* Feed text[0..len); `final` (the reply ended) flushes what is held. The
  * content it makes is appended to *content (a malloc'd NUL-terminated string
@@ -53,5 +82,17 @@ int tool_parser_put(tool_parser *p, const char *text, size_t len, int final, cha
 /* The call in body[0..len) (what lies between the tags): 1 with *name and
  * *arguments malloc'd, or 0 when it is not one (or out of memory). */
 int tool_call_parse(const char *body, size_t len, char **name, char **arguments);
+
+/* The XML call in body[0..len) (what lies between <tool_call> and </tool_call>, or a bare
+ * <function=...>...</function> whole): 1 with *name and *arguments (compact JSON object text, keys
+ * in the order written, a repeated key keeping its first place and last value, as a Python dict
+ * does) malloc'd, 0 when it is not one, -1 when out of memory (both with NULLs). `tools` (the
+ * request's tools array, may be NULL) gives the parameter types. */
+int tool_call_parse_xml(const char *body, size_t len, const cJSON *tools, char **name,
+                        char **arguments);
+/* The same for a block the text ended in before its closing tag: no call either when its last
+ * value runs to the end (cut short, not ended by "</parameter>" or the next tag). */
+int tool_call_parse_xml_unclosed(const char *body, size_t len, const cJSON *tools, char **name,
+                                 char **arguments);
 
 #endif
