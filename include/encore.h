@@ -233,7 +233,8 @@ typedef struct encore_request {
      * it refuses are in docs/STRUCTURED_OUTPUTS.md): one call of
      * tool_call_name when that is set, else one or more calls of any of the
      * tools, "\n" between them. With tool_call_thinking nonzero a
-     * <think>\n...\n</think>\n\n block may come first. */
+     * <think>\n...\n</think>\n\n block may come first (Qwen3's format
+     * only: Qwen3-Coder's template has no think block). */
     const char *tool_calls;
     const char *tool_call_name;
     int tool_call_thinking;

@@ -1030,6 +1030,47 @@ def check_templates_2507(a):
     print("ok: Qwen3 2507 templates: Thinking's reply starts in its reasoning, Instruct's is content")
 
 
+def check_templates_coder(a):
+    """Qwen3-Coder's template: /tokenize of a conversation with tools, calls and results equals
+    Jinja2's rendering of the template (tests/tokenizer/templates/qwen3-coder.jinja); a named
+    tool_choice and "required" are enforced in its XML form and read back as vLLM's qwen3_coder
+    parser reads it, each value by its parameter's type, whole and streamed."""
+    unit = {"type": "function", "function": {"name": "set_unit", "description": "Units.", "parameters": {
+        "type": "object", "properties": {"unit": {"type": "string", "enum": ["celsius", "kelvin"]},
+                                         "round": {"type": "boolean"}},
+        "required": ["unit", "round"]}}}
+    with tempfile.TemporaryDirectory() as d:
+        b = template_model(a, d, "qwen3-coder.jinja")
+        with Server(b) as srv:
+            for tools in [WEATHER, TIME], [unit]:
+                msgs = TOOL_TALK if tools != [unit] else TOOL_TALK[:1]
+                status, tok, _ = srv.post("/tokenize", {"messages": msgs, "tools": tools})
+                _, want, _ = srv.post("/tokenize", {"prompt": jinja_prompt(b, msgs, tools)})
+                if status != 200 or tok["tokens"] != want["tokens"]:
+                    fail(f"qwen3-coder prompt with tools: {status} {tok} != Jinja2's {want}")
+            for choice in {"type": "function", "function": {"name": "set_unit"}}, "required":
+                body = {"messages": TOOL_TALK[:1], "tools": [unit], "tool_choice": choice,
+                        "max_tokens": 200, "temperature": 0}
+                status, r, _ = srv.post("/v1/chat/completions", body)
+                c = r["choices"][0] if status == 200 else {}
+                calls = c.get("message", {}).get("tool_calls") or []
+                args = json.loads(calls[0]["function"]["arguments"]) if calls else None
+                # a named function makes one call; "required" one or more, here until max_tokens
+                done = ("tool_calls",) if choice != "required" else ("tool_calls", "length")
+                if (c.get("finish_reason") not in done or calls[0]["function"]["name"] != "set_unit"
+                        or set(args) != {"unit", "round"} or args["unit"] not in ("celsius", "kelvin")
+                        or not isinstance(args["round"], bool)):
+                    fail(f"qwen3-coder tool_choice {choice}: {status} {r}")
+                events = curl_stream(srv, "/v1/chat/completions", dict(body, stream=True))
+                streamed = [t for e in events for t in (e["choices"][0]["delta"].get("tool_calls") or [])
+                            if e.get("choices")]
+                text = "".join(t.get("function", {}).get("arguments", "") for t in streamed if t["index"] == 0)
+                if not streamed or json.loads(text) != args:
+                    fail(f"qwen3-coder streamed call {streamed} != {args}")
+    print("ok: Qwen3-Coder's template: the prompt with tools is Jinja2's; enforced calls are its XML, "
+          f"read back as {args}")
+
+
 def check_special(a):
     """Special-token text in a message: the token by default, text with
     --no-special-tokens-in-content (the template's own tokens unchanged)."""

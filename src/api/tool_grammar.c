@@ -2,7 +2,7 @@
  * the <tool_call> blocks of the model's chat template, each call's arguments
  * constrained by its tool's "parameters" schema.
  *
- *   root  ::= think? calls               (think only with tool_call_thinking)
+ *   root  ::= think? calls               (think only with tool_call_thinking, hermes)
  *   calls ::= call                       (a named function: that one)
  *           | call ("\n" call)*          ("required": any of the tools)
  *
@@ -278,6 +278,19 @@ static const char *tg__json_unsafe(const cJSON *s)
     return NULL;
 }
 
+/* The schema text (taken: freed here; NULL when printing it ran out of
+ * memory) compiled to rules with the prefix, errors naming the parameter. */
+static enc_status tg__compile(char *text, const char *prefix, const tg_where *w, char **ebnf)
+{
+    if (!text) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "tool calls: out of memory");
+    enc_status st = grammar_json_schema_to_ebnf(text, strlen(text), prefix, ebnf);
+    free(text);
+    if (st != ENC_OK)
+        return enc_fail_context(st, "tools[%d] (function \"%s\") parameter \"%.64s\"", w->tool,
+                                w->name, w->key);
+    return ENC_OK;
+}
+
 /* The rules of prop as JSON (rule prefix `prefix`, root <prefix>root), with
  * the parameters' $defs / definitions beside it for its $refs, and '<' in its
  * strings written only escaped (\u003c). */
@@ -302,13 +315,9 @@ static enc_status tg__xml_json(ebnf_buf *b, const char *prefix, const cJSON *pro
                             "'%s' inside a JSON value is not supported (it could write a "
                             "closing tag, or point elsewhere)",
                             bad);
-    if (!text) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "tool calls: out of memory");
     char *ebnf = NULL;
-    enc_status st = grammar_json_schema_to_ebnf(text, strlen(text), prefix, &ebnf);
-    free(text);
-    if (st != ENC_OK)
-        return enc_fail_context(st, "tools[%d] (function \"%s\") parameter \"%.64s\"", w->tool,
-                                w->name, w->key);
+    enc_status st = tg__compile(text, prefix, w, &ebnf);
+    if (st != ENC_OK) return st;
     /* The compiler's one rule for a character inside a string (its layout,
      * ebnf_builtin.c): '<' joins the characters it writes only escaped. */
     char needle[96];
@@ -331,13 +340,9 @@ static enc_status tg__xml_format(ebnf_buf *b, ebnf_buf *v, const char *prefix, c
                                  const cJSON *format, const tg_where *w)
 {
     if (!cJSON_IsString(format)) return tg__xml_fail(w, "'format' must be a string");
-    char *text = cJSON_PrintUnformatted(prop), *ebnf = NULL;
-    if (!text) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "tool calls: out of memory");
-    enc_status st = grammar_json_schema_to_ebnf(text, strlen(text), prefix, &ebnf);
-    free(text);
-    if (st != ENC_OK)
-        return enc_fail_context(st, "tools[%d] (function \"%s\") parameter \"%.64s\"", w->tool,
-                                w->name, w->key);
+    char *ebnf = NULL;
+    enc_status st = tg__compile(cJSON_PrintUnformatted(prop), prefix, w, &ebnf);
+    if (st != ENC_OK) return st;
     char needle[128];
     snprintf(needle, sizeof needle, "\n%sfmt-%.64s ::= ", prefix, format->valuestring);
     if (strstr(ebnf, needle)) {
@@ -506,7 +511,8 @@ static enc_status tg__compose(const cJSON *tools, const encore_request *r, chat_
         return enc_fail(ENC_ERR_INVALID_ARGUMENT,
                         "request.tool_call_name: \"%.64s\" is not one of the tools",
                         r->tool_call_name);
-    return tg__root(b, n, only, r->tool_call_thinking);
+    /* Qwen3-Coder's template has no think block: no reasoning before its calls */
+    return tg__root(b, n, only, r->tool_call_thinking && format == CHAT_TOOLS_HERMES);
 }
 
 enc_status api_tool_grammar_ebnf(const encore_request *r, chat_tool_format format, char **ebnf)

@@ -165,7 +165,8 @@ static gen_job *gen__job_new(http_server *s, oai_request *req, int n_choices, in
     http_new_id(s, j->req.kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", j->id, sizeof j->id);
     j->head = (oai_head){.kind = j->req.kind, .id = j->id, .created = (int64_t)time(NULL),
                          .model = s->model_name, .usage_null = j->req.include_usage};
-    int in_think = 0;
+    int in_think = 0, ok = 1;
+    int xml = encore_chat_tool_format(s->engine) == ENCORE_TOOL_FORMAT_XML;
     if (j->req.kind == OAI_CHAT) {
         encore_chat_options o = tool_request_chat_options(&j->req, 0);
         in_think = encore_chat_opens_reasoning(s->engine, &o);
@@ -179,6 +180,18 @@ static gen_job *gen__job_new(http_server *s, oai_request *req, int n_choices, in
         tool_parser_init(&j->choices[i].tools);
         j->choices[i].parse_tools = j->req.kind == OAI_CHAT && j->req.n_tools > 0 &&
                                     j->req.tool_choice != OAI_TOOL_NONE;
+        if (j->choices[i].parse_tools && xml &&
+            !tool_parser_set_format(&j->choices[i].tools, TOOL_FORMAT_XML, j->req.tools_json))
+            ok = 0;
+    }
+    if (!ok) { /* out of memory: the request goes back to the caller */
+        for (int i = 0; i < j->n; i++)
+            tool_parser_free(&j->choices[i].tools);
+        *req = j->req;
+        pthread_mutex_destroy(&j->mu);
+        pthread_cond_destroy(&j->cond);
+        free(j);
+        return NULL;
     }
     return j;
 }

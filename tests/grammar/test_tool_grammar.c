@@ -227,10 +227,10 @@ static void test_xml(const grammar_vocab *v)
     CHECK(!tg_match(g, v, XCALL("f", XP("o", "{\"pattern\": \"<x\", \"op\": \"a<b\"}"))));
     grammar_free(g);
 
-    g = tg_build(XTOOLS, CHAT_TOOLS_XML, NULL, 1); /* thinking */
-    CHECK(tg_match(g, v, "<think>\nhmm\n</think>\n\n" XCALL("now", "")));
+    /* Qwen3-Coder's template has no think block: thinking asked for, none comes */
+    g = tg_build(XTOOLS, CHAT_TOOLS_XML, NULL, 1);
+    CHECK(!tg_match(g, v, "<think>\nhmm\n</think>\n\n" XCALL("now", "")));
     CHECK(tg_match(g, v, XCALL("now", "")));
-    CHECK(!tg_match(g, v, "<think>\na</think>\n</think>\n\n" XCALL("now", "")));
     grammar_free(g);
 }
 

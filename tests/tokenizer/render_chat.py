@@ -84,7 +84,7 @@ def parse_arguments(messages):
                 fn["arguments"] = json.loads(fn["arguments"])
 
 
-def render(template, specials, case, parse_args):
+def render(template, specials, case, parse_args=False):
     if parse_args:
         parse_arguments(case["messages"])
     tools = case.get("tools")
