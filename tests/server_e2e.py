@@ -1021,6 +1021,19 @@ def check_templates_2507(a):
         m = r["choices"][0]["message"]
         if status != 200 or not m.get("reasoning_content") or m.get("content"):
             fail(f"thinking-2507 without </think>: all reasoning, got {r}")
+        # an enforced tool choice: the reasoning the prompt opened is closed first, then the call
+        unit = {"type": "function", "function": {"name": "set_unit", "parameters": {
+            "type": "object", "properties": {"unit": {"enum": ["c", "k"]}}, "required": ["unit"]}}}
+        body3 = dict(body, max_tokens=300, tools=[unit],
+                     tool_choice={"type": "function", "function": {"name": "set_unit"}})
+        status, r, _ = srv.post("/v1/chat/completions", body3)
+        c = r["choices"][0] if status == 200 else {}
+        calls = c.get("message", {}).get("tool_calls") or []
+        if (c.get("finish_reason") != "tool_calls" or len(calls) != 1
+                or json.loads(calls[0]["function"]["arguments"]) not in ({"unit": "c"}, {"unit": "k"})
+                or "<tool_call>" in (c["message"].get("reasoning_content") or "")
+                or (c["message"].get("reasoning_content") or "").startswith("<think>")):
+            fail(f"thinking-2507 with a named tool_choice: {status} {r}")
     with tempfile.TemporaryDirectory() as d, Server(template_model(a, d, "qwen3-instruct-2507.jinja")) as srv:
         expect_chat_prompt(srv, body["messages"], "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
         status, r, _ = srv.post("/v1/chat/completions", body)

@@ -70,13 +70,15 @@ static void test_tools(void)
         CHECK(r.tool_choice != OAI_TOOL_NAMED || !strcmp(r.tool_choice_name, "get-time_2"));
         /* "required" and a named function become the request's constraint */
         int enforced = r.tool_choice == OAI_TOOL_REQUIRED || r.tool_choice == OAI_TOOL_NAMED;
-        encore_request er = {0};
-        tool_request_constrain(&r, &er);
+        encore_request er = {0}, opened = {0};
+        tool_request_constrain(&r, 0, &er);
+        tool_request_constrain(&r, 1, &opened); /* the prompt opened the think block */
         CHECK(tool_request_compatible(&r, &err));
         CHECK(enforced ? er.tool_calls == r.tools_json : er.tool_calls == NULL);
         CHECK(r.tool_choice == OAI_TOOL_NAMED ? !strcmp(er.tool_call_name, "get-time_2")
                                               : er.tool_call_name == NULL);
         CHECK(er.tool_call_thinking == (enforced && r.enable_thinking));
+        CHECK(opened.tool_call_thinking == (enforced ? 2 : 0));
         oai_request_free(&r);
     }
     /* an enforced tool choice and structured output: one constraint only */

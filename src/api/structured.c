@@ -67,8 +67,12 @@ void api_structured_destroy(api_structured *s)
     free(s);
 }
 
-/* The vocabulary: every id the tokenizer has bytes for, but added tokens
- * (<|im_end|>, <think>, ...), which a constraint never writes. Lock held. */
+/* The vocabulary: every id the tokenizer has bytes for, but the special
+ * tokens (<|im_end|>, <|endoftext|>, ...), which a constraint never writes.
+ * The added tokens that are not special (Qwen3's <think>, </think>,
+ * <tool_call>, </tool_call>) stand for their text, as in xgrammar: a model
+ * writes them whole, and a think block or a call it is held to must let it.
+ * Lock held. */
 static enc_status api__vocab(api_structured *s)
 {
     if (s->vocab) return ENC_OK;
@@ -81,7 +85,7 @@ static enc_status api__vocab(api_structured *s)
     }
     int32_t n_tok = tokenizer_vocab_size(s->tok);
     for (int32_t id = 0; id < s->n_vocab && id < n_tok; id++)
-        if (!tokenizer_is_added(s->tok, id))
+        if (!tokenizer_is_special(s->tok, id))
             bytes[id] = (const uint8_t *)tokenizer_token_bytes(s->tok, id, &lens[id]);
     enc_status st = grammar_vocab_new(bytes, lens, s->n_vocab, &s->vocab);
     free(bytes);

@@ -3,6 +3,8 @@
  * constrained by its tool's "parameters" schema.
  *
  *   root  ::= think? calls               (think only with tool_call_thinking, hermes)
+ *           | think_rest calls           (tool_call_thinking 2: the prompt opened the
+ *                                          think block; the reasoning, then its end)
  *   calls ::= call                       (a named function: that one)
  *           | call ("\n" call)*          ("required": any of the tools)
  *
@@ -34,7 +36,8 @@
  * The calls are separated by "\n" as the template writes consecutive calls,
  * and the hermes parser (server/tool_calls.c) reads them back. The think
  * block is "<think>\n" text "\n</think>\n\n", the text never holding
- * "</think>". */
+ * "</think>" (think_rest, when the prompt opened the block: the same
+ * without its "<think>\n"). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -468,13 +471,17 @@ static enc_status tg__xml_call(ebnf_buf *b, int i, const char *name, const cJSON
 /* The root: [think] then one call of `only` (>= 0) or calls of any tool. */
 static enc_status tg__root(ebnf_buf *b, int n_tools, int only, int thinking)
 {
-    if (thinking) {
+    if (thinking) { /* 2: the prompt opened the block, the reply begins inside it */
         char *think = NULL;
-        ENC_TRY(grammar_regex_to_ebnf(tg__think_regex, "think_", &think));
+        const char *regex = tg__think_regex + (thinking == 2 ? strlen("<think>\n") : 0);
+        ENC_TRY(grammar_regex_to_ebnf(regex, "think_", &think));
         ebnf_buf_printf(b, "%s\n", think);
         free(think);
     }
-    ebnf_buf_printf(b, "root ::= %s", thinking ? "think_root? " : "");
+    ebnf_buf_printf(b, "root ::= %s",
+                    thinking == 2 ? "think_root "
+                    : thinking    ? "think_root? "
+                                  : "");
     if (only >= 0) {
         ebnf_buf_printf(b, "t%d_call\n", only);
         return ENC_OK;
@@ -512,7 +519,7 @@ static enc_status tg__compose(const cJSON *tools, const encore_request *r, chat_
                         "request.tool_call_name: \"%.64s\" is not one of the tools",
                         r->tool_call_name);
     /* Qwen3-Coder's template has no think block: no reasoning before its calls */
-    return tg__root(b, n, only, r->tool_call_thinking && format == CHAT_TOOLS_HERMES);
+    return tg__root(b, n, only, format == CHAT_TOOLS_HERMES ? r->tool_call_thinking : 0);
 }
 
 enc_status api_tool_grammar_ebnf(const encore_request *r, chat_tool_format format, char **ebnf)

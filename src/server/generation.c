@@ -115,6 +115,7 @@ typedef struct gen_job {
     double keepalive_s;    /* stream: silence before a ": keep-alive" comment */
     int out_done, oom;
     int error_sent;        /* stream: the SSE error event for an engine failure went out */
+    int in_think;          /* chat: the prompt opened the think block (Thinking-2507) */
     int per_prompt;        /* candidates per prompt: req.best_of (req.n unless best_of > n) */
     int n;                 /* candidates: per_prompt per prompt */
     gen_choice choices[];  /* candidate i is of prompt i / per_prompt */
@@ -170,6 +171,7 @@ static gen_job *gen__job_new(http_server *s, oai_request *req, int n_choices, in
     if (j->req.kind == OAI_CHAT) {
         encore_chat_options o = tool_request_chat_options(&j->req, 0);
         in_think = encore_chat_opens_reasoning(s->engine, &o);
+        j->in_think = in_think;
     }
     for (int i = 0; i < j->n; i++) {
         j->choices[i].job = j;
@@ -1160,7 +1162,7 @@ static encore_request gen__engine_request(const gen_job *j, const gen_prompt *p,
                         .choices = (const char *const *)so->choices,
                         .n_choices = so->n_choices,
                         .json_object = so->json_object};
-    tool_request_constrain(&j->req, &r);
+    tool_request_constrain(&j->req, j->in_think, &r);
     r.sampling.max_tokens = p->max_tokens;
     if (r.sampling.min_tokens > p->max_tokens) r.sampling.min_tokens = p->max_tokens;
     r.sampling.seed = seed + (uint64_t)i;

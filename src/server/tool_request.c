@@ -327,12 +327,12 @@ int tool_request_compatible(const oai_request *r, oai_error *err)
                          r->tool_choice == OAI_TOOL_REQUIRED ? "\"required\"" : "(a function)");
 }
 
-void tool_request_constrain(const oai_request *r, encore_request *out)
+void tool_request_constrain(const oai_request *r, int in_think, encore_request *out)
 {
     if (!tool__enforced(r)) return;
     out->tool_calls = r->tools_json;
     out->tool_call_name = r->tool_choice == OAI_TOOL_NAMED ? r->tool_choice_name : NULL;
-    out->tool_call_thinking = r->enable_thinking;
+    out->tool_call_thinking = in_think ? 2 : r->enable_thinking;
 }
 
 encore_chat_options tool_request_chat_options(const oai_request *r, int plain_content)

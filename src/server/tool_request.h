@@ -35,8 +35,9 @@ int tool_request_compatible(const oai_request *r, oai_error *err);
 
 /* "required" or a named function as out's constraint: the tools and the
  * name (pointers into r, which outlives the submission) and whether a think
- * block may come first. Other choices leave out as it is. */
-void tool_request_constrain(const oai_request *r, encore_request *out);
+ * block may come first, or (in_think: the prompt opened it) must be closed
+ * first. Other choices leave out as it is. */
+void tool_request_constrain(const oai_request *r, int in_think, encore_request *out);
 
 /* The chat template's options for r: its thinking switch and tools (shown
  * with every tool_choice, "none" included, as vLLM does). */

@@ -98,6 +98,43 @@ static void test_refusals(encore_engine *e)
     expect_refused(e, &r, "at most one of");
 }
 
+/* Added tokens under a constraint: a non-special one (Qwen3's <think>, id
+ * 151667) stands for its text and may be written whole; a special one
+ * (<|im_start|>, 151644) is never written, its text only spelled out. Both
+ * pushed by logit_bias, greedy. */
+static void test_added_tokens(encore_engine *e)
+{
+    static const struct {
+        const char *grammar;
+        int32_t id;
+        int whole;
+    } cases[] = {{"root ::= \"<think>\\nx\"", 151667, 1},
+                 {"root ::= \"<|im_start|>x\"", 151644, 0}};
+    for (int i = 0; i < 2; i++) {
+        encore_logit_bias bias = {cases[i].id, 100.0f};
+        encore_request r = base_request(1);
+        r.grammar = cases[i].grammar;
+        r.sampling.temperature = 0;
+        r.sampling.logit_bias = &bias;
+        r.sampling.n_logit_bias = 1;
+        req_out *out = calloc(1, sizeof *out);
+        int before = n_done;
+        CHECK(encore_submit(e, &r, on_output, out, NULL) == ENCORE_OK);
+        wait_for(before + 1);
+        int has = 0;
+        for (size_t k = 0; k < out->n_ids; k++)
+            has |= out->ids[k] == cases[i].id;
+        CHECK(has == cases[i].whole && !strcmp(out->finish, "stop"));
+        if (has != cases[i].whole)
+            fprintf(stderr, "grammar %s: token %d %s\n", cases[i].grammar, cases[i].id,
+                    has ? "written" : "not written");
+        free(out);
+    }
+    pthread_mutex_lock(&mu); /* main's counts start here */
+    n_done = 0;
+    pthread_mutex_unlock(&mu);
+}
+
 /* Requests with the other constraints; returns how many were submitted. */
 static int submit_others(encore_engine *e, req_out *outs)
 {
@@ -195,6 +232,7 @@ int main(int argc, char **argv)
         return 1;
     }
     test_refusals(e);
+    test_added_tokens(e);
     req_out *alone = calloc(2, sizeof *alone), *beside = alone + 1;
     encore_request plain = plain_request();
     CHECK(encore_submit(e, &plain, on_output, alone, NULL) == ENCORE_OK);

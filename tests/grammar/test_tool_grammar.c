@@ -90,6 +90,15 @@ static void test_thinking(const grammar_vocab *v)
     CHECK(!tg_match(g, v, "<think>\n</</think>\n</think>\n\n" WEATHER));
     CHECK(!tg_match(g, v, "<think>\nno end" WEATHER));
     grammar_free(g);
+    /* 2: the prompt opened the block (Thinking-2507): the reasoning and its end come first */
+    g = tg_grammar(NULL, 2);
+    CHECK(tg_match(g, v, "so < that </thin k>\n</think>\n\n" WEATHER));
+    CHECK(tg_match(g, v, "\n</think>\n\n" NOW));
+    CHECK(!tg_match(g, v, WEATHER));                           /* the block left open */
+    CHECK(tg_match(g, v, "<think>\nx\n</think>\n\n" WEATHER)); /* "<think>" is text here */
+    CHECK(!tg_match(g, v, "a</think>b\n</think>\n\n" WEATHER));
+    CHECK(!tg_match(g, v, "no end" WEATHER));
+    grammar_free(g);
 }
 
 static void test_refusals(void)
