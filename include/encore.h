@@ -232,14 +232,18 @@ typedef struct encore_request {
      * any object when it has none; XML: no parameters then, and the schemas
      * it refuses are in docs/STRUCTURED_OUTPUTS.md): one call of
      * tool_call_name when that is set, else one or more calls of any of the
-     * tools, "\n" between them. With tool_call_thinking 1 a
-     * <think>\n...\n</think>\n\n block may come first; with 2 the prompt
-     * has opened that block (encore_chat_opens_reasoning: Thinking-2507), so
-     * the reply is its reasoning, "\n</think>\n\n", then the calls (Qwen3's
-     * format only: Qwen3-Coder's template has no think block). */
+     * tools, "\n" between them. */
     const char *tool_calls;
     const char *tool_call_name;
-    int tool_call_thinking;
+    /* Reasoning before a constraint (any of the above but grammar, which
+     * holds from the first token): 1, a <think>\n...\n</think>\n\n block
+     * may come first (its text never holding "</think>"), as a thinking
+     * model writes it before its answer; 2, the prompt has opened that
+     * block (encore_chat_opens_reasoning: Thinking-2507), so the output is
+     * the reasoning and its "\n</think>\n\n", then the constrained text.
+     * Not for tool calls in Qwen3-Coder's format (its template has no think
+     * block). 0 (default): the constraint holds from the first token. */
+    int think_first;
 } encore_request;
 
 /* Queue a request; fn must not be NULL. Bad parameters, a prompt too long

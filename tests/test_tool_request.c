@@ -77,8 +77,8 @@ static void test_tools(void)
         CHECK(enforced ? er.tool_calls == r.tools_json : er.tool_calls == NULL);
         CHECK(r.tool_choice == OAI_TOOL_NAMED ? !strcmp(er.tool_call_name, "get-time_2")
                                               : er.tool_call_name == NULL);
-        CHECK(er.tool_call_thinking == (enforced && r.enable_thinking));
-        CHECK(opened.tool_call_thinking == (enforced ? 2 : 0));
+        CHECK(er.think_first == (enforced && r.enable_thinking));
+        CHECK(opened.think_first == (enforced ? 2 : 0));
         oai_request_free(&r);
     }
     /* an enforced tool choice and structured output: one constraint only */

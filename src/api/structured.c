@@ -11,6 +11,7 @@
 
 #include "api/structured.h"
 #include "api/tool_grammar.h"
+#include "grammar/ebnf_buf.h"
 #include "grammar/grammar.h"
 
 #define API_GRAMMARS 16
@@ -105,30 +106,54 @@ enc_status api_structured_wanted(const encore_request *r, int *wanted)
     return ENC_OK;
 }
 
-/* The EBNF text of r's constraint (malloc'ed), its root rule "root"; tool
- * calls in the syntax of tok's chat template. */
-static enc_status api__ebnf(const encore_request *r, const tokenizer *tok, char **ebnf)
+/* The rules of r's constraint but a grammar's or tool calls' (malloc'ed),
+ * root rule <prefix>root. */
+static enc_status api__constraint_ebnf(const encore_request *r, const char *prefix, char **ebnf)
 {
     enc_status st;
-    if (r->tool_calls) return api_tool_grammar_ebnf(r, chat_template_tool_format(tok), ebnf);
     if (r->json_schema)
-        st = grammar_json_schema_to_ebnf(r->json_schema, strlen(r->json_schema), "", ebnf);
+        st = grammar_json_schema_to_ebnf(r->json_schema, strlen(r->json_schema), prefix, ebnf);
     else if (r->regex)
-        st = grammar_regex_to_ebnf(r->regex, "", ebnf);
+        st = grammar_regex_to_ebnf(r->regex, prefix, ebnf);
     else if (r->n_choices)
-        st = grammar_choice_to_ebnf(r->choices, r->n_choices, "", ebnf);
-    else {
-        const char *text = r->grammar ? r->grammar : grammar_json_object_ebnf();
-        *ebnf = malloc(strlen(text) + 1);
-        if (!*ebnf) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "structured outputs: out of memory");
-        strcpy(*ebnf, text);
-        return ENC_OK;
-    }
+        st = grammar_choice_to_ebnf(r->choices, r->n_choices, prefix, ebnf);
+    else
+        return grammar_json_object_to_ebnf(prefix, ebnf);
     if (st != ENC_OK) {
         const char *field = r->json_schema ? "json_schema" : r->regex ? "regex" : "choices";
         return enc_fail_context(st, "request.%s", field);
     }
     return ENC_OK;
+}
+
+/* The EBNF text of r's constraint (malloc'ed), its root rule "root"; tool
+ * calls in the syntax of tok's chat template; with think_first, the
+ * reasoning before it:
+ *
+ *   root ::= think_root? c_root        (1)
+ *   root ::= think_root c_root         (2: think_root without "<think>\n") */
+static enc_status api__ebnf(const encore_request *r, const tokenizer *tok, char **ebnf)
+{
+    if (r->tool_calls) return api_tool_grammar_ebnf(r, chat_template_tool_format(tok), ebnf);
+    if (r->grammar) {
+        *ebnf = malloc(strlen(r->grammar) + 1);
+        if (!*ebnf) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "structured outputs: out of memory");
+        strcpy(*ebnf, r->grammar);
+        return ENC_OK;
+    }
+    if (!r->think_first) return api__constraint_ebnf(r, "", ebnf);
+    char *think = NULL, *text = NULL;
+    enc_status st = grammar_think_to_ebnf(r->think_first == 2, "think_", &think);
+    if (st == ENC_OK) st = api__constraint_ebnf(r, "c_", &text);
+    ebnf_buf b = {0};
+    if (st == ENC_OK) {
+        ebnf_buf_printf(&b, "root ::= think_root%s c_root\n%s\n%s", r->think_first == 2 ? "" : "?",
+                        think, text);
+        st = ebnf_buf_finish(&b, ebnf);
+    }
+    free(think);
+    free(text);
+    return st;
 }
 
 /* The cached grammar of ebnf, compiled when absent (takes ebnf). Lock held. */

@@ -2,8 +2,8 @@
  * the <tool_call> blocks of the model's chat template, each call's arguments
  * constrained by its tool's "parameters" schema.
  *
- *   root  ::= think? calls               (think only with tool_call_thinking, hermes)
- *           | think_rest calls           (tool_call_thinking 2: the prompt opened the
+ *   root  ::= think? calls               (think only with think_first, hermes)
+ *           | think_rest calls           (think_first 2: the prompt opened the
  *                                          think block; the reasoning, then its end)
  *   calls ::= call                       (a named function: that one)
  *           | call ("\n" call)*          ("required": any of the tools)
@@ -48,10 +48,6 @@
 #include "api/tool_grammar.h"
 #include "grammar/ebnf_buf.h"
 #include "grammar/grammar.h"
-
-/* Text without "</think>" (and not ending inside a partial "</think>"). */
-static const char tg__think_regex[] =
-    "<think>\n([^<]|<+([^</]|/([^t<]|t([^h<]|h([^i<]|i([^n<]|n([^k<]|k[^><])))))))*\n</think>\n\n";
 
 static enc_status tg__fail(const char *what)
 {
@@ -473,8 +469,7 @@ static enc_status tg__root(ebnf_buf *b, int n_tools, int only, int thinking)
 {
     if (thinking) { /* 2: the prompt opened the block, the reply begins inside it */
         char *think = NULL;
-        const char *regex = tg__think_regex + (thinking == 2 ? strlen("<think>\n") : 0);
-        ENC_TRY(grammar_regex_to_ebnf(regex, "think_", &think));
+        ENC_TRY(grammar_think_to_ebnf(thinking == 2, "think_", &think));
         ebnf_buf_printf(b, "%s\n", think);
         free(think);
     }
@@ -519,7 +514,7 @@ static enc_status tg__compose(const cJSON *tools, const encore_request *r, chat_
                         "request.tool_call_name: \"%.64s\" is not one of the tools",
                         r->tool_call_name);
     /* Qwen3-Coder's template has no think block: no reasoning before its calls */
-    return tg__root(b, n, only, format == CHAT_TOOLS_HERMES ? r->tool_call_thinking : 0);
+    return tg__root(b, n, only, format == CHAT_TOOLS_HERMES ? r->think_first : 0);
 }
 
 enc_status api_tool_grammar_ebnf(const encore_request *r, chat_tool_format format, char **ebnf)

@@ -1,6 +1,6 @@
 /* tool_grammar.h - an enforced tool choice as a grammar: the EBNF text of
  * the <tool_call> blocks a request's tools allow (encore_request.tool_calls,
- * .tool_call_name, .tool_call_thinking), in the syntax of the model's chat
+ * .tool_call_name, .think_first), in the syntax of the model's chat
  * template (hermes JSON, or Qwen3-Coder's XML), each call's arguments
  * constrained by its tool's parameters schema. structured.c compiles it like
  * any other constraint. */

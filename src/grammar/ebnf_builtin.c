@@ -26,6 +26,25 @@ void ebnf_json_basics(ebnf_buf *b, const char *p)
         p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p);
 }
 
+enc_status grammar_json_object_to_ebnf(const char *rule_prefix, char **ebnf_out)
+{
+    const char *p = rule_prefix ? rule_prefix : "";
+    ebnf_buf b = {0};
+    ebnf_buf_printf(&b, "%sroot ::= %sobject\n", p, p);
+    ebnf_json_basics(&b, p);
+    return ebnf_buf_finish(&b, ebnf_out);
+}
+
+/* Text without "</think>" (and not ending inside a partial "</think>"). */
+static const char think_regex[] =
+    "<think>\n([^<]|<+([^</]|/([^t<]|t([^h<]|h([^i<]|i([^n<]|n([^k<]|k[^><])))))))*\n</think>\n\n";
+
+enc_status grammar_think_to_ebnf(int opened, const char *rule_prefix, char **ebnf_out)
+{
+    return grammar_regex_to_ebnf(think_regex + (opened ? strlen("<think>\n") : 0), rule_prefix,
+                                 ebnf_out);
+}
+
 static char json_object_text[2048];
 static pthread_once_t json_object_once = PTHREAD_ONCE_INIT;
 

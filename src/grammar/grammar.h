@@ -58,6 +58,13 @@ enc_status grammar_choice_to_ebnf(const char *const *choices, size_t n, const ch
 
 /* Any JSON object, in the layout the schema compiler uses; root rule "root". */
 const char *grammar_json_object_ebnf(void);
+/* The same, root rule <rule_prefix>root (*ebnf_out malloc'ed). */
+enc_status grammar_json_object_to_ebnf(const char *rule_prefix, char **ebnf_out);
+
+/* A thinking model's reasoning, root rule <rule_prefix>root:
+ * "<think>\n" TEXT "\n</think>\n\n", TEXT never holding "</think>"; with
+ * opened, the same without its "<think>\n" (the prompt wrote it). */
+enc_status grammar_think_to_ebnf(int opened, const char *rule_prefix, char **ebnf_out);
 
 /* --- the vocabulary -------------------------------------------------------- */
 

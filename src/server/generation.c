@@ -1163,6 +1163,12 @@ static encore_request gen__engine_request(const gen_job *j, const gen_prompt *p,
                         .n_choices = so->n_choices,
                         .json_object = so->json_object};
     tool_request_constrain(&j->req, j->in_think, &r);
+    /* A chat reply may reason before its structured output, as the model
+     * would unconstrained (and as vLLM with its reasoning parser lets it):
+     * the constraint holds after the think block. */
+    if (j->req.kind == OAI_CHAT &&
+        (so->json_schema || so->regex || so->n_choices || so->json_object))
+        r.think_first = j->in_think ? 2 : j->req.enable_thinking;
     r.sampling.max_tokens = p->max_tokens;
     if (r.sampling.min_tokens > p->max_tokens) r.sampling.min_tokens = p->max_tokens;
     r.sampling.seed = seed + (uint64_t)i;

@@ -332,7 +332,7 @@ void tool_request_constrain(const oai_request *r, int in_think, encore_request *
     if (!tool__enforced(r)) return;
     out->tool_calls = r->tools_json;
     out->tool_call_name = r->tool_choice == OAI_TOOL_NAMED ? r->tool_choice_name : NULL;
-    out->tool_call_thinking = in_think ? 2 : r->enable_thinking;
+    out->think_first = in_think ? 2 : r->enable_thinking;
 }
 
 encore_chat_options tool_request_chat_options(const oai_request *r, int plain_content)

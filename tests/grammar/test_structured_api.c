@@ -135,6 +135,40 @@ static void test_added_tokens(encore_engine *e)
     pthread_mutex_unlock(&mu);
 }
 
+/* think_first before a constraint (a regex of one digit), greedy with
+ * logit_bias ranking </think> over "\n\n" over <think> (each allowed only
+ * where the grammar has that text): 0 gives the digit alone; 1 the block,
+ * <think>\n\n</think>\n\n, then the digit; 2 (the prompt opened the
+ * block) its text and end, \n\n</think>\n\n, then the digit. */
+static void test_think_first(encore_engine *e)
+{
+    static const char *const want[] = {"", "<think>\n\n</think>\n\n", "\n\n</think>\n\n"};
+    encore_logit_bias bias[] = {{151668, 100.0f}, {271, 90.0f}, {151667, 80.0f}};
+    for (int t = 0; t < 3; t++) {
+        encore_request r = base_request(1);
+        r.regex = "[0-9]";
+        r.think_first = t;
+        r.sampling.temperature = 0;
+        r.sampling.logit_bias = bias;
+        r.sampling.n_logit_bias = 3;
+        req_out *out = calloc(1, sizeof *out);
+        int before = n_done;
+        CHECK(encore_submit(e, &r, on_output, out, NULL) == ENCORE_OK);
+        wait_for(before + 1);
+        size_t k = strlen(want[t]);
+        int ok = !strcmp(out->finish, "stop") && out->n == k + 1 &&
+                 !memcmp(out->text, want[t], k) && out->text[k] >= '0' && out->text[k] <= '9';
+        CHECK(ok);
+        if (!ok)
+            fprintf(stderr, "think_first %d: '%.*s' (%s)\n", t, (int)out->n, out->text,
+                    out->finish);
+        free(out);
+    }
+    pthread_mutex_lock(&mu); /* main's counts start here */
+    n_done = 0;
+    pthread_mutex_unlock(&mu);
+}
+
 /* Requests with the other constraints; returns how many were submitted. */
 static int submit_others(encore_engine *e, req_out *outs)
 {
@@ -233,6 +267,7 @@ int main(int argc, char **argv)
     }
     test_refusals(e);
     test_added_tokens(e);
+    test_think_first(e);
     req_out *alone = calloc(2, sizeof *alone), *beside = alone + 1;
     encore_request plain = plain_request();
     CHECK(encore_submit(e, &plain, on_output, alone, NULL) == ENCORE_OK);

@@ -31,8 +31,7 @@ static const char TOOLS[] =
 
 static grammar *tg_build(const char *tools, chat_tool_format format, const char *name, int thinking)
 {
-    encore_request r = {
-        .tool_calls = tools, .tool_call_name = name, .tool_call_thinking = thinking};
+    encore_request r = {.tool_calls = tools, .tool_call_name = name, .think_first = thinking};
     char *ebnf = NULL;
     if (api_tool_grammar_ebnf(&r, format, &ebnf) != ENC_OK) {
         fprintf(stderr, "tool grammar: %s\n", enc_last_error());
