@@ -241,8 +241,9 @@ typedef struct encore_request {
      * model writes it before its answer; 2, the prompt has opened that
      * block (encore_chat_opens_reasoning: Thinking-2507), so the output is
      * the reasoning and its "\n</think>\n\n", then the constrained text.
-     * Not for tool calls in Qwen3-Coder's format (its template has no think
-     * block). 0 (default): the constraint holds from the first token. */
+     * Only under a template with think blocks (Qwen3's, Thinking-2507's;
+     * not Instruct-2507's nor Qwen3-Coder's, where it is ignored). 0
+     * (default): the constraint holds from the first token. */
     int think_first;
 } encore_request;
 

@@ -1040,6 +1040,12 @@ def check_templates_2507(a):
         m = r["choices"][0]["message"]
         if status != 200 or m.get("reasoning_content") or m.get("content") != "</think>" * 3:
             fail(f"instruct-2507: {status} {r}")
+        # no think block before a structured output: <think> pushed, the digit alone comes
+        bias = {"151668": 100, "271": 90, "151667": 80}
+        status, r, _ = srv.post("/v1/chat/completions", dict(body, logit_bias=bias, structured_outputs={"regex": "[0-9]"}))
+        m = r["choices"][0]["message"] if status == 200 else {}
+        if status != 200 or m.get("reasoning_content") or not re.fullmatch("[0-9]", m.get("content") or ""):
+            fail(f"instruct-2507 structured output: {status} {r}")
     print("ok: Qwen3 2507 templates: Thinking's reply starts in its reasoning, Instruct's is content")
 
 

@@ -127,13 +127,17 @@ static enc_status api__constraint_ebnf(const encore_request *r, const char *pref
 }
 
 /* The EBNF text of r's constraint (malloc'ed), its root rule "root"; tool
- * calls in the syntax of tok's chat template; with think_first, the
- * reasoning before it:
+ * calls in the syntax of tok's chat template; with think_first (and a
+ * template with think blocks: Qwen3's, Thinking-2507's), the reasoning
+ * before it:
  *
  *   root ::= think_root? c_root        (1)
  *   root ::= think_root c_root         (2: think_root without "<think>\n") */
-static enc_status api__ebnf(const encore_request *r, const tokenizer *tok, char **ebnf)
+static enc_status api__ebnf(const encore_request *req, const tokenizer *tok, char **ebnf)
 {
+    encore_request thinks = *req; /* a template without think blocks: no reasoning first */
+    if (!chat_template_thinks(tok)) thinks.think_first = 0;
+    const encore_request *r = &thinks;
     if (r->tool_calls) return api_tool_grammar_ebnf(r, chat_template_tool_format(tok), ebnf);
     if (r->grammar) {
         *ebnf = malloc(strlen(r->grammar) + 1);

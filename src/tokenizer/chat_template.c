@@ -79,6 +79,11 @@ int chat_template_opens_reasoning(const tokenizer *t, const chat_template_opts *
 
 chat_template_family chat_template_get_family(const tokenizer *t) { return t->family; }
 
+int chat_template_thinks(const tokenizer *t)
+{
+    return t->family == CHAT_TEMPLATE_QWEN3 || t->family == CHAT_TEMPLATE_QWEN3_THINKING;
+}
+
 chat_tool_format chat_template_tool_format(const tokenizer *t)
 {
     return t->family == CHAT_TEMPLATE_QWEN3_CODER ? CHAT_TOOLS_XML : CHAT_TOOLS_HERMES;

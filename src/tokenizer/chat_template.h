@@ -76,6 +76,9 @@ int chat_template_family_known(chat_template_family f);
 /* The tool-call syntax of t's template family (hermes for every family but
  * qwen3-coder, and for none or unknown). */
 chat_tool_format chat_template_tool_format(const tokenizer *t);
+/* 1 when t's template has think blocks (qwen3, qwen3-thinking): a reply may
+ * reason before its answer. */
+int chat_template_thinks(const tokenizer *t);
 /* 1 when the prompt these options render ends inside an open think block, so
  * that the model's reply begins with its reasoning (qwen3-thinking's
  * generation prompt). */

@@ -107,6 +107,9 @@ int main(int argc, char **argv)
     CHECK(!strcmp(chat_template_family_name(family), argv[4]), "family %s, want %s",
           chat_template_family_name(family), argv[4]);
     chat_template_opts gen = {.add_generation_prompt = 1}, cont = {.continue_final_message = 1};
+    CHECK(chat_template_thinks(t) ==
+              (!strcmp(argv[4], "qwen3") || !strcmp(argv[4], "qwen3-thinking")),
+          "think blocks");
     CHECK(chat_template_tool_format(t) ==
               (!strcmp(argv[4], "qwen3-coder") ? CHAT_TOOLS_XML : CHAT_TOOLS_HERMES),
           "tool format");
