@@ -127,6 +127,29 @@ static void test_tools(void)
 }
 
 /* Each body refused with 400 naming `param`. */
+/* Tools nested deep (a parameter holding an object holding one ... 200
+ * levels) are kept as the body's text at once (the check that the text is
+ * the array cJSON read once took time exponential in the depth). */
+static void test_deep_tools(void)
+{
+    char body[16384];
+    size_t n = (size_t)snprintf(body, sizeof body,
+                                "{" USER ", \"tools\": [{\"type\": \"function\", "
+                                "\"function\": {\"name\": \"f\", \"parameters\": ");
+    for (int i = 0; i < 200; i++)
+        n += (size_t)snprintf(body + n, sizeof body - n,
+                              "{\"type\": \"object\", \"properties\": {\"x\": ");
+    n += (size_t)snprintf(body + n, sizeof body - n, "{\"type\": \"number\", \"minimum\": 1.0}");
+    for (int i = 0; i < 200; i++)
+        n += (size_t)snprintf(body + n, sizeof body - n, "}}");
+    snprintf(body + n, sizeof body - n, "}}]}");
+    oai_request r;
+    oai_error err;
+    CHECK(parse(body, &r, &err));
+    CHECK(r.tools_json && strstr(r.tools_json, "\"minimum\": 1.0")); /* the body's own text */
+    oai_request_free(&r);
+}
+
 static void test_refused(void)
 {
     static const struct {
@@ -294,6 +317,7 @@ int main(void)
 {
     test_tools();
     test_refused();
+    test_deep_tools();
     test_messages();
     test_replies();
     if (!check_failures) printf("test_tool_request: ok\n");

@@ -441,10 +441,13 @@ enc_status chat__coder(const tokenizer *t, const chat_message *m, size_t n,
     enc_status s = ENC_OK;
     if (!coder__prose_read(t->chat_template, &p))
         s = enc_fail(ENC_ERR_OUT_OF_MEMORY, "chat template: reading the qwen3-coder template");
-    if (s == ENC_OK && o->tools_json &&
-        (tok__json_kind(o->tools_json, strlen(o->tools_json)) != '[' ||
-         tok__json_members(o->tools_json, strlen(o->tools_json), &tools, &n_tools) != ENC_OK))
-        s = enc_fail(ENC_ERR_INVALID_ARGUMENT, "tools_json: not a JSON array");
+    if (s == ENC_OK && o->tools_json) {
+        if (tok__json_kind(o->tools_json, strlen(o->tools_json)) != '[')
+            s = enc_fail(ENC_ERR_INVALID_ARGUMENT, "tools_json: not a JSON array");
+        else if ((s = tok__json_members(o->tools_json, strlen(o->tools_json), &tools, &n_tools)) !=
+                 ENC_OK)
+            s = enc_fail_context(s, "tools_json");
+    }
     if (s == ENC_OK) s = coder__head(m, &p, tools, n_tools, out);
     if (s == ENC_OK) s = coder__turns(m, n, o, out);
     tok__json_members_free(tools, n_tools);
