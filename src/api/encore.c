@@ -186,13 +186,15 @@ static enc_status encore__chat_call(encore__chat *c, const encore_chat_message *
                         i, k, tc->name ? "arguments" : "name");
     char *args = NULL;
     enc_status s = chat_template_tojson(tc->arguments, strlen(tc->arguments), &args);
-    if (s == ENC_OK && args[0] != '{') {
+    if (s != ENC_OK) /* the reader's reason: where the JSON is wrong, or too deep */
+        return enc_fail_context(ENC_ERR_INVALID_ARGUMENT,
+                                "%s: message %zu, tool call %zu (%s): the arguments", what, i, k,
+                                tc->name);
+    if (args[0] != '{') {
         free(args);
-        s = ENC_ERR_INVALID_ARGUMENT;
-    }
-    if (s != ENC_OK)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "%s: message %zu, tool call %zu (%s): the "
                         "arguments are not the JSON text of an object", what, i, k, tc->name);
+    }
     c->args[c->n_calls] = args;
     c->calls[c->n_calls++] = (chat_tool_call){.name = tc->name, .arguments = args};
     return ENC_OK;
