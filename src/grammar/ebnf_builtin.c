@@ -3,6 +3,7 @@
  * and a choice among strings. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "grammar/ebnf_builtin.h"
@@ -50,12 +51,11 @@ static pthread_once_t json_object_once = PTHREAD_ONCE_INIT;
 
 static void json_object_make(void)
 {
-    ebnf_buf b = {0};
-    ebnf_buf_printf(&b, "root ::= object\n");
-    ebnf_json_basics(&b, "");
-    ENC_ASSERT(!b.oom && b.n < sizeof json_object_text);
-    memcpy(json_object_text, b.s, b.n + 1);
-    ebnf_buf_free(&b);
+    char *text = NULL;
+    ENC_ASSERT(grammar_json_object_to_ebnf("", &text) == ENC_OK &&
+               strlen(text) < sizeof json_object_text);
+    memcpy(json_object_text, text, strlen(text) + 1);
+    free(text);
 }
 
 const char *grammar_json_object_ebnf(void)
