@@ -1533,6 +1533,19 @@ def check_args(a):
         run(["-m", m, "--api-key-file", tmp], 2, tmp)
         run(["-m", m, "--api-key", "k", "--api-key-file", empty], 2, "not both")
     run(["-m", m, "--verify-capture"], 2, "--verify-capture")
+    # --quantize reaches the served engine: its greedy text is generate's with the same option
+    # (and not the unquantized model's)
+    gen = [a.encore, "generate", "-m", m, "-p", "The quick brown fox", "-n", "16", "--temperature", "0"]
+    want = subprocess.run(gen + ["--quantize", "q4_0"], capture_output=True, text=True, timeout=120)
+    plain = subprocess.run(gen, capture_output=True, text=True, timeout=120)
+    with Server(a, "--quantize", "q4_0") as srv:
+        status, r, _ = srv.post("/v1/completions", {"prompt": "The quick brown fox", "max_tokens": 16,
+                                                    "temperature": 0})
+        got = r["choices"][0]["text"] if status == 200 else None
+    if want.returncode != 0 or got is None or got != want.stdout.rstrip("\n") or got == plain.stdout.rstrip("\n"):
+        fail(f"serve --quantize q4_0: {status} {got!r}; generate --quantize q4_0 {want.stdout!r} "
+             f"({want.stderr[-200:]}), unquantized {plain.stdout!r}")
+    print("ok: serve --quantize q4_0 gives generate --quantize q4_0's text")
     run(["-m", m, "--host", "no-such-host.invalid"], 1, "no-such-host.invalid")
     run(["-m", os.path.join(a.models, "nonexistent")], 1, "nonexistent")
     with Server(a) as srv:  # its port is taken

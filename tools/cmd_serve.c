@@ -179,6 +179,7 @@ static int serve__run(serve_args a)
     opt.no_prefix_caching = a.cfg.no_prefix_caching;
     opt.kv_cache_dtype = a.cfg.kv_cache_dtype;
     opt.device = a.cfg.device;
+    opt.quantize = a.cfg.quantize;
     encore_engine *e = NULL;
     if (encore_engine_create(&opt, &e) != ENCORE_OK) {
         cli_error("serve", "cannot load model from %s: %s", a.cfg.model_dir, encore_last_error());
