@@ -68,6 +68,12 @@ typedef struct encore_options {
                                      * lm_head included) quantized to that GGUF block
                                      * type at load; "q4_k_m", "q5_k_m": llama-quantize's
                                      * mixes; an unknown name is an error */
+    const char *chat_template;      /* NULL: the model's own; else the path of a Jinja
+                                     * chat template file to use instead (vLLM's
+                                     * --chat-template), or a template name encore
+                                     * renders without one: "qwen3", "qwen3-instruct",
+                                     * "qwen3-thinking"; a file encore does not render or
+                                     * an unknown name is an error */
 } encore_options;
 
 ENCORE_API encore_options encore_options_default(void);

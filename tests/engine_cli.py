@@ -280,14 +280,31 @@ def check_chat(a):
         cfg["chat_template"] = "{% for m in messages %}{{ m.content }}{% endfor %}"
         with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
             json.dump(cfg, f)
-        expect_fail([a.encore, "chat", "-m", d], 2, "--raw")
+        expect_fail([a.encore, "chat", "-m", d], 2, "--raw", "--chat-template")
+        # another template in its place: by name, or the model's own template from a file, replies
+        # as the model with its own template does
+        with open(os.path.join(d, "own.jinja"), "w") as f:
+            with open(os.path.join(m, "tokenizer_config.json")) as g:
+                f.write(json.load(g)["chat_template"])
+        for given in ("qwen3", os.path.join(d, "own.jinja")):
+            p = subprocess.run(chat[:3] + [d] + chat[4:] + ["--chat-template", given], input="Hello there\n",
+                               capture_output=True, text=True, timeout=300)
+            if p.returncode != 0 or p.stdout != one.stdout:
+                sys.exit(f"FAIL: chat --chat-template {given}: {p.returncode} {p.stdout!r} {p.stderr} "
+                         f"!= {one.stdout!r}")
+        with open(os.path.join(d, "other.jinja"), "w") as f:
+            f.write(cfg["chat_template"])
+        expect_fail([a.encore, "chat", "-m", d, "--chat-template", "qwen2"], 2, "neither a file nor")
+        expect_fail([a.encore, "chat", "-m", d, "--chat-template", "qwen3-coder"], 2, "template file")
+        expect_fail([a.encore, "chat", "-m", d, "--chat-template", os.path.join(d, "other.jinja")], 2,
+                    "other.jinja", "not a template encore renders")
         p = subprocess.run([a.encore, "chat", "-m", d, "--raw", "-n", "4", "--temperature", "0"],
                            input="plain text\n", capture_output=True, text=True, timeout=300)
         raw = subprocess.run([a.encore, "generate", "-m", d, "-p", "plain text", "-n", "4", "--temperature", "0"],
                              capture_output=True, text=True, timeout=300)
         if p.returncode != 0 or raw.returncode != 0 or p.stdout != raw.stdout or not p.stdout.strip():
             sys.exit(f"FAIL: chat --raw: {p.returncode} {p.stdout!r} {p.stderr} vs generate {raw.stdout!r}")
-        print("ok: unknown template refused, --raw works")
+        print("ok: unknown template refused, --raw and --chat-template work")
 
 
 def check_bench_steps(a):

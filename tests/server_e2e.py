@@ -977,9 +977,14 @@ def check_oom(a):
         print("ok: a batch whose one choice lost its last output: 500, then nothing runs")
 
 
-def template_model(a, d, template):
+def template_path(template):
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "tokenizer", "templates", template)
+
+
+def template_model(a, d, template, text=None):
     """a copy of MODEL (links to its files) whose tokenizer_config.json carries the chat template of
-    tests/tokenizer/templates/TEMPLATE: an argparse namespace whose models directory holds it."""
+    tests/tokenizer/templates/TEMPLATE (or the template text): an argparse namespace whose models
+    directory holds it."""
     src, dst = os.path.join(a.models, MODEL), os.path.join(d, MODEL)
     os.makedirs(dst)
     for name in os.listdir(src):
@@ -987,9 +992,10 @@ def template_model(a, d, template):
             os.symlink(os.path.join(src, name), os.path.join(dst, name))
     with open(os.path.join(src, "tokenizer_config.json"), encoding="utf-8") as f:
         config = json.load(f)
-    here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, "tokenizer", "templates", template), encoding="utf-8") as f:
-        config["chat_template"] = f.read()
+    if text is None:
+        with open(template_path(template), encoding="utf-8") as f:
+            text = f.read()
+    config["chat_template"] = text
     with open(os.path.join(dst, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump(config, f)
     return argparse.Namespace(**dict(vars(a), models=d))
@@ -1046,7 +1052,18 @@ def check_templates_2507(a):
         m = r["choices"][0]["message"] if status == 200 else {}
         if status != 200 or m.get("reasoning_content") or not re.fullmatch("[0-9]", m.get("content") or ""):
             fail(f"instruct-2507 structured output: {status} {r}")
-    print("ok: Qwen3 2507 templates: Thinking's reply starts in its reasoning, Instruct's is content")
+    # a model whose own template encore does not render: chat is a 400 naming --chat-template, and
+    # with --chat-template (a template file, or a name) the prompt is that template's
+    with tempfile.TemporaryDirectory() as d:
+        unknown = template_model(a, d, None, text="{% for m in messages %}{{ m.content }}{% endfor %}")
+        with Server(unknown) as srv:
+            expect_error(srv, 400, "POST", "/v1/chat/completions", body, "--chat-template")
+        with Server(unknown, "--chat-template", template_path("qwen3-thinking-2507.jinja")) as srv:
+            expect_chat_prompt(srv, body["messages"], "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n")
+        with Server(unknown, "--chat-template", "qwen3-instruct") as srv:
+            expect_chat_prompt(srv, body["messages"], "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+    print("ok: Qwen3 2507 templates: Thinking's reply starts in its reasoning, Instruct's is content; "
+          "--chat-template replaces an unknown one")
 
 
 def check_templates_coder(a):
@@ -1533,6 +1550,7 @@ def check_args(a):
         run(["-m", m, "--api-key-file", tmp], 2, tmp)
         run(["-m", m, "--api-key", "k", "--api-key-file", empty], 2, "not both")
     run(["-m", m, "--verify-capture"], 2, "--verify-capture")
+    run(["-m", m, "--chat-template", "qwen2"], 1, "neither a file nor")
     # --quantize reaches the served engine: its greedy text is generate's with the same option
     # (and not the unquantized model's)
     gen = [a.encore, "generate", "-m", m, "-p", "The quick brown fox", "-n", "16", "--temperature", "0"]

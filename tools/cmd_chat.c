@@ -22,6 +22,10 @@ static const char chat_help[] =
     "  --no-think               disable thinking (Qwen3 enable_thinking=false)\n"
     "  --raw                    no chat template: each line is sent as a raw prompt\n"
     "                           (for models whose template encore does not know)\n"
+    "  --chat-template FILE|NAME  the chat template to use instead of the model's: a\n"
+    "                           Jinja file (the official Qwen3, Qwen3-2507 or\n"
+    "                           Qwen3-Coder template), or qwen3, qwen3-instruct or\n"
+    "                           qwen3-thinking (default: the model's own)\n"
     "  -n, --max-tokens N       longest reply in tokens (default 1024)\n"
     "  --temperature T          sampling temperature; 0 is greedy (default 0.7)\n"
     "  --seed S                 sampling seed (default: drawn at random)\n" CLI_SAMPLING_HELP
@@ -32,6 +36,7 @@ enum { CHAT_MAX_TURNS = 512 };
 typedef struct chat_args {
     engine_config cfg;
     const char *system;
+    const char *chat_template; /* --chat-template, else NULL */
     bool no_think, raw;
     cli_sampling sampling;
 } chat_args;
@@ -56,6 +61,8 @@ static int chat_option(void *args, const char *cmd, int argc, char **argv, int *
     if (!strcmp(o, "--system")) return (a->system = cli_value(cmd, argc, argv, i)) ? 1 : -1;
     if (!strcmp(o, "--no-think")) return a->no_think = true;
     if (!strcmp(o, "--raw")) return a->raw = true;
+    if (!strcmp(o, "--chat-template"))
+        return (a->chat_template = cli_value(cmd, argc, argv, i)) ? 1 : -1;
     return cli_sampling_option(cmd, argc, argv, i, &a->sampling);
 }
 
@@ -198,8 +205,15 @@ int cmd_chat(int argc, char **argv)
         cli_error("chat", "cannot load the tokenizer: %s", enc_last_error());
         return CLI_FAILED;
     }
+    if (a.chat_template && model_tokenizer_chat_template(tok, a.chat_template) != ENC_OK) {
+        cli_error("chat", "--chat-template: %s", enc_last_error());
+        tokenizer_free(tok);
+        return CLI_BAD_ARGS;
+    }
     if (!a.raw && !chat_template_family_known(chat_template_get_family(tok))) {
-        cli_error("chat", "the model's chat template is %s, which encore cannot render; use --raw to send raw prompts",
+        cli_error("chat",
+                  "the model's chat template is %s, which encore cannot render; give one it "
+                  "renders with --chat-template FILE|NAME, or use --raw to send raw prompts",
                   chat_template_family_name(chat_template_get_family(tok)));
         tokenizer_free(tok);
         return CLI_BAD_ARGS;

@@ -25,6 +25,10 @@ static const char serve_help[] =
     "  --api-key-file PATH      the key is PATH's first line (kept out of the process's\n"
     "                           command line, which other users can read)\n"
     "  --served-model-name NAME the model's name in the API (default: DIR's last component)\n"
+    "  --chat-template FILE|NAME  the chat template of /v1/chat/completions instead of the\n"
+    "                           model's: a Jinja file (the official Qwen3, Qwen3-2507 or\n"
+    "                           Qwen3-Coder template), or qwen3, qwen3-instruct or\n"
+    "                           qwen3-thinking (default: the model's own)\n"
     "  --max-queue N            generation requests admitted at once, running or waiting;\n"
     "                           more get 503 with Retry-After (default 256)\n"
     "  --max-queue-per-client N of those, from one client (the API key's holders when\n"
@@ -60,6 +64,7 @@ typedef struct serve_args {
     http_server_config http;
     int key_flag;         /* --api-key given */
     const char *key_file; /* --api-key-file, else NULL */
+    const char *chat_template; /* --chat-template, else NULL */
 } serve_args;
 
 static int serve_option(void *args, const char *cmd, int argc, char **argv, int *i)
@@ -67,6 +72,8 @@ static int serve_option(void *args, const char *cmd, int argc, char **argv, int 
     serve_args *a = args;
     const char *o = argv[*i];
     int64_t v;
+    if (!strcmp(o, "--chat-template"))
+        return (a->chat_template = cli_value(cmd, argc, argv, i)) ? 1 : -1;
     if (!strcmp(o, "--host")) return (a->http.host = cli_value(cmd, argc, argv, i)) ? 1 : -1;
     if (!strcmp(o, "--api-key")) {
         a->key_flag = 1;
@@ -180,11 +187,18 @@ static int serve__run(serve_args a)
     opt.kv_cache_dtype = a.cfg.kv_cache_dtype;
     opt.device = a.cfg.device;
     opt.quantize = a.cfg.quantize;
+    opt.chat_template = a.chat_template;
     encore_engine *e = NULL;
     if (encore_engine_create(&opt, &e) != ENCORE_OK) {
         cli_error("serve", "cannot load model from %s: %s", a.cfg.model_dir, encore_last_error());
         return CLI_FAILED;
     }
+    encore_model_info info;
+    if (encore_get_model_info(e, &info) == ENCORE_OK && info.has_tokenizer &&
+        !info.has_chat_template)
+        fprintf(stderr, "encore: the model's chat template is not one encore renders: "
+                        "/v1/chat/completions will answer 400 (give one with "
+                        "--chat-template FILE|NAME)\n");
     if (cli_is_demo_model(a.cfg.model_dir))
         fprintf(stderr, "encore: this is the built-in DEMO model (random weights): its text is meaningless.\n");
     http_server *s = NULL;

@@ -107,6 +107,12 @@ encore_status encore_engine_create(const encore_options *opt, encore_engine **ou
     e->name = encore__model_name(opt->model_dir);
     if (!e->name) s = enc_fail(ENC_ERR_OUT_OF_MEMORY, "encore_engine_create");
     if (s == ENC_OK) s = model_tokenizer_load(opt->model_dir, 1, &e->tok);
+    if (s == ENC_OK && opt->chat_template) {
+        s = e->tok ? model_tokenizer_chat_template(e->tok, opt->chat_template)
+                   : enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                              "chat template %s: the model %s has no tokenizer", opt->chat_template,
+                              opt->model_dir);
+    }
     if (s == ENC_OK) {
         encore__bound_sampling(&cfg, e->tok);
         s = engine_create(&cfg, &e->eng);

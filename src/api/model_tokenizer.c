@@ -10,7 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "base/mapfile.h"
+#include "tokenizer/chat_template.h"
 
 /* An id key (any integer type), -1 when absent. */
 static enc_status mtok__id(const gguf_file *g, const char *key, int32_t *out)
@@ -244,4 +248,17 @@ enc_status model_tokenizer_load(const char *path, int optional, tokenizer **out)
         if (!present) return ENC_OK;
     }
     return tokenizer_load(path, out);
+}
+
+enc_status model_tokenizer_chat_template(tokenizer *t, const char *file_or_name)
+{
+    struct stat st;
+    if (stat(file_or_name, &st) != 0 || S_ISDIR(st.st_mode))
+        return chat_template_replace(t, NULL, 0, file_or_name, file_or_name);
+    char *text = NULL;
+    size_t len = 0;
+    ENC_TRY(file_read_all(file_or_name, &text, &len));
+    enc_status s = chat_template_replace(t, text, len, NULL, file_or_name);
+    free(text);
+    return s;
 }

@@ -15,6 +15,12 @@
  * an error naming the file and the field or key. */
 enc_status model_tokenizer_load(const char *path, int optional, tokenizer **out);
 
+/* Use another chat template than the model's (the --chat-template option):
+ * file_or_name is the path of a Jinja template file, as vLLM's option takes,
+ * or the name of a family encore renders without its text (qwen3,
+ * qwen3-instruct, qwen3-thinking). Errors name it and say why. */
+enc_status model_tokenizer_chat_template(tokenizer *t, const char *file_or_name);
+
 /* Add t to a GGUF file as llama.cpp's converter writes it: tokenizer.ggml.model
  * "gpt2", pre "qwen2", tokens padded with "[PADn]" (type unused) to
  * vocab_size, token_type, merges, eos/padding ids, the bos id, add_bos_token

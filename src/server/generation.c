@@ -931,7 +931,8 @@ static int gen__prompt_ids(http_server *s, const oai_request *req, const oai_pro
         st = encore_tokenize(s->engine, p->text, strlen(p->text), &tok, &n);
     } else if (!s->has_chat_template) {
         return oai_error_set(err, 400, "messages",
-                             "this model has no chat template encore can render; use "
+                             "this model has no chat template encore can render (start "
+                             "the server with --chat-template FILE|NAME); use "
                              "/v1/completions");
     } else {
         encore_chat_options o = tool_request_chat_options(req, s->cfg.plain_content);

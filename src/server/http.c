@@ -306,7 +306,8 @@ static int http__tokenize_ids(http_server *s, const oai_request *req, int32_t **
     if (req->messages) {
         if (!s->has_chat_template)
             return oai_error_set(err, 400, "messages",
-                                 "this model has no chat template encore can render");
+                                 "this model has no chat template encore can render (start "
+                                 "the server with --chat-template FILE|NAME)");
         encore_chat_options o = tool_request_chat_options(req, 0);
         st = encore_chat_prompt_opts(s->engine, req->messages, req->n_messages, &o, &chat);
     }

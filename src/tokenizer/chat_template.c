@@ -104,6 +104,51 @@ const char *chat_template_family_name(chat_template_family f)
     return "unknown";
 }
 
+chat_template_family chat_template_family_by_name(const char *name)
+{
+    static const chat_template_family all[] = {CHAT_TEMPLATE_QWEN3, CHAT_TEMPLATE_QWEN3_INSTRUCT,
+                                               CHAT_TEMPLATE_QWEN3_THINKING,
+                                               CHAT_TEMPLATE_QWEN3_CODER};
+    for (size_t i = 0; name && i < sizeof all / sizeof *all; i++)
+        if (!strcmp(name, chat_template_family_name(all[i]))) return all[i];
+    return CHAT_TEMPLATE_UNKNOWN;
+}
+
+enc_status chat_template_replace(tokenizer *t, const char *text, size_t len, const char *name,
+                                 const char *what)
+{
+    if (text) {
+        char *copy = malloc(len + 1);
+        if (!copy) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "chat template %s", what);
+        memcpy(copy, text, len);
+        copy[len] = '\0';
+        chat_template_family f =
+            strlen(copy) == len ? chat_template_detect(copy) : CHAT_TEMPLATE_UNKNOWN;
+        free(copy);
+        if (!chat_template_family_known(f))
+            return enc_fail(ENC_ERR_UNSUPPORTED,
+                            "chat template %s: not a template encore renders (known: the "
+                            "official qwen3, qwen3-instruct, qwen3-thinking and qwen3-coder "
+                            "templates)",
+                            what);
+        return tok__set_template(t, text, len);
+    }
+    chat_template_family f = chat_template_family_by_name(name);
+    if (f == CHAT_TEMPLATE_QWEN3_CODER)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                        "chat template %s: qwen3-coder is read from its template file (its "
+                        "prose is the template's own); give the path of Qwen3-Coder's "
+                        "chat_template.jinja",
+                        what);
+    if (!chat_template_family_known(f))
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                        "chat template %s: neither a file nor a template name (qwen3, "
+                        "qwen3-instruct, qwen3-thinking)",
+                        what);
+    t->family = f;
+    return ENC_OK;
+}
+
 /* --- the Qwen3 template ------------------------------------------------------------------- */
 
 /* {%- if tools %} ... {%- else %} system message {%- endif %} */

@@ -16,7 +16,8 @@
  *                   </parameter>\n</function>\n</tool_call>, no think block
  *
  * For any other template chat_template_apply() fails with ENC_ERR_UNSUPPORTED;
- * the caller should then offer the user a raw prompt (no template at all). */
+ * the caller should then offer the user a raw prompt (no template at all) or
+ * a known template in its place (chat_template_replace). */
 #ifndef ENC_TOKENIZER_CHAT_TEMPLATE_H
 #define ENC_TOKENIZER_CHAT_TEMPLATE_H
 
@@ -110,5 +111,18 @@ enc_status chat_template_tojson(const char *json, size_t len, char **out);
 
 /* Which family a template text belongs to (used by the loader). */
 chat_template_family chat_template_detect(const char *template_text);
+
+/* The family named name (chat_template_family_name's names), else
+ * CHAT_TEMPLATE_UNKNOWN. */
+chat_template_family chat_template_family_by_name(const char *name);
+
+/* Replace t's chat template (a model whose own template encore does not
+ * know, or none): text[0..len) is a template file's text, which must be of a
+ * family encore renders; or, with text NULL, the family `name` names, which
+ * must be one rendered without its template's text (qwen3, qwen3-instruct,
+ * qwen3-thinking: qwen3-coder reads its prose from the template). `what`
+ * names the source in errors. On failure t is unchanged. */
+enc_status chat_template_replace(tokenizer *t, const char *text, size_t len, const char *name,
+                                 const char *what);
 
 #endif
