@@ -9,7 +9,8 @@
 #               narrower instruction set this CPU runs (ENCORE_CPU_ISA=avx2
 #               and scalar on an AVX-512 machine, scalar on an AVX2 one), so
 #               a machine without AVX-512 is never the first to run a path
-#   sanitizers  the whole suite built with ASan + UBSan (build-asan/)
+#   sanitizers  the whole suite built with ASan + UBSan (build-asan/), less the
+#               validation-layer reruns
 #   fuzz        the libFuzzer targets, built with clang and without the
 #               Vulkan backend (build-fuzz/)
 set -uo pipefail
