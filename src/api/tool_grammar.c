@@ -26,11 +26,15 @@
  *   "string" with enum / const, or no type with string enum / const  the
  *       strings as raw text (each checked like xml_text)
  *   "string" with format  the format's rule from the schema compiler
+ *   a type list of "string" and "null", or (no type) an anyOf / oneOf of
+ *       {"type": "string"} and {"type": "null"} (pydantic's Optional[str])
+ *       xml_text, and "null" where null is among them: a reader reads a
+ *       parameter whose type is not one name as a string
  *   integer, number, boolean, null, object, array  the subschema compiled
  *       with the prefix "tK_pJ_" (JSON text; '<' in its strings written as
  *       \u003c, nested patterns refused)
- * Anything else (anyOf, oneOf, allOf, $ref, type lists, string length or
- * pattern, another keyword beside no type) is refused naming the keyword:
+ * Anything else (other anyOf, oneOf and type lists, allOf, $ref, string
+ * length or pattern, another keyword beside no type) is refused naming the keyword:
  * the reader would not convert it back to a valid value.
  *
  * The calls are separated by "\n" as the template writes consecutive calls,
@@ -355,6 +359,57 @@ static enc_status tg__xml_format(ebnf_buf *b, ebnf_buf *v, const char *prefix, c
     return st;
 }
 
+/* 1 when the strings of list (each "string" or "null", at least one
+ * "string") make a string that may be null; *nullable: "null" among them. */
+static int tg__string_null_list(const cJSON *list, int *nullable)
+{
+    int string = 0;
+    *nullable = 0;
+    for (const cJSON *e = cJSON_IsArray(list) ? list->child : NULL; e; e = e->next) {
+        if (!cJSON_IsString(e)) return 0;
+        if (!strcmp(e->valuestring, "string"))
+            string = 1;
+        else if (!strcmp(e->valuestring, "null"))
+            *nullable = 1;
+        else
+            return 0;
+    }
+    return string;
+}
+
+/* 1 when s holds nothing but annotations and its key `key`. */
+static int tg__only_annotations_and(const cJSON *s, const char *key)
+{
+    for (const cJSON *c = s->child; c; c = c->next)
+        if (strcmp(c->string, key) && !tg__in(tg__annotations, c->string)) return 0;
+    return 1;
+}
+
+/* 1 when prop is a string that may be null and nothing more: a type list of
+ * "string" and "null", or (no type) an anyOf / oneOf of {"type": "string"}
+ * and {"type": "null"} (Optional[str] as pydantic writes it). A reader reads
+ * such a parameter as a string (its type is not one type name), "null" as
+ * null. *nullable: null allowed. */
+static int tg__xml_string_or_null(const cJSON *prop, int *nullable)
+{
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(prop, "type");
+    if (cJSON_IsArray(type))
+        return tg__only_annotations_and(prop, "type") && tg__string_null_list(type, nullable);
+    const char *kw = cJSON_GetObjectItemCaseSensitive(prop, "anyOf") ? "anyOf" : "oneOf";
+    const cJSON *branches = cJSON_GetObjectItemCaseSensitive(prop, kw);
+    if (type || !cJSON_IsArray(branches) || !tg__only_annotations_and(prop, kw)) return 0;
+    cJSON *types = cJSON_CreateArray(); /* the branches' types, referenced */
+    int ok = types != NULL;
+    for (const cJSON *b = branches->child; ok && b; b = b->next) {
+        cJSON *t = cJSON_GetObjectItemCaseSensitive(b, "type");
+        ok = cJSON_IsObject(b) && cJSON_IsString(t) && tg__only_annotations_and(b, "type") &&
+             cJSON_AddItemReferenceToArray(types, t);
+    }
+    ok = ok && tg__string_null_list(types, nullable);
+    cJSON_Delete(types);
+    return ok;
+}
+
 /* VALUE of a parameter whose schema is prop (the text after "<parameter=KEY>\n"):
  * its expression in v, the rules it needs in b. */
 static enc_status tg__xml_value(ebnf_buf *b, ebnf_buf *v, const char *prefix, const cJSON *prop,
@@ -366,9 +421,16 @@ static enc_status tg__xml_value(ebnf_buf *b, ebnf_buf *v, const char *prefix, co
         return ENC_OK;
     }
     if (!cJSON_IsObject(prop)) return tg__xml_fail(w, "the schema must be an object or true");
+    int nullable = 0;
+    if (tg__xml_string_or_null(prop, &nullable)) {
+        ebnf_buf_printf(v, nullable ? "( xml_text | \"null\" )" : "xml_text");
+        *uses_text = 1;
+        return ENC_OK;
+    }
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(prop, "type");
     if (type && !cJSON_IsString(type))
-        return tg__xml_fail(w, "'type' must be one type name (a list is not supported)");
+        return tg__xml_fail(w, "'type' must be one type name (a list is supported only of "
+                               "\"string\" and \"null\")");
     const char *t = type ? type->valuestring : NULL;
     if (t && tg__in(tg__json_types, t)) {
         ENC_TRY(tg__xml_json(b, prefix, prop, params, w));

@@ -235,6 +235,21 @@ static void test_xml(const grammar_vocab *v)
     CHECK(!tg_match(g, v, XCALL("f", XP("o", "{\"pattern\": \"<x\", \"op\": \"a<b\"}"))));
     grammar_free(g);
 
+    /* a string that may be null (a type list; pydantic's Optional[str] as anyOf): text, or
+     * "null"; a type list of "string" alone: text */
+    g = tg_build("[{\"function\": {\"name\": \"f\", \"parameters\": {\"properties\": {"
+                 "\"a\": {\"type\": [\"string\", \"null\"]}, "
+                 "\"b\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"null\"}], "
+                 "\"default\": null, \"title\": \"B\"}, "
+                 "\"c\": {\"type\": [\"string\"]}}, \"required\": [\"a\", \"b\", \"c\"]}}}]",
+                 CHAT_TOOLS_XML, NULL, 0);
+    CHECK(tg_match(g, v, XCALL("f", XP("a", "null") XP("b", "null") XP("c", "text"))));
+    CHECK(tg_match(g, v, XCALL("f", XP("a", "x y") XP("b", "5") XP("c", "nullable"))));
+    CHECK(!tg_match(g, v, XCALL("f", XP("a", "NULL") XP("b", "x") XP("c", "x")))); /* "null" */
+    CHECK(!tg_match(g, v, XCALL("f", XP("a", "x") XP("b", "x") XP("c", "null"))));
+    CHECK(!tg_match(g, v, XCALL("f", XP("a", "a</parameter>") XP("b", "x") XP("c", "x"))));
+    grammar_free(g);
+
     /* Qwen3-Coder's template has no think block: thinking asked for, none comes */
     g = tg_build(XTOOLS, CHAT_TOOLS_XML, NULL, 1);
     CHECK(!tg_match(g, v, "<think>\nhmm\n</think>\n\n" XCALL("now", "")));
@@ -329,7 +344,13 @@ static void test_xml_refusals(void)
     } cases[] = {
         {XTOOL("\"x\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"integer\"}]}"),
          {"\"f\"", "parameter \"x\"", "'anyOf'"}},
-        {XTOOL("\"x\": {\"type\": [\"string\", \"null\"]}"), {"\"f\"", "\"x\"", "'type'"}},
+        {XTOOL("\"x\": {\"type\": [\"integer\", \"null\"]}"), {"\"f\"", "\"x\"", "'type'"}},
+        {XTOOL("\"x\": {\"type\": [\"string\", \"null\"], \"maxLength\": 3}"),
+         {"\"f\"", "\"x\"", "'type'"}},
+        {XTOOL("\"x\": {\"anyOf\": [{\"type\": \"string\", \"format\": \"date\"}, {\"type\": "
+               "\"null\"}]}"),
+         {"\"f\"", "\"x\"", "'anyOf'"}},
+        {XTOOL("\"x\": {\"oneOf\": [{\"type\": \"null\"}]}"), {"\"f\"", "\"x\"", "'oneOf'"}},
         {XTOOL("\"x\": {\"$ref\": \"#/$defs/a\"}"), {"\"f\"", "\"x\"", "'$ref'"}},
         {XTOOL("\"x\": {\"type\": \"string\", \"pattern\": \"^a+$\"}"),
          {"\"f\"", "\"x\"", "'pattern'"}},
