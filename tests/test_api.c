@@ -61,6 +61,21 @@ static void test_seeds(encore_engine *e)
     printf("ok seeds: unseeded runs differ, seeded ones repeat\n");
 }
 
+/* The load_progress calls: how many, the last fraction, and whether every
+ * one was in [0, 1] and no smaller than the one before. */
+typedef struct progress_calls {
+    int n, ok;
+    double last;
+} progress_calls;
+
+static void record_progress(void *user, double fraction)
+{
+    progress_calls *pc = user;
+    pc->ok = (pc->n == 0 || pc->ok) && fraction >= 0.0 && fraction <= 1.0 && fraction >= pc->last;
+    pc->last = fraction;
+    pc->n++;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -77,7 +92,12 @@ int main(int argc, char **argv)
     CHECK(strstr(encore_last_error(), "/nonexistent/model") != NULL);
 
     opt.model_dir = argv[1];
+    progress_calls pc = {.last = -1.0};
+    opt.load_progress = record_progress;
+    opt.load_progress_user = &pc;
     CHECK(encore_engine_create(&opt, &e) == ENCORE_OK);
+    CHECK(pc.n >= 2 && pc.last == 1.0 && pc.ok); /* a call per layer, ending at 1 */
+    printf("ok load progress: %d calls, non-decreasing, ending at 1\n", pc.n);
     if (!e) return 1;
     encore_sampling greedy = {.max_tokens = N_GEN, .temperature = 0, .ignore_eos = 1};
     int32_t out[N_GEN];

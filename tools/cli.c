@@ -364,7 +364,7 @@ int cli_parse_args(const char *cmd, const char *help, int argc, char **argv, eng
 }
 
 /* A one-line progress bar on a terminal: "encore: loading weights  57%". */
-static void cli__load_progress(void *user, double fraction)
+void cli_load_progress(void *user, double fraction)
 {
     int *last = user, pct = (int)(fraction * 100.0);
     if (pct == *last) return;
@@ -379,7 +379,7 @@ engine *cli_engine_create(const char *cmd, const engine_config *cfg)
     int last = -1;
     engine_config c = *cfg;
     if (isatty(STDERR_FILENO)) {
-        c.load_progress = cli__load_progress;
+        c.load_progress = cli_load_progress;
         c.load_progress_user = &last;
     }
     enc_status s = engine_create(&c, &e);

@@ -96,8 +96,12 @@ typedef int (*cli_option_fn)(void *args, const char *cmd, int argc, char **argv,
 int cli_parse_args(const char *cmd, const char *help, int argc, char **argv, engine_config *cfg,
                    cli_option_fn fn, void *args);
 
-/* Create the engine, printing the error (with its cause) on failure. */
+/* Create the engine, printing the error (with its cause) on failure; on a
+ * terminal, with cli_load_progress's bar while the weights load. */
 engine *cli_engine_create(const char *cmd, const engine_config *cfg);
+/* The loading bar on stderr: "encore: loading weights  57%" (user: an int,
+ * the last percentage printed, -1 at first). */
+void cli_load_progress(void *user, double fraction);
 
 /* True when DIR/config.json marks a generated demo model. */
 bool cli_is_demo_model(const char *model_dir);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -188,6 +189,11 @@ static int serve__run(serve_args a)
     opt.device = a.cfg.device;
     opt.quantize = a.cfg.quantize;
     opt.chat_template = a.chat_template;
+    int last_pct = -1;
+    if (isatty(STDERR_FILENO)) {
+        opt.load_progress = cli_load_progress;
+        opt.load_progress_user = &last_pct;
+    }
     encore_engine *e = NULL;
     if (encore_engine_create(&opt, &e) != ENCORE_OK) {
         cli_error("serve", "cannot load model from %s: %s", a.cfg.model_dir, encore_last_error());

@@ -87,6 +87,8 @@ static enc_status encore__config(const encore_options *opt, engine_config *cfg)
         .kv_cache_dtype = opt->kv_cache_dtype,
         .device = opt->device,
         .quantize = opt->quantize,
+        .load_progress = opt->load_progress,
+        .load_progress_user = opt->load_progress_user,
     };
     return ENC_OK;
 }
