@@ -74,10 +74,9 @@ typedef struct encore_options {
                                      * renders without one: "qwen3", "qwen3-instruct",
                                      * "qwen3-thinking"; a file encore does not render or
                                      * an unknown name is an error */
-    void (*load_progress)(
-        void *user, double fraction); /* (optional) called while the weights
-                                       * load, with the fraction loaded so far (non-decreasing,
-                                       * the last call 1), on the calling thread */
+    /* (optional) called while the weights load, on the calling thread, with
+     * the fraction loaded so far (non-decreasing, the last call 1) */
+    void (*load_progress)(void *user, double fraction);
     void *load_progress_user;
 } encore_options;
 
