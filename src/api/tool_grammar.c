@@ -359,22 +359,14 @@ static enc_status tg__xml_format(ebnf_buf *b, ebnf_buf *v, const char *prefix, c
     return st;
 }
 
-/* 1 when the strings of list (each "string" or "null", at least one
- * "string") make a string that may be null; *nullable: "null" among them. */
-static int tg__string_null_list(const cJSON *list, int *nullable)
+/* Add the type name t to a string-or-null set: *string and *nullable mark
+ * "string" and "null"; 0 for any other name (or a type that is not a name). */
+static int tg__string_or_null_type(const cJSON *t, int *string, int *nullable)
 {
-    int string = 0;
-    *nullable = 0;
-    for (const cJSON *e = cJSON_IsArray(list) ? list->child : NULL; e; e = e->next) {
-        if (!cJSON_IsString(e)) return 0;
-        if (!strcmp(e->valuestring, "string"))
-            string = 1;
-        else if (!strcmp(e->valuestring, "null"))
-            *nullable = 1;
-        else
-            return 0;
-    }
-    return string;
+    if (!cJSON_IsString(t)) return 0;
+    if (!strcmp(t->valuestring, "string")) return *string = 1;
+    if (!strcmp(t->valuestring, "null")) return *nullable = 1;
+    return 0;
 }
 
 /* 1 when s holds nothing but annotations and its key `key`. */
@@ -387,27 +379,29 @@ static int tg__only_annotations_and(const cJSON *s, const char *key)
 
 /* 1 when prop is a string that may be null and nothing more: a type list of
  * "string" and "null", or (no type) an anyOf / oneOf of {"type": "string"}
- * and {"type": "null"} (Optional[str] as pydantic writes it). A reader reads
- * such a parameter as a string (its type is not one type name), "null" as
- * null. *nullable: null allowed. */
+ * and {"type": "null"} (Optional[str] as pydantic writes it); at least one
+ * "string" either way. A reader reads such a parameter as a string (its type
+ * is not one type name), "null" as null. *nullable: null allowed. */
 static int tg__xml_string_or_null(const cJSON *prop, int *nullable)
 {
+    int string = 0;
+    *nullable = 0;
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(prop, "type");
-    if (cJSON_IsArray(type))
-        return tg__only_annotations_and(prop, "type") && tg__string_null_list(type, nullable);
+    if (cJSON_IsArray(type)) {
+        if (!tg__only_annotations_and(prop, "type")) return 0;
+        for (const cJSON *e = type->child; e; e = e->next)
+            if (!tg__string_or_null_type(e, &string, nullable)) return 0;
+        return string;
+    }
     const char *kw = cJSON_GetObjectItemCaseSensitive(prop, "anyOf") ? "anyOf" : "oneOf";
     const cJSON *branches = cJSON_GetObjectItemCaseSensitive(prop, kw);
     if (type || !cJSON_IsArray(branches) || !tg__only_annotations_and(prop, kw)) return 0;
-    cJSON *types = cJSON_CreateArray(); /* the branches' types, referenced */
-    int ok = types != NULL;
-    for (const cJSON *b = branches->child; ok && b; b = b->next) {
-        cJSON *t = cJSON_GetObjectItemCaseSensitive(b, "type");
-        ok = cJSON_IsObject(b) && cJSON_IsString(t) && tg__only_annotations_and(b, "type") &&
-             cJSON_AddItemReferenceToArray(types, t);
-    }
-    ok = ok && tg__string_null_list(types, nullable);
-    cJSON_Delete(types);
-    return ok;
+    for (const cJSON *b = branches->child; b; b = b->next)
+        if (!cJSON_IsObject(b) || !tg__only_annotations_and(b, "type") ||
+            !tg__string_or_null_type(cJSON_GetObjectItemCaseSensitive(b, "type"), &string,
+                                     nullable))
+            return 0;
+    return string;
 }
 
 /* VALUE of a parameter whose schema is prop (the text after "<parameter=KEY>\n"):
