@@ -206,10 +206,10 @@ def check_rope_context(a):
     plain = os.path.join(a.models, "tiny-gqa1-hd64-f32")  # max_position_embeddings 4096
     args = ["logits", "--prompt-ids", "1 2 3", "--top", "1", "--kv-blocks", "8"]
     run([e] + args + ["-m", scaled, "--max-model-len", "16384"])
-    expect_fail([e] + args + ["-m", scaled, "--max-model-len", "16385"], 1, "[2, 16384]",
+    expect_fail([e] + args + ["-m", scaled, "--max-model-len", "16385"], 2, "[2, 16384]",
                 "rope scaling")
     run([e] + args + ["-m", plain, "--max-model-len", "4096"])
-    expect_fail([e] + args + ["-m", plain, "--max-model-len", "4097"], 1, "[2, 4096]",
+    expect_fail([e] + args + ["-m", plain, "--max-model-len", "4097"], 2, "[2, 4096]",
                 "max_position_embeddings")
     print("ok: the context limits of a scaled and a plain RoPE")
 

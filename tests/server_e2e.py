@@ -1550,7 +1550,8 @@ def check_args(a):
         run(["-m", m, "--api-key-file", tmp], 2, tmp)
         run(["-m", m, "--api-key", "k", "--api-key-file", empty], 2, "not both")
     run(["-m", m, "--verify-capture"], 2, "--verify-capture")
-    run(["-m", m, "--chat-template", "qwen2"], 1, "neither a file nor")
+    run(["-m", m, "--chat-template", "qwen2"], 2, "neither a file nor")
+    run(["-m", m, "--max-model-len", "1000000"], 2, "max_model_len 1000000 out of range")
     # --quantize reaches the served engine: its greedy text is generate's with the same option
     # (and not the unquantized model's)
     gen = [a.encore, "generate", "-m", m, "-p", "The quick brown fox", "-n", "16", "--temperature", "0"]

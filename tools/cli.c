@@ -373,22 +373,22 @@ void cli_load_progress(void *user, double fraction)
     fflush(stderr);
 }
 
-engine *cli_engine_create(const char *cmd, const engine_config *cfg)
+int cli_engine_create(const char *cmd, const engine_config *cfg, engine **out)
 {
-    engine *e = NULL;
     int last = -1;
     engine_config c = *cfg;
     if (isatty(STDERR_FILENO)) {
         c.load_progress = cli_load_progress;
         c.load_progress_user = &last;
     }
-    enc_status s = engine_create(&c, &e);
+    *out = NULL;
+    enc_status s = engine_create(&c, out);
     if (s != ENC_OK) {
         cli_error(cmd, "cannot load model from %s: %s (%s)", cfg->model_dir, enc_last_error(),
                   enc_status_to_string(s));
-        return NULL;
+        return s == ENC_ERR_INVALID_ARGUMENT ? CLI_BAD_ARGS : CLI_FAILED;
     }
-    return e;
+    return CLI_OK;
 }
 
 bool cli_is_demo_model(const char *model_dir)

@@ -96,9 +96,11 @@ typedef int (*cli_option_fn)(void *args, const char *cmd, int argc, char **argv,
 int cli_parse_args(const char *cmd, const char *help, int argc, char **argv, engine_config *cfg,
                    cli_option_fn fn, void *args);
 
-/* Create the engine, printing the error (with its cause) on failure; on a
- * terminal, with cli_load_progress's bar while the weights load. */
-engine *cli_engine_create(const char *cmd, const engine_config *cfg);
+/* Create the engine into *out, printing the error (with its cause) on
+ * failure; on a terminal, with cli_load_progress's bar while the weights
+ * load. Returns CLI_OK, CLI_BAD_ARGS when an option does not fit the model
+ * (say --max-model-len beyond it), else CLI_FAILED. */
+int cli_engine_create(const char *cmd, const engine_config *cfg, engine **out);
 /* The loading bar on stderr: "encore: loading weights  57%" (user: an int,
  * the last percentage printed, -1 at first). */
 void cli_load_progress(void *user, double fraction);

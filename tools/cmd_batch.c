@@ -383,8 +383,8 @@ int cmd_batch(int argc, char **argv)
     if (model_tokenizer_load(cfg.model_dir, 0, &tok) != ENC_OK) tok = NULL; /* only "prompt" needs it */
     batch_set b = {0};
     rc = batch_read(a.path, tok, &b) ? CLI_OK : CLI_FAILED;
-    engine *e = rc ? NULL : cli_engine_create(cmd, &cfg);
-    if (!rc && !e) rc = CLI_FAILED;
+    engine *e = NULL;
+    if (!rc) rc = cli_engine_create(cmd, &cfg, &e);
     if (!rc) rc = batch_run(e, &b);
     if (!rc && a.stats) batch_print_stats(e);
     engine_destroy(e);

@@ -509,8 +509,9 @@ int cmd_bench(int argc, char **argv)
     /* the bandwidth first, so that its buffers are gone before the weights come */
     bench_result r = {0};
     r.bw = membw_measure(cfg.n_threads > 0 ? cfg.n_threads : enc_cpu_count(), 5);
-    engine *e = cli_engine_create("bench", &cfg);
-    if (!e) return CLI_FAILED;
+    engine *e = NULL;
+    rc = cli_engine_create("bench", &cfg, &e);
+    if (rc) return rc;
     int64_t next_id = 0;
     if (!a.json) fprintf(stderr, "encore bench: measuring (%lld runs per figure)...\n", (long long)a.runs);
     if (engine_set_decode_mode(e, bench_modes[a.modes[0]].eager, bench_modes[a.modes[0]].decode_steps) != ENC_OK ||

@@ -223,10 +223,11 @@ int cmd_chat(int argc, char **argv)
                 "encore: --no-think has no effect: the model's chat template (%s) has no "
                 "thinking switch\n",
                 chat_template_family_name(chat_template_get_family(tok)));
-    engine *e = cli_engine_create("chat", &a.cfg);
-    if (!e) {
+    engine *e = NULL;
+    rc = cli_engine_create("chat", &a.cfg, &e);
+    if (rc) {
         tokenizer_free(tok);
-        return CLI_FAILED;
+        return rc;
     }
     if (cli_is_demo_model(a.cfg.model_dir))
         fprintf(stderr, "encore: this is the built-in DEMO model (random weights): its replies are meaningless.\n");

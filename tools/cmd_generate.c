@@ -244,8 +244,8 @@ int cmd_generate(int argc, char **argv)
     int32_t *prompt = NULL;
     int64_t n_prompt = 0;
     rc = generate_prompt(&a, tok, &prompt, &n_prompt);
-    engine *e = rc ? NULL : cli_engine_create("generate", &a.cfg);
-    if (!rc && !e) rc = CLI_FAILED;
+    engine *e = NULL;
+    if (!rc) rc = cli_engine_create("generate", &a.cfg, &e);
     if (!rc && cli_is_demo_model(a.cfg.model_dir))
         fprintf(stderr, "encore: this is the built-in DEMO model (random weights): its text is meaningless.\n");
     if (!rc) rc = generate_run(&a, e, tok, prompt, n_prompt);

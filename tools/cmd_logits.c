@@ -75,10 +75,11 @@ int cmd_logits(int argc, char **argv)
     int32_t *ids;
     int64_t n;
     if (!cli_parse_ids(cmd, "--prompt-ids", a.ids_text, &ids, &n)) return CLI_BAD_ARGS;
-    engine *e = cli_engine_create(cmd, &cfg);
-    if (!e) {
+    engine *e = NULL;
+    rc = cli_engine_create(cmd, &cfg, &e);
+    if (rc) {
         free(ids);
-        return CLI_FAILED;
+        return rc;
     }
     ctx.best = malloc((size_t)ctx.top * sizeof *ctx.best);
     engine_set_logits_callback(e, logits__print, &ctx);

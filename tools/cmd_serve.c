@@ -195,9 +195,10 @@ static int serve__run(serve_args a)
         opt.load_progress_user = &last_pct;
     }
     encore_engine *e = NULL;
-    if (encore_engine_create(&opt, &e) != ENCORE_OK) {
+    encore_status st = encore_engine_create(&opt, &e);
+    if (st != ENCORE_OK) {
         cli_error("serve", "cannot load model from %s: %s", a.cfg.model_dir, encore_last_error());
-        return CLI_FAILED;
+        return st == ENCORE_ERR_INVALID_ARGUMENT ? CLI_BAD_ARGS : CLI_FAILED;
     }
     encore_model_info info;
     if (encore_get_model_info(e, &info) == ENCORE_OK && info.has_tokenizer &&
@@ -238,7 +239,8 @@ int cmd_serve(int argc, char **argv)
     int rc = cli_parse_args("serve", serve_help, argc, argv, &a.cfg, serve_option, &a);
     if (rc) return rc;
     if (a.cfg.verify_capture) {
-        cli_error("serve", "--verify-capture is for generate and bench, not serve");
+        cli_error("serve", "--verify-capture (or ENCORE_VERIFY_CAPTURE) is for generate and "
+                           "bench, not serve");
         return CLI_BAD_ARGS;
     }
     if (a.key_flag && a.key_file) {
