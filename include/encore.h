@@ -297,6 +297,25 @@ typedef struct encore_model_info {
 
 ENCORE_API encore_status encore_get_model_info(encore_engine *e, encore_model_info *out);
 
+/* The engine as created, every default of encore_options resolved (what
+ * `encore serve` prints at start). */
+typedef struct encore_engine_info {
+    const char *device;         /* the backend: "cpu" or "vulkan" */
+    int n_threads;              /* host compute threads */
+    int block_size;             /* tokens per KV block */
+    int64_t n_kv_blocks;        /* the KV cache's blocks */
+    const char *kv_cache_dtype; /* "F32", "F16", "BF16" or "Q8_0" */
+    int64_t kv_bytes_per_token; /* over all layers, K and V */
+    int max_num_seqs;
+    int64_t max_num_batched_tokens;
+    int64_t max_model_len;
+    int eager;            /* nonzero: no decode capture */
+    int64_t decode_steps; /* decode steps per replay */
+    int prefix_caching;   /* nonzero: automatic prefix caching on */
+} encore_engine_info;
+
+ENCORE_API encore_status encore_get_engine_info(encore_engine *e, encore_engine_info *out);
+
 /* --- text ------------------------------------------------------------------- */
 
 /* A function call an assistant message made (OpenAI's tool_calls[i]). */

@@ -1565,6 +1565,22 @@ def check_args(a):
         fail(f"serve --quantize q4_0: {status} {got!r}; generate --quantize q4_0 {want.stdout!r} "
              f"({want.stderr[-200:]}), unquantized {plain.stdout!r}")
     print("ok: serve --quantize q4_0 gives generate --quantize q4_0's text")
+    # every engine option reaches the served engine: the line serve prints at start names each,
+    # as the engine resolved it
+    opts = {"--kv-cache-dtype": "q8_0", "--block-size": "32", "--max-num-seqs": "3", "--kv-blocks": "100",
+            "--decode-steps": "8", "--max-num-batched-tokens": "512", "--max-model-len": "1024", "-t": "1"}
+    for flags, want in [(sum(opts.items(), ()) + ("--no-prefix-caching",),
+                         r"encore serve: cpu \(\w+ kernels, 1 thread\); KV cache 100 blocks of 32 tokens, Q8_0 "
+                         r"\([0-9.]+ MiB\); max_model_len 1024, max_num_seqs 3, max_num_batched_tokens 512; "
+                         r"decode captured, 8 steps a replay; prefix caching off\n"),
+                        (("--eager",), r"KV cache \d+ blocks of 16 tokens, BF16 \([0-9.]+ MiB\); "
+                         r"max_model_len 4096, max_num_seqs 16, max_num_batched_tokens 2048; "
+                         r"decode eager \(no capture\); prefix caching on\n")]:
+        with Server(a, *flags) as srv:
+            pass
+        if not re.search(want, srv.stderr):
+            fail(f"serve {' '.join(flags)}: the engine line is not /{want}/: {srv.stderr[-400:]!r}")
+    print("ok: serve's engine options reach the engine (the line at start)")
     run(["-m", m, "--host", "no-such-host.invalid"], 1, "no-such-host.invalid")
     run(["-m", os.path.join(a.models, "nonexistent")], 1, "nonexistent")
     with Server(a) as srv:  # its port is taken

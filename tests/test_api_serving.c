@@ -686,6 +686,37 @@ static void test_bad_requests(const char *tok_dir, const char *ids_dir)
     opt.device = "no-such-device";
     encore_engine *v = NULL;
     CHECK(encore_engine_create(&opt, &v) != ENCORE_OK && !v && strstr(encore_last_error(), "no-such-device"));
+
+    /* the engine as created: the options given, and the defaults resolved */
+    opt = encore_options_default();
+    opt.model_dir = tok_dir;
+    opt.n_threads = 1;
+    opt.block_size = 32;
+    opt.n_kv_blocks = 40;
+    opt.kv_cache_dtype = "f32";
+    opt.max_num_seqs = 3;
+    opt.max_model_len = 256;
+    opt.decode_steps = 8;
+    opt.no_prefix_caching = 1;
+    encore_engine_info ei;
+    CHECK(encore_engine_create(&opt, &v) == ENCORE_OK &&
+          encore_get_engine_info(v, &ei) == ENCORE_OK);
+    CHECK(!strcmp(ei.device, "cpu") && ei.n_threads == 1 && ei.block_size == 32 &&
+          ei.n_kv_blocks == 40);
+    CHECK(!strcmp(ei.kv_cache_dtype, "F32") && ei.kv_bytes_per_token > 0 && ei.max_num_seqs == 3);
+    CHECK(ei.max_model_len == 256 && ei.max_num_batched_tokens == 2048 && !ei.eager);
+    CHECK(ei.decode_steps == 8 && !ei.prefix_caching);
+    encore_engine_destroy(v);
+    v = NULL;
+    opt = encore_options_default();
+    opt.model_dir = tok_dir;
+    opt.eager = 1;
+    CHECK(encore_engine_create(&opt, &v) == ENCORE_OK &&
+          encore_get_engine_info(v, &ei) == ENCORE_OK);
+    CHECK(ei.block_size == 16 && ei.max_num_seqs == 64 && ei.eager && ei.decode_steps == 4 &&
+          ei.prefix_caching);
+    CHECK(encore_get_engine_info(v, NULL) == ENCORE_ERR_INVALID_ARGUMENT);
+    encore_engine_destroy(v);
 }
 
 /* --- model info and text ----------------------------------------------------- */

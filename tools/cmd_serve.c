@@ -162,6 +162,32 @@ static char *serve__read_key(const char *path)
     return NULL;
 }
 
+/* One line on stderr: the engine as created, every default resolved. */
+static void serve__print_engine(encore_engine *e)
+{
+    encore_engine_info i;
+    if (encore_get_engine_info(e, &i) != ENCORE_OK) return;
+    char device[64];
+    if (!strcmp(i.device, "cpu"))
+        snprintf(device, sizeof device, "cpu (%s kernels, %d thread%s)",
+                 cpu_isa_name(cpu_kernels_init()), i.n_threads, i.n_threads == 1 ? "" : "s");
+    else
+        snprintf(device, sizeof device, "%s", i.device);
+    char decode[64];
+    if (i.eager)
+        snprintf(decode, sizeof decode, "eager (no capture)");
+    else
+        snprintf(decode, sizeof decode, "captured, %lld steps a replay", (long long)i.decode_steps);
+    fprintf(stderr,
+            "encore serve: %s; KV cache %lld blocks of %d tokens, %s (%.1f MiB); "
+            "max_model_len %lld, max_num_seqs %d, max_num_batched_tokens %lld; decode %s; "
+            "prefix caching %s\n",
+            device, (long long)i.n_kv_blocks, i.block_size, i.kv_cache_dtype,
+            (double)i.n_kv_blocks * i.block_size * i.kv_bytes_per_token / (1024.0 * 1024.0),
+            (long long)i.max_model_len, i.max_num_seqs, (long long)i.max_num_batched_tokens, decode,
+            i.prefix_caching ? "on" : "off");
+}
+
 /* Load the engine, serve until SIGINT or SIGTERM, stop. */
 static int serve__run(serve_args a)
 {
@@ -206,6 +232,7 @@ static int serve__run(serve_args a)
         fprintf(stderr, "encore: the model's chat template is not one encore renders: "
                         "/v1/chat/completions will answer 400 (give one with "
                         "--chat-template FILE|NAME)\n");
+    serve__print_engine(e);
     if (cli_is_demo_model(a.cfg.model_dir))
         fprintf(stderr, "encore: this is the built-in DEMO model (random weights): its text is meaningless.\n");
     http_server *s = NULL;

@@ -154,6 +154,29 @@ encore_status encore_get_model_info(encore_engine *e, encore_model_info *out)
     return ENCORE_OK;
 }
 
+encore_status encore_get_engine_info(encore_engine *e, encore_engine_info *out)
+{
+    if (!e || !out)
+        return (encore_status)enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                                       "encore_get_engine_info: NULL argument");
+    const engine_config *c = engine_get_config(e->eng);
+    *out = (encore_engine_info){
+        .device = engine_backend_name(e->eng),
+        .n_threads = c->n_threads,
+        .block_size = c->block_size,
+        .n_kv_blocks = engine_kv_total_blocks(e->eng),
+        .kv_cache_dtype = engine_kv_cache_dtype(e->eng),
+        .kv_bytes_per_token = engine_kv_bytes_per_token(e->eng),
+        .max_num_seqs = c->max_num_seqs,
+        .max_num_batched_tokens = c->max_num_batched_tokens,
+        .max_model_len = c->max_model_len,
+        .eager = c->eager,
+        .decode_steps = c->decode_steps,
+        .prefix_caching = !c->no_prefix_caching,
+    };
+    return ENCORE_OK;
+}
+
 /* --- text ------------------------------------------------------------------ */
 
 static enc_status encore__need_tokenizer(const encore_engine *e, const char *what)

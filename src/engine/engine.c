@@ -699,6 +699,11 @@ engine_stats engine_get_stats(const engine *e)
     return st;
 }
 
+const char *engine_backend_name(const engine *e)
+{
+    return e->be->iface->name;
+}
+
 const char *engine_kv_cache_dtype(const engine *e)
 {
     return enc_dtype_name(e->kv.dtype);

@@ -258,6 +258,8 @@ void engine_release_request(engine *e, int64_t request_id);
 void engine_set_logits_callback(engine *e, engine_logits_fn fn, void *user);
 const qwen3_config *engine_model_config(const engine *e);
 const engine_config *engine_get_config(const engine *e); /* with defaults resolved */
+/* The backend's short name ("cpu", "vulkan"). */
+const char *engine_backend_name(const engine *e);
 /* The KV cache's dtype ("F32", "F16", "BF16") and the bytes one token takes in
  * it over all layers (K and V). */
 const char *engine_kv_cache_dtype(const engine *e);
