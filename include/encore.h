@@ -301,6 +301,7 @@ ENCORE_API encore_status encore_get_model_info(encore_engine *e, encore_model_in
  * `encore serve` prints at start). */
 typedef struct encore_engine_info {
     const char *device;         /* the backend: "cpu" or "vulkan" */
+    const char *device_description; /* "cpu (avx2 kernels, 2 threads)", "vulkan: DEVICE NAME" */
     int n_threads;              /* host compute threads */
     int block_size;             /* tokens per KV block */
     int64_t n_kv_blocks;        /* the KV cache's blocks */

@@ -167,12 +167,6 @@ static void serve__print_engine(encore_engine *e)
 {
     encore_engine_info i;
     if (encore_get_engine_info(e, &i) != ENCORE_OK) return;
-    char device[64];
-    if (!strcmp(i.device, "cpu"))
-        snprintf(device, sizeof device, "cpu (%s kernels, %d thread%s)",
-                 cpu_isa_name(cpu_kernels_init()), i.n_threads, i.n_threads == 1 ? "" : "s");
-    else
-        snprintf(device, sizeof device, "%s", i.device);
     char decode[64];
     if (i.eager)
         snprintf(decode, sizeof decode, "eager (no capture)");
@@ -182,7 +176,7 @@ static void serve__print_engine(encore_engine *e)
             "encore serve: %s; KV cache %lld blocks of %d tokens, %s (%.1f MiB); "
             "max_model_len %lld, max_num_seqs %d, max_num_batched_tokens %lld; decode %s; "
             "prefix caching %s\n",
-            device, (long long)i.n_kv_blocks, i.block_size, i.kv_cache_dtype,
+            i.device_description, (long long)i.n_kv_blocks, i.block_size, i.kv_cache_dtype,
             (double)i.n_kv_blocks * i.block_size * i.kv_bytes_per_token / (1024.0 * 1024.0),
             (long long)i.max_model_len, i.max_num_seqs, (long long)i.max_num_batched_tokens, decode,
             i.prefix_caching ? "on" : "off");

@@ -162,6 +162,7 @@ encore_status encore_get_engine_info(encore_engine *e, encore_engine_info *out)
     const engine_config *c = engine_get_config(e->eng);
     *out = (encore_engine_info){
         .device = engine_backend_name(e->eng),
+        .device_description = engine_device_description(e->eng),
         .n_threads = c->n_threads,
         .block_size = c->block_size,
         .n_kv_blocks = engine_kv_total_blocks(e->eng),

@@ -82,6 +82,10 @@ struct backend_i {
     /* (optional) Whether graph_compute runs nodes of this op. NULL: every
      * op of the graph. (The engine asks before it builds GRAPH_OP_SAMPLE.) */
     bool (*supports_op)(const backend *be, graph_op op);
+    /* (optional) One line naming the device, for `encore serve`'s start:
+     * "cpu (avx2 kernels, 2 threads)", "vulkan: NVIDIA H100 80GB HBM3".
+     * NULL: the name alone. */
+    void (*describe)(const backend *be, char *out, size_t size);
     /* Release the backend and everything it owns. */
     void (*destroy)(backend *be);
 };
@@ -128,6 +132,8 @@ enc_status backend_create_named(const char *device, int n_threads, backend **out
 bool backend_name_valid(const char *device);
 /* The CPU backend's compute threads; for a device backend, the host's CPUs. */
 int backend_host_threads(const backend *be);
+/* backend_i.describe's line into out (the name where it has none). */
+void backend_describe(const backend *be, char *out, size_t size);
 
 /* --- capture and replay (DESIGN principles 1-3) ----------------------------- */
 bool backend_supports_capture(const backend *be);

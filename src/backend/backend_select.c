@@ -1,5 +1,6 @@
 /* backend_select.c - a backend from its name: "cpu", "vulkan" (the best
  * Vulkan device) or "vulkan:N" (device N as `encore devices` lists it). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,4 +43,12 @@ enc_status backend_create_named(const char *device, int n_threads, backend **out
 int backend_host_threads(const backend *be)
 {
     return strcmp(be->iface->name, "cpu") == 0 ? cpu_backend_n_threads(be) : enc_cpu_count();
+}
+
+void backend_describe(const backend *be, char *out, size_t size)
+{
+    if (be->iface->describe)
+        be->iface->describe(be, out, size);
+    else
+        snprintf(out, size, "%s", be->iface->name);
 }

@@ -140,7 +140,10 @@ enc_status engine_create(const engine_config *cfg, engine **out)
     if (!e) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "engine");
     e->cfg = *cfg;
     enc_status s = backend_create_named(cfg->device, cfg->n_threads, &e->be);
-    if (s == ENC_OK) e->cfg.n_threads = backend_host_threads(e->be);
+    if (s == ENC_OK) {
+        e->cfg.n_threads = backend_host_threads(e->be);
+        backend_describe(e->be, e->device, sizeof e->device);
+    }
     if (s == ENC_OK) e->device_sampler = backend_supports_op(e->be, GRAPH_OP_SAMPLE);
     gguf_file_type quantize = {ENC_F32, false};
     if (s == ENC_OK) s = model_quantize_type(cfg->quantize, &quantize);
@@ -702,6 +705,11 @@ engine_stats engine_get_stats(const engine *e)
 const char *engine_backend_name(const engine *e)
 {
     return e->be->iface->name;
+}
+
+const char *engine_device_description(const engine *e)
+{
+    return e->device;
 }
 
 const char *engine_kv_cache_dtype(const engine *e)

@@ -260,6 +260,8 @@ const qwen3_config *engine_model_config(const engine *e);
 const engine_config *engine_get_config(const engine *e); /* with defaults resolved */
 /* The backend's short name ("cpu", "vulkan"). */
 const char *engine_backend_name(const engine *e);
+/* Its line naming the device (backend_describe). */
+const char *engine_device_description(const engine *e);
 /* The KV cache's dtype ("F32", "F16", "BF16") and the bytes one token takes in
  * it over all layers (K and V). */
 const char *engine_kv_cache_dtype(const engine *e);

@@ -147,6 +147,7 @@ typedef struct decode_slot {
 struct engine {
     engine_config cfg; /* defaults resolved */
     backend *be;
+    char device[160]; /* backend_describe's line */
     qwen3_model *model;
     kv_cache kv;
     int64_t max_blocks_per_seq;

@@ -938,11 +938,19 @@ static bool cpu__supports_weight_dtype(const backend *be, graph_op op, enc_dtype
            cpu_reads_block_dtype(t);
 }
 
+static void cpu__describe(const backend *be, char *out, size_t size)
+{
+    int n = cpu_backend_n_threads(be);
+    snprintf(out, size, "cpu (%s kernels, %d thread%s)", cpu_isa_name(cpu_kernels_init()), n,
+             n == 1 ? "" : "s");
+}
+
 static const struct backend_i cpu__iface = {
     .name = "cpu",
     .kv_cache_dtypes = 1u << ENC_F32 | 1u << ENC_F16 | 1u << ENC_BF16 | 1u << ENC_Q8_0,
     .buffer_alloc = cpu__buffer_alloc,
-    .buffer_from_host = NULL, /* weights are copied into huge-page buffers (see cpu__buffer_alloc) */
+    .buffer_from_host =
+        NULL, /* weights are copied into huge-page buffers (see cpu__buffer_alloc) */
     .buffer_free = cpu__buffer_free,
     .buffer_write = cpu__buffer_write,
     .buffer_read = cpu__buffer_read,
@@ -953,6 +961,7 @@ static const struct backend_i cpu__iface = {
     .replay = cpu__replay,
     .recording_free = cpu__recording_free,
     .supports_weight_dtype = cpu__supports_weight_dtype,
+    .describe = cpu__describe,
     .destroy = cpu__destroy,
 };
 

@@ -367,6 +367,12 @@ static bool vk__supports_weight_dtype(const backend *be, graph_op op, enc_dtype 
     return vk_ops_reads_quantized(op, t);
 }
 
+static void vk__describe(const backend *be, char *out, size_t size)
+{
+    const vk_ctx *c = be->ctx;
+    snprintf(out, size, "vulkan: %s", c->props.deviceName);
+}
+
 static const struct backend_i vk__iface = {
     .name = "vulkan",
     .kv_cache_dtypes = 1u << ENC_F32 | 1u << ENC_F16 | 1u << ENC_BF16 | 1u << ENC_Q8_0,
@@ -384,6 +390,7 @@ static const struct backend_i vk__iface = {
     .device_seconds = vk__device_seconds,
     .supports_op = vk__supports_op,
     .supports_weight_dtype = vk__supports_weight_dtype,
+    .describe = vk__describe,
     .destroy = vk__destroy,
 };
 
