@@ -257,6 +257,11 @@ def bad_cases(cfg, kvs, tensors):
         ("huge_string", G.build(kvs, tensors, raw_kvs=[huge_str]),
          ["key 'general.name'", "string length", "4611686018427387904", "byte offset"]),
         ("huge_array", G.build(kvs, tensors, raw_kvs=[huge_arr]), ["'x.arr'", "byte offset"]),
+        # the offset named is the bad element's: after the key, its type, the array's type and count
+        ("bool_array_2", G.build(kvs, tensors, raw_kvs=[G.gstr("x.flags") + struct.pack("<IIQ", G.ARR, G.BOOL, 3)
+                                                         + bytes([1, 0, 2])]),
+         ["'x.flags'", f"byte offset {24 + n_kv_bytes + len(G.gstr('x.flags')) + 4 + 12 + 2}",
+          "bool value 2"]),
         ("duplicate_key", G.build(kvs + [kvs[3]], tensors), [f"'{kvs[3][0]}'", "twice"]),
         ("duplicate_tensor", G.build(kvs, tensors + [tensors[1]]), [f"'{tensors[1].name}'", "twice"]),
         ("misaligned", with_tensor(1, offset=t0.offset or 8), [f"'{tensors[1].name}'", "alignment"]),
@@ -393,6 +398,7 @@ def cmd_tokenizer(a, tmp):
     print("ok: detokenized identically")
     # tokenizer metadata encore cannot honour: refused naming the key
     base = G.tokenizer_kvs(tok_json, tok_cfg, vocab_size=151936)
+    types = next(v for k, _, v in base if k == "tokenizer.ggml.token_type")[1]
     def replaced(key, t, v):
         return [(k, t, v) if k == key else (k, tt, vv) for k, tt, vv in base]
     cases = [("llama-bpe", replaced("tokenizer.ggml.pre", G.STR, "llama-bpe"), "'llama-bpe'"),
@@ -400,7 +406,14 @@ def cmd_tokenizer(a, tmp):
              ("bad_merge", replaced("tokenizer.ggml.merges", G.ARR, (G.STR, ["a b", "zz\u0120 q"])),
               "tokenizer.ggml.merges[1]"),
              ("types_short", replaced("tokenizer.ggml.token_type", G.ARR, (G.I32, [1, 1])),
-              "'tokenizer.ggml.token_type'")]
+              "'tokenizer.ggml.token_type'"),
+             ("type_300", replaced("tokenizer.ggml.token_type", G.ARR,
+                                   (G.I32, [300 if i == 7 else k for i, k in enumerate(types)])),
+              "entry 7: type 300 is not 1..6"),
+             ("pre_nul", replaced("tokenizer.ggml.pre", G.STR, "qwen2\0llama-bpe"),
+              "'tokenizer.ggml.pre' holds a NUL byte"),
+             ("template_nul", replaced("tokenizer.chat_template", G.STR, "{{ messages }}\0{{ x }}"),
+              "a NUL byte at offset 14")]
     for name, kvs, want in cases:
         path = os.path.join(tmp, name + ".gguf")
         G.write(path, [("general.architecture", G.STR, "qwen3")] + kvs, [])
@@ -408,6 +421,23 @@ def cmd_tokenizer(a, tmp):
         if p.returncode != 1 or want not in p.stderr or path not in p.stderr:
             sys.exit(f"FAIL bad tokenizer {name}: exit {p.returncode}, {p.stderr.strip()!r}")
         print(f"ok bad tokenizer {name}: {p.stderr.strip()}")
+    # a string read where it lies in the mapping, last in a file that ends at a page's end
+    # (nothing mapped after it): the chat template, and a control token's text
+    control = [(k, t, (v[0], v[1][:-1] + [3])) if k == "tokenizer.ggml.token_type" else (k, t, v)
+               for k, t, v in base]
+    for name, kvs, key in (("template_last", base, "tokenizer.chat_template"),
+                           ("control_last", control, "tokenizer.ggml.tokens")):
+        k, t, v = next(kv for kv in kvs if kv[0] == key)
+        head = [("general.architecture", G.STR, "qwen3")] + [kv for kv in kvs if kv[0] != key]
+        pad = -len(G.build(head + [(k, t, v)], [], alignment=1)) % 4096
+        v = v + " " * pad if t == G.STR else (v[0], v[1][:-1] + [v[1][-1] + "x" * pad])
+        path = os.path.join(tmp, name + ".gguf")
+        G.write(path, head + [(k, t, v)], [], alignment=1)
+        size = os.path.getsize(path)
+        p = run([a.engine, "tokenize", "-m", path], stdin='"hello"\n', check=False)
+        if size % 4096 or p.returncode != 0 or p.stdout.strip() != "[14990]":
+            sys.exit(f"FAIL {name} ({size} bytes): exit {p.returncode}, {p.stdout!r} {p.stderr.strip()!r}")
+        print(f"ok {name}: a file of {size} bytes ending in its {key}")
 
 
 def top1(logits_text):

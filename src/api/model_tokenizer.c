@@ -43,6 +43,9 @@ static enc_status mtok__model(const gguf_file *g, char *pre, size_t pre_cap)
                         gguf_path(g), found ? (int)(s.len < 32 ? s.len : 32) : 9,
                         found ? s.p : "(absent)");
     ENC_TRY(gguf_get_str(g, "tokenizer.ggml.pre", &s, &found));
+    if (found && memchr(s.p, '\0', (size_t)s.len))
+        return enc_fail(ENC_ERR_FORMAT, "%s: key 'tokenizer.ggml.pre' holds a NUL byte",
+                        gguf_path(g));
     size_t n = found ? (size_t)s.len : 0;
     if (n >= pre_cap) n = pre_cap - 1;
     memcpy(pre, found ? s.p : "", n);
@@ -79,7 +82,12 @@ static enc_status mtok__types(const gguf_file *g, uint64_t n_tokens, int32_t **o
     if (!*out) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "token types");
     for (uint64_t i = 0; i < n_tokens; i++) {
         int64_t v = gguf_array_int(kv, i);
-        (*out)[i] = v < 0 || v > 255 ? -1 : (int32_t)v; /* refused by the loader */
+        if (v < 1 || v > 6) /* llama.cpp's token types: normal .. byte */
+            return enc_fail(ENC_ERR_FORMAT,
+                            "%s: key 'tokenizer.ggml.token_type' at byte offset %zu, entry %llu: "
+                            "type %lld is not 1..6",
+                            gguf_path(g), kv->offset, (unsigned long long)i, (long long)v);
+        (*out)[i] = (int32_t)v;
     }
     return ENC_OK;
 }

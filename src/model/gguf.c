@@ -184,12 +184,13 @@ static enc_status gguf__read_scalars(gguf__cur *c, gguf_kv *kv)
                         "the file",
                         c->path, kv->key, kv->offset, (unsigned long long)kv->n,
                         gguf_type_name(kv->elem_type));
+    size_t data_at = c->pos; /* an array's first element, after its type and count */
     ENC_TRY(gguf__take(c, (size_t)kv->n * es, kv->key, &kv->data));
     if (kv->elem_type == GGUF_TYPE_BOOL)
         for (uint64_t i = 0; i < kv->n; i++)
             if (kv->data[i] > 1)
                 return enc_fail(ENC_ERR_FORMAT, "%s: key '%s' at byte offset %zu: bool value %u",
-                                c->path, kv->key, kv->offset + (size_t)i, kv->data[i]);
+                                c->path, kv->key, data_at + (size_t)i, kv->data[i]);
     return ENC_OK;
 }
 

@@ -253,7 +253,7 @@ enc_status tok__add_added(tokenizer *t, int32_t id, const char *content, size_t 
     a->lstrip = (uint8_t)lstrip;
     a->rstrip = (uint8_t)rstrip;
     t->added_first[a->normalized][(unsigned char)content[0]] = 1;
-    enc_status s = tok__bytes_append(&t->strs, content, len + 1);
+    enc_status s = tok__bytes_append(&t->strs, content, len); /* content may end unterminated */
     free(norm.data);
     return s;
 }
@@ -602,11 +602,15 @@ static enc_status tok__config_token(tokenizer *t, const cJSON *root,
 
 enc_status tok__set_template(tokenizer *t, const char *text, size_t len)
 {
+    const char *nul = memchr(text, '\0', len); /* text may end unterminated (a GGUF's) */
+    if (nul)
+        return enc_fail(ENC_ERR_FORMAT, "chat_template: a NUL byte at offset %zu of its %zu",
+                        (size_t)(nul - text), len);
     free(t->chat_template);
     t->chat_template = malloc(len + 1);
     if (t->chat_template) memcpy(t->chat_template, text, len), t->chat_template[len] = '\0';
     if (!t->chat_template) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "chat_template");
-    t->family = chat_template_detect(text);
+    t->family = chat_template_detect(t->chat_template);
     return ENC_OK;
 }
 
