@@ -667,6 +667,11 @@ def check_errors(a):
         chat = "/v1/chat/completions"
         expect_error(srv, 400, "POST", comp, '{"prompt": "hi", "max_tokens": ', "JSON")
         expect_error(srv, 400, "POST", comp, "[1, 2]", "object")
+        # max_completion_tokens is chat's: a completion ignores it
+        for extra in [{}, {"max_tokens": 2}]:
+            status, r, _ = srv.post(comp, dict({"prompt": "hi", "max_completion_tokens": 0}, **extra))
+            if status != 200 or (extra and r["usage"]["completion_tokens"] != 2):
+                fail(f"/v1/completions with max_completion_tokens {extra}: {status} {r}")
         expect_error(srv, 400, "POST", comp, "", "JSON")
         expect_error(srv, 400, "POST", comp, {"max_tokens": 3}, "prompt")
         expect_error(srv, 400, "POST", comp, {"prompt": 5}, "prompt")
@@ -849,6 +854,15 @@ def check_early(a):
                   "Content-Length: 100", "application/json"),
             (421, f"POST /v1/completions HTTP/1.1\r\nHost: evil.example:8000\r\n{ok}\r\nContent-Length: 100",
              "evil.example"),
+            # framing a proxy may read otherwise (RFC 9112 6.1, 6.3, 3.2)
+            (400, f"POST /v1/completions HTTP/1.1\r\n{host}\r\n{ok}\r\nContent-Length: 100\r\n"
+                  "Transfer-Encoding: chunked", "both Transfer-Encoding and Content-Length"),
+            (501, f"POST /v1/completions HTTP/1.1\r\n{host}\r\n{ok}\r\nTransfer-Encoding: gzip",
+             "'gzip'"),
+            (501, f"POST /v1/completions HTTP/1.1\r\n{host}\r\n{ok}\r\nTransfer-Encoding: chunked\r\n"
+                  "Transfer-Encoding: chunked", "and more"),
+            (400, f"GET /health HTTP/1.1\r\n{host}\r\nHost: evil.example", "this one has 2"),
+            (400, "GET /health HTTP/1.1\r\nAuthorization: Bearer sesame", "this one has 0"),
         ]:
             got, err = headers_only(srv.port, head)
             if got != want or needle not in err.get("message", ""):
@@ -871,6 +885,23 @@ def check_early(a):
         if not reply.startswith(b"HTTP/1.1 200 "):
             fail(f"the same Content-Length twice: {reply[:300]!r}")
         print("ok 200: the same Content-Length twice")
+        # HTTP/1.0 may leave Host out
+        reply = raw_request(srv.port, b"GET /health HTTP/1.0\r\n\r\n")
+        if b" 200 " not in reply.split(b"\r\n", 1)[0]:
+            fail(f"HTTP/1.0 without Host: {reply[:200]!r}")
+        # a client's bytes that are not UTF-8, echoed in an error, still make a JSON reply
+        for want, raw in [(404, b"GET /v1/models/%FFx HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                b"Authorization: Bearer sesame\r\nConnection: close\r\n\r\n"),
+                          (421, b"GET /v1/models HTTP/1.1\r\nHost: \xe9vil\r\n"
+                                b"Authorization: Bearer sesame\r\nConnection: close\r\n\r\n")]:
+            head, _, data = raw_request(srv.port, raw).partition(b"\r\n\r\n")
+            try:
+                message = json.loads(data)["error"]["message"]
+            except (ValueError, KeyError, TypeError):
+                fail(f"{raw[:40]!r}: the error is not JSON: {head[:60]!r} {data[:200]!r}")
+            if f" {want} " not in head.decode(errors="replace").split("\r\n")[0] or "\ufffd" not in message:
+                fail(f"{raw[:40]!r}: {head[:60]!r} {message!r}")
+        print("ok: bytes that are not UTF-8 are U+FFFD in the error's JSON")
         status, _, _ = srv.request("GET", "/health")
         if status != 200:
             fail(f"/health after early refusals: {status}")
@@ -1327,18 +1358,23 @@ def check_fairness(a):
     with Server(a, "--max-queue", "4", "--max-queue-per-client", "2") as srv:
         # more choices than the client may ever have at once: 400 (retrying cannot help), not 429
         body = {"prompt": "hi", "max_tokens": 2}
+        def param_of(fields):
+            _, _, data = srv.request("POST", "/v1/completions", dict(body, **fields))
+            return json.loads(data)["error"].get("param")
         for n, needle in [(3, "--max-queue-per-client"), (5, "--max-queue")]:
             hdrs = expect_error(srv, 400, "POST", "/v1/completions", dict(body, n=n), "n", needle)
-            if "Retry-After" in hdrs:
-                fail(f"n = {n}: a 400 with Retry-After: {hdrs}")
+            if "Retry-After" in hdrs or param_of({"n": n}) != "n":
+                fail(f"n = {n}: a 400 with Retry-After, or not naming n: {hdrs}")
         status, r, _ = srv.post("/v1/completions", dict(body, n=2))
         if status != 200 or len(r["choices"]) != 2:
             fail(f"n = 2 with --max-queue-per-client 2: {status} {r}")
         print("ok: n over --max-queue-per-client (or --max-queue) is a 400, n at it is answered")
         # a batch is its prompts x n choices
         for fields in [{"prompt": ["a", "b", "c"]}, {"prompt": ["a", "b"], "n": 2}]:
-            expect_error(srv, 400, "POST", "/v1/completions", dict(body, **fields), "n",
+            expect_error(srv, 400, "POST", "/v1/completions", dict(body, **fields), "prompts",
                          "--max-queue-per-client")
+            if param_of(fields) != "prompt":
+                fail(f"{fields}: the 400 does not name 'prompt': {param_of(fields)!r}")
         status, r, _ = srv.post("/v1/completions", dict(body, prompt=["a", "b"]))
         if status != 200 or len(r["choices"]) != 2:
             fail(f"a batch of 2 prompts with --max-queue-per-client 2: {status} {r}")

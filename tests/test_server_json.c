@@ -108,11 +108,20 @@ static void test_numbers(void)
 
 static void test_strings(void)
 {
+    /* every ASCII byte but NUL, and well-formed UTF-8 of every length, the
+     * ends of its ranges included: written as cJSON writes them */
+    static const char *const wide[] = {"\xc2\x80",         "\xc3\xa9",        "\xdf\xbf",
+                                       "\xe0\xa0\x80",     "\xe4\xb8\xad",    "\xed\x9f\xbf",
+                                       "\xee\x80\x80",     "\xef\xbf\xbf",    "\xf0\x90\x80\x80",
+                                       "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf"};
     char s[512];
     size_t n = 0;
-    for (int c = 1; c < 256; c++)
-        s[n++] = (char)c; /* every byte but NUL */
-    for (int c = 255; c >= 1; c -= 3)
+    for (int c = 1; c < 128; c++)
+        s[n++] = (char)c;
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+        for (const char *p = wide[i]; *p; p++)
+            s[n++] = *p;
+    for (int c = 127; c >= 1; c -= 3)
         s[n++] = (char)c;
     s[n] = '\0';
     cJSON *o = cJSON_CreateObject();
@@ -132,6 +141,36 @@ static void test_strings(void)
     CHECK(got && want && !strcmp(got, want));
     free(got);
     free(want);
+}
+
+/* A byte that starts no well-formed UTF-8 sequence (RFC 3629) is \ufffd. */
+static void test_strings_not_utf8(void)
+{
+    static const char *const cases[][2] = {
+        {"a\xff"
+         "b",
+         "\"a\\ufffdb\""},                                          /* never in UTF-8 */
+        {"\xc3", "\"\\ufffd\""},                                    /* cut at the end */
+        {"\xc3(", "\"\\ufffd(\""},                                  /* cut by ASCII */
+        {"\x80\xbf", "\"\\ufffd\\ufffd\""},                         /* continuation bytes alone */
+        {"\xc0\xaf", "\"\\ufffd\\ufffd\""},                         /* overlong '/' */
+        {"\xe0\x9f\xbf", "\"\\ufffd\\ufffd\\ufffd\""},              /* overlong U+07FF */
+        {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""},              /* a surrogate */
+        {"\xf0\x8f\xbf\xbf", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""},   /* overlong U+FFFF */
+        {"\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""},   /* past U+10FFFF */
+        {"\xe4\xb8\xad\xe4\xb8", "\"\xe4\xb8\xad\\ufffd\\ufffd\""}, /* a whole one, a cut one */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_out w;
+        json_out_init(&w);
+        json_out_string(&w, cases[i][0]);
+        char *got = json_out_finish(&w);
+        CHECK(got && !strcmp(got, cases[i][1]));
+        cJSON *back = got ? cJSON_Parse(got) : NULL; /* and it parses */
+        CHECK(back && cJSON_IsString(back));
+        cJSON_Delete(back);
+        free(got);
+    }
 }
 
 static void test_nesting(void)
@@ -363,6 +402,7 @@ int main(void)
 {
     test_numbers();
     test_strings();
+    test_strings_not_utf8();
     test_nesting();
     test_logprobs_replies();
     if (!check_failures) printf("test_server_json: all checks passed\n");

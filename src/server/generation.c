@@ -1230,7 +1230,8 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
         !gen__check_token_ids(s, req, &err))
         goto refuse;
     int n_choices = (int)n_prompts * req->best_of; /* at most OAI_MAX_PROMPTS x OAI_MAX_N */
-    if (!http_admit(s, client, n_choices, 1, &err)) goto refuse;
+    const char *why = n_prompts > 1 ? "prompt" : req->best_of > req->n ? "best_of" : "n";
+    if (!http_admit(s, client, n_choices, 1, why, &err)) goto refuse;
     gen_job *j = gen__job_new(s, req, n_choices, fd, t_arrival, client);
     if (!j) {
         http_admit_release(s, client, n_choices, 1);

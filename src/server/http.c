@@ -186,14 +186,15 @@ static int64_t http__max_per_client(const http_server *s)
     return s->cfg.max_queue / 2 > 1 ? s->cfg.max_queue / 2 : 1;
 }
 
-int http_admit(http_server *s, const char *client, int64_t n, int job, oai_error *err)
+int http_admit(http_server *s, const char *client, int64_t n, int job, const char *param,
+               oai_error *err)
 {
     int64_t was = 0, max = http__max_per_client(s);
     if (n > max || n > s->cfg.max_queue) /* never admitted, however long the client waits */
-        return oai_error_set(err, 400, "n",
-                             "%lld choices ('n' for each prompt) are more than this server admits "
-                             "at once: %lld from one client (--max-queue-per-client), %lld in all "
-                             "(--max-queue)",
+        return oai_error_set(err, 400, param,
+                             "%lld sequences (the prompts times 'best_of' or 'n') are more than "
+                             "this server admits at once: %lld from one client "
+                             "(--max-queue-per-client), %lld in all (--max-queue)",
                              (long long)n, (long long)max, (long long)s->cfg.max_queue);
     pthread_mutex_lock(&s->mu);
     int full = s->n_admitted + n > s->cfg.max_queue;
@@ -367,7 +368,7 @@ static enum MHD_Result http__tokens(http_server *s, struct MHD_Connection *conn,
         http_error_no_model(s, req->model, &err);
         return http_reply_error(s, conn, &err);
     }
-    if (!http_admit(s, client, 1, 0, &err)) return http_reply_error(s, conn, &err);
+    if (!http_admit(s, client, 1, 0, NULL, &err)) return http_reply_error(s, conn, &err);
     enum MHD_Result r = req->kind == OAI_DETOKENIZE ? http__detokenize(s, conn, req)
                                                     : http__tokenize(s, conn, req);
     http_admit_release(s, client, 1, 0);
@@ -445,39 +446,75 @@ static int http__authorized(http_server *s, struct MHD_Connection *conn, http_ro
     return http_guard_bearer(http__header(conn, MHD_HTTP_HEADER_AUTHORIZATION), s->api_key);
 }
 
-/* The Content-Length headers of a request: the first, and one that differs
- * from it (two lengths are a request that a proxy in front may frame
- * otherwise than this server: request smuggling). */
-typedef struct http__lengths {
+/* The headers that say where a request ends and whom it is for: the first
+ * Content-Length and one that differs from it, the Transfer-Encodings and
+ * the Hosts. Two lengths, a length beside a Transfer-Encoding, or a coding
+ * other than chunked are a request that a proxy in front may frame
+ * otherwise than this server (request smuggling), and two Hosts one it may
+ * route otherwise (RFC 9112, 6.1 and 3.2). */
+typedef struct http__framing {
     const char *first, *other;
     int differ;
-} http__lengths;
+    const char *coding; /* the first Transfer-Encoding */
+    int n_codings, n_hosts;
+} http__framing;
 
-static enum MHD_Result http__each_length(void *cls, enum MHD_ValueKind kind, const char *key,
-                                         const char *value)
+static enum MHD_Result http__each_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                          const char *value)
 {
-    http__lengths *l = cls;
+    http__framing *f = cls;
     (void)kind;
-    if (!key || !value || strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0) return MHD_YES;
-    if (!l->first) {
-        l->first = value;
-    } else if (strcmp(l->first, value) != 0 && !l->differ) {
-        l->other = value;
-        l->differ = 1;
+    if (!key || !value) return MHD_YES;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+        if (!f->n_codings++) f->coding = value;
+    } else if (!strcasecmp(key, MHD_HTTP_HEADER_HOST)) {
+        f->n_hosts++;
+    } else if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+        if (!f->first) {
+            f->first = value;
+        } else if (strcmp(f->first, value) != 0 && !f->differ) {
+            f->other = value;
+            f->differ = 1;
+        }
     }
     return MHD_YES;
 }
 
+/* 1 with err filled when the framing headers are refused (above). */
+static int http__refuse_framing(struct MHD_Connection *conn, const char *version, oai_error *err)
+{
+    http__framing f = {0};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, http__each_framing, &f);
+    if (f.differ)
+        oai_error_set(err, 400, NULL,
+                      "the request has Content-Length headers with different values ('%.30s', "
+                      "'%.30s')",
+                      f.first, f.other);
+    else if (f.n_codings > 1 || (f.coding && strcasecmp(f.coding, "chunked") != 0))
+        oai_error_set(err, 501, NULL,
+                      "Transfer-Encoding '%.40s'%s: this server reads chunked alone", f.coding,
+                      f.n_codings > 1 ? " and more" : "");
+    else if (f.coding && f.first)
+        oai_error_set(err, 400, NULL, "the request has both Transfer-Encoding and Content-Length");
+    else if (f.n_hosts > 1 || (!f.n_hosts && version && !strcmp(version, "HTTP/1.1")))
+        oai_error_set(err, 400, NULL, "an HTTP/1.1 request has one Host header; this one has %d",
+                      f.n_hosts);
+    else
+        return 0;
+    return 1;
+}
+
 /* On the first call, with the headers only: 1 with err filled when the
- * request is refused whatever its body (unknown route 404, wrong method 405,
- * a Host not answered 421, no API key 401, a POST not of application/json
- * 415, Content-Length headers that differ 400, a Content-Length over the
- * limit 413; a 405 has the path's methods in allow[allow_cap]); else 0 with
+ * request is refused whatever its body (framing headers refused 400 or 501,
+ * unknown route 404, wrong method 405, a Host not answered 421, no API key
+ * 401, a POST not of application/json 415, a Content-Length over the limit
+ * 413; a 405 has the path's methods in allow[allow_cap]); else 0 with
  * hc->route set. */
 static int http__refuse_early(http_server *s, struct MHD_Connection *conn, const char *url,
-                              const char *method, http_conn *hc, oai_error *err, char *allow,
-                              size_t allow_cap)
+                              const char *method, const char *version, http_conn *hc,
+                              oai_error *err, char *allow, size_t allow_cap)
 {
+    if (http__refuse_framing(conn, version, err)) return 1;
     http_route route = http__route(url, method, allow, allow_cap);
     if (route == HTTP_ROUTE_NONE) {
         if (allow[0])
@@ -503,16 +540,7 @@ static int http__refuse_early(http_server *s, struct MHD_Connection *conn, const
                       url, type ? type : "(none)");
         return 1;
     }
-    http__lengths lengths = {0};
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, http__each_length, &lengths);
-    if (lengths.differ) {
-        oai_error_set(err, 400, NULL,
-                      "the request has Content-Length headers with different values ('%.30s', "
-                      "'%.30s')",
-                      lengths.first, lengths.other);
-        return 1;
-    }
-    const char *cl = lengths.first;
+    const char *cl = http__header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body_bytes) {
         oai_error_set(err, 413, NULL, "the request body (%.30s bytes) is larger than %zu bytes", cl,
                       s->cfg.max_body_bytes);
@@ -617,7 +645,6 @@ static enum MHD_Result http__handle(void *cls, struct MHD_Connection *conn, cons
 {
     http_server *s = cls;
     http_conn *hc = *con_cls;
-    (void)version;
     if (!hc) {
         hc = calloc(1, sizeof *hc);
         if (!hc) return MHD_NO;
@@ -625,7 +652,8 @@ static enum MHD_Result http__handle(void *cls, struct MHD_Connection *conn, cons
         *con_cls = hc;
         oai_error err;
         char allow[32];
-        if (!http__refuse_early(s, conn, url, method, hc, &err, allow, sizeof allow))
+        allow[0] = '\0';
+        if (!http__refuse_early(s, conn, url, method, version, hc, &err, allow, sizeof allow))
             return MHD_YES;
         hc->answered = 1;
         return http__reply_error(s, conn, &err, allow, 1); /* the body is not read: close */

@@ -99,14 +99,43 @@ void json_out_end_array(json_out *w)
     json_out__close(w, "]");
 }
 
+/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
+ * form, no surrogate, at most U+10FFFF), 0 when the bytes there are not one. */
+static int json_out__utf8_len(const unsigned char *s)
+{
+    int n = s[0] < 0x80                    ? 1
+            : s[0] >= 0xc2 && s[0] <= 0xdf ? 2
+            : (s[0] & 0xf0) == 0xe0        ? 3
+            : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
+                                           : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0; /* a NUL ends the string here too */
+    if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) return 0;
+    if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))) return 0;
+    return n;
+}
+
 /* s quoted: '"' and '\\' escaped, \b \f \n \r \t by name, the other bytes
- * below 0x20 as \u00xx; every other byte as it is (cJSON's escapes). */
+ * below 0x20 as \u00xx (cJSON's escapes), well-formed UTF-8 as it is, and a
+ * byte that starts no well-formed sequence (a name cut inside a character,
+ * a client's raw bytes echoed in an error) as \ufffd: the document parses. */
 static void json_out__quoted(json_out *w, const char *s)
 {
     json_out__put(w, "\"", 1);
     const char *run = s;
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
+        if (c >= 0x80) {
+            int n = json_out__utf8_len((const unsigned char *)s);
+            if (n) {
+                s += n - 1;
+                continue;
+            }
+            json_out__put(w, run, (size_t)(s - run));
+            json_out__put(w, "\\ufffd", 6);
+            run = s + 1;
+            continue;
+        }
         if (c >= 0x20 && c != '"' && c != '\\') continue;
         json_out__put(w, run, (size_t)(s - run));
         run = s + 1;

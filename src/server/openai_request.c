@@ -430,10 +430,10 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
     if (r->kind == OAI_CHAT &&
         !oai__int(obj, "max_completion_tokens", INT64_MIN, INT64_MAX, &r->max_tokens, err))
         return 0;
-    if (oai__present(obj, "max_tokens", &v) || oai__present(obj, "max_completion_tokens", &v)) {
-        const char *name = oai__present(obj, "max_completion_tokens", &v) && r->kind == OAI_CHAT
-                               ? "max_completion_tokens"
-                               : "max_tokens";
+    int completion_tokens = r->kind == OAI_CHAT && oai__present(obj, "max_completion_tokens", &v);
+    if (oai__present(obj, "max_tokens", &v) ||
+        completion_tokens) { /* a completion ignores the other */
+        const char *name = completion_tokens ? "max_completion_tokens" : "max_tokens";
         /* echo with max_tokens 0: the prompt alone, as vLLM answers it */
         r->prompt_only = r->max_tokens == 0 && r->kind == OAI_COMPLETION && r->echo;
         if (r->max_tokens < 1 && !r->prompt_only)

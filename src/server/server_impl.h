@@ -45,9 +45,10 @@ enum MHD_Result http_reply_error(http_server *s, struct MHD_Connection *conn, co
 /* Admit n generation requests (choices) and `job` (0 or 1) jobs of
  * `client` (http_client_id) against --max-queue and --max-queue-per-client:
  * 1, or 0 with err filled (503 when the queue is full, 429 when the
- * client's share is, 400 naming 'n' when n is more than either holds).
- * http_admit_release gives them back. */
-int http_admit(http_server *s, const char *client, int64_t n, int job, oai_error *err);
+ * client's share is, 400 naming param, the field that made n, when n is more
+ * than either holds). http_admit_release gives them back. */
+int http_admit(http_server *s, const char *client, int64_t n, int job, const char *param,
+               oai_error *err);
 void http_admit_release(http_server *s, const char *client, int64_t n, int job);
 /* The client a request counts against: "api-key" when the server has one
  * (every holder of it is one client), else the peer's IP address. */
