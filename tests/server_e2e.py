@@ -662,6 +662,23 @@ def expect_error(srv, status, method, path, body, *needles, headers=None, timeou
 
 
 def check_errors(a):
+    # bodies over 1 MiB parse two at a time: six at once are each answered (a prompt of ids
+    # longer than the model's context: 400), and a small request passes them
+    with Server(a, "--max-model-len", "256") as srv:
+        big = json.dumps({"prompt": [0] * 400000, "max_tokens": 1})
+        got = []
+        def post_big():
+            status, _, data = srv.request("POST", "/v1/completions", big, timeout=120)
+            got.append((status, data))
+        threads = [threading.Thread(target=post_big) for _ in range(6)]
+        for t in threads:
+            t.start()
+        status, _, _ = srv.request("GET", "/health")
+        for t in threads:
+            t.join()
+        if status != 200 or len(got) != 6 or any(st != 400 or b"maximum context length is 256" not in d for st, d in got):
+            fail(f"six large bodies at once: /health {status}, {[(st, d[:120]) for st, d in got]}")
+        print(f"ok: six {len(big) >> 10} KiB bodies at once each answered 400")
     with Server(a, "--max-body-bytes", "65536", "--max-model-len", "256") as srv:
         comp = "/v1/completions"
         chat = "/v1/chat/completions"

@@ -562,6 +562,33 @@ static enum MHD_Result http__model(http_server *s, struct MHD_Connection *conn, 
     return http_reply_error(s, conn, &err);
 }
 
+/* Parsing holds about 40 times a body's bytes in cJSON nodes (a prompt of
+ * token ids: a node of 64 bytes per "0,"), before any admission: bodies
+ * over HTTP_LARGE_BODY parse HTTP_LARGE_PARSES at a time, the others'
+ * threads waiting their turn, so that many connections each sending
+ * --max-body-bytes cannot take the memory at once. */
+enum { HTTP_LARGE_BODY = 1 << 20, HTTP_LARGE_PARSES = 2 };
+
+static int http__parse(http_server *s, const http_conn *hc, oai_kind kind, oai_request *req,
+                       oai_error *err)
+{
+    const char *body = hc->body ? hc->body : "";
+    if (hc->len <= HTTP_LARGE_BODY) return oai_request_parse(body, hc->len, kind, req, err);
+    pthread_mutex_lock(&s->mu);
+    while (s->n_large_parses >= HTTP_LARGE_PARSES && !atomic_load(&s->stopping))
+        pthread_cond_wait(&s->parse_free, &s->mu);
+    int stopping = atomic_load(&s->stopping);
+    if (!stopping) s->n_large_parses++;
+    pthread_mutex_unlock(&s->mu);
+    if (stopping) return oai_error_set(err, 503, NULL, "the server is stopping");
+    int ok = oai_request_parse(body, hc->len, kind, req, err);
+    pthread_mutex_lock(&s->mu);
+    s->n_large_parses--;
+    pthread_cond_signal(&s->parse_free);
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
 /* On the last call, with the whole body in hc. */
 static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *conn, http_conn *hc,
                                       const char *url)
@@ -591,8 +618,7 @@ static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *con
                     : route == HTTP_ROUTE_TOKENIZE  ? OAI_TOKENIZE
                                                     : OAI_DETOKENIZE;
     oai_request req;
-    if (!oai_request_parse(hc->body ? hc->body : "", hc->len, kind, &req, &err))
-        return http_reply_error(s, conn, &err);
+    if (!http__parse(s, hc, kind, &req, &err)) return http_reply_error(s, conn, &err);
     char client[HTTP_CLIENT_ID_MAX];
     http_client_id(s, conn, client);
     if (kind == OAI_TOKENIZE || kind == OAI_DETOKENIZE) {
@@ -732,6 +758,7 @@ static void http__free(http_server *s)
     http_clients_free(&s->clients);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->idle);
+    pthread_cond_destroy(&s->parse_free);
     free(s->host);
     free(s->api_key);
     free(s->model_name);
@@ -788,6 +815,7 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
     atomic_init(&s->next_id, (uint64_t)time(NULL) ^ ((uint64_t)(http_now() * 1e9) << 20));
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->idle, NULL);
+    pthread_cond_init(&s->parse_free, NULL);
     metrics_init(&s->metrics);
     s->deadline = http_deadline_create(s->cfg.request_read_timeout_s, 1);
     if (!s->deadline || !s->host || !s->model_name || (cfg->api_key && cfg->api_key[0] && !s->api_key) ||
@@ -842,6 +870,9 @@ void http_server_stop(http_server *s)
 {
     if (!s) return;
     atomic_store(&s->stopping, 1);
+    pthread_mutex_lock(&s->mu);
+    pthread_cond_broadcast(&s->parse_free); /* parses waiting their turn give up */
+    pthread_mutex_unlock(&s->mu);
     /* Connection threads waiting on the engine see `stopping` within a poll
      * interval, cancel and end; MHD_stop_daemon joins them. */
     MHD_stop_daemon(s->daemon);

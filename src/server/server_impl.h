@@ -30,8 +30,10 @@ struct http_server {
     atomic_uint_fast64_t next_id;
     atomic_llong n_fault_final_copies; /* ENCORE_FAULT_FINAL_COPIES: last outputs whose copy
                                           fails as out of memory would (tests) */
-    pthread_mutex_t mu;         /* guards the two counts and signals `idle` */
+    pthread_mutex_t mu;                /* guards the counts and signals `idle` and `parse_free` */
     pthread_cond_t idle;
+    pthread_cond_t parse_free;  /* n_large_parses fell */
+    int n_large_parses;         /* bodies over HTTP_LARGE_BODY being parsed */
     int64_t n_admitted;         /* generation requests (choices) admitted, not yet freed */
     int64_t n_jobs;             /* generation jobs alive (a job holds n choices) */
     http_clients clients;       /* n_admitted per client */
