@@ -417,6 +417,13 @@ static void test_single_bad_entries(void)
              "\"w.dup\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}",
              NULL, 16);
     expect_st_fail("dup.safetensors", ENC_ERR_FORMAT, "'w.dup'", "twice", NULL);
+
+    /* a field given twice in one entry: which dtype would a reader take? */
+    write_st("dup_field.safetensors",
+             "{\"w.f\":{\"dtype\":\"F32\",\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+             NULL, 8);
+    expect_st_fail("dup_field.safetensors", ENC_ERR_FORMAT, "'w.f'", "\"dtype\" appears twice",
+                   NULL);
 }
 
 /* Zero-size tensors share offsets without overlapping; gaps are allowed. */
@@ -785,6 +792,13 @@ static void test_config_valid(void)
     free(json);
     s = qwen3_config_load(path_of("cfg"), &c);
     CHECK(s == ENC_OK && c.n_eos == 3 && c.eos_token_ids[2] == 3);
+
+    /* a config.json that never ends: refused at FILE_READ_ALL_MAX, not read into every byte of
+     * memory */
+    make_dir("cfg_zero");
+    CHECK(symlink("/dev/zero", path_of("cfg_zero/config.json")) == 0);
+    s = qwen3_config_load(path_of("cfg_zero"), &c);
+    CHECK(s == ENC_ERR_FORMAT && strstr(enc_last_error(), "config.json: larger than 256 MiB"));
 }
 
 static void test_config_bad(void)
@@ -794,6 +808,9 @@ static void test_config_bad(void)
     expect_cfg_fail("vocab_size", NULL, F, "'vocab_size'", "missing");
     expect_cfg_fail("rms_norm_eps", NULL, F, "'rms_norm_eps'", "missing");
     expect_cfg_fail("rope_theta", NULL, F, "'rope_theta'", "missing");
+    expect_cfg_fail("rope_theta", "1", F, "rope_theta", "above 1"); /* yarn divides by its log */
+    expect_cfg_fail("rope_scaling", "{\"rope_type\": \"linear\", \"factor\": 1e-320}", F, "factor",
+                    "positive number"); /* its inverse is infinite */
     expect_cfg_fail("num_hidden_layers", NULL, F, "'num_hidden_layers'", "missing");
     expect_cfg_fail("hidden_size", "\"1024\"", F, "'hidden_size'", "a string");
     expect_cfg_fail("hidden_size", "1.5", F, "'hidden_size'", "1.5");

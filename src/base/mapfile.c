@@ -67,6 +67,12 @@ enc_status file_read_all(const char *path, char **out, size_t *size)
     while (buf) {
         n += fread(buf + n, 1, cap - n, f);
         if (n < cap) break;
+        if (cap >= FILE_READ_ALL_MAX) { /* /dev/zero, or a file that is not what it claims */
+            free(buf);
+            fclose(f);
+            return enc_fail(ENC_ERR_FORMAT, "%s: larger than %d MiB", path,
+                            (int)(FILE_READ_ALL_MAX >> 20));
+        }
         char *bigger = realloc(buf, cap * 2 + 1);
         if (!bigger) {
             free(buf);

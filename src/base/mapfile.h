@@ -22,7 +22,9 @@ void mapfile_close(enc_mapfile *m);
 void mapfile_drop_pages(const void *p, size_t n);
 
 /* Read a whole (small) file into a NUL-terminated malloc'd buffer; the caller
- * frees it. */
+ * frees it. A pipe is read to its end; past FILE_READ_ALL_MAX bytes it is an
+ * error. */
+#define FILE_READ_ALL_MAX ((size_t)256 << 20)
 enc_status file_read_all(const char *path, char **out, size_t *size);
 
 #endif

@@ -50,10 +50,18 @@ int64_t enc_rope_context_limit(const enc_rope_scaling *s, int64_t max_pos)
     return limit > max_pos ? limit : max_pos;
 }
 
+enc_status enc_rope_theta_check(double theta, const char *where, const char *key)
+{
+    if (!(theta > 1.0) || !isfinite(theta))
+        return enc_fail(ENC_ERR_FORMAT, "%s: %s must be a number above 1 (got %g)", where, key,
+                        theta);
+    return ENC_OK;
+}
+
 enc_status enc_rope_scaling_check(const enc_rope_scaling *s, const char *where)
 {
     if (s->kind == ENC_ROPE_NONE) return ENC_OK;
-    if (!(s->factor > 0.0) || !isfinite(s->factor))
+    if (!(s->factor > 0.0) || !isfinite(s->factor) || !isfinite(1.0 / s->factor))
         return enc_fail(ENC_ERR_FORMAT,
                         "%s: rope scaling factor must be a positive number (got %g)", where,
                         s->factor);

@@ -51,6 +51,9 @@ int64_t enc_rope_context_limit(const enc_rope_scaling *s, int64_t max_pos);
 
 /* Checks a scaling's values; `where` names the file in the message. */
 enc_status enc_rope_scaling_check(const enc_rope_scaling *s, const char *where);
+/* Checks the base: finite and above 1 (at 1 every frequency is 1, and yarn
+ * divides by its log); `key` names it in the message. */
+enc_status enc_rope_theta_check(double theta, const char *where, const char *key);
 
 /* inv_freq(i) of the header comment for a head of hd dimensions, in
  * double (plain RoPE: exactly pow(theta, -2i/hd)). */

@@ -243,9 +243,11 @@ static enc_status cfg__rope(const cJSON *root, const char *where, qwen3_config *
     ENC_TRY(cfg__get(root, where, "rope_theta", &j));
     if (!j && params) {
         j = cJSON_GetObjectItemCaseSensitive(params, "rope_theta");
-        return cfg__as_positive(j, where, "rope_parameters.rope_theta", 0, &c->rope_theta);
+        ENC_TRY(cfg__as_positive(j, where, "rope_parameters.rope_theta", 0, &c->rope_theta));
+        return enc_rope_theta_check(c->rope_theta, where, "rope_parameters.rope_theta");
     }
-    return cfg__as_positive(j, where, "rope_theta", 0, &c->rope_theta);
+    ENC_TRY(cfg__as_positive(j, where, "rope_theta", 0, &c->rope_theta));
+    return enc_rope_theta_check(c->rope_theta, where, "rope_theta");
 }
 
 /* A token id in [0, vocab). */

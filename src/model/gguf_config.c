@@ -295,6 +295,7 @@ enc_status qwen3_config_from_gguf(const gguf_file *g, qwen3_config *out)
     ENC_TRY(gguf__shapes(&c, &q));
     ENC_TRY(gguf__float(&c, "attention.layer_norm_rms_epsilon", 0, 1, &q.rms_norm_eps));
     ENC_TRY(gguf__float(&c, "rope.freq_base", 10000.0, 0, &q.rope_theta));
+    ENC_TRY(enc_rope_theta_check(q.rope_theta, gguf_path(g), "key 'rope.freq_base'"));
     ENC_TRY(gguf__from_tensors(g, &q));
     ENC_TRY(gguf__tokens(g, &q));
     *out = q;

@@ -179,6 +179,22 @@ static enc_status st__parse_offsets(const char *path, const char *name, const cJ
     return ENC_OK;
 }
 
+/* Field `key` of a header entry (NULL when absent); one given twice is an
+ * error (cJSON would keep the first, another reader the last: other bytes). */
+static enc_status st__field(const char *path, const char *name, const cJSON *e, const char *key,
+                            const cJSON **out)
+{
+    *out = NULL;
+    for (const cJSON *f = e->child; f; f = f->next) {
+        if (!f->string || strcmp(f->string, key) != 0) continue;
+        if (*out)
+            return enc_fail(ENC_ERR_FORMAT, "%s: tensor '%s': \"%s\" appears twice", path, name,
+                            key);
+        *out = f;
+    }
+    return ENC_OK;
+}
+
 /* Check one header entry and fill t (all but the name). */
 static enc_status st__parse_entry(const char *path, const char *name, const cJSON *e,
                                   const enc_mapfile *m, size_t data_start, st_tensor *t)
@@ -186,9 +202,10 @@ static enc_status st__parse_entry(const char *path, const char *name, const cJSO
     if (!cJSON_IsObject(e))
         return enc_fail(ENC_ERR_FORMAT, "%s: tensor '%s': header entry is not an object", path,
                         name);
-    const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(e, "dtype");
-    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
-    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+    const cJSON *dtype, *shape, *offs;
+    ENC_TRY(st__field(path, name, e, "dtype", &dtype));
+    ENC_TRY(st__field(path, name, e, "shape", &shape));
+    ENC_TRY(st__field(path, name, e, "data_offsets", &offs));
     const char *missing = !dtype ? "dtype" : !shape ? "shape" : !offs ? "data_offsets" : NULL;
     if (missing) return enc_fail(ENC_ERR_FORMAT, "%s: tensor '%s': no \"%s\"", path, name, missing);
     if (!cJSON_IsString(dtype))
