@@ -176,8 +176,16 @@ def check_bad_args(a):
             sys.exit(f"FAIL: a missing model path reported as a file inside it: {p.stderr}")
     expect_fail([e, "generate", "-m", m, "--prompt-ids", "1", "--block-size", "24"], 2, "16 or 32")
     for bad in ["", "fast", "-1", "100001", "20us"]:
-        expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2"], 1, "ENCORE_CPU_SPIN_US",
+        expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2"], 2, "ENCORE_CPU_SPIN_US",
                     "[0, 100000]", env={"ENCORE_CPU_SPIN_US": bad})
+    if os.path.exists("/dev/full"):  # output that cannot be written is a failure, not a success
+        for cmd in (["generate", "-m", m, "--prompt-ids", "1 2", "-n", "2"],
+                    ["logits", "-m", m, "--prompt-ids", "1 2"]):
+            with open("/dev/full", "w") as full:
+                p = subprocess.run([e] + cmd, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+            if p.returncode != 1 or "error writing stdout" not in p.stderr:
+                sys.exit(f"FAIL: {cmd[0]} > /dev/full: exit {p.returncode}, {p.stderr.strip()!r}")
+        print("ok: a full stdout is exit 1")
     for cmd in ["generate", "logits", "batch", "bench"]:
         p = run([e, cmd, "--help"])
         if "usage: encore " + cmd not in p.stdout:

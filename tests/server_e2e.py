@@ -1602,6 +1602,7 @@ def check_args(a):
         run(["-m", m, "--api-key-file", empty], 2, empty)
         run(["-m", m, "--api-key-file", tmp], 2, tmp)
         run(["-m", m, "--api-key", "k", "--api-key-file", empty], 2, "not both")
+        run(["-m", m, "--api-key", ""], 2, "--api-key: the key is empty")
     run(["-m", m, "--verify-capture"], 2, "--verify-capture")
     run(["-m", m, "--chat-template", "qwen2"], 2, "neither a file nor")
     run(["-m", m, "--max-model-len", "1000000"], 2, "max_model_len 1000000 out of range")

@@ -78,7 +78,12 @@ static int serve_option(void *args, const char *cmd, int argc, char **argv, int 
     if (!strcmp(o, "--host")) return (a->http.host = cli_value(cmd, argc, argv, i)) ? 1 : -1;
     if (!strcmp(o, "--api-key")) {
         a->key_flag = 1;
-        return (a->http.api_key = cli_value(cmd, argc, argv, i)) ? 1 : -1;
+        if (!(a->http.api_key = cli_value(cmd, argc, argv, i))) return -1;
+        if (!*a->http.api_key) { /* would turn the check off, ENCORE_API_KEY's included */
+            cli_error(cmd, "--api-key: the key is empty");
+            return -1;
+        }
+        return 1;
     }
     if (!strcmp(o, "--api-key-file")) return (a->key_file = cli_value(cmd, argc, argv, i)) ? 1 : -1;
     if (!strcmp(o, "--allowed-hosts")) {

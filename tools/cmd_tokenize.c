@@ -168,10 +168,6 @@ static int tokcmd__run(int argc, char **argv, int detok)
         fprintf(stderr, "encore %s: error reading stdin\n", argv[0]);
         rc = 1;
     }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "encore %s: error writing stdout\n", argv[0]);
-        rc = 1;
-    }
     free(line);
     tokenizer_free(t);
     return rc;

@@ -1,4 +1,5 @@
 /* encore.c - the `encore` command-line program: dispatch to a subcommand. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,8 +46,18 @@ int main(int argc, char **argv)
         encore_usage(stdout);
         return CLI_OK;
     }
-    for (size_t i = 0; i < sizeof encore_commands / sizeof encore_commands[0]; i++)
-        if (!strcmp(argv[1], encore_commands[i].name)) return encore_commands[i].run(argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof encore_commands / sizeof encore_commands[0]; i++) {
+        if (strcmp(argv[1], encore_commands[i].name) != 0) continue;
+        int rc = encore_commands[i].run(argc - 1, argv + 1);
+        /* output that did not reach stdout (a full disk, a closed pipe) is a failure */
+        errno = 0;
+        if ((fflush(stdout) != 0 || ferror(stdout)) && rc == CLI_OK) {
+            fprintf(stderr, "encore %s: error writing stdout%s%s\n", argv[1], errno ? ": " : "",
+                    errno ? strerror(errno) : "");
+            rc = CLI_FAILED;
+        }
+        return rc;
+    }
     fprintf(stderr, "encore: unknown command '%s' (try 'encore --help')\n", argv[1]);
     return CLI_BAD_ARGS;
 }
