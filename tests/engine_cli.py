@@ -178,6 +178,23 @@ def check_bad_args(a):
     for bad in ["", "fast", "-1", "100001", "20us"]:
         expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2"], 2, "ENCORE_CPU_SPIN_US",
                     "[0, 100000]", env={"ENCORE_CPU_SPIN_US": bad})
+    with tempfile.TemporaryDirectory() as d:  # a file or line holds one JSON value, nothing after it
+        schema, ebnf, reqs = (os.path.join(d, n) for n in ("s.json", "g.ebnf", "r.jsonl"))
+        open(schema, "w").write('{"type": "integer"} junk')
+        open(ebnf, "w").write('root ::= "a"')
+        open(reqs, "w").write('{"prompt_ids": [1, 2]}{"prompt_ids": [3]}\n')
+        qv = os.path.join(a.models, "tiny-qwen3vocab")
+        gen = [e, "generate", "-m", qv, "--prompt-ids", "1 2", "-n", "2"]
+        expect_fail(gen + ["--json-schema", schema], 2, schema, "more than one value (at byte 20)")
+        open(schema, "w").write('{"type": "integer"}')
+        expect_fail(gen + ["--json-schema", schema, "--grammar", ebnf], 2, "--json-schema, --grammar",
+                    "at most one of")
+        expect_fail([e, "batch", "-m", m, "--requests", reqs], 1, "line 1: not one JSON object")
+        for line in ["[1] junk", "[1][2]"]:
+            p = subprocess.run([e, "detokenize", "-m", qv], input=line + "\n", capture_output=True,
+                               text=True, timeout=60)
+            if p.returncode != 1 or "JSON array of token ids (alone)" not in p.stderr:
+                sys.exit(f"FAIL: detokenize {line!r}: exit {p.returncode}, {p.stderr.strip()!r}")
     if os.path.exists("/dev/full"):  # output that cannot be written is a failure, not a success
         for cmd in (["generate", "-m", m, "--prompt-ids", "1 2", "-n", "2"],
                     ["logits", "-m", m, "--prompt-ids", "1 2"]):

@@ -199,13 +199,13 @@ static bool batch__sampling(const cJSON *o, engine_sampling *sp, int64_t line)
 
 static bool batch__parse_line(const char *text, tokenizer *tok, batch_request *r, int64_t line)
 {
-    cJSON *o = cJSON_Parse(text);
+    cJSON *o = json_parse_whole(text, strlen(text), NULL);
     bool ok = false;
     double max_tokens = 16, temperature = 0, seed = 0, arrive = 0;
     memset(r, 0, sizeof *r);
     r->engine_id = -1;
     if (!cJSON_IsObject(o)) {
-        cli_error("batch", "line %lld: not a JSON object", (long long)line);
+        cli_error("batch", "line %lld: not one JSON object", (long long)line);
         goto done;
     }
     const cJSON *ids = cJSON_GetObjectItemCaseSensitive(o, "prompt_ids");

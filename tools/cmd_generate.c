@@ -123,11 +123,15 @@ static int generate_constraint(const generate_args *a, const engine *e, api_stru
     memset(c, 0, sizeof *c);
     char *schema = NULL, *ebnf = NULL;
     size_t n = 0;
-    const char *file = a->json_schema_file ? a->json_schema_file : a->grammar_file;
-    if (file && file_read_all(file, a->json_schema_file ? &schema : &ebnf, &n) != ENC_OK) {
+    if ((a->json_schema_file && file_read_all(a->json_schema_file, &schema, &n) != ENC_OK) ||
+        (a->grammar_file && file_read_all(a->grammar_file, &ebnf, &n) != ENC_OK)) {
         cli_error("generate", "%s", enc_last_error());
+        free(schema);
         return CLI_BAD_ARGS;
     }
+    const char *file = a->json_schema_file && a->grammar_file ? "--json-schema, --grammar"
+                       : a->json_schema_file                  ? a->json_schema_file
+                                                              : a->grammar_file;
     encore_request r = {.json_schema = schema, .regex = a->regex, .grammar = ebnf, .json_object = a->json_object,
                         .sampling = {.ignore_eos = a->ignore_eos}};
     const qwen3_config *mc = engine_model_config(e);

@@ -95,10 +95,10 @@ static enc_status tokcmd__parse_ids(const char *line, size_t len, int32_t **ids,
 {
     *ids = NULL;
     *n = 0;
-    cJSON *j = cJSON_ParseWithLength(line, len);
+    cJSON *j = json_parse_whole(line, len, NULL);
     if (!cJSON_IsArray(j)) {
         cJSON_Delete(j);
-        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "expected a JSON array of token ids");
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "expected a JSON array of token ids (alone)");
     }
     size_t cap = (size_t)cJSON_GetArraySize(j);
     *ids = malloc((cap ? cap : 1) * sizeof **ids);

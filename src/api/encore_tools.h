@@ -17,6 +17,7 @@
 #include "api/structured.h"
 #include "backend/backend.h"
 #include "backend/cpu/kernels.h"
+#include "base/json_whole.h"
 #include "base/mapfile.h"
 #include "base/random_seed.h"
 #include "base/status.h"

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json_whole.h"
 #include "grammar/ebnf_builtin.h"
 #include "grammar/json_schema_formats.h"
 #include "grammar/regex_ebnf.h"
@@ -787,8 +788,12 @@ enc_status grammar_json_schema_to_ebnf(const char *schema_json, size_t len, cons
 {
     *ebnf_out = NULL;
     if (!schema_json) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "json schema: NULL");
-    cJSON *root = cJSON_ParseWithLength(schema_json, len);
-    if (!root) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "json schema: not valid JSON");
+    size_t bad_at = 0;
+    cJSON *root = json_parse_whole(schema_json, len, &bad_at);
+    if (!root)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                        "json schema: not valid JSON, or more than one value (at byte %zu)",
+                        bad_at);
     js c;
     memset(&c, 0, sizeof c);
     c.prefix = rule_prefix ? rule_prefix : "";

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/json_whole.h"
 #include "base/mapfile.h"
 #include "tokenizer/tokenizer_impl.h"
 
@@ -69,11 +70,10 @@ static enc_status tok__get_id(const cJSON *j, const char *what, int32_t *out)
 
 static enc_status tok__parse(const char *json, size_t len, cJSON **out)
 {
-    const char *end = NULL;
-    *out = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    size_t at = 0;
+    *out = json_parse_whole(json, len, &at);
     if (*out) return ENC_OK;
-    size_t at = end && end >= json && end <= json + len ? (size_t)(end - json) : 0;
-    return enc_fail(ENC_ERR_FORMAT, "not valid JSON (near byte %zu)", at);
+    return enc_fail(ENC_ERR_FORMAT, "not valid JSON, or more than one value (near byte %zu)", at);
 }
 
 /* --- the vocabulary ------------------------------------------------------------ */

@@ -548,6 +548,11 @@ static void test_mini_errors(void)
     tokenizer *t;
     CHECK(tokenizer_load_buffer("{\"model\": [", 11, NULL, 0, &t) == ENC_ERR_FORMAT &&
               strstr(enc_last_error(), "not valid JSON"), "bad JSON: %s", enc_last_error());
+    /* a value and then more: which of them is the tokenizer? */
+    CHECK(tokenizer_load_buffer("{\"model\": null} {\"model\": 1}", 30, NULL, 0, &t) ==
+                  ENC_ERR_FORMAT &&
+              strstr(enc_last_error(), "more than one value (near byte 16)"),
+          "two values: %s", enc_last_error());
     CHECK(tokenizer_load("/nonexistent", &t) == ENC_ERR_IO, "missing directory");
     tokenizer_free(NULL);
 }
