@@ -169,6 +169,14 @@ def check_bad_args(a):
             sys.exit(f"FAIL: generate -m FIFO: exit {p.returncode}, {p.stderr.strip()}")
     for bad in ["0", "junk", "5000"]:
         expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2"], 2, "ENCORE_THREADS", env={"ENCORE_THREADS": bad})
+    # yes/no variables: false is no (it was on: any value but 0), a value of neither kind an error
+    expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2"], 2, "ENCORE_EAGER", "'maybe'",
+                env={"ENCORE_EAGER": "maybe"})
+    for value, eager in [("false", False), ("Off", False), ("true", True), ("1", True)]:
+        p = run([e, "generate", "-m", m, "--prompt-ids", "1 2", "-n", "5", "--stats"],
+                env={"ENCORE_EAGER": value})
+        if ("captures: 0" in p.stderr) != eager:
+            sys.exit(f"FAIL: ENCORE_EAGER={value}: {p.stderr.strip()!r}")
     for cmd in (["generate", "-p", "hi"], ["generate", "--prompt-ids", "1"], ["bench"]):
         missing = os.path.join(a.models, "no-such-model.gguf")
         p = expect_fail([e, cmd[0], "-m", missing] + cmd[1:], 1, missing + ": No such file or directory")

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,10 +52,21 @@ void cli_error(const char *cmd, const char *fmt, ...)
     va_end(ap);
 }
 
-static bool cli__env_flag(const char *name)
+/* A yes/no variable: unset, empty, 0, false, no or off is no; 1, true, yes
+ * or on is yes (any case); another value is an error naming it. */
+static bool cli__env_flag(const char *cmd, const char *name, bool *out)
 {
+    static const char *const no[] = {"", "0", "false", "no", "off"}, *const yes[] = {"1", "true",
+                                                                                     "yes", "on"};
     const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
+    *out = false;
+    if (!v) return true;
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (!strcasecmp(v, no[i])) return true;
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        if (!strcasecmp(v, yes[i])) return *out = true;
+    cli_error(cmd, "%s: expected 1 or 0 (true/false, yes/no, on/off), got '%s'", name, v);
+    return false;
 }
 
 bool cli_engine_defaults(const char *cmd, engine_config *cfg)
@@ -66,10 +78,9 @@ bool cli_engine_defaults(const char *cmd, engine_config *cfg)
     cfg->n_threads = (int)threads;
     cfg->device = getenv("ENCORE_DEVICE");
     cfg->kv_cache_dtype = getenv("ENCORE_KV_CACHE_DTYPE");
-    cfg->eager = cli__env_flag("ENCORE_EAGER");
-    cfg->verify_capture = cli__env_flag("ENCORE_VERIFY_CAPTURE");
-    cfg->no_prefix_caching = cli__env_flag("ENCORE_NO_PREFIX_CACHING");
-    return true;
+    return cli__env_flag(cmd, "ENCORE_EAGER", &cfg->eager) &&
+           cli__env_flag(cmd, "ENCORE_VERIFY_CAPTURE", &cfg->verify_capture) &&
+           cli__env_flag(cmd, "ENCORE_NO_PREFIX_CACHING", &cfg->no_prefix_caching);
 }
 
 const char *cli_value(const char *cmd, int argc, char **argv, int *i)
