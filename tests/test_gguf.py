@@ -61,6 +61,7 @@ import argparse
 import json
 import os
 import re
+import stat
 import struct
 import subprocess
 import sys
@@ -135,6 +136,12 @@ def cmd_lossless(a, tmp):
     run([a.engine, "quantize", "-m", a.model, "-o", out, "--type", a.type])
     if os.path.exists(out + ".tmp"):
         sys.exit("FAIL: the temporary file was left behind")
+    # the file goes in by a rename: a FIFO (or a device) there is refused, not replaced
+    fifo = os.path.join(tmp, "fifo.gguf")
+    os.mkfifo(fifo)
+    p = run([a.engine, "quantize", "-m", a.model, "-o", fifo, "--type", a.type], check=False)
+    if p.returncode != 1 or "not a regular file" not in p.stderr or not stat.S_ISFIFO(os.stat(fifo).st_mode):
+        sys.exit(f"FAIL: quantize -o FIFO: exit {p.returncode}, {p.stderr.strip()!r}")
     same_as_safetensors(a.engine, a.model, out, f"lossless {a.type}")
     if os.path.exists(os.path.join(a.model, "tokenizer.json")):
         check_bos(a.model, out)

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "model/gguf.h"
 
@@ -345,6 +346,9 @@ static enc_status gguf__write_body(const gguf_writer *w, FILE *f, const gguf__bu
 
 enc_status gguf_writer_write(gguf_writer *w, const char *path)
 {
+    struct stat st; /* the file goes in through a rename: it would replace a device or a FIFO */
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return enc_fail(ENC_ERR_IO, "%s: exists and is not a regular file", path);
     gguf__buf h = {0};
     enc_status s = gguf__header_bytes(w, &h);
     size_t n = strlen(path) + sizeof ".tmp";
