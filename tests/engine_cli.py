@@ -298,6 +298,13 @@ def check_chat(a):
                            "-n", "12", "--temperature", "0"], capture_output=True, text=True, timeout=300)
     if one.returncode != 0 or tmpl.returncode != 0 or one.stdout != tmpl.stdout or not one.stdout.strip():
         sys.exit(f"FAIL: chat reply {one.stdout!r} ({one.stderr}) != generate's {tmpl.stdout!r}")
+    # a line that is not text (bytes not UTF-8, a NUL) is not sent, and the session goes on: the
+    # reply after it is the one the conversation gives without it
+    bad = subprocess.run(chat, input=b"\xff\xfe\nab\x00cd\nHello there\n", capture_output=True, timeout=300)
+    if bad.returncode != 0 or bad.stdout.decode() != one.stdout or b"invalid UTF-8" not in bad.stderr \
+            or b"NUL byte" not in bad.stderr:
+        sys.exit(f"FAIL: chat after lines that are not text: exit {bad.returncode}, {bad.stdout!r}, "
+                 f"{bad.stderr!r}")
     lines = "Hello there\n/reset\nWhat is 2+2?\n/exit\nnever read\n"
     p = subprocess.run(chat, input=lines, capture_output=True, text=True, timeout=300)
     if p.returncode != 0 or not p.stdout.startswith(one.stdout) or len(p.stdout) <= len(one.stdout):

@@ -155,6 +155,24 @@ static int chat_reply(chat_args *a, engine *e, tokenizer *tok, const char *promp
     return rc;
 }
 
+/* Whether a line read is text to send: UTF-8 without NUL bytes (a NUL would
+ * cut the message short), else a message and nothing sent. */
+static bool chat_line_ok(tokenizer *tok, const char *line, size_t n)
+{
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    if (strlen(line) != n) {
+        cli_error("chat", "the line holds a NUL byte (at %zu): not sent", strlen(line));
+        return false;
+    }
+    if (tokenizer_encode(tok, line, n, &ids, &n_ids) != ENC_OK) {
+        cli_error("chat", "%s: not sent", enc_last_error());
+        return false;
+    }
+    free(ids);
+    return true;
+}
+
 static int chat_loop(chat_args *a, engine *e, tokenizer *tok)
 {
     chat_history *h = calloc(1, sizeof *h);
@@ -175,6 +193,7 @@ static int chat_loop(chat_args *a, engine *e, tokenizer *tok)
             chat_history_reset(h, a->system);
             continue;
         }
+        if (!chat_line_ok(tok, line, (size_t)n)) continue; /* the session goes on */
         if (h->n + 2 > CHAT_MAX_TURNS) chat_history_reset(h, a->system);
         h->msgs[h->n++] = (chat_message){.role = "user", .content = strdup(line)};
         char *prompt = NULL, *reply = NULL;
