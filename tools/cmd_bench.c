@@ -428,8 +428,14 @@ static bool bench__parse_modes(const char *list, bench_args *a)
             cli_error("bench", "--modes: unknown mode '%s' or too many (eager, captured, k2, k4, k8, k16)", tok);
             return false;
         }
+        for (int j = 0; j < a->n_modes; j++)
+            if (a->modes[j] == m) {
+                cli_error("bench", "--modes: '%s' given twice", tok);
+                return false;
+            }
         a->modes[a->n_modes++] = m;
     }
+    if (a->n_modes == 0) cli_error("bench", "--modes: no mode in '%s'", list);
     return a->n_modes > 0;
 }
 

@@ -39,8 +39,9 @@ bool http_url_parse(const char *url, http_url *out, char *err, size_t err_cap)
     strcpy(out->port, "80");
     if (*p == ':') {
         size_t port_len = strspn(p + 1, "0123456789");
-        if (port_len == 0 || port_len >= sizeof out->port)
-            return http__fail(err, err_cap, "'%s' has a bad port", url);
+        long port = port_len > 0 && port_len < 6 ? strtol(p + 1, NULL, 10) : 0;
+        if (port < 1 || port > 65535)
+            return http__fail(err, err_cap, "'%s' has a bad port (1 to 65535)", url);
         memcpy(out->port, p + 1, port_len);
         out->port[port_len] = '\0';
         p += 1 + port_len;
