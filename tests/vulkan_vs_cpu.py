@@ -112,8 +112,8 @@ def check_chunks(a):
 
 def check_bad_device(a):
     cases = [(["--device", "gpu"], {}, 2, "--device: expected cpu, vulkan or vulkan:N, got 'gpu'"),
-             (["--device", "vulkan:99"], {}, 1, "device 99 requested but there are"),
-             (["--device", "vulkan"], {"ENCORE_VK_DEVICE": "x"}, 1, "ENCORE_VK_DEVICE=x: expected a device index"),
+             (["--device", "vulkan:99"], {}, 2, "device 99 requested but there are"),
+             (["--device", "vulkan"], {"ENCORE_VK_DEVICE": "x"}, 2, "ENCORE_VK_DEVICE=x: expected a device index"),
              (["--device", "vulkan", "--kv-blocks", "16000000"], {}, 1,
               "vulkan: out of device memory: 'kv cache K' needs 131072000000 bytes (125000.0 MiB) but device")]
     for args, env, rc, msg in cases:

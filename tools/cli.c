@@ -69,6 +69,15 @@ static bool cli__env_flag(const char *cmd, const char *name, bool *out)
     return false;
 }
 
+static bool cli__kv_dtype_ok(const char *cmd, const char *what, const char *t)
+{
+    if (!strcmp(t, "auto") || !strcmp(t, "f32") || !strcmp(t, "f16") || !strcmp(t, "bf16") ||
+        !strcmp(t, "q8_0"))
+        return true;
+    cli_error(cmd, "%s: expected auto, f32, f16, bf16 or q8_0, got '%s'", what, t);
+    return false;
+}
+
 bool cli_engine_defaults(const char *cmd, engine_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -76,8 +85,15 @@ bool cli_engine_defaults(const char *cmd, engine_config *cfg)
     int64_t threads = 0;
     if (t && *t && !cli_parse_i64(cmd, "ENCORE_THREADS", t, 1, 1024, &threads)) return false;
     cfg->n_threads = (int)threads;
-    cfg->device = getenv("ENCORE_DEVICE");
-    cfg->kv_cache_dtype = getenv("ENCORE_KV_CACHE_DTYPE");
+    const char *d = getenv("ENCORE_DEVICE"), *kv = getenv("ENCORE_KV_CACHE_DTYPE");
+    cfg->device = d && *d ? d : NULL; /* empty: unset, as ENCORE_THREADS */
+    cfg->kv_cache_dtype = kv && *kv ? kv : NULL;
+    if (cfg->device && !backend_name_valid(cfg->device)) {
+        cli_error(cmd, "ENCORE_DEVICE: expected cpu, vulkan or vulkan:N, got '%s'", cfg->device);
+        return false;
+    }
+    if (cfg->kv_cache_dtype && !cli__kv_dtype_ok(cmd, "ENCORE_KV_CACHE_DTYPE", cfg->kv_cache_dtype))
+        return false;
     return cli__env_flag(cmd, "ENCORE_EAGER", &cfg->eager) &&
            cli__env_flag(cmd, "ENCORE_VERIFY_CAPTURE", &cfg->verify_capture) &&
            cli__env_flag(cmd, "ENCORE_NO_PREFIX_CACHING", &cfg->no_prefix_caching);
@@ -328,13 +344,9 @@ int cli_engine_option(const char *cmd, int argc, char **argv, int *i, engine_con
     }
     if (!strcmp(a, "--kv-cache-dtype")) {
         cfg->kv_cache_dtype = cli_value(cmd, argc, argv, i);
-        const char *t = cfg->kv_cache_dtype;
-        if (t && strcmp(t, "auto") && strcmp(t, "f32") && strcmp(t, "f16") && strcmp(t, "bf16") &&
-            strcmp(t, "q8_0")) {
-            cli_error(cmd, "--kv-cache-dtype: expected auto, f32, f16, bf16 or q8_0, got '%s'", t);
-            return -1;
-        }
-        return t ? 1 : -1;
+        return cfg->kv_cache_dtype && cli__kv_dtype_ok(cmd, "--kv-cache-dtype", cfg->kv_cache_dtype)
+                   ? 1
+                   : -1;
     }
     if (!strcmp(a, "--decode-steps")) return cli__i64_option(cmd, argc, argv, i, 1, 64, &cfg->decode_steps);
     if (!strcmp(a, "--kv-blocks")) return cli__i64_option(cmd, argc, argv, i, 1, 1 << 24, &cfg->n_kv_blocks);
