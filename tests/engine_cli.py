@@ -159,6 +159,9 @@ def check_bad_args(a):
     expect_fail([e, "bench", "-m", m, "--batches", "0,3"], 2, "--batches")
     expect_fail([e, "bench", "-m", m, "--modes", ","], 2, "--modes: no mode")
     expect_fail([e, "bench", "-m", m, "--modes", "k4,k4"], 2, "--modes: 'k4' given twice")
+    expect_fail([e, "bench", "-m", m, "--modes", "k4", "--eager"], 2, "--eager", "--modes")
+    expect_fail([e, "generate", "-m", os.path.join(a.models, "tiny-qwen3vocab"), "-p", "\udcff"], 2, "-p:",
+                "invalid UTF-8")
     expect_fail([e, "bench", "serve", "--url", "http://127.0.0.1:99999"], 2, "--url", "bad port")
     with tempfile.TemporaryDirectory() as d:  # a FIFO as the model: refused, not waited on
         fifo = os.path.join(d, "model.gguf")

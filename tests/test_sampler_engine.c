@@ -305,7 +305,9 @@ static void test_refusals(void)
     CHECK(engine_request_logprobs(e, id + 100, &lp, &n) == ENC_ERR_INVALID_ARGUMENT);
     engine_destroy(e);
     engine_config cfg = {.model_dir = g_model, .n_threads = 1, .sample_vocab = V_MAX + 1};
-    CHECK(engine_create(&cfg, &e) == ENC_ERR_INVALID_ARGUMENT && strstr(enc_last_error(), "sample_vocab"));
+    CHECK(engine_create(&cfg, &e) == ENC_ERR_FORMAT &&
+          strstr(enc_last_error(), "the tokenizer knows") &&
+          strstr(enc_last_error(), "vocab_size"));
     cfg.sample_vocab = -3;
     CHECK(engine_create(&cfg, &e) == ENC_ERR_INVALID_ARGUMENT && strstr(enc_last_error(), "sample_vocab"));
     printf("ok refusals\n");

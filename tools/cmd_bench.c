@@ -485,6 +485,14 @@ static int bench__parse(int argc, char **argv, bench_args *a)
     for (int m = 0; m < BENCH_N_DEFAULT_MODES; m++) a->modes[m] = m;
     int rc = cli_parse_args("bench", bench_help, argc, argv, &a->cfg, bench__option, a);
     if (rc) return rc;
+    for (int i = 1; i < argc; i++) /* each mode sets them: the flags would change nothing */
+        if (!strcmp(argv[i], "--eager") || !strcmp(argv[i], "--decode-steps")) {
+            cli_error("bench",
+                      "%s: bench measures the decode modes of --modes (eager, captured, "
+                      "k2 .. k16) instead",
+                      argv[i]);
+            return CLI_BAD_ARGS;
+        }
     int64_t max_batch = 1;
     for (int i = 0; i < a->n_batches; i++) max_batch = a->batches[i] > max_batch ? a->batches[i] : max_batch;
     if (a->cfg.max_num_seqs < max_batch) a->cfg.max_num_seqs = (int)max_batch;

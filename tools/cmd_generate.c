@@ -75,8 +75,8 @@ static int generate_prompt(const generate_args *a, tokenizer *tok, int32_t **ids
     size_t count = 0;
     enc_status s = tokenizer_encode(tok, a->prompt, strlen(a->prompt), ids, &count);
     if (s != ENC_OK) {
-        cli_error("generate", "cannot encode the prompt: %s", enc_last_error());
-        return CLI_FAILED;
+        cli_error("generate", "-p: cannot encode the prompt: %s", enc_last_error());
+        return CLI_BAD_ARGS;
     }
     *n = (int64_t)count;
     if (count == 0) {

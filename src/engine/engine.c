@@ -72,9 +72,13 @@ static enc_status engine__resolve_config(engine *e, const qwen3_config *mc)
                         ENGINE_MAX_DECODE_STEPS);
     e->decode_steps_max = c->decode_steps;
     if (c->sample_vocab == 0) c->sample_vocab = mc->vocab_size;
-    if (c->sample_vocab < 1 || c->sample_vocab > mc->vocab_size)
-        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "sample_vocab %lld out of range [1, %lld] (vocab_size)",
+    if (c->sample_vocab > mc->vocab_size) /* a tokenizer of another model beside these weights */
+        return enc_fail(ENC_ERR_FORMAT,
+                        "the tokenizer knows %lld ids, more than the model's vocab_size %lld",
                         (long long)c->sample_vocab, (long long)mc->vocab_size);
+    if (c->sample_vocab < 1)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "sample_vocab %lld is below 1",
+                        (long long)c->sample_vocab);
     if (c->max_num_batched_tokens == 0) c->max_num_batched_tokens = ENGINE_DEFAULT_MAX_NUM_BATCHED_TOKENS;
     /* the model's length: max_position_embeddings, or as far as its rope
      * scaling stretches it (vLLM's rule) */
