@@ -1635,7 +1635,9 @@ def check_args(a):
         if not re.search(want, srv.stderr):
             fail(f"serve {' '.join(flags)}: the engine line is not /{want}/: {srv.stderr[-400:]!r}")
     print("ok: serve's engine options reach the engine (the line at start)")
-    run(["-m", m, "--host", "no-such-host.invalid"], 1, "no-such-host.invalid")
+    run(["-m", m, "--host", "no-such-host.invalid"], 2, "--host no-such-host.invalid")
+    run(["-m", os.path.join(a.models, "nonexistent"), "--host", "no-such-host.invalid"], 2,
+        "--host no-such-host.invalid")  # said before the model is loaded
     run(["-m", os.path.join(a.models, "nonexistent")], 1, "nonexistent")
     with Server(a) as srv:  # its port is taken
         run(["-m", m, "--port", str(srv.port)], 1, "cannot listen")

@@ -2,6 +2,7 @@
  * (src/server) over one engine, until SIGINT or SIGTERM. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +168,20 @@ static char *serve__read_key(const char *path)
     return NULL;
 }
 
+/* Whether --host resolves, asked before the weights load (minutes for a
+ * large model): a name that does not is a bad argument, said at once. */
+static bool serve__host_resolves(const char *host)
+{
+    struct addrinfo hints = {
+        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    int gai = getaddrinfo(host, NULL, &hints, &ai);
+    if (ai) freeaddrinfo(ai);
+    if (gai == 0) return true;
+    cli_error("serve", "--host %s: cannot resolve it: %s", host, gai_strerror(gai));
+    return false;
+}
+
 /* One line on stderr: the engine as created, every default resolved. */
 static void serve__print_engine(encore_engine *e)
 {
@@ -273,6 +288,7 @@ int cmd_serve(int argc, char **argv)
         cli_error("serve", "give --api-key or --api-key-file, not both");
         return CLI_BAD_ARGS;
     }
+    if (!serve__host_resolves(a.http.host)) return CLI_BAD_ARGS;
     char *file_key = a.key_file ? serve__read_key(a.key_file) : NULL; /* freed at the end */
     if (a.key_file && !file_key) return CLI_BAD_ARGS;
     if (file_key) a.http.api_key = file_key;
