@@ -218,6 +218,7 @@ def check_bad_args(a):
                      ("--min-tokens", "-1"), ("--logprobs", "21"), ("--top-k", "x"), ("--logit-bias", "5=101"),
                      ("--logit-bias", "x=1"), ("--logit-bias", "5")]:
         expect_fail(g + [opt, val], 2, opt)
+    expect_fail(g + ["--top-p", "1.5"], 2, "(0, 1]")  # the range as it is: 0 is not in it
     expect_fail(g + ["-n", "4", "--min-tokens", "5"], 2, "min_tokens")
     expect_fail(g + ["--logit-bias", "99999999=1"], 2, "logit_bias", "outside the vocabulary")
     expect_fail([a.encore, "chat", "-m", a.model, "--logprobs", "2"], 2, "--logprobs", stdin="")

@@ -123,18 +123,27 @@ bool cli_parse_i64(const char *cmd, const char *opt, const char *s, int64_t min,
     return true;
 }
 
-bool cli_parse_f64(const char *cmd, const char *opt, const char *s, double min, double max,
-                   double *out)
+/* s as a number in [min, max], or (min, max] when above_min. */
+static bool cli__parse_real(const char *cmd, const char *opt, const char *s, double min, double max,
+                            bool above_min, double *out)
 {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < min || v > max) {
-        cli_error(cmd, "%s: expected a number in [%g, %g], got '%s'", opt, min, max, s);
+    if (errno || end == s || *end || !isfinite(v) || v < min || v > max ||
+        (above_min && v == min)) {
+        cli_error(cmd, "%s: expected a number in %c%g, %g], got '%s'", opt, above_min ? '(' : '[',
+                  min, max, s);
         return false;
     }
     *out = v;
     return true;
+}
+
+bool cli_parse_f64(const char *cmd, const char *opt, const char *s, double min, double max,
+                   double *out)
+{
+    return cli__parse_real(cmd, opt, s, min, max, false, out);
 }
 
 bool cli_parse_ids(const char *cmd, const char *opt, const char *s, int32_t **ids, int64_t *n)
@@ -245,13 +254,10 @@ int cli_sampling_option(const char *cmd, int argc, char **argv, int *i, cli_samp
     for (size_t k = 0; k < sizeof reals / sizeof *reals; k++) {
         if (strcmp(a, reals[k].name)) continue;
         double *out = (double *)((char *)s + reals[k].offset);
-        if (!cli_option_f64(cmd, argc, argv, i, reals[k].min, reals[k].max, out)) return -1;
-        if (reals[k].above_min && *out == reals[k].min) {
-            cli_error(cmd, "%s: expected a number in (%g, %g], got %g", a, reals[k].min,
-                      reals[k].max, *out);
-            return -1;
-        }
-        return 1;
+        const char *v = cli_value(cmd, argc, argv, i);
+        return v && cli__parse_real(cmd, a, v, reals[k].min, reals[k].max, reals[k].above_min, out)
+                   ? 1
+                   : -1;
     }
     return 0;
 }
