@@ -121,7 +121,8 @@ if(ENCORE_FUZZ)
     foreach(target load encode)
       set(name fuzz_tokenizer_${target})
       add_executable(${name} ${ENCORE_TOK_TESTS}/fuzz_${target}.c ${ENCORE_TOK_SOURCES}
-                     ${PROJECT_SOURCE_DIR}/src/base/status.c ${PROJECT_SOURCE_DIR}/src/base/mapfile.c)
+                     ${PROJECT_SOURCE_DIR}/src/base/status.c ${PROJECT_SOURCE_DIR}/src/base/mapfile.c
+                     ${PROJECT_SOURCE_DIR}/src/base/json_whole.c)
       target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src)
       target_compile_definitions(${name} PRIVATE
         ENCORE_FUZZ_TOKENIZER_DIR="${ENCORE_TOKENIZER_DIR}")
