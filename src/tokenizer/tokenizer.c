@@ -287,6 +287,25 @@ void tok__sort_added(tokenizer *t)
     qsort(t->added, t->n_added, sizeof *t->added, tok__added_longer);
 }
 
+/* Every model.vocab text names one id: two are a key given twice, or one
+ * cut short at a \u0000 (cJSON ends keys at NUL), and only one of them
+ * could be reached. (Added tokens may override the vocabulary.) */
+static enc_status tok__vocab_unique(const tokenizer *t)
+{
+    for (int32_t id = 0; id < t->n_ids; id++) {
+        const tok__token *tk = &t->tokens[id];
+        if (tk->kind != TOK__VOCAB) continue;
+        const char *text = t->strs.data + tk->text_off;
+        int32_t found = tok__lookup(t, text, tk->text_len);
+        if (found != id && t->tokens[found].kind == TOK__VOCAB)
+            return enc_fail(ENC_ERR_FORMAT,
+                            "model.vocab: \"%.40s\" is both id %d and id %d (a key given twice, or "
+                            "one holding \\u0000)",
+                            text, id < found ? id : found, id < found ? found : id);
+    }
+    return ENC_OK;
+}
+
 static enc_status tok__load_tokens(tokenizer *t, const cJSON *model,
                                    const cJSON *added)
 {
@@ -303,7 +322,8 @@ static enc_status tok__load_tokens(tokenizer *t, const cJSON *model,
     if (!t->tokens) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "vocabulary of %d ids", t->n_ids);
     ENC_TRY(tok__load_vocab(t, vocab));
     ENC_TRY(tok__load_added(t, added));
-    return tok__build_index(t);
+    ENC_TRY(tok__build_index(t));
+    return tok__vocab_unique(t);
 }
 
 /* --- the BPE model -------------------------------------------------------------- */
