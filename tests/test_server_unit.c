@@ -16,6 +16,7 @@
 #include "fail_realloc.h" /* realloc_fail_in */
 #include "server/http_deadline.h"
 #include "server/http_guard.h"
+#include "server/json_out.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -563,13 +564,13 @@ static void test_chat_request(void)
 
 static void test_utf8(void)
 {
-    CHECK(oai_utf8_valid("", 0));
-    CHECK(oai_utf8_valid("a\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80", 10));
-    CHECK(!oai_utf8_valid("\xc3", 1));             /* truncated */
-    CHECK(!oai_utf8_valid("\xc0\xaf", 2));         /* overlong */
-    CHECK(!oai_utf8_valid("\xed\xa0\x80", 3));     /* a surrogate */
-    CHECK(!oai_utf8_valid("\xf4\x90\x80\x80", 4)); /* past U+10FFFF */
-    CHECK(!oai_utf8_valid("\x80", 1));
+    CHECK(json_utf8_valid("", 0));
+    CHECK(json_utf8_valid("a\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80", 10));
+    CHECK(!json_utf8_valid("\xc3", 1));             /* truncated */
+    CHECK(!json_utf8_valid("\xc0\xaf", 2));         /* overlong */
+    CHECK(!json_utf8_valid("\xed\xa0\x80", 3));     /* a surrogate */
+    CHECK(!json_utf8_valid("\xf4\x90\x80\x80", 4)); /* past U+10FFFF */
+    CHECK(!json_utf8_valid("\x80", 1));
     char out[64];
     size_t n = oai_utf8_sanitize("a\xff" "b\xe4\xb8", 5, out, sizeof out);
     CHECK(n == 11 && !strcmp(out, "a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD"));

@@ -56,8 +56,8 @@ void cli_error(const char *cmd, const char *fmt, ...)
  * or on is yes (any case); another value is an error naming it. */
 static bool cli__env_flag(const char *cmd, const char *name, bool *out)
 {
-    static const char *const no[] = {"", "0", "false", "no", "off"}, *const yes[] = {"1", "true",
-                                                                                     "yes", "on"};
+    static const char *const no[] = {"", "0", "false", "no", "off"};
+    static const char *const yes[] = {"1", "true", "yes", "on"};
     const char *v = getenv(name);
     *out = false;
     if (!v) return true;

@@ -99,20 +99,35 @@ void json_out_end_array(json_out *w)
     json_out__close(w, "]");
 }
 
-/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
- * form, no surrogate, at most U+10FFFF), 0 when the bytes there are not one. */
-static int json_out__utf8_len(const unsigned char *s)
+int json_utf8_valid(const char *str, size_t len)
 {
-    int n = s[0] < 0x80                    ? 1
-            : s[0] >= 0xc2 && s[0] <= 0xdf ? 2
-            : (s[0] & 0xf0) == 0xe0        ? 3
-            : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
-                                           : 0;
-    for (int i = 1; i < n; i++)
-        if ((s[i] & 0xc0) != 0x80) return 0; /* a NUL ends the string here too */
-    if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) return 0;
-    if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))) return 0;
-    return n;
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = s[i];
+        size_t n;
+        unsigned min;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            n = 1, min = 0x80, c &= 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            n = 2, min = 0x800, c &= 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            n = 3, min = 0x10000, c &= 0x07;
+        } else {
+            return 0;
+        }
+        if (len - i <= n) return 0;
+        for (size_t k = 1; k <= n; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return 0;
+            c = (c << 6) | (s[i + k] & 0x3F);
+        }
+        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+        i += n + 1;
+    }
+    return 1;
 }
 
 /* s quoted: '"' and '\\' escaped, \b \f \n \r \t by name, the other bytes
@@ -125,9 +140,9 @@ static void json_out__quoted(json_out *w, const char *s)
     const char *run = s;
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c >= 0x80) {
-            int n = json_out__utf8_len((const unsigned char *)s);
-            if (n) {
+        if (c >= 0x80) { /* the sequence's length by its lead byte, then checked whole */
+            size_t n = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+            if (n && json_utf8_valid(s, n)) { /* stops at a NUL: no byte read past it */
                 s += n - 1;
                 continue;
             }

@@ -51,4 +51,8 @@ void json_out_string_or_null(json_out *w, const char *s);
 void json_out_number(json_out *w, double d);
 void json_out_null(json_out *w);
 
+/* 1 when s[0..len) is well-formed UTF-8 (no overlongs, no surrogates); the
+ * strings written are (other bytes become \ufffd). */
+int json_utf8_valid(const char *s, size_t len);
+
 #endif

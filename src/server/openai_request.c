@@ -9,6 +9,7 @@
 #include "openai_request.h"
 
 #include "json_check.h"
+#include "json_out.h"
 #include "json_span.h"
 #include "tool_request.h"
 #include <cjson/cJSON.h>
@@ -29,37 +30,6 @@ int oai_error_set(oai_error *err, int http_status, const char *param, const char
     vsnprintf(err->message, sizeof err->message, fmt, ap);
     va_end(ap);
     return 0;
-}
-
-int oai_utf8_valid(const char *str, size_t len)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = s[i];
-        size_t n;
-        unsigned min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            n = 1, min = 0x80, c &= 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            n = 2, min = 0x800, c &= 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            n = 3, min = 0x10000, c &= 0x07;
-        } else {
-            return 0;
-        }
-        if (len - i <= n) return 0;
-        for (size_t k = 1; k <= n; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return 0;
-            c = (c << 6) | (s[i + k] & 0x3F);
-        }
-        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-        i += n + 1;
-    }
-    return 1;
 }
 
 /* --- typed field readers ------------------------------------------------------
@@ -813,7 +783,7 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *
     out->sampling.top_p = 1.0;
     out->sampling.repetition_penalty = 1.0;
     out->sampling.skip_special_tokens = 1;
-    if (!oai_utf8_valid(body, len))
+    if (!json_utf8_valid(body, len))
         return oai_error_set(err, 400, NULL, "the request body is not valid UTF-8");
     cJSON *root = oai__parse_json(body, len, err);
     if (!root) return 0;

@@ -142,7 +142,4 @@ void oai_request_free(oai_request *r); /* frees the contents; NULL is a no-op */
  * bytes hold either), which it returns. */
 const char *oai_prompt_label(const oai_request *r, size_t i, char *buf, size_t cap);
 
-/* 1 when s[0..len) is well-formed UTF-8 (no overlongs, no surrogates). */
-int oai_utf8_valid(const char *s, size_t len);
-
 #endif

@@ -37,7 +37,7 @@ size_t oai_utf8_sanitize(const char *str, size_t len, char *out, size_t cap)
         unsigned c = s[i];
         if (c >= 0x80) {
             n = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-            if (n == 0 || i + n > len || !oai_utf8_valid(str + i, n)) n = 0;
+            if (n == 0 || i + n > len || !json_utf8_valid(str + i, n)) n = 0;
         }
         const char *src = n ? str + i : "\xEF\xBF\xBD";
         size_t m = n ? n : 3;

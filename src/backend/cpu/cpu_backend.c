@@ -949,8 +949,8 @@ static const struct backend_i cpu__iface = {
     .name = "cpu",
     .kv_cache_dtypes = 1u << ENC_F32 | 1u << ENC_F16 | 1u << ENC_BF16 | 1u << ENC_Q8_0,
     .buffer_alloc = cpu__buffer_alloc,
-    .buffer_from_host =
-        NULL, /* weights are copied into huge-page buffers (see cpu__buffer_alloc) */
+    /* weights are copied into huge-page buffers (see cpu__buffer_alloc) */
+    .buffer_from_host = NULL,
     .buffer_free = cpu__buffer_free,
     .buffer_write = cpu__buffer_write,
     .buffer_read = cpu__buffer_read,
