@@ -124,7 +124,7 @@ if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
     set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS "fuzz;server")
   endfunction()
   encore_server_fuzz(fuzz_openai_request 4096 openai_request.c openai_structured.c tool_request.c
-                     json_span.c json_check.c)
+                     json_span.c json_check.c json_out.c)
   # the <tool_call> parser: whole and in pieces, the same calls and content
   encore_server_fuzz(fuzz_tool_calls 2048 tool_calls.c tool_calls_xml.c json_span.c)
 
