@@ -329,6 +329,26 @@ def check_text_offsets(srv):
     check_echo_logprobs(srv)
     check_include_stop(srv)
     check_top_logprobs_zero(srv)
+    check_top_logprobs_chosen(srv)
+
+
+def check_top_logprobs_chosen(srv):
+    """completions with logprobs N: each top_logprobs object holds the chosen token too, so up to
+    N + 1 entries (OpenAI's rule, vLLM's answer), here a token forced by logit_bias that the raw
+    model does not rank first, beside the raw top 1."""
+    status, tok, _ = srv.post("/tokenize", {"prompt": " Paris"})
+    forced = tok["tokens"][0]
+    body = {"prompt": "Hello", "max_tokens": 3, "temperature": 0, "logprobs": 1,
+            "logit_bias": {str(forced): 100}}
+    status, r, _ = srv.post("/v1/completions", body)
+    lp = r["choices"][0]["logprobs"]
+    if status != 200 or len(lp["tokens"]) != 3:
+        fail(f"logprobs 1 with a forced token: {status} {r}")
+    for t, p, top in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"]):
+        best = max(top.values())
+        if top.get(t) != p or len(top) != 2 or best <= p:
+            fail(f"logprobs 1: top_logprobs {top} lacks the chosen {t!r} ({p}) beside a better one")
+    print(f"ok: logprobs 1: the chosen token beside the raw top 1 in each of {lp['top_logprobs']}")
 
 
 def check_top_logprobs_zero(srv):

@@ -140,26 +140,26 @@ static void oai__logprobs_chat(json_out *w, const oai_logprobs *lp, oai_token *t
 }
 
 /* One position's top_logprobs object of completions, {text: logprob}: the
- * alternatives best first, a text that two of them decode to once, with the
- * better logprob (a JSON object's keys are distinct; a dict keeps one); for
- * logprobs 0 the chosen token alone, as vLLM answers. alts: n_top tokens of
- * scratch. */
+ * chosen token first, then the n_top alternatives best first (so up to
+ * n_top + 1 entries: OpenAI's "the logprob of the sampled token, so there may
+ * be up to logprobs+1 elements", in vLLM's order). A text met twice (the
+ * chosen token among the alternatives, or two ids that decode alike) keeps
+ * its first entry: a JSON object's keys are distinct. alts: n_top + 1 tokens
+ * of scratch. */
 static void oai__top_object(json_out *w, const oai_logprobs *lp, size_t i, oai_token *alts)
 {
     json_out_begin_object(w);
-    if (lp->n_top == 0) {
-        oai__token(lp, lp->ids[i], &alts[0]);
-        json_out_key(w, alts[0].name);
-        json_out_number(w, lp->logprobs[i]);
-    }
-    for (int k = 0; k < lp->n_top; k++) {
-        oai__token(lp, oai__alt(lp, i, k)->id, &alts[k]);
+    oai__token(lp, lp->ids[i], &alts[0]);
+    json_out_key(w, alts[0].name);
+    json_out_number(w, lp->logprobs[i]);
+    for (int k = 1; k <= lp->n_top; k++) {
+        oai__token(lp, oai__alt(lp, i, k - 1)->id, &alts[k]);
         int seen = 0;
         for (int j = 0; j < k && !seen; j++)
             seen = !strcmp(alts[j].name, alts[k].name);
         if (seen) continue;
         json_out_key(w, alts[k].name);
-        json_out_number(w, oai__alt(lp, i, k)->logprob);
+        json_out_number(w, oai__alt(lp, i, k - 1)->logprob);
     }
     json_out_end_object(w);
 }
@@ -183,7 +183,7 @@ static void oai__logprobs_completion(json_out *w, const oai_logprobs *lp, oai_to
     json_out_end_array(w);
     json_out_key(w, "top_logprobs");
     json_out_begin_array(w);
-    oai_token *alts = malloc((size_t)(lp->n_top ? lp->n_top : 1) * sizeof *alts);
+    oai_token *alts = malloc((size_t)(lp->n_top + 1) * sizeof *alts);
     if (!alts) w->oom = 1;
     for (size_t i = 0; i < lp->n && !w->oom; i++) {
         if (isnan(lp->logprobs[i])) /* an echoed prompt's first token: nothing before it */
