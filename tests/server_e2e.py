@@ -330,6 +330,18 @@ def check_text_offsets(srv):
     check_include_stop(srv)
     check_top_logprobs_zero(srv)
     check_top_logprobs_chosen(srv)
+    check_completion_max_tokens(srv)
+
+
+def check_completion_max_tokens(srv):
+    """/v1/completions without max_tokens generates 16 tokens (OpenAI's and vLLM's default), not the
+    rest of the context; a given max_tokens is kept."""
+    body = {"prompt": "Hello", "ignore_eos": True, "temperature": 0}
+    for extra, want in (({}, 16), ({"max_tokens": 21}, 21)):
+        status, r, _ = srv.post("/v1/completions", dict(body, **extra))
+        if status != 200 or r["usage"]["completion_tokens"] != want:
+            fail(f"completions {extra or 'without max_tokens'}: {status} {r.get('usage')} (want {want})")
+    print("ok: completions without max_tokens: 16 tokens; max_tokens 21: 21")
 
 
 def check_top_logprobs_chosen(srv):
@@ -1997,12 +2009,13 @@ def check_token_ids(srv):
     if [detokenize(srv, [n]) for n in got] != lq["tokens"] or lp["token_logprobs"] != lq["token_logprobs"] \
             or lp["text_offset"] != lq["text_offset"] or named["choices"][0]["text"] != plain["choices"][0]["text"]:
         fail(f"return_tokens_as_token_ids: {lp} does not name the tokens of {lq}")
-    for alts, ref in zip(lp["top_logprobs"][1:], lq["top_logprobs"][1:]):
+    for chosen, alts, ref in zip(got[1:], lp["top_logprobs"][1:], lq["top_logprobs"][1:]):
         texts = {}
-        for name, v in alts.items():  # alternatives that decode alike are one key without ids
-            t = detokenize(srv, [token_id(name)])
-            texts[t] = max(texts.get(t, v), v)
-        if texts != ref or len(alts) != 3:
+        for name, v in alts.items():  # ids that decode alike are one key without ids, the first
+            texts.setdefault(detokenize(srv, [token_id(name)]), v)
+        ids_named, values = [token_id(name) for name in alts], list(alts.values())
+        among = values[0] >= min(values[1:])  # the chosen token is one of the 3 best, or a 4th key
+        if texts != ref or ids_named[0] != chosen or len(alts) != (3 if among else 4):
             fail(f"return_tokens_as_token_ids: alternatives {alts} do not name {ref}")
     streamed = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
     for c in curl_stream(srv, comp, dict(body, return_tokens_as_token_ids=True, stream=True)):

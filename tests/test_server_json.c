@@ -298,11 +298,14 @@ static void check_completion_logprobs(const cJSON *l, const lp_case *c, size_t o
                of->valuedouble != (double)offset;
         for (const char *ch = text; *ch; ch++) /* characters, as Python's len counts them */
             offset += ((unsigned char)*ch & 0xC0) != 0x80;
-        /* one key per text, the first alternative that decodes to it (the reply takes them
-         * best first; these are not sorted), in order */
-        char seen[N_TOP][64];
-        int n_seen = 0;
+        /* the chosen token first, then one key per text, the first alternative that decodes
+         * to it (the reply takes them best first; these are not sorted), in order */
+        char seen[N_TOP + 1][64];
+        int n_seen = 1;
         const cJSON *alt = tp->child;
+        snprintf(seen[0], sizeof seen[0], "%s", text);
+        bad += !alt || strcmp(alt->string, text) != 0 || (float)alt->valuedouble != c->logprobs[i];
+        alt = alt ? alt->next : NULL;
         for (int k = 0; k < N_TOP; k++) {
             const encore_logprob *want = &c->top[i * N_TOP + (size_t)k];
             token_string(want->id, seen[n_seen], sizeof seen[n_seen]);

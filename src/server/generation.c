@@ -1046,7 +1046,8 @@ static int gen__check_prompt(const http_server *s, const oai_request *req, size_
                                  "prompt.",
                                  item, (long long)s->max_model_len, p->n_ids,
                                  need ? ", which leaves no room for any completion" : "");
-        int64_t cap = s->cfg.max_tokens_default;
+        int64_t cap = s->cfg.max_tokens_default, absent = req->max_tokens_absent;
+        cap = absent > 0 && (cap <= 0 || absent < cap) ? absent : cap;
         if (need) p->max_tokens = cap > 0 && cap < room ? cap : room;
     } else if (req->max_tokens > room) {
         return oai_error_set(err, 400, param,

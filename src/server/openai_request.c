@@ -401,6 +401,8 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         !oai__int(obj, "max_completion_tokens", INT64_MIN, INT64_MAX, &r->max_tokens, err))
         return 0;
     int completion_tokens = r->kind == OAI_CHAT && oai__present(obj, "max_completion_tokens", &v);
+    if (r->kind == OAI_COMPLETION && !cJSON_GetObjectItemCaseSensitive(obj, "max_tokens"))
+        r->max_tokens_absent = OAI_COMPLETION_MAX_TOKENS;
     if (oai__present(obj, "max_tokens", &v) ||
         completion_tokens) { /* a completion ignores the other */
         const char *name = completion_tokens ? "max_completion_tokens" : "max_tokens";

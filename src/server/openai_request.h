@@ -16,12 +16,13 @@
 #include "openai_structured.h"
 
 enum {
-    OAI_MAX_N = 16,            /* choices per prompt */
-    OAI_MAX_PROMPTS = 256,     /* prompts in one completions request (a batch); each gets n
-                                * choices, all of which count in --max-queue */
-    OAI_MAX_STOP = 16,         /* stop strings */
-    OAI_MAX_STOP_BYTES = 1024, /* bytes of one stop string */
-    OAI_MAX_STOP_IDS = 16,     /* stop_token_ids (the engine's limit) */
+    OAI_MAX_N = 16,                 /* choices per prompt */
+    OAI_COMPLETION_MAX_TOKENS = 16, /* completions' max_tokens when absent (OpenAI's, vLLM's) */
+    OAI_MAX_PROMPTS = 256,          /* prompts in one completions request (a batch); each gets n
+                                     * choices, all of which count in --max-queue */
+    OAI_MAX_STOP = 16,              /* stop strings */
+    OAI_MAX_STOP_BYTES = 1024,      /* bytes of one stop string */
+    OAI_MAX_STOP_IDS = 16,          /* stop_token_ids (the engine's limit) */
     OAI_MAX_TOP_LOGPROBS = 20,
     OAI_MAX_LOGIT_BIAS = ENCORE_MAX_LOGIT_BIAS, /* logit_bias entries */
     OAI_MAX_ALLOWED_IDS = 1 << 20,              /* allowed_token_ids entries */
@@ -107,6 +108,8 @@ typedef struct oai_request {
     int tokens_as_ids;             /* return_tokens_as_token_ids (vLLM's): logprobs name each
                                     * token "token_id:<id>" */
     int64_t max_tokens;            /* 0: not given (the rest of max_model_len), or prompt_only */
+    int64_t max_tokens_absent;     /* not given: at most this many (completions: 16, the default
+                                    * of OpenAI and vLLM; an explicit null has none) */
     int prompt_only;               /* completions: echo with max_tokens 0 given: the prompt is
                                     * the reply, nothing generated */
     int64_t truncate_prompt_tokens; /* vLLM's: 0 none; k >= 1 keeps each prompt's last k
