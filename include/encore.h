@@ -143,6 +143,22 @@ typedef struct encore_sampling {
 
 ENCORE_API encore_sampling encore_sampling_default(void);
 
+/* The sampling parameters a model may recommend: its generation_config.json
+ * (temperature, top_k, top_p, min_p, repetition_penalty, as vLLM reads them),
+ * or a GGUF file's general.sampling.* keys (as llama.cpp reads them). */
+enum {
+    ENCORE_SAMPLING_TEMPERATURE = 1,
+    ENCORE_SAMPLING_TOP_K = 2,
+    ENCORE_SAMPLING_TOP_P = 4,
+    ENCORE_SAMPLING_MIN_P = 8,
+    ENCORE_SAMPLING_REPETITION_PENALTY = 16,
+};
+/* Set each field of *s that the model recommends a value for, except those
+ * whose ENCORE_SAMPLING_* bit is in `given` (the caller's own); returns the
+ * bits of the fields set (0: the model recommends none). */
+ENCORE_API unsigned encore_sampling_model_defaults(encore_engine *e, encore_sampling *s,
+                                                   unsigned given);
+
 /* Generate from a prompt of token ids and wait until this request finishes:
  * an encore_submit whose callback collects the ids, then a wait on the
  * calling thread (so it may run next to served requests, from any thread

@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         oai_request r;
         oai_error err;
         memset(&err, 0, sizeof err);
-        if (oai_request_parse(body, size, (oai_kind)kind, &r, &err)) {
+        if (oai_request_parse(body, size, (oai_kind)kind, NULL, &r, &err)) {
             fuzz_check(&r);
             oai_request_free(&r);
         } else if (err.http_status < 400 || !err.message[0]) {

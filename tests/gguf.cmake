@@ -19,6 +19,8 @@ encore_gguf_test(gguf_lossless_bf16_tied lossless -m ${ENCORE_MODELS_DIR}/tiny-g
 encore_gguf_test(gguf_lossless_f16_sharded lossless -m ${ENCORE_MODELS_DIR}/tiny-gqa2-hd128-f16-sharded --type f16)
 encore_gguf_test(gguf_lossless_qwen3vocab lossless -m ${ENCORE_MODELS_DIR}/tiny-qwen3vocab --type bf16)
 encore_gguf_test(gguf_pywriter pywriter -m ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16)
+# What a file recommends: general.sampling.* and the end-of-generation tokens by text.
+encore_gguf_test(gguf_generation generation -m ${ENCORE_MODELS_DIR}/tiny-qwen3vocab)
 # RoPE scaling: YaRN's and linear scaling's keys, written by encore and by
 # gguf_py as convert_hf_to_gguf.py does, read back to the same logits.
 encore_gguf_test(gguf_lossless_yarn lossless -m ${ENCORE_MODELS_DIR}/tiny-yarn-bf16 --type bf16)

@@ -49,7 +49,7 @@ endforeach()
 set(ENCORE_SERVER_E2E ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_e2e.py --encore $<TARGET_FILE:encore>
                       --models ${ENCORE_MODELS_DIR})
 foreach(check sse batch endpoints errors early hosts failures oom special templates_2507 templates_coder keepalive limits
-              fairness queue disconnect concurrency args bench tools fields)
+              fairness queue disconnect concurrency args bench tools fields generation)
   add_test(NAME server_${check} COMMAND ${ENCORE_SERVER_E2E} ${check})
   set_tests_properties(server_${check} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300
                        LABELS server)

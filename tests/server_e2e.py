@@ -1081,6 +1081,62 @@ def template_model(a, d, template, text=None):
     return argparse.Namespace(**dict(vars(a), models=d))
 
 
+def generation_model(a, d, config):
+    """a copy of MODEL (links to its files) with generation_config.json holding config: an argparse
+    namespace whose models directory holds it."""
+    src, dst = os.path.abspath(os.path.join(a.models, MODEL)), os.path.join(d, MODEL)
+    os.makedirs(dst)
+    for name in os.listdir(src):
+        os.symlink(os.path.join(src, name), os.path.join(dst, name))
+    with open(os.path.join(dst, "generation_config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f)
+    return argparse.Namespace(**dict(vars(a), models=d))
+
+
+def check_generation(a):
+    """generation_config.json, as vLLM reads it by default: its sampling fields are the defaults of
+    requests that omit them (here top_k 1: greedy whatever the seed, unless a request sets top_k), a
+    value equal to transformers' default is none (top_p 1.0 beside), and its eos_token_id list ends
+    replies at each id (Qwen3's <|endoftext|> beside config.json's <|im_end|>); --generation-config
+    none keeps OpenAI's defaults (and the ids: they are the model's)."""
+    comp, endoftext = "/v1/completions", 151643
+    body = {"prompt": "Hello", "max_tokens": 6, "ignore_eos": True}
+    config = {"eos_token_id": [151645, endoftext], "temperature": 0.9, "top_k": 1, "top_p": 1.0,
+              "do_sample": True, "transformers_version": "4.51.0"}
+    with tempfile.TemporaryDirectory() as d:
+        b = generation_model(a, d, config)
+        with Server(b) as srv:
+            greedy = srv.post(comp, dict(body, temperature=0))[1]["choices"][0]["text"]
+            texts = {srv.post(comp, dict(body, seed=k))[1]["choices"][0]["text"] for k in range(4)}
+            if texts != {greedy}:
+                fail(f"generation_config top_k 1: seeded replies {texts} are not all the greedy {greedy!r}")
+            sampled = {srv.post(comp, dict(body, seed=k, top_k=0))[1]["choices"][0]["text"] for k in range(4)}
+            if len(sampled) < 2:
+                fail(f"a request's top_k 0 over the model's 1: one text for four seeds {sampled}")
+            stop = dict(body, ignore_eos=False, temperature=0, logit_bias={str(endoftext): 100})
+            status, r, _ = srv.post(comp, stop)
+            c = r["choices"][0]
+            if status != 200 or c["finish_reason"] != "stop" or r["usage"]["completion_tokens"] != 1:
+                fail(f"generation_config's <|endoftext|> does not end the reply: {status} {r}")
+        print(f"ok generation_config.json: top_k 1 the default (4 seeds, one text), a request's top_k "
+              f"over it, <|endoftext|> an end of sequence")
+        with Server(b, "--generation-config", "none") as srv:
+            texts = {srv.post(comp, dict(body, seed=k))[1]["choices"][0]["text"] for k in range(4)}
+            if len(texts) < 2:
+                fail(f"--generation-config none: one text for four seeds {texts}")
+            status, r, _ = srv.post(comp, stop)
+            if status != 200 or r["choices"][0]["finish_reason"] != "stop":
+                fail(f"--generation-config none: <|endoftext|> no longer ends the reply: {status} {r}")
+        print("ok --generation-config none: OpenAI's defaults, the model's end ids kept")
+        with open(os.path.join(d, MODEL, "generation_config.json"), "w", encoding="utf-8") as f:
+            json.dump({"top_p": 1.5}, f)
+        p = subprocess.run([a.encore, "serve", "-m", os.path.join(d, MODEL), "--port", "0"],
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode == 0 or "generation_config.json: field 'top_p' is 1.5" not in p.stderr:
+            fail(f"a generation_config.json with top_p 1.5: rc {p.returncode} {p.stderr!r}")
+        print("ok a bad generation_config.json: refused at start, naming the file and the field")
+
+
 def expect_chat_prompt(srv, messages, text):
     """The chat prompt of messages is the ids of text."""
     _, chat, _ = srv.post("/tokenize", {"messages": messages})

@@ -22,6 +22,7 @@
 #include "base/dtype.h"
 #include "base/status.h"
 #include "model/config.h"
+#include "model/generation_config.h"
 #include "model/qwen3_tensors.h"
 #include "model/safetensors.h"
 
@@ -854,7 +855,7 @@ static void test_config_bad(void)
     expect_cfg_fail("dtype", "\"float16\"", F, "'dtype'", "disagree");
     expect_cfg_fail("eos_token_id", "\"</s>\"", F, "'eos_token_id'", NULL);
     expect_cfg_fail("eos_token_id", "[1, 2.5]", F, "'eos_token_id'", "2.5");
-    expect_cfg_fail("eos_token_id", "[1,2,3,4,5,6,7,8,9]", U, "'eos_token_id'", "9 ids");
+    expect_cfg_fail("eos_token_id", "[1,2,3,4,5,6,7,8,9]", U, "'eos_token_id'", "more than 8");
     expect_cfg_fail("eos_token_id", "151936", F, "'eos_token_id'", "vocab_size");
     expect_cfg_fail("bos_token_id", "-1", F, "'bos_token_id'", NULL);
     expect_cfg_fail("layer_types", "[\"full_attention\", \"sliding_attention\"]", F,
@@ -990,6 +991,78 @@ static enc_status tiny_load(const char *dir, const char *config, tiny_names *t, 
     ENC_TRY(qwen3_config_load(path_of(dir), &c));
     ENC_TRY(st_open_dir(path_of(dir), a));
     return qwen3_tensors_find(&c, *a, qt);
+}
+
+/* --- generation_config.json -------------------------------------------- */
+
+#define GEN_WHERE "models/x/generation_config.json"
+
+/* c: Qwen3-0.6B's config.json (eos 151645) with the generation config `json`. */
+static enc_status gen_parse(const char *json, qwen3_config *c)
+{
+    CHECK(parse_with(NULL, NULL, c) == ENC_OK);
+    enc_clear_error();
+    return generation_config_parse(json, strlen(json), GEN_WHERE, c);
+}
+
+static void expect_gen_fail(const char *json, const char *field, const char *s2)
+{
+    qwen3_config c;
+    enc_status s = gen_parse(json, &c);
+    expect_error(json, s, ENC_ERR_FORMAT, "generation_config.json", field, s2, (const char *)NULL);
+    CHECK(c.n_eos == 1 && c.generation.set == 0); /* unchanged by a file refused */
+}
+
+static void test_generation_config(void)
+{
+    qwen3_config c;
+    /* Qwen3-0.6B's own */
+    CHECK(gen_parse("{\"bos_token_id\": 151643, \"do_sample\": true, \"eos_token_id\": [151645, "
+                    "151643], \"pad_token_id\": 151643, \"temperature\": 0.6, \"top_k\": 20, "
+                    "\"top_p\": 0.95, \"transformers_version\": \"4.51.0\"}",
+                    &c) == ENC_OK);
+    CHECK(c.n_eos == 2 && c.eos_token_ids[0] == 151645 && c.eos_token_ids[1] == 151643);
+    CHECK(c.generation.set == (QWEN3_GEN_TEMPERATURE | QWEN3_GEN_TOP_K | QWEN3_GEN_TOP_P));
+    CHECK(c.generation.temperature == 0.6 && c.generation.top_k == 20 &&
+          c.generation.top_p == 0.95);
+    /* transformers' defaults are no recommendation (vLLM reads the file's to_diff_dict) */
+    CHECK(gen_parse(
+              "{\"temperature\": 1.0, \"top_k\": 50, \"top_p\": 1, \"repetition_penalty\": 1.0}",
+              &c) == ENC_OK &&
+          c.generation.set == 0 && c.n_eos == 1);
+    CHECK(gen_parse(
+              "{\"min_p\": 0, \"repetition_penalty\": 1.05, \"top_k\": -1, \"eos_token_id\": 7}",
+              &c) == ENC_OK);
+    CHECK(c.generation.set == (QWEN3_GEN_MIN_P | QWEN3_GEN_REPETITION_PENALTY | QWEN3_GEN_TOP_K));
+    CHECK(c.generation.min_p == 0 && c.generation.repetition_penalty == 1.05 &&
+          c.generation.top_k == -1 && c.n_eos == 2 && c.eos_token_ids[1] == 7);
+    CHECK(gen_parse("{}", &c) == ENC_OK && c.generation.set == 0 && c.n_eos == 1);
+
+    expect_gen_fail("{\"temperature\": \"hot\"}", "'temperature'", "a number");
+    expect_gen_fail("{\"temperature\": -0.5}", "'temperature'", "at least 0");
+    expect_gen_fail("{\"top_p\": 0}", "'top_p'", "(0, 1]");
+    expect_gen_fail("{\"top_p\": 1.5}", "'top_p'", "(0, 1]");
+    expect_gen_fail("{\"min_p\": 2}", "'min_p'", "[0, 1]");
+    expect_gen_fail("{\"top_k\": 2.5}", "'top_k'", "an integer");
+    expect_gen_fail("{\"top_k\": -2}", "'top_k'", "an integer");
+    expect_gen_fail("{\"repetition_penalty\": 0}", "'repetition_penalty'", "greater than 0");
+    expect_gen_fail("{\"temperature\": 0.5, \"eos_token_id\": [151645, 151936]}", "'eos_token_id'",
+                    "151936");
+    expect_gen_fail("{\"top_k\": 20, \"top_k\": 40}", "'top_k'", "twice");
+    expect_gen_fail("{\"top_k\": 20} {}", "not valid JSON", NULL);
+    expect_gen_fail("[1]", "not a JSON object", NULL);
+
+    /* the file beside config.json, or none */
+    char *json = config_with(NULL, NULL);
+    mkdir(path_of("gen"), 0755);
+    write_text("gen/config.json", json);
+    free(json);
+    CHECK(qwen3_config_load(path_of("gen"), &c) == ENC_OK &&
+          generation_config_load(path_of("gen"), &c) == ENC_OK && c.n_eos == 1 &&
+          c.generation.set == 0);
+    write_text("gen/generation_config.json", "{\"eos_token_id\": [151645, 151643], \"top_k\": 20}");
+    CHECK(generation_config_load(path_of("gen"), &c) == ENC_OK && c.n_eos == 2 &&
+          c.generation.set == QWEN3_GEN_TOP_K);
 }
 
 static void test_qwen3_valid(void)
@@ -1301,6 +1374,7 @@ int main(void)
     test_sharded_bad();
     test_config_valid();
     test_config_bad();
+    test_generation_config();
     test_qwen3_valid();
     test_qwen3_bad();
     test_moe_config();

@@ -36,6 +36,9 @@
                              (written out below from llama.cpp's rule), its
                              bytes those of the one-type file of that type;
                              logits match the dequantized model's
+  generation -m DIR         a file's general.sampling.* keys are generate's
+                             defaults, <|endoftext|> ends generation (by its
+                             text, as llama.cpp), a key out of range is refused
   widened   -m DIR [--device D]
                              Q5_0, IQ4_NL and Q3_K tensors (made by NumPy),
                              which encore widens at load to Q8_0 / Q6_K
@@ -447,6 +450,44 @@ def cmd_tokenizer(a, tmp):
         print(f"ok {name}: a file of {size} bytes ending in its {key}")
 
 
+def cmd_generation(a, tmp):
+    """What a GGUF file recommends, as llama.cpp reads it: general.sampling.* are the defaults of
+    `encore generate` (top_k 1 here: one text whatever the seed, unless --top-k is given), and the
+    tokens llama.cpp ends generation at by their text (<|endoftext|> beside the eos key's
+    <|im_end|>) end it; a key out of range is refused naming it."""
+    cfg, kvs, tensors = checkpoint(a.model)
+    tok = G.tokenizer_kvs(os.path.join(a.model, "tokenizer.json"),
+                          os.path.join(a.model, "tokenizer_config.json"), cfg["vocab_size"])
+    sampling = [("general.sampling.temp", G.F32, 0.6), ("general.sampling.top_k", G.I32, 1),
+                ("general.sampling.top_p", G.F32, 0.95)]
+    out = os.path.join(tmp, "gen.gguf")
+    G.write(out, kvs + tok + sampling, tensors)
+    gen = [a.engine, "generate", "-m", out, "--prompt-ids", "9707", "-n", "6", "--ignore-eos", "--print-ids"]
+    texts = set()
+    for seed in range(4):
+        p = run(gen + ["--seed", str(seed)])
+        texts.add(p.stdout)
+        if "the model's recommended temperature 0.6, top_k 1, top_p 0.95" not in p.stderr:
+            sys.exit(f"FAIL: general.sampling.* not said: {p.stderr!r}")
+    if len(texts) != 1:
+        sys.exit(f"FAIL: general.sampling.top_k 1: {len(texts)} outputs for four seeds {texts}")
+    sampled = {run(gen + ["--seed", str(seed), "--top-k", "0"]).stdout for seed in range(4)}
+    if len(sampled) < 2:
+        sys.exit(f"FAIL: --top-k 0 over the file's top_k 1: one output for four seeds {sampled}")
+    print(f"ok: general.sampling.* the defaults (four seeds, one output), --top-k over them")
+    ids = run([a.engine, "generate", "-m", out, "--prompt-ids", "9707", "-n", "5", "--temperature", "0",
+               "--logit-bias", "151643=100", "--print-ids"]).stdout.split()
+    if ids != ["151643"]:
+        sys.exit(f"FAIL: <|endoftext|> does not end generation from GGUF: {ids}")
+    print("ok: <|endoftext|> ends generation (found by its text, as llama.cpp finds it)")
+    bad = os.path.join(tmp, "bad.gguf")
+    G.write(bad, kvs + tok + [("general.sampling.top_p", G.F32, 1.5)], tensors)
+    p = run(gen[:3] + [bad] + gen[4:], check=False)
+    if p.returncode != 1 or "'general.sampling.top_p'" not in p.stderr or "(0, 1]" not in p.stderr:
+        sys.exit(f"FAIL: general.sampling.top_p 1.5: exit {p.returncode}, {p.stderr.strip()!r}")
+    print(f"ok: {p.stderr.strip()}")
+
+
 def top1(logits_text):
     """[(id, logit)] of the largest logit at every position."""
     return [tuple(json.loads(l)["top"][0]) for l in logits_text.splitlines()]
@@ -796,7 +837,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("check", choices=["lossless", "pywriter", "bad", "bad-moe", "tokenizer",
                                       "quantized", "blocks", "experts-vulkan", "mixed", "mix", "repack",
-                                      "widened", "read-as-is", "requantize"])
+                                      "widened", "read-as-is", "requantize", "generation"])
     ap.add_argument("--engine", required=True)
     ap.add_argument("-m", "--model")
     ap.add_argument("--type")
@@ -811,7 +852,7 @@ def main():
          "tokenizer": cmd_tokenizer, "quantized": cmd_quantized, "blocks": cmd_blocks,
          "experts-vulkan": cmd_experts_vulkan, "mixed": cmd_mixed, "mix": cmd_mix, "repack": cmd_repack,
          "widened": cmd_widened, "read-as-is": cmd_read_as_is,
-         "requantize": cmd_requantize}[a.check](a, tmp)
+         "requantize": cmd_requantize, "generation": cmd_generation}[a.check](a, tmp)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@
 
 static int parse(const char *body, oai_kind kind, oai_request *r, oai_error *err)
 {
-    return oai_request_parse(body, strlen(body), kind, r, err);
+    return oai_request_parse(body, strlen(body), kind, NULL, r, err);
 }
 
 /* The body is refused with 400 naming `param` and saying `needle`. */
@@ -180,7 +180,7 @@ static void test_completion_request(void)
             "U+0000");
     {
         static const char raw_nul[] = "{\"prompt\":\"a\0b\"}"; /* a raw NUL byte in the string */
-        CHECK(!oai_request_parse(raw_nul, sizeof raw_nul - 1, OAI_COMPLETION, &r, &err));
+        CHECK(!oai_request_parse(raw_nul, sizeof raw_nul - 1, OAI_COMPLETION, NULL, &r, &err));
         if (err.http_status == 400) CHECK(!strcmp(err.param, "prompt") || strstr(err.message, "JSON"));
         /* an escaped backslash then "u0000" is text, not U+0000 */
         CHECK(parse("{\"prompt\":\"a\\\\u0000\"}", OAI_COMPLETION, &r, &err));
@@ -465,10 +465,10 @@ static void test_json_body(void)
     CHECK(parse(" {\"prompt\":\"Hi\"} \r\n\t ", OAI_COMPLETION, &r, &err));
     oai_request_free(&r);
     /* the body is length-delimited: what follows len is not read */
-    CHECK(oai_request_parse("{\"prompt\":\"Hi\"}xyz", 15, OAI_COMPLETION, &r, &err));
+    CHECK(oai_request_parse("{\"prompt\":\"Hi\"}xyz", 15, OAI_COMPLETION, NULL, &r, &err));
     oai_request_free(&r);
     static const char nul_after[] = "{\"prompt\":\"Hi\"}\0";
-    CHECK(!oai_request_parse(nul_after, sizeof nul_after - 1, OAI_COMPLETION, &r, &err));
+    CHECK(!oai_request_parse(nul_after, sizeof nul_after - 1, OAI_COMPLETION, NULL, &r, &err));
     refused("{\"prompt\":\"Hi\",\"prompt\":5}", OAI_COMPLETION, "prompt", "given twice");
     refused("{\"prompt\":\"Hi\",\"stream\":true,\"stream_options\":{\"include_usage\":true,"
             "\"include_usage\":false}}",

@@ -24,7 +24,7 @@
 
 static int parse(const char *body, oai_request *r, oai_error *err)
 {
-    return oai_request_parse(body, strlen(body), OAI_CHAT, r, err);
+    return oai_request_parse(body, strlen(body), OAI_CHAT, NULL, r, err);
 }
 
 /* body refused with 400 naming param */
@@ -122,7 +122,7 @@ static void test_tools(void)
     oai_request_free(&r);
     /* /tokenize with messages takes tools too */
     const char *tok = "{" USER ", \"tools\": " TOOLS "}";
-    CHECK(oai_request_parse(tok, strlen(tok), OAI_TOKENIZE, &r, &err) && r.n_tools == 2);
+    CHECK(oai_request_parse(tok, strlen(tok), OAI_TOKENIZE, NULL, &r, &err) && r.n_tools == 2);
     oai_request_free(&r);
 }
 

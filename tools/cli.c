@@ -226,13 +226,18 @@ int cli_sampling_option(const char *cmd, int argc, char **argv, int *i, cli_samp
     const char *a = argv[*i];
     if (!strcmp(a, "-n") || !strcmp(a, "--max-tokens"))
         return cli__i64_option(cmd, argc, argv, i, 1, 1 << 24, &s->max_tokens);
-    if (!strcmp(a, "--temperature"))
+    if (!strcmp(a, "--temperature")) {
+        s->given |= QWEN3_GEN_TEMPERATURE;
         return cli_option_f64(cmd, argc, argv, i, 0, 100, &s->temperature) ? 1 : -1;
+    }
     if (!strcmp(a, "--seed")) {
         s->seed_given = true;
         return cli__i64_option(cmd, argc, argv, i, 0, INT64_MAX, &s->seed);
     }
-    if (!strcmp(a, "--top-k")) return cli__i64_option(cmd, argc, argv, i, -1, INT32_MAX, &s->top_k);
+    if (!strcmp(a, "--top-k")) {
+        s->given |= QWEN3_GEN_TOP_K;
+        return cli__i64_option(cmd, argc, argv, i, -1, INT32_MAX, &s->top_k);
+    }
     if (!strcmp(a, "--min-tokens")) return cli__i64_option(cmd, argc, argv, i, 0, 1 << 24, &s->min_tokens);
     if (!strcmp(a, "--logit-bias")) return cli__logit_bias_option(cmd, argc, argv, i, s);
     if (!strcmp(a, "--logprobs")) {
@@ -244,15 +249,18 @@ int cli_sampling_option(const char *cmd, int argc, char **argv, int *i, cli_samp
         double min, max;
         bool above_min; /* min itself refused: (min, max] */
         size_t offset;
+        unsigned bit; /* QWEN3_GEN_*, or 0 */
     } reals[] = {
-        {"--top-p", 0, 1, true, offsetof(cli_sampling, top_p)},
-        {"--min-p", 0, 1, false, offsetof(cli_sampling, min_p)},
-        {"--repetition-penalty", 0, 1e6, true, offsetof(cli_sampling, repetition_penalty)},
-        {"--presence-penalty", -2, 2, false, offsetof(cli_sampling, presence_penalty)},
-        {"--frequency-penalty", -2, 2, false, offsetof(cli_sampling, frequency_penalty)},
+        {"--top-p", 0, 1, true, offsetof(cli_sampling, top_p), QWEN3_GEN_TOP_P},
+        {"--min-p", 0, 1, false, offsetof(cli_sampling, min_p), QWEN3_GEN_MIN_P},
+        {"--repetition-penalty", 0, 1e6, true, offsetof(cli_sampling, repetition_penalty),
+         QWEN3_GEN_REPETITION_PENALTY},
+        {"--presence-penalty", -2, 2, false, offsetof(cli_sampling, presence_penalty), 0},
+        {"--frequency-penalty", -2, 2, false, offsetof(cli_sampling, frequency_penalty), 0},
     };
     for (size_t k = 0; k < sizeof reals / sizeof *reals; k++) {
         if (strcmp(a, reals[k].name)) continue;
+        s->given |= reals[k].bit;
         double *out = (double *)((char *)s + reals[k].offset);
         const char *v = cli_value(cmd, argc, argv, i);
         return v && cli__parse_real(cmd, a, v, reals[k].min, reals[k].max, reals[k].above_min, out)
@@ -260,6 +268,44 @@ int cli_sampling_option(const char *cmd, int argc, char **argv, int *i, cli_samp
                    : -1;
     }
     return 0;
+}
+
+bool cli_describe_generation(const qwen3_generation_defaults *g, unsigned bits, char *buf,
+                             size_t cap)
+{
+    const struct {
+        unsigned bit;
+        const char *name;
+        double value;
+    } fields[] = {
+        {QWEN3_GEN_TEMPERATURE, "temperature", g->temperature},
+        {QWEN3_GEN_TOP_K, "top_k", (double)g->top_k},
+        {QWEN3_GEN_TOP_P, "top_p", g->top_p},
+        {QWEN3_GEN_MIN_P, "min_p", g->min_p},
+        {QWEN3_GEN_REPETITION_PENALTY, "repetition_penalty", g->repetition_penalty},
+    };
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if ((bits & fields[i].bit) && n < cap)
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s %g", n ? ", " : "", fields[i].name,
+                                  fields[i].value);
+    return n > 0;
+}
+
+void cli_sampling_model_defaults(const char *cmd, cli_sampling *s,
+                                 const qwen3_generation_defaults *g)
+{
+    unsigned use = g->set & ~s->given;
+    char what[256];
+    if (!cli_describe_generation(g, use, what, sizeof what)) return;
+    if (use & QWEN3_GEN_TEMPERATURE) s->temperature = g->temperature;
+    if (use & QWEN3_GEN_TOP_K) s->top_k = g->top_k;
+    if (use & QWEN3_GEN_TOP_P) s->top_p = g->top_p;
+    if (use & QWEN3_GEN_MIN_P) s->min_p = g->min_p;
+    if (use & QWEN3_GEN_REPETITION_PENALTY) s->repetition_penalty = g->repetition_penalty;
+    fprintf(stderr, "encore %s: the model's recommended %s (the options override them)\n", cmd,
+            what);
 }
 
 int64_t cli_random_seed(void)

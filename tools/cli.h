@@ -50,8 +50,19 @@ typedef struct cli_sampling {
     int64_t top_logprobs; /* its N */
     graph_sample_bias logit_bias[ENGINE_MAX_LOGIT_BIAS]; /* --logit-bias ID=BIAS, in order */
     int n_logit_bias;
+    unsigned given; /* QWEN3_GEN_* bits: --temperature, --top-k, --top-p, --min-p,
+                     * --repetition-penalty given */
 } cli_sampling;
 int cli_sampling_option(const char *cmd, int argc, char **argv, int *i, cli_sampling *s);
+/* The model's recommended sampling (its generation_config.json, or a GGUF
+ * file's general.sampling.* keys) for each of those options not given, said
+ * on stderr ("encore CMD: the model's recommended temperature 0.6, ..."). */
+void cli_sampling_model_defaults(const char *cmd, cli_sampling *s,
+                                 const qwen3_generation_defaults *g);
+/* "temperature 0.6, top_k 20, top_p 0.95": the fields of g in `bits`, into
+ * buf[cap]; false when there are none. */
+bool cli_describe_generation(const qwen3_generation_defaults *g, unsigned bits, char *buf,
+                             size_t cap);
 /* The default --seed: drawn from the kernel's random source, in [0, INT64_MAX]. */
 int64_t cli_random_seed(void);
 /* The engine's sampling parameters for these options (logit_bias points

@@ -248,6 +248,7 @@ int cmd_chat(int argc, char **argv)
         tokenizer_free(tok);
         return rc;
     }
+    cli_sampling_model_defaults("chat", &a.sampling, &engine_model_config(e)->generation);
     if (cli_is_demo_model(a.cfg.model_dir))
         fprintf(stderr, "encore: this is the built-in DEMO model (random weights): its replies are meaningless.\n");
     rc = chat_loop(&a, e, tok);

@@ -250,6 +250,8 @@ int cmd_generate(int argc, char **argv)
     rc = generate_prompt(&a, tok, &prompt, &n_prompt);
     engine *e = NULL;
     if (!rc) rc = cli_engine_create("generate", &a.cfg, &e);
+    if (!rc)
+        cli_sampling_model_defaults("generate", &a.sampling, &engine_model_config(e)->generation);
     if (!rc && cli_is_demo_model(a.cfg.model_dir))
         fprintf(stderr, "encore: this is the built-in DEMO model (random weights): its text is meaningless.\n");
     if (!rc) rc = generate_run(&a, e, tok, prompt, n_prompt);

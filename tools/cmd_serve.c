@@ -55,6 +55,11 @@ static const char serve_help[] =
     "                           typed stays text\n"
     "                           (default: it is the special token, as in Hugging Face\n"
     "                           and vLLM); the template's own tokens are unchanged\n"
+    "  --generation-config auto|none  auto (default): a request that omits temperature,\n"
+    "                           top_k, top_p, min_p or repetition_penalty takes the\n"
+    "                           model's recommended value (its generation_config.json,\n"
+    "                           as vLLM; a GGUF file's general.sampling.* keys), printed\n"
+    "                           at start; none: OpenAI's defaults (vLLM's 'vllm')\n"
     "  --allowed-hosts LIST     Host names accepted besides localhost, 127.0.0.1 and\n"
     "                           [::1], comma-separated, '*' for any (default none); the\n"
     "                           Host is checked when bound to a loopback address or when\n"
@@ -95,6 +100,16 @@ static int serve_option(void *args, const char *cmd, int argc, char **argv, int 
             return -1;
         }
         a->http.allowed_hosts = list;
+        return 1;
+    }
+    if (!strcmp(o, "--generation-config")) {
+        const char *mode = cli_value(cmd, argc, argv, i);
+        if (!mode) return -1;
+        if (strcmp(mode, "auto") && strcmp(mode, "none")) {
+            cli_error(cmd, "--generation-config is 'auto' or 'none', got '%s'", mode);
+            return -1;
+        }
+        a->http.no_generation_config = !strcmp(mode, "none");
         return 1;
     }
     if (!strcmp(o, "--no-special-tokens-in-content")) {
@@ -247,6 +262,16 @@ static int serve__run(serve_args a)
                         "/v1/chat/completions will answer 400 (give one with "
                         "--chat-template FILE|NAME)\n");
     serve__print_engine(e);
+    char rec[256];
+    encore_sampling d = {0};
+    unsigned set = encore_sampling_model_defaults(e, &d, 0);
+    qwen3_generation_defaults g = {set,     d.temperature, d.top_k,
+                                   d.top_p, d.min_p,       d.repetition_penalty};
+    if (!a.http.no_generation_config && cli_describe_generation(&g, set, rec, sizeof rec))
+        fprintf(stderr,
+                "encore serve: requests that omit them take the model's recommended %s "
+                "(--generation-config none: OpenAI's defaults)\n",
+                rec);
     if (cli_is_demo_model(a.cfg.model_dir))
         fprintf(stderr, "encore: this is the built-in DEMO model (random weights): its text is meaningless.\n");
     http_server *s = NULL;

@@ -154,6 +154,30 @@ encore_status encore_get_model_info(encore_engine *e, encore_model_info *out)
     return ENCORE_OK;
 }
 
+unsigned encore_sampling_model_defaults(encore_engine *e, encore_sampling *s, unsigned given)
+{
+    if (!e || !s) return 0;
+    const qwen3_generation_defaults *g = &engine_model_config(e->eng)->generation;
+    static const struct {
+        unsigned model, api;
+    } bits[] = {
+        {QWEN3_GEN_TEMPERATURE, ENCORE_SAMPLING_TEMPERATURE},
+        {QWEN3_GEN_TOP_K, ENCORE_SAMPLING_TOP_K},
+        {QWEN3_GEN_TOP_P, ENCORE_SAMPLING_TOP_P},
+        {QWEN3_GEN_MIN_P, ENCORE_SAMPLING_MIN_P},
+        {QWEN3_GEN_REPETITION_PENALTY, ENCORE_SAMPLING_REPETITION_PENALTY},
+    };
+    unsigned set = 0;
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
+        if ((g->set & bits[i].model) && !(given & bits[i].api)) set |= bits[i].api;
+    if (set & ENCORE_SAMPLING_TEMPERATURE) s->temperature = g->temperature;
+    if (set & ENCORE_SAMPLING_TOP_K) s->top_k = g->top_k;
+    if (set & ENCORE_SAMPLING_TOP_P) s->top_p = g->top_p;
+    if (set & ENCORE_SAMPLING_MIN_P) s->min_p = g->min_p;
+    if (set & ENCORE_SAMPLING_REPETITION_PENALTY) s->repetition_penalty = g->repetition_penalty;
+    return set;
+}
+
 encore_status encore_get_engine_info(encore_engine *e, encore_engine_info *out)
 {
     if (!e || !out)

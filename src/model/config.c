@@ -50,9 +50,7 @@ static const char *cfg__describe(const cJSON *j, char *buf, size_t n)
     return buf;
 }
 
-/* The value of `key`, NULL when absent or null. A key given twice is an
- * error (cJSON keeps both; which one HF would use is not worth guessing). */
-static enc_status cfg__get(const cJSON *obj, const char *where, const char *key, const cJSON **out)
+enc_status qwen3_json_field(const cJSON *obj, const char *where, const char *key, const cJSON **out)
 {
     *out = NULL;
     for (const cJSON *e = obj->child; e; e = e->next) {
@@ -82,7 +80,7 @@ static enc_status cfg__int(const cJSON *root, const char *where, const char *key
                            int64_t *out)
 {
     const cJSON *j = NULL;
-    ENC_TRY(cfg__get(root, where, key, &j));
+    ENC_TRY(qwen3_json_field(root, where, key, &j));
     if (!j) {
         if (def < 0) return enc_fail(ENC_ERR_FORMAT, "%s: field '%s' is missing", where, key);
         *out = def;
@@ -110,7 +108,7 @@ static enc_status cfg__bool(const cJSON *root, const char *where, const char *ke
 {
     const cJSON *j = NULL;
     char buf[64];
-    ENC_TRY(cfg__get(root, where, key, &j));
+    ENC_TRY(qwen3_json_field(root, where, key, &j));
     if (j && !cJSON_IsBool(j))
         return enc_fail(ENC_ERR_FORMAT, "%s: field '%s' must be true or false, got %s", where, key,
                         cfg__describe(j, buf, sizeof buf));
@@ -124,7 +122,7 @@ static enc_status cfg__string(const cJSON *root, const char *where, const char *
 {
     const cJSON *j = NULL;
     char buf[64];
-    ENC_TRY(cfg__get(root, where, key, &j));
+    ENC_TRY(qwen3_json_field(root, where, key, &j));
     if (j && !cJSON_IsString(j))
         return enc_fail(ENC_ERR_FORMAT, "%s: field '%s' must be a string, got %s", where, key,
                         cfg__describe(j, buf, sizeof buf));
@@ -170,7 +168,7 @@ static enc_status cfg__rope_number(const cJSON *obj, const char *where, const ch
                                    double *out)
 {
     const cJSON *j = NULL;
-    ENC_TRY(cfg__get(obj, where, key, &j));
+    ENC_TRY(qwen3_json_field(obj, where, key, &j));
     return j ? cfg__as_positive(j, where, key, 0, out) : ENC_OK;
 }
 
@@ -185,14 +183,14 @@ static enc_status cfg__yarn(const cJSON *obj, const char *where, enc_rope_scalin
     s->beta_fast = 32.0;
     s->beta_slow = 1.0;
     s->truncate = 1;
-    ENC_TRY(cfg__get(obj, where, "original_max_position_embeddings", &j));
+    ENC_TRY(qwen3_json_field(obj, where, "original_max_position_embeddings", &j));
     if (j) ENC_TRY(cfg__as_int(j, where, "original_max_position_embeddings", 1, &s->original_ctx));
     ENC_TRY(cfg__rope_number(obj, where, "attention_factor", &s->attention_factor));
     ENC_TRY(cfg__rope_number(obj, where, "beta_fast", &s->beta_fast));
     ENC_TRY(cfg__rope_number(obj, where, "beta_slow", &s->beta_slow));
     ENC_TRY(cfg__rope_number(obj, where, "mscale", &mscale));
     ENC_TRY(cfg__rope_number(obj, where, "mscale_all_dim", &mscale_all));
-    ENC_TRY(cfg__get(obj, where, "truncate", &j));
+    ENC_TRY(qwen3_json_field(obj, where, "truncate", &j));
     if (j && !cJSON_IsBool(j))
         return enc_fail(ENC_ERR_FORMAT, "%s: field 'truncate' must be true or false", where);
     if (j) s->truncate = cJSON_IsTrue(j);
@@ -223,7 +221,7 @@ static enc_status cfg__rope_scaling(const cJSON *obj, const char *where, const c
                         key, t->valuestring);
     s->kind = strcmp(t->valuestring, "yarn") ? ENC_ROPE_LINEAR : ENC_ROPE_YARN;
     const cJSON *f = NULL;
-    ENC_TRY(cfg__get(obj, where, "factor", &f));
+    ENC_TRY(qwen3_json_field(obj, where, "factor", &f));
     ENC_TRY(cfg__as_positive(f, where, "factor", 0, &s->factor));
     if (s->kind == ENC_ROPE_YARN) ENC_TRY(cfg__yarn(obj, where, s));
     return enc_rope_scaling_check(s, where);
@@ -233,14 +231,14 @@ static enc_status cfg__rope_scaling(const cJSON *obj, const char *where, const c
 static enc_status cfg__rope(const cJSON *root, const char *where, qwen3_config *c)
 {
     const cJSON *scaling = NULL, *params = NULL, *j = NULL;
-    ENC_TRY(cfg__get(root, where, "rope_scaling", &scaling));
-    ENC_TRY(cfg__get(root, where, "rope_parameters", &params));
+    ENC_TRY(qwen3_json_field(root, where, "rope_scaling", &scaling));
+    ENC_TRY(qwen3_json_field(root, where, "rope_parameters", &params));
     if (scaling && params)
         return enc_fail(ENC_ERR_FORMAT, "%s: both 'rope_scaling' and 'rope_parameters' are given",
                         where);
     if (scaling) ENC_TRY(cfg__rope_scaling(scaling, where, "rope_scaling", &c->rope_scaling));
     if (params) ENC_TRY(cfg__rope_scaling(params, where, "rope_parameters", &c->rope_scaling));
-    ENC_TRY(cfg__get(root, where, "rope_theta", &j));
+    ENC_TRY(qwen3_json_field(root, where, "rope_theta", &j));
     if (!j && params) {
         j = cJSON_GetObjectItemCaseSensitive(params, "rope_theta");
         ENC_TRY(cfg__as_positive(j, where, "rope_parameters.rope_theta", 0, &c->rope_theta));
@@ -263,24 +261,41 @@ static enc_status cfg__token(const cJSON *j, const char *where, const char *key,
     return ENC_OK;
 }
 
+static enc_status cfg__add_eos_id(qwen3_config *c, const cJSON *e, const char *where,
+                                  const char *key)
+{
+    int32_t id = -1;
+    ENC_TRY(cfg__token(e, where, key, c->vocab_size, &id));
+    for (int i = 0; i < c->n_eos; i++)
+        if (c->eos_token_ids[i] == id) return ENC_OK;
+    if (c->n_eos == QWEN3_MAX_EOS)
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "%s: field '%s' makes more than %d end-of-sequence ids", where, key,
+                        QWEN3_MAX_EOS);
+    c->eos_token_ids[c->n_eos++] = id;
+    return ENC_OK;
+}
+
+enc_status qwen3_config_add_eos(qwen3_config *c, const cJSON *eos, const char *where,
+                                const char *key)
+{
+    if (!eos || cJSON_IsNull(eos)) return ENC_OK;
+    if (!cJSON_IsArray(eos)) return cfg__add_eos_id(c, eos, where, key);
+    for (const cJSON *e = eos->child; e; e = e->next)
+        ENC_TRY(cfg__add_eos_id(c, e, where, key));
+    return ENC_OK;
+}
+
 /* bos_token_id (int or absent) and eos_token_id (int, list or absent). */
 static enc_status cfg__tokens(const cJSON *root, const char *where, qwen3_config *c)
 {
     const cJSON *bos = NULL, *eos = NULL;
-    ENC_TRY(cfg__get(root, where, "bos_token_id", &bos));
-    ENC_TRY(cfg__get(root, where, "eos_token_id", &eos));
+    ENC_TRY(qwen3_json_field(root, where, "bos_token_id", &bos));
+    ENC_TRY(qwen3_json_field(root, where, "eos_token_id", &eos));
     c->bos_token_id = -1;
     c->n_eos = 0;
     if (bos) ENC_TRY(cfg__token(bos, where, "bos_token_id", c->vocab_size, &c->bos_token_id));
-    if (!eos) return ENC_OK;
-    if (!cJSON_IsArray(eos))
-        return cfg__token(eos, where, "eos_token_id", c->vocab_size, &c->eos_token_ids[c->n_eos++]);
-    if (cJSON_GetArraySize(eos) > QWEN3_MAX_EOS)
-        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: field 'eos_token_id' lists %d ids (at most %d)",
-                        where, cJSON_GetArraySize(eos), QWEN3_MAX_EOS);
-    for (const cJSON *e = eos->child; e; e = e->next)
-        ENC_TRY(cfg__token(e, where, "eos_token_id", c->vocab_size, &c->eos_token_ids[c->n_eos++]));
-    return ENC_OK;
+    return qwen3_config_add_eos(c, eos, where, "eos_token_id");
 }
 
 /* Features that change the math and that encore does not implement; *moe
@@ -325,7 +340,7 @@ static enc_status cfg__shapes(const cJSON *root, const char *where, qwen3_config
     ENC_TRY(cfg__int(root, where, "vocab_size", -1, &c->vocab_size));
     ENC_TRY(cfg__int(root, where, "max_position_embeddings", 32768, &c->max_position_embeddings));
     const cJSON *hd = NULL;
-    ENC_TRY(cfg__get(root, where, "head_dim", &hd));
+    ENC_TRY(qwen3_json_field(root, where, "head_dim", &hd));
     if (hd) {
         ENC_TRY(cfg__as_int(hd, where, "head_dim", 1, &c->head_dim));
     } else {
@@ -352,7 +367,7 @@ static enc_status cfg__layer_types(const cJSON *root, const char *where, int64_t
 {
     const cJSON *lt = NULL;
     char buf[64];
-    ENC_TRY(cfg__get(root, where, "layer_types", &lt));
+    ENC_TRY(qwen3_json_field(root, where, "layer_types", &lt));
     if (!lt) return ENC_OK;
     if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != n_layers)
         return enc_fail(ENC_ERR_FORMAT,
@@ -380,7 +395,7 @@ static enc_status cfg__mlp_only(const cJSON *root, const char *where, qwen3_conf
 {
     const cJSON *arr = NULL;
     char buf[64];
-    ENC_TRY(cfg__get(root, where, "mlp_only_layers", &arr));
+    ENC_TRY(qwen3_json_field(root, where, "mlp_only_layers", &arr));
     if (!arr) return ENC_OK;
     if (!cJSON_IsArray(arr))
         return enc_fail(ENC_ERR_FORMAT, "%s: field 'mlp_only_layers' must be an array, got %s",
@@ -409,7 +424,7 @@ static enc_status cfg__mlp_only(const cJSON *root, const char *where, qwen3_conf
 static enc_status cfg__moe(const cJSON *root, const char *where, qwen3_config *c)
 {
     const cJSON *shared = NULL;
-    ENC_TRY(cfg__get(root, where, "shared_expert_intermediate_size", &shared));
+    ENC_TRY(qwen3_json_field(root, where, "shared_expert_intermediate_size", &shared));
     if (shared && !(cJSON_IsNumber(shared) && shared->valuedouble == 0))
         return enc_fail(ENC_ERR_UNSUPPORTED,
                         "%s: field 'shared_expert_intermediate_size' is set; a shared expert "
@@ -448,7 +463,7 @@ static enc_status cfg__parse_root(const cJSON *root, const char *where, qwen3_co
     ENC_TRY(cfg__shapes(root, where, c));
     if (moe) ENC_TRY(cfg__moe(root, where, c));
     ENC_TRY(cfg__layer_types(root, where, c->n_layers));
-    ENC_TRY(cfg__get(root, where, "rms_norm_eps", &eps));
+    ENC_TRY(qwen3_json_field(root, where, "rms_norm_eps", &eps));
     ENC_TRY(cfg__as_positive(eps, where, "rms_norm_eps", 1, &c->rms_norm_eps));
     ENC_TRY(cfg__rope(root, where, c));
     ENC_TRY(cfg__bool(root, where, "tie_word_embeddings", &c->tie_word_embeddings));

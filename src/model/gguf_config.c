@@ -14,7 +14,10 @@
  *                                            yarn's .original_context_length,
  *                                            .yarn_beta_fast/slow, .yarn_attn_factor
  *   <arch>.attention.layer_norm_rms_epsilon  rms_norm_eps
- *   tokenizer.ggml.bos_token_id / eos_token_id / eot_token_id
+ *   tokenizer.ggml.bos_token_id / eos_token_id / eot_token_id, and the tokens
+ *                                            llama.cpp ends generation at by text
+ *   general.sampling.temp / top_k / top_p /  the sampling defaults the file
+ *     min_p / penalty_repeat                 recommends (as llama.cpp reads them)
  * and, for qwen3moe (every layer sparse):
  *   qwen3moe.expert_count                    num_experts
  *   qwen3moe.expert_used_count               num_experts_per_tok
@@ -32,6 +35,7 @@
 
 #include "base/log.h"
 #include "graph/graph.h"
+#include "model/generation_config.h"
 
 enum { GGUF__KEY_MAX = 96 };
 
@@ -272,6 +276,36 @@ static enc_status gguf__token(const gguf_file *g, const char *key, int64_t vocab
     return ENC_OK;
 }
 
+static void gguf__add_eos(qwen3_config *q, int32_t id)
+{
+    for (int i = 0; i < q->n_eos; i++)
+        if (q->eos_token_ids[i] == id) return;
+    if (id >= 0 && q->n_eos < QWEN3_MAX_EOS) q->eos_token_ids[q->n_eos++] = id;
+}
+
+/* The end-of-generation tokens llama.cpp finds by their text (its
+ * special_eog_ids), those a Qwen-family vocabulary may hold: a GGUF file
+ * names one eos id, and Qwen3's generation_config.json stops at
+ * <|endoftext|> beside <|im_end|>. */
+static const char *const gguf__eog_texts[] = {"<|im_end|>", "<|endoftext|>", "<|eot_id|>",
+                                              "<|end|>",    "<|eom_id|>",    "<|end_of_text|>"};
+
+static enc_status gguf__eog_by_text(const gguf_file *g, qwen3_config *q)
+{
+    const gguf_str *tokens = NULL;
+    uint64_t n = 0;
+    int found = 0;
+    ENC_TRY(gguf_get_str_array(g, "tokenizer.ggml.tokens", &tokens, &n, &found));
+    for (uint64_t i = 0; found && i < n && i < (uint64_t)q->vocab_size; i++) {
+        if (tokens[i].len < 5 || tokens[i].len > 16 || tokens[i].p[0] != '<') continue;
+        for (size_t k = 0; k < sizeof gguf__eog_texts / sizeof gguf__eog_texts[0]; k++)
+            if (tokens[i].len == strlen(gguf__eog_texts[k]) &&
+                !memcmp(tokens[i].p, gguf__eog_texts[k], tokens[i].len))
+                gguf__add_eos(q, (int32_t)i);
+    }
+    return ENC_OK;
+}
+
 static enc_status gguf__tokens(const gguf_file *g, qwen3_config *q)
 {
     int32_t eos = -1, eot = -1;
@@ -279,8 +313,44 @@ static enc_status gguf__tokens(const gguf_file *g, qwen3_config *q)
     ENC_TRY(gguf__token(g, "tokenizer.ggml.eos_token_id", q->vocab_size, &eos));
     ENC_TRY(gguf__token(g, "tokenizer.ggml.eot_token_id", q->vocab_size, &eot));
     q->n_eos = 0;
-    if (eos >= 0) q->eos_token_ids[q->n_eos++] = eos;
-    if (eot >= 0 && eot != eos) q->eos_token_ids[q->n_eos++] = eot;
+    gguf__add_eos(q, eos);
+    gguf__add_eos(q, eot);
+    return gguf__eog_by_text(g, q);
+}
+
+/* The sampling parameters the file recommends, llama.cpp's general.sampling.*
+ * keys (its converter writes them from generation_config.json), with
+ * llama.cpp's meanings: top_k 0 is off; penalty_repeat is the repetition
+ * penalty (llama.cpp applies it over the last 64 tokens, encore over the
+ * prompt and output, as vLLM). */
+static enc_status gguf__sampling(const gguf_file *g, qwen3_generation_defaults *out)
+{
+    static const struct {
+        const char *key;
+        unsigned bit;
+    } keys[] = {
+        {"general.sampling.temp", QWEN3_GEN_TEMPERATURE},
+        {"general.sampling.top_k", QWEN3_GEN_TOP_K},
+        {"general.sampling.top_p", QWEN3_GEN_TOP_P},
+        {"general.sampling.min_p", QWEN3_GEN_MIN_P},
+        {"general.sampling.penalty_repeat", QWEN3_GEN_REPETITION_PENALTY},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        double v = 0;
+        int64_t k = 0;
+        int found = 0;
+        if (keys[i].bit == QWEN3_GEN_TOP_K) {
+            ENC_TRY(gguf_get_int(g, keys[i].key, &k, &found));
+            v = (double)k;
+        } else {
+            ENC_TRY(gguf_get_float(g, keys[i].key, &v, &found));
+        }
+        if (!found) continue;
+        char what[96];
+        snprintf(what, sizeof what, "key '%s' at byte offset %zu", keys[i].key,
+                 gguf_find_kv(g, keys[i].key)->offset);
+        ENC_TRY(qwen3_generation_set(out, keys[i].bit, v, gguf_path(g), what));
+    }
     return ENC_OK;
 }
 
@@ -298,6 +368,7 @@ enc_status qwen3_config_from_gguf(const gguf_file *g, qwen3_config *out)
     ENC_TRY(enc_rope_theta_check(q.rope_theta, gguf_path(g), "key 'rope.freq_base'"));
     ENC_TRY(gguf__from_tensors(g, &q));
     ENC_TRY(gguf__tokens(g, &q));
+    ENC_TRY(gguf__sampling(g, &q.generation));
     *out = q;
     enc_log_debug("%s: %s D=%lld F=%lld layers=%lld heads=%lld/%lld head_dim=%lld vocab=%lld "
                   "tied=%d",

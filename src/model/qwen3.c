@@ -16,9 +16,10 @@
 
 #include "base/log.h"
 #include "base/mapfile.h"
+#include "model/generation_config.h"
 #include "model/gguf_config.h"
-#include "model/qwen3_moe.h"
 #include "model/quantize.h"
+#include "model/qwen3_moe.h"
 #include "model/qwen3_tensors.h"
 
 /* --- loading ------------------------------------------------------------- */
@@ -216,6 +217,7 @@ static enc_status qwen3__open(const char *path, qwen3_model *m)
         return qwen3_config_from_gguf(m->gguf, &m->cfg);
     }
     ENC_TRY(qwen3_config_load(path, &m->cfg));
+    ENC_TRY(generation_config_load(path, &m->cfg));
     return st_open_dir(path, &m->archive);
 }
 

@@ -573,7 +573,8 @@ static int http__parse(http_server *s, const http_conn *hc, oai_kind kind, oai_r
                        oai_error *err)
 {
     const char *body = hc->body ? hc->body : "";
-    if (hc->len <= HTTP_LARGE_BODY) return oai_request_parse(body, hc->len, kind, req, err);
+    if (hc->len <= HTTP_LARGE_BODY)
+        return oai_request_parse(body, hc->len, kind, &s->defaults, req, err);
     pthread_mutex_lock(&s->mu);
     while (s->n_large_parses >= HTTP_LARGE_PARSES && !atomic_load(&s->stopping))
         pthread_cond_wait(&s->parse_free, &s->mu);
@@ -581,7 +582,7 @@ static int http__parse(http_server *s, const http_conn *hc, oai_kind kind, oai_r
     if (!stopping) s->n_large_parses++;
     pthread_mutex_unlock(&s->mu);
     if (stopping) return oai_error_set(err, 503, NULL, "the server is stopping");
-    int ok = oai_request_parse(body, hc->len, kind, req, err);
+    int ok = oai_request_parse(body, hc->len, kind, &s->defaults, req, err);
     pthread_mutex_lock(&s->mu);
     s->n_large_parses--;
     pthread_cond_signal(&s->parse_free);
@@ -808,6 +809,8 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
     s->max_model_len = info.max_model_len;
     s->vocab_size = info.vocab_size;
     s->has_chat_template = info.has_chat_template;
+    if (!cfg->no_generation_config)
+        s->defaults.set = encore_sampling_model_defaults(e, &s->defaults.sampling, 0);
     s->created = (int64_t)time(NULL);
     atomic_init(&s->stopping, 0);
     const char *fault = getenv("ENCORE_FAULT_FINAL_COPIES");

@@ -2,9 +2,11 @@
  * tokenize, detokenize) read with cJSON into an oai_request, every field
  * checked for type and range with a message naming it.
  *
- * Defaults are OpenAI's (temperature 1, top_p 1, n 1) and vLLM's for the
- * parameters OpenAI lacks (top_k, min_p, repetition_penalty, min_tokens,
- * stop_token_ids, ignore_eos, skip_special_tokens). logit_bias is OpenAI's
+ * Defaults are the model's recommended sampling where the server passes them
+ * (generation_config.json: temperature, top_k, top_p, min_p,
+ * repetition_penalty), else OpenAI's (temperature 1, top_p 1, n 1) and vLLM's
+ * for the parameters OpenAI lacks (top_k, min_p, repetition_penalty,
+ * min_tokens, stop_token_ids, ignore_eos, skip_special_tokens). logit_bias is OpenAI's
  * map of token ids (as strings) to biases. */
 #include "openai_request.h"
 
@@ -770,7 +772,20 @@ static cJSON *oai__parse_json(const char *body, size_t len, oai_error *err)
     return NULL;
 }
 
-int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *out, oai_error *err)
+/* The fields of `defaults` that it sets, over OpenAI's. */
+static void oai__model_defaults(const oai_defaults *d, encore_sampling *s)
+{
+    if (!d) return;
+    if (d->set & ENCORE_SAMPLING_TEMPERATURE) s->temperature = d->sampling.temperature;
+    if (d->set & ENCORE_SAMPLING_TOP_K) s->top_k = d->sampling.top_k;
+    if (d->set & ENCORE_SAMPLING_TOP_P) s->top_p = d->sampling.top_p;
+    if (d->set & ENCORE_SAMPLING_MIN_P) s->min_p = d->sampling.min_p;
+    if (d->set & ENCORE_SAMPLING_REPETITION_PENALTY)
+        s->repetition_penalty = d->sampling.repetition_penalty;
+}
+
+int oai_request_parse(const char *body, size_t len, oai_kind kind, const oai_defaults *defaults,
+                      oai_request *out, oai_error *err)
 {
     memset(out, 0, sizeof *out);
     out->kind = kind;
@@ -785,6 +800,7 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *
     out->sampling.top_p = 1.0;
     out->sampling.repetition_penalty = 1.0;
     out->sampling.skip_special_tokens = 1;
+    oai__model_defaults(defaults, &out->sampling);
     if (!json_utf8_valid(body, len))
         return oai_error_set(err, 400, NULL, "the request body is not valid UTF-8");
     cJSON *root = oai__parse_json(body, len, err);

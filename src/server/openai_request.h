@@ -131,13 +131,22 @@ typedef struct oai_request {
     char ignored[OAI_IGNORED_MAX];
 } oai_request;
 
+/* What a server gives the requests that omit a sampling field: the model's
+ * recommendation (encore_sampling_model_defaults), the fields whose
+ * ENCORE_SAMPLING_* bit is in `set`. */
+typedef struct oai_defaults {
+    encore_sampling sampling;
+    unsigned set;
+} oai_defaults;
+
 /* Parse `body` (len bytes, need not be NUL-terminated) as a request of
- * `kind`. Returns 1 with *out filled, or 0 with `err` filled (HTTP 400 with
- * the field in err->param) and *out empty. Unknown fields are accepted, as
- * OpenAI's clients send more than any one server reads, and named in
- * out->ignored. */
-int oai_request_parse(const char *body, size_t len, oai_kind kind, oai_request *out,
-                      oai_error *err);
+ * `kind`, a field it omits taken from `defaults` (NULL: none) or else
+ * OpenAI's (vLLM's) default. Returns 1 with *out filled, or 0 with `err`
+ * filled (HTTP 400 with the field in err->param) and *out empty. Unknown
+ * fields are accepted, as OpenAI's clients send more than any one server
+ * reads, and named in out->ignored. */
+int oai_request_parse(const char *body, size_t len, oai_kind kind, const oai_defaults *defaults,
+                      oai_request *out, oai_error *err);
 void oai_request_free(oai_request *r); /* frees the contents; NULL is a no-op */
 
 /* How messages name prompt i of r: "'prompt'" when it is the only one,

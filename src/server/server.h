@@ -44,6 +44,11 @@ typedef struct http_server_config {
                                       with special-token matching off (encore_chat_tokenize);
                                       0 (default): a "<|im_start|>" in it is the special
                                       token */
+    int no_generation_config;      /* nonzero: requests that omit temperature, top_k, top_p,
+                                      min_p or repetition_penalty take OpenAI's and vLLM's
+                                      defaults; 0 (default): the model's recommended values
+                                      where it gives them (generation_config.json, as vLLM's
+                                      --generation-config auto) */
     const char *allowed_hosts;     /* comma-separated Host names accepted besides localhost,
                                       127.0.0.1 and ::1 ("*": any); NULL: none. The Host header
                                       is checked when bound to a loopback address or when set */

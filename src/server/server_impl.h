@@ -24,6 +24,8 @@ struct http_server {
     int64_t max_model_len;
     int64_t vocab_size;         /* token ids in stop_token_ids and logit_bias are below it */
     int has_chat_template;
+    oai_defaults defaults;      /* the model's recommended sampling (unless
+                                   no_generation_config), for requests that omit it */
     int64_t created;            /* Unix seconds at start, for /v1/models */
     metrics metrics;
     atomic_int stopping;        /* set by http_server_stop: waits give up */
