@@ -6,7 +6,8 @@
  * round runs the same requests. A slot keeps one multi-step recording per
  * step count, so going back to 4 steps after 16 records nothing new; a
  * switch while a request is unfinished, or to more steps than the engine was
- * created with, is refused and changes nothing.
+ * created with, is refused and changes nothing. A request that scores its
+ * prompt runs multi-step once its prompt's logits are delivered.
  *
  * usage: test_decode_mode MODEL_DIR */
 #include <string.h>
@@ -16,23 +17,27 @@
 
 enum { N_REQ = 3, N_GEN = 40 };
 
-static void submit_all(engine *e)
+/* The requests; score_first: the first also asks for its prompt's logits. */
+static void submit_all(engine *e, bool score_first)
 {
     for (int r = 0; r < N_REQ; r++) {
         int32_t prompt[12];
         for (int i = 0; i < 12; i++) prompt[i] = (int32_t)(1 + (r * 37 + i * 11) % 400);
-        engine_request_params p = {.prompt_ids = prompt, .n_prompt = 5 + 3 * r, .max_tokens = N_GEN,
-                                   .ignore_eos = true};
+        engine_request_params p = {.prompt_ids = prompt,
+                                   .n_prompt = 5 + 3 * r,
+                                   .max_tokens = N_GEN,
+                                   .ignore_eos = true,
+                                   .prompt_logits = score_first && r == 0};
         int64_t id;
         CHECK(engine_add_request(e, &p, &id) == ENC_OK);
     }
 }
 
 /* Run the requests to the end; their tokens into out[N_REQ][N_GEN]. */
-static void run_all(engine *e, int32_t out[N_REQ][N_GEN])
+static void run_all(engine *e, int32_t out[N_REQ][N_GEN], bool score_first)
 {
     int64_t first = e->next_id;
-    submit_all(e);
+    submit_all(e, score_first);
     while (engine_has_unfinished(e)) CHECK(engine_step(e, NULL) == ENC_OK);
     for (int r = 0; r < N_REQ; r++) {
         const int32_t *ids;
@@ -56,7 +61,7 @@ int main(int argc, char **argv)
     CHECK(engine_create(&cfg, &ref) == ENC_OK);
     if (!e || !ref) return 1;
     static int32_t want[N_REQ][N_GEN], got[N_REQ][N_GEN];
-    run_all(ref, want);
+    run_all(ref, want, false);
 
     const struct { bool eager; int64_t steps; } modes[] = {{true, 1}, {false, 1}, {false, 4}, {false, 16}, {false, 4}};
     int64_t captures_before_last = 0;
@@ -64,7 +69,7 @@ int main(int argc, char **argv)
         CHECK(engine_set_decode_mode(e, modes[m].eager, modes[m].steps) == ENC_OK);
         if (m + 1 == sizeof modes / sizeof modes[0]) captures_before_last = e->stats.n_captures;
         int64_t trips = e->stats.n_multi_round_trips;
-        run_all(e, got);
+        run_all(e, got, false);
         CHECK(memcmp(got, want, sizeof got) == 0);
         /* the device-pick recording: K > 1, or K = 1 captured when the device samples */
         bool device_picks = !modes[m].eager && (modes[m].steps > 1 || e->device_sampler);
@@ -72,9 +77,16 @@ int main(int argc, char **argv)
     }
     CHECK(e->stats.n_captures == captures_before_last); /* 4 steps again: its recordings were kept */
 
+    /* a request that scores its prompt (echo with logprobs) holds its batch to one step a
+     * replay only until its prompt's logits are delivered, not for its whole generation */
+    int64_t trips = e->stats.n_multi_round_trips;
+    run_all(e, got, true);
+    CHECK(memcmp(got, want, sizeof got) == 0);
+    CHECK(e->stats.n_multi_round_trips > trips);
+
     CHECK(engine_set_decode_mode(e, false, 17) != ENC_OK); /* more than at creation */
     CHECK(engine_set_decode_mode(e, false, 0) != ENC_OK);
-    submit_all(e);
+    submit_all(e, false);
     CHECK(engine_set_decode_mode(e, true, 1) != ENC_OK); /* requests unfinished */
     CHECK(!e->cfg.eager && e->cfg.decode_steps == 4);    /* and nothing changed */
     while (engine_has_unfinished(e)) CHECK(engine_step(e, NULL) == ENC_OK);

@@ -26,6 +26,9 @@
  *                   holders, and everything is free at the end
  *   property        thousands of seeded random submit / abort / step events on
  *                   a small pool, invariants checked after every event
+ *   accounting      cached_tokens is the first admission's hit (a preempted
+ *                   request's own blocks found again are none); the last
+ *                   token allowed finishes "length", a stop id among them
  *
  * Mutation checks (done by hand when this test was written): make
  * engine_release_request skip kv_block_table_release for a running request,
@@ -120,7 +123,8 @@ static int64_t submit(run *r, const req *q)
                                .sampling = {.temperature = q->temperature, .seed = (uint64_t)q->n},
                                .ignore_eos = true, .prompt_logits = q->prompt_logits};
     int64_t id = -1;
-    CHECK(engine_add_request(r->e, &p, &id) == ENC_OK);
+    if (engine_add_request(r->e, &p, &id) != ENC_OK) fprintf(stderr, "%s\n", enc_last_error());
+    CHECK(id >= 0);
     return id;
 }
 
@@ -537,12 +541,69 @@ static void case_property(void)
     run_free(&r);
 }
 
+/* --- accounting -------------------------------------------------------------- */
+
+/* A request's cached_tokens is the hit of its first admission, as vLLM's
+ * num_cached_tokens: prompts that share nothing, preempted and recomputed
+ * from their own blocks, report 0 (they reported their own blocks as hits).
+ * And the last token a request may have is "length" whatever it is, a stop
+ * id too (vLLM's check_stop), while a stop id before it is "stop". */
+static void case_accounting(void)
+{
+    static run tight;
+    engine_config cfg = {.decode_steps = 1, .n_kv_blocks = 12, .max_num_batched_tokens = 64};
+    run_init(&tight, cfg);
+    int64_t ids[6];
+    int32_t none[1] = {0};
+    for (int k = 0; k < 6; k++) {
+        req q = {.max_tokens = 40};
+        make_prompt(&q, none, 0, 40, 100 + 7 * (uint64_t)k);
+        q.ids[0] = 990 + k; /* no two share a first block */
+        ids[k] = submit(&tight, &q);
+        run_step(&tight);
+    }
+    run_until_done(&tight);
+    engine_stats st = engine_get_stats(tight.e);
+    CHECK(st.n_preemptions > 0);
+    for (int k = 0; k < 6; k++)
+        CHECK(engine_request_cached_tokens(tight.e, ids[k]) == 0);
+    CHECK(st.n_prefix_cache_hits == 0);
+    fprintf(stderr, "accounting: %lld preemptions, no request's cached tokens counted\n",
+            (long long)st.n_preemptions);
+
+    /* the greedy first token of a prompt, then that token as a stop id */
+    req q = {.max_tokens = 1};
+    make_prompt(&q, none, 0, 12, 5);
+    int64_t first = submit(&tight, &q);
+    run_until_done(&tight);
+    const int32_t *out;
+    int64_t n;
+    engine_finish f;
+    CHECK(engine_request_output(tight.e, first, &out, &n, &f) == ENC_OK && n == 1);
+    int32_t stop = out[0];
+    for (int64_t max_tokens = 1; max_tokens <= 2; max_tokens++) {
+        engine_request_params p = {.prompt_ids = q.ids,
+                                   .n_prompt = q.n,
+                                   .max_tokens = max_tokens,
+                                   .ignore_eos = true,
+                                   .stop_ids = &stop,
+                                   .n_stop_ids = 1};
+        int64_t id = -1;
+        CHECK(engine_add_request(tight.e, &p, &id) == ENC_OK);
+        run_until_done(&tight);
+        CHECK(engine_request_output(tight.e, id, &out, &n, &f) == ENC_OK && n == 1 &&
+              out[0] == stop);
+        CHECK(f == (max_tokens == 1 ? ENGINE_FINISH_LENGTH : ENGINE_FINISH_STOP));
+    }
+    run_free(&tight);
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
 } cases[] = {
-    {"prefix_hit", case_prefix_hit}, {"chunked", case_chunked}, {"preemption", case_preemption},
-    {"abort", case_abort},           {"property", case_property},
+    {"prefix_hit", case_prefix_hit}, {"chunked", case_chunked},   {"preemption", case_preemption},
+    {"abort", case_abort},           {"property", case_property}, {"accounting", case_accounting},
 };
 
 int main(int argc, char **argv)

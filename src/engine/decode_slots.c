@@ -250,7 +250,9 @@ bool decode_multi_reserve(engine *e, const sched_batch *b)
     if (!slot || slot->state == SLOT_COLD) return false; /* the first decode of a size runs eagerly */
     for (int i = 0; i < b->n_entries; i++) {
         const engine_seq *s = b->entries[i].seq;
-        if (!decode__device_picks(e, s) || s->prompt_logits || s->n_tokens + K - 1 > e->cfg.max_model_len)
+        bool prompt_rows = s->prompt_logits && s->n_logits_sent < s->n_prompt; /* still owed */
+        if (!decode__device_picks(e, s) || prompt_rows ||
+            s->n_tokens + K - 1 > e->cfg.max_model_len)
             return false;
     }
     int32_t need = 0;

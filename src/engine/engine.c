@@ -493,10 +493,13 @@ static bool engine__append(engine *e, engine_seq *s, int32_t next)
     engine_finish why = ENGINE_NOT_FINISHED;
     bool stop_id = false, eos = !s->ignore_eos && engine__is_eos(e, next);
     for (int i = 0; i < s->n_stop_ids; i++) stop_id |= s->stop_ids[i] == next;
-    if (stop_id || eos) why = ENGINE_FINISH_STOP;
-    if (stop_id && !eos) s->stop_token = next; /* vLLM's stop_reason: an EOS gives none */
-    else if (s->n_tokens - s->n_prompt == s->max_tokens || s->n_tokens >= e->cfg.max_model_len)
+    /* vLLM's check_stop: the length first, so that the last token allowed is
+     * "length" whatever it is; then an EOS, then a stop id (its stop_reason) */
+    if (s->n_tokens - s->n_prompt == s->max_tokens || s->n_tokens >= e->cfg.max_model_len)
         why = ENGINE_FINISH_LENGTH;
+    else if (stop_id || eos)
+        why = ENGINE_FINISH_STOP;
+    if (why == ENGINE_FINISH_STOP && !eos) s->stop_token = next;
     if (why == ENGINE_NOT_FINISHED) return false;
     engine__finish(e, s, why);
     return true;

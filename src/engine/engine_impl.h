@@ -29,7 +29,10 @@ typedef struct engine_seq {
     int64_t n_tokens;
     int64_t n_prompt;
     int64_t n_computed; /* leading tokens whose K/V are in the cache */
-    int64_t n_cached_tokens; /* prompt tokens the prefix cache served at its last admission */
+    int64_t n_cached_tokens; /* prompt tokens the prefix cache served at its first admission
+                              * (vLLM's num_cached_tokens: after a preemption its own blocks
+                              * found again are no cache hit of the request's) */
+    bool admitted;           /* admitted once */
     int64_t max_tokens;
     engine_sampling sampling; /* its logit_bias is logit_bias below */
     graph_sample_bias *logit_bias; /* [sampling.n_logit_bias] the request's, owned */

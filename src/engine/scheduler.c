@@ -117,12 +117,13 @@ void sched_plan_step(engine *e, sched_batch *b)
             s->n_computed = 0;
             break;
         }
-        if (e->kv.pool.prefix && !s->prompt_logits) {
+        if (e->kv.pool.prefix && !s->prompt_logits && !s->admitted) {
             e->stats.n_prefix_cache_queries += s->n_tokens;
             e->stats.n_prefix_cache_hits += hit;
         }
         b->n_cached_tokens += hit;
-        s->n_cached_tokens = hit < s->n_prompt ? hit : s->n_prompt;
+        if (!s->admitted) s->n_cached_tokens = hit < s->n_prompt ? hit : s->n_prompt;
+        s->admitted = true;
         s->state = SEQ_RUNNING;
         n_running++;
         sched__add(e, b, s, n_new);
