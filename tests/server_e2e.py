@@ -398,6 +398,20 @@ def check_include_stop(srv):
     if status != 200 or r["choices"][0]["message"]["content"] != content[:content.index(stop)] + stop:
         fail(f"chat stop {stop!r} with include_stop_str_in_output: {r}")
     print(f"ok: stop {stop!r} cuts before it, include_stop_str_in_output keeps it (completions, chat)")
+    # a stop token id: its text goes only with include_stop_str_in_output (vLLM's detokenizer)
+    status, named, _ = srv.post("/v1/completions", dict(body, logprobs=0, return_tokens_as_token_ids=True))
+    ids = [int(t.split(":")[1]) for t in named["choices"][0]["logprobs"]["tokens"]]
+    stop_id = ids[3]
+    k = ids.index(stop_id)
+    head = srv.post("/detokenize", {"tokens": ids[:k]})[1]["prompt"]
+    upto = srv.post("/detokenize", {"tokens": ids[:k + 1]})[1]["prompt"]
+    for flag, want in ((False, head), (True, upto)):
+        status, r, _ = srv.post("/v1/completions", dict(body, stop_token_ids=[stop_id],
+                                                         include_stop_str_in_output=flag))
+        ch = r["choices"][0]
+        if status != 200 or ch["text"] != want or ch["stop_reason"] != stop_id or head == upto:
+            fail(f"stop id {stop_id}, include_stop_str_in_output {flag}: {ch} (want {want!r})")
+    print(f"ok: a stop token id's text only with include_stop_str_in_output")
 
 
 def check_echo_logprobs(srv):

@@ -445,8 +445,9 @@ static bool serve__update(encore_engine *e, api_request *r)
     if (s == ENC_OK && n == r->n_seen && fin == ENGINE_NOT_FINISHED) return false;
     int64_t from = r->n_seen, k = from;
     while (s == ENC_OK && k < n && r->text.matched < 0) {
-        /* An EOS or stop id that ended the request gives no text (vLLM). */
-        bool stop_token = k == n - 1 && fin == ENGINE_FINISH_STOP;
+        /* An EOS or stop id that ended the request gives no text, unless
+         * include_stop_str_in_output (vLLM's detokenizer) */
+        bool stop_token = k == n - 1 && fin == ENGINE_FINISH_STOP && !r->text.include_stop;
         k++;
         if (!stop_token) s = text_out_put_id(&r->text, ids[k - 1], k > r->min_tokens);
     }
