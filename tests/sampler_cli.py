@@ -113,6 +113,15 @@ def check_modes(a):
         sys.exit(f"FAIL: min_tokens 12: only {len(out_min[0]['ids'])} tokens")
     print(f"ok: multi-step round trips {trips}; min_tokens multi-step from the start: {st_min}")
 
+    # min_tokens holds off an EOS under ignore_eos too (vLLM masks all_stop_token_ids), here one
+    # the logit bias makes certain: not before token 5, then every token
+    cfg = json.load(open(os.path.join(a.model, "config.json")))
+    eos = cfg["eos_token_id"] if isinstance(cfg["eos_token_id"], int) else cfg["eos_token_id"][0]
+    forced, _ = batch(a, [req(6, 11, max_tokens=8, min_tokens=5, logit_bias={str(eos): 100})])
+    if forced[0]["ids"] != [x for x in forced[0]["ids"][:5] if x != eos] + [eos] * 3:
+        sys.exit(f"FAIL: min_tokens 5 with ignore_eos and EOS {eos} forced: {forced[0]['ids']}")
+    print(f"ok: min_tokens 5 under ignore_eos: no EOS {eos} before token 5, then {forced[0]['ids'][5:]}")
+
 
 def check_seed(a):
     target = req(6, 42, temperature=1.0, top_p=0.95, max_tokens=40)

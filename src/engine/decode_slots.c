@@ -316,7 +316,9 @@ static graph_sample_row decode__sample_row(const engine *e, const engine_seq *s)
         .n_top = sp->top_logprobs,
     };
     _Static_assert(QWEN3_MAX_EOS + ENGINE_MAX_STOP_IDS <= GRAPH_SAMPLE_MAX_MASK, "every EOS and stop id fits a row");
-    for (int i = 0; !s->ignore_eos && i < mc->n_eos; i++) r.mask_ids[r.n_mask++] = mc->eos_token_ids[i];
+    /* min_tokens holds off every EOS, under ignore_eos too (vLLM's all_stop_token_ids) */
+    for (int i = 0; i < mc->n_eos; i++)
+        r.mask_ids[r.n_mask++] = mc->eos_token_ids[i];
     for (int i = 0; i < s->n_stop_ids; i++) r.mask_ids[r.n_mask++] = s->stop_ids[i];
     r.n_bias = sp->n_logit_bias;
     if (r.n_bias) memcpy(r.bias, sp->logit_bias, (size_t)r.n_bias * sizeof *r.bias);

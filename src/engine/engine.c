@@ -553,7 +553,7 @@ static int32_t engine__pick(engine *e, engine_seq *s, const float *row)
         .output = s->tokens + s->n_prompt,
         .n_output = n_out,
         .eos_ids = mc->eos_token_ids,
-        .n_eos = s->ignore_eos ? 0 : mc->n_eos,
+        .n_eos = mc->n_eos, /* masked before min_tokens, under ignore_eos too (vLLM) */
         .stop_ids = s->stop_ids,
         .n_stop_ids = s->n_stop_ids,
         .seed = s->sampling.seed,

@@ -71,7 +71,8 @@ typedef struct sampler_input {
     int64_t n_prompt;
     const int32_t *output; /* generated so far */
     int64_t n_output;
-    const int32_t *eos_ids; /* masked while n_output < min_tokens (none under ignore_eos) */
+    const int32_t *eos_ids; /* masked while n_output < min_tokens (the engine gives them
+                             * under ignore_eos too, as vLLM masks all_stop_token_ids) */
     int n_eos;
     const int32_t *stop_ids; /* masked likewise */
     int n_stop_ids;
