@@ -116,10 +116,15 @@ static void test_tools(void)
     CHECK(parse(body, &r, &err) && r.n_tools == 1 && !strcmp(r.tool_names[0], "first") &&
           r.tools_json && strstr(r.tools_json, "\"first\""));
     oai_request_free(&r);
-    /* no tools: tool_choice "none" (or absent) only; [] is none */
-    CHECK(parse("{" USER ", \"tools\": [], \"tool_choice\": \"none\"}", &r, &err) &&
-          !r.tools_json && r.tool_choice == OAI_TOOL_NONE);
-    oai_request_free(&r);
+    /* no tools: tool_choice "none" (or absent) only; [] is none, with "auto" or "required" too
+     * (vLLM's check_tool_usage); a named choice among none is refused (below) */
+    static const char *const on_empty[] = {"\"none\"", "\"auto\"", "\"required\"", "null"};
+    for (size_t i = 0; i < sizeof on_empty / sizeof on_empty[0]; i++) {
+        char b[256];
+        snprintf(b, sizeof b, "{" USER ", \"tools\": [], \"tool_choice\": %s}", on_empty[i]);
+        CHECK(parse(b, &r, &err) && !r.tools_json && r.tool_choice == OAI_TOOL_NONE);
+        oai_request_free(&r);
+    }
     /* /tokenize with messages takes tools too */
     const char *tok = "{" USER ", \"tools\": " TOOLS "}";
     CHECK(oai_request_parse(tok, strlen(tok), OAI_TOKENIZE, NULL, &r, &err) && r.n_tools == 2);
@@ -184,6 +189,9 @@ static void test_refused(void)
          "tool_choice.function.name"},
         {"\"tool_choice\": \"auto\"", "tool_choice"},
         {"\"tool_choice\": \"required\"", "tool_choice"},
+        {"\"tools\": [], \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": "
+         "\"f\"}}",
+         "tool_choice.function.name"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char body[4096];
@@ -218,10 +226,31 @@ static void test_messages(void)
     }
     oai_request_free(&r);
 
+    /* vLLM's reading of an earlier call's arguments: absent, null or "" is {}; an object is its
+     * compact text */
+    static const struct {
+        const char *message, *want;
+    } lenient[] = {
+        {CALLS("\"\""), "{}"},
+        {CALLS("null"), "{}"},
+        {"{\"role\": \"assistant\", \"tool_calls\": [{\"function\": {\"name\": \"get_weather\"}}]}",
+         "{}"},
+        {CALLS("{\"city\": \"Paris\", \"days\": [1, 2]}"), "{\"city\":\"Paris\",\"days\":[1,2]}"},
+    };
+    for (size_t i = 0; i < sizeof lenient / sizeof lenient[0]; i++) {
+        char b[4096];
+        snprintf(b, sizeof b, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, %s]}",
+                 lenient[i].message);
+        CHECK(parse(b, &r, &err));
+        CHECK(r.n_messages == 2 && r.messages[1].n_tool_calls == 1 &&
+              !strcmp(r.messages[1].tool_calls[0].arguments, lenient[i].want));
+        oai_request_free(&r);
+    }
+
     static const struct {
         const char *message, *param;
     } bad[] = {
-        {CALLS("{\"city\": \"Paris\"}"), "messages[1].tool_calls[0].function.arguments"},
+        {CALLS("[1, 2]"), "messages[1].tool_calls[0].function.arguments"},
         {CALLS("\"[1, 2]\""), "messages[1].tool_calls[0].function.arguments"},
         {CALLS("\"{bad\""), "messages[1].tool_calls[0].function.arguments"},
         {CALLS("\"{\\\"a\\\":\x15 1}\""), "messages[1].tool_calls[0].function.arguments"},
@@ -230,8 +259,6 @@ static void test_messages(void)
         {"{\"role\": \"assistant\", \"tool_calls\": [{\"id\": 5, \"function\": {\"name\": \"f\", "
          "\"arguments\": \"{}\"}}]}",
          "messages[1].tool_calls[0].id"},
-        {"{\"role\": \"assistant\", \"tool_calls\": [{\"function\": {\"name\": \"f\"}}]}",
-         "messages[1].tool_calls[0].function.arguments"},
         {"{\"role\": \"assistant\", \"tool_calls\": [{\"type\": \"x\", \"function\": {\"name\": "
          "\"f\", \"arguments\": \"{}\"}}]}",
          "messages[1].tool_calls[0].type"},

@@ -224,6 +224,10 @@ static int tool__choice(const cJSON *obj, oai_request *r, oai_error *err)
         return oai_error_set(err, 400, "tool_choice",
                              "'tool_choice' must be a string or an object");
     }
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(obj, "tools");
+    int empty_list = cJSON_IsArray(tools) && !r->n_tools;
+    if (empty_list && (r->tool_choice == OAI_TOOL_AUTO || r->tool_choice == OAI_TOOL_REQUIRED))
+        r->tool_choice = OAI_TOOL_NONE; /* "tools": [] calls nothing (vLLM, as OpenAI) */
     if (r->tool_choice != OAI_TOOL_NONE && !r->n_tools)
         return oai_error_set(err, 400, "tool_choice",
                              "'tool_choice' other than \"none\" needs functions in 'tools'");
@@ -263,17 +267,31 @@ static int tool__call(const cJSON *c, int i, int k, encore_chat_tool_call *out, 
     snprintf(param, sizeof param, "%s.type", where);
     if (!tool__type(c, param, err) || !tool__function(c, where, &fn, &name, err)) return 0;
     snprintf(param, sizeof param, "%s.function.arguments", where);
-    if (!tool__string(fn, "arguments", param, 1, &args, err)) return 0;
+    /* vLLM's reading: absent, null or "" is no arguments, {}; an object
+     * itself (not its text) is taken as its compact text */
+    const cJSON *given = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+    char *printed = cJSON_IsObject(given) ? cJSON_PrintUnformatted(given) : NULL;
+    if (cJSON_IsObject(given) && !printed) return tool__oom(err);
+    if (printed) {
+        args = printed;
+    } else {
+        if (!tool__string(fn, "arguments", param, 0, &args, err)) return 0;
+        if (!args || !args[0]) args = "{}";
+    }
     cJSON *parsed = cJSON_Parse(args);
     int object = cJSON_IsObject(parsed) && !tool__has_control(args, strlen(args));
     cJSON_Delete(parsed);
-    if (!object)
-        return oai_error_set(err, 400, param,
-                             "'%s' must be a string holding a JSON object, got \"%.60s\"", param,
-                             args);
+    if (!object) {
+        oai_error_set(err, 400, param,
+                      "'%s' must be a JSON object or a string holding one, got \"%.60s\"", param,
+                      args);
+        free(printed);
+        return 0;
+    }
     out->id = id ? tool__strdup(id) : NULL;
     out->name = tool__strdup(name);
     out->arguments = tool__strdup(args);
+    free(printed);
     return (!id || out->id) && out->name && out->arguments ? 1 : tool__oom(err);
 }
 
