@@ -288,10 +288,15 @@ def check_sse(a):
             if text != want or finish != whole["choices"][0]["finish_reason"]:
                 fail(f"{path}: streamed {text!r} ({finish}) != whole {want!r}")
             print(f"ok {path}: {len(chunks)} SSE events, [DONE] last, text {text!r} == the whole reply's")
-            # without include_usage there is no usage chunk
-            chunks = curl_stream(srv, path, dict(body, stream=True))
-            if any("usage" in c for c in chunks):
-                fail(f"{path}: usage chunk without include_usage")
+            # without stream_options, or with include_usage false, there is no usage chunk; given,
+            # stream_options' include_usage defaults to true (vLLM's StreamOptions)
+            for opts in (None, {"include_usage": False}):
+                chunks = curl_stream(srv, path, dict(body, stream=True, **({"stream_options": opts} if opts else {})))
+                if any("usage" in c for c in chunks):
+                    fail(f"{path}: usage chunk with stream_options {opts}")
+            chunks = curl_stream(srv, path, dict(body, stream=True, stream_options={}))
+            if chunks[-1].get("choices") != [] or chunks[-1].get("usage") != whole["usage"]:
+                fail(f"{path}: stream_options {{}}: no usage chunk last: {chunks[-1]}")
             # n = 3 sampled with a seed: indexed choices, each equal to the whole reply's
             body = dict(body, n=3, seed=7, temperature=1.0)
             status, whole, _ = srv.post(path, body)

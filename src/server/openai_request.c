@@ -542,6 +542,9 @@ static int oai__stream(const cJSON *obj, oai_request *r, oai_error *err)
         return oai_error_set(err, 400, "stream_options",
                              "'stream_options' is only allowed with 'stream': true");
     int continuous = 0;
+    /* given, stream_options' include_usage defaults to true (vLLM's StreamOptions) */
+    r->include_usage = v && cJSON_IsObject(v) &&
+                       !cJSON_GetObjectItemCaseSensitive(v, "include_usage");
     if (!oai__member_bool(obj, "stream_options", "include_usage", &r->include_usage, err) ||
         !oai__member_bool(obj, "stream_options", "continuous_usage_stats", &continuous, err))
         return 0;
