@@ -1182,6 +1182,13 @@ def check_templates_2507(a):
         m = r["choices"][0]["message"]
         if status != 200 or not m.get("reasoning_content") or m.get("content"):
             fail(f"thinking-2507 without </think>: all reasoning, got {r}")
+        # vLLM's include_reasoning false: the reasoning left out, whole and streamed
+        status, r, _ = srv.post("/v1/chat/completions", dict(body2, include_reasoning=False))
+        m = r["choices"][0]["message"]
+        streamed = curl_stream(srv, "/v1/chat/completions", dict(body2, include_reasoning=False, stream=True))
+        if status != 200 or m.get("reasoning_content") or m.get("content") or \
+                any(c["choices"] and c["choices"][0]["delta"].get("reasoning_content") for c in streamed):
+            fail(f"include_reasoning false: reasoning in {r} or {streamed}")
         # an enforced tool choice: the reasoning the prompt opened is closed first, then the call
         unit = {"type": "function", "function": {"name": "set_unit", "parameters": {
             "type": "object", "properties": {"unit": {"enum": ["c", "k"]}}, "required": ["unit"]}}}

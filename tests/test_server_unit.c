@@ -430,7 +430,8 @@ static void test_request_fields(void)
     oai_request_free(&r);
     refused("{\"prompt\":\"x\",\"return_tokens_as_token_ids\":1}", OAI_COMPLETION,
             "return_tokens_as_token_ids", "boolean");
-    /* stream_options.continuous_usage_stats: only with include_usage, as in vLLM */
+    /* stream_options.continuous_usage_stats: only with include_usage, which is true when
+     * stream_options leaves it out, as in vLLM */
     CHECK(parse("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{\"include_usage\":true,"
                 "\"continuous_usage_stats\":true}}",
                 OAI_COMPLETION, &r, &err));
@@ -439,8 +440,24 @@ static void test_request_fields(void)
     CHECK(parse("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{"
                 "\"continuous_usage_stats\":true}}",
                 OAI_COMPLETION, &r, &err));
+    CHECK(r.include_usage && r.continuous_usage);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{\"include_usage\":false,"
+                "\"continuous_usage_stats\":true}}",
+                OAI_COMPLETION, &r, &err));
     CHECK(!r.include_usage && !r.continuous_usage);
     oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"stream\":true}", OAI_COMPLETION, &r, &err));
+    CHECK(!r.include_usage);
+    oai_request_free(&r);
+    /* include_reasoning (vLLM's, chat), and a chat_template in the request: refused */
+    CHECK(
+        parse("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"include_reasoning\":false}",
+              OAI_CHAT, &r, &err));
+    CHECK(!r.include_reasoning && !r.ignored[0]);
+    oai_request_free(&r);
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template\":\"{{ x }}\"}",
+            OAI_CHAT, "chat_template", "not supported");
     refused("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{\"continuous_usage_stats\":1}}",
             OAI_COMPLETION, "stream_options.continuous_usage_stats", "boolean");
     refused("{\"prompt\":\"x\",\"truncate_prompt_tokens\":0}", OAI_COMPLETION,

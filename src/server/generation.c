@@ -637,7 +637,9 @@ static char *gen__body(gen_job *j)
                                 .user = j->srv};
         choices[i] = (oai_choice){
             .text = chat ? (c->content ? c->content : "") : (c->text ? c->text : ""),
-            .reasoning = chat ? c->reasoning : NULL, /* NULL unless the model thought */
+            .reasoning =
+                chat && j->req.include_reasoning ? c->reasoning : NULL, /* NULL unless
+                                                                          the model thought */
             .finish_reason = c->finish_reason,
             .stop_reason = c->stop_reason,
             .stop_token_id = c->stop_token_id >= 0 ? &c->stop_token_id : NULL,
@@ -781,7 +783,8 @@ static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
     /* the new text: from where the last chunk stopped */
     if (chat) {
         if (c->n_content > c->n_content_sent) content = c->content + c->n_content_sent;
-        if (c->n_reasoning > c->n_reasoning_sent) reasoning = c->reasoning + c->n_reasoning_sent;
+        if (c->n_reasoning > c->n_reasoning_sent && j->req.include_reasoning)
+            reasoning = c->reasoning + c->n_reasoning_sent;
     } else if (c->n_text > c->n_text_sent) {
         content = c->text + c->n_text_sent;
     }

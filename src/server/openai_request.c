@@ -558,6 +558,7 @@ static int oai__template_kwargs(const cJSON *obj, oai_request *r, oai_error *err
 {
     if (!oai__member_bool(obj, "chat_template_kwargs", "enable_thinking", &r->enable_thinking,
                           err) ||
+        !oai__bool(obj, "include_reasoning", &r->include_reasoning, err) ||
         !oai__bool(obj, "add_generation_prompt", &r->add_generation_prompt, err) ||
         !oai__bool(obj, "continue_final_message", &r->continue_final_message, err))
         return 0;
@@ -611,10 +612,10 @@ static int oai__best_of(const cJSON *obj, oai_request *r, oai_error *err)
     return 1;
 }
 
-/* vLLM's bad_words (word sequences never generated) and prompt_logprobs
+/* vLLM's bad_words (word sequences never generated), prompt_logprobs
  * (its own format of the prompt's log-probabilities, with each token's
- * rank, which the engine does not compute): refused by name rather than
- * ignored; null, and bad_words [], ask for nothing. */
+ * rank, which the engine does not compute) and chat_template: refused by
+ * name rather than ignored; null, and bad_words [], ask for nothing. */
 static int oai__unsupported(const cJSON *obj, oai_request *r, oai_error *err)
 {
     const cJSON *v;
@@ -629,6 +630,12 @@ static int oai__unsupported(const cJSON *obj, oai_request *r, oai_error *err)
                                  ? "; 'echo': true with 'logprobs' returns the prompt's tokens "
                                    "with their log-probabilities first"
                                  : "");
+    /* a template in the request: refused, as vLLM refuses an untrusted one,
+     * rather than answered with the server's own */
+    if (r->kind == OAI_CHAT && oai__present(obj, "chat_template", &v))
+        return oai_error_set(err, 400, "chat_template",
+                             "'chat_template' in a request is not supported: the server renders "
+                             "the model's template, or the one given with --chat-template");
     return 1;
 }
 
@@ -695,7 +702,8 @@ static const char oai__known_common[] =
 static const char oai__known_completion[] = " prompt suffix echo best_of ";
 static const char oai__known_chat[] =
     " messages max_completion_tokens top_logprobs chat_template_kwargs add_generation_prompt"
-    " continue_final_message tools tool_choice parallel_tool_calls ";
+    " continue_final_message tools tool_choice parallel_tool_calls include_reasoning"
+    " chat_template ";
 
 /* 1 when `key` is one of the names in `names` (" a b c "). */
 static int oai__in(const char *names, const char *key)
@@ -794,6 +802,7 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, const oai_def
     out->kind = kind;
     out->n = 1;
     out->enable_thinking = 1;
+    out->include_reasoning = 1;
     out->add_generation_prompt = 1;
     out->parallel_tool_calls = 1;
     /* encore_sampling_default() but for OpenAI's temperature; set here
