@@ -428,6 +428,10 @@ ENCORE_API encore_status encore_tokenize(encore_engine *e, const char *text, siz
  * tokenizer's vocabulary decode to nothing, as in Hugging Face's decode. */
 ENCORE_API encore_status encore_detokenize(encore_engine *e, const int32_t *ids, size_t n_ids,
                                            int skip_special_tokens, char **text, size_t *len);
+/* Token id's string in the vocabulary as tokenizer.json writes it ("Ġworld",
+ * "<|im_end|>": transformers' convert_ids_to_tokens), owned by e; NULL for an
+ * id with no token, or a model without a tokenizer. */
+ENCORE_API const char *encore_token_string(encore_engine *e, int32_t id);
 ENCORE_API void encore_free(void *p);
 
 /* --- logging ------------------------------------------------------------------ */

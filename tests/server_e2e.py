@@ -634,6 +634,15 @@ def check_endpoints(a):
         status, detok, _ = srv.post("/detokenize", {"tokens": tok["tokens"]})
         if status != 200 or detok["prompt"] != "Hello world, hello!":
             fail(f"/detokenize: {status} {detok}")
+        # vLLM's return_token_strs: the vocabulary's strings (tokenizer.json's keys), null past it
+        with open(os.path.join(a.models, MODEL, "tokenizer.json"), encoding="utf-8") as f:
+            vocab = json.load(f)["model"]["vocab"]
+        by_id = {i: t for t, i in vocab.items()}
+        status, strs, _ = srv.post("/tokenize", {"prompt": tok["tokens"] + [151935], "return_token_strs": True})
+        want = [by_id[i] for i in tok["tokens"]] + [None]
+        if status != 200 or strs.get("token_strs") != want or "token_strs" in tok:
+            fail(f"/tokenize return_token_strs: {status} {strs} (want {want})")
+        print(f"ok: /tokenize return_token_strs {want}")
         msgs = [{"role": "user", "content": "Hi"}]
         _, think, _ = srv.post("/tokenize", {"messages": msgs})
         _, nothink, _ = srv.post("/tokenize", {"messages": msgs, "chat_template_kwargs": {"enable_thinking": False}})

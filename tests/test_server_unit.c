@@ -245,7 +245,7 @@ static void test_completion_request(void)
     refused("{\"prompt\":\"x\",\"temperature\":\"hot\"}", OAI_COMPLETION, "temperature", "number");
     refused("{\"prompt\":\"x\",\"temperature\":-0.1}", OAI_COMPLETION, "temperature", "[0, 100]");
     refused("{\"prompt\":\"x\",\"top_p\":0}", OAI_COMPLETION, "top_p", "(0, 1]");
-    refused("{\"prompt\":\"x\",\"top_p\":1.5}", OAI_COMPLETION, "top_p", "[0, 1]");
+    refused("{\"prompt\":\"x\",\"top_p\":1.5}", OAI_COMPLETION, "top_p", "(0, 1]");
     refused("{\"prompt\":\"x\",\"top_k\":-2}", OAI_COMPLETION, "top_k", "[-1,");
     refused("{\"prompt\":\"x\",\"min_p\":2}", OAI_COMPLETION, "min_p", "[0, 1]");
     refused("{\"prompt\":\"x\",\"repetition_penalty\":0}", OAI_COMPLETION, "repetition_penalty", "greater than 0");

@@ -425,6 +425,11 @@ static enc_status encore__drop_padding_ids(encore_engine *e, const int32_t *ids,
     return ENC_OK;
 }
 
+const char *encore_token_string(encore_engine *e, int32_t id)
+{
+    return e && e->tok ? tokenizer_token_text(e->tok, id) : NULL;
+}
+
 encore_status encore_detokenize(encore_engine *e, const int32_t *ids, size_t n_ids,
                                 int skip_special_tokens, char **text, size_t *len)
 {

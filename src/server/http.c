@@ -353,6 +353,18 @@ static enum MHD_Result http__tokenize(http_server *s, struct MHD_Connection *con
     json_out_begin_array(&w);
     for (size_t i = 0; i < n_out; i++) json_out_number(&w, out[i]);
     json_out_end_array(&w);
+    if (req->return_token_strs) { /* vLLM's: the vocabulary's strings, null for none */
+        json_out_key(&w, "token_strs");
+        json_out_begin_array(&w);
+        for (size_t i = 0; i < n_out; i++) {
+            const char *str = encore_token_string(s->engine, out[i]);
+            if (str)
+                json_out_string(&w, str);
+            else
+                json_out_null(&w);
+        }
+        json_out_end_array(&w);
+    }
     json_out_end_object(&w);
     encore_free(ids);
     return http_reply_json(conn, MHD_HTTP_OK, json_out_finish(&w));

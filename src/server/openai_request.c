@@ -418,6 +418,10 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
             return oai_error_set(err, 400, name, "'%s' is too large: %lld", name,
                                  (long long)r->max_tokens);
     }
+    if (oai__present(obj, "top_p", &v) && cJSON_IsNumber(v) &&
+        !(v->valuedouble > 0 && v->valuedouble <= 1)) /* its range is open at 0 */
+        return oai_error_set(err, 400, "top_p", "'top_p' must be in (0, 1], got %g",
+                             v->valuedouble);
     if (!oai__num(obj, "temperature", 0, 100, &s->temperature, err) ||
         !oai__num(obj, "top_p", 0, 1, &s->top_p, err) ||
         !oai__int(obj, "top_k", -1, INT32_MAX, &s->top_k, err) ||
@@ -433,8 +437,6 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         return 0;
     r->best_of = r->n;
     if (!oai__logit_bias(obj, r, err) || !oai__allowed_ids(obj, r, err)) return 0;
-    if (oai__present(obj, "top_p", &v) && s->top_p <= 0)
-        return oai_error_set(err, 400, "top_p", "'top_p' must be in (0, 1], got %g", s->top_p);
     if (oai__present(obj, "repetition_penalty", &v) && s->repetition_penalty <= 0)
         return oai_error_set(err, 400, "repetition_penalty",
                              "'repetition_penalty' must be greater than 0, got %g",
@@ -668,6 +670,7 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
                oai__truncate(obj, r, err) && oai_structured_parse(obj, &r->structured, err);
     case OAI_TOKENIZE: {
         const cJSON *v;
+        if (!oai__bool(obj, "return_token_strs", &r->return_token_strs, err)) return 0;
         if (oai__present(obj, "messages", &v))
             return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err) &&
                    tool_request_parse(obj, r, err);

@@ -86,6 +86,7 @@ typedef struct oai_request {
     int enable_thinking;           /* chat_template_kwargs.enable_thinking, default 1 */
     int include_reasoning;         /* chat: vLLM's include_reasoning, default 1; 0 leaves
                                     * reasoning_content out of the reply */
+    int return_token_strs;         /* /tokenize: also each token's vocabulary string (vLLM's) */
     int add_generation_prompt;     /* vLLM's: end with the assistant header, default 1 */
     int continue_final_message;    /* vLLM's: continue the last message, default 0 */
     /* tools (tool_request.c): what the template shows and the reply may call */
