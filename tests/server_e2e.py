@@ -18,7 +18,7 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
   batch        a batch of prompts in /v1/completions (strings, token-id arrays, both):
                n choices per prompt, choice p * n + j the j-th of prompt p, each
                equal to that prompt sent alone (greedy; with a seed, the
-               prompt alone with seed + p * n); usage sums the prompts once
+               prompt alone with the seed); usage sums the prompts once
                and every choice; streamed, each index reassembles to the whole
                reply's choice and finishes once; echo with logprobs gives each
                choice its own prompt's; an empty batch or item, an item of
@@ -563,21 +563,23 @@ def check_batch_echo(srv, prompts, ids):
 
 
 def check_batch_seed(srv, prompts):
-    """With a seed, choice i of a batch has seed + i: prompt p's choices are the prompt alone
-    with seed + p * n; the same batch again gives the same texts."""
+    """With a seed, each prompt of a batch is the prompt alone with that seed (vLLM gives every
+    prompt the request's parameters; choice j takes seed + j), so a prompt given twice gives the
+    same texts twice; the same batch again gives the same texts."""
     comp = "/v1/completions"
-    body = {"prompt": prompts[:2], "n": 2, "seed": 7, "temperature": 1.0, "max_tokens": 8}
+    body = {"prompt": [prompts[0], prompts[1], prompts[0]], "n": 2, "seed": 7, "temperature": 1.0,
+            "max_tokens": 8}
     status, r, _ = srv.post(comp, body)
     _, again, _ = srv.post(comp, body)
     texts = [c["text"] for c in r["choices"]]
-    if status != 200 or texts != [c["text"] for c in again["choices"]] or len(set(texts)) < 3:
+    if status != 200 or texts != [c["text"] for c in again["choices"]] or len(set(texts)) < 4:
         fail(f"a seeded batch is not reproducible or its choices share seeds: {texts}, "
              f"{[c['text'] for c in again['choices']]}")
-    for p in range(2):
-        _, one, _ = srv.post(comp, dict(body, prompt=prompts[p], seed=7 + 2 * p))
+    for p in range(3):
+        _, one, _ = srv.post(comp, dict(body, prompt=body["prompt"][p]))
         if [c["text"] for c in one["choices"]] != texts[2 * p:2 * p + 2]:
-            fail(f"seeded batch prompt {p}: {texts[2 * p:2 * p + 2]} != alone with seed {7 + 2 * p}: {one}")
-    print(f"ok seeded batch: reproducible, choice i has seed + i ({texts})")
+            fail(f"seeded batch prompt {p}: {texts[2 * p:2 * p + 2]} != alone with seed 7: {one}")
+    print(f"ok seeded batch: reproducible, each prompt as alone with the seed ({texts})")
 
 
 def check_batch_errors(srv):
@@ -1882,7 +1884,7 @@ def check_tools(a):
             ({"tool_choice": {"type": "function", "function": {"name": "get_weather"}}}, "tools"),
             ({"tools": None, "tool_choice": "auto"}, "tool_choice"),
             ({"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {
-                "name": "get_weather", "arguments": {"city": "Paris"}}}]}]},
+                "name": "get_weather", "arguments": ["Paris"]}}]}]},
              "messages[0].tool_calls[0].function.arguments"),
             ({"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {
                 "name": "get_weather", "arguments": "{\"city\": "}}]}]},
@@ -1975,7 +1977,7 @@ def check_continuous_usage(srv):
     """stream_options.continuous_usage_stats with include_usage: every chunk carries its choice's
     usage so far (its prompt's tokens; completion_tokens growing by the tokens the chunk carries,
     counted by its logprobs; a chat's role chunk 0), each choice's last equal to what it
-    generated, their sum the final usage (which equals the whole reply's); without include_usage
+    generated, their sum the final usage (which equals the whole reply's); with include_usage false
     no chunk has a usage."""
     comp, chat = "/v1/completions", "/v1/chat/completions"
     prompts = ["The capital of France is", "Once upon a time"]
@@ -2013,9 +2015,10 @@ def check_continuous_usage(srv):
         print(f"ok {path} continuous_usage_stats: {len(chunks) - 1} chunks, each choice's usage so "
               f"far, per choice {done}, sum = the final usage")
     chunks = curl_stream(srv, comp, {"prompt": prompts[0], "max_tokens": 3, "stream": True,
-                                     "stream_options": {"continuous_usage_stats": True}})
+                                     "stream_options": {"continuous_usage_stats": True,
+                                                        "include_usage": False}})
     if any("usage" in c for c in chunks):
-        fail(f"continuous_usage_stats without include_usage: a chunk has a usage: {chunks}")
+        fail(f"continuous_usage_stats with include_usage false: a chunk has a usage: {chunks}")
 
 
 def check_echo_only(srv):
@@ -2135,8 +2138,8 @@ def cumulative(choice):
 
 
 def check_best_of(srv):
-    """best_of above n: the n shown are, of the best_of candidates (candidate k of prompt p has
-    seed + p * best_of + k, so the same request with n = best_of generates them), those with the
+    """best_of above n: the n shown are, of the best_of candidates (candidate k of each prompt has
+    seed + k, so the same request with n = best_of generates them), those with the
     highest cumulative logprob of their tokens, highest first; usage counts every candidate's
     tokens; without logprobs the same texts; a batch; stream and best_of < n: 400 naming it."""
     comp = "/v1/completions"
@@ -2166,14 +2169,14 @@ def check_best_of(srv):
     status, r, _ = srv.post(comp, dict(base, prompt=prompts, n=1, best_of=3, seed=seed))
     shown, usage = [], 0
     for p, text in enumerate(prompts):
-        _, alone, _ = srv.post(comp, dict(base, prompt=text, n=3, seed=seed + 3 * p))
+        _, alone, _ = srv.post(comp, dict(base, prompt=text, n=3, seed=seed))
         c = alone["choices"]
         k = max(range(3), key=lambda k: (cumulative(c[k]), -k))
         shown.append(dict(c[k], index=p))
         usage += alone["usage"]["completion_tokens"]
     if status != 200 or r["choices"] != shown or r["usage"]["completion_tokens"] != usage:
         fail(f"a batch with best_of 3: {r} != each prompt's best of 3 {shown}")
-    print("ok best_of in a batch: each prompt's best candidate, seeds seed + p * best_of + k")
+    print("ok best_of in a batch: each prompt's best candidate, seeds seed + k")
     expect_param(srv, comp, dict(base, best_of=2, stream=True), "best_of", "cannot be streamed")
     expect_param(srv, comp, dict(base, n=3, best_of=2), "best_of", "at least 'n'")
     status, r, _ = srv.post(comp, dict(base, n=2, best_of=2, seed=seed))

@@ -1153,8 +1153,9 @@ static int gen__prompt_only(gen_job *j, oai_error *err)
     return 1;
 }
 
-/* The engine's request for choice i of the job, of prompt p. */
-static encore_request gen__engine_request(const gen_job *j, const gen_prompt *p, int i,
+/* The engine's request for a choice of the job, of prompt p, with seed
+ * seed + k. */
+static encore_request gen__engine_request(const gen_job *j, const gen_prompt *p, int k,
                                           uint64_t seed)
 {
     const oai_structured *so = &j->req.structured;
@@ -1176,20 +1177,24 @@ static encore_request gen__engine_request(const gen_job *j, const gen_prompt *p,
         r.think_first = j->in_think ? 2 : j->req.enable_thinking;
     r.sampling.max_tokens = p->max_tokens;
     if (r.sampling.min_tokens > p->max_tokens) r.sampling.min_tokens = p->max_tokens;
-    r.sampling.seed = seed + (uint64_t)i;
+    r.sampling.seed = seed + (uint64_t)k;
     if (j->per_prompt > j->req.n) r.sampling.logprobs = 1; /* best_of ranks by them */
     return r;
 }
 
-/* Submit the job's choices, choice i of prompt i / n with seed seed + i. On
- * failure the ones submitted are cancelled and err says why. */
+/* Submit the job's choices, choice i of prompt i / n. A given seed is every
+ * prompt's, its k-th choice (or candidate) taking seed + k, as vLLM gives
+ * each prompt of a batch the request's parameters; without one, choice i
+ * takes a drawn seed + i. On failure the ones submitted are cancelled and
+ * err says why. */
 static int gen__submit(gen_job *j, const gen_prompt *prompts, oai_error *err)
 {
     http_server *s = j->srv;
     uint64_t seed = j->req.seed_given ? j->req.sampling.seed : http_random(s);
     for (int i = 0; i < j->n; i++) {
         gen_choice *c = &j->choices[i];
-        encore_request r = gen__engine_request(j, &prompts[i / j->per_prompt], i, seed);
+        int k = j->req.seed_given ? i % j->per_prompt : i;
+        encore_request r = gen__engine_request(j, &prompts[i / j->per_prompt], k, seed);
         pthread_mutex_lock(&j->mu);
         j->refs++;
         pthread_mutex_unlock(&j->mu);
