@@ -480,6 +480,21 @@ def cmd_generation(a, tmp):
     if ids != ["151643"]:
         sys.exit(f"FAIL: <|endoftext|> does not end generation from GGUF: {ids}")
     print("ok: <|endoftext|> ends generation (found by its text, as llama.cpp finds it)")
+    # `encore quantize` writes a checkpoint's generation_config.json as those keys
+    src = os.path.join(tmp, "with-gen")
+    os.makedirs(src)
+    for name in os.listdir(a.model):
+        os.symlink(os.path.abspath(os.path.join(a.model, name)), os.path.join(src, name))
+    with open(os.path.join(src, "generation_config.json"), "w") as f:
+        json.dump({"eos_token_id": [151645, 151643], "temperature": 0.6, "top_k": 20, "top_p": 0.95,
+                   "repetition_penalty": 1.05}, f)
+    written = os.path.join(tmp, "written.gguf")
+    run([a.engine, "quantize", "-m", src, "-o", written, "--type", "bf16"])
+    p = run([a.engine, "generate", "-m", written, "--prompt-ids", "9707", "-n", "2"])
+    want = "the model's recommended temperature 0.6, top_k 20, top_p 0.95, repetition_penalty 1.05"
+    if want not in p.stderr:
+        sys.exit(f"FAIL: encore quantize did not carry generation_config.json: {p.stderr!r}")
+    print("ok: encore quantize writes generation_config.json's sampling as general.sampling.*")
     bad = os.path.join(tmp, "bad.gguf")
     G.write(bad, kvs + tok + [("general.sampling.top_p", G.F32, 1.5)], tensors)
     p = run(gen[:3] + [bad] + gen[4:], check=False)

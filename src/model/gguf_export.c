@@ -25,6 +25,7 @@
 #include "base/parallel_rows.h"
 #include "base/quant.h"
 #include "graph/graph.h"
+#include "model/generation_config.h"
 #include "model/gguf_config.h"
 #include "model/gguf_mix.h"
 #include "model/qwen3_tensors.h"
@@ -258,6 +259,25 @@ static enc_status gguf__rope_metadata(gguf_writer *w, const char *arch, const en
     return ENC_OK;
 }
 
+/* general.sampling.*, the sampling the checkpoint recommends (its
+ * generation_config.json), as convert_hf_to_gguf.py writes them; the
+ * repetition penalty as llama.cpp's penalty_repeat. */
+static enc_status gguf__sampling_metadata(gguf_writer *w, const qwen3_generation_defaults *g)
+{
+    if (g->set & QWEN3_GEN_TEMPERATURE)
+        ENC_TRY(gguf_writer_add_f32(w, "general.sampling.temp", (float)g->temperature));
+    if (g->set & QWEN3_GEN_TOP_K)
+        ENC_TRY(gguf_writer_add_i32(w, "general.sampling.top_k", (int32_t)g->top_k));
+    if (g->set & QWEN3_GEN_TOP_P)
+        ENC_TRY(gguf_writer_add_f32(w, "general.sampling.top_p", (float)g->top_p));
+    if (g->set & QWEN3_GEN_MIN_P)
+        ENC_TRY(gguf_writer_add_f32(w, "general.sampling.min_p", (float)g->min_p));
+    if (g->set & QWEN3_GEN_REPETITION_PENALTY)
+        ENC_TRY(gguf_writer_add_f32(w, "general.sampling.penalty_repeat",
+                                    (float)g->repetition_penalty));
+    return ENC_OK;
+}
+
 static enc_status gguf__metadata(gguf_writer *w, const qwen3_config *c, gguf_file_type ft,
                                  const char *name)
 {
@@ -265,6 +285,7 @@ static enc_status gguf__metadata(gguf_writer *w, const qwen3_config *c, gguf_fil
     ENC_TRY(gguf_writer_add_str(w, "general.architecture", arch, strlen(arch)));
     ENC_TRY(gguf_writer_add_str(w, "general.name", name, strlen(name)));
     ENC_TRY(gguf__file_type(w, ft));
+    ENC_TRY(gguf__sampling_metadata(w, &c->generation));
     ENC_TRY(gguf__arch_u32(w, arch, "context_length", c->max_position_embeddings));
     ENC_TRY(gguf__arch_u32(w, arch, "embedding_length", c->hidden_size));
     ENC_TRY(gguf__arch_u32(w, arch, "block_count", c->n_layers));
@@ -390,6 +411,7 @@ enc_status qwen3_export_gguf(const char *model_dir, const st_archive *a, gguf_fi
     qwen3_config c;
     qwen3_tensors t = {0};
     ENC_TRY(qwen3_config_load(model_dir, &c));
+    ENC_TRY(generation_config_load(model_dir, &c));
     ENC_TRY(gguf__check_all_sparse(&c, model_dir));
     enc_status s = qwen3_tensors_find(&c, a, &t);
     if (s == ENC_OK) s = gguf__metadata(w, &c, ft, name);
