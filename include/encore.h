@@ -121,8 +121,9 @@ typedef struct encore_sampling {
                                 * across token boundaries; the match is not emitted (copied;
                                 * needs the tokenizer) */
     size_t n_stop;
-    int include_stop_str_in_output; /* nonzero: a matched stop string stays in the text
-                                     * (vLLM's); what follows it is dropped either way */
+    int include_stop_str_in_output; /* nonzero: a matched stop string stays in the text,
+                                     * and so does the text of an EOS or stop id that ended
+                                     * the request (vLLM's); what follows is dropped either way */
     const int32_t *stop_token_ids; /* [n_stop_token_ids] more ids that end it, at most 16
                                     * (copied; kept with ignore_eos) */
     size_t n_stop_token_ids;
@@ -182,7 +183,9 @@ ENCORE_API encore_status encore_generate_ids(encore_engine *e, const int32_t *pr
  * no other call may run on that engine then or after.
  *
  * Ids and text: `ids` holds every generated token, the EOS or stop id that
- * ended a request included; the text never includes that token. When a stop
+ * ended a request included; the text includes that token only with
+ * include_stop_str_in_output (a token that ends a request "length" is text
+ * like any other). When a stop
  * string matches, the ids end with the token that completed the match and
  * the text ends just before the match. Text is streamed through the
  * tokenizer (nothing without one); concatenated over all calls it is the

@@ -458,6 +458,16 @@ static void test_request_fields(void)
     oai_request_free(&r);
     refused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template\":\"{{ x }}\"}",
             OAI_CHAT, "chat_template", "not supported");
+    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template\":\"{{ x }}\"}",
+            OAI_TOKENIZE, "chat_template", "not supported");
+    /* completions' default max_tokens (16) bounds min_tokens as a given one does (vLLM) */
+    refused("{\"prompt\":\"x\",\"min_tokens\":17}", OAI_COMPLETION, "min_tokens",
+            "(16, the default)");
+    CHECK(parse("{\"prompt\":\"x\",\"min_tokens\":16}", OAI_COMPLETION, &r, &err));
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"min_tokens\":17,\"max_tokens\":null}", OAI_COMPLETION, &r,
+                &err));
+    oai_request_free(&r);
     refused("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{\"continuous_usage_stats\":1}}",
             OAI_COMPLETION, "stream_options.continuous_usage_stats", "boolean");
     refused("{\"prompt\":\"x\",\"truncate_prompt_tokens\":0}", OAI_COMPLETION,

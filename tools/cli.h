@@ -72,19 +72,22 @@ engine_sampling cli_sampling_params(const cli_sampling *s);
 /* The help lines of the options cli_sampling_option parses beyond -n,
  * --temperature and --seed (whose defaults differ by command). */
 #define CLI_SAMPLING_HELP                                                                          \
-    "  --top-k K                keep the K most likely tokens; -1 or 0: off (default off)\n"     \
-    "  --top-p P                keep the smallest set of tokens with probability mass P,\n"      \
-    "                           in (0, 1] (default 1: off)\n"                                     \
-    "  --min-p P                drop tokens less likely than P x the most likely one,\n"         \
-    "                           in [0, 1] (default 0: off)\n"                                     \
-    "  --repetition-penalty R   divide positive (multiply negative) logits of tokens in the\n"   \
-    "                           prompt or output by R, > 0 (default 1: off)\n"                   \
-    "  --presence-penalty X     subtract X from the logits of generated tokens, in [-2, 2]\n"    \
-    "                           (default 0)\n"                                                    \
+    "  --top-k K                keep the K most likely tokens; -1 or 0: off (default off)\n"       \
+    "  --top-p P                keep the smallest set of tokens with probability mass P,\n"        \
+    "                           in (0, 1] (default 1: off)\n"                                      \
+    "  --min-p P                drop tokens less likely than P x the most likely one,\n"           \
+    "                           in [0, 1] (default 0: off)\n"                                      \
+    "  --repetition-penalty R   divide positive (multiply negative) logits of tokens in the\n"     \
+    "                           prompt or output by R, > 0 (default 1: off)\n"                     \
+    "  --presence-penalty X     subtract X from the logits of generated tokens, in [-2, 2]\n"      \
+    "                           (default 0)\n"                                                     \
     "  --frequency-penalty X    subtract X per occurrence in the output, in [-2, 2] (default 0)\n" \
     "  --min-tokens N           no end-of-sequence or stop token before N tokens (default 0)\n"    \
-    "  --logit-bias ID=BIAS     add BIAS, in [-100, 100], to token ID's logit before the\n"    \
-    "                           penalties; repeatable, at most 300 (default none)\n"
+    "  --logit-bias ID=BIAS     add BIAS, in [-100, 100], to token ID's logit before the\n"        \
+    "                           penalties; repeatable, at most 300 (default none)\n"               \
+    "  (--temperature, --top-k, --top-p, --min-p and --repetition-penalty default to the\n"        \
+    "  model's recommendation where it gives one: its generation_config.json, or a GGUF\n"         \
+    "  file's general.sampling.* keys; said on stderr)\n"
 
 /* Print one token's logprobs to stdout as {"id":I,"logprob":L,"top":[[I,L],...]}
  * (9 significant digits: an f32 read back exactly). */

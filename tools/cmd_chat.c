@@ -27,7 +27,8 @@ static const char chat_help[] =
     "                           Qwen3-Coder template), or qwen3, qwen3-instruct or\n"
     "                           qwen3-thinking (default: the model's own)\n"
     "  -n, --max-tokens N       longest reply in tokens (default 1024)\n"
-    "  --temperature T          sampling temperature; 0 is greedy (default 0.7)\n"
+    "  --temperature T          sampling temperature; 0 is greedy (default 0.7, or the\n"
+    "                           model's recommendation: below)\n"
     "  --seed S                 sampling seed (default: drawn at random)\n" CLI_SAMPLING_HELP
     "  -h, --help               show this help\n\n";
 

@@ -16,7 +16,8 @@ static const char generate_help[] =
     "  -p, --prompt TEXT        prompt text (needs DIR/tokenizer.json)\n"
     "  --prompt-ids \"I I ...\"   prompt as token ids, space- or comma-separated\n"
     "  -n, --max-tokens N       tokens to generate (default 64)\n"
-    "  --temperature T          sampling temperature; 0 is greedy (default 0.8)\n"
+    "  --temperature T          sampling temperature; 0 is greedy (default 0.8, or the\n"
+    "                           model's recommendation: below)\n"
     "  --seed S                 sampling seed (default: drawn at random)\n" CLI_SAMPLING_HELP
     "  --logprobs N             after the text, print one JSON line per generated token:\n"
     "                           its log-probability under the raw model distribution and\n"

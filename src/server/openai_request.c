@@ -441,10 +441,12 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         return oai_error_set(err, 400, "repetition_penalty",
                              "'repetition_penalty' must be greater than 0, got %g",
                              s->repetition_penalty);
-    if ((r->max_tokens || r->prompt_only) && s->min_tokens > r->max_tokens)
+    int64_t cap = r->max_tokens || r->prompt_only ? r->max_tokens : r->max_tokens_absent;
+    if ((r->max_tokens || r->prompt_only || r->max_tokens_absent) && s->min_tokens > cap)
         return oai_error_set(err, 400, "min_tokens",
-                             "'min_tokens' (%lld) must not exceed max_tokens (%lld)",
-                             (long long)s->min_tokens, (long long)r->max_tokens);
+                             "'min_tokens' (%lld) must not exceed max_tokens (%lld%s)",
+                             (long long)s->min_tokens, (long long)cap,
+                             r->max_tokens || r->prompt_only ? "" : ", the default");
     if (oai__present(obj, "stop_token_ids", &v)) {
         if (!cJSON_IsArray(v))
             return oai_error_set(err, 400, "stop_token_ids", "'stop_token_ids' must be an array");
@@ -634,7 +636,7 @@ static int oai__unsupported(const cJSON *obj, oai_request *r, oai_error *err)
                                  : "");
     /* a template in the request: refused, as vLLM refuses an untrusted one,
      * rather than answered with the server's own */
-    if (r->kind == OAI_CHAT && oai__present(obj, "chat_template", &v))
+    if (r->kind != OAI_COMPLETION && oai__present(obj, "chat_template", &v))
         return oai_error_set(err, 400, "chat_template",
                              "'chat_template' in a request is not supported: the server renders "
                              "the model's template, or the one given with --chat-template");
@@ -673,7 +675,7 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
         if (!oai__bool(obj, "return_token_strs", &r->return_token_strs, err)) return 0;
         if (oai__present(obj, "messages", &v))
             return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err) &&
-                   tool_request_parse(obj, r, err);
+                   oai__unsupported(obj, r, err) && tool_request_parse(obj, r, err);
         return oai__prompt(obj, r, 1, err);
     }
     case OAI_DETOKENIZE: {
