@@ -63,7 +63,8 @@ if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   file(GLOB ENCORE_GRAMMAR_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/grammar/*.c)
   set(ENCORE_GRAMMAR_FUZZ_OUT ${PROJECT_BINARY_DIR}/fuzz)
   add_executable(fuzz_json_schema ${ENCORE_TESTS_DIR}/fuzz_json_schema.c ${ENCORE_GRAMMAR_SOURCES}
-                 ${PROJECT_SOURCE_DIR}/src/base/status.c ${PROJECT_SOURCE_DIR}/src/base/json_whole.c)
+                 ${PROJECT_SOURCE_DIR}/src/base/status.c ${PROJECT_SOURCE_DIR}/src/base/json_whole.c
+                 ${PROJECT_SOURCE_DIR}/src/base/json_exact.c)
   target_include_directories(fuzz_json_schema PRIVATE ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(fuzz_json_schema PRIVATE -fsanitize=fuzzer,address,undefined
     -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1)

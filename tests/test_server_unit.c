@@ -460,6 +460,22 @@ static void test_request_fields(void)
             OAI_CHAT, "chat_template", "not supported");
     refused("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template\":\"{{ x }}\"}",
             OAI_TOKENIZE, "chat_template", "not supported");
+    /* an object-form schema keeps its numbers as written (cJSON's print would make
+     * 5.000000000000001 a 5), whatever field gives it */
+    static const char *const exact[] = {
+        "{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":"
+        "{\"name\":\"n\",\"schema\":{\"type\": \"integer\", \"minimum\": 5.000000000000001}}}}",
+        "{\"prompt\":\"x\",\"structured_outputs\":{\"json\":{\"type\":\"integer\",\"minimum\":"
+        "5.000000000000001}}}",
+        "{\"prompt\":\"x\",\"guided_json\":{\"type\":\"integer\",\"minimum\":5.000000000000001}}",
+    };
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+        CHECK(parse(exact[i], OAI_COMPLETION, &r, &err));
+        CHECK(r.structured.json_schema &&
+              !strcmp(r.structured.json_schema,
+                      "{\"type\":\"integer\",\"minimum\":5.000000000000001}"));
+        oai_request_free(&r);
+    }
     /* completions' default max_tokens (16) bounds min_tokens as a given one does (vLLM) */
     refused("{\"prompt\":\"x\",\"min_tokens\":17}", OAI_COMPLETION, "min_tokens",
             "(16, the default)");

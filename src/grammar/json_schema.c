@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json_exact.h"
 #include "base/json_whole.h"
 #include "grammar/ebnf_builtin.h"
 #include "grammar/json_schema_formats.h"
@@ -217,29 +218,105 @@ static void js__rule_end(js *c, ebnf_buf *b)
     ebnf_buf_free(b);
 }
 
-/* A JSON value as a literal of its compact text. */
+/* Whether v holds an integer a double may not hold exactly (2^53 or more):
+ * the client's digits are lost, so no output could be its value. */
+static int js__wide_integer(const cJSON *v)
+{
+    if (cJSON_IsNumber(v))
+        return isfinite(v->valuedouble) && v->valuedouble == floor(v->valuedouble) &&
+               fabs(v->valuedouble) >= 9007199254740992.0;
+    for (const cJSON *c = cJSON_IsArray(v) || cJSON_IsObject(v) ? v->child : NULL; c; c = c->next)
+        if (js__wide_integer(c)) return 1;
+    return 0;
+}
+
+/* A JSON value as a literal of its compact text, every number exact. */
 static enc_status js__value_literal(ebnf_buf *b, const cJSON *v, const char *ptr)
 {
-    char *text = cJSON_PrintUnformatted(v);
+    if (js__wide_integer(v))
+        return js__fail(ptr, "an integer beyond 2^53 in 'enum' or 'const' (a double does not "
+                             "hold it exactly)");
+    int bad_number = 0;
+    char *text = json_print_exact(v, &bad_number);
+    if (bad_number) return js__fail(ptr, "a number in 'enum' or 'const' that is not finite");
     if (!text) return js__oom();
     enc_status st = ebnf_buf_literal(b, text, strlen(text), "json schema enum/const");
     free(text);
     return st != ENC_OK ? js__fail(ptr, "a value that is not valid UTF-8") : ENC_OK;
 }
 
+/* JSON Schema's equality of two instances: numbers by value (1 equals 1.0),
+ * objects whatever their key order. */
+static int js__equal(const cJSON *a, const cJSON *b)
+{
+    if (cJSON_IsNumber(a) || cJSON_IsNumber(b))
+        return cJSON_IsNumber(a) && cJSON_IsNumber(b) && a->valuedouble == b->valuedouble;
+    if ((a->type & 0xFF) != (b->type & 0xFF)) return 0;
+    if (cJSON_IsString(a)) return !strcmp(a->valuestring, b->valuestring);
+    if (cJSON_IsArray(a)) {
+        const cJSON *x = a->child, *y = b->child;
+        for (; x && y; x = x->next, y = y->next)
+            if (!js__equal(x, y)) return 0;
+        return !x && !y;
+    }
+    if (cJSON_IsObject(a)) {
+        if (cJSON_GetArraySize(a) != cJSON_GetArraySize(b)) return 0;
+        for (const cJSON *x = a->child; x; x = x->next) {
+            const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, x->string);
+            if (!y || !js__equal(x, y)) return 0;
+        }
+    }
+    return 1; /* true, false, null: the type said it */
+}
+
+/* Whether v is an instance of the type name t. */
+static int js__of_type(const cJSON *v, const char *t)
+{
+    if (!strcmp(t, "string")) return cJSON_IsString(v);
+    if (!strcmp(t, "number")) return cJSON_IsNumber(v);
+    if (!strcmp(t, "integer")) return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble);
+    if (!strcmp(t, "boolean")) return cJSON_IsBool(v);
+    if (!strcmp(t, "null")) return cJSON_IsNull(v);
+    if (!strcmp(t, "object")) return cJSON_IsObject(v);
+    return !strcmp(t, "array") && cJSON_IsArray(v);
+}
+
+/* Whether v satisfies the schema's "type" (a name or a list; none: any). */
+static int js__fits_type(const cJSON *v, const cJSON *type)
+{
+    if (!type) return 1;
+    if (cJSON_IsString(type)) return js__of_type(v, type->valuestring);
+    for (const cJSON *t = cJSON_IsArray(type) ? type->child : NULL; t; t = t->next)
+        if (cJSON_IsString(t) && js__of_type(v, t->valuestring)) return 1;
+    return 0;
+}
+
+/* enum and const: the values that also satisfy the schema's "type" and the
+ * other of the two, each a literal; any other constraint beside them is
+ * refused (the values would have to be checked against it). */
 static enc_status js__enum(js *c, ebnf_buf *b, const cJSON *s, const char *ptr)
 {
+    (void)c;
     const cJSON *cst = cJSON_GetObjectItemCaseSensitive(s, "const");
     const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enum");
-    if (cst && en) return js__fail(ptr, "'enum' together with 'const' is not supported");
-    if (cst) return js__value_literal(b, cst, ptr);
-    if (!cJSON_IsArray(en) || !cJSON_GetArraySize(en))
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(s, "type");
+    const char *kw = cst ? "const" : "enum";
+    for (int i = 0; js_all_constraints[i]; i++)
+        if (strcmp(js_all_constraints[i], "type") &&
+            cJSON_GetObjectItemCaseSensitive(s, js_all_constraints[i]))
+            return js__fail(ptr, "'%s' together with '%s' is not supported", kw,
+                            js_all_constraints[i]);
+    if (en && (!cJSON_IsArray(en) || !cJSON_GetArraySize(en)))
         return js__fail(ptr, "'enum' must be a non-empty array");
-    int i = 0;
-    for (const cJSON *v = en->child; v; v = v->next, i++) {
-        if (i) ebnf_buf_append(b, " | ", 3);
+    int n = 0;
+    for (const cJSON *v = en ? en->child : cst; v; v = en ? v->next : NULL) {
+        if (!js__fits_type(v, type) || (en && cst && !js__equal(v, cst))) continue;
+        if (n++) ebnf_buf_append(b, " | ", 3);
         ENC_TRY(js__value_literal(b, v, ptr));
     }
+    if (!n)
+        return js__fail(ptr, "no value of '%s' satisfies %s", en ? "enum" : "const",
+                        en && cst ? "'const' and 'type'" : "'type'");
     return ENC_OK;
 }
 
@@ -760,8 +837,7 @@ static enc_status js__body(js *c, ebnf_buf *b, const cJSON *s, const char *ptr)
             cJSON_GetObjectItemCaseSensitive(s, "allOf") ||
             cJSON_GetObjectItemCaseSensitive(s, "$ref"))
             return js__fail(ptr, "'%s' together with a combinator is not supported", combo);
-        return js__enum(c, b, s,
-                        ptr); /* the values are checked against nothing else: they are the output */
+        return js__enum(c, b, s, ptr);
     }
     if (!strcmp(combo, "$ref")) return js__ref(c, b, s, ptr);
     return js__any(c, b, s, ptr, combo);

@@ -825,7 +825,8 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, const oai_def
     int generation = kind == OAI_COMPLETION || kind == OAI_CHAT;
     int ok = oai__check_root(body, len, root, err) && oai__parse_fields(root, out, err) &&
              (!generation || oai__seed(root, body, len, out, err)) &&
-             tool_request_keep_text(body, len, out, err);
+             tool_request_keep_text(body, len, out, err) &&
+             oai_structured_keep_text(body, len, &out->structured, err);
     if (ok && generation) oai__ignored(root, out);
     cJSON_Delete(root);
     if (!ok) oai_request_free(out);

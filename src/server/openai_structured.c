@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_span.h"
 #include "openai_request.h"
 #include "openai_structured.h"
 
@@ -38,7 +39,7 @@ static int os__schema(const cJSON *v, const char *param, int text_ok, oai_struct
     if (cJSON_IsString(v) && text_ok)
         s->json_schema = os__dup(v->valuestring);
     else if (cJSON_IsObject(v) || cJSON_IsBool(v))
-        s->json_schema = cJSON_PrintUnformatted(v);
+        s->json_schema = cJSON_PrintUnformatted(v), s->schema_printed = 1;
     else
         return oai_error_set(err, 400, param, "'%s' must be a JSON schema (an object)", param);
     return s->json_schema ? 1 : os__oom(err);
@@ -168,6 +169,41 @@ int oai_structured_parse(const cJSON *obj, oai_structured *s, oai_error *err)
             return 0;
         }
     }
+    return 1;
+}
+
+int oai_structured_keep_text(const char *body, size_t len, oai_structured *s, oai_error *err)
+{
+    if (!s->json_schema || !s->schema_printed) return 1;
+    size_t begin = 0, end = len;
+    char key[64];
+    for (const char *p = s->param; *p;) { /* down the dotted path, member by member */
+        size_t n = strcspn(p, ".");
+        if (n >= sizeof key) return 1;
+        memcpy(key, p, n);
+        key[n] = '\0';
+        size_t b, e;
+        if (!json_span_member(body + begin, end - begin, key, &b, &e)) return 1;
+        end = begin + e;
+        begin += b;
+        p += n + (p[n] == '.');
+    }
+    char *text = json_span_compact(body, begin, end);
+    if (!text) return os__oom(err);
+    /* the same value as the one checked (not another member spelled alike
+     * after an escaped one that cJSON took): printed alike */
+    cJSON *raw = cJSON_Parse(text);
+    char *printed = raw ? cJSON_PrintUnformatted(raw) : NULL;
+    int same = printed && !strcmp(printed, s->json_schema);
+    cJSON_Delete(raw);
+    cJSON_free(printed);
+    if (!same) {
+        free(text);
+        return 1;
+    }
+    free(s->json_schema);
+    s->json_schema = text;
+    s->schema_printed = 0;
     return 1;
 }
 

@@ -21,12 +21,19 @@ typedef struct oai_structured {
     char **choices; /* [n_choices] */
     size_t n_choices;
     int json_object;
-    const char *param; /* the field that gave the constraint, for messages */
+    int schema_printed; /* json_schema is cJSON's print of an object, not the client's text */
+    const char *param;  /* the field that gave the constraint, for messages (its path) */
 } oai_structured;
 
 /* Read the fields of the request object obj into *out (zeroed first). 1, or
  * 0 with err filled. */
 int oai_structured_parse(const cJSON *obj, oai_structured *out, oai_error *err);
+/* An object-form schema as the client wrote it in body[0, len) (compacted),
+ * in place of cJSON's print, whose 15 significant digits make a number
+ * within a rounding step of them those digits (5.000000000000001 prints as
+ * 5: another schema). Kept only when the text found at the field's path
+ * reads back to the same value. 1, or 0 with err filled (out of memory). */
+int oai_structured_keep_text(const char *body, size_t len, oai_structured *s, oai_error *err);
 void oai_structured_free(oai_structured *s);
 
 #endif

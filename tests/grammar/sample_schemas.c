@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/json_exact.h"
 #include "base/mapfile.h"
 #include "grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
@@ -88,7 +89,7 @@ int main(int argc, char **argv)
     long n_masks = 0;
     int si = 0, bad = 0;
     for (const cJSON *s = schemas->child; s; s = s->next, si++) {
-        char *js = cJSON_PrintUnformatted(s), *ebnf = NULL;
+        char *js = json_print_exact(s, NULL), *ebnf = NULL; /* cJSON's print rounds numbers */
         grammar *g = NULL;
         if (grammar_json_schema_to_ebnf(js, strlen(js), "", &ebnf) != ENC_OK) {
             fprintf(stderr, "schema %d: %s\n", si, enc_last_error());

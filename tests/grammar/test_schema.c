@@ -82,6 +82,19 @@ static void test_refusals(void)
     expect_refused(
         "{\"type\": \"array\", \"items\": {\"type\": \"array\", \"items\": {\"enum\": 1}}}",
         "'enum' must be a non-empty array at #/items/items");
+    /* enum and const: their values must satisfy what stands beside them (type, each other);
+     * another constraint beside them is refused, not dropped */
+    expect_refused("{\"type\": \"string\", \"maxLength\": 2, \"enum\": [\"abcdef\", \"x\"]}",
+                   "'enum' together with 'maxLength' is not supported at #");
+    expect_refused("{\"type\": \"integer\", \"minimum\": 10, \"const\": 3}",
+                   "'const' together with 'minimum' is not supported");
+    expect_refused("{\"type\": \"string\", \"enum\": [1, null]}",
+                   "no value of 'enum' satisfies 'type'");
+    expect_refused("{\"const\": \"z\", \"enum\": [\"x\", \"y\"]}",
+                   "no value of 'enum' satisfies 'const' and 'type'");
+    expect_refused("{\"const\": 9007199254740993}", "an integer beyond 2^53");
+    expect_refused("{\"enum\": [{\"a\": [123456789012345678]}]}", "an integer beyond 2^53");
+    expect_refused("{\"const\": 1e400}", "not finite");
     expect_refused(
         "{\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"string\", \"uniqueItems\": true}]}",
         "'uniqueItems' at #/anyOf/1");
