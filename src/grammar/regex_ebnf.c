@@ -56,8 +56,12 @@ static int rx__shorthand(char e, cp_ranges *r)
     else if (l == 'w')
         cp_ranges_add(&t, '0', '9'), cp_ranges_add(&t, 'A', 'Z'), cp_ranges_add(&t, '_', '_'),
             cp_ranges_add(&t, 'a', 'z');
-    else if (l == 's')
-        cp_ranges_add(&t, '\t', '\r'), cp_ranges_add(&t, ' ', ' ');
+    else if (l == 's') /* ECMA-262's WhiteSpace and LineTerminator, as JSON Schema reads it */
+        cp_ranges_add(&t, '\t', '\r'), cp_ranges_add(&t, ' ', ' '), cp_ranges_add(&t, 0xA0, 0xA0),
+            cp_ranges_add(&t, 0x1680, 0x1680), cp_ranges_add(&t, 0x2000, 0x200A),
+            cp_ranges_add(&t, 0x2028, 0x2029), cp_ranges_add(&t, 0x202F, 0x202F),
+            cp_ranges_add(&t, 0x205F, 0x205F), cp_ranges_add(&t, 0x3000, 0x3000),
+            cp_ranges_add(&t, 0xFEFF, 0xFEFF);
     else
         return 0;
     cp_ranges_normalize(&t, e != l); /* upper case: the complement */

@@ -162,12 +162,37 @@ static void expect_refused(const char *pat, const char *needle)
     }
 }
 
+/* \s is ECMA-262's whitespace (JSON Schema's regex dialect), beyond ASCII's that PCRE2 takes
+ * without UCP: U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000, U+FEFF. */
+static void check_unicode_space(grammar_vocab *v)
+{
+    static const char *const spaces[] = {
+        "\xC2\xA0", "\xE1\x9A\x80", "\xE2\x80\x8A", "\xE2\x80\xA9", "\xE3\x80\x80", "\xEF\xBB\xBF",
+        " "};
+    static const char *const others[] = {"x", "\xC2\x85", "\xE2\x80\x8B", "\xC2\xA1"};
+    char *s_ebnf = NULL, *S_ebnf = NULL;
+    CHECK(grammar_regex_to_ebnf("\\s", "", &s_ebnf) == ENC_OK);
+    CHECK(grammar_regex_to_ebnf("\\S", "", &S_ebnf) == ENC_OK);
+    grammar *gs = gt_compile(s_ebnf), *gS = gt_compile(S_ebnf);
+    for (size_t i = 0; i < sizeof spaces / sizeof *spaces; i++)
+        CHECK(gt_matches(gs, v, spaces[i], strlen(spaces[i])) &&
+              !gt_matches(gS, v, spaces[i], strlen(spaces[i])));
+    for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+        CHECK(!gt_matches(gs, v, others[i], strlen(others[i])) &&
+              gt_matches(gS, v, others[i], strlen(others[i])));
+    grammar_free(gs);
+    grammar_free(gS);
+    free(s_ebnf);
+    free(S_ebnf);
+}
+
 int main(void)
 {
     rng_state = 12345;
     grammar_vocab *v = gt_byte_vocab();
     for (size_t i = 0; i < sizeof patterns / sizeof *patterns; i++)
         check_pattern(patterns[i], v);
+    check_unicode_space(v);
     grammar_vocab_free(v);
     expect_refused("(a)\\1", "backreferences");
     expect_refused("a(?=b)", "lookaround");
