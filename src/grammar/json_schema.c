@@ -578,6 +578,7 @@ static enc_status js__props_tail(js *c, ebnf_buf *b, const cJSON *props, const i
 {
     const cJSON *p = cJSON_GetArrayItem(props, i);
     for (; i < n; i++, p = p->next) {
+        if (rules[i] < 0) continue; /* its schema is false: never written */
         ebnf_buf_append(b, req[i] ? " \", \" " : " ( \", \" ", req[i] ? 6 : 8);
         ENC_TRY(js__kv(c, b, p, rules, i));
         if (!req[i]) ebnf_buf_append(b, " )?", 3);
@@ -590,6 +591,7 @@ static enc_status js__props_head(js *c, ebnf_buf *b, const cJSON *props, const i
                                  const uint8_t *req, int i, int n)
 {
     if (i == n) return ENC_OK;
+    if (rules[i] < 0) return js__props_head(c, b, props, rules, req, i + 1, n);
     const cJSON *p = cJSON_GetArrayItem(props, i);
     if (req[i]) {
         ENC_TRY(js__kv(c, b, p, rules, i));
@@ -662,8 +664,14 @@ static enc_status js__object(js *c, ebnf_buf *b, const cJSON *s, const char *ptr
     char *pp = st == ENC_OK ? js__child(ptr, "properties") : NULL;
     if (st == ENC_OK && !pp) st = js__oom();
     int i = 0;
-    for (const cJSON *p = props ? props->child : NULL; p && st == ENC_OK; p = p->next, i++)
-        st = js__sub(c, props, pp, p->string, &rules[i]);
+    for (const cJSON *p = props ? props->child : NULL; p && st == ENC_OK; p = p->next, i++) {
+        rules[i] = -1; /* a property whose schema is false may not appear */
+        if (!cJSON_IsFalse(p))
+            st = js__sub(c, props, pp, p->string, &rules[i]);
+        else if (req[i])
+            st = js__fail(ptr, "required property '%s' has the schema false (no value fits it)",
+                          p->string);
+    }
     free(pp);
     if (st == ENC_OK) {
         ebnf_buf_append(b, "\"{\" ", 4);

@@ -77,6 +77,8 @@ static void test_refusals(void)
     expect_refused("{\"type\": 3}", "'type' must be a string or a non-empty array");
     expect_refused("{\"items\": [{}]}", "'items' as an array");
     expect_refused("false", "the schema 'false' matches nothing");
+    expect_refused("{\"properties\": {\"b\": false}, \"required\": [\"b\"]}",
+                   "required property 'b' has the schema false");
     expect_refused("3", "a schema must be an object or a boolean");
     expect_refused("{\"type\": ", "not valid JSON");
     expect_refused(
