@@ -54,14 +54,14 @@ add_test(NAME capture_q4_0_long
 set_tests_properties(capture_q4_0_long PROPERTIES
   FIXTURES_REQUIRED tiny_models LABELS "quant;capture" TIMEOUT 600)
 
-# Bad --quantize input: an unknown type is a usage error (exit 2); rows that
-# are no whole number of Q4_K's 256-value blocks fail the load (exit 1) with a
-# message naming the file and the tensor.
+# Bad --quantize input: an unknown type is a usage error (exit 2), and so are
+# rows that are no whole number of Q4_K's 256-value blocks (the type does not
+# fit the model: exit 2), with a message naming the file and the tensor.
 add_test(NAME quantize_refusals
   COMMAND sh -c "set -u; out=$(\"$0\" logits -m \"$1\" --quantize q5 --prompt-ids 1 2>&1); rc=$?; echo \"$out\"; \
 [ $rc -eq 2 ] && echo \"$out\" | grep -q \"expected q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m or q5_k_m, got 'q5'\" || exit 1; \
 out=$(\"$0\" logits -m \"$1\" --quantize q4_k --prompt-ids 1 2>&1); rc=$?; echo \"$out\"; \
-[ $rc -eq 1 ] && echo \"$out\" | grep -q \"model.safetensors: tensor 'model.embed_tokens.weight' (BF16, 128 columns) cannot be quantized to Q4_K\""
+[ $rc -eq 2 ] && echo \"$out\" | grep -q \"model.safetensors: tensor 'model.embed_tokens.weight' (BF16, 128 columns) cannot be quantized to Q4_K\""
           $<TARGET_FILE:encore> ${ENCORE_MODELS_DIR}/tiny-gqa4-hd128-bf16)
 set_tests_properties(quantize_refusals PROPERTIES FIXTURES_REQUIRED tiny_models LABELS quant)
 
@@ -129,10 +129,10 @@ endforeach()
 
 # Bad expert types: experts whose rows are no whole blocks of the --quantize
 # type (tiny-moe-e4k1-f32's down experts have 48 columns) fail the load naming
-# the tensor.
+# the tensor (exit 2: the type does not fit the model).
 add_test(NAME quantize_refusals_moe
   COMMAND sh -c "set -u; out=$(\"$0\" logits -m \"$1\" --quantize q8_0 --prompt-ids 1 2>&1); rc=$?; echo \"$out\"; \
-[ $rc -eq 1 ] && echo \"$out\" | grep -q \"tensor 'model.layers.0.mlp.experts.0.down_proj.weight' (F32, 48 columns) cannot be quantized to Q8_0\""
+[ $rc -eq 2 ] && echo \"$out\" | grep -q \"tensor 'model.layers.0.mlp.experts.0.down_proj.weight' (F32, 48 columns) cannot be quantized to Q8_0\""
           $<TARGET_FILE:encore> ${ENCORE_MODELS_DIR}/tiny-moe-e4k1-f32)
 set_tests_properties(quantize_refusals_moe PROPERTIES FIXTURES_REQUIRED tiny_models LABELS "quant;moe")
 

@@ -94,7 +94,7 @@ int cmd_quantize(int argc, char **argv)
         quantize_to_gguf(dir, out, type, allow_requantize, tty ? quantize__progress : NULL, &last);
     if (s != ENC_OK) {
         cli_error("quantize", "cannot write %s from %s: %s", out, dir, enc_last_error());
-        return CLI_FAILED;
+        return s == ENC_ERR_INVALID_ARGUMENT ? CLI_BAD_ARGS : CLI_FAILED; /* the type, or a flag */
     }
     fprintf(stderr, "encore: wrote %s (%s)\n", out, type_name);
     return CLI_OK;

@@ -71,8 +71,8 @@ static enc_status gguf__size(const st_tensor *t, enc_dtype to, int64_t *rows, in
     for (int d = 0; d + 1 < t->n_dims; d++)
         *rows *= t->shape[d];
     size_t row_bytes = enc_dtype_row_bytes(to, *cols);
-    if (row_bytes == 0)
-        return enc_fail(ENC_ERR_UNSUPPORTED,
+    if (row_bytes == 0) /* the type asked for does not fit the model */
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT,
                         "%s: tensor '%s': rows of %lld values are not whole "
                         "%s blocks",
                         t->file, t->name, (long long)*cols, enc_dtype_name(to));

@@ -144,7 +144,7 @@ enc_status model_quantize_into(backend *be, const st_tensor *t, enc_dtype dt, ba
     size_t rb = enc_dtype_row_bytes(dt, cols);
     bool widen = dt == quant_widened_dtype(t->dtype) && quant_is_widened(t->dtype);
     if (t->n_dims < 2 || rb == 0 || (enc_dtype_is_quantized(t->dtype) && !widen))
-        return enc_fail(ENC_ERR_UNSUPPORTED,
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, /* the type asked for does not fit the model */
                         "%s: tensor '%s' (%s, %lld columns) cannot be quantized to %s: it needs a "
                         "float matrix whose rows are whole %lld-value blocks",
                         t->file, t->name, enc_dtype_name(t->dtype), (long long)cols,
