@@ -346,7 +346,12 @@ def check_completion_max_tokens(srv):
         status, r, _ = srv.post("/v1/completions", dict(body, **extra))
         if status != 200 or r["usage"]["completion_tokens"] != want:
             fail(f"completions {extra or 'without max_tokens'}: {status} {r.get('usage')} (want {want})")
-    print("ok: completions without max_tokens: 16 tokens; max_tokens 21: 21")
+    # a min_tokens above what the context leaves a max_tokens of null: 400, as vLLM checks the
+    # max it derives
+    expect_error(srv, 400, "POST", "/v1/completions", dict(body, max_tokens=None, min_tokens=100000),
+                 "min_tokens", "what the context leaves")
+    print("ok: completions without max_tokens: 16 tokens; max_tokens 21: 21; min_tokens past the "
+          "context: 400")
 
 
 def check_top_logprobs_chosen(srv):

@@ -50,6 +50,7 @@
 #include <cjson/cJSON.h>
 
 #include "api/tool_grammar.h"
+#include "base/json_exact.h"
 #include "grammar/ebnf_buf.h"
 #include "grammar/grammar.h"
 
@@ -79,17 +80,27 @@ static enc_status tg__function(const cJSON *t, int i, const char **name, const c
     return ENC_OK;
 }
 
+/* A schema's text for the compiler into *text, its numbers exact (cJSON's
+ * print keeps 15 digits: a bound of 5.000000000000001 would become 5). */
+static enc_status tg__schema_text(const cJSON *schema, char **text)
+{
+    int bad_number = 0;
+    *text = json_print_exact(schema, &bad_number);
+    if (bad_number)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "json schema: a number that is not finite");
+    return *text ? ENC_OK : enc_fail(ENC_ERR_OUT_OF_MEMORY, "tool calls: out of memory");
+}
+
 /* --- hermes calls (Qwen3) -------------------------------------------------- */
 
 /* Tool i's argument rules (root t<i>_root) appended to b. */
 static enc_status tg__arguments(ebnf_buf *b, int i, const char *name, const cJSON *params)
 {
-    char *text = params ? cJSON_PrintUnformatted(params) : NULL;
-    if (params && !text) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "tool calls: out of memory");
+    char *text = NULL, prefix[24], *ebnf = NULL;
+    enc_status st = params ? tg__schema_text(params, &text) : ENC_OK;
     const char *schema = text ? text : "{\"type\": \"object\"}";
-    char prefix[24], *ebnf = NULL;
     snprintf(prefix, sizeof prefix, "t%d_", i);
-    enc_status st = grammar_json_schema_to_ebnf(schema, strlen(schema), prefix, &ebnf);
+    if (st == ENC_OK) st = grammar_json_schema_to_ebnf(schema, strlen(schema), prefix, &ebnf);
     free(text);
     if (st != ENC_OK)
         return enc_fail_context(st, "tools[%d] (function \"%s\") parameters", i, name);
@@ -283,10 +294,12 @@ static const char *tg__json_unsafe(const cJSON *s)
 
 /* The schema text (taken: freed here; NULL when printing it ran out of
  * memory) compiled to rules with the prefix, errors naming the parameter. */
-static enc_status tg__compile(char *text, const char *prefix, const tg_where *w, char **ebnf)
+static enc_status tg__compile(const cJSON *schema, const char *prefix, const tg_where *w,
+                              char **ebnf)
 {
-    if (!text) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "tool calls: out of memory");
-    enc_status st = grammar_json_schema_to_ebnf(text, strlen(text), prefix, ebnf);
+    char *text = NULL;
+    enc_status st = tg__schema_text(schema, &text);
+    if (st == ENC_OK) st = grammar_json_schema_to_ebnf(text, strlen(text), prefix, ebnf);
     free(text);
     if (st != ENC_OK)
         return enc_fail_context(st, "tools[%d] (function \"%s\") parameter \"%.64s\"", w->tool,
@@ -311,15 +324,14 @@ static enc_status tg__xml_json(ebnf_buf *b, const char *prefix, const cJSON *pro
             cJSON_AddItemReferenceToObject(sub, defs[i], d);
     }
     const char *bad = tg__json_unsafe(sub);
-    char *text = bad ? NULL : cJSON_PrintUnformatted(sub);
+    char *ebnf = NULL;
+    enc_status st = bad ? ENC_OK : tg__compile(sub, prefix, w, &ebnf);
     cJSON_Delete(sub);
     if (bad)
         return tg__xml_fail(w,
                             "'%s' inside a JSON value is not supported (it could write a "
                             "closing tag, or point elsewhere)",
                             bad);
-    char *ebnf = NULL;
-    enc_status st = tg__compile(text, prefix, w, &ebnf);
     if (st != ENC_OK) return st;
     /* The compiler's one rule for a character inside a string (its layout,
      * ebnf_builtin.c): '<' joins the characters it writes only escaped. */
@@ -344,7 +356,7 @@ static enc_status tg__xml_format(ebnf_buf *b, ebnf_buf *v, const char *prefix, c
 {
     if (!cJSON_IsString(format)) return tg__xml_fail(w, "'format' must be a string");
     char *ebnf = NULL;
-    enc_status st = tg__compile(cJSON_PrintUnformatted(prop), prefix, w, &ebnf);
+    enc_status st = tg__compile(prop, prefix, w, &ebnf);
     if (st != ENC_OK) return st;
     char needle[128];
     snprintf(needle, sizeof needle, "\n%sfmt-%.64s ::= ", prefix, format->valuestring);

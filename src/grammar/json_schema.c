@@ -234,8 +234,8 @@ static int js__wide_integer(const cJSON *v)
 static enc_status js__value_literal(ebnf_buf *b, const cJSON *v, const char *ptr)
 {
     if (js__wide_integer(v))
-        return js__fail(ptr, "an integer beyond 2^53 in 'enum' or 'const' (a double does not "
-                             "hold it exactly)");
+        return js__fail(ptr, "an integer of 2^53 or more in 'enum' or 'const' (a double may "
+                             "not hold its digits exactly)");
     int bad_number = 0;
     char *text = json_print_exact(v, &bad_number);
     if (bad_number) return js__fail(ptr, "a number in 'enum' or 'const' that is not finite");

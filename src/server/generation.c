@@ -1052,6 +1052,12 @@ static int gen__check_prompt(const http_server *s, const oai_request *req, size_
         int64_t cap = s->cfg.max_tokens_default, absent = req->max_tokens_absent;
         cap = absent > 0 && (cap <= 0 || absent < cap) ? absent : cap;
         if (need) p->max_tokens = cap > 0 && cap < room ? cap : room;
+        if (need && req->sampling.min_tokens > p->max_tokens) /* vLLM checks the max it derives */
+            return oai_error_set(err, 400, "min_tokens",
+                                 "%s'min_tokens' (%lld) must not exceed max_tokens (%lld, what "
+                                 "the context leaves)",
+                                 item, (long long)req->sampling.min_tokens,
+                                 (long long)p->max_tokens);
     } else if (req->max_tokens > room) {
         return oai_error_set(err, 400, param,
                              "%sThis model's maximum context length is %lld tokens. However, you "

@@ -395,9 +395,41 @@ static void test_xml_refusals(void)
     }
 }
 
+/* Schema numbers as written: a bound or a const past cJSON's 15 printed digits keeps its
+ * value (a minimum of 5.000000000000001 would allow 5), in a hermes call and inside an XML
+ * call's JSON value. */
+static void test_exact_numbers(const grammar_vocab *v)
+{
+    static const char tools[] =
+        "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+        "{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\", \"minimum\": "
+        "5.000000000000001, \"maximum\": 6}, \"b\": {\"const\": 0.30000000000000004}, \"o\": "
+        "{\"type\": \"object\", \"properties\": {\"v\": {\"const\": 1.0000000000000002}}, "
+        "\"required\": [\"v\"]}}, \"required\": [\"a\", \"b\", \"o\"]}}}]";
+    grammar *g = tg_build(tools, CHAT_TOOLS_HERMES, "f", 0);
+    CHECK(tg_match(g, v,
+                   CALL("f", "{\"a\": 6, \"b\": 0.30000000000000004, \"o\": {\"v\": "
+                             "1.0000000000000002}}")));
+    CHECK(!tg_match(g, v,
+                    CALL("f", "{\"a\": 5, \"b\": 0.30000000000000004, \"o\": {\"v\": "
+                              "1.0000000000000002}}")));
+    CHECK(!tg_match(g, v, CALL("f", "{\"a\": 6, \"b\": 0.3, \"o\": {\"v\": 1.0000000000000002}}")));
+    grammar_free(g);
+    static const char xtools[] = /* an XML parameter's const must be a string: no "b" */
+        "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+        "{\"type\": \"object\", \"properties\": {\"o\": {\"type\": \"object\", \"properties\": "
+        "{\"v\": {\"const\": 1.0000000000000002}}, \"required\": [\"v\"]}}, \"required\": "
+        "[\"o\"]}}}]";
+    g = tg_build(xtools, CHAT_TOOLS_XML, "f", 0);
+    CHECK(tg_match(g, v, XCALL("f", XP("o", "{\"v\": 1.0000000000000002}"))));
+    CHECK(!tg_match(g, v, XCALL("f", XP("o", "{\"v\": 1}"))));
+    grammar_free(g);
+}
+
 int main(void)
 {
     grammar_vocab *v = gt_byte_vocab();
+    test_exact_numbers(v);
     test_required(v);
     test_named(v);
     test_thinking(v);
