@@ -259,12 +259,15 @@ static int js__equal(const cJSON *a, const cJSON *b)
             if (!js__equal(x, y)) return 0;
         return !x && !y;
     }
-    if (cJSON_IsObject(a)) {
+    if (cJSON_IsObject(a)) { /* each one's keys in the other (a key given twice is no key of
+                              * another's) */
         if (cJSON_GetArraySize(a) != cJSON_GetArraySize(b)) return 0;
         for (const cJSON *x = a->child; x; x = x->next) {
             const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, x->string);
             if (!y || !js__equal(x, y)) return 0;
         }
+        for (const cJSON *y = b->child; y; y = y->next)
+            if (!cJSON_GetObjectItemCaseSensitive(a, y->string)) return 0;
     }
     return 1; /* true, false, null: the type said it */
 }

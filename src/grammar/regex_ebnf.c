@@ -45,7 +45,8 @@ static int rx__hexval(char c)
 
 /* --- characters and classes --------------------------------------------------- */
 
-/* \d \w \s and their negations into r; 0 when e is none of them. */
+/* \d \w \s and their negations into r; 0 when e is none of them, -1 when r
+ * has no room for their ranges. */
 static int rx__shorthand(char e, cp_ranges *r)
 {
     cp_ranges t;
@@ -65,9 +66,10 @@ static int rx__shorthand(char e, cp_ranges *r)
     else
         return 0;
     cp_ranges_normalize(&t, e != l); /* upper case: the complement */
+    int full = 0;
     for (int i = 0; i < t.n; i++)
-        cp_ranges_add(r, t.lo[i], t.hi[i]);
-    return 1;
+        full |= cp_ranges_add(r, t.lo[i], t.hi[i]) != 0;
+    return full ? -1 : 1;
 }
 
 /* One UTF-8 character at r->pos. */
@@ -133,7 +135,10 @@ static enc_status rx__class(rx *r, cp_ranges *cls)
         first = 0;
         if (r->s[r->pos] == '[' && r->pos + 1 < r->n && r->s[r->pos + 1] == ':')
             return rx__fail(r, "POSIX classes ([:name:]) are not supported");
-        if (r->s[r->pos] == '\\' && r->pos + 1 < r->n && rx__shorthand(r->s[r->pos + 1], cls)) {
+        int shorthand =
+            r->s[r->pos] == '\\' && r->pos + 1 < r->n ? rx__shorthand(r->s[r->pos + 1], cls) : 0;
+        if (shorthand < 0) return rx__fail(r, "a class with more than %d ranges", CP_RANGES_MAX);
+        if (shorthand) {
             r->pos += 2;
             continue;
         }

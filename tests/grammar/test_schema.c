@@ -94,6 +94,8 @@ static void test_refusals(void)
                    "no value of 'enum' satisfies 'type'");
     expect_refused("{\"const\": \"z\", \"enum\": [\"x\", \"y\"]}",
                    "no value of 'enum' satisfies 'const' and 'type'");
+    expect_refused("{\"const\": {\"x\": 1, \"y\": 1}, \"enum\": [{\"x\": 1, \"x\": 1}]}",
+                   "no value of 'enum' satisfies 'const' and 'type'");
     expect_refused("{\"const\": 9007199254740993}", "an integer of 2^53 or more");
     expect_refused("{\"enum\": [{\"a\": [123456789012345678]}]}", "an integer of 2^53 or more");
     expect_refused("{\"const\": 1e400}", "not finite");
