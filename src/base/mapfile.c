@@ -94,3 +94,12 @@ enc_status file_read_all(const char *path, char **out, size_t *size)
     if (size) *size = n;
     return ENC_OK;
 }
+
+enc_status file_path_in(const char *dir, const char *name, char **out)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    *out = malloc(n);
+    if (!*out) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "%s/%s: out of memory", dir, name);
+    snprintf(*out, n, "%s/%s", dir, name);
+    return ENC_OK;
+}

@@ -27,4 +27,7 @@ void mapfile_drop_pages(const void *p, size_t n);
 #define FILE_READ_ALL_MAX ((size_t)256 << 20)
 enc_status file_read_all(const char *path, char **out, size_t *size);
 
+/* "dir/name" in *out (malloc'd; the caller frees it). */
+enc_status file_path_in(const char *dir, const char *name, char **out);
+
 #endif

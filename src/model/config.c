@@ -503,11 +503,8 @@ enc_status qwen3_config_parse(const char *json, const char *where, qwen3_config 
 
 enc_status qwen3_config_load(const char *model_dir, qwen3_config *out)
 {
-    size_t n = strlen(model_dir) + sizeof "/config.json";
-    char *path = malloc(n);
-    if (!path) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "%s: out of memory", model_dir);
-    snprintf(path, n, "%s/config.json", model_dir);
-    char *text = NULL;
+    char *path = NULL, *text = NULL;
+    ENC_TRY(file_path_in(model_dir, "config.json", &path));
     enc_status s = file_read_all(path, &text, NULL);
     if (s == ENC_OK) {
         s = qwen3_config_parse(text, path, out);

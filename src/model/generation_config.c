@@ -106,11 +106,8 @@ enc_status generation_config_parse(const char *json, size_t len, const char *whe
 
 enc_status generation_config_load(const char *model_dir, qwen3_config *cfg)
 {
-    size_t n = strlen(model_dir) + sizeof "/generation_config.json";
-    char *path = malloc(n);
-    if (!path) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "%s: out of memory", model_dir);
-    snprintf(path, n, "%s/generation_config.json", model_dir);
-    char *text = NULL;
+    char *path = NULL, *text = NULL;
+    ENC_TRY(file_path_in(model_dir, "generation_config.json", &path));
     size_t size = 0;
     FILE *probe = fopen(path, "rb");
     enc_status s = ENC_OK;
