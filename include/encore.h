@@ -109,7 +109,8 @@ typedef struct encore_sampling {
     double presence_penalty;   /* [-2, 2]; 0: off */
     double frequency_penalty;  /* [-2, 2]; 0: off */
     int64_t min_tokens;        /* [0, max_tokens]: no EOS / stop id / stop string before
-                                * this many tokens */
+                                * this many tokens (unless a structured output or
+                                * allowed_token_ids allows only those ids: its end wins) */
     int logprobs;              /* nonzero: report each token's log-probability */
     int top_logprobs;          /* and this many alternatives (0..20) */
     int prompt_logprobs;       /* nonzero (with logprobs): also each prompt token's, given

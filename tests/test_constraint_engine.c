@@ -359,6 +359,50 @@ static void test_errors(bool eager, int64_t K, const char *what)
     engine_destroy(e);
 }
 
+/* A rule that allows only its end id (a stop id) at token 3 while
+ * min_tokens asks for 10: the constraint wins and the reply ends there with
+ * "stop", not with an error for a row that allows nothing; a request whose
+ * rule never ends keeps min_tokens and goes on past it. */
+static void test_end_before_min_tokens(bool eager, int64_t K, const char *what)
+{
+    engine *e = make_engine(eager, K, 0);
+    rule_log lg[2];
+    int64_t ids[2];
+    for (int j = 0; j < 2; j++) {
+        engine_constraint c = rule_new(1 + j, &lg[j]);
+        ((rule *)c.state)->n_free = j == 0 ? 3 : MAX_OUT;
+        int32_t prompt[MAX_PROMPT], stop = END_ID;
+        engine_request_params p = {.prompt_ids = prompt,
+                                   .max_tokens = MAX_OUT,
+                                   .sampling = sampling_of(1 + j, 9),
+                                   .ignore_eos = true,
+                                   .stop_ids = &stop,
+                                   .n_stop_ids = 1,
+                                   .constraint = &c};
+        p.sampling.min_tokens = 10;
+        prompt_of(1 + j, prompt, &p.n_prompt);
+        CHECK(engine_add_request(e, &p, &ids[j]) == ENC_OK);
+    }
+    while (engine_has_unfinished(e))
+        CHECK(engine_step(e, NULL) == ENC_OK);
+    for (int j = 0; j < 2; j++) {
+        const int32_t *out;
+        int64_t n;
+        engine_finish f;
+        CHECK(engine_request_output(e, ids[j], &out, &n, &f) == ENC_OK);
+        bool ok = j == 0 ? f == ENGINE_FINISH_STOP && n == 4 && out[3] == END_ID
+                         : f == ENGINE_FINISH_LENGTH && n == MAX_OUT;
+        if (!ok)
+            fprintf(stderr, "%s: request %d: %lld tokens, finish %s, error \"%s\"\n", what, j,
+                    (long long)n, engine_finish_name(f),
+                    engine_request_error(e, ids[j]) ? engine_request_error(e, ids[j]) : "");
+        CHECK(ok);
+        engine_release_request(e, ids[j]);
+    }
+    printf("ok end before min_tokens, %s\n", what);
+    engine_destroy(e);
+}
+
 /* Refused without accept (the caller keeps the state); released mid-run and
  * left unfinished at engine_destroy, the state is destroyed once. */
 static void test_ownership(void)
@@ -434,7 +478,10 @@ int main(int argc, char **argv)
         if (modes[m].n_kv_blocks) CHECK(r->stats.n_preemptions > 0);
         printf("ok %s: %lld preemptions\n", modes[m].what, (long long)r->stats.n_preemptions);
         engine_destroy(e);
-        if (device_sampler || m == 0) test_errors(modes[m].eager, modes[m].K, modes[m].what);
+        if (device_sampler || m == 0) {
+            test_errors(modes[m].eager, modes[m].K, modes[m].what);
+            test_end_before_min_tokens(modes[m].eager, modes[m].K, modes[m].what);
+        }
     }
     test_ownership();
     free(alone);

@@ -524,6 +524,36 @@ static bool engine__take(engine *e, engine_seq *s, int32_t id)
     return true;
 }
 
+/* Whether id ends a reply of s: an EOS (under ignore_eos too, as min_tokens
+ * masks them) or one of its stop ids. */
+static bool engine__ends_reply(const engine *e, const engine_seq *s, int64_t id)
+{
+    for (int i = 0; i < s->n_stop_ids; i++)
+        if (s->stop_ids[i] == id) return true;
+    return engine__is_eos(e, (int32_t)id);
+}
+
+/* A mask that allows some ids, every one of them an end of the reply (a
+ * finished grammar, allowed_token_ids of EOS ids): before min_tokens the
+ * reply could go on only with a token the constraint refuses, so the
+ * constraint wins and min_tokens is dropped from here on; the reply ends at
+ * the id it picks ("stop"). Without this the row would allow nothing and the
+ * request end with an error. */
+static void engine__constraint_min_tokens(const engine *e, engine_seq *s, int32_t V)
+{
+    int64_t n_out = s->n_tokens - s->n_prompt;
+    if (n_out >= s->sampling.min_tokens) return;
+    bool any = false;
+    for (int32_t w = 0; w < GRAPH_SAMPLE_MASK_WORDS(V); w++) {
+        for (int b = 0; s->allowed[w] && b < 32; b++) {
+            if (!(s->allowed[w] >> b & 1u)) continue;
+            if (!engine__ends_reply(e, s, (int64_t)w * 32 + b)) return;
+            any = true;
+        }
+    }
+    if (any) s->sampling.min_tokens = n_out;
+}
+
 /* Ask the constraint of every sequence that samples in the batch for the
  * mask of its next token (before the step: the device sampler reads it in
  * the replay, the host sampler after it). */
@@ -535,6 +565,7 @@ static void engine__fill_masks(engine *e, const sched_batch *b)
         if (!b->entries[i].sample || !s->constraint.fill_mask) continue;
         memset(s->allowed, 0, (size_t)GRAPH_SAMPLE_MASK_WORDS(V) * sizeof *s->allowed);
         s->constraint.fill_mask(s->constraint.state, s->allowed, V);
+        engine__constraint_min_tokens(e, s, V);
     }
 }
 

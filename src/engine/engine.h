@@ -84,7 +84,8 @@ typedef struct engine_sampling {
     double presence_penalty;   /* [-2, 2], subtracted once from a generated token's logit */
     double frequency_penalty;  /* [-2, 2], subtracted per occurrence in the output */
     uint64_t seed;             /* the request's random stream */
-    int64_t min_tokens;        /* EOS and stop ids are masked before this many tokens, <= max_tokens */
+    int64_t min_tokens;        /* EOS and stop ids are masked before this many tokens, <= max_tokens
+                                * (dropped when a constraint allows only them) */
     bool logprobs;             /* record each sampled token's log-probability */
     int top_logprobs;          /* and this many most likely alternatives, 0..20 (needs logprobs) */
     const graph_sample_bias *logit_bias; /* [n_logit_bias] added to the raw logits in order,

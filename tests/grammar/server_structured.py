@@ -97,6 +97,11 @@ def check_others(srv):
     status, r, _ = srv.post("/v1/completions", {"prompt": "q", "max_tokens": 50, "seed": 2,
                                                 "guided_choice": ["left", "right", "up down"]})
     check(status == 200 and r["choices"][0]["text"] in ("left", "right", "up down"), f"guided_choice: {r}")
+    # a choice ends before min_tokens: the constraint's end wins (a 500 before: no token allowed)
+    status, r, _ = srv.post("/v1/completions", {"prompt": "q", "max_tokens": 50, "seed": 2, "min_tokens": 40,
+                                                "guided_choice": ["left", "right", "up down"]})
+    check(status == 200 and r["choices"][0]["text"] in ("left", "right", "up down")
+          and r["choices"][0]["finish_reason"] == "stop", f"guided_choice with min_tokens: {status} {r}")
     status, r, _ = srv.post("/v1/completions", {"prompt": "q", "max_tokens": 50, "seed": 3,
                                                 "structured_outputs": {"regex": "[a-f]{3}-[0-9]{1,2}"}})
     text, finish = text_of("/v1/completions", r)
