@@ -224,7 +224,8 @@ typedef struct encore_output {
                                  * adding the request, or its text; encore_last_error is not
                                  * set on this thread, the log says why) */
     const char *stop_string;    /* the stop string that matched, else NULL */
-    int32_t stop_token_id;      /* the id of stop_token_ids that ended it (not an EOS), else -1 */
+    int32_t stop_token_id;      /* the id of stop_token_ids that ended it, or an EOS id other
+                                 * than the model's first (vLLM's stop_reason), else -1 */
     size_t n_prompt_tokens;
     size_t n_cached_prompt_tokens; /* served from the prefix cache */
     size_t n_output_tokens;        /* generated so far */

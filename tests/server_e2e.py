@@ -1151,10 +1151,16 @@ def check_generation(a):
             stop = dict(body, ignore_eos=False, temperature=0, logit_bias={str(endoftext): 100})
             status, r, _ = srv.post(comp, stop)
             c = r["choices"][0]
-            if status != 200 or c["finish_reason"] != "stop" or r["usage"]["completion_tokens"] != 1:
-                fail(f"generation_config's <|endoftext|> does not end the reply: {status} {r}")
+            if (status != 200 or c["finish_reason"] != "stop" or r["usage"]["completion_tokens"] != 1
+                    or c["stop_reason"] != endoftext):
+                fail(f"generation_config's <|endoftext|> does not end the reply with its id: {status} {r}")
+            # the model's own EOS (config.json's <|im_end|>) is stop_reason null, as in vLLM
+            status, r, _ = srv.post(comp, dict(stop, logit_bias={"151645": 100}))
+            c = r["choices"][0]
+            if status != 200 or c["finish_reason"] != "stop" or c["stop_reason"] is not None:
+                fail(f"config.json's <|im_end|>: {status} {r}")
         print(f"ok generation_config.json: top_k 1 the default (4 seeds, one text), a request's top_k "
-              f"over it, <|endoftext|> an end of sequence")
+              f"over it, <|endoftext|> an end of sequence (stop_reason {endoftext}), <|im_end|> null")
         with Server(b, "--generation-config", "none") as srv:
             texts = {srv.post(comp, dict(body, seed=k))[1]["choices"][0]["text"] for k in range(4)}
             if len(texts) < 2:

@@ -499,7 +499,11 @@ static bool engine__append(engine *e, engine_seq *s, int32_t next)
         why = ENGINE_FINISH_LENGTH;
     else if (stop_id || eos)
         why = ENGINE_FINISH_STOP;
-    if (why == ENGINE_FINISH_STOP && !eos) s->stop_token = next;
+    /* a stop id, or an EOS other than the model's first (generation_config.json's
+     * <|endoftext|> beside <|im_end|>), is the stop id reported: vLLM moves those
+     * EOS ids into the request's stop_token_ids */
+    if (why == ENGINE_FINISH_STOP && (!eos || next != e->model->cfg.eos_token_ids[0]))
+        s->stop_token = next;
     if (why == ENGINE_NOT_FINISHED) return false;
     engine__finish(e, s, why);
     return true;

@@ -245,8 +245,9 @@ enc_status engine_request_prompt_logprobs(const engine *e, int64_t request_id,
 /* Prompt tokens of a request that the prefix cache served when it was last
  * admitted (0 for an unknown id). */
 int64_t engine_request_cached_tokens(const engine *e, int64_t request_id);
-/* The id from the request's stop ids that finished it (an EOS does not
- * count, as in vLLM's stop_reason); -1 if none or an unknown id. */
+/* The id from the request's stop ids that finished it, or an EOS id other
+ * than the model's first (vLLM's stop_reason: it makes the others stop ids;
+ * the first EOS counts as none); -1 if none or an unknown id. */
 int32_t engine_request_stop_token(const engine *e, int64_t request_id);
 /* Why a request finished with ENGINE_FINISH_ERROR (NULL otherwise, or for
  * an unknown id); valid until its release. */
