@@ -29,6 +29,7 @@ significant digits, which round-trips an f32 exactly):
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -217,11 +218,16 @@ def check_bad_args(a):
             if p.returncode != 1 or "error writing stdout" not in p.stderr:
                 sys.exit(f"FAIL: {cmd[0]} > /dev/full: exit {p.returncode}, {p.stderr.strip()!r}")
         print("ok: a full stdout is exit 1")
-    for cmd in ["generate", "logits", "batch", "bench"]:
+    # each --help lists the engine options its command takes: not those it refuses
+    refused = {"serve": ["--verify-capture"], "bench": ["--eager", "--decode-steps"]}
+    for cmd in ["generate", "logits", "batch", "bench", "serve"]:
         p = run([e, cmd, "--help"])
-        if "usage: encore " + cmd not in p.stdout:
-            sys.exit(f"FAIL: {cmd} --help")
-    print("ok: --help for every command")
+        listed = {o for o in ["--verify-capture", "--eager", "--decode-steps", "--quantize"]
+                  if re.search(r"^  " + o + " ", p.stdout, re.M)}
+        want = {"--verify-capture", "--eager", "--decode-steps", "--quantize"} - set(refused.get(cmd, []))
+        if "usage: encore " + cmd not in p.stdout or listed != want:
+            sys.exit(f"FAIL: {cmd} --help lists {sorted(listed)} of the engine options, not {sorted(want)}")
+    print("ok: --help for every command, without the options it refuses")
 
 
 def check_logits_full_context(a):

@@ -17,6 +17,10 @@ target_link_libraries(bench_moe_step PRIVATE encore_internals)
 add_test(NAME test_kernels_isa_env COMMAND test_kernels --isa-env-only)
 set_tests_properties(test_kernels_isa_env PROPERTIES ENVIRONMENT ENCORE_CPU_ISA=scalar)
 
+# The yes/no words of environment variables, which the backends' switches
+# (ENCORE_CPU_REPACK, ENCORE_VK_*) and the CLI's read alike (tests/test_env_flag.c).
+encore_add_c_test(test_env_flag ${ENCORE_TESTS_DIR}/test_env_flag.c)
+
 # The thread pool the kernels run on: every share once, dependent stages in
 # order, more threads than cores (tests/test_threadpool.c).
 encore_add_c_test(test_threadpool ${ENCORE_TESTS_DIR}/test_threadpool.c)

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,10 +27,13 @@ const char cli_engine_options_help[] =
     "                               sequences, at most 2 GiB)\n"
     "  --kv-cache-dtype T           auto, f32, f16, bf16 or q8_0 (blocks of 32 per token and\n"
     "                               head; CPU and Vulkan) (default auto: f16 for an f16 model,\n"
-    "                               bf16 otherwise, on a backend that has it; else f32)\n"
+    "                               bf16 otherwise, on a backend that has it; else f32;\n"
+    "                               ENCORE_KV_CACHE_DTYPE when set)\n"
     "  --max-num-seqs N             sequences in one step (default 64)\n"
     "  --max-num-batched-tokens N   tokens in one step (default 2048)\n"
-    "  --max-model-len N            longest sequence (default min(max_position_embeddings, 8192))\n"
+    "  --max-model-len N            longest sequence (default min(the model's length, 8192): its\n"
+    "                               max_position_embeddings, or as far as its rope scaling\n"
+    "                               stretches it)\n"
     "  --eager                      run every step eagerly: no captured decode (ENCORE_EAGER=1)\n"
     "  --verify-capture             run each replayed decode step eagerly too and stop at the\n"
     "                               first difference (ENCORE_VERIFY_CAPTURE=1)\n"
@@ -41,6 +43,41 @@ const char cli_engine_options_help[] =
     "  --quantize TYPE              q8_0, q4_0, q4_k, q5_k, q6_k, or llama-quantize's mixes\n"
     "                               q4_k_m, q5_k_m: quantize every matrix of a bf16/f16/f32\n"
     "                               checkpoint (embedding and lm_head too) at load\n";
+
+/* The engine options a command refuses (saying why, where it parses them):
+ * its --help leaves them out. */
+static const struct {
+    const char *cmd, *option;
+} cli__not_offered[] = {
+    {"serve", "--verify-capture"}, /* cmd_serve.c: for generate and bench */
+    {"bench", "--eager"},          /* cmd_bench.c: --modes sets both */
+    {"bench", "--decode-steps"},
+};
+
+static bool cli__offered(const char *cmd, const char *line)
+{
+    for (size_t i = 0; i < sizeof cli__not_offered / sizeof cli__not_offered[0]; i++) {
+        size_t n = strlen(cli__not_offered[i].option);
+        if (!strcmp(cmd, cli__not_offered[i].cmd) &&
+            !strncmp(line + 2, cli__not_offered[i].option, n) && line[2 + n] == ' ')
+            return false;
+    }
+    return true;
+}
+
+/* cli_engine_options_help less the options cmd refuses: an option's lines
+ * run from its "  -" line to the next. */
+static void cli__print_engine_options(const char *cmd)
+{
+    bool show = true;
+    for (const char *line = cli_engine_options_help; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
+        if (!strncmp(line, "  -", 3)) show = cli__offered(cmd, line);
+        if (show) fwrite(line, 1, len, stdout);
+        line += len;
+    }
+}
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {
@@ -52,19 +89,14 @@ void cli_error(const char *cmd, const char *fmt, ...)
     va_end(ap);
 }
 
-/* A yes/no variable: unset, empty, 0, false, no or off is no; 1, true, yes
- * or on is yes (any case); another value is an error naming it. */
+/* A yes/no variable (base/env_flag.h's words; unset is no); another value
+ * is an error naming it. */
 static bool cli__env_flag(const char *cmd, const char *name, bool *out)
 {
-    static const char *const no[] = {"", "0", "false", "no", "off"};
-    static const char *const yes[] = {"1", "true", "yes", "on"};
     const char *v = getenv(name);
-    *out = false;
-    if (!v) return true;
-    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
-        if (!strcasecmp(v, no[i])) return true;
-    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
-        if (!strcasecmp(v, yes[i])) return *out = true;
+    int yes = v ? enc_yes_no(v) : 0;
+    *out = yes == 1;
+    if (yes >= 0) return true;
     cli_error(cmd, "%s: expected 1 or 0 (true/false, yes/no, on/off), got '%s'", name, v);
     return false;
 }
@@ -425,7 +457,8 @@ int cli_parse_args(const char *cmd, const char *help, int argc, char **argv, eng
         if (r < 0) return CLI_BAD_ARGS;
         if (r > 0) continue;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            printf("%s%s", help, cli_engine_options_help);
+            fputs(help, stdout);
+            cli__print_engine_options(cmd);
             exit(CLI_OK);
         }
         cli_error(cmd, "unknown option '%s' (try --help)", o);

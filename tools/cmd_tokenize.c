@@ -34,8 +34,8 @@ static void tokcmd__usage(const char *name, FILE *f)
         fprintf(f, "Reads lines from stdin, each a JSON string, and prints for each the\n"
                    "JSON array of its token ids on one line. Added and special tokens\n"
                    "written in the text (\"<|im_end|>\") become their ids.\n\n");
-    fprintf(f, "  -m, --model DIR          model directory with tokenizer.json (and\n"
-               "                           tokenizer_config.json)\n");
+    fprintf(f, "  -m, --model DIR|FILE.gguf  model directory with tokenizer.json (and\n"
+               "                           tokenizer_config.json), or a GGUF file\n");
     if (detok)
         fprintf(f, "  --skip-special-tokens    leave special tokens out of the text\n");
     fprintf(f, "  -h, --help               show this help\n");

@@ -1,9 +1,11 @@
 /* encore_tools.h - the engine's internals that the `encore` program
  * (tools/) uses beyond include/encore.h: the engine itself (stepping it by
  * hand, per-step statistics, the logits callback), the tokenizer and chat
- * template (and the tokenizer of a model path, tokenizer.json or GGUF), writing GGUF files (`encore quantize`), backend names and the CPU kernels' ISA, the Vulkan device list,
- * the thread pool (for `encore bench`'s memory-bandwidth probe), and reading
- * a whole file.
+ * template (and the tokenizer of a model path, tokenizer.json or GGUF),
+ * writing GGUF files (`encore quantize`), backend names and the CPU kernels'
+ * ISA, the Vulkan device list, the thread pool (for `encore bench`'s
+ * memory-bandwidth probe), the yes/no words of environment variables, and
+ * reading a whole file.
  *
  * NOT part of the API: no stability promise, and not for programs that embed
  * encore, which use include/encore.h alone (examples/stream.c). The encore
@@ -17,6 +19,7 @@
 #include "api/structured.h"
 #include "backend/backend.h"
 #include "backend/cpu/kernels.h"
+#include "base/env_flag.h"
 #include "base/json_whole.h"
 #include "base/mapfile.h"
 #include "base/random_seed.h"

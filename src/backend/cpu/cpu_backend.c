@@ -19,6 +19,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_moe.h"
 #include "backend/cpu/repack.h"
+#include "base/env_flag.h"
 #include "base/log.h"
 #include "base/quant.h"
 #include "base/threadpool.h"
@@ -1005,8 +1006,7 @@ enc_status cpu_backend_create(int n_threads, backend **out)
         return s;
     }
     threadpool_set_spin_ns(ctx->pool, spin_us * 1000);
-    const char *rp = getenv("ENCORE_CPU_REPACK");
-    ctx->repack = !rp || strcmp(rp, "0") != 0;
+    ctx->repack = enc_env_flag("ENCORE_CPU_REPACK", true);
     be->iface = &cpu__iface;
     be->ctx = ctx;
     *out = be;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "backend/vulkan/vk_impl.h"
+#include "base/env_flag.h"
 #include "base/log.h"
 
 enum { VK__SETS_PER_POOL = 256 };
@@ -400,8 +401,7 @@ static enc_status vk__init(vk_ctx *c, int index)
     c->sampler_ok = vk_sampler_check(c) == ENC_OK;
     if (!c->sampler_ok) /* the engine then reads logits rows and samples on the host */
         enc_log_info("%s; sampled requests take the host sampler", enc_last_error());
-    const char *prof = getenv("ENCORE_VK_PROFILE");
-    c->profile = prof && *prof && strcmp(prof, "0") != 0;
+    c->profile = enc_env_flag("ENCORE_VK_PROFILE", false);
     ENC_TRY(vk_pipelines_init(c));
     ENC_TRY(vk__pool_create(c, VK_MAX_DISPATCHES, &c->eager_pool));
     ENC_TRY(vk_buffer_create(c, 256, "dummy", false, &c->dummy));

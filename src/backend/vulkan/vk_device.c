@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "backend/vulkan/vk_impl.h"
+#include "base/env_flag.h"
 #include "base/log.h"
 
 #define VK__VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
@@ -71,17 +72,10 @@ enc_status vk_check_validation(vk_ctx *c)
                     c->n_validation, c->validation_first);
 }
 
-static bool vk__env_flag(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
-/* NAME=0: a feature that is on by default, turned off. */
+/* NAME=0 (or false, no, off): a feature that is on by default, turned off. */
 static bool vk__env_off(const char *name)
 {
-    const char *v = getenv(name);
-    return v && strcmp(v, "0") == 0;
+    return !enc_env_flag(name, true);
 }
 
 static bool vk__has_layer(const char *name)
@@ -391,7 +385,7 @@ static enc_status vk__logical(vk_ctx *c)
 
 enc_status vk_device_open(vk_ctx *c, int index)
 {
-    bool validate = vk__env_flag("ENCORE_VK_VALIDATION");
+    bool validate = enc_env_flag("ENCORE_VK_VALIDATION", false);
     if (validate && !vk__has_layer(VK__VALIDATION_LAYER)) {
         enc_log_warn("ENCORE_VK_VALIDATION: %s is not installed (Debian: vulkan-validationlayers); "
                      "running without it", VK__VALIDATION_LAYER);
