@@ -286,6 +286,30 @@ def check_bad_checkpoints(a):
             expect_fail([a.encore, "generate", "-m", model, "--prompt-ids", "1 2 3", "-n", "2"], 1, *words)
 
 
+def check_batch_text(a):
+    """batch's "text": each request's ids decoded with special tokens left out, as `encore
+    detokenize --skip-special-tokens` decodes them (an EOS that ended it gives no text); null where
+    an id is one of the embedding's rows past the tokenizer's (151669 of 151936); absent for a
+    model without a tokenizer."""
+    m = os.path.join(a.models, "tiny-qwen3vocab")
+    reqs = [{"prompt": "Hello there", "max_tokens": 6, "temperature": 1, "seed": k} for k in range(3)]
+    reqs += [{"prompt_ids": [9707], "max_tokens": 4, "logit_bias": {"151645": 100}},
+             {"prompt_ids": [9707], "max_tokens": 2, "ignore_eos": True, "logit_bias": {"151900": 100}}]
+    out, _ = batch(a, m, reqs, [])
+    ids = "".join(json.dumps(o["ids"]) + "\n" for o in out[:4])
+    p = subprocess.run([a.encore, "detokenize", "-m", m, "--skip-special-tokens"], input=ids,
+                       capture_output=True, text=True, timeout=60)
+    want = [json.loads(line) for line in p.stdout.splitlines()]
+    if p.returncode != 0 or [o["text"] for o in out[:4]] != want or len(want) != 4:
+        sys.exit(f"FAIL: batch text {[o['text'] for o in out[:4]]} != detokenize's {want} ({p.stderr!r})")
+    if out[3]["ids"] != [151645] or out[3]["text"] != "" or out[4]["ids"] != [151900] * 2 or out[4]["text"] is not None:
+        sys.exit(f"FAIL: batch text of an EOS / of ids past the tokenizer: {out[3]} {out[4]}")
+    plain, _ = batch(a, os.path.join(a.models, "tiny-gqa2-hd64-bf16"), [{"prompt_ids": [1, 2], "max_tokens": 2}], [])
+    if "text" in plain[0]:
+        sys.exit(f"FAIL: a model without a tokenizer: {plain[0]}")
+    print(f"ok: batch text, e.g. {out[0]['text']!r}; an EOS none, ids past the tokenizer null")
+
+
 def check_bad_requests(a):
     m = os.path.join(a.models, "tiny-gqa2-hd64-bf16")
     e = a.encore

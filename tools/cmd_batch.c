@@ -3,8 +3,9 @@
  * Input: JSON lines {"prompt_ids":[...] | "prompt":"text", "max_tokens":N,
  * "temperature":T, "seed":S, "arrive_step":K, and vLLM's sampling fields};
  * a request is submitted just before engine step K. Output, in input order,
- * one line per request: {"index":I,"ids":[...],"finish_reason":"length"|"stop"},
- * with "logprobs":[...] when asked for. */
+ * one line per request: {"index":I,"ids":[...],"text":"...","finish_reason":
+ * "length"|"stop"}, with "logprobs":[...] when asked for ("text" only where
+ * the model has a tokenizer). */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -20,7 +21,9 @@ static const char batch_help[] =
     "usage: encore batch -m DIR --requests FILE\n\n"
     "Run every request of FILE (JSON lines) through the engine at once and print\n"
     "one line per request, in input order:\n"
-    "  {\"index\":I,\"ids\":[...],\"finish_reason\":\"length\"|\"stop\"}\n"
+    "  {\"index\":I,\"ids\":[...],\"text\":\"...\",\"finish_reason\":\"length\"|\"stop\"}\n"
+    "(\"text\": the ids decoded, special tokens left out; null where an id has no\n"
+    "token; absent where the model has no tokenizer)\n"
     "Request fields: prompt_ids (array) or prompt (text), max_tokens (default 16),\n"
     "temperature (default 0), seed (default 0), ignore_eos (default false),\n"
     "arrive_step (the engine step before which it is submitted, default 0),\n"
@@ -332,7 +335,22 @@ static void batch_print_logprobs(const engine *e, int64_t id)
     printf("]");
 }
 
-static int batch_run(engine *e, batch_set *b)
+/* ,"text":... of the generated ids: special tokens left out; null where an
+ * id has no token (the embedding's rows past the tokenizer's). */
+static void batch_print_text(const tokenizer *tok, const int32_t *ids, int64_t n)
+{
+    char *text = NULL, *quoted = NULL;
+    size_t len = 0;
+    if (tokenizer_decode_bytes(tok, ids, (size_t)n, 1, &text, &len) == ENC_OK &&
+        tokenizer_json_quote(text, len, &quoted) == ENC_OK)
+        printf(",\"text\":%s", quoted);
+    else
+        printf(",\"text\":null");
+    free(text);
+    free(quoted);
+}
+
+static int batch_run(engine *e, batch_set *b, const tokenizer *tok)
 {
     for (int64_t step = 0; batch_pending(b) || engine_has_unfinished(e); step++) {
         if (!batch_submit(e, b, step)) return CLI_FAILED;
@@ -348,7 +366,9 @@ static int batch_run(engine *e, batch_set *b)
         engine_request_output(e, b->reqs[i].engine_id, &ids, &n, &finish);
         printf("{\"index\":%lld,\"ids\":[", (long long)i);
         for (int64_t j = 0; j < n; j++) printf(j ? ",%d" : "%d", ids[j]);
-        printf("],\"finish_reason\":\"%s\"", engine_finish_name(finish));
+        printf("]");
+        if (tok) batch_print_text(tok, ids, n);
+        printf(",\"finish_reason\":\"%s\"", engine_finish_name(finish));
         batch_print_logprobs(e, b->reqs[i].engine_id);
         printf("}\n");
     }
@@ -385,7 +405,7 @@ int cmd_batch(int argc, char **argv)
     rc = batch_read(a.path, tok, &b) ? CLI_OK : CLI_FAILED;
     engine *e = NULL;
     if (!rc) rc = cli_engine_create(cmd, &cfg, &e);
-    if (!rc) rc = batch_run(e, &b);
+    if (!rc) rc = batch_run(e, &b, tok);
     if (!rc && a.stats) batch_print_stats(e);
     engine_destroy(e);
     batch_set_free(&b);
