@@ -145,7 +145,7 @@ def main():
     # shaderFloat64 samples on the host, and there only greedy requests run
     # multi-step
     device_samples = not (os.environ.get("ENCORE_DEVICE", "cpu").startswith("vulkan") and
-                          os.environ.get("ENCORE_VK_FLOAT64") == "0")
+                          os.environ.get("ENCORE_VK_FLOAT64", "").lower() in ("0", "false", "no", "off"))
     greedy = all(r.get("temperature", 0) == 0 and not r.get("logprobs") for r in requests)
     for k, (out, st) in multi.items():
         if (device_samples or greedy) and st["multi_step_round_trips"] == 0:

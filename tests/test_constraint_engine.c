@@ -33,9 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env_flag.h"
 #include "check.h"
-#include "engine_or_exit.h"
 #include "engine/engine.h"
+#include "engine_or_exit.h"
 #include "prompt_logits.h"
 #include "ref_sampler.h"
 
@@ -443,8 +444,7 @@ int main(int argc, char **argv)
     }
     g_model = argv[1];
     g_device = argc == 3 ? argv[2] : NULL;
-    const char *f64 = getenv("ENCORE_VK_FLOAT64");
-    bool device_sampler = !f64 || strcmp(f64, "0") != 0; /* Vulkan without shaderFloat64: the host's */
+    bool device_sampler = enc_env_flag("ENCORE_VK_FLOAT64", true); /* else on Vulkan: the host's */
     run_out *alone = malloc(sizeof *alone), *free_only = malloc(sizeof *free_only), *r = malloc(sizeof *r);
     static const uint64_t seeds[] = {1, 1000, 77777};
     size_t n_seeds = g_device == NULL ? 3 : 1; /* lavapipe is slow: one seed there */

@@ -4,8 +4,9 @@
  *
  *   words    every yes and no word in three cases, "" as no, and values that
  *            are neither (" 1", "2", "yes please", "of") as -1
- *   env      unset gives the default either way; a word gives its value
- *            whatever the default; a value that is neither keeps the default
+ *   env      unset or empty gives the default either way; a word gives its
+ *            value whatever the default; a value that is neither keeps the
+ *            default
  *
  * usage: test_env_flag */
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -17,7 +18,7 @@
 #include "check.h"
 
 static const char *const yes_words[] = {"1", "true", "yes", "on"};
-static const char *const no_words[] = {"0", "false", "no", "off", ""};
+static const char *const no_words[] = {"0", "false", "no", "off"};
 static const char *const neither[] = {" 1", "2", "yes please", "of", "truee", "-0", "0 "};
 
 /* w in lower case, upper case and with its first letter capitalised. */
@@ -45,6 +46,7 @@ static void test_words(void)
         for (int c = 0; c < 3; c++)
             CHECK(enc_yes_no(v[c]) == 0);
     }
+    CHECK(enc_yes_no("") == 0);
     for (size_t i = 0; i < sizeof neither / sizeof neither[0]; i++)
         CHECK(enc_yes_no(neither[i]) == -1);
     printf("ok words\n");
@@ -54,6 +56,8 @@ static void test_env(void)
 {
     const char *name = "ENCORE_TEST_ENV_FLAG";
     unsetenv(name);
+    CHECK(enc_env_flag(name, true) && !enc_env_flag(name, false));
+    setenv(name, "", 1);
     CHECK(enc_env_flag(name, true) && !enc_env_flag(name, false));
     for (int dflt = 0; dflt < 2; dflt++) {
         for (size_t i = 0; i < sizeof yes_words / sizeof yes_words[0]; i++) {

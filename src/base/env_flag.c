@@ -21,7 +21,7 @@ int enc_yes_no(const char *value)
 bool enc_env_flag(const char *name, bool dflt)
 {
     const char *v = getenv(name);
-    if (!v) return dflt;
+    if (!v || !*v) return dflt; /* empty: unset, as every variable's */
     int yes = enc_yes_no(v);
     if (yes >= 0) return yes == 1;
     enc_log_warn("%s=\"%s\" is not 1 or 0 (true/false, yes/no, on/off); keeping the default, %s",

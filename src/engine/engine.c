@@ -528,30 +528,30 @@ static bool engine__take(engine *e, engine_seq *s, int32_t id)
     return true;
 }
 
-/* Whether id ends a reply of s: an EOS (under ignore_eos too, as min_tokens
- * masks them) or one of its stop ids. */
-static bool engine__ends_reply(const engine *e, const engine_seq *s, int64_t id)
+/* Whether min_tokens masks id for s: an EOS (under ignore_eos too, as vLLM)
+ * or one of its stop ids. */
+static bool engine__min_tokens_masks(const engine *e, const engine_seq *s, int64_t id)
 {
     for (int i = 0; i < s->n_stop_ids; i++)
         if (s->stop_ids[i] == id) return true;
     return engine__is_eos(e, (int32_t)id);
 }
 
-/* A mask that allows some ids, every one of them an end of the reply (a
- * finished grammar, allowed_token_ids of EOS ids): before min_tokens the
- * reply could go on only with a token the constraint refuses, so the
- * constraint wins and min_tokens is dropped from here on; the reply ends at
- * the id it picks ("stop"). Without this the row would allow nothing and the
- * request end with an error. */
+/* A mask that allows some ids below sample_vocab, every one of them an id
+ * min_tokens masks (a finished grammar, allowed_token_ids of EOS ids): before
+ * min_tokens the row would allow nothing and the request end with an error,
+ * so the constraint wins and min_tokens is dropped from here on. The reply
+ * ends at the id picked ("stop"), unless ignore_eos carries it past an EOS. */
 static void engine__constraint_min_tokens(const engine *e, engine_seq *s, int32_t V)
 {
     int64_t n_out = s->n_tokens - s->n_prompt;
     if (n_out >= s->sampling.min_tokens) return;
+    int64_t n = e->cfg.sample_vocab < V ? e->cfg.sample_vocab : V; /* the ids a row may pick */
     bool any = false;
-    for (int32_t w = 0; w < GRAPH_SAMPLE_MASK_WORDS(V); w++) {
-        for (int b = 0; s->allowed[w] && b < 32; b++) {
+    for (int64_t w = 0; w * 32 < n; w++) {
+        for (int b = 0; s->allowed[w] && b < 32 && w * 32 + b < n; b++) {
             if (!(s->allowed[w] >> b & 1u)) continue;
-            if (!engine__ends_reply(e, s, (int64_t)w * 32 + b)) return;
+            if (!engine__min_tokens_masks(e, s, w * 32 + b)) return;
             any = true;
         }
     }

@@ -40,7 +40,7 @@ typedef struct engine_seq {
     bool prompt_logits; /* logits rows for every prompt position (for logits_fn or prompt_lps) */
     int32_t stop_ids[ENGINE_MAX_STOP_IDS];
     int n_stop_ids;
-    int32_t stop_token;      /* the stop id (not an EOS) that finished it, else -1 */
+    int32_t stop_token;      /* the id engine_request_stop_token reports, else -1 */
     int64_t n_logits_sent; /* prompt positions whose logits were delivered */
     engine_token_logprob *logprobs; /* [max_tokens] when sampling.logprobs, else NULL */
     engine_token_logprob *prompt_lps; /* [n_prompt] when prompt_logprobs, else NULL */
