@@ -1176,6 +1176,30 @@ def check_generation(a):
         if p.returncode == 0 or "generation_config.json: field 'top_p' is 1.5" not in p.stderr:
             fail(f"a generation_config.json with top_p 1.5: rc {p.returncode} {p.stderr!r}")
         print("ok a bad generation_config.json: refused at start, naming the file and the field")
+    # a chat fine-tune of a base model: config.json keeps <|endoftext|>, the tokenizer's eos_token is
+    # <|im_end|>; both end a reply, the tokenizer's with stop_reason null and the other with its id
+    # (vLLM: tokenizer.eos_token_id, and config.json's id as a stop id)
+    with tempfile.TemporaryDirectory() as d:
+        b = generation_model(a, d, {})
+        os.remove(os.path.join(d, MODEL, "generation_config.json"))
+        cfg = os.path.join(d, MODEL, "config.json")
+        with open(cfg, encoding="utf-8") as f:
+            text = f.read()
+        os.remove(cfg)
+        with open(cfg, "w", encoding="utf-8") as f:
+            f.write(json.dumps(dict(json.loads(text), eos_token_id=endoftext)))
+        with Server(b) as srv:
+            for tok, reason in ((151645, None), (endoftext, endoftext)):
+                status, r, _ = srv.post(comp, dict(body, ignore_eos=False, temperature=0, logit_bias={str(tok): 100}))
+                c = r["choices"][0] if status == 200 else {}
+                if c.get("finish_reason") != "stop" or r["usage"]["completion_tokens"] != 1 or c["stop_reason"] != reason:
+                    fail(f"a fine-tune's token {tok}: {status} {r}")
+        p = subprocess.run([a.encore, "generate", "-m", os.path.join(d, MODEL), "--prompt-ids", "9707", "-n", "4",
+                            "--temperature", "0", "--print-ids", "--logit-bias", "151645=100"],
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode != 0 or p.stdout.split() != ["151645"]:
+            fail(f"generate with a fine-tune's <|im_end|>: rc {p.returncode} {p.stdout!r} {p.stderr!r}")
+    print("ok the tokenizer's eos_token ends a reply (stop_reason null) beside config.json's (its id)")
 
 
 def expect_chat_prompt(srv, messages, text):

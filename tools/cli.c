@@ -481,10 +481,12 @@ void cli_load_progress(void *user, double fraction)
     fflush(stderr);
 }
 
-int cli_engine_create(const char *cmd, const engine_config *cfg, engine **out)
+int cli_engine_create(const char *cmd, const engine_config *cfg, const tokenizer *tok, engine **out)
 {
     int last = -1;
     engine_config c = *cfg;
+    c.tokenizer_eos = tok ? tokenizer_eos_id(tok) : -1; /* an EOS too, as vLLM's */
+    c.has_tokenizer_eos = c.tokenizer_eos >= 0;
     if (isatty(STDERR_FILENO)) {
         c.load_progress = cli_load_progress;
         c.load_progress_user = &last;

@@ -112,9 +112,12 @@ int cli_parse_args(const char *cmd, const char *help, int argc, char **argv, eng
 
 /* Create the engine into *out, printing the error (with its cause) on
  * failure; on a terminal, with cli_load_progress's bar while the weights
- * load. Returns CLI_OK, CLI_BAD_ARGS when an option does not fit the model
- * (say --max-model-len beyond it), else CLI_FAILED. */
-int cli_engine_create(const char *cmd, const engine_config *cfg, engine **out);
+ * load. tok (NULL: none) gives its eos_token, an end of sequence too and the
+ * model's first (engine_config.tokenizer_eos). Returns CLI_OK, CLI_BAD_ARGS
+ * when an option does not fit the model (say --max-model-len beyond it), else
+ * CLI_FAILED. */
+int cli_engine_create(const char *cmd, const engine_config *cfg, const tokenizer *tok,
+                      engine **out);
 /* The loading bar on stderr: "encore: loading weights  57%" (user: an int,
  * the last percentage printed, -1 at first). */
 void cli_load_progress(void *user, double fraction);

@@ -404,7 +404,7 @@ int cmd_batch(int argc, char **argv)
     batch_set b = {0};
     rc = batch_read(a.path, tok, &b) ? CLI_OK : CLI_FAILED;
     engine *e = NULL;
-    if (!rc) rc = cli_engine_create(cmd, &cfg, &e);
+    if (!rc) rc = cli_engine_create(cmd, &cfg, tok, &e);
     if (!rc) rc = batch_run(e, &b, tok);
     if (!rc && a.stats) batch_print_stats(e);
     engine_destroy(e);

@@ -524,7 +524,7 @@ int cmd_bench(int argc, char **argv)
     bench_result r = {0};
     r.bw = membw_measure(cfg.n_threads > 0 ? cfg.n_threads : enc_cpu_count(), 5);
     engine *e = NULL;
-    rc = cli_engine_create("bench", &cfg, &e);
+    rc = cli_engine_create("bench", &cfg, NULL, &e);
     if (rc) return rc;
     int64_t next_id = 0;
     if (!a.json) fprintf(stderr, "encore bench: measuring (%lld runs per figure)...\n", (long long)a.runs);

@@ -244,7 +244,7 @@ int cmd_chat(int argc, char **argv)
                 "thinking switch\n",
                 chat_template_family_name(chat_template_get_family(tok)));
     engine *e = NULL;
-    rc = cli_engine_create("chat", &a.cfg, &e);
+    rc = cli_engine_create("chat", &a.cfg, tok, &e);
     if (rc) {
         tokenizer_free(tok);
         return rc;

@@ -238,19 +238,17 @@ int cmd_generate(int argc, char **argv)
     generate_args a = {0};
     int rc = generate_parse(argc, argv, &a);
     if (rc) return rc;
-    tokenizer *tok = NULL;
-    if (!a.print_ids || a.prompt) {
-        enc_status s = model_tokenizer_load(a.cfg.model_dir, 0, &tok);
-        if (s != ENC_OK && a.prompt) {
-            cli_error("generate", "cannot load the tokenizer: %s", enc_last_error());
-            return CLI_FAILED;
-        }
+    tokenizer *tok = NULL; /* the text, and its eos_token: an end of sequence */
+    enc_status s = model_tokenizer_load(a.cfg.model_dir, 0, &tok);
+    if (s != ENC_OK && a.prompt) {
+        cli_error("generate", "cannot load the tokenizer: %s", enc_last_error());
+        return CLI_FAILED;
     }
     int32_t *prompt = NULL;
     int64_t n_prompt = 0;
     rc = generate_prompt(&a, tok, &prompt, &n_prompt);
     engine *e = NULL;
-    if (!rc) rc = cli_engine_create("generate", &a.cfg, &e);
+    if (!rc) rc = cli_engine_create("generate", &a.cfg, tok, &e);
     if (!rc)
         cli_sampling_model_defaults("generate", &a.sampling, &engine_model_config(e)->generation);
     if (!rc && cli_is_demo_model(a.cfg.model_dir))

@@ -76,7 +76,7 @@ int cmd_logits(int argc, char **argv)
     int64_t n;
     if (!cli_parse_ids(cmd, "--prompt-ids", a.ids_text, &ids, &n)) return CLI_BAD_ARGS;
     engine *e = NULL;
-    rc = cli_engine_create(cmd, &cfg, &e);
+    rc = cli_engine_create(cmd, &cfg, NULL, &e);
     if (rc) {
         free(ids);
         return rc;

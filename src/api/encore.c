@@ -62,11 +62,17 @@ static char *encore__model_name(const char *dir)
     return name;
 }
 
-/* Sampling must never pick an id the tokenizer has no token for (the
- * embedding has padding rows past the tokenizer's vocabulary). */
-static void encore__bound_sampling(engine_config *cfg, const tokenizer *tok)
+/* What the engine takes from the tokenizer: sampling never picks an id it
+ * has no token for (the embedding has padding rows past its vocabulary);
+ * its eos_token ends a sequence, as the model's first EOS (vLLM's
+ * tokenizer.eos_token_id: a chat fine-tune of a base model names
+ * <|im_end|> there while config.json keeps <|endoftext|>). */
+static void encore__from_tokenizer(engine_config *cfg, const tokenizer *tok)
 {
-    if (tok) cfg->sample_vocab = tokenizer_vocab_size(tok);
+    if (!tok) return;
+    cfg->sample_vocab = tokenizer_vocab_size(tok);
+    cfg->tokenizer_eos = tokenizer_eos_id(tok);
+    cfg->has_tokenizer_eos = cfg->tokenizer_eos >= 0;
 }
 
 static enc_status encore__config(const encore_options *opt, engine_config *cfg)
@@ -116,7 +122,7 @@ encore_status encore_engine_create(const encore_options *opt, encore_engine **ou
                               opt->model_dir);
     }
     if (s == ENC_OK) {
-        encore__bound_sampling(&cfg, e->tok);
+        encore__from_tokenizer(&cfg, e->tok);
         s = engine_create(&cfg, &e->eng);
     }
     if (s == ENC_OK)

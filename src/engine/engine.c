@@ -61,6 +61,27 @@ static enc_status engine__kv_dtype(const engine *e, const qwen3_config *mc, enc_
  * every row costs vocab_size floats in e->logits and in the step arena. */
 enum { ENGINE__PROMPT_LOGITS_ROWS = 64 };
 
+/* The tokenizer's eos_token first among the model's end-of-sequence ids
+ * (added when config.json and generation_config.json do not name it: a
+ * chat fine-tune of a base model keeps the base's <|endoftext|> there);
+ * with the list full, it takes the last one's place. */
+static enc_status engine__tokenizer_eos(const engine_config *c, qwen3_config *mc)
+{
+    if (!c->has_tokenizer_eos) return ENC_OK;
+    int32_t id = c->tokenizer_eos;
+    if (id < 0 || id >= mc->vocab_size)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                        "tokenizer_eos %d is outside the vocabulary [0, %lld)", id,
+                        (long long)mc->vocab_size);
+    int at = -1; /* its place now; the ids before it move up one */
+    for (int i = 0; i < mc->n_eos; i++)
+        if (mc->eos_token_ids[i] == id) at = i;
+    if (at < 0) at = mc->n_eos < QWEN3_MAX_EOS ? mc->n_eos++ : QWEN3_MAX_EOS - 1;
+    memmove(mc->eos_token_ids + 1, mc->eos_token_ids, (size_t)at * sizeof *mc->eos_token_ids);
+    mc->eos_token_ids[0] = id;
+    return ENC_OK;
+}
+
 static enc_status engine__resolve_config(engine *e, const qwen3_config *mc)
 {
     engine_config *c = &e->cfg;
@@ -157,6 +178,7 @@ enc_status engine_create(const engine_config *cfg, engine **out)
     e->cfg.load_progress = NULL; /* used while loading only: its user data may not outlive the call */
     e->cfg.quantize = NULL;      /* likewise (the model keeps the type it chose) */
     e->cfg.load_progress_user = NULL;
+    if (s == ENC_OK) s = engine__tokenizer_eos(&e->cfg, &e->model->cfg);
     if (s == ENC_OK) s = engine__resolve_config(e, &e->model->cfg);
     if (s == ENC_OK) {
         const qwen3_config *mc = &e->model->cfg;

@@ -64,6 +64,10 @@ typedef struct engine_config {
                                      * decode stays on: a masked id the device picks is
                                      * dropped and that token picked again on the host */
     bool no_prefix_caching;         /* turn automatic prefix caching off (on by default) */
+    bool has_tokenizer_eos;         /* tokenizer_eos is the tokenizer's eos_token: */
+    int32_t tokenizer_eos;          /* an end of sequence too, and the model's first (the
+                                     * one whose stop reports no stop id), as vLLM's
+                                     * tokenizer.eos_token_id */
     const char *quantize;           /* NULL: weights as stored; "q8_0", "q4_0", "q4_k",
                                      * "q5_k", "q6_k", "q4_k_m" or "q5_k_m": every matrix
                                      * quantized at load (model/quantize.h); not copied */
