@@ -1281,8 +1281,10 @@ def check_templates_coder(a):
     parser reads it, each value by its parameter's type, whole and streamed."""
     unit = {"type": "function", "function": {"name": "set_unit", "description": "Units.", "parameters": {
         "type": "object", "properties": {"unit": {"type": "string", "enum": ["celsius", "kelvin"]},
-                                         "round": {"type": "boolean"}},
-        "required": ["unit", "round"]}}}
+                                         "round": {"type": "boolean"},
+                                         "digits": {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 3},
+                                                              {"type": "null"}]}},
+        "required": ["unit", "round", "digits"]}}}
     with tempfile.TemporaryDirectory() as d:
         b = template_model(a, d, "qwen3-coder.jinja")
         with Server(b) as srv:
@@ -1302,8 +1304,9 @@ def check_templates_coder(a):
                 # a named function makes one call; "required" one or more, here until max_tokens
                 done = ("tool_calls",) if choice != "required" else ("tool_calls", "length")
                 if (c.get("finish_reason") not in done or calls[0]["function"]["name"] != "set_unit"
-                        or set(args) != {"unit", "round"} or args["unit"] not in ("celsius", "kelvin")
-                        or not isinstance(args["round"], bool)):
+                        or set(args) != {"unit", "round", "digits"} or args["unit"] not in ("celsius", "kelvin")
+                        or not isinstance(args["round"], bool)
+                        or not (args["digits"] is None or args["digits"] in (0, 1, 2, 3))):
                     fail(f"qwen3-coder tool_choice {choice}: {status} {r}")
                 events = curl_stream(srv, "/v1/chat/completions", dict(body, stream=True))
                 streamed = [t for e in events for t in (e["choices"][0]["delta"].get("tool_calls") or [])

@@ -45,6 +45,17 @@ static const tool_case cases[] = {
      {{"get_weather", "{\"city\":\"Paris\"}"}, {"get_time", "{\"tz\":\"Europe/Paris\"}"}},
      2},
     {"text after the calls", CALL("f", "{}") "\n\nDone.", "Done.", {{"f", "{}"}}, 1},
+    {"text around a call: the whitespace before it between them",
+     "Checking.\n\n" CALL("f", "{}") "\n\nDone.",
+     "Checking.\n\nDone.",
+     {{"f", "{}"}},
+     1},
+    {"text around two calls: the whitespace after the first when none came before",
+     "Checking." CALL("f", "{}") " \n" CALL("g", "{}") "\nDone.\n",
+     "Checking. \nDone.\n",
+     {{"f", "{}"}, {"g", "{}"}},
+     2},
+    {"text glued to a call stays glued", "A." CALL("f", "{}") "B.", "A.B.", {{"f", "{}"}}, 1},
     {"strings, escapes, nesting and numbers kept as written",
      CALL("search",
           "{ \"q\" : \"a  b\\n\\\" }\", \"list\": [1, 2.0, 1e5, {\"k\": [ ]}], "
@@ -149,7 +160,9 @@ static const char xml_tools[] =
     "\"f\": {\"type\": \"float\"}, \"b\": {\"type\": \"boolean\"}, "
     "\"o\": {\"type\": \"object\"}, \"a\": {\"type\": \"array\"}, "
     "\"e\": {\"type\": \"string\", \"enum\": [\"1\"]}, "
-    "\"t\": {\"type\": [\"integer\", \"null\"]}, \"d\": {\"description\": \"no type\"}}}}}, "
+    "\"t\": {\"type\": [\"integer\", \"null\"]}, \"d\": {\"description\": \"no type\"}, "
+    "\"y\": {\"anyOf\": [{\"type\": \"null\"}, {\"type\": \"number\"}]}, "
+    "\"z\": {\"oneOf\": [{\"type\": \"boolean\"}, {\"type\": \"null\"}]}}}}}, "
     "{\"type\": \"function\", \"function\": {\"name\": \"flat\", \"parameters\": "
     "{\"k\": {\"type\": \"integer\"}}}}]";
 
@@ -254,10 +267,16 @@ static const tool_case xml_cases[] = {
      "",
      {{"set", "{\"zz\":\"5\"}"}, {"other", "{\"i\":\"5\"}"}},
      2},
-    {"an enum, a list of types, no type: strings; properties without their wrapper",
-     XCALL("set", XP("e", "1") XP("t", "5") XP("d", "5")) XCALL("flat", XP("k", "5")),
+    {"an enum, no type: strings; properties without their wrapper",
+     XCALL("set", XP("e", "1") XP("d", "5")) XCALL("flat", XP("k", "5")),
      "",
-     {{"set", "{\"e\":\"1\",\"t\":\"5\",\"d\":\"5\"}"}, {"flat", "{\"k\":5}"}},
+     {{"set", "{\"e\":\"1\",\"d\":\"5\"}"}, {"flat", "{\"k\":5}"}},
+     2},
+    {"a type list, an anyOf, a oneOf: the first type that is not null (Optional[int])",
+     XCALL("set", XP("t", "5") XP("y", "2.50") XP("z", "True"))
+         XCALL("set", XP("t", "null") XP("y", "x")),
+     "",
+     {{"set", "{\"t\":5,\"y\":2.5,\"z\":true}"}, {"set", "{\"t\":null,\"y\":\"x\"}"}},
      2},
     {"a repeated key keeps its first place and its last value",
      XCALL("other", XP("a", "1") XP("b", "2") XP("a", "3")),
@@ -282,7 +301,7 @@ static const tool_case xml_cases[] = {
      1},
     {"a bare function, with no <tool_call> around it",
      "Sure.\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\nDone.",
-     "Sure.Done.",
+     "Sure.\nDone.",
      {{"get_weather", "{\"city\":\"Paris\"}"}},
      1},
     {"no parameters",

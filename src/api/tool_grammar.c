@@ -28,8 +28,11 @@
  *   "string" with format  the format's rule from the schema compiler
  *   a type list of "string" and "null", or (no type) an anyOf / oneOf of
  *       {"type": "string"} and {"type": "null"} (pydantic's Optional[str])
- *       xml_text, and "null" where null is among them: a reader reads a
- *       parameter whose type is not one name as a string
+ *       xml_text, and "null" where null is among them: a reader converts
+ *       by the first type that is not "null"
+ *   a type list of integer, number, boolean, object or array and "null", or
+ *       an anyOf / oneOf of a schema of such a type and {"type": "null"}
+ *       (Optional[int])  that type's JSON text (below), or "null"
  *   integer, number, boolean, null, object, array  the subschema compiled
  *       with the prefix "tK_pJ_" (JSON text; '<' in its strings written as
  *       \u003c, nested patterns refused)
@@ -311,12 +314,16 @@ static enc_status tg__compile(const cJSON *schema, const char *prefix, const tg_
  * the parameters' $defs / definitions beside it for its $refs, and '<' in its
  * strings written only escaped (\u003c). */
 static enc_status tg__xml_json(ebnf_buf *b, const char *prefix, const cJSON *prop,
-                               const cJSON *params, const tg_where *w)
+                               const cJSON *params, const char *type, const tg_where *w)
 {
-    cJSON *sub = cJSON_CreateObject(); /* references into prop and params; owns none */
+    cJSON *sub = cJSON_CreateObject(); /* references into prop and params; owns only a type */
     if (!sub) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "tool calls: out of memory");
     for (cJSON *k = prop->child; k; k = k->next)
-        cJSON_AddItemReferenceToObject(sub, k->string, k);
+        if (!type || strcmp(k->string, "type")) cJSON_AddItemReferenceToObject(sub, k->string, k);
+    if (type && !cJSON_AddStringToObject(sub, "type", type)) {
+        cJSON_Delete(sub);
+        return enc_fail(ENC_ERR_OUT_OF_MEMORY, "tool calls: out of memory");
+    }
     static const char *const defs[] = {"$defs", "definitions"};
     for (int i = 0; i < 2; i++) {
         cJSON *d = cJSON_GetObjectItemCaseSensitive(params, defs[i]);
@@ -416,6 +423,47 @@ static int tg__xml_string_or_null(const cJSON *prop, int *nullable)
     return string;
 }
 
+/* 1 when prop is one JSON type or null (Optional[int] and the like): a type
+ * list of such a type and "null" (*schema prop, *type the type), or (no
+ * type) an anyOf / oneOf of a schema of such a type and {"type": "null"}
+ * (*schema that branch, *type NULL). A reader converts its value by that
+ * type (the first that is not "null"), and reads "null" as null. */
+static int tg__xml_json_or_null(const cJSON *prop, const cJSON **schema, const char **type)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(prop, "type"), *other = NULL;
+    int nulls = 0;
+    if (cJSON_IsArray(t) && cJSON_GetArraySize(t) == 2) {
+        for (const cJSON *e = t->child; e; e = e->next) {
+            if (cJSON_IsString(e) && !strcmp(e->valuestring, "null"))
+                nulls++;
+            else
+                other = e;
+        }
+        if (nulls != 1 || !cJSON_IsString(other) || !tg__in(tg__json_types, other->valuestring))
+            return 0;
+        *schema = prop, *type = other->valuestring;
+        return 1;
+    }
+    const char *kw = cJSON_GetObjectItemCaseSensitive(prop, "anyOf") ? "anyOf" : "oneOf";
+    const cJSON *branches = cJSON_GetObjectItemCaseSensitive(prop, kw);
+    if (t || !cJSON_IsArray(branches) || cJSON_GetArraySize(branches) != 2 ||
+        !tg__only_annotations_and(prop, kw))
+        return 0;
+    for (const cJSON *b = branches->child; b; b = b->next) {
+        const cJSON *bt = cJSON_IsObject(b) ? cJSON_GetObjectItemCaseSensitive(b, "type") : NULL;
+        if (!cJSON_IsString(bt)) return 0;
+        if (!strcmp(bt->valuestring, "null") && tg__only_annotations_and(b, "type"))
+            nulls++;
+        else
+            other = b;
+    }
+    if (nulls != 1 || !other) return 0;
+    const char *ot = cJSON_GetObjectItemCaseSensitive(other, "type")->valuestring;
+    if (!tg__in(tg__json_types, ot) || !strcmp(ot, "null")) return 0;
+    *schema = other, *type = NULL;
+    return 1;
+}
+
 /* VALUE of a parameter whose schema is prop (the text after "<parameter=KEY>\n"):
  * its expression in v, the rules it needs in b. */
 static enc_status tg__xml_value(ebnf_buf *b, ebnf_buf *v, const char *prefix, const cJSON *prop,
@@ -433,13 +481,20 @@ static enc_status tg__xml_value(ebnf_buf *b, ebnf_buf *v, const char *prefix, co
         *uses_text = 1;
         return ENC_OK;
     }
+    const cJSON *schema;
+    const char *as;
+    if (tg__xml_json_or_null(prop, &schema, &as)) {
+        ENC_TRY(tg__xml_json(b, prefix, schema, params, as, w));
+        ebnf_buf_printf(v, "( %sroot | \"null\" )", prefix);
+        return ENC_OK;
+    }
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(prop, "type");
     if (type && !cJSON_IsString(type))
         return tg__xml_fail(w, "'type' must be one type name (a list is supported only of "
-                               "\"string\" and \"null\")");
+                               "one type and \"null\")");
     const char *t = type ? type->valuestring : NULL;
     if (t && tg__in(tg__json_types, t)) {
-        ENC_TRY(tg__xml_json(b, prefix, prop, params, w));
+        ENC_TRY(tg__xml_json(b, prefix, prop, params, NULL, w));
         ebnf_buf_printf(v, "%sroot", prefix);
         return ENC_OK;
     }

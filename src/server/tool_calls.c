@@ -6,7 +6,10 @@
  * until its closing tag, "</tool_call>" ("</function>"), or the end; the
  * block then parses into a call (hermes JSON here, XML in
  * tool_calls_xml.c), or goes to the content as it was written, with the
- * whitespace held before it. */
+ * whitespace held before it. The whitespace around calls is dropped at the
+ * content's two ends; between two pieces of text it stays (the whitespace
+ * before the first call between them, else after it), so "A.\n\n<call>\n\nB."
+ * reads "A.\n\nB.". */
 #include "tool_calls.h"
 
 #include <cjson/cJSON.h>
@@ -82,6 +85,28 @@ static int tool__emit(char **content, size_t *n_content, const char *text, size_
     g[*n_content] = '\0';
     *content = g;
     return 1;
+}
+
+/* Content text (len > 0 for any to go out): the separator the calls since
+ * the last text left goes first when text came before them. */
+static int tool__emit_text(tool_parser *p, char **content, size_t *n_content, const char *text,
+                           size_t len)
+{
+    if (!len) return tool__emit(content, n_content, text, 0);
+    if (p->emitted && p->n_sep && !tool__emit(content, n_content, p->sep, p->n_sep)) return 0;
+    p->n_sep = 0;
+    p->sep_after = 0;
+    p->emitted = 1;
+    return tool__emit(content, n_content, text, len);
+}
+
+/* Keep up to sizeof p->sep bytes of the whitespace s[0..n) as the separator. */
+static void tool__keep_sep(tool_parser *p, const char *s, size_t n)
+{
+    size_t room = sizeof p->sep - p->n_sep;
+    n = n < room ? n : room;
+    memcpy(p->sep + p->n_sep, s, n);
+    p->n_sep += n;
 }
 
 static long tool__find(const char *s, size_t n, size_t from, const char *tag, size_t tag_len)
@@ -183,9 +208,11 @@ static int tool__step_text(tool_parser *p, int final, char **content, size_t *n_
         size_t k = 0;
         while (k < p->n_buf && tool__is_ws(p->buf[k]))
             k++;
+        if (p->sep_after) tool__keep_sep(p, p->buf, k);
         tool__consume(p, k);
         if (!p->n_buf) return 0;
         p->skip_ws = 0;
+        p->sep_after = 0;
     }
     long at = tool__find(p->buf, p->n_buf, 0, tool_open, TOOL_OPEN_LEN);
     int kind = TOOL_IN_TOOL_CALL;
@@ -203,7 +230,7 @@ static int tool__step_text(tool_parser *p, int final, char **content, size_t *n_
     if (at >= 0 || !final)
         while (ws < text && tool__is_ws(p->buf[text - 1 - ws]))
             ws++;
-    if (!tool__emit(content, n_content, p->buf, text - ws)) return -1;
+    if (!tool__emit_text(p, content, n_content, p->buf, text - ws)) return -1;
     tool__consume(p, text - ws);
     if (at < 0) return 0;
     p->in_call = kind;
@@ -241,7 +268,11 @@ static int tool__step_call(tool_parser *p, int final, char **content, size_t *n_
             return -1;
         }
         p->skip_ws = 1;
-    } else if (!tool__emit(content, n_content, p->buf, block_end)) {
+        if (!p->n_sep) {
+            tool__keep_sep(p, p->buf, p->n_ws);
+            p->sep_after = p->n_ws == 0;
+        }
+    } else if (!tool__emit_text(p, content, n_content, p->buf, block_end)) {
         return -1;
     }
     tool__consume(p, block_end);

@@ -60,6 +60,11 @@ typedef struct tool_parser {
     char *buf;   /* text held back: [n_buf] */
     size_t n_buf, cap_buf;
     size_t n_ws;      /* in_call: the whitespace before "<tool_call>" in buf */
+    char sep[32];     /* the whitespace around the calls since the last content text (its first
+                       * 32 bytes): written between that text and the next, never at the ends */
+    size_t n_sep;
+    int sep_after;    /* a call with no whitespace before it ended: take what follows */
+    int emitted;      /* content text has been written */
     tool_call *calls; /* [n_calls] parsed so far, in order */
     size_t n_calls, cap_calls;
 } tool_parser;

@@ -12,7 +12,8 @@
  * with only whitespace between the tags and around the function. One "\n"
  * on each side of VALUE is the template's and is dropped; then VALUE becomes
  * JSON by the type tools[i].function.parameters.properties[KEY].type gives
- * it (parameters itself when it has no "properties", as vLLM has it):
+ * it (parameters itself when it has no "properties", as vLLM has it; of a
+ * type list or an anyOf / oneOf, the first type that is not "null"):
  *
  *   "null", any case, any type        null
  *   int*, uint*, long*, short*,       an integer as Python's int() reads it
@@ -33,7 +34,8 @@
  *
  * (the type trimmed and lower-cased first). Where vLLM differs: it tries
  * Python's ast.literal_eval for other types and for JSON that does not
- * parse (here: the string); a "number" goes through a double even when
+ * parse (here: the string; its older parser so reads a type list's "5" as
+ * 5, as the first-type rule here does); a "number" goes through a double even when
  * written as an integer (12345678901234567890 loses digits there, not
  * here); "inf" fails its whole reply (here: the string). */
 #include <math.h>
@@ -177,6 +179,33 @@ static const cJSON *tool__xml_properties(const cJSON *tools, const char *name, s
     return NULL;
 }
 
+/* The type name a parameter's schema gives: its "type" string; of a type list
+ * (["integer", "null"]) or, with no type, of an anyOf / oneOf of typed
+ * schemas (pydantic's Optional[int]), the first that is not "null" (newer
+ * vLLM's rule; the value "null" reads as null whatever the type). NULL: none. */
+static const char *tool__xml_type_name(const cJSON *schema)
+{
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(schema, "type"), *t;
+    if (cJSON_IsString(type)) return type->valuestring;
+    const cJSON *list = cJSON_IsArray(type) ? type : NULL;
+    cJSON_ArrayForEach(t, list)
+    {
+        if (cJSON_IsString(t) && strcmp(t->valuestring, "null")) return t->valuestring;
+    }
+    if (type) return NULL;
+    static const char *const unions[] = {"anyOf", "oneOf"};
+    for (size_t u = 0; u < sizeof unions / sizeof unions[0]; u++) {
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(schema, unions[u]);
+        if (!cJSON_IsArray(arr)) continue;
+        cJSON_ArrayForEach(t, arr)
+        {
+            const cJSON *bt = cJSON_GetObjectItemCaseSensitive(t, "type");
+            if (cJSON_IsString(bt) && strcmp(bt->valuestring, "null")) return bt->valuestring;
+        }
+    }
+    return NULL;
+}
+
 static tool_xml_type tool__xml_type(const cJSON *props, const char *key, size_t n)
 {
     const cJSON *p, *found = NULL;
@@ -187,9 +216,8 @@ static tool_xml_type tool__xml_type(const cJSON *props, const char *key, size_t 
             break;
         }
     }
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(found, "type");
-    if (!cJSON_IsString(type)) return TOOL_XML_STRING; /* Python's str() of a list etc.: "other" */
-    const char *t = type->valuestring;
+    const char *t = tool__xml_type_name(found);
+    if (!t) return TOOL_XML_STRING;
     size_t len = strlen(t);
     while (len && tool__xml_is_py_space(t[len - 1]))
         len--;

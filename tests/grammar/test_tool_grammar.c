@@ -250,6 +250,25 @@ static void test_xml(const grammar_vocab *v)
     CHECK(!tg_match(g, v, XCALL("f", XP("a", "a</parameter>") XP("b", "x") XP("c", "x"))));
     grammar_free(g);
 
+    /* one JSON type or null (a type list; Optional[int] as anyOf, its branch's keywords kept):
+     * that type's JSON text, or "null" */
+    g = tg_build(
+        "[{\"function\": {\"name\": \"f\", \"parameters\": {\"properties\": {"
+        "\"a\": {\"type\": [\"integer\", \"null\"], \"minimum\": 0}, "
+        "\"b\": {\"anyOf\": [{\"type\": \"null\"}, {\"type\": \"integer\", \"maximum\": 2}], "
+        "\"default\": null}, "
+        "\"c\": {\"oneOf\": [{\"type\": \"array\", \"items\": {\"type\": \"boolean\"}}, "
+        "{\"type\": \"null\"}]}}, \"required\": [\"a\", \"b\", \"c\"]}}}]",
+        CHAT_TOOLS_XML, NULL, 0);
+    CHECK(tg_match(g, v, XCALL("f", XP("a", "null") XP("b", "null") XP("c", "null"))));
+    CHECK(tg_match(g, v, XCALL("f", XP("a", "7") XP("b", "-4") XP("c", "[true, false]"))));
+    CHECK(!tg_match(g, v, XCALL("f", XP("a", "-1") XP("b", "1") XP("c", "[]")))); /* minimum */
+    CHECK(!tg_match(g, v, XCALL("f", XP("a", "1") XP("b", "3") XP("c", "[]"))));  /* maximum */
+    CHECK(!tg_match(g, v, XCALL("f", XP("a", "1") XP("b", "1") XP("c", "[1]")))); /* items */
+    CHECK(!tg_match(g, v, XCALL("f", XP("a", "NULL") XP("b", "1") XP("c", "[]"))));
+    CHECK(!tg_match(g, v, XCALL("f", XP("a", "x") XP("b", "1") XP("c", "[]"))));
+    grammar_free(g);
+
     /* Qwen3-Coder's template has no think block: thinking asked for, none comes */
     g = tg_build(XTOOLS, CHAT_TOOLS_XML, NULL, 1);
     CHECK(!tg_match(g, v, "<think>\nhmm\n</think>\n\n" XCALL("now", "")));
@@ -344,7 +363,12 @@ static void test_xml_refusals(void)
     } cases[] = {
         {XTOOL("\"x\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"integer\"}]}"),
          {"\"f\"", "parameter \"x\"", "'anyOf'"}},
-        {XTOOL("\"x\": {\"type\": [\"integer\", \"null\"]}"), {"\"f\"", "\"x\"", "'type'"}},
+        {XTOOL("\"x\": {\"type\": [\"integer\", \"string\"]}"), {"\"f\"", "\"x\"", "'type'"}},
+        {XTOOL("\"x\": {\"type\": [\"integer\", \"null\", \"boolean\"]}"),
+         {"\"f\"", "\"x\"", "'type'"}},
+        {XTOOL("\"x\": {\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"null\"}, {\"type\": "
+               "\"boolean\"}]}"),
+         {"\"f\"", "\"x\"", "'anyOf'"}},
         {XTOOL("\"x\": {\"type\": [\"string\", \"null\"], \"maxLength\": 3}"),
          {"\"f\"", "\"x\"", "'type'"}},
         {XTOOL("\"x\": {\"anyOf\": [{\"type\": \"string\", \"format\": \"date\"}, {\"type\": "
