@@ -310,6 +310,65 @@ def check_batch_text(a):
     print(f"ok: batch text, e.g. {out[0]['text']!r}; an EOS none, ids past the tokenizer null")
 
 
+def check_chat_interrupt(a):
+    """On a terminal (a pseudo-terminal here), Ctrl-C stops the reply being written and the session
+    goes on: the next line gets a reply of its own; Ctrl-C at the prompt quits with status 0."""
+    import pty
+    import select
+    import signal
+    import time
+    m = os.path.join(a.models, "tiny-qwen3vocab")
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: a long reply (no end of sequence), one thread
+        os.execv(a.encore, [a.encore, "chat", "-m", m, "-n", "4000", "-t", "1", "--no-think",
+                            "--logit-bias", "151645=-100", "--logit-bias", "151643=-100"])
+    seen = b""
+
+    def read_until(done, timeout=120):
+        """Read the terminal until done(seen) or the timeout; whether done."""
+        nonlocal seen
+        end = time.time() + timeout
+        while not done(seen) and time.time() < end:
+            if select.select([fd], [], [], 0.5)[0]:
+                try:
+                    seen += os.read(fd, 65536)
+                except OSError:
+                    break
+        return done(seen)
+
+    def has(needle):
+        return lambda text: needle in text
+
+    try:
+        if not read_until(has(b"> ")):
+            sys.exit(f"FAIL: chat on a terminal: no prompt: {seen[-300:]!r}")
+        for k, line in enumerate([b"Hello there", b"Again"]):
+            mark = len(seen)
+            os.write(fd, line + b"\n")
+            # some of the reply (4000 tokens at most: far from done), then Ctrl-C
+            if not read_until(lambda text: len(text) > mark + len(line) + 200):
+                sys.exit(f"FAIL: chat on a terminal: no reply to {line!r}: {seen[mark:][-300:]!r}")
+            os.kill(pid, signal.SIGINT)  # as the terminal's Ctrl-C does
+            if not read_until(lambda text: text.count(b" [stopped]\r\n> ") == k + 1, 60):
+                sys.exit(f"FAIL: Ctrl-C did not stop reply {k + 1}: {seen[mark:][-300:]!r}")
+        os.kill(pid, signal.SIGINT)  # at the prompt: quit
+        end, status = time.time() + 60, None
+        while status is None and time.time() < end:
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status, pid = st, 0
+            else:
+                read_until(lambda text: False, 0.2)
+        if status is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+            sys.exit(f"FAIL: Ctrl-C at the prompt: status {status}")
+    finally:
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    print("ok: chat on a terminal: Ctrl-C stops a reply, the session goes on; at the prompt it quits")
+
+
 def check_bad_requests(a):
     m = os.path.join(a.models, "tiny-gqa2-hd64-bf16")
     e = a.encore

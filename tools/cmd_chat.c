@@ -1,7 +1,10 @@
 /* cmd_chat.c - `encore chat`: an interactive terminal chat. Each line the
  * user types becomes a user message; the conversation goes through the
- * model's chat template and the reply streams back as it is generated. */
+ * model's chat template and the reply streams back as it is generated. On a
+ * terminal, Ctrl-C stops the reply (what came of it stays in the
+ * conversation) and, at the prompt, quits. */
 #define _POSIX_C_SOURCE 200809L
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +19,8 @@ static const char chat_help[] =
     "usage: encore chat -m DIR [options]\n\n"
     "Chat with a model in the terminal. Each line you type is a user message;\n"
     "the reply streams as it is generated. /reset starts a new conversation,\n"
-    "/exit (or end of input) quits.\n\n"
+    "/exit (or end of input) quits. On a terminal, Ctrl-C stops a reply and, at\n"
+    "the prompt, quits.\n\n"
     "options:\n"
     "  --system TEXT            a system message at the start of the conversation\n"
     "  --no-think               disable thinking (Qwen3 enable_thinking=false)\n"
@@ -93,6 +97,36 @@ static enc_status chat_prompt(const chat_args *a, tokenizer *tok, const chat_his
     return chat_template_apply(tok, h->msgs, h->n, 1, !a->no_think, out);
 }
 
+/* While a reply is written (chat__replying), SIGINT sets chat__interrupted,
+ * which the reply loop checks after each step; at any other time it quits
+ * at once, as the end of input does (checking a flag before getline would
+ * leave a window in which the signal is lost and getline waits). */
+static volatile sig_atomic_t chat__replying, chat__interrupted;
+
+static void chat__on_interrupt(int sig)
+{
+    (void)sig;
+    if (chat__replying) {
+        chat__interrupted = 1;
+        return;
+    }
+    static const char nl[] = "\n";
+    ssize_t w = write(STDOUT_FILENO, nl, 1);
+    (void)w;
+    _exit(CLI_OK);
+}
+
+/* On a terminal, Ctrl-C stops the reply instead of the program; at the
+ * prompt it quits. */
+static void chat__catch_interrupt(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = chat__on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
 /* Generate and stream one reply; *reply gets its text (malloc'd). */
 static int chat_reply(chat_args *a, engine *e, tokenizer *tok, const char *prompt, char **reply)
 {
@@ -130,7 +164,9 @@ static int chat_reply(chat_args *a, engine *e, tokenizer *tok, const char *promp
     int64_t n_out = 0, shown = 0;
     engine_finish finish = ENGINE_NOT_FINISHED;
     int rc = CLI_OK;
-    while (finish == ENGINE_NOT_FINISHED && rc == CLI_OK) {
+    chat__interrupted = 0;
+    chat__replying = 1;
+    while (finish == ENGINE_NOT_FINISHED && rc == CLI_OK && !chat__interrupted) {
         if (engine_step(e, NULL) != ENC_OK) {
             cli_error("chat", "step failed: %s", enc_last_error());
             rc = CLI_FAILED;
@@ -147,7 +183,9 @@ static int chat_reply(chat_args *a, engine *e, tokenizer *tok, const char *promp
     const char *tail;
     size_t tail_len;
     if (tokenizer_stream_flush(stream, &tail, &tail_len) == ENC_OK) fwrite(tail, 1, tail_len, stdout);
-    printf("\n");
+    chat__replying = 0;
+    printf(chat__interrupted ? " [stopped]\n" : "\n");
+    chat__interrupted = 0;
     tokenizer_stream_destroy(stream);
     size_t len = 0;
     int64_t n_text = n_out > 0 && finish == ENGINE_FINISH_STOP ? n_out - 1 : n_out; /* drop the stop token */
@@ -180,13 +218,17 @@ static int chat_loop(chat_args *a, engine *e, tokenizer *tok)
     if (!h) return CLI_FAILED;
     chat_history_reset(h, a->system);
     bool tty = isatty(STDIN_FILENO);
+    if (tty) chat__catch_interrupt();
     char *line = NULL;
     size_t cap = 0;
     int rc = CLI_OK;
     for (;;) {
         if (tty) fputs("> ", stdout), fflush(stdout);
         ssize_t n = getline(&line, &cap, stdin);
-        if (n < 0) break;
+        if (n < 0) { /* end of input */
+            if (tty) fputc('\n', stdout);
+            break;
+        }
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
         if (n == 0) continue;
         if (!strcmp(line, "/exit")) break;
