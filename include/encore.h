@@ -43,6 +43,8 @@ typedef enum encore_status {
 } encore_status;
 
 ENCORE_API const char *encore_status_to_string(encore_status s);
+/* The release, "MAJOR.MINOR.PATCH" (the build's project version). */
+ENCORE_API const char *encore_version(void);
 /* This thread's last error message ("" when none). */
 ENCORE_API const char *encore_last_error(void);
 

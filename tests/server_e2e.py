@@ -618,6 +618,13 @@ def check_endpoints(a):
         status, headers, data = srv.request("GET", "/health")
         if status != 200:
             fail(f"/health: {status}")
+        # vLLM's /version: the release `encore --version` prints, the project's version in CMakeLists.txt
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "CMakeLists.txt")) as f:
+            declared = re.search(r"project\(encore VERSION ([0-9.]+)", f.read()).group(1)
+        cli = subprocess.run([a.encore, "--version"], capture_output=True, text=True, timeout=60).stdout
+        status, _, data = srv.request("GET", "/version")
+        if status != 200 or json.loads(data) != {"version": declared} or cli != f"encore {declared}\n":
+            fail(f"/version: {status} {data!r}; encore --version {cli!r}; CMakeLists.txt {declared}")
         status, _, data = srv.request("GET", "/v1/models")
         models = json.loads(data)
         if status != 200 or models["object"] != "list" or models["data"][0]["id"] != "tiny":
@@ -628,7 +635,7 @@ def check_endpoints(a):
             fail(f"/v1/models/tiny: {status} {data[:200]!r}, the list has {models['data'][0]}")
         expect_error(srv, 404, "GET", "/v1/models/gpt-4", None, "gpt-4", "model")
         # HEAD on every GET route: GET's status and headers, no body
-        for path in ["/health", "/v1/models", "/v1/models/tiny", "/metrics"]:
+        for path in ["/health", "/version", "/v1/models", "/v1/models/tiny", "/metrics"]:
             reply = raw_request(srv.port, f"HEAD {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                           "Connection: close\r\n\r\n".encode())
             head, _, body = reply.partition(b"\r\n\r\n")
@@ -836,11 +843,12 @@ def check_errors(a):
         status, r, _ = srv.post("/v1/completions", body, headers={"Authorization": "Bearer sesame"})
         status2, _, _ = srv.request("GET", "/health")
         status3, _, _ = srv.request("GET", "/v1/models", headers={"Authorization": "bearer sesame"})
+        status4, _, _ = srv.request("GET", "/version")
         if status3 != 200:
             fail(f"the scheme 'bearer' in lower case: {status3}")
-        if status != 200 or status2 != 200:
-            fail(f"--api-key: {status} {r} / health {status2}")
-        print("ok: --api-key enforced on /v1, not on /health")
+        if status != 200 or status2 != 200 or status4 != 200:
+            fail(f"--api-key: {status} {r} / health {status2} / version {status4}")
+        print("ok: --api-key enforced on /v1, not on /health and /version")
     with tempfile.TemporaryDirectory() as tmp:
         keyfile = os.path.join(tmp, "key")
         with open(keyfile, "w") as f:

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "encore.h"
 
 typedef struct encore_command {
     const char *name;
@@ -33,7 +34,8 @@ static void encore_usage(FILE *f)
                "encore is an LLM inference engine for Qwen3 checkpoints.\n\ncommands:\n");
     for (size_t i = 0; i < sizeof encore_commands / sizeof encore_commands[0]; i++)
         fprintf(f, "  %-11s %s\n", encore_commands[i].name, encore_commands[i].summary);
-    fprintf(f, "\nRun 'encore COMMAND --help' for the options of a command.\n");
+    fprintf(f, "\nRun 'encore COMMAND --help' for the options of a command; 'encore --version'\n"
+               "prints the release.\n");
 }
 
 int main(int argc, char **argv)
@@ -44,6 +46,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         encore_usage(stdout);
+        return CLI_OK;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+        printf("encore %s\n", encore_version());
         return CLI_OK;
     }
     for (size_t i = 0; i < sizeof encore_commands / sizeof encore_commands[0]; i++) {

@@ -431,6 +431,11 @@ static enc_status encore__drop_padding_ids(encore_engine *e, const int32_t *ids,
     return ENC_OK;
 }
 
+const char *encore_version(void)
+{
+    return ENCORE_VERSION_STRING;
+}
+
 const char *encore_token_string(encore_engine *e, int32_t id)
 {
     return e && e->tok ? tokenizer_token_text(e->tok, id) : NULL;

@@ -392,6 +392,7 @@ static enum MHD_Result http__tokens(http_server *s, struct MHD_Connection *conn,
 typedef enum http_route {
     HTTP_ROUTE_NONE,
     HTTP_ROUTE_HEALTH,
+    HTTP_ROUTE_VERSION,
     HTTP_ROUTE_METRICS,
     HTTP_ROUTE_MODELS,
     HTTP_ROUTE_MODEL, /* /v1/models/{id} */
@@ -411,6 +412,7 @@ static const struct {
     http_route route;
 } http_routes[] = {
     {"/health", "GET", HTTP_ROUTE_HEALTH},
+    {"/version", "GET", HTTP_ROUTE_VERSION},
     {"/metrics", "GET", HTTP_ROUTE_METRICS},
     {"/v1/models", "GET", HTTP_ROUTE_MODELS},
     {"/v1/models/", "GET", HTTP_ROUTE_MODEL},
@@ -451,10 +453,13 @@ static const char *http__header(struct MHD_Connection *conn, const char *name)
     return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
 }
 
-/* The API key, compared in constant time. /health and /metrics need none. */
+/* The API key, compared in constant time. /health, /version and /metrics
+ * need none. */
 static int http__authorized(http_server *s, struct MHD_Connection *conn, http_route route)
 {
-    if (!s->api_key || route == HTTP_ROUTE_HEALTH || route == HTTP_ROUTE_METRICS) return 1;
+    if (!s->api_key || route == HTTP_ROUTE_HEALTH || route == HTTP_ROUTE_VERSION ||
+        route == HTTP_ROUTE_METRICS)
+        return 1;
     return http_guard_bearer(http__header(conn, MHD_HTTP_HEADER_AUTHORIZATION), s->api_key);
 }
 
@@ -616,6 +621,8 @@ static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *con
     switch (route) {
     case HTTP_ROUTE_HEALTH:
         return http__health(s, conn);
+    case HTTP_ROUTE_VERSION:
+        return http_reply_json(conn, MHD_HTTP_OK, oai_response_version(encore_version()));
     case HTTP_ROUTE_METRICS:
         return http__metrics(s, conn);
     case HTTP_ROUTE_MODELS:

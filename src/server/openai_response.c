@@ -429,6 +429,16 @@ char *oai_response_models(const char *name, int64_t created, int64_t max_model_l
     return json_out_finish(&w);
 }
 
+char *oai_response_version(const char *version)
+{
+    json_out w;
+    json_out_init(&w);
+    json_out_begin_object(&w);
+    oai__member_string(&w, "version", version);
+    json_out_end_object(&w);
+    return json_out_finish(&w);
+}
+
 char *oai_response_model(const char *name, int64_t created, int64_t max_model_len)
 {
     json_out w;

@@ -92,6 +92,8 @@ char *oai_response_error(const oai_error *err);
 char *oai_response_models(const char *name, int64_t created, int64_t max_model_len);
 /* GET /v1/models/{id}: the model object alone */
 char *oai_response_model(const char *name, int64_t created, int64_t max_model_len);
+/* GET /version: {"version": version}, as vLLM answers it. */
+char *oai_response_version(const char *version);
 
 /* Copy s[0..len) into out[cap] (NUL-terminated) with every byte that is not
  * part of well-formed UTF-8 replaced by U+FFFD; returns the length written. */
