@@ -5,6 +5,7 @@
  * conversation) and, at the prompt, quits. */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,17 +98,18 @@ static enc_status chat_prompt(const chat_args *a, tokenizer *tok, const chat_his
     return chat_template_apply(tok, h->msgs, h->n, 1, !a->no_think, out);
 }
 
-/* While a reply is written (chat__replying), SIGINT sets chat__interrupted,
- * which the reply loop checks after each step; at any other time it quits
- * at once, as the end of input does (checking a flag before getline would
- * leave a window in which the signal is lost and getline waits). */
-static volatile sig_atomic_t chat__replying, chat__interrupted;
+/* From a line read to the next prompt (chat__replying), SIGINT sets
+ * chat__interrupted, which the reply loop checks after each step; at the
+ * prompt it quits at once, as the end of input does (checking a flag before
+ * getline would leave a window in which the signal is lost and getline
+ * waits). Lock-free atomics: the handler may run on an engine thread. */
+static atomic_int chat__replying, chat__interrupted;
 
 static void chat__on_interrupt(int sig)
 {
     (void)sig;
-    if (chat__replying) {
-        chat__interrupted = 1;
+    if (atomic_load(&chat__replying)) {
+        atomic_store(&chat__interrupted, 1);
         return;
     }
     static const char nl[] = "\n";
@@ -123,6 +125,7 @@ static void chat__catch_interrupt(void)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = chat__on_interrupt;
+    sa.sa_flags = SA_RESTART; /* the reply's writes go on */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
 }
@@ -164,9 +167,7 @@ static int chat_reply(chat_args *a, engine *e, tokenizer *tok, const char *promp
     int64_t n_out = 0, shown = 0;
     engine_finish finish = ENGINE_NOT_FINISHED;
     int rc = CLI_OK;
-    chat__interrupted = 0;
-    chat__replying = 1;
-    while (finish == ENGINE_NOT_FINISHED && rc == CLI_OK && !chat__interrupted) {
+    while (finish == ENGINE_NOT_FINISHED && rc == CLI_OK && !atomic_load(&chat__interrupted)) {
         if (engine_step(e, NULL) != ENC_OK) {
             cli_error("chat", "step failed: %s", enc_last_error());
             rc = CLI_FAILED;
@@ -183,9 +184,7 @@ static int chat_reply(chat_args *a, engine *e, tokenizer *tok, const char *promp
     const char *tail;
     size_t tail_len;
     if (tokenizer_stream_flush(stream, &tail, &tail_len) == ENC_OK) fwrite(tail, 1, tail_len, stdout);
-    chat__replying = 0;
-    printf(chat__interrupted ? " [stopped]\n" : "\n");
-    chat__interrupted = 0;
+    printf(atomic_load(&chat__interrupted) ? " [stopped]\n" : "\n");
     tokenizer_stream_destroy(stream);
     size_t len = 0;
     int64_t n_text = n_out > 0 && finish == ENGINE_FINISH_STOP ? n_out - 1 : n_out; /* drop the stop token */
@@ -223,8 +222,11 @@ static int chat_loop(chat_args *a, engine *e, tokenizer *tok)
     size_t cap = 0;
     int rc = CLI_OK;
     for (;;) {
+        atomic_store(&chat__interrupted, 0);
+        atomic_store(&chat__replying, 0); /* Ctrl-C from here (the prompt shown) quits */
         if (tty) fputs("> ", stdout), fflush(stdout);
         ssize_t n = getline(&line, &cap, stdin);
+        atomic_store(&chat__replying, 1); /* from here it stops the reply */
         if (n < 0) { /* end of input */
             if (tty) fputc('\n', stdout);
             break;

@@ -30,9 +30,10 @@
  *       {"type": "string"} and {"type": "null"} (pydantic's Optional[str])
  *       xml_text, and "null" where null is among them: a reader converts
  *       by the first type that is not "null"
- *   a type list of integer, number, boolean, object or array and "null", or
- *       an anyOf / oneOf of a schema of such a type and {"type": "null"}
- *       (Optional[int])  that type's JSON text (below), or "null"
+ *   a type list of integer, number, boolean, object or array and "null"
+ *       (no enum or const beside it), or an anyOf / oneOf of a schema of
+ *       such a type and {"type": "null"} (Optional[int])  that type's JSON
+ *       text (below), or "null"
  *   integer, number, boolean, null, object, array  the subschema compiled
  *       with the prefix "tK_pJ_" (JSON text; '<' in its strings written as
  *       \u003c, nested patterns refused)
@@ -439,7 +440,10 @@ static int tg__xml_json_or_null(const cJSON *prop, const cJSON **schema, const c
             else
                 other = e;
         }
-        if (nulls != 1 || !cJSON_IsString(other) || !tg__in(tg__json_types, other->valuestring))
+        /* an enum or const beside the list would have to hold null for "null" to be valid */
+        if (nulls != 1 || !cJSON_IsString(other) || !tg__in(tg__json_types, other->valuestring) ||
+            cJSON_GetObjectItemCaseSensitive(prop, "enum") ||
+            cJSON_GetObjectItemCaseSensitive(prop, "const"))
             return 0;
         *schema = prop, *type = other->valuestring;
         return 1;

@@ -76,6 +76,11 @@ static enc_status engine__tokenizer_eos(const engine_config *c, qwen3_config *mc
     int at = -1; /* its place now; the ids before it move up one */
     for (int i = 0; i < mc->n_eos; i++)
         if (mc->eos_token_ids[i] == id) at = i;
+    if (at < 0 && mc->n_eos == QWEN3_MAX_EOS)
+        enc_log_warn(
+            "the model names %d end-of-sequence ids; the tokenizer's eos_token %d takes the "
+            "place of the last, %d",
+            QWEN3_MAX_EOS, id, mc->eos_token_ids[QWEN3_MAX_EOS - 1]);
     if (at < 0) at = mc->n_eos < QWEN3_MAX_EOS ? mc->n_eos++ : QWEN3_MAX_EOS - 1;
     memmove(mc->eos_token_ids + 1, mc->eos_token_ids, (size_t)at * sizeof *mc->eos_token_ids);
     mc->eos_token_ids[0] = id;

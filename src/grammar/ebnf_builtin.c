@@ -23,7 +23,7 @@ void ebnf_json_basics(ebnf_buf *b, const char *p)
         "%shex4 ::= [0-9a-cA-Ce-fE-F] %shex %shex %shex | [dD] [0-7] %shex %shex\n"
         "%shex ::= [0-9a-fA-F]\n"
         "%sint ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,15} )\n"
-        "%snumber ::= %sint ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?\n",
+        "%snumber ::= %sint ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )?\n",
         p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p);
 }
 

@@ -269,6 +269,16 @@ static void test_xml(const grammar_vocab *v)
     CHECK(!tg_match(g, v, XCALL("f", XP("a", "x") XP("b", "1") XP("c", "[]"))));
     grammar_free(g);
 
+    /* a number is a finite double (a 2-digit exponent: 9e999 would read back as a string) */
+    g = tg_build("[{\"function\": {\"name\": \"f\", \"parameters\": {\"properties\": {"
+                 "\"n\": {\"type\": [\"number\", \"null\"]}}, \"required\": [\"n\"]}}}]",
+                 CHAT_TOOLS_XML, NULL, 0);
+    CHECK(tg_match(g, v, XCALL("f", XP("n", "-1.5e99"))));
+    CHECK(tg_match(g, v, XCALL("f", XP("n", "null"))));
+    CHECK(!tg_match(g, v, XCALL("f", XP("n", "9e999"))));
+    CHECK(!tg_match(g, v, XCALL("f", XP("n", "1e100"))));
+    grammar_free(g);
+
     /* Qwen3-Coder's template has no think block: thinking asked for, none comes */
     g = tg_build(XTOOLS, CHAT_TOOLS_XML, NULL, 1);
     CHECK(!tg_match(g, v, "<think>\nhmm\n</think>\n\n" XCALL("now", "")));
@@ -365,6 +375,11 @@ static void test_xml_refusals(void)
          {"\"f\"", "parameter \"x\"", "'anyOf'"}},
         {XTOOL("\"x\": {\"type\": [\"integer\", \"string\"]}"), {"\"f\"", "\"x\"", "'type'"}},
         {XTOOL("\"x\": {\"type\": [\"integer\", \"null\", \"boolean\"]}"),
+         {"\"f\"", "\"x\"", "'type'"}},
+        /* an enum or const beside the list: "null" would be no value of it */
+        {XTOOL("\"x\": {\"type\": [\"integer\", \"null\"], \"enum\": [1, 2]}"),
+         {"\"f\"", "\"x\"", "'type'"}},
+        {XTOOL("\"x\": {\"type\": [\"integer\", \"null\"], \"const\": 3}"),
          {"\"f\"", "\"x\"", "'type'"}},
         {XTOOL("\"x\": {\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"null\"}, {\"type\": "
                "\"boolean\"}]}"),
