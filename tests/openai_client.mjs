@@ -137,9 +137,10 @@ if (mode === 'tools') {
                     chat_template_kwargs: { enable_thinking: false } };
       const got = [await client.chat.completions.create(req),
         await client.beta.chat.completions.stream(req).finalChatCompletion()];
+      const done = choice === 'required' ? 'tool_calls' : 'stop'; // a named function: "stop" (OpenAI's)
       for (const c of got.map((r) => r.choices[0])) {
-        check(['tool_calls', 'length'].includes(c.finish_reason), `tool_choice ${JSON.stringify(choice)}`, c);
-        if (c.finish_reason !== 'tool_calls') continue;
+        check([done, 'length'].includes(c.finish_reason), `tool_choice ${JSON.stringify(choice)}`, c);
+        if (c.finish_reason !== done) continue;
         called++;
         const calls = c.message.tool_calls;
         check(calls.length >= 1 && (choice === 'required' || calls.length === 1) &&

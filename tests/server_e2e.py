@@ -1251,7 +1251,7 @@ def check_templates_2507(a):
         status, r, _ = srv.post("/v1/chat/completions", body3)
         c = r["choices"][0] if status == 200 else {}
         calls = c.get("message", {}).get("tool_calls") or []
-        if (c.get("finish_reason") != "tool_calls" or len(calls) != 1
+        if (c.get("finish_reason") != "stop" or len(calls) != 1
                 or json.loads(calls[0]["function"]["arguments"]) not in ({"unit": "c"}, {"unit": "k"})
                 or "<tool_call>" in (c["message"].get("reasoning_content") or "")
                 or (c["message"].get("reasoning_content") or "").startswith("<think>")):
@@ -1309,8 +1309,9 @@ def check_templates_coder(a):
                 c = r["choices"][0] if status == 200 else {}
                 calls = c.get("message", {}).get("tool_calls") or []
                 args = json.loads(calls[0]["function"]["arguments"]) if calls else None
-                # a named function makes one call; "required" one or more, here until max_tokens
-                done = ("tool_calls",) if choice != "required" else ("tool_calls", "length")
+                # a named function makes one call ("stop", as OpenAI and vLLM say); "required" one or
+                # more, here until max_tokens
+                done = ("stop",) if choice != "required" else ("tool_calls", "length")
                 if (c.get("finish_reason") not in done or calls[0]["function"]["name"] != "set_unit"
                         or set(args) != {"unit", "round", "digits"} or args["unit"] not in ("celsius", "kelvin")
                         or not isinstance(args["round"], bool)

@@ -428,7 +428,8 @@ static int gen__apply_chat(gen_choice *c, const gen_event *ev)
 
 /* Fold one event into its choice's text (split into reasoning and content for
  * chat) and finish state; a chat reply that stopped after making calls
- * finishes with "tool_calls" (one cut short stays "length"). */
+ * finishes with "tool_calls" (one cut short stays "length"), but under a
+ * named tool_choice with "stop", as OpenAI and vLLM answer it. */
 static int gen__apply(gen_choice *c, const gen_event *ev)
 {
     gen_job *j = c->job;
@@ -443,7 +444,8 @@ static int gen__apply(gen_choice *c, const gen_event *ev)
     if (ev->finished) {
         c->done = 1;
         snprintf(c->finish_reason, sizeof c->finish_reason, "%s", ev->finish_reason);
-        if (c->tools.n_calls && !strcmp(ev->finish_reason, "stop"))
+        if (c->tools.n_calls && !strcmp(ev->finish_reason, "stop") &&
+            c->job->req.tool_choice != OAI_TOOL_NAMED)
             snprintf(c->finish_reason, sizeof c->finish_reason, "tool_calls");
         if (ev->stop_string) c->stop_reason = gen__dup(ev->stop_string, strlen(ev->stop_string) + 1);
         c->stop_token_id = ev->stop_token_id;
