@@ -485,8 +485,7 @@ int cli_engine_create(const char *cmd, const engine_config *cfg, const tokenizer
 {
     int last = -1;
     engine_config c = *cfg;
-    c.tokenizer_eos = tok ? tokenizer_eos_id(tok) : -1; /* an EOS too, as vLLM's */
-    c.has_tokenizer_eos = c.tokenizer_eos >= 0;
+    engine_config_tokenizer_eos(&c, tok ? tokenizer_eos_id(tok) : -1); /* an EOS too, as vLLM's */
     if (isatty(STDERR_FILENO)) {
         c.load_progress = cli_load_progress;
         c.load_progress_user = &last;

@@ -71,8 +71,7 @@ static void encore__from_tokenizer(engine_config *cfg, const tokenizer *tok)
 {
     if (!tok) return;
     cfg->sample_vocab = tokenizer_vocab_size(tok);
-    cfg->tokenizer_eos = tokenizer_eos_id(tok);
-    cfg->has_tokenizer_eos = cfg->tokenizer_eos >= 0;
+    engine_config_tokenizer_eos(cfg, tokenizer_eos_id(tok));
 }
 
 static enc_status encore__config(const encore_options *opt, engine_config *cfg)

@@ -67,13 +67,20 @@ typedef struct engine_config {
     bool has_tokenizer_eos;         /* tokenizer_eos is the tokenizer's eos_token: */
     int32_t tokenizer_eos;          /* an end of sequence too, and the model's first (the
                                      * one whose stop reports no stop id), as vLLM's
-                                     * tokenizer.eos_token_id */
+                                     * tokenizer.eos_token_id (engine_config_tokenizer_eos) */
     const char *quantize;           /* NULL: weights as stored; "q8_0", "q4_0", "q4_k",
                                      * "q5_k", "q6_k", "q4_k_m" or "q5_k_m": every matrix
                                      * quantized at load (model/quantize.h); not copied */
     void (*load_progress)(void *user, double fraction); /* (optional) weights loaded so far */
     void *load_progress_user;
 } engine_config;
+
+/* Give c the tokenizer's eos_token id (-1: the tokenizer names none). */
+static inline void engine_config_tokenizer_eos(engine_config *c, int32_t eos_id)
+{
+    c->tokenizer_eos = eos_id;
+    c->has_tokenizer_eos = eos_id >= 0;
+}
 
 /* How a request picks its tokens, with vLLM's meanings (sampler.h gives the
  * order). A zero-initialised struct is greedy with every filter off: top_p
