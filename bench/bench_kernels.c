@@ -1,6 +1,6 @@
 /* bench_kernels.c - speed of the CPU matmul, per ISA, with 1 and 2 threads.
  *
- *   decode:  y[1, 3072] = x[1, 1024] W^T, W [3072, 1024] bf16 (or f16): GB/s of weights
+ *   decode:  y[1, 3072] = x[1, 1024] W^T, W [3072, 1024] bf16 (or f16, f32): GB/s of weights
  *            read. "hot": one W, which stays in cache; "cold": a new W every
  *            call from a pool of 1 GiB, so W comes from DRAM, next to the
  *            read bandwidth of that same pool (the roofline) in the same run.
@@ -16,7 +16,7 @@
  * thread the calling thread does all the work, so it is timed in its own
  * CPU time, which other people's load on a shared machine disturbs far less
  * than the wall clock; with two, in wall time.
- * Usage: bench_kernels [runs] [bf16|f16]   (default 5 runs, at least 3; bf16) */
+ * Usage: bench_kernels [runs] [bf16|f16|f32]   (default 5 runs, at least 3; bf16) */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #include <stdint.h>
 #include <stdio.h>
@@ -39,14 +39,24 @@ enum {
     DECODE_CALLS = 200, /* matmuls per timed decode run */
 };
 static const size_t POOL_BYTES = (size_t)1 << 30;
-static enc_dtype weight_dtype = ENC_BF16; /* bf16 or f16 (argv[2]) */
+static enc_dtype weight_dtype = ENC_BF16; /* bf16, f16 or f32 (argv[2]) */
+static size_t weight_size = 2;            /* its bytes per element */
+
+/* base[i] = v in the weight type. */
+static void put_weight(void *base, size_t i, float v)
+{
+    if (weight_dtype == ENC_F32)
+        ((float *)base)[i] = v;
+    else
+        ((uint16_t *)base)[i] = weight_dtype == ENC_F16 ? enc_f32_to_f16(v) : enc_f32_to_bf16(v);
+}
 
 /* --- the timed tasks ------------------------------------------------------ */
 
 typedef struct mm_job {
     const float *x;
     int64_t n_tokens;
-    const uint16_t *pool; /* n_w matrices [N_OUT, K] of the weight type, back to back */
+    const char *pool;     /* n_w matrices [N_OUT, K] of the weight type, back to back */
     int64_t n_w, w_next;  /* call i uses matrix (w_next + i) % n_w */
     int calls;
     float *y;
@@ -55,7 +65,7 @@ typedef struct mm_job {
 static void mm_task(void *p, int ith, int nth)
 {
     mm_job *j = p;
-    const uint16_t *w = j->pool + (size_t)(j->w_next % j->n_w) * N_OUT * K;
+    const char *w = j->pool + (size_t)(j->w_next % j->n_w) * N_OUT * K * weight_size;
     cpu_matmul(j->x, j->n_tokens, K, w, weight_dtype, N_OUT, j->y, ith, nth);
 }
 
@@ -81,7 +91,7 @@ static double time_calls(enc_threadpool *tp, mm_job *j, int calls)
 enum { ATT_HEADS = 16, ATT_KV_HEADS = 8, ATT_HD = 128, ATT_BS = 16, ATT_CTX = 4096 };
 
 typedef struct att_bench {
-    uint16_t *k_cache, *v_cache; /* [ATT_CTX, kv heads, hd] of weight_dtype */
+    void *k_cache, *v_cache;     /* [ATT_CTX, kv heads, hd] of weight_dtype */
     float *q, *out;              /* [512, heads, hd] */
     int32_t bt[ATT_CTX / ATT_BS];
 } att_bench;
@@ -119,15 +129,15 @@ static double time_attention(enc_threadpool *tp, att_bench *b, int n_q, int seq_
 
 /* --- one ISA, one thread count -------------------------------------------- */
 
-static void bench_isa(cpu_isa isa, int nth, int runs, const uint16_t *pool, int64_t n_w,
-                      const float *x, float *y, att_bench *ab)
+static void bench_isa(cpu_isa isa, int nth, int runs, const char *pool, int64_t n_w, const float *x,
+                      float *y, att_bench *ab)
 {
     enc_threadpool *tp;
     if (threadpool_create(nth, &tp) != ENC_OK) {
         fprintf(stderr, "thread pool: %s\n", enc_last_error());
         exit(1);
     }
-    double w_bytes = 2.0 * N_OUT * K, flops = 2.0 * N_PREFILL * N_OUT * K;
+    double w_bytes = (double)weight_size * N_OUT * K, flops = 2.0 * N_PREFILL * N_OUT * K;
     double hot[64], cold[64], roof[64], pre[64];
     mm_job dec = {x, 1, pool, 1, 0, 0, y};
     time_calls(tp, &dec, DECODE_CALLS); /* warm-up */
@@ -151,7 +161,7 @@ static void bench_isa(cpu_isa isa, int nth, int runs, const uint16_t *pool, int6
     for (int r = 0; r < pre_runs; r++)
         pre[r] = flops / time_calls(tp, &pf, 1) / 1e9;
     double att_dec[64], att_pre[64];
-    double kv_bytes = 2.0 * ATT_CTX * ATT_KV_HEADS * ATT_HD * sizeof(uint16_t);
+    double kv_bytes = 2.0 * ATT_CTX * ATT_KV_HEADS * ATT_HD * weight_size;
     double att_flops = 4.0 * ATT_HEADS * ATT_HD * (512.0 * 513.0 / 2.0);
     time_attention(tp, ab, 1, ATT_CTX);
     for (int r = 0; r < runs; r++)
@@ -174,13 +184,16 @@ int main(int argc, char **argv)
     if (runs > 64) runs = 64;
     if (argc > 2 && !strcmp(argv[2], "f16")) {
         weight_dtype = ENC_F16;
+    } else if (argc > 2 && !strcmp(argv[2], "f32")) {
+        weight_dtype = ENC_F32;
+        weight_size = 4;
     } else if (argc > 2 && strcmp(argv[2], "bf16")) {
-        fprintf(stderr, "bench_kernels: weight type '%s' is not bf16 or f16\n", argv[2]);
+        fprintf(stderr, "bench_kernels: weight type '%s' is not bf16, f16 or f32\n", argv[2]);
         return 2;
     }
     size_t w_elems = (size_t)N_OUT * K;
-    int64_t n_w = (int64_t)(POOL_BYTES / (w_elems * 2));
-    uint16_t *pool = malloc(POOL_BYTES);
+    int64_t n_w = (int64_t)(POOL_BYTES / (w_elems * weight_size));
+    char *pool = malloc(POOL_BYTES);
     float *x = malloc((size_t)N_PREFILL * K * sizeof *x);
     float *y = malloc((size_t)N_PREFILL * N_OUT * sizeof *y);
     if (!pool || !x || !y) {
@@ -188,10 +201,9 @@ int main(int argc, char **argv)
         return 1;
     }
     uint32_t s = 12345;
-    for (size_t i = 0; i < POOL_BYTES / 2; i++) {
+    for (size_t i = 0; i < POOL_BYTES / weight_size; i++) {
         s = s * 1664525u + 1013904223u;
-        float v = ((float)(s >> 8) / 16777216.0f - 0.5f) * 0.1f;
-        pool[i] = weight_dtype == ENC_F16 ? enc_f32_to_f16(v) : enc_f32_to_bf16(v);
+        put_weight(pool, i, ((float)(s >> 8) / 16777216.0f - 0.5f) * 0.1f);
     }
     for (size_t i = 0; i < (size_t)N_PREFILL * K; i++)
         x[i] = (float)((i * 7919) % 1000) / 1000.0f;
@@ -200,8 +212,8 @@ int main(int argc, char **argv)
            enc_dtype_name(weight_dtype), 1, K, N_OUT, K, runs, cpu_isa_name(cpu_kernels_init()));
     att_bench ab;
     size_t kv_elems = (size_t)ATT_CTX * ATT_KV_HEADS * ATT_HD, q_elems = 512u * ATT_HEADS * ATT_HD;
-    ab.k_cache = malloc(kv_elems * sizeof *ab.k_cache);
-    ab.v_cache = malloc(kv_elems * sizeof *ab.v_cache);
+    ab.k_cache = malloc(kv_elems * weight_size);
+    ab.v_cache = malloc(kv_elems * weight_size);
     ab.q = malloc(q_elems * sizeof(float));
     ab.out = malloc(q_elems * sizeof(float));
     if (!ab.k_cache || !ab.v_cache || !ab.q || !ab.out) {
@@ -209,9 +221,8 @@ int main(int argc, char **argv)
         return 1;
     }
     for (size_t i = 0; i < kv_elems; i++) {
-        float k = (float)(i % 101) / 101.0f - 0.5f, v = (float)(i % 103) / 103.0f - 0.5f;
-        ab.k_cache[i] = weight_dtype == ENC_F16 ? enc_f32_to_f16(k) : enc_f32_to_bf16(k);
-        ab.v_cache[i] = weight_dtype == ENC_F16 ? enc_f32_to_f16(v) : enc_f32_to_bf16(v);
+        put_weight(ab.k_cache, i, (float)(i % 101) / 101.0f - 0.5f);
+        put_weight(ab.v_cache, i, (float)(i % 103) / 103.0f - 0.5f);
     }
     for (size_t i = 0; i < q_elems; i++)
         ab.q[i] = (float)(i % 37) / 37.0f - 0.5f;

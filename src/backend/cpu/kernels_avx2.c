@@ -60,6 +60,12 @@ static inline float cpu__avx2_hsum(__m256 v)
 #define CPU__V_P 2   /* accumulators per output */
 #define CPU__V_ACC 8 /* at most this many in registers at once, else a pass each */
 #define CPU__V_PV 8
+/* f32 weights, row by row: with all three rows' blocks in registers GCC
+ * spilled an accumulator of the 4 x 3 tile (a store and a load every step;
+ * prefill a median 31.0 GFLOP/s on one Zen 3 core against 35.3 this way,
+ * BENCHMARKS.md). The AVX-512 tile spills that way instead, so there it
+ * stays as it is. */
+#define CPU__V_F32_ROW_OUTER 1
 #define V_ZERO() _mm256_setzero_ps()
 #define V_SET1(s) _mm256_set1_ps(s)
 #define V_LOAD(p) _mm256_loadu_ps(p)

@@ -108,6 +108,8 @@ int cpu_kernels_force_isa(cpu_isa isa);
  *   CPU__V_SAMPLE_CHUNK   the table's sample_chunk
  *   CPU__V_PV             vector accumulators of attention's weights . V step
  *                         (a multiple of 4)
+ *   CPU__V_F32_ROW_OUTER  (optional) f32 tiles take one weight row at a time
+ *                         (cpu__tile_block)
  *   V_ZERO()              all lanes 0
  *   V_SET1(s)             all lanes s
  *   V_LOAD(p)             VW floats from p (unaligned)
@@ -268,11 +270,27 @@ CPU__INLINE void cpu__tile_copy(int T, int R, V from[CPU__V_TM][CPU__V_RMAX],
 }
 
 /* One step of a tile: the block at element o into acc[t][r] (n < VW: the
- * tail block, zero-padded; VW == 1 has none). */
+ * tail block, zero-padded; VW == 1 has none). Under CPU__V_F32_ROW_OUTER an
+ * f32 tile of several tokens takes its rows one at a time, each x block
+ * loaded where it is used: the same multiply-adds into the same
+ * accumulators, so the same bits. */
 CPU__INLINE void cpu__tile_block(int T, int R, enc_dtype dt, const float *x, int64_t ldx,
                                  const void *const *wrow, int64_t o, int n,
                                  V acc[CPU__V_TM][CPU__V_RMAX])
 {
+#ifdef CPU__V_F32_ROW_OUTER
+    if (dt == ENC_F32 && n == VW && T > 1) {
+        CPU__UNROLL for (int r = 0; r < R; r++)
+        {
+            V wv = V_LOAD((const float *)wrow[r] + o);
+            CPU__UNROLL for (int t = 0; t < T; t++)
+            {
+                acc[t][r] = V_FMA(V_LOAD(x + t * ldx + o), wv, acc[t][r]);
+            }
+        }
+        return;
+    }
+#endif
     V wv[CPU__V_RMAX];
     CPU__UNROLL for (int r = 0; r < R; r++) {
         wv[r] = n == VW ? cpu__v_load_w(dt, wrow[r], o) : cpu__v_load_w_part(dt, wrow[r], o, n);
