@@ -1,14 +1,16 @@
 /* fuzz_openai_request.c - libFuzzer target for the server's request parser.
  *
  * Each input is parsed as all four kinds of request (completion, chat,
- * tokenize, detokenize). A request that parses must satisfy what the server
- * relies on; one that does not must come with a 4xx status and a message. */
+ * tokenize, detokenize) and as a Responses body. A request that parses
+ * must satisfy what the server relies on; one that does not must come with a
+ * 4xx status and a message. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/openai_request.h"
+#include "server/responses_request.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -64,11 +66,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *body = malloc(size ? size : 1);
     if (!body) return 0;
     memcpy(body, data, size);
-    for (int kind = OAI_COMPLETION; kind <= OAI_DETOKENIZE; kind++) {
+    for (int kind = OAI_COMPLETION; kind <= OAI_DETOKENIZE + 1; kind++) {
         oai_request r;
         oai_error err;
         memset(&err, 0, sizeof err);
-        if (oai_request_parse(body, size, (oai_kind)kind, NULL, &r, &err)) {
+        int ok = kind > OAI_DETOKENIZE /* the last round: a Responses body */
+                     ? oai_responses_parse(body, size, NULL, &r, &err)
+                     : oai_request_parse(body, size, (oai_kind)kind, NULL, &r, &err);
+        if (ok) {
+            if (kind > OAI_DETOKENIZE && (!r.responses || !r.responses_echo)) abort();
             fuzz_check(&r);
             oai_request_free(&r);
         } else if (err.http_status < 400 || !err.message[0]) {

@@ -1,6 +1,6 @@
 // openai_client.mjs - `encore serve` through the official `openai` npm package.
 //
-//   node openai_client.mjs NODE_PREFIX BASE_URL MODEL [logprobs|keepalive|tools]
+//   node openai_client.mjs NODE_PREFIX BASE_URL MODEL [logprobs|keepalive|tools|responses]
 //
 // NODE_PREFIX is where `npm install --prefix` put the package (the test
 // fixture server_npm_install). Runs completions, chat, streaming chat (with
@@ -10,7 +10,8 @@
 // stream against a server whose first tokens come after its --timeout (the
 // SSE ": keep-alive" comments in between must be skipped), or with `tools` tool
 // calling (tools, tool_choice auto and none, "required" and a named function enforced, a turn
-// after tool results, the refusals); prints one "ok" line per
+// after tool results, the refusals), or with `responses` the Responses API
+// (create, stream, a named tool and the turn after it); prints one "ok" line per
 // check and exits 1 at the first failure.
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -60,6 +61,52 @@ if (mode === 'keepalive') {
   }
   check(usage && usage.completion_tokens === 2, 'a stream kept alive by SSE comments', { chunks, text, usage });
   console.log(`ok stream past --timeout: ${chunks} chunks, the keep-alive comments skipped`);
+  process.exit(0);
+}
+
+if (mode === 'responses') {
+  // the Responses API: output_text (which the package computes from the
+  // output items), the stream through its ResponseStream (whose accumulator
+  // refuses an event out of order), a named tool and the turn after it
+  const ask = { ...greedy, instructions: 'Be brief.', input: 'Name a color.', max_output_tokens: 12 };
+  const whole = await client.responses.create(ask);
+  check(whole.object === 'response' && typeof whole.output_text === 'string' &&
+        ['completed', 'incomplete'].includes(whole.status) && whole.usage.output_tokens > 0 &&
+        whole.usage.total_tokens === whole.usage.input_tokens + whole.usage.output_tokens, 'responses.create', whole);
+  console.log(`ok responses.create: ${JSON.stringify(whole.output_text)} (${whole.status})`);
+  const stream = client.responses.stream(ask);
+  let deltas = '';
+  stream.on('response.output_text.delta', (e) => { deltas += e.delta; });
+  const final = await stream.finalResponse(); // (this version's finalResponse has no output_text)
+  const textOf = (r) => r.output.filter((o) => o.type === 'message').flatMap((o) => o.content)
+    .filter((p) => p.type === 'output_text').map((p) => p.text).join('');
+  check(textOf(final) === whole.output_text && deltas === whole.output_text && final.status === whole.status &&
+        final.usage.output_tokens === whole.usage.output_tokens, 'responses.stream', { final, whole, deltas });
+  let events = 0;
+  for await (const e of await client.responses.create({ ...ask, stream: true })) events += e.type ? 1 : 0;
+  check(events > 6, 'responses.create stream: true', events);
+  console.log(`ok responses.stream: its accumulator took every event, the same text (${events} events)`);
+  const unit = { type: 'function', name: 'set_unit', strict: true, parameters: { type: 'object',
+    properties: { unit: { type: 'string', enum: ['c', 'k'] } }, required: ['unit'], additionalProperties: false } };
+  const call = await client.responses.create({ ...greedy, input: 'Celsius, please.', tools: [unit],
+    tool_choice: { type: 'function', name: 'set_unit' }, max_output_tokens: 40,
+    chat_template_kwargs: { enable_thinking: false } }); // no think block first: the call within 40 tokens
+  const fc = call.output.find((o) => o.type === 'function_call');
+  check(fc && fc.name === 'set_unit' && fc.call_id && ['c', 'k'].includes(JSON.parse(fc.arguments).unit),
+        'a named tool', call.output);
+  const next = await client.responses.create({ ...greedy, tools: [unit], max_output_tokens: 8, input: [
+    { role: 'user', content: 'Celsius, please.' }, fc, { type: 'function_call_output', call_id: fc.call_id,
+      output: 'done' }] });
+  check(next.usage.input_tokens > call.usage.input_tokens, 'the turn after a call', next.usage);
+  console.log(`ok a named tool: ${fc.arguments}, and the turn after its output`);
+  try {
+    await client.responses.create({ ...ask, previous_response_id: whole.id });
+    check(false, 'previous_response_id', 'no error');
+  } catch (e) {
+    check(e instanceof OpenAI.NotFoundError && e.param === 'previous_response_id', 'previous_response_id',
+          { status: e.status, param: e.param });
+    console.log(`ok previous_response_id: 404, ${e.message}`);
+  }
   process.exit(0);
 }
 

@@ -18,6 +18,10 @@
 #                      fields (`encore bench serve` against it: its counts equal the
 #                      server's counters; fields: the OpenAI and vLLM request fields
 #                      that change a result, each done or refused by name)
+#   server_responses_<check>  POST /v1/responses (tests/server_responses.py): equal
+#                      (each request answers as the chat request it stands for),
+#                      stream (the events' framing and order, the final response
+#                      the whole reply's), errors (the 4xx naming the field)
 #   server_<check>     connection slots (tests/server_connections.py): slowloris
 #                      (600 trickling connections closed at --request-read-timeout,
 #                      a normal client answered within 1 s meanwhile), per_ip
@@ -26,7 +30,8 @@
 # tree; offline, server_npm_install fails and the two tests after it do not run,
 # which ctest reports as failures):
 #   server_npm_install, server_openai, server_openai_logprobs, server_openai_keepalive,
-#   server_openai_tools, server_openai_tool_stream (crafted replies through the
+#   server_openai_tools, server_openai_responses (client.responses: create, a stream
+#   through its strict ResponseStream, tools), server_openai_tool_stream (crafted replies through the
 #   tool-call parser and chunk objects, tests/tool_sse.c, read by the client)
 # server_openai_logprobs needs an engine that reports log-probabilities in
 # encore_output (include/encore.h); with one that does not, it fails, saying
@@ -55,6 +60,15 @@ foreach(check sse batch endpoints errors early hosts failures oom special templa
                        LABELS server)
 endforeach()
 
+# POST /v1/responses against the chat request each stands for (tests/server_responses.py)
+set(ENCORE_SERVER_RESPONSES ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_responses.py
+    --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR})
+foreach(check equal stream errors)
+  add_test(NAME server_responses_${check} COMMAND ${ENCORE_SERVER_RESPONSES} ${check})
+  set_tests_properties(server_responses_${check} PROPERTIES FIXTURES_REQUIRED tiny_models
+                       TIMEOUT 300 LABELS server)
+endforeach()
+
 set(ENCORE_SERVER_CONNECTIONS ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_connections.py
     --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR})
 foreach(check slowloris per_ip fds)
@@ -78,7 +92,7 @@ else()
 endif()
 set_tests_properties(server_npm_install PROPERTIES FIXTURES_SETUP server_node
                      LABELS "server;network" TIMEOUT 300)
-foreach(check openai openai_logprobs openai_keepalive openai_tools)
+foreach(check openai openai_logprobs openai_keepalive openai_tools openai_responses)
   add_test(NAME server_${check}
     COMMAND ${ENCORE_SERVER_E2E} --node ${ENCORE_NODE} --node-dir ${ENCORE_SERVER_NODE} ${check})
   set_tests_properties(server_${check} PROPERTIES FIXTURES_REQUIRED "tiny_models;server_node"
@@ -124,7 +138,7 @@ if(ENCORE_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
     set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS "fuzz;server")
   endfunction()
   encore_server_fuzz(fuzz_openai_request 4096 openai_request.c openai_structured.c tool_request.c
-                     json_span.c json_check.c json_out.c)
+                     responses_request.c json_span.c json_check.c json_out.c)
   # the <tool_call> parser: whole and in pieces, the same calls and content
   encore_server_fuzz(fuzz_tool_calls 2048 tool_calls.c tool_calls_xml.c json_span.c)
 

@@ -111,6 +111,10 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
   openai_tools the same client: tools with tool_choice auto and none, the stream
                assembled by its ChatCompletionStream equal to the whole reply, a turn
                after two calls and their results, the 400s with their param
+  openai_responses the same client: client.responses.create (output_text), a
+               stream through client.responses.stream (its accumulator checks every
+               event) equal to the whole reply, a named tool's function_call and
+               the turn after its output, previous_response_id's 404
   openai_keepalive the same client: a chat stream whose tokens come after
                --timeout 1 (ENCORE_STEP_DELAY_MS=2500) skips the keep-alive comments
 """
@@ -2388,6 +2392,10 @@ def check_openai_logprobs(a):
 
 def check_openai_tools(a):
     run_openai_client(a, "tools")
+
+
+def check_openai_responses(a):
+    run_openai_client(a, "responses")
 
 
 def check_openai_keepalive(a):

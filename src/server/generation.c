@@ -35,8 +35,9 @@
 
 #include "openai_response.h"
 #include "reasoning.h"
-#include "tool_calls.h"
+#include "responses_stream.h"
 #include "server_impl.h"
+#include "tool_calls.h"
 #include "tool_request.h"
 
 enum { GEN_POLL_MS = 50, GEN_KEEPALIVE_MAX_S = 5 };
@@ -93,6 +94,7 @@ typedef struct gen_choice {
     size_t n_output, n_cached;
     size_t n_prompt;    /* its prompt's tokens */
     double cum_logprob; /* of its generated tokens (best_of picks by it) */
+    size_t n_reasoning_tokens; /* generated tokens up to the think block's end */
 } gen_choice;
 
 typedef struct gen_job {
@@ -117,6 +119,7 @@ typedef struct gen_job {
     int error_sent;        /* stream: the SSE error event for an engine failure went out */
     int in_think;          /* chat: the prompt opened the think block (Thinking-2507) */
     int per_prompt;        /* candidates per prompt: req.best_of (req.n unless best_of > n) */
+    resp_stream resp;      /* req.responses: the Response's items and events */
     int n;                 /* candidates: per_prompt per prompt */
     gen_choice choices[];  /* candidate i is of prompt i / per_prompt */
 } gen_job;
@@ -163,9 +166,20 @@ static gen_job *gen__job_new(http_server *s, oai_request *req, int n_choices, in
     j->per_prompt = j->req.best_of;
     j->t_arrival = t_arrival;
     snprintf(j->client, sizeof j->client, "%s", client);
-    http_new_id(s, j->req.kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", j->id, sizeof j->id);
+    http_new_id(s,
+                j->req.responses          ? "resp_"
+                : j->req.kind == OAI_CHAT ? "chatcmpl-"
+                                          : "cmpl-",
+                j->id, sizeof j->id);
     j->head = (oai_head){.kind = j->req.kind, .id = j->id, .created = (int64_t)time(NULL),
                          .model = s->model_name, .usage_null = j->req.include_usage};
+    resp_head rh = {.id = j->id,
+                    .created_at = j->head.created,
+                    .model = s->model_name,
+                    .echo = j->req.responses_echo ? j->req.responses_echo : "",
+                    .temperature = j->req.sampling.temperature,
+                    .top_p = j->req.sampling.top_p};
+    resp_stream_init(&j->resp, &rh);
     int in_think = 0, ok = 1;
     int xml = encore_chat_tool_format(s->engine) == ENCORE_TOOL_FORMAT_XML;
     if (j->req.kind == OAI_CHAT) {
@@ -216,6 +230,7 @@ static void gen__job_free(gen_job *j)
         free(c->stop_reason);
     }
     oai_request_free(&j->req);
+    resp_stream_free(&j->resp);
     free(j->out);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cond);
@@ -408,10 +423,35 @@ static int gen__keep_logprobs(gen_choice *c, const gen_event *ev)
     return 1;
 }
 
+/* The generated tokens of ev that belong to the think block, added to
+ * c->n_reasoning_tokens (before ev is applied): all of them while the block
+ * stays open after ev, else those up to the one whose text closes it. */
+static void gen__count_reasoning(gen_choice *c, const gen_event *ev)
+{
+    reasoning_state was = c->split.state;
+    if (was == REASONING_CONTENT || !ev->n_ids) return;
+    size_t first = ev->n_prompt_lps, at = first;
+    const char *end = strstr(ev->text, "</think>");
+    if (!end) {
+        if (was == REASONING_THINK || strstr(ev->text, "<think>"))
+            c->n_reasoning_tokens += ev->n_ids - first;
+        return;
+    }
+    /* the token whose text reaches past the tag's start */
+    size_t upto = (size_t)(end - ev->text) + strlen("</think>"), len = 0;
+    char piece[256];
+    while (at < ev->n_ids && len < upto) {
+        size_t n = gen__token_text(c->job->srv, ev->ids[at++], piece, sizeof piece);
+        len += n < sizeof piece ? n : sizeof piece;
+    }
+    c->n_reasoning_tokens += at - first;
+}
+
 /* The chat text of one event: reasoning and content, and with tools the
  * calls out of the content (each new one given its id). */
 static int gen__apply_chat(gen_choice *c, const gen_event *ev)
 {
+    gen__count_reasoning(c, ev);
     if (!c->parse_tools)
         return reasoning_put(&c->split, ev->text, ev->text_len, ev->finished, &c->reasoning,
                              &c->n_reasoning, &c->content, &c->n_content);
@@ -540,6 +580,7 @@ static oai_usage gen__usage(const gen_job *j)
     oai_usage u = {.prompt_tokens = (int64_t)j->n_prompt};
     for (int i = 0; i < j->n; i++) {
         u.completion_tokens += (int64_t)j->choices[i].n_output;
+        u.reasoning_tokens += (int64_t)j->choices[i].n_reasoning_tokens;
         if (i % j->per_prompt == 0) u.cached_tokens += (int64_t)j->choices[i].n_cached;
     }
     return u;
@@ -660,6 +701,36 @@ static char *gen__body(gen_job *j)
     return body;
 }
 
+/* A Responses request's reply so far (its one choice): the reasoning
+ * unless include_reasoning is false, the content, the calls shown. */
+static resp_progress gen__progress(const gen_choice *c)
+{
+    int thinking = c->job->req.include_reasoning;
+    return (resp_progress){.reasoning = thinking ? c->reasoning : NULL,
+                           .n_reasoning = thinking ? c->n_reasoning : 0,
+                           .content = c->content,
+                           .n_content = c->n_content,
+                           .calls = c->tools.calls,
+                           .n_calls = gen__calls_shown(c)};
+}
+
+/* The whole Response; NULL when out of memory. */
+static char *gen__response_body(gen_job *j)
+{
+    const gen_choice *c = &j->choices[0];
+    oai_logprobs lp = {.ids = c->ids,
+                       .logprobs = c->logprobs,
+                       .top = c->top,
+                       .n = c->n_ids,
+                       .n_top = j->req.top_logprobs,
+                       .as_ids = j->req.tokens_as_ids,
+                       .token_text = gen__token_text,
+                       .user = j->srv};
+    resp_progress p = gen__progress(c);
+    oai_usage u = gen__usage(j);
+    return resp_whole(&j->resp.head, &p, c->finish_reason, j->req.logprobs ? &lp : NULL, &u);
+}
+
 static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
 {
     int gone = 0, ok = 1;
@@ -685,7 +756,7 @@ static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
         return MHD_NO; /* nobody to answer */
     }
     int failed = gen__any_error(j);
-    char *body = ok && !failed ? gen__body(j) : NULL;
+    char *body = !ok || failed ? NULL : j->req.responses ? gen__response_body(j) : gen__body(j);
     enum MHD_Result r;
     if (body) {
         r = http_reply_json(conn, MHD_HTTP_OK, body);
@@ -762,6 +833,33 @@ static void gen__sse_tool_calls(gen_job *j, gen_choice *c, const oai_usage *u)
     }
 }
 
+/* One Responses event: "event: TYPE\ndata: JSON\n\n" (json taken). */
+static void gen__resp_emit(void *user, const char *type, char *json)
+{
+    gen_job *j = user;
+    if (!json) {
+        j->oom = 1;
+        return;
+    }
+    gen__out(j, "event: ", 7);
+    gen__out(j, type, strlen(type));
+    gen__out(j, "\n", 1);
+    gen__sse(j, json);
+}
+
+/* The Responses events for what one event added to the reply. */
+static void gen__resp_event(gen_job *j, gen_choice *c, const gen_event *ev)
+{
+    resp_progress p = gen__progress(c);
+    if (ev->finished) {
+        oai_usage u = gen__usage(j);
+        resp_stream_end(&j->resp, &p, c->finish_reason, &u, gen__resp_emit, j);
+    } else {
+        resp_stream_update(&j->resp, &p, gen__resp_emit, j);
+    }
+    if (j->resp.oom) j->oom = 1;
+}
+
 /* The chunk for what one event added to choice c; with
  * continuous_usage_stats each carries the choice's usage so far (the role
  * chunk's with no completion tokens, as vLLM's). */
@@ -770,6 +868,10 @@ static void gen__sse_event(gen_job *j, gen_choice *c, const gen_event *ev)
     char *content = NULL, *reasoning = NULL;
     if (ev->finished && !strcmp(c->finish_reason, "error")) {
         gen__sse_error(j);
+        return;
+    }
+    if (j->req.responses) {
+        gen__resp_event(j, c, ev);
         return;
     }
     int chat = j->req.kind == OAI_CHAT;
@@ -847,7 +949,9 @@ static int gen__stream_fill(gen_job *j)
             oai_usage u = gen__usage(j);
             gen__sse(j, oai_response_usage_chunk(&j->head, &u));
         }
-        gen__out(j, "data: [DONE]\n\n", 14);
+        if (!j->req.responses)
+            gen__out(j, "data: [DONE]\n\n", 14); /* a Response's ends
+                                                      with its last event */
         j->out_done = 1;
     }
     return !j->oom;
@@ -880,6 +984,7 @@ static void gen__stream_free(void *cls)
 static enum MHD_Result gen__reply_stream(gen_job *j, struct MHD_Connection *conn)
 {
     j->t_out = http_now();
+    if (j->req.responses) resp_stream_begin(&j->resp, gen__resp_emit, j);
     j->keepalive_s = j->srv->cfg.timeout_s / 4.0;
     if (j->keepalive_s > GEN_KEEPALIVE_MAX_S) j->keepalive_s = GEN_KEEPALIVE_MAX_S;
     struct MHD_Response *r =
@@ -1236,7 +1341,9 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
     enum MHD_Result r;
     if (req->ignored[0]) /* as vLLM logs them: accepted, but a client may expect an effect */
         encore_log_warning("%s: the following fields were present in the request but ignored: %s",
-                           req->kind == OAI_CHAT ? "/v1/chat/completions" : "/v1/completions",
+                           req->responses          ? "/v1/responses"
+                           : req->kind == OAI_CHAT ? "/v1/chat/completions"
+                                                   : "/v1/completions",
                            req->ignored);
     if (req->model && strcmp(req->model, s->model_name) != 0) {
         http_error_no_model(s, req->model, &err);

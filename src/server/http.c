@@ -33,6 +33,7 @@
 #include "http_guard.h"
 #include "json_out.h"
 #include "openai_response.h"
+#include "responses_request.h"
 #include "server_impl.h"
 #include "tool_request.h"
 
@@ -398,6 +399,8 @@ typedef enum http_route {
     HTTP_ROUTE_MODEL, /* /v1/models/{id} */
     HTTP_ROUTE_COMPLETIONS,
     HTTP_ROUTE_CHAT,
+    HTTP_ROUTE_RESPONSES,
+    HTTP_ROUTE_RESPONSE, /* /v1/responses/{id} */
     HTTP_ROUTE_TOKENIZE,
     HTTP_ROUTE_DETOKENIZE,
 } http_route;
@@ -418,6 +421,8 @@ static const struct {
     {"/v1/models/", "GET", HTTP_ROUTE_MODEL},
     {"/v1/completions", "POST", HTTP_ROUTE_COMPLETIONS},
     {"/v1/chat/completions", "POST", HTTP_ROUTE_CHAT},
+    {"/v1/responses", "POST", HTTP_ROUTE_RESPONSES},
+    {"/v1/responses/", "GET", HTTP_ROUTE_RESPONSE},
     {"/tokenize", "POST", HTTP_ROUTE_TOKENIZE},
     {"/detokenize", "POST", HTTP_ROUTE_DETOKENIZE},
 };
@@ -586,12 +591,20 @@ static enum MHD_Result http__model(http_server *s, struct MHD_Connection *conn, 
  * --max-body-bytes cannot take the memory at once. */
 enum { HTTP_LARGE_BODY = 1 << 20, HTTP_LARGE_PARSES = 2 };
 
-static int http__parse(http_server *s, const http_conn *hc, oai_kind kind, oai_request *req,
-                       oai_error *err)
+/* The body of route as a request of kind (a Responses body: read as chat). */
+static int http__parse_body(const http_server *s, const http_conn *hc, http_route route,
+                            oai_kind kind, oai_request *req, oai_error *err)
 {
     const char *body = hc->body ? hc->body : "";
-    if (hc->len <= HTTP_LARGE_BODY)
-        return oai_request_parse(body, hc->len, kind, &s->defaults, req, err);
+    if (route == HTTP_ROUTE_RESPONSES)
+        return oai_responses_parse(body, hc->len, &s->defaults, req, err);
+    return oai_request_parse(body, hc->len, kind, &s->defaults, req, err);
+}
+
+static int http__parse(http_server *s, const http_conn *hc, http_route route, oai_kind kind,
+                       oai_request *req, oai_error *err)
+{
+    if (hc->len <= HTTP_LARGE_BODY) return http__parse_body(s, hc, route, kind, req, err);
     pthread_mutex_lock(&s->mu);
     while (s->n_large_parses >= HTTP_LARGE_PARSES && !atomic_load(&s->stopping))
         pthread_cond_wait(&s->parse_free, &s->mu);
@@ -599,7 +612,7 @@ static int http__parse(http_server *s, const http_conn *hc, oai_kind kind, oai_r
     if (!stopping) s->n_large_parses++;
     pthread_mutex_unlock(&s->mu);
     if (stopping) return oai_error_set(err, 503, NULL, "the server is stopping");
-    int ok = oai_request_parse(body, hc->len, kind, &s->defaults, req, err);
+    int ok = http__parse_body(s, hc, route, kind, req, err);
     pthread_mutex_lock(&s->mu);
     s->n_large_parses--;
     pthread_cond_signal(&s->parse_free);
@@ -630,15 +643,19 @@ static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *con
                                oai_response_models(s->model_name, s->created, s->max_model_len));
     case HTTP_ROUTE_MODEL:
         return http__model(s, conn, url);
+    case HTTP_ROUTE_RESPONSE: /* vLLM's answer with its store off (its default) */
+        oai_error_set(&err, 404, "response_id",
+                      "Response with id '%.64s' not found: encore keeps no responses", url + 14);
+        return http_reply_error(s, conn, &err);
     default:
         break;
     }
-    oai_kind kind = route == HTTP_ROUTE_COMPLETIONS ? OAI_COMPLETION
-                    : route == HTTP_ROUTE_CHAT      ? OAI_CHAT
-                    : route == HTTP_ROUTE_TOKENIZE  ? OAI_TOKENIZE
-                                                    : OAI_DETOKENIZE;
+    oai_kind kind = route == HTTP_ROUTE_COMPLETIONS                             ? OAI_COMPLETION
+                    : route == HTTP_ROUTE_CHAT || route == HTTP_ROUTE_RESPONSES ? OAI_CHAT
+                    : route == HTTP_ROUTE_TOKENIZE                              ? OAI_TOKENIZE
+                                                                                : OAI_DETOKENIZE;
     oai_request req;
-    if (!http__parse(s, hc, kind, &req, &err)) return http_reply_error(s, conn, &err);
+    if (!http__parse(s, hc, route, kind, &req, &err)) return http_reply_error(s, conn, &err);
     char client[HTTP_CLIENT_ID_MAX];
     http_client_id(s, conn, client);
     if (kind == OAI_TOKENIZE || kind == OAI_DETOKENIZE) {

@@ -99,6 +99,31 @@ void json_out_end_array(json_out *w)
     json_out__close(w, "]");
 }
 
+void json_out_member_string(json_out *w, const char *name, const char *s)
+{
+    json_out_key(w, name);
+    json_out_string(w, s);
+}
+
+void json_out_member_number(json_out *w, const char *name, double d)
+{
+    json_out_key(w, name);
+    json_out_number(w, d);
+}
+
+void json_out_raw(json_out *w, const char *json)
+{
+    json_out__sep(w);
+    json_out__put(w, json, strlen(json));
+}
+
+void json_out_members(json_out *w, const char *members)
+{
+    if (!members[0]) return;
+    json_out__sep(w);
+    json_out__put(w, members, strlen(members));
+}
+
 int json_utf8_valid(const char *str, size_t len)
 {
     const unsigned char *s = (const unsigned char *)str;

@@ -50,6 +50,13 @@ void json_out_string(json_out *w, const char *s);
 void json_out_string_or_null(json_out *w, const char *s);
 void json_out_number(json_out *w, double d);
 void json_out_null(json_out *w);
+/* A member of an object: its name and value. */
+void json_out_member_string(json_out *w, const char *name, const char *s);
+void json_out_member_number(json_out *w, const char *name, double d);
+/* Text that is JSON already, written as it is: one value (json_out_raw), or
+ * in an object, members "\"a\":1,\"b\":2" ("" writes nothing). */
+void json_out_raw(json_out *w, const char *json);
+void json_out_members(json_out *w, const char *members);
 
 /* 1 when s[0..len) is well-formed UTF-8 (no overlongs, no surrogates); the
  * strings written are (other bytes become \ufffd). */

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 /* What cJSON skips between tokens: every byte up to the space (more than
  * JSON's four). */
 static int json_span__is_ws(char c)
@@ -92,4 +94,76 @@ char *json_span_compact(const char *s, size_t begin, size_t end)
     }
     *w = '\0';
     return out;
+}
+
+int json_span_elements(const char *s, size_t begin, size_t end, size_t **spans, size_t *count)
+{
+    size_t i = json_span__ws(s, end, begin), n = 0, cap = 0;
+    *spans = NULL;
+    *count = 0;
+    if (i >= end || s[i] != '[') return 0;
+    i = json_span__ws(s, end, i + 1);
+    while (i < end && s[i] != ']') {
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            size_t *p = realloc(*spans, 2 * cap * sizeof *p);
+            if (!p) {
+                free(*spans);
+                *spans = NULL;
+                return 0;
+            }
+            *spans = p;
+        }
+        size_t e = json_span__value(s, end, i);
+        (*spans)[2 * n] = i, (*spans)[2 * n + 1] = e;
+        n++;
+        i = json_span__ws(s, end, e);
+        if (i < end && s[i] == ',') i = json_span__ws(s, end, i + 1);
+    }
+    *count = n;
+    return 1;
+}
+
+char *json_span_object_without(const char *s, size_t begin, size_t end, const char *key)
+{
+    size_t key_len = strlen(key), i = json_span__ws(s, end, begin);
+    if (i >= end || s[i] != '{') return NULL;
+    char *out = malloc(end - begin + 3), *w = out;
+    if (!out) return NULL;
+    *w++ = '{';
+    for (i = json_span__ws(s, end, i + 1); i < end && s[i] == '"';) {
+        size_t k = i, k_end = json_span__string(s, end, i);
+        size_t v = json_span__ws(s, end, json_span__ws(s, end, k_end) + 1);
+        size_t v_end = json_span__value(s, end, v);
+        if (!(k_end - k == key_len + 2 && !memcmp(s + k + 1, key, key_len))) {
+            char *value = json_span_compact(s, v, v_end);
+            if (!value) {
+                free(out);
+                return NULL;
+            }
+            if (w != out + 1) *w++ = ',';
+            memcpy(w, s + k, k_end - k);
+            w += k_end - k;
+            *w++ = ':';
+            size_t nv = strlen(value);
+            memcpy(w, value, nv);
+            w += nv;
+            free(value);
+        }
+        i = json_span__ws(s, end, v_end);
+        if (i < end && s[i] == ',') i = json_span__ws(s, end, i + 1);
+    }
+    *w++ = '}';
+    *w = '\0';
+    return out;
+}
+
+int json_span_prints_as(const char *text, size_t len, const char *printed)
+{
+    cJSON *v = cJSON_ParseWithLength(text, len);
+    char *p = v ? cJSON_PrintUnformatted(v) : NULL;
+    int same = p ? !strcmp(p, printed) : v ? -1 : 0;
+    cJSON_Delete(v);
+    cJSON_free(p);
+    return same;
 }

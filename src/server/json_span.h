@@ -18,4 +18,19 @@ int json_span_member(const char *text, size_t len, const char *key, size_t *begi
  * and NUL-terminated (the caller frees it); NULL when out of memory. */
 char *json_span_compact(const char *text, size_t begin, size_t end);
 
+/* The elements of the array text[begin..end) (valid JSON): *count of them,
+ * element i at [(*spans)[2i], (*spans)[2i + 1]) (malloc'd, the caller frees
+ * it). 0 when out of memory or not an array. */
+int json_span_elements(const char *text, size_t begin, size_t end, size_t **spans, size_t *count);
+
+/* The object text[begin..end) (valid JSON) without its whitespace and
+ * without the top-level members whose key is written exactly as `key`,
+ * malloc'd; NULL when out of memory or not an object. */
+char *json_span_object_without(const char *text, size_t begin, size_t end, const char *key);
+
+/* 1 when text[0..len) is JSON that cJSON prints as `printed` (the same value
+ * as one checked before, compared by its print: cJSON_Compare takes time
+ * exponential in the depth), 0 when not, -1 when out of memory. */
+int json_span_prints_as(const char *text, size_t len, const char *printed);
+
 #endif

@@ -720,17 +720,15 @@ static int oai__in(const char *names, const char *key)
     return 0;
 }
 
-/* r->ignored: the top-level fields of a completion or chat request that
- * nothing reads (see oai_request.ignored). */
-static void oai__ignored(const cJSON *obj, oai_request *r)
+/* r->ignored: the top-level fields of obj in neither `known` nor `own`
+ * (see oai_request.ignored). */
+static void oai__ignored_names(const cJSON *obj, const char *known, const char *own, oai_request *r)
 {
-    const char *own = r->kind == OAI_CHAT ? oai__known_chat : oai__known_completion;
     size_t at = 0, cap = sizeof r->ignored;
     int named = 0, more = 0;
     r->ignored[0] = '\0';
     for (const cJSON *f = obj->child; f; f = f->next) {
-        if (cJSON_IsNull(f) || oai__in(oai__known_common, f->string) || oai__in(own, f->string))
-            continue;
+        if (cJSON_IsNull(f) || oai__in(known, f->string) || oai__in(own, f->string)) continue;
         if (named == OAI_IGNORED_NAMES) {
             more++;
             continue;
@@ -744,6 +742,18 @@ static void oai__ignored(const cJSON *obj, oai_request *r)
         named++;
     }
     if (more) snprintf(r->ignored + at, cap - at, " and %d more", more);
+}
+
+/* The top-level fields of a completion or chat request that nothing reads. */
+static void oai__ignored(const cJSON *obj, oai_request *r)
+{
+    const char *own = r->kind == OAI_CHAT ? oai__known_chat : oai__known_completion;
+    oai__ignored_names(obj, oai__known_common, own, r);
+}
+
+void oai_request_ignored(const cJSON *obj, const char *known, oai_request *r)
+{
+    oai__ignored_names(obj, known, "", r);
 }
 
 /* The body is an object, none of its strings holds U+0000 (which cJSON's
@@ -800,8 +810,8 @@ static void oai__model_defaults(const oai_defaults *d, encore_sampling *s)
         s->repetition_penalty = d->sampling.repetition_penalty;
 }
 
-int oai_request_parse(const char *body, size_t len, oai_kind kind, const oai_defaults *defaults,
-                      oai_request *out, oai_error *err)
+/* *out empty but for the defaults of a request of `kind`. */
+static void oai__request_init(oai_kind kind, const oai_defaults *defaults, oai_request *out)
 {
     memset(out, 0, sizeof *out);
     out->kind = kind;
@@ -818,17 +828,52 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, const oai_def
     out->sampling.repetition_penalty = 1.0;
     out->sampling.skip_special_tokens = 1;
     oai__model_defaults(defaults, &out->sampling);
-    if (!json_utf8_valid(body, len))
-        return oai_error_set(err, 400, NULL, "the request body is not valid UTF-8");
+}
+
+/* out's fields from the request object root (the body's tree, or one built
+ * from it), reading numbers and texts exactly from body[0..len). */
+static int oai__parse_root(const cJSON *root, const char *body, size_t len, oai_request *out,
+                           oai_error *err)
+{
+    int generation = out->kind == OAI_COMPLETION || out->kind == OAI_CHAT;
+    return oai__parse_fields(root, out, err) &&
+           (!generation || oai__seed(root, body, len, out, err)) &&
+           tool_request_keep_text(body, len, out, err) &&
+           oai_structured_keep_text(body, len, &out->structured, err);
+}
+
+cJSON *oai_request_json(const char *body, size_t len, oai_error *err)
+{
+    if (!json_utf8_valid(body, len)) {
+        oai_error_set(err, 400, NULL, "the request body is not valid UTF-8");
+        return NULL;
+    }
     cJSON *root = oai__parse_json(body, len, err);
+    if (root && !oai__check_root(body, len, root, err)) {
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+}
+
+int oai_request_parse(const char *body, size_t len, oai_kind kind, const oai_defaults *defaults,
+                      oai_request *out, oai_error *err)
+{
+    oai__request_init(kind, defaults, out);
+    cJSON *root = oai_request_json(body, len, err);
     if (!root) return 0;
-    int generation = kind == OAI_COMPLETION || kind == OAI_CHAT;
-    int ok = oai__check_root(body, len, root, err) && oai__parse_fields(root, out, err) &&
-             (!generation || oai__seed(root, body, len, out, err)) &&
-             tool_request_keep_text(body, len, out, err) &&
-             oai_structured_keep_text(body, len, &out->structured, err);
-    if (ok && generation) oai__ignored(root, out);
+    int ok = oai__parse_root(root, body, len, out, err);
+    if (ok && (kind == OAI_COMPLETION || kind == OAI_CHAT)) oai__ignored(root, out);
     cJSON_Delete(root);
+    if (!ok) oai_request_free(out);
+    return ok;
+}
+
+int oai_request_parse_chat(const cJSON *chat, const char *body, size_t len,
+                           const oai_defaults *defaults, oai_request *out, oai_error *err)
+{
+    oai__request_init(OAI_CHAT, defaults, out);
+    int ok = oai__parse_root(chat, body, len, out, err);
     if (!ok) oai_request_free(out);
     return ok;
 }
@@ -854,6 +899,7 @@ void oai_request_free(oai_request *r)
     free(r->logit_bias);
     free(r->allowed_ids);
     oai_structured_free(&r->structured);
+    free(r->responses_echo);
     oai_kind kind = r->kind;
     memset(r, 0, sizeof *r);
     r->kind = kind;

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "encore.h"
 #include "openai_structured.h"
 
@@ -132,6 +134,11 @@ typedef struct oai_request {
      * more" (at most OAI_IGNORED_NAMES named, each cut to 32 bytes, a byte
      * outside printable ASCII written '?'); "" when none */
     char ignored[OAI_IGNORED_MAX];
+    /* POST /v1/responses (responses_request.c): a chat request answered as a
+     * Response; responses_echo, the request's fields a Response repeats (JSON
+     * members: "\"instructions\":null,\"tools\":[],..."), malloc'd */
+    int responses;
+    char *responses_echo;
 } oai_request;
 
 /* What a server gives the requests that omit a sampling field: the model's
@@ -151,6 +158,19 @@ typedef struct oai_defaults {
 int oai_request_parse(const char *body, size_t len, oai_kind kind, const oai_defaults *defaults,
                       oai_request *out, oai_error *err);
 void oai_request_free(oai_request *r); /* frees the contents; NULL is a no-op */
+
+/* For other request formats read as these (responses_request.c): */
+/* body[0..len) as a JSON object (UTF-8, no U+0000 in a string, no key given
+ * twice in one object), or NULL with err filled (a 400). */
+cJSON *oai_request_json(const char *body, size_t len, oai_error *err);
+/* *out (OAI_CHAT) from `chat`, a chat request object built from body[0..len)
+ * (whose top-level "seed" is read exactly), as oai_request_parse; it leaves
+ * out->ignored empty. */
+int oai_request_parse_chat(const cJSON *chat, const char *body, size_t len,
+                           const oai_defaults *defaults, oai_request *out, oai_error *err);
+/* out->ignored: the top-level fields of obj not named in `known` (" a b ")
+ * and not null. */
+void oai_request_ignored(const cJSON *obj, const char *known, oai_request *r);
 
 /* How messages name prompt i of r: "'prompt'" when it is the only one,
  * "'prompt' item i" in a batch; written into buf[cap] (OAI_PROMPT_LABEL_MAX

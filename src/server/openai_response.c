@@ -117,10 +117,10 @@ static void oai__chat_logprob_open(json_out *w, const oai_token *t, float logpro
     json_out_end_array(w);
 }
 
-static void oai__logprobs_chat(json_out *w, const oai_logprobs *lp, oai_token *t)
+/* [{"token","logprob","bytes","top_logprobs":[...]}, ...]: chat's
+ * logprobs.content, and a Responses output_text's logprobs. */
+static void oai__logprob_entries(json_out *w, const oai_logprobs *lp, oai_token *t)
 {
-    json_out_begin_object(w);
-    json_out_key(w, "content");
     json_out_begin_array(w);
     for (size_t i = 0; i < lp->n && !w->oom; i++) {
         oai__token(lp, lp->ids[i], t);
@@ -136,7 +136,25 @@ static void oai__logprobs_chat(json_out *w, const oai_logprobs *lp, oai_token *t
         json_out_end_object(w);
     }
     json_out_end_array(w);
+}
+
+static void oai__logprobs_chat(json_out *w, const oai_logprobs *lp, oai_token *t)
+{
+    json_out_begin_object(w);
+    json_out_key(w, "content");
+    oai__logprob_entries(w, lp, t);
     json_out_end_object(w);
+}
+
+void oai_logprob_entries(json_out *w, const oai_logprobs *lp)
+{
+    oai_token *t = malloc(sizeof *t);
+    if (!t) {
+        w->oom = 1;
+        return;
+    }
+    oai__logprob_entries(w, lp, t);
+    free(t);
 }
 
 /* One position's top_logprobs object of completions, {text: logprob}: the
@@ -224,38 +242,26 @@ static void oai__logprobs(json_out *w, oai_kind kind, const oai_logprobs *lp)
 
 /* --- objects ----------------------------------------------------------------------- */
 
-static void oai__member_string(json_out *w, const char *name, const char *s)
-{
-    json_out_key(w, name);
-    json_out_string(w, s);
-}
-
-static void oai__member_number(json_out *w, const char *name, double d)
-{
-    json_out_key(w, name);
-    json_out_number(w, d);
-}
-
 /* The object opened, with "id", "object", "created", "model". */
 static void oai__head(json_out *w, const oai_head *h, const char *object)
 {
     json_out_begin_object(w);
-    oai__member_string(w, "id", h->id);
-    oai__member_string(w, "object", object);
-    oai__member_number(w, "created", (double)h->created);
-    oai__member_string(w, "model", h->model);
+    json_out_member_string(w, "id", h->id);
+    json_out_member_string(w, "object", object);
+    json_out_member_number(w, "created", (double)h->created);
+    json_out_member_string(w, "model", h->model);
 }
 
 static void oai__usage(json_out *w, const oai_usage *u)
 {
     json_out_key(w, "usage");
     json_out_begin_object(w);
-    oai__member_number(w, "prompt_tokens", (double)u->prompt_tokens);
-    oai__member_number(w, "total_tokens", (double)(u->prompt_tokens + u->completion_tokens));
-    oai__member_number(w, "completion_tokens", (double)u->completion_tokens);
+    json_out_member_number(w, "prompt_tokens", (double)u->prompt_tokens);
+    json_out_member_number(w, "total_tokens", (double)(u->prompt_tokens + u->completion_tokens));
+    json_out_member_number(w, "completion_tokens", (double)u->completion_tokens);
     json_out_key(w, "prompt_tokens_details");
     json_out_begin_object(w);
-    oai__member_number(w, "cached_tokens", (double)u->cached_tokens);
+    json_out_member_number(w, "cached_tokens", (double)u->cached_tokens);
     json_out_end_object(w);
     json_out_end_object(w);
 }
@@ -270,15 +276,15 @@ static void oai__tool_calls(json_out *w, const oai_choice *c, int chunk)
     for (size_t k = 0; k < c->n_tool_calls; k++) {
         const oai_tool_call *t = &c->tool_calls[k];
         json_out_begin_object(w);
-        if (chunk) oai__member_number(w, "index", t->index);
+        if (chunk) json_out_member_number(w, "index", t->index);
         if (t->id) {
-            oai__member_string(w, "id", t->id);
-            oai__member_string(w, "type", "function");
+            json_out_member_string(w, "id", t->id);
+            json_out_member_string(w, "type", "function");
         }
         json_out_key(w, "function");
         json_out_begin_object(w);
-        if (t->name) oai__member_string(w, "name", t->name);
-        oai__member_string(w, "arguments", t->arguments);
+        if (t->name) json_out_member_string(w, "name", t->name);
+        json_out_member_string(w, "arguments", t->arguments);
         json_out_end_object(w);
         json_out_end_object(w);
     }
@@ -290,14 +296,14 @@ static void oai__message(json_out *w, const oai_choice *c, int chunk)
 {
     json_out_key(w, chunk ? "delta" : "message");
     json_out_begin_object(w);
-    if (!chunk || c->role) oai__member_string(w, "role", "assistant");
+    if (!chunk || c->role) json_out_member_string(w, "role", "assistant");
     if (!chunk) {
         json_out_key(w, "content");
         json_out_string_or_null(w, c->text);
     } else if (c->text) {
-        oai__member_string(w, "content", c->text);
+        json_out_member_string(w, "content", c->text);
     }
-    if (c->reasoning) oai__member_string(w, "reasoning_content", c->reasoning);
+    if (c->reasoning) json_out_member_string(w, "reasoning_content", c->reasoning);
     if (c->n_tool_calls) oai__tool_calls(w, c, chunk);
     json_out_end_object(w);
 }
@@ -306,16 +312,16 @@ static void oai__message(json_out *w, const oai_choice *c, int chunk)
 static void oai__choice(json_out *w, oai_kind kind, int index, const oai_choice *c, int chunk)
 {
     json_out_begin_object(w);
-    oai__member_number(w, "index", index);
+    json_out_member_number(w, "index", index);
     if (kind == OAI_CHAT)
         oai__message(w, c, chunk);
     else
-        oai__member_string(w, "text", c->text ? c->text : "");
+        json_out_member_string(w, "text", c->text ? c->text : "");
     oai__logprobs(w, kind, c->lp);
     json_out_key(w, "finish_reason");
     json_out_string_or_null(w, c->finish_reason);
     if ((!chunk || c->finish_reason) && !c->stop_reason && c->stop_token_id) {
-        oai__member_number(w, "stop_reason", *c->stop_token_id);
+        json_out_member_number(w, "stop_reason", *c->stop_token_id);
     } else if (!chunk || c->finish_reason) {
         json_out_key(w, "stop_reason");
         json_out_string_or_null(w, c->stop_reason);
@@ -392,11 +398,11 @@ char *oai_response_error(const oai_error *err)
     json_out_begin_object(&w);
     json_out_key(&w, "error");
     json_out_begin_object(&w);
-    oai__member_string(&w, "message", err->message);
-    oai__member_string(&w, "type", err->type ? err->type : "invalid_request_error");
+    json_out_member_string(&w, "message", err->message);
+    json_out_member_string(&w, "type", err->type ? err->type : "invalid_request_error");
     json_out_key(&w, "param");
     json_out_string_or_null(&w, err->param[0] ? err->param : NULL);
-    oai__member_number(&w, "code", err->http_status);
+    json_out_member_number(&w, "code", err->http_status);
     json_out_end_object(&w);
     json_out_end_object(&w);
     return json_out_finish(&w);
@@ -406,12 +412,12 @@ char *oai_response_error(const oai_error *err)
 static void oai__model(json_out *w, const char *name, int64_t created, int64_t max_model_len)
 {
     json_out_begin_object(w);
-    oai__member_string(w, "id", name);
-    oai__member_string(w, "object", "model");
-    oai__member_number(w, "created", (double)created);
-    oai__member_string(w, "owned_by", "encore");
-    oai__member_string(w, "root", name);
-    oai__member_number(w, "max_model_len", (double)max_model_len);
+    json_out_member_string(w, "id", name);
+    json_out_member_string(w, "object", "model");
+    json_out_member_number(w, "created", (double)created);
+    json_out_member_string(w, "owned_by", "encore");
+    json_out_member_string(w, "root", name);
+    json_out_member_number(w, "max_model_len", (double)max_model_len);
     json_out_end_object(w);
 }
 
@@ -420,7 +426,7 @@ char *oai_response_models(const char *name, int64_t created, int64_t max_model_l
     json_out w;
     json_out_init(&w);
     json_out_begin_object(&w);
-    oai__member_string(&w, "object", "list");
+    json_out_member_string(&w, "object", "list");
     json_out_key(&w, "data");
     json_out_begin_array(&w);
     oai__model(&w, name, created, max_model_len);
@@ -434,7 +440,7 @@ char *oai_response_version(const char *version)
     json_out w;
     json_out_init(&w);
     json_out_begin_object(&w);
-    oai__member_string(&w, "version", version);
+    json_out_member_string(&w, "version", version);
     json_out_end_object(&w);
     return json_out_finish(&w);
 }

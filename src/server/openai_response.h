@@ -24,6 +24,7 @@ typedef struct oai_head {
 
 typedef struct oai_usage {
     int64_t prompt_tokens, completion_tokens, cached_tokens;
+    int64_t reasoning_tokens; /* of completion_tokens: a Response's output_tokens_details */
 } oai_usage;
 
 /* The text of a token id, raw bytes (which need not be whole UTF-8
@@ -74,6 +75,12 @@ typedef struct oai_choice {
 /* The characters (code points) of lp's tokens as "tokens" shows them (bytes
  * that are no whole character count one U+FFFD each): the next text_offset. */
 size_t oai_logprobs_chars(const oai_logprobs *lp);
+
+/* lp's tokens as chat's logprobs.content writes them, [{"token", "logprob",
+ * "bytes", "top_logprobs"}, ...], into w (a Responses output_text's
+ * "logprobs" too). */
+struct json_out;
+void oai_logprob_entries(struct json_out *w, const oai_logprobs *lp);
 
 /* A whole response: choices[0..n) and usage. */
 char *oai_response_body(const oai_head *h, const oai_choice *choices, int n, const oai_usage *u);

@@ -192,11 +192,11 @@ int oai_structured_keep_text(const char *body, size_t len, oai_structured *s, oa
     if (!text) return os__oom(err);
     /* the same value as the one checked (not another member spelled alike
      * after an escaped one that cJSON took): printed alike */
-    cJSON *raw = cJSON_Parse(text);
-    char *printed = raw ? cJSON_PrintUnformatted(raw) : NULL;
-    int same = printed && !strcmp(printed, s->json_schema);
-    cJSON_Delete(raw);
-    cJSON_free(printed);
+    int same = json_span_prints_as(text, strlen(text), s->json_schema);
+    if (same < 0) {
+        free(text);
+        return os__oom(err);
+    }
     if (!same) {
         free(text);
         return 1;

@@ -157,12 +157,8 @@ int tool_request_keep_text(const char *body, size_t len, oai_request *r, oai_err
         return 1; /* cJSON's print stays: it escapes control bytes */
     /* the same array as the one checked (not another member spelled
      * "tools" after an escaped one that cJSON took) */
-    cJSON *raw = cJSON_ParseWithLength(body + begin, end - begin);
-    char *printed = raw ? cJSON_PrintUnformatted(raw) : NULL;
-    /* printed alike: cJSON_Compare takes time exponential in the depth */
-    int same = printed && !strcmp(printed, r->tools_json);
-    cJSON_Delete(raw);
-    cJSON_free(printed);
+    int same = json_span_prints_as(body + begin, end - begin, r->tools_json);
+    if (same < 0) return tool__oom(err);
     if (!same) return 1;
     char *text = malloc(end - begin + 1);
     if (!text) return tool__oom(err);
