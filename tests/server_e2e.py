@@ -1084,22 +1084,25 @@ def check_failures(a):
 
 
 def check_oom(a):
+    # each reply would wait forever for the last output it lost: a deadline of 30 s tells that
+    # from the few seconds the work takes (a batch of 6 x 64 tokens took 10 s under ASan beside
+    # another test)
+    wait = 30
     with server_with_env(a, "ENCORE_FAULT_FINAL_COPIES", "2") as srv:
         comp = {"prompt": "hi", "max_tokens": 4, "temperature": 0}
-        # each reply would wait forever for the last output it lost
-        expect_error(srv, 500, "POST", "/v1/completions", comp, "out of memory", timeout=10)
+        expect_error(srv, 500, "POST", "/v1/completions", comp, "out of memory", timeout=wait)
         expect_error(srv, 500, "POST", "/v1/completions", dict(comp, n=3, max_tokens=64, ignore_eos=True),
-                     "out of memory", timeout=10)
+                     "out of memory", timeout=wait)
         srv.wait_idle()
         print("ok: afterwards nothing runs and every KV block is free")
-        status, r, _ = srv.post("/v1/completions", comp, timeout=10)
+        status, r, _ = srv.post("/v1/completions", comp, timeout=wait)
         if status != 200 or not r["choices"][0]["text"]:
             fail(f"after the lost copies: {status} {r}")
         print("ok: the next request is answered")
     with server_with_env(a, "ENCORE_FAULT_FINAL_COPIES", "1") as srv:
         batch = {"prompt": ["hi", "Once upon a time", [9707, 11]], "n": 2, "max_tokens": 64,
                  "ignore_eos": True, "temperature": 0}
-        expect_error(srv, 500, "POST", "/v1/completions", batch, "out of memory", timeout=10)
+        expect_error(srv, 500, "POST", "/v1/completions", batch, "out of memory", timeout=wait)
         srv.wait_idle()
         print("ok: a batch whose one choice lost its last output: 500, then nothing runs")
 

@@ -35,6 +35,7 @@
 
 #include "openai_response.h"
 #include "reasoning.h"
+#include "responses_request.h"
 #include "responses_stream.h"
 #include "server_impl.h"
 #include "tool_calls.h"
@@ -83,6 +84,7 @@ typedef struct gen_choice {
     tool_parser tools;
     char *raw;
     size_t n_raw, n_calls_sent;
+    size_t *call_marks;    /* [tools.n_calls]: n_content when each call was parsed */
     int32_t *ids;          /* [n_ids] the whole reply's logprobs (stream: false) */
     float *logprobs;
     encore_logprob *top;
@@ -223,6 +225,7 @@ static void gen__job_free(gen_job *j)
         free(c->reasoning);
         free(c->content);
         free(c->raw);
+        free(c->call_marks);
         tool_parser_free(&c->tools);
         free(c->ids);
         free(c->logprobs);
@@ -430,11 +433,12 @@ static void gen__count_reasoning(gen_choice *c, const gen_event *ev)
 {
     reasoning_state was = c->split.state;
     if (was == REASONING_CONTENT || !ev->n_ids) return;
+    /* a reply thinks when it begins with the tag (reasoning_put's rule) */
+    if (was == REASONING_START && strncmp(ev->text, "<think>", 7)) return;
     size_t first = ev->n_prompt_lps, at = first;
     const char *end = strstr(ev->text, "</think>");
     if (!end) {
-        if (was == REASONING_THINK || strstr(ev->text, "<think>"))
-            c->n_reasoning_tokens += ev->n_ids - first;
+        c->n_reasoning_tokens += ev->n_ids - first;
         return;
     }
     /* the token whose text reaches past the tag's start */
@@ -461,8 +465,15 @@ static int gen__apply_chat(gen_choice *c, const gen_event *ev)
                            &c->n_reasoning, &c->raw, &c->n_raw) &&
              tool_parser_put(&c->tools, c->raw, c->n_raw, ev->finished, &c->content,
                              &c->n_content);
-    for (size_t k = n_calls; k < c->tools.n_calls; k++)
+    if (c->tools.n_calls > n_calls) {
+        size_t *marks = realloc(c->call_marks, c->tools.n_calls * sizeof *marks);
+        if (!marks) return 0;
+        c->call_marks = marks;
+    }
+    for (size_t k = n_calls; k < c->tools.n_calls; k++) {
         http_new_id(c->job->srv, "call_", c->tools.calls[k].id, sizeof c->tools.calls[k].id);
+        c->call_marks[k] = c->n_content;
+    }
     return ok;
 }
 
@@ -728,7 +739,8 @@ static char *gen__response_body(gen_job *j)
                        .user = j->srv};
     resp_progress p = gen__progress(c);
     oai_usage u = gen__usage(j);
-    return resp_whole(&j->resp.head, &p, c->finish_reason, j->req.logprobs ? &lp : NULL, &u);
+    return resp_whole(&j->resp.head, &p, c->call_marks, c->finish_reason,
+                      j->req.logprobs ? &lp : NULL, &u);
 }
 
 static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
@@ -805,6 +817,20 @@ static void gen__sse(gen_job *j, char *json)
     free(json);
 }
 
+/* One Responses event: "event: TYPE\ndata: JSON\n\n" (json taken). */
+static void gen__resp_emit(void *user, const char *type, char *json)
+{
+    gen_job *j = user;
+    if (!json) {
+        j->oom = 1;
+        return;
+    }
+    gen__out(j, "event: ", 7);
+    gen__out(j, type, strlen(type));
+    gen__out(j, "\n", 1);
+    gen__sse(j, json);
+}
+
 /* "event: error\ndata: {error}\n\n", once per stream, for a choice the
  * engine ended with "error". */
 static void gen__sse_error(gen_job *j)
@@ -814,6 +840,10 @@ static void gen__sse_error(gen_job *j)
     oai_error err;
     gen__engine_error(&err);
     metrics_count_error(&j->srv->metrics);
+    if (j->req.responses) { /* a Response stream's error event: flat, numbered */
+        gen__resp_emit(j, "error", resp_error_event(j->resp.seq++, &err));
+        return;
+    }
     gen__out(j, "event: error\n", 13);
     gen__sse(j, oai_response_error(&err));
 }
@@ -831,20 +861,6 @@ static void gen__sse_tool_calls(gen_job *j, gen_choice *c, const oai_usage *u)
         gen__sse(j, oai_response_tool_call_chunk(&j->head, c->index, &call, 0, u));
         gen__sse(j, oai_response_tool_call_chunk(&j->head, c->index, &call, 1, u));
     }
-}
-
-/* One Responses event: "event: TYPE\ndata: JSON\n\n" (json taken). */
-static void gen__resp_emit(void *user, const char *type, char *json)
-{
-    gen_job *j = user;
-    if (!json) {
-        j->oom = 1;
-        return;
-    }
-    gen__out(j, "event: ", 7);
-    gen__out(j, type, strlen(type));
-    gen__out(j, "\n", 1);
-    gen__sse(j, json);
 }
 
 /* The Responses events for what one event added to the reply. */
@@ -1370,6 +1386,7 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
     if (!gen__echo(j, prompts, &err) ||
         !(engine_free ? gen__prompt_only(j, &err) : gen__submit(j, prompts, &err))) {
         gen__prompts_free(prompts, n_prompts);
+        if (j->req.responses) oai_responses_error_names(&err);
         r = http_reply_error(s, conn, &err);
         gen__release(j);
         return r;
@@ -1378,6 +1395,7 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
     return j->req.stream ? gen__reply_stream(j, conn) : gen__reply_whole(j, conn);
 
 refuse:
+    if (req->responses) oai_responses_error_names(&err);
     gen__prompts_free(prompts, n_prompts);
     oai_request_free(req);
     return http_reply_error(s, conn, &err);

@@ -167,3 +167,10 @@ int json_span_prints_as(const char *text, size_t len, const char *printed)
     cJSON_free(p);
     return same;
 }
+
+int json_span_has_control(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r') return 1;
+    return 0;
+}

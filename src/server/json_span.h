@@ -33,4 +33,8 @@ char *json_span_object_without(const char *text, size_t begin, size_t end, const
  * exponential in the depth), 0 when not, -1 when out of memory. */
 int json_span_prints_as(const char *text, size_t len, const char *printed);
 
+/* 1 when s[0..n) holds a control byte JSON allows nowhere (cJSON takes them
+ * as whitespace and inside strings; the chat template's reader does not). */
+int json_span_has_control(const char *s, size_t n);
+
 #endif

@@ -60,6 +60,15 @@ static int resp__oom(oai_error *err)
     return oai_error_set(err, 500, NULL, "out of memory");
 }
 
+/* obj[key] = item (taken; NULL: its creation ran out of memory). 0 with
+ * err filled when out of memory (item freed). */
+static int resp__add(cJSON *obj, const char *key, cJSON *item, oai_error *err)
+{
+    if (item && cJSON_AddItemToObject(obj, key, item)) return 1;
+    cJSON_Delete(item);
+    return resp__oom(err);
+}
+
 /* obj[key] when given and not null, else NULL. */
 static const cJSON *resp__get(const cJSON *obj, const char *key)
 {
@@ -67,19 +76,17 @@ static const cJSON *resp__get(const cJSON *obj, const char *key)
     return v && !cJSON_IsNull(v) ? v : NULL;
 }
 
-/* A string member `key` of obj (named param.key in errors): *out points at
+/* A string member `key` of obj, named where.key in errors: *out points at
  * it, NULL when absent and not required. */
-static int resp__string(const cJSON *obj, const char *key, const char *param, int required,
+static int resp__string(const cJSON *obj, const char *key, const char *where, int required,
                         const char **out, oai_error *err)
 {
     const cJSON *v = resp__get(obj, key);
+    char param[128];
+    snprintf(param, sizeof param, "%s%s%s", where, where[0] ? "." : "", key);
     *out = NULL;
-    if (!v) {
-        if (!required) return 1;
-        return oai_error_set(err, 400, param, "'%s.%s' is required", param, key);
-    }
-    if (!cJSON_IsString(v))
-        return oai_error_set(err, 400, param, "'%s.%s' must be a string", param, key);
+    if (!v) return required ? oai_error_set(err, 400, param, "'%s' is required", param) : 1;
+    if (!cJSON_IsString(v)) return oai_error_set(err, 400, param, "'%s' must be a string", param);
     *out = v->valuestring;
     return 1;
 }
@@ -130,19 +137,38 @@ fail:
     return NULL;
 }
 
-/* The chat messages being built, and what an input item leaves for the next. */
+/* The chat messages being built, what an input item leaves for the next,
+ * and where each message came from (for the chat parser's errors). */
 typedef struct resp_input {
     cJSON *messages;       /* the chat "messages" array */
     cJSON *calls_to;       /* the assistant message function_call items add to, or NULL */
+    int calls_to_at;       /* its index among the messages */
     const char *reasoning; /* a reasoning item's text, for the next assistant message */
+    int item;              /* the input item being read; -1: instructions */
+    int *item_of;          /* [n]: the input item of message m (-1: instructions) */
+    int *call_item_of;     /* [n]: the input item of message m's first tool call */
+    int n, cap;
 } resp_input;
 
-/* A new last message {"role": role, "content": content} (content taken);
- * NULL when out of memory (content NULL: its creation ran out). */
-static cJSON *resp__push(cJSON *messages, const char *role, cJSON *content)
+/* A new last message {"role": role, "content": content} (content taken),
+ * from the item being read; NULL when out of memory (content NULL: its
+ * creation ran out). */
+static cJSON *resp__push(resp_input *in, const char *role, cJSON *content)
 {
+    if (in->n == in->cap) {
+        int cap = in->cap ? 2 * in->cap : 16;
+        int *a = realloc(in->item_of, (size_t)cap * sizeof *a);
+        if (a) in->item_of = a;
+        int *b = a ? realloc(in->call_item_of, (size_t)cap * sizeof *b) : NULL;
+        if (b) in->call_item_of = b;
+        if (!b) {
+            cJSON_Delete(content);
+            return NULL;
+        }
+        in->cap = cap;
+    }
     cJSON *m = content ? cJSON_CreateObject() : NULL;
-    if (!m || !cJSON_AddItemToArray(messages, m)) {
+    if (!m || !cJSON_AddItemToArray(in->messages, m)) {
         cJSON_Delete(m);
         cJSON_Delete(content);
         return NULL;
@@ -151,6 +177,8 @@ static cJSON *resp__push(cJSON *messages, const char *role, cJSON *content)
         cJSON_Delete(content);
         return NULL;
     }
+    in->item_of[in->n] = in->item;
+    in->call_item_of[in->n++] = -1;
     return cJSON_AddStringToObject(m, "role", role) ? m : NULL;
 }
 
@@ -158,7 +186,8 @@ static cJSON *resp__push(cJSON *messages, const char *role, cJSON *content)
  * reasoning. */
 static cJSON *resp__assistant(resp_input *in, cJSON *content)
 {
-    cJSON *m = resp__push(in->messages, "assistant", content ? content : cJSON_CreateNull());
+    cJSON *m = resp__push(in, "assistant", content ? content : cJSON_CreateNull());
+    in->calls_to_at = in->n - 1;
     if (m && in->reasoning && !cJSON_AddStringToObject(m, "reasoning_content", in->reasoning))
         return NULL;
     in->reasoning = NULL;
@@ -199,7 +228,7 @@ static int resp__message_item(resp_input *in, const cJSON *item, const char *whe
         in->calls_to = resp__assistant(in, content);
         return in->calls_to ? 1 : resp__oom(err);
     }
-    return resp__push(in->messages, role, content) ? 1 : resp__oom(err);
+    return resp__push(in, role, content) ? 1 : resp__oom(err);
 }
 
 /* {"type": "function_call", "call_id", "name", "arguments"}: a tool call of
@@ -211,10 +240,22 @@ static int resp__function_call(resp_input *in, const cJSON *item, const char *wh
         !resp__string(item, "name", where, 1, &name, err) ||
         !resp__string(item, "arguments", where, 1, &arguments, err))
         return 0;
+    cJSON *args = cJSON_Parse(arguments);
+    int object = cJSON_IsObject(args) && !json_span_has_control(arguments, strlen(arguments));
+    cJSON_Delete(args);
+    if (!object) {
+        char param[96];
+        snprintf(param, sizeof param, "%s.arguments", where);
+        return oai_error_set(err, 400, param,
+                             "'%s' must be a string holding a JSON object, got \"%.40s\"", param,
+                             arguments);
+    }
     if (!in->calls_to && !(in->calls_to = resp__assistant(in, NULL))) return resp__oom(err);
     cJSON *calls = cJSON_GetObjectItemCaseSensitive(in->calls_to, "tool_calls");
-    if (!calls && !(calls = cJSON_AddArrayToObject(in->calls_to, "tool_calls")))
-        return resp__oom(err);
+    if (!calls) {
+        if (!(calls = cJSON_AddArrayToObject(in->calls_to, "tool_calls"))) return resp__oom(err);
+        in->call_item_of[in->calls_to_at] = in->item;
+    }
     cJSON *call = cJSON_CreateObject(), *fn;
     if (!call || !cJSON_AddItemToArray(calls, call)) {
         cJSON_Delete(call);
@@ -237,7 +278,7 @@ static int resp__call_output(resp_input *in, const cJSON *item, const char *wher
     cJSON *content = resp__item_content(item, "output", where, err);
     if (!content) return 0;
     in->calls_to = NULL;
-    cJSON *m = resp__push(in->messages, "tool", content);
+    cJSON *m = resp__push(in, "tool", content);
     return m && cJSON_AddStringToObject(m, "tool_call_id", call_id) ? 1 : resp__oom(err);
 }
 
@@ -248,17 +289,16 @@ static int resp__reasoning(resp_input *in, const cJSON *item, const char *where,
 {
     const cJSON *parts = resp__get(item, "content");
     const char *key = "content";
-    if (!parts || !cJSON_GetArraySize(parts)) parts = resp__get(item, "summary"), key = "summary";
+    if (!parts || (cJSON_IsArray(parts) && !parts->child))
+        parts = resp__get(item, "summary"), key = "summary";
     if (parts && !cJSON_IsArray(parts))
         return oai_error_set(err, 400, where, "'%s.%s' must be an array of parts", where, key);
     in->reasoning = NULL;
-    for (const cJSON *p = parts ? parts->child : NULL; p; p = p->next) {
-        const char *text;
-        if (!cJSON_IsObject(p) || !resp__string(p, "text", where, 1, &text, err))
-            return oai_error_set(err, 400, where, "'%s.%s' must hold {\"type\", \"text\"} parts",
-                                 where, key);
-        in->reasoning = text; /* the last part: Qwen3 thinks in one */
-    }
+    in->calls_to = NULL;                          /* the calls after it are the next turn's */
+    const cJSON *p = parts ? parts->child : NULL; /* the first part, as vLLM reads it */
+    if (p && (!cJSON_IsObject(p) || !resp__string(p, "text", where, 1, &in->reasoning, err)))
+        return oai_error_set(err, 400, where, "'%s.%s' must hold {\"type\", \"text\"} parts", where,
+                             key);
     return 1;
 }
 
@@ -280,27 +320,26 @@ static int resp__item(resp_input *in, const cJSON *item, int i, oai_error *err)
                          where, type);
 }
 
-/* "instructions" and "input" as chat["messages"]. */
-static int resp__input(const cJSON *root, cJSON *chat, oai_error *err)
+/* "instructions" and "input" as chat["messages"], built in *in. */
+static int resp__input(const cJSON *root, cJSON *chat, resp_input *in, oai_error *err)
 {
-    resp_input in = {.messages = cJSON_AddArrayToObject(chat, "messages")};
-    if (!in.messages) return resp__oom(err);
+    if (!(in->messages = cJSON_AddArrayToObject(chat, "messages"))) return resp__oom(err);
     const char *instructions;
     if (!resp__string(root, "instructions", "", 0, &instructions, err))
         return oai_error_set(err, 400, "instructions", "'instructions' must be a string");
-    if (instructions && !resp__push(in.messages, "system", cJSON_CreateString(instructions)))
+    in->item = -1;
+    if (instructions && !resp__push(in, "system", cJSON_CreateString(instructions)))
         return resp__oom(err);
+    in->item = 0;
     const cJSON *v = resp__get(root, "input");
     if (!v) return oai_error_set(err, 400, "input", "'input' is required");
     if (cJSON_IsString(v))
-        return resp__push(in.messages, "user", cJSON_CreateString(v->valuestring)) ? 1
-                                                                                   : resp__oom(err);
+        return resp__push(in, "user", cJSON_CreateString(v->valuestring)) ? 1 : resp__oom(err);
     if (!cJSON_IsArray(v))
         return oai_error_set(err, 400, "input", "'input' must be a string or an array of items");
     if (!v->child) return oai_error_set(err, 400, "input", "'input' is empty");
-    int i = 0;
-    for (const cJSON *item = v->child; item; item = item->next, i++)
-        if (!resp__item(&in, item, i, err)) return 0;
+    for (const cJSON *item = v->child; item; item = item->next, in->item++)
+        if (!resp__item(in, item, in->item, err)) return 0;
     return 1;
 }
 
@@ -329,14 +368,14 @@ static int resp__tools(const cJSON *root, cJSON *chat, oai_error *err)
                                  "tools, only function tools the client calls",
                                  where, type);
         cJSON *tool = cJSON_CreateObject(), *fn = cJSON_Duplicate(t, 1);
-        if (!tool || !fn || !cJSON_AddItemToArray(tools, tool)) {
+        if (!tool || !cJSON_AddItemToArray(tools, tool)) {
             cJSON_Delete(tool);
             cJSON_Delete(fn);
             return resp__oom(err);
         }
-        cJSON_DeleteItemFromObjectCaseSensitive(fn, "type");
+        if (fn) cJSON_DeleteItemFromObjectCaseSensitive(fn, "type");
         if (!cJSON_AddStringToObject(tool, "type", "function") ||
-            !cJSON_AddItemToObject(tool, "function", fn))
+            !resp__add(tool, "function", fn, err))
             return resp__oom(err);
     }
     return 1;
@@ -347,10 +386,7 @@ static int resp__tool_choice(const cJSON *root, cJSON *chat, oai_error *err)
 {
     const cJSON *v = resp__get(root, "tool_choice");
     if (!v) return 1;
-    if (cJSON_IsString(v)) {
-        cJSON *c = cJSON_Duplicate(v, 0);
-        return c && cJSON_AddItemToObject(chat, "tool_choice", c) ? 1 : resp__oom(err);
-    }
+    if (cJSON_IsString(v)) return resp__add(chat, "tool_choice", cJSON_Duplicate(v, 0), err);
     const char *type, *name;
     if (!cJSON_IsObject(v) || !resp__string(v, "type", "tool_choice", 1, &type, err))
         return oai_error_set(err, 400, "tool_choice",
@@ -389,12 +425,8 @@ static int resp__text_format(const cJSON *root, cJSON *chat, oai_error *err)
     if (!rf || !cJSON_AddStringToObject(rf, "type", type)) return resp__oom(err);
     if (strcmp(type, "json_schema")) return 1; /* json_object, or the chat parser's error */
     cJSON *js = cJSON_Duplicate(f, 1);
-    if (!js || !cJSON_AddItemToObject(rf, "json_schema", js)) {
-        cJSON_Delete(js);
-        return resp__oom(err);
-    }
-    cJSON_DeleteItemFromObjectCaseSensitive(js, "type");
-    return 1;
+    if (js) cJSON_DeleteItemFromObjectCaseSensitive(js, "type");
+    return resp__add(rf, "json_schema", js, err);
 }
 
 /* --- the rest ----------------------------------------------------------------- */
@@ -461,36 +493,57 @@ static int resp__limits(const cJSON *root, cJSON *chat, oai_error *err)
     const cJSON *v = resp__get(root, "max_output_tokens"), *k = resp__get(root, "top_logprobs");
     const cJSON *stream = resp__get(root, "stream");
     int logprobs;
-    cJSON *c;
     if (!resp__include(root, &logprobs, err)) return 0;
     if (logprobs && cJSON_IsTrue(stream))
         return oai_error_set(err, 400, "include",
                              "'include': \"message.output_text.logprobs\" is supported with "
                              "'stream': false only");
-    if (v && (!(c = cJSON_Duplicate(v, 0)) || !cJSON_AddItemToObject(chat, "max_tokens", c)))
-        return resp__oom(err);
+    if (v && !resp__add(chat, "max_tokens", cJSON_Duplicate(v, 0), err)) return 0;
     if (logprobs && !cJSON_AddTrueToObject(chat, "logprobs")) return resp__oom(err);
-    if (logprobs && k &&
-        (!(c = cJSON_Duplicate(k, 0)) || !cJSON_AddItemToObject(chat, "top_logprobs", c)))
-        return resp__oom(err);
-    return 1;
+    return !logprobs || !k || resp__add(chat, "top_logprobs", cJSON_Duplicate(k, 0), err);
 }
 
 static int resp__shared_fields(const cJSON *root, cJSON *chat, oai_error *err)
 {
     for (size_t i = 0; i < sizeof resp__shared / sizeof *resp__shared; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, resp__shared[i]);
-        cJSON *c;
-        if (v && (!(c = cJSON_Duplicate(v, 1)) || !cJSON_AddItemToObject(chat, resp__shared[i], c)))
-            return resp__oom(err);
+        if (v && !resp__add(chat, resp__shared[i], cJSON_Duplicate(v, 1), err)) return 0;
     }
     return 1;
 }
 
-/* The chat parser's names of what it read from the rebuilt request, as the
- * Responses request spells them (the chat message indices stay: a message
- * of "input" may be more than one chat message). */
-static void resp__error_names(oai_error *err)
+/* In s[cap]: from the first "messages[N]" on, that message as the input
+ * item it came from: "input[I]" (its K-th tool call, "messages[N].tool_calls[K].function",
+ * the item of that call), or "instructions". */
+static void resp__message_names(char *s, size_t cap, const resp_input *in)
+{
+    char *at = strstr(s, "messages["), *end, name[48];
+    if (!at) return;
+    long n = strtol(at + 9, &end, 10), k = -1;
+    if (*end != ']' || n < 0 || n >= in->n) return;
+    end++;
+    if (!strncmp(end, ".tool_calls[", 12) && in->call_item_of[n] >= 0) {
+        char *e2;
+        k = strtol(end + 12, &e2, 10);
+        if (*e2 == ']') {
+            end = e2 + 1;
+            if (!strncmp(end, ".function", 9)) end += 9;
+        } else {
+            k = -1;
+        }
+    }
+    int item = k >= 0 ? in->call_item_of[n] + (int)k : in->item_of[n];
+    if (item < 0)
+        snprintf(name, sizeof name, "instructions");
+    else
+        snprintf(name, sizeof name, "input[%d]", item);
+    size_t nn = strlen(name), tail = strlen(end);
+    if ((size_t)(at - s) + nn + tail >= cap) return;
+    memmove(at + nn, end, tail + 1);
+    memcpy(at, name, nn);
+}
+
+void oai_responses_error_names(oai_error *err)
 {
     static const struct {
         const char *chat, *responses;
@@ -500,10 +553,11 @@ static void resp__error_names(oai_error *err)
         {"max_tokens", "max_output_tokens"},
         {".function.", "."},
         {"tool_choice.function", "tool_choice"},
-        {"messages", "input"},
+        {"'messages'", "'input'"},
     };
     char *fields[] = {err->param, err->message};
     size_t caps[] = {sizeof err->param, sizeof err->message};
+    if (!strcmp(err->param, "messages")) snprintf(err->param, sizeof err->param, "input");
     for (size_t f = 0; f < 2; f++)
         for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
             char *at;
@@ -515,6 +569,16 @@ static void resp__error_names(oai_error *err)
                 memcpy(at, names[k].responses, nr);
             }
         }
+}
+
+/* The chat parser's names of what it read from the rebuilt request, as the
+ * Responses request spells them. */
+static void resp__error_names(oai_error *err, const resp_input *in)
+{
+    resp__message_names(err->param, sizeof err->param, in);
+    for (int twice = 0; twice < 2; twice++) /* a message may name the field twice */
+        resp__message_names(err->message, sizeof err->message, in);
+    oai_responses_error_names(err);
 }
 
 /* The request's fields a Response repeats, as JSON members: the ones the
@@ -566,7 +630,9 @@ static char *resp__echo(const cJSON *root)
 static int resp__tools_text(const char *body, size_t len, oai_request *out, oai_error *err)
 {
     size_t begin, end, *spans = NULL, n = 0, cap = 2;
-    if (!out->tools_json || !json_span_member(body, len, "tools", &begin, &end)) return 1;
+    if (!out->tools_json || !json_span_member(body, len, "tools", &begin, &end) ||
+        json_span_has_control(body + begin, end - begin))
+        return 1; /* cJSON's print stays: it escapes control bytes */
     if (!json_span_elements(body, begin, end, &spans, &n)) return resp__oom(err);
     char *text = malloc(cap), **parts = calloc(n ? n : 1, sizeof *parts);
     int ok = text && parts;
@@ -612,15 +678,16 @@ int oai_responses_parse(const char *body, size_t len, const oai_defaults *defaul
 {
     memset(out, 0, sizeof *out);
     out->kind = OAI_CHAT;
+    resp_input in = {0};
     cJSON *root = oai_request_json(body, len, err), *chat = root ? cJSON_CreateObject() : NULL;
     if (root && !chat) resp__oom(err);
-    int ok = chat && resp__refused(root, err) && resp__input(root, chat, err) &&
+    int ok = chat && resp__refused(root, err) && resp__input(root, chat, &in, err) &&
              resp__tools(root, chat, err) && resp__tool_choice(root, chat, err) &&
              resp__text_format(root, chat, err) && resp__limits(root, chat, err) &&
              resp__shared_fields(root, chat, err);
     if (ok) {
         ok = oai_request_parse_chat(chat, body, len, defaults, out, err);
-        if (!ok) resp__error_names(err);
+        if (!ok) resp__error_names(err, &in);
     }
     if (ok && !resp__tools_text(body, len, out, err)) oai_request_free(out), ok = 0;
     if (ok) {
@@ -634,5 +701,7 @@ int oai_responses_parse(const char *body, size_t len, const oai_defaults *defaul
     }
     cJSON_Delete(chat);
     cJSON_Delete(root);
+    free(in.item_of);
+    free(in.call_item_of);
     return ok;
 }

@@ -22,4 +22,10 @@
 int oai_responses_parse(const char *body, size_t len, const oai_defaults *defaults,
                         oai_request *out, oai_error *err);
 
+/* err, from a chat request that a Responses request became (refused after
+ * parsing: its length, a template failure, ...), naming the Responses
+ * fields: "messages" -> "input", "max_tokens" -> "max_output_tokens",
+ * "response_format" -> "text.format", a tool's "function." left out. */
+void oai_responses_error_names(oai_error *err);
+
 #endif

@@ -180,3 +180,19 @@ char *resp_event_json(const resp_head *h, const resp_event *e)
     json_out_end_object(&w);
     return json_out_finish(&w);
 }
+
+char *resp_error_event(int64_t sequence_number, const oai_error *err)
+{
+    json_out w;
+    json_out_init(&w);
+    json_out_begin_object(&w);
+    json_out_member_string(&w, "type", "error");
+    json_out_member_number(&w, "sequence_number", (double)sequence_number);
+    json_out_key(&w, "code");
+    json_out_null(&w);
+    json_out_member_string(&w, "message", err->message);
+    json_out_key(&w, "param");
+    json_out_string_or_null(&w, err->param[0] ? err->param : NULL);
+    json_out_end_object(&w);
+    return json_out_finish(&w);
+}

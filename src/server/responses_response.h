@@ -84,4 +84,8 @@ char *resp_response_body(const resp_head *h, const resp_state *s);
 /* One event's JSON (the SSE frame's data). */
 char *resp_event_json(const resp_head *h, const resp_event *e);
 
+/* The stream's error event, {"type": "error", "sequence_number", "code",
+ * "message", "param"} (a failure after the stream began). */
+char *resp_error_event(int64_t sequence_number, const oai_error *err);
+
 #endif

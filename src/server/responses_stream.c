@@ -197,7 +197,7 @@ static char *resp__response(const resp_head *h, const resp_slot *slots, size_t n
         if (slots[i].kind != RESP_CALL && !(texts[i] = malloc(slots[i].end - slots[i].begin + 1)))
             ok = 0;
         if (ok) items[i] = resp__view(&slots[i], p, texts[i]);
-        if (ok && slots[i].kind == RESP_MESSAGE) items[i].lp = lp;
+        if (ok && slots[i].kind == RESP_MESSAGE) items[i].lp = lp, lp = NULL; /* the first's */
     }
     resp_state st = {status, reason, items, n, u};
     char *json = ok ? resp_response_body(h, &st) : NULL;
@@ -252,18 +252,27 @@ static const char *resp__status(const char *finish_reason)
     return !strcmp(finish_reason, "length") ? "incomplete" : "completed";
 }
 
-void resp_stream_end(resp_stream *s, const resp_progress *p, const char *finish_reason,
-                     const oai_usage *u, resp_emit_fn emit, void *user)
+/* The rest of p taken in, and every item closed (an empty message when
+ * the reply made neither a message nor a call). */
+static void resp__finish(resp_stream *s, const resp_progress *p, const char *status,
+                         resp_emit_fn emit, void *user)
 {
-    const char *status = resp__status(finish_reason);
     resp_stream_update(s, p, emit, user);
     if (s->reasoning_open >= 0) resp__close(s, s->reasoning_open, p, "completed", emit, user);
     int answered = 0; /* a message or a call: else an empty message, as resp_whole has */
     for (size_t i = 0; i < s->n_slots; i++)
         answered |= s->slots[i].kind != RESP_REASONING;
-    if (!answered && (s->message_open = resp__open(s, RESP_MESSAGE, p->n_content, 0)) >= 0)
-        resp__added(s, s->message_open, p, emit, user);
+    if (!answered && (s->message_open = resp__open(s, RESP_MESSAGE, p->n_content, 0)) < 0)
+        s->oom = 1;
+    if (!answered && s->message_open >= 0) resp__added(s, s->message_open, p, emit, user);
     if (s->message_open >= 0) resp__close(s, s->message_open, p, status, emit, user);
+}
+
+void resp_stream_end(resp_stream *s, const resp_progress *p, const char *finish_reason,
+                     const oai_usage *u, resp_emit_fn emit, void *user)
+{
+    const char *status = resp__status(finish_reason);
+    resp__finish(s, p, status, emit, user);
     /* response.completed either way, its status inside (as vLLM sends it):
      * the openai package's ResponseStream before 5.x takes its final
      * snapshot from response.completed only */
@@ -271,26 +280,33 @@ void resp_stream_end(resp_stream *s, const resp_progress *p, const char *finish_
                     !strcmp(status, "incomplete") ? "max_output_tokens" : NULL, u, emit, user);
 }
 
-char *resp_whole(const resp_head *head, const resp_progress *p, const char *finish_reason,
-                 const oai_logprobs *lp, const oai_usage *u)
+static void resp__discard(void *user, const char *type, char *json)
 {
-    /* the items a stream of the same reply ends with: reasoning, the
-     * message (content before the calls), the calls (content around them
-     * is one message: the parser gives it whole) */
+    (void)type;
+    if (!json) *(int *)user = 1;
+    free(json);
+}
+
+char *resp_whole(const resp_head *head, const resp_progress *p, const size_t *call_marks,
+                 const char *finish_reason, const oai_logprobs *lp, const oai_usage *u)
+{
+    /* the stream of the same reply replayed, so the items are the ones a
+     * stream ends with: the content each call came after, then the call */
     const char *status = resp__status(finish_reason);
-    size_t n = 0;
-    resp_slot *all = malloc((2 + p->n_calls) * sizeof *all);
-    if (!all) return NULL;
-    if (p->n_reasoning)
-        all[n++] = (resp_slot){RESP_REASONING, 0, p->n_reasoning, 0, "completed", ""};
-    if (p->n_content || !p->n_calls)
-        all[n++] = (resp_slot){RESP_MESSAGE, 0, p->n_content, 0, status, ""};
-    for (size_t k = 0; k < p->n_calls; k++)
-        all[n++] = (resp_slot){RESP_CALL, 0, 0, k, "completed", ""};
-    for (size_t i = 0; i < n; i++)
-        resp__slot_id(&all[i], head->id, i);
-    char *json = resp__response(head, all, n, p, status,
-                                !strcmp(status, "incomplete") ? "max_output_tokens" : NULL, lp, u);
-    free(all);
+    int oom = 0;
+    resp_stream s;
+    resp_stream_init(&s, head);
+    for (size_t k = 0; k < p->n_calls; k++) {
+        resp_progress q = *p;
+        q.n_content = call_marks[k] < p->n_content ? call_marks[k] : p->n_content;
+        q.n_calls = k + 1;
+        resp_stream_update(&s, &q, resp__discard, &oom);
+    }
+    resp__finish(&s, p, status, resp__discard, &oom);
+    char *json = NULL;
+    if (!oom && !s.oom)
+        json = resp__response(head, s.slots, s.n_slots, p, status,
+                              !strcmp(status, "incomplete") ? "max_output_tokens" : NULL, lp, u);
+    resp_stream_free(&s);
     return json;
 }

@@ -61,9 +61,11 @@ void resp_stream_update(resp_stream *s, const resp_progress *p, resp_emit_fn emi
 void resp_stream_end(resp_stream *s, const resp_progress *p, const char *finish_reason,
                      const oai_usage *u, resp_emit_fn emit, void *user);
 
-/* The whole Response of a finished reply (stream: false); lp: the message's
- * logprobs, or NULL. */
-char *resp_whole(const resp_head *head, const resp_progress *p, const char *finish_reason,
-                 const oai_logprobs *lp, const oai_usage *u);
+/* The whole Response of a finished reply (stream: false): the items a
+ * stream of it ends with (call_marks[k]: the content's length when call k
+ * was parsed; a stream takes an event's text before its calls); lp: the
+ * (first) message's logprobs, or NULL. */
+char *resp_whole(const resp_head *head, const resp_progress *p, const size_t *call_marks,
+                 const char *finish_reason, const oai_logprobs *lp, const oai_usage *u);
 
 #endif

@@ -28,15 +28,6 @@ static int tool__oom(oai_error *err)
     return oai_error_set(err, 500, NULL, "out of memory");
 }
 
-/* 1 when s[0..n) holds a control byte JSON allows nowhere (cJSON takes them
- * as whitespace and inside strings; the chat template's reader does not). */
-static int tool__has_control(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] < ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r') return 1;
-    return 0;
-}
-
 static int tool__name_ok(const char *s)
 {
     size_t n = strlen(s);
@@ -153,7 +144,7 @@ int tool_request_keep_text(const char *body, size_t len, oai_request *r, oai_err
 {
     size_t begin, end;
     if (!r->tools_json || !json_span_member(body, len, "tools", &begin, &end) ||
-        tool__has_control(body + begin, end - begin))
+        json_span_has_control(body + begin, end - begin))
         return 1; /* cJSON's print stays: it escapes control bytes */
     /* the same array as the one checked (not another member spelled
      * "tools" after an escaped one that cJSON took) */
@@ -275,7 +266,7 @@ static int tool__call(const cJSON *c, int i, int k, encore_chat_tool_call *out, 
         if (!args || !args[0]) args = "{}";
     }
     cJSON *parsed = cJSON_Parse(args);
-    int object = cJSON_IsObject(parsed) && !tool__has_control(args, strlen(args));
+    int object = cJSON_IsObject(parsed) && !json_span_has_control(args, strlen(args));
     cJSON_Delete(parsed);
     if (!object) {
         oai_error_set(err, 400, param,
