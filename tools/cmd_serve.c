@@ -17,8 +17,8 @@
 static const char serve_help[] =
     "usage: encore serve -m DIR [options]\n\n"
     "Serve a Qwen3 checkpoint over HTTP with OpenAI's API: POST /v1/completions,\n"
-    "/v1/chat/completions, /tokenize, /detokenize; GET /v1/models, /health, /version,\n"
-    "/metrics.\n\n"
+    "/v1/chat/completions, /v1/responses, /tokenize, /detokenize; GET /v1/models,\n"
+    "/health, /version, /metrics.\n\n"
     "options:\n"
     "  --host ADDR              address to bind (default 127.0.0.1; 0.0.0.0 for every\n"
     "                           interface)\n"
