@@ -4,9 +4,11 @@
  *
  *   <function=NAME>          NAME: up to the first '>', not empty
  *   <parameter=KEY>          KEY: up to the first '>' (may be empty)
- *   VALUE                    up to the first "</parameter>", "<parameter=" or
- *   </parameter>               "</function>", else to the end of the body:
- *   <parameter=KEY>...         "</parameter>" may be missing
+ *   VALUE                    up to the first "<parameter=", "</parameter>" or
+ *   </parameter>               "</function>" that ends it (a closing tag followed by
+ *   <parameter=KEY>...         more than a next tag or the body's end is VALUE's text:
+ *                              code that writes the tags), else to the end of the
+ *                              body: "</parameter>" may be missing
  *   </function>              may be missing at the end of the body
  *
  * with only whitespace between the tags and around the function. One "\n"
@@ -111,26 +113,43 @@ static int tool__xml_starts(const char *s, size_t n, size_t i, const char *tag, 
     return n - i >= tag_len && !memcmp(s + i, tag, tag_len);
 }
 
-/* Where the value from s[i] ends: the first "</parameter>", "<parameter=" or "</function>", or
- * n (one pass, so that a body of many parameters costs its length). */
-static size_t tool__xml_value_end(const char *s, size_t n, size_t i)
-{
-    for (; i < n; i++)
-        if (s[i] == '<' &&
-            (tool__xml_starts(s, n, i, tool_xml_parameter_end,
-                              TOOL_XML_LEN(tool_xml_parameter_end)) ||
-             tool__xml_starts(s, n, i, tool_xml_parameter, TOOL_XML_LEN(tool_xml_parameter)) ||
-             tool__xml_starts(s, n, i, tool_xml_function_end, TOOL_XML_LEN(tool_xml_function_end))))
-            return i;
-    return n;
-}
-
 /* The whitespace between tags. */
 static size_t tool__xml_skip_ws(const char *s, size_t n, size_t i)
 {
     while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r'))
         i++;
     return i;
+}
+
+/* Where the value from s[i] ends (one pass, so that a body of many
+ * parameters costs its length): the first "</parameter>" that whitespace
+ * and then the body's end, "<parameter=" or "</function>" follow, or the
+ * first "</function>" that only whitespace follows. A closing tag that
+ * something else follows is the value's text (code that writes the tags)
+ * when such an end comes later; when "<parameter=" or the body's end comes
+ * first, the value ends at the first of those tags (text between two
+ * parameters, which makes the call content). */
+static size_t tool__xml_value_end(const char *s, size_t n, size_t i)
+{
+    const size_t p = TOOL_XML_LEN(tool_xml_parameter), pe = TOOL_XML_LEN(tool_xml_parameter_end);
+    const size_t fe = TOOL_XML_LEN(tool_xml_function_end);
+    size_t first = n; /* the first closing tag passed over */
+    for (; i < n; i++) {
+        if (s[i] != '<') continue;
+        if (tool__xml_starts(s, n, i, tool_xml_parameter, p)) return first < n ? first : i;
+        size_t k = n;
+        if (tool__xml_starts(s, n, i, tool_xml_parameter_end, pe)) {
+            k = tool__xml_skip_ws(s, n, i + pe);
+            if (k == n || tool__xml_starts(s, n, k, tool_xml_parameter, p) ||
+                tool__xml_starts(s, n, k, tool_xml_function_end, fe))
+                return i;
+        } else if (tool__xml_starts(s, n, i, tool_xml_function_end, fe)) {
+            k = tool__xml_skip_ws(s, n, i + fe);
+            if (k == n) return i;
+        }
+        if (k < n && first == n) first = i;
+    }
+    return first;
 }
 
 /* What Python's str.strip() removes, in ASCII. */
