@@ -1925,6 +1925,23 @@ def check_tools(a):
                 if status != 200 or r["choices"][0]["finish_reason"] not in ("length", "stop", "tool_calls"):
                     fail(f"chat with tools: {status} {r}")
         print("ok chat with tools and tool results answers, streamed and not")
+        # an auto call the model made (a regex forces one, then text): "tool_calls" when the reply
+        # ends, and also when max_tokens cuts the text after it, as vLLM answers ("tool_calls"
+        # whenever its parser found a call)
+        forced = {"messages": [{"role": "user", "content": "time?"}], "tools": [TIME], "temperature": 0,
+                  "max_tokens": 40, "chat_template_kwargs": {"enable_thinking": False}}
+        call = '<tool_call>\\n\\{"name": "get_time", "arguments": \\{\\}\\}\\n</tool_call>'
+        for tail, why in [("( x){1,3}", "stop"), ("( x){200}", "length")]:
+            body = dict(forced, structured_outputs={"regex": call + tail})
+            status, r, _ = srv.post(chat, body)
+            c = r["choices"][0] if status == 200 else {}
+            streamed = curl_stream(srv, chat, dict(body, stream=True))
+            finish = [x["choices"][0]["finish_reason"] for x in streamed if x["choices"][0]["finish_reason"]]
+            if (c.get("finish_reason") != "tool_calls" or finish != ["tool_calls"]
+                    or [t["function"]["name"] for t in c["message"]["tool_calls"]] != ["get_time"]
+                    or r["usage"]["completion_tokens"] > 40 or (why == "length") != (r["usage"]["completion_tokens"] == 40)):
+                fail(f"an auto call, then {why}: {status} {r} / streamed finish {finish}")
+        print("ok an auto call finishes \"tool_calls\", cut short by max_tokens after it too (vLLM's)")
         base = {"messages": [{"role": "user", "content": "hi"}], "tools": [WEATHER], "max_tokens": 4}
         for fields, param in [
             ({"tools": {"a": 1}}, "tools"),

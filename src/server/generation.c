@@ -479,8 +479,11 @@ static int gen__apply_chat(gen_choice *c, const gen_event *ev)
 
 /* Fold one event into its choice's text (split into reasoning and content for
  * chat) and finish state; a chat reply that stopped after making calls
- * finishes with "tool_calls" (one cut short stays "length"), but under a
- * named tool_choice with "stop", as OpenAI and vLLM answer it. */
+ * finishes with "tool_calls", but under a named tool_choice with "stop", as
+ * OpenAI and vLLM answer it. One cut short by max_tokens stays "length",
+ * but for calls the model chose to make (tool_choice "auto"), as vLLM
+ * answers it ("tool_calls" whenever its parser found a call); a Response
+ * says "incomplete" either way. */
 static int gen__apply(gen_choice *c, const gen_event *ev)
 {
     gen_job *j = c->job;
@@ -495,8 +498,11 @@ static int gen__apply(gen_choice *c, const gen_event *ev)
     if (ev->finished) {
         c->done = 1;
         snprintf(c->finish_reason, sizeof c->finish_reason, "%s", ev->finish_reason);
-        if (c->tools.n_calls && !strcmp(ev->finish_reason, "stop") &&
-            c->job->req.tool_choice != OAI_TOOL_NAMED)
+        int cut = !strcmp(ev->finish_reason, "length");
+        if (c->tools.n_calls &&
+            (!strcmp(ev->finish_reason, "stop") ||
+             (cut && j->req.tool_choice == OAI_TOOL_AUTO && !j->req.responses)) &&
+            j->req.tool_choice != OAI_TOOL_NAMED)
             snprintf(c->finish_reason, sizeof c->finish_reason, "tool_calls");
         if (ev->stop_string) c->stop_reason = gen__dup(ev->stop_string, strlen(ev->stop_string) + 1);
         c->stop_token_id = ev->stop_token_id;

@@ -28,7 +28,7 @@ static const char resp__known[] =
     " safety_identifier top_logprobs previous_response_id background conversation"
     " temperature top_p top_k min_p repetition_penalty presence_penalty frequency_penalty seed"
     " stop stop_token_ids min_tokens ignore_eos logit_bias skip_special_tokens"
-    " include_stop_str_in_output chat_template_kwargs include_reasoning ";
+    " include_stop_str_in_output chat_template_kwargs include_reasoning structured_outputs ";
 
 /* Copied into the chat request as they are (the chat parser checks them). */
 static const char *const resp__shared[] = {
@@ -53,6 +53,7 @@ static const char *const resp__shared[] = {
     "include_reasoning",
     "parallel_tool_calls",
     "user",
+    "structured_outputs", /* vLLM's: a regex, a choice, a grammar (a 400 beside text.format) */
 };
 
 static int resp__oom(oai_error *err)
