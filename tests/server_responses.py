@@ -28,7 +28,8 @@ reply finished with "length".
   errors    the 4xx of bad requests, each naming the Responses field; GET
             /v1/responses/{id} and previous_response_id a 404 (no response is
             kept); an unknown field answered as without it and named in one
-            warning on the server's stderr
+            warning on the server's stderr; a failed engine step a 500, a
+            stream's last event then {"type": "error", "sequence_number"}
 Uses server_e2e.py's Server."""
 import json
 import os
@@ -38,7 +39,7 @@ import tempfile
 import jsonschema
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_e2e import TIME, WEATHER, Server, fail, run_check, template_model  # noqa: E402
+from server_e2e import TIME, WEATHER, Server, fail, run_check, server_with_env, template_model  # noqa: E402
 
 CHAT, RESP = "/v1/chat/completions", "/v1/responses"
 GREEDY = {"temperature": 0}
@@ -390,6 +391,18 @@ def check_errors(a):
     if len(warnings) != 1 or "/v1/responses" not in warnings[0] or "'foo'" not in warnings[0]:
         fail(f"one warning naming 'foo' expected on stderr: {warnings}")
     print("ok an unknown field: answered as without it, named in one warning; metadata repeated, store false")
+    with server_with_env(a, "ENCORE_FAULT_STEPS", "2") as srv:  # the engine's next 2 steps fail
+        code, _, data = srv.request("POST", RESP, base)
+        if code != 500 or "failed in the engine" not in json.loads(data)["error"]["message"]:
+            fail(f"a failed step: {code} {data[:300]}")
+        status, _, data = srv.request("POST", RESP, dict(base, stream=True))
+        frames = data.decode()[:-2].split("\n\n")
+        last = frames[-1].split("\n")
+        err = json.loads(last[1][len("data: "):]) if len(last) == 2 else {}
+        if (status != 200 or last[0] != "event: error" or err.get("type") != "error"
+                or err.get("sequence_number") != len(frames) - 1 or "failed in the engine" not in err.get("message", "")):
+            fail(f"a stream ended by a failed step: {data[-400:]!r}")
+    print("ok a failed step: a 500, and a stream's last event the numbered error event")
 
 
 if __name__ == "__main__":

@@ -432,7 +432,9 @@ static int gen__keep_logprobs(gen_choice *c, const gen_event *ev)
 static void gen__count_reasoning(gen_choice *c, const gen_event *ev)
 {
     reasoning_state was = c->split.state;
-    if (was == REASONING_CONTENT || !ev->n_ids) return;
+    if (!c->job->req.responses || was == REASONING_CONTENT || !ev->n_ids)
+        return; /* only a
+     Response reports it */
     /* a reply thinks when it begins with the tag (reasoning_put's rule) */
     if (was == REASONING_START && strncmp(ev->text, "<think>", 7)) return;
     size_t first = ev->n_prompt_lps, at = first;
@@ -823,8 +825,9 @@ static void gen__sse(gen_job *j, char *json)
     free(json);
 }
 
-/* One Responses event: "event: TYPE\ndata: JSON\n\n" (json taken). */
-static void gen__resp_emit(void *user, const char *type, char *json)
+/* A named event, "event: TYPE\ndata: JSON\n\n" (json taken): each of a
+ * Response stream's, and the error event of every stream. */
+static void gen__sse_named(void *user, const char *type, char *json)
 {
     gen_job *j = user;
     if (!json) {
@@ -846,12 +849,10 @@ static void gen__sse_error(gen_job *j)
     oai_error err;
     gen__engine_error(&err);
     metrics_count_error(&j->srv->metrics);
-    if (j->req.responses) { /* a Response stream's error event: flat, numbered */
-        gen__resp_emit(j, "error", resp_error_event(j->resp.seq++, &err));
-        return;
-    }
-    gen__out(j, "event: error\n", 13);
-    gen__sse(j, oai_response_error(&err));
+    /* a Response stream's: flat and numbered */
+    gen__sse_named(j, "error",
+                   j->req.responses ? resp_error_event(j->resp.seq++, &err)
+                                    : oai_response_error(&err));
 }
 
 /* The calls choice c made since the last chunk: for each, one chunk with its
@@ -875,9 +876,9 @@ static void gen__resp_event(gen_job *j, gen_choice *c, const gen_event *ev)
     resp_progress p = gen__progress(c);
     if (ev->finished) {
         oai_usage u = gen__usage(j);
-        resp_stream_end(&j->resp, &p, c->finish_reason, &u, gen__resp_emit, j);
+        resp_stream_end(&j->resp, &p, c->finish_reason, &u, gen__sse_named, j);
     } else {
-        resp_stream_update(&j->resp, &p, gen__resp_emit, j);
+        resp_stream_update(&j->resp, &p, gen__sse_named, j);
     }
     if (j->resp.oom) j->oom = 1;
 }
@@ -1006,7 +1007,7 @@ static void gen__stream_free(void *cls)
 static enum MHD_Result gen__reply_stream(gen_job *j, struct MHD_Connection *conn)
 {
     j->t_out = http_now();
-    if (j->req.responses) resp_stream_begin(&j->resp, gen__resp_emit, j);
+    if (j->req.responses) resp_stream_begin(&j->resp, gen__sse_named, j);
     j->keepalive_s = j->srv->cfg.timeout_s / 4.0;
     if (j->keepalive_s > GEN_KEEPALIVE_MAX_S) j->keepalive_s = GEN_KEEPALIVE_MAX_S;
     struct MHD_Response *r =

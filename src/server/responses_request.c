@@ -513,6 +513,17 @@ static int resp__shared_fields(const cJSON *root, cJSON *chat, oai_error *err)
     return 1;
 }
 
+/* s[cap] with the n_old bytes at `at` replaced by `with`; 0 (s as it was)
+ * when the result would not fit. */
+static int resp__splice(char *s, size_t cap, char *at, size_t n_old, const char *with)
+{
+    size_t n = strlen(with), tail = strlen(at + n_old);
+    if ((size_t)(at - s) + n + tail >= cap) return 0;
+    memmove(at + n, at + n_old, tail + 1);
+    memcpy(at, with, n);
+    return 1;
+}
+
 /* In s[cap]: from the first "messages[N]" on, that message as the input
  * item it came from: "input[I]" (its K-th tool call, "messages[N].tool_calls[K].function",
  * the item of that call), or "instructions". */
@@ -538,10 +549,7 @@ static void resp__message_names(char *s, size_t cap, const resp_input *in)
         snprintf(name, sizeof name, "instructions");
     else
         snprintf(name, sizeof name, "input[%d]", item);
-    size_t nn = strlen(name), tail = strlen(end);
-    if ((size_t)(at - s) + nn + tail >= cap) return;
-    memmove(at + nn, end, tail + 1);
-    memcpy(at, name, nn);
+    resp__splice(s, cap, at, (size_t)(end - at), name);
 }
 
 void oai_responses_error_names(oai_error *err)
@@ -562,13 +570,10 @@ void oai_responses_error_names(oai_error *err)
     for (size_t f = 0; f < 2; f++)
         for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
             char *at;
-            size_t nc = strlen(names[k].chat), nr = strlen(names[k].responses);
-            while ((at = strstr(fields[f], names[k].chat)) != NULL) {
-                size_t tail = strlen(at + nc);
-                if ((size_t)(at - fields[f]) + nr + tail >= caps[f]) break;
-                memmove(at + nr, at + nc, tail + 1);
-                memcpy(at, names[k].responses, nr);
-            }
+            size_t nc = strlen(names[k].chat);
+            while ((at = strstr(fields[f], names[k].chat)) != NULL &&
+                   resp__splice(fields[f], caps[f], at, nc, names[k].responses))
+                ;
         }
 }
 
