@@ -22,6 +22,10 @@
 #                      (each request answers as the chat request it stands for),
 #                      stream (the events' framing and order, the final response
 #                      the whole reply's), errors (the 4xx naming the field)
+#   run_batch_<check>  `encore run-batch` (tests/run_batch.py): answers (the results
+#                      in input order, each body the server's reply to the same
+#                      body, refusals with the server's status and error), input
+#                      (malformed lines refused by line before the model loads)
 #   server_<check>     connection slots (tests/server_connections.py): slowloris
 #                      (600 trickling connections closed at --request-read-timeout,
 #                      a normal client answered within 1 s meanwhile), per_ip
@@ -67,6 +71,14 @@ foreach(check equal stream errors)
   add_test(NAME server_responses_${check} COMMAND ${ENCORE_SERVER_RESPONSES} ${check})
   set_tests_properties(server_responses_${check} PROPERTIES FIXTURES_REQUIRED tiny_models
                        TIMEOUT 300 LABELS server)
+endforeach()
+
+# `encore run-batch` against `encore serve` (tests/run_batch.py)
+foreach(check answers input)
+  add_test(NAME run_batch_${check} COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/run_batch.py
+           --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} ${check})
+  set_tests_properties(run_batch_${check} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300
+                       LABELS server)
 endforeach()
 
 set(ENCORE_SERVER_CONNECTIONS ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_connections.py

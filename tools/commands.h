@@ -15,6 +15,7 @@ int cmd_chat(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_run_batch(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 

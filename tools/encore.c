@@ -20,6 +20,8 @@ static const encore_command encore_commands[] = {
     {"batch", cmd_batch, "run many requests at once from a JSON-lines file"},
     {"serve", cmd_serve,
      "serve a model over HTTP with OpenAI's API (completions, chat, streaming)"},
+    {"run-batch", cmd_run_batch,
+     "answer a file of OpenAI batch requests (chat, completions, responses) into a file"},
     {"bench", cmd_bench, "measure prefill and decode speed"},
     {"quantize", cmd_quantize,
      "write a checkpoint or a GGUF file as a GGUF file (f32 ... q8_0, q4_k_m ...)"},
