@@ -115,11 +115,13 @@ typedef struct encore_sampling {
                                 * allowed_token_ids allows only those ids: its end wins) */
     int logprobs;              /* nonzero: report each token's log-probability */
     int top_logprobs;          /* and this many alternatives (0..20) */
-    int prompt_logprobs;       /* nonzero (with logprobs): also each prompt token's, given
-                                * the tokens before it (the first has none), delivered with
-                                * the first callback that has ids (max_tokens 0: the last)
-                                * (encore_output.prompt_*); the request then skips the
-                                * prefix cache */
+    int prompt_logprobs;       /* nonzero: also each prompt token's log-probability given
+                                * the tokens before it (the first has none) and its rank,
+                                * delivered with the first callback that has ids
+                                * (max_tokens 0: the last) (encore_output.prompt_*); the
+                                * request then skips the prefix cache */
+    int prompt_top_logprobs;   /* with prompt_logprobs: this many alternatives per prompt
+                                * token too (0..20) */
     const char *const *stop;   /* [n_stop] non-empty stop strings, matched on the output text
                                 * across token boundaries; the match is not emitted (copied;
                                 * needs the tokenizer) */
@@ -211,11 +213,14 @@ typedef struct encore_output {
     /* With sampling.prompt_logprobs, in the first call with ids (max_tokens 0:
      * the last call) only (else NULL, 0):
      * the prompt's ids and their log-probabilities (prompt_logprobs[0] is
-     * NAN: nothing comes before it) and alternatives (n_top per token;
-     * the first token's are id -1) */
+     * NAN: nothing comes before it), their ranks (vLLM's: the ids at
+     * least as likely, itself included; 0 for the first) and alternatives
+     * (n_prompt_top per token, most likely first; the first token's are id -1) */
     const int32_t *prompt_ids;
     const float *prompt_logprobs;
+    const int32_t *prompt_ranks;
     const encore_logprob *prompt_top;
+    int n_prompt_top;
     size_t n_prompt_logprobs;
     const char *text;           /* text new since the last call: whole UTF-8 characters;
                                  * text that may begin a stop string is held back */

@@ -101,7 +101,9 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                candidates of n = best_of with the highest cumulative logprobs, usage
                counting all, a batch, the 400s); allowed_token_ids (every token among them,
                greedy the best-scored of them, with guided_choice both masks); bad_words
-               and prompt_logprobs (refused by name); parallel_tool_calls false (the
+               (refused by name); prompt_logprobs (vLLM's: each prompt token's logprob, rank
+               and alternatives against `encore logits`' whole rows, completions per choice,
+               chat at the top; an echo's logprobs the same values); parallel_tool_calls false (the
                first of several calls "required" made, whole and streamed); an unknown field (answered as
                without it; one warning per such request on the server's stderr, naming it)
   openai       the official `openai` npm package (tests/openai_client.mjs):
@@ -121,6 +123,7 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
 import argparse
 import http.client
 import json
+import math
 import os
 import re
 import signal
@@ -2004,11 +2007,13 @@ def check_fields(a):
         chat, msgs = "/v1/chat/completions", [{"role": "user", "content": "Hi"}]
         for path, body in ((comp, base), (chat, {"messages": msgs, "max_tokens": 2})):
             expect_param(srv, path, dict(body, bad_words=["Paris"]), "bad_words", "not supported")
-            expect_param(srv, path, dict(body, prompt_logprobs=1), "prompt_logprobs", "not supported")
+            expect_param(srv, path, dict(body, prompt_logprobs=1, stream=True), "prompt_logprobs", "stream")
+            expect_param(srv, path, dict(body, prompt_logprobs=21), "prompt_logprobs", "[0, 20]")
             status, r, _ = srv.post(path, dict(body, bad_words=[], prompt_logprobs=None))
-            if status != 200:
+            if status != 200 or "prompt_logprobs" in r or "prompt_logprobs" in r["choices"][0]:
                 fail(f"{path} with bad_words [] and prompt_logprobs null: {status} {r}")
-        print("ok bad_words and prompt_logprobs: 400s naming them; [] and null answered")
+        print("ok bad_words: 400 naming it; prompt_logprobs in a stream or above 20: 400; [] and null answered")
+        check_prompt_logprobs(a, srv)
         check_parallel_tool_calls(srv)
         status, r, _ = srv.post(comp, dict(base, frobnicate=1, user="u"))
         if status != 200 or r["choices"][0]["text"] != plain["choices"][0]["text"]:
@@ -2266,6 +2271,102 @@ def prompt_logprob(srv, ids, nxt):
     if not lp or token_id(lp["tokens"][-1]) != nxt:
         fail(f"scoring {nxt} after {ids}: {status} {r}")
     return lp["token_logprobs"][-1]
+
+
+def tokenizer_ids(a):
+    """The ids of the model's tokenizer.json (those logprobs are over, as vLLM's)."""
+    with open(os.path.join(a.models, MODEL, "tokenizer.json")) as f:
+        t = json.load(f)
+    return 1 + max(max(t["model"]["vocab"].values()), max(x["id"] for x in t.get("added_tokens", [])))
+
+
+def logits_rows(a, ids):
+    """Every logit of the tokenizer's ids at every position of the prompt ids, from `encore
+    logits` (the same weights, its own path out of the engine): {pos: {id: logit}}."""
+    n = tokenizer_ids(a)
+    out = subprocess.run([a.encore, "logits", "-m", os.path.join(a.models, MODEL), "--prompt-ids",
+                          " ".join(map(str, ids)), "--top", "1000000"], capture_output=True, text=True,
+                         timeout=120)
+    if out.returncode != 0:
+        fail(f"encore logits: {out.stderr}")
+    return {r["pos"]: {i: x for i, x in r["top"] if i < n} for r in map(json.loads, out.stdout.splitlines())}
+
+
+def check_prompt_position(got, row, token, n_top, what):
+    """One position of vLLM's prompt_logprobs against the logits row: the token's entry first,
+    its logprob the row's log_softmax, its rank between the ids clearly above it and those
+    not clearly below, then n_top alternatives ranked 1.. (the token's rank its place when one
+    of them), each among the n_top most likely."""
+    eps = 1e-4
+    mx = max(row.values())
+    lse = mx + math.log(math.fsum(math.exp(v - mx) for v in row.values()))
+    lp = {i: v - lse for i, v in row.items()}
+    keys = [int(k) for k in got]
+    if keys[0] != token:
+        fail(f"{what}: the prompt's token {token} is not the first entry: {keys}")
+    e = got[str(token)]
+    if abs(e["logprob"] - lp[token]) > eps:
+        fail(f"{what}: token {token} logprob {e['logprob']} against {lp[token]}")
+    above = sum(v > lp[token] + 1e-5 for v in lp.values())
+    not_below = sum(v >= lp[token] - 1e-5 for v in lp.values())
+    alts = [k for k in keys if k != token or got[str(k)]["rank"] <= n_top]
+    if not (above + 1 <= e["rank"] <= not_below):
+        fail(f"{what}: token {token} rank {e['rank']}, ids above it {above}, not below {not_below}")
+    ranks = sorted(got[str(k)]["rank"] for k in alts)
+    if ranks != list(range(1, n_top + 1)) or len(keys) != n_top + (token not in alts):
+        fail(f"{what}: {n_top} alternatives ranked 1..{n_top} besides the token: {got}")
+    kth = sorted(lp.values(), reverse=True)[n_top - 1] if n_top else 0
+    for k in alts:
+        x = got[str(k)]
+        if abs(x["logprob"] - lp[k]) > eps or lp[k] < kth - 1e-5:
+            fail(f"{what}: alternative {k} {x} against {lp[k]} (the {n_top}th most likely {kth})")
+
+
+def check_prompt_logprobs(a, srv):
+    """vLLM's prompt_logprobs: each prompt token's logprob, rank and alternatives against the
+    whole logits rows of `encore logits`; completions per choice (a batch of two prompts, n 2),
+    chat once at the top; the same values a second time (the prefix cache skipped) and in an
+    echo's logprobs; 0 the token alone."""
+    comp, chat = "/v1/completions", "/v1/chat/completions"
+    prompts = [tokenize(srv, prompt=t) for t in ("The capital of France is", "One two three")]
+    status, r, _ = srv.post(comp, {"prompt": prompts, "max_tokens": 2, "temperature": 0, "n": 2,
+                                   "prompt_logprobs": 3})
+    if status != 200 or len(r["choices"]) != 4:
+        fail(f"prompt_logprobs 3: {status} {r}")
+    for ids, choices in zip(prompts, (r["choices"][:2], r["choices"][2:])):
+        rows = logits_rows(a, ids)
+        for c in choices:
+            pl = c["prompt_logprobs"]
+            if len(pl) != len(ids) or pl[0] is not None:
+                fail(f"prompt_logprobs of {ids}: {len(pl)} entries, the first {pl[0]}")
+            for i in range(1, len(ids)):
+                check_prompt_position(pl[i], rows[i - 1], ids[i], 3, f"{ids} position {i}")
+        if choices[0]["prompt_logprobs"] != choices[1]["prompt_logprobs"]:
+            fail("two choices of one prompt with different prompt_logprobs")
+    decoded = r["choices"][0]["prompt_logprobs"][1][str(prompts[0][1])]["decoded_token"]
+    if decoded != detokenize(srv, [prompts[0][1]]):
+        fail(f"decoded_token {decoded!r} is not /detokenize's")
+    again = srv.post(comp, {"prompt": prompts[0], "max_tokens": 1, "temperature": 0,
+                            "prompt_logprobs": 3, "echo": True, "logprobs": 2})[1]["choices"][0]
+    if again["prompt_logprobs"] != r["choices"][0]["prompt_logprobs"]:
+        fail("prompt_logprobs differ the second time (from the prefix cache?)")
+    echo = again["logprobs"]
+    for i in range(1, len(prompts[0])):
+        e = again["prompt_logprobs"][i]
+        if echo["token_logprobs"][i] != e[str(prompts[0][i])]["logprob"]:
+            fail(f"position {i}: echo's logprob {echo['token_logprobs'][i]} against {e}")
+    msgs = [{"role": "user", "content": "Hi"}]
+    status, r, _ = srv.post(chat, {"messages": msgs, "max_tokens": 2, "temperature": 0,
+                                   "prompt_logprobs": 0})
+    ids = tokenize(srv, messages=msgs)
+    pl = r.get("prompt_logprobs") or []
+    if status != 200 or len(pl) != len(ids) or r["usage"]["prompt_tokens"] != len(ids):
+        fail(f"chat prompt_logprobs 0: {status} {len(pl)} entries for {len(ids)} tokens")
+    rows = logits_rows(a, ids)
+    for i in (1, len(ids) // 2, len(ids) - 1):
+        check_prompt_position(pl[i], rows[i - 1], ids[i], 0, f"chat position {i}")
+    print("ok prompt_logprobs: logprobs, ranks and alternatives of the whole rows; per choice, "
+          "chat at the top, an echo's the same")
 
 
 def check_allowed_ids(srv):

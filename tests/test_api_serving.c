@@ -919,6 +919,9 @@ typedef struct prompt_only {
     int n_calls, n_final;
     size_t n_ids, n_prompt_lps;
     float lps[8];
+    int32_t ranks[8];
+    int n_prompt_top;
+    float top1[8]; /* the most likely alternative's logprob */
     char finish[16];
 } prompt_only;
 
@@ -929,8 +932,12 @@ static void on_prompt_only(void *user, const encore_output *o)
     p->n_ids += o->n_ids;
     if (o->prompt_logprobs && !p->n_prompt_lps) {
         p->n_prompt_lps = o->n_prompt_logprobs;
-        for (size_t i = 0; i < o->n_prompt_logprobs && i < 8; i++)
+        p->n_prompt_top = o->n_prompt_top;
+        for (size_t i = 0; i < o->n_prompt_logprobs && i < 8; i++) {
             p->lps[i] = o->prompt_logprobs[i];
+            p->ranks[i] = o->prompt_ranks[i];
+            p->top1[i] = o->n_prompt_top ? o->prompt_top[i * (size_t)o->n_prompt_top].logprob : 0;
+        }
     }
     if (o->finished) {
         snprintf(p->finish, sizeof p->finish, "%s", o->finish_reason);
@@ -949,6 +956,7 @@ static void test_prompt_only(const char *dir)
         encore_request r = {.prompt_ids = prompt, .n_prompt_ids = 5, .sampling = greedy(k)};
         r.sampling.logprobs = 1;
         r.sampling.prompt_logprobs = 1;
+        r.sampling.prompt_top_logprobs = 2 + k;
         CHECK(encore_submit(e, &r, on_prompt_only, &got[k], NULL) == ENCORE_OK);
         for (int t = 0;
              t < WAIT_SECONDS * 1000 && !__atomic_load_n(&got[k].n_final, __ATOMIC_ACQUIRE); t++)
@@ -960,6 +968,11 @@ static void test_prompt_only(const char *dir)
           isnan(got[0].lps[0]));
     for (int i = 1; i < 5; i++)
         CHECK(got[0].lps[i] == got[1].lps[i] && got[0].lps[i] < 0.0f);
+    /* ranks: 0 for the first token, else 1 exactly when no alternative is likelier */
+    CHECK(got[0].n_prompt_top == 2 && got[1].n_prompt_top == 3 && got[0].ranks[0] == 0);
+    for (int i = 1; i < 5; i++)
+        CHECK(got[0].ranks[i] == got[1].ranks[i] && got[0].ranks[i] >= 1 &&
+              (got[0].ranks[i] == 1) == (got[0].lps[i] >= got[0].top1[i]));
     encore_engine_destroy(e);
 }
 

@@ -269,8 +269,35 @@ static void test_completion_request(void)
     CHECK(r.echo && !r.logprobs && !r.sampling.prompt_logprobs);
     oai_request_free(&r);
     CHECK(parse("{\"prompt\":\"x\",\"logprobs\":1}", OAI_COMPLETION, &r, &err));
-    CHECK(!r.sampling.prompt_logprobs);
+    CHECK(!r.sampling.prompt_logprobs && r.prompt_logprobs == -1);
     oai_request_free(&r);
+    /* vLLM's prompt_logprobs: the engine records max(it, an echo's top_logprobs)
+     * alternatives; 0 in a stream is dropped, more refused */
+    CHECK(parse("{\"prompt\":\"x\",\"prompt_logprobs\":0}", OAI_COMPLETION, &r, &err));
+    CHECK(r.prompt_logprobs == 0 && r.sampling.prompt_logprobs && !r.sampling.prompt_top_logprobs);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"prompt_logprobs\":2,\"echo\":true,\"logprobs\":5}",
+                OAI_COMPLETION, &r, &err));
+    CHECK(r.prompt_logprobs == 2 && r.sampling.prompt_logprobs &&
+          r.sampling.prompt_top_logprobs == 5);
+    oai_request_free(&r);
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"prompt_logprobs\":7,"
+                "\"logprobs\":true,\"top_logprobs\":3}",
+                OAI_CHAT, &r, &err));
+    CHECK(r.prompt_logprobs == 7 && r.sampling.prompt_top_logprobs == 7);
+    oai_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"prompt_logprobs\":0,\"stream\":true}", OAI_COMPLETION, &r,
+                &err));
+    CHECK(r.prompt_logprobs == -1 && !r.sampling.prompt_logprobs);
+    oai_request_free(&r);
+    refused("{\"prompt\":\"x\",\"prompt_logprobs\":1,\"stream\":true}", OAI_COMPLETION,
+            "prompt_logprobs", "stream");
+    refused("{\"prompt\":\"x\",\"prompt_logprobs\":21}", OAI_COMPLETION, "prompt_logprobs",
+            "[0, 20]");
+    refused("{\"prompt\":\"x\",\"prompt_logprobs\":-1}", OAI_COMPLETION, "prompt_logprobs",
+            "[0, 20]");
+    refused("{\"prompt\":\"x\",\"prompt_logprobs\":true}", OAI_COMPLETION, "prompt_logprobs",
+            "integer");
     refused("{\"prompt\":\"x\",\"min_tokens\":5,\"max_tokens\":4}", OAI_COMPLETION, "min_tokens", "exceed");
     refused("{\"prompt\":\"x\",\"stream_options\":{}}", OAI_COMPLETION, "stream_options", "stream");
     refused("{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{\"include_usage\":1}}",
@@ -381,17 +408,13 @@ static void test_request_fields(void)
     oai_request_free(&r);
     refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"parallel_tool_calls\":0}",
             OAI_CHAT, "parallel_tool_calls", "boolean");
-    /* bad_words and prompt_logprobs: refused by name (completions and chat); null, and
-     * bad_words [], ask for nothing */
+    /* bad_words: refused by name (completions and chat); null, and bad_words [], ask for
+     * nothing; prompt_logprobs null neither */
     refused("{\"prompt\":\"x\",\"bad_words\":[\"no\"]}", OAI_COMPLETION, "bad_words",
             "not supported");
     refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"bad_words\":[\"no\"]}",
             OAI_CHAT, "bad_words", "not supported");
     refused("{\"prompt\":\"x\",\"bad_words\":\"no\"}", OAI_COMPLETION, "bad_words", "array");
-    refused("{\"prompt\":\"x\",\"prompt_logprobs\":1}", OAI_COMPLETION, "prompt_logprobs",
-            "'echo': true with 'logprobs'");
-    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"prompt_logprobs\":0}",
-            OAI_CHAT, "prompt_logprobs", "not supported");
     CHECK(parse("{\"prompt\":\"x\",\"bad_words\":[],\"prompt_logprobs\":null}", OAI_COMPLETION, &r,
                 &err));
     oai_request_free(&r);

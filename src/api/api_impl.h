@@ -29,6 +29,7 @@ typedef struct api_logprobs_buf {
     int32_t *ids;        /* [cap] */
     float *lp;           /* [cap] */
     encore_logprob *top; /* [cap * ENGINE_MAX_TOP_LOGPROBS] */
+    int32_t *rank;       /* [cap] */
     size_t cap;
 } api_logprobs_buf;
 

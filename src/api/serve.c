@@ -160,7 +160,8 @@ static enc_status serve__request_create(encore_engine *e, const encore_request *
                     .n_logit_bias = (int)sp->n_logit_bias,
                 },
             .ignore_eos = sp->ignore_eos != 0,
-            .prompt_logprobs = sp->logprobs && sp->prompt_logprobs,
+            .prompt_logprobs = sp->prompt_logprobs != 0,
+            .prompt_top_logprobs = sp->prompt_top_logprobs,
             .stop_ids = q->stop_ids,
             .n_stop_ids = (int)sp->n_stop_token_ids,
         };
@@ -279,7 +280,9 @@ static bool serve__reserve_logprobs(api_logprobs_buf *b, size_t n)
     if (lp) b->lp = lp;
     encore_logprob *top = realloc(b->top, cap * ENGINE_MAX_TOP_LOGPROBS * sizeof *top);
     if (top) b->top = top;
-    if (!ids || !lp || !top) return false;
+    int32_t *rank = realloc(b->rank, cap * sizeof *rank);
+    if (rank) b->rank = rank;
+    if (!ids || !lp || !top || !rank) return false;
     b->cap = cap;
     return true;
 }
@@ -289,6 +292,7 @@ static void serve__free_logprobs(api_logprobs_buf *b)
     free(b->ids);
     free(b->lp);
     free(b->top);
+    free(b->rank);
 }
 
 /* The engine's records t[0..n) into b, n_top alternatives each (id -1 past
@@ -303,6 +307,7 @@ static bool serve__copy_logprobs(api_logprobs_buf *b, const engine_token_logprob
     for (size_t i = 0; i < n; i++) {
         b->ids[i] = t[i].id;
         b->lp[i] = t[i].logprob;
+        b->rank[i] = t[i].rank;
         for (int j = 0; j < n_top; j++)
             b->top[i * (size_t)n_top + (size_t)j] = (encore_logprob){
                 .id = j < t[i].n_top ? t[i].top_ids[j] : -1,
@@ -332,12 +337,14 @@ static void serve__logprobs(encore_engine *e, const api_request *r, int64_t from
     }
     bool scored = r->params.max_tokens == 0 && finish_reason && !strcmp(finish_reason, "length");
     if (!r->params.prompt_logprobs || from != 0 || (!n && !scored)) return;
+    int n_prompt_top = r->params.prompt_top_logprobs;
     if (engine_request_prompt_logprobs(e->eng, r->engine_id, &lp, &n_lp) == ENC_OK && n_lp &&
-        serve__copy_logprobs(&e->prompt_lp, lp, (size_t)n_lp, n_top, r->id)) {
-        o->n_top = n_top;
+        serve__copy_logprobs(&e->prompt_lp, lp, (size_t)n_lp, n_prompt_top, r->id)) {
         o->prompt_ids = e->prompt_lp.ids;
         o->prompt_logprobs = e->prompt_lp.lp;
-        o->prompt_top = n_top ? e->prompt_lp.top : NULL;
+        o->prompt_ranks = e->prompt_lp.rank;
+        o->prompt_top = n_prompt_top ? e->prompt_lp.top : NULL;
+        o->n_prompt_top = n_prompt_top;
         o->n_prompt_logprobs = (size_t)n_lp;
     }
 }

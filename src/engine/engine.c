@@ -334,6 +334,11 @@ enc_status engine_check_request(const engine *e, const engine_request_params *p)
             return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: prompt token %lld is %d, outside the vocabulary [0, %lld)",
                             (long long)i, p->prompt_ids[i], (long long)mc->vocab_size);
     ENC_TRY(engine__check_sampling(&p->sampling, p->max_tokens));
+    if (p->prompt_logprobs &&
+        (p->prompt_top_logprobs < 0 || p->prompt_top_logprobs > ENGINE_MAX_TOP_LOGPROBS))
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                        "request: prompt_top_logprobs must be in [0, %d] (got %d)",
+                        ENGINE_MAX_TOP_LOGPROBS, p->prompt_top_logprobs);
     ENC_TRY(engine__check_logit_bias(&p->sampling, mc->vocab_size));
     if (p->n_stop_ids < 0 || p->n_stop_ids > ENGINE_MAX_STOP_IDS || (p->n_stop_ids && !p->stop_ids))
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: %d stop ids (at most %d)", p->n_stop_ids,
@@ -389,6 +394,7 @@ enc_status engine_add_request(engine *e, const engine_request_params *p, int64_t
     s->sampling.logit_bias = s->logit_bias; /* the request's copy */
     s->ignore_eos = p->ignore_eos;
     s->prompt_logits = p->prompt_logits || p->prompt_logprobs;
+    s->prompt_top_logprobs = p->prompt_logprobs ? p->prompt_top_logprobs : 0;
     s->n_stop_ids = p->n_stop_ids;
     s->stop_token = -1;
     if (p->n_stop_ids) memcpy(s->stop_ids, p->stop_ids, (size_t)p->n_stop_ids * sizeof *s->stop_ids);
@@ -641,8 +647,9 @@ static int64_t engine__consume(engine *e, const sched_batch *b)
             const float *row = &e->logits[(en->logits_row + r) * V];
             if (e->logits_fn) e->logits_fn(e->logits_user, s->id, pos, row, V);
             if (s->prompt_lps && pos + 1 < s->n_prompt)
-                sampler_logprobs(&e->sampler, row, e->cfg.sample_vocab, s->sampling.top_logprobs,
-                                 s->tokens[pos + 1], &s->prompt_lps[pos + 1]);
+                sampler_prompt_logprobs(&e->sampler, row, e->cfg.sample_vocab,
+                                        s->prompt_top_logprobs, s->tokens[pos + 1],
+                                        &s->prompt_lps[pos + 1]);
             s->n_logits_sent = pos + 1;
         }
         if (!en->sample) continue;
@@ -665,6 +672,7 @@ static void engine__take_logprobs(engine_seq *s, const graph_sample_logprobs *d)
     lp->id = d->id;
     lp->logprob = d->logprob;
     lp->n_top = d->n_top;
+    lp->rank = 0;
     memcpy(lp->top_ids, d->top_ids, (size_t)d->n_top * sizeof *lp->top_ids);
     memcpy(lp->top_logprobs, d->top_logprobs, (size_t)d->n_top * sizeof *lp->top_logprobs);
 }

@@ -114,6 +114,9 @@ typedef struct engine_token_logprob {
     int n_top;      /* alternatives below: the request's top_logprobs */
     int32_t top_ids[ENGINE_MAX_TOP_LOGPROBS]; /* most likely first; ties: lower id first */
     float top_logprobs[ENGINE_MAX_TOP_LOGPROBS];
+    int32_t rank; /* a prompt token's: the ids whose log-probability is at least its own,
+                   * itself included (vLLM's rank: 1 for the most likely); 0 where not
+                   * computed (generated tokens, the first prompt token) */
 } engine_token_logprob;
 
 /* A constraint on a request's tokens (a grammar's matcher, say), run on the
@@ -150,9 +153,10 @@ typedef struct engine_request_params {
     bool ignore_eos;
     bool prompt_logits;   /* deliver the logits of every prompt position */
     bool prompt_logprobs; /* record each prompt token's log-probability given the tokens
-                           * before it, with sampling.top_logprobs alternatives (the raw
-                           * model distribution, as generated tokens' logprobs):
+                           * before it, and its rank, with prompt_top_logprobs alternatives
+                           * (the raw model distribution, as generated tokens' logprobs):
                            * engine_request_prompt_logprobs */
+    int prompt_top_logprobs; /* 0..ENGINE_MAX_TOP_LOGPROBS */
     const int32_t *stop_ids; /* more tokens that end the request (copied); kept even
                               * with ignore_eos, as in vLLM */
     int n_stop_ids;          /* at most ENGINE_MAX_STOP_IDS */

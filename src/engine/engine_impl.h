@@ -44,6 +44,7 @@ typedef struct engine_seq {
     int64_t n_logits_sent; /* prompt positions whose logits were delivered */
     engine_token_logprob *logprobs; /* [max_tokens] when sampling.logprobs, else NULL */
     engine_token_logprob *prompt_lps; /* [n_prompt] when prompt_logprobs, else NULL */
+    int prompt_top_logprobs;          /* alternatives in each of them */
     bool host_pick; /* a multi-step replay chose an id >= sample_vocab: the next token is
                      * picked on the host (decode_multi_reserve refuses it) */
     engine_constraint constraint; /* fill_mask NULL: none; its state is dropped at finish */

@@ -186,12 +186,16 @@ static double sampler__logprobs(sampler *s, const float *x, int64_t n, int n_top
     return lse;
 }
 
-void sampler_logprobs(sampler *s, const float *logits, int64_t n, int n_top, int32_t id,
-                      engine_token_logprob *lp)
+void sampler_prompt_logprobs(sampler *s, const float *logits, int64_t n, int n_top, int32_t id,
+                             engine_token_logprob *lp)
 {
     double lse = sampler__logprobs(s, logits, n, n_top, lp);
     lp->id = id;
     lp->logprob = id >= 0 && id < n ? (float)((double)logits[id] - lse) : -INFINITY;
+    int64_t rank = 0;
+    for (int64_t i = 0; i < n; i++)
+        rank += (float)((double)logits[i] - lse) >= lp->logprob;
+    lp->rank = (int32_t)rank;
 }
 
 int32_t sampler_pick(sampler *s, const sampler_input *in, engine_token_logprob *lp)
@@ -199,6 +203,7 @@ int32_t sampler_pick(sampler *s, const sampler_input *in, engine_token_logprob *
     const engine_sampling *p = in->params;
     int64_t n = in->n_sample;
     double lse = lp ? sampler__logprobs(s, in->logits, n, p->top_logprobs, lp) : 0.0;
+    if (lp) lp->rank = 0;
     const float *x = in->logits;
     if (p->n_logit_bias || sampler_penalties_on(p) || in->n_output < p->min_tokens || in->allowed)
         x = sampler_process(s, in);

@@ -96,10 +96,12 @@ int64_t sampler_candidates(sampler *s, const float *x, int64_t n, const engine_s
  * GRAPH_SAMPLE_NO_TOKEN (and lp means nothing) when the token mask leaves
  * no id with a finite logit. */
 int32_t sampler_pick(sampler *s, const sampler_input *in, engine_token_logprob *lp);
-/* *lp = id's log-probability under the raw row logits[0..n) and the n_top
- * most likely ids (ties: lower id first), as sampler_pick records them. */
-void sampler_logprobs(sampler *s, const float *logits, int64_t n, int n_top, int32_t id,
-                      engine_token_logprob *lp);
+/* *lp = prompt token id's log-probability under the raw row logits[0..n)
+ * and the n_top most likely ids (ties: lower id first), as sampler_pick
+ * records them, and its rank: the ids whose log-probability, rounded as
+ * its own, is at least its own (vLLM's). */
+void sampler_prompt_logprobs(sampler *s, const float *logits, int64_t n, int n_top, int32_t id,
+                             engine_token_logprob *lp);
 
 /* True when the next pick is the argmax of the raw row (the device's greedy
  * multi-step decode computes that): temperature 0, no penalty, no logit bias,

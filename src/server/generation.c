@@ -43,6 +43,16 @@
 
 enum { GEN_POLL_MS = 50, GEN_KEEPALIVE_MAX_S = 5 };
 
+/* vLLM's prompt_logprobs of one prompt, as the engine gave them. */
+typedef struct gen_prompt_lps {
+    int32_t *ids;        /* [n] */
+    float *logprobs;     /* [n], the first NAN */
+    int32_t *ranks;      /* [n] */
+    encore_logprob *top; /* [n * n_top] */
+    int n_top;
+    size_t n;
+} gen_prompt_lps;
+
 typedef struct gen_event {
     struct gen_event *next;
     int32_t *ids;          /* [n_ids] */
@@ -57,7 +67,8 @@ typedef struct gen_event {
     char *stop_string;     /* NULL when none */
     int32_t stop_token_id; /* -1 when none */
     size_t n_prompt, n_cached, n_output;
-    size_t n_prompt_lps; /* the first n_prompt_lps of ids and logprobs: the prompt's */
+    size_t n_prompt_lps;        /* the first n_prompt_lps of ids and logprobs: an echoed prompt's */
+    gen_prompt_lps *prompt_lps; /* prompt_logprobs asked: the prompt's, in its first event */
 } gen_event;
 
 struct gen_job;
@@ -97,6 +108,7 @@ typedef struct gen_choice {
     size_t n_prompt;    /* its prompt's tokens */
     double cum_logprob; /* of its generated tokens (best_of picks by it) */
     size_t n_reasoning_tokens; /* generated tokens up to the think block's end */
+    gen_prompt_lps *prompt_lps; /* prompt_logprobs asked: its prompt's, once they came */
 } gen_choice;
 
 typedef struct gen_job {
@@ -128,9 +140,20 @@ typedef struct gen_job {
 
 /* --- the job ------------------------------------------------------------------ */
 
+static void gen__prompt_lps_free(gen_prompt_lps *p)
+{
+    if (!p) return;
+    free(p->ids);
+    free(p->logprobs);
+    free(p->ranks);
+    free(p->top);
+    free(p);
+}
+
 static void gen__event_free(gen_event *ev)
 {
     if (!ev) return;
+    gen__prompt_lps_free(ev->prompt_lps);
     free(ev->ids);
     free(ev->logprobs);
     free(ev->top);
@@ -231,6 +254,7 @@ static void gen__job_free(gen_job *j)
         free(c->logprobs);
         free(c->top);
         free(c->stop_reason);
+        gen__prompt_lps_free(c->prompt_lps);
     }
     oai_request_free(&j->req);
     resp_stream_free(&j->resp);
@@ -289,15 +313,46 @@ static void *gen__cat(const void *a, size_t na, const void *b, size_t nb, size_t
     return p;
 }
 
-/* A copy of the output; NULL when out of memory. The prompt's logprobs (an
- * echo's, in the first output with ids, or alone in the last of a max_tokens
- * 0 request) come first, as tokens before the new ones; dropped when the new
- * ones' logprobs are missing (out of memory in the engine thread). */
-static gen_event *gen__event_new(const encore_output *o)
+/* n rows of `row` alternatives into dst from src's rows of src_row >= row. */
+static void gen__top_rows(encore_logprob *dst, const encore_logprob *src, size_t n, size_t src_row,
+                          size_t row)
+{
+    for (size_t i = 0; i < n; i++)
+        memcpy(dst + i * row, src + i * src_row, row * sizeof *dst);
+}
+
+/* A copy of o's prompt records (vLLM's prompt_logprobs); NULL when out of
+ * memory. */
+static gen_prompt_lps *gen__prompt_lps_new(const encore_output *o)
+{
+    gen_prompt_lps *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    size_t n = o->n_prompt_logprobs, row = (size_t)o->n_prompt_top;
+    p->n = n;
+    p->n_top = o->n_prompt_top;
+    p->ids = gen__dup(o->prompt_ids, n * sizeof *p->ids);
+    p->logprobs = gen__dup(o->prompt_logprobs, n * sizeof *p->logprobs);
+    p->ranks = gen__dup(o->prompt_ranks, n * sizeof *p->ranks);
+    p->top = row ? gen__dup(o->prompt_top, n * row * sizeof *p->top) : NULL;
+    if (!p->ids || !p->logprobs || !p->ranks || (row && !p->top)) {
+        gen__prompt_lps_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* A copy of the output for j; NULL when out of memory. An echoed prompt's
+ * logprobs (echo with logprobs: in the first output with ids, or alone in
+ * the last of a max_tokens 0 request) come first, as tokens before the new
+ * ones, with the generated tokens' alternatives; dropped when the new ones'
+ * logprobs are missing (out of memory in the engine thread). With
+ * prompt_logprobs the prompt's records are kept aside too. */
+static gen_event *gen__event_new(const gen_job *j, const encore_output *o)
 {
     gen_event *ev = calloc(1, sizeof *ev);
     if (!ev) return NULL;
-    size_t np = o->prompt_logprobs && (o->logprobs || !o->n_ids) ? o->n_prompt_logprobs : 0;
+    int echoed = j->req.echo && j->req.logprobs && o->prompt_logprobs;
+    size_t np = echoed && (o->logprobs || !o->n_ids) ? o->n_prompt_logprobs : 0;
     size_t ng = o->logprobs ? o->n_ids : 0, n = np + o->n_ids;
     int has_lp = o->logprobs || np;
     ev->n_ids = n;
@@ -305,10 +360,11 @@ static gen_event *gen__event_new(const encore_output *o)
     ev->ids = gen__cat(o->prompt_ids, np, o->ids, o->n_ids, sizeof *o->ids);
     ev->logprobs =
         has_lp ? gen__cat(o->prompt_logprobs, np, o->logprobs, ng, sizeof *o->logprobs) : NULL;
-    ev->n_top = (o->top || o->prompt_top) && has_lp ? o->n_top : 0;
+    ev->n_top = has_lp ? j->req.top_logprobs : 0;
     size_t row = (size_t)ev->n_top;
-    ev->top =
-        ev->n_top ? gen__cat(o->prompt_top, np * row, o->top, ng * row, sizeof *o->top) : NULL;
+    ev->top = row && n ? malloc(n * row * sizeof *ev->top) : NULL;
+    if (ev->top && np) gen__top_rows(ev->top, o->prompt_top, np, (size_t)o->n_prompt_top, row);
+    if (ev->top && ng) gen__top_rows(ev->top + np * row, o->top, ng, (size_t)o->n_top, row);
     ev->text = malloc(o->text_len + 1);
     ev->finished = o->finished;
     snprintf(ev->finish_reason, sizeof ev->finish_reason, "%s",
@@ -318,8 +374,10 @@ static gen_event *gen__event_new(const encore_output *o)
     ev->n_prompt = o->n_prompt_tokens;
     ev->n_cached = o->n_cached_prompt_tokens;
     ev->n_output = o->n_output_tokens;
-    if (!ev->text || (n && !ev->ids) || (has_lp && n && !ev->logprobs) ||
-        (ev->n_top && n && !ev->top) || (o->stop_string && !ev->stop_string)) {
+    int kept = j->req.prompt_logprobs >= 0 && o->prompt_logprobs;
+    if (kept) ev->prompt_lps = gen__prompt_lps_new(o);
+    if (!ev->text || (n && !ev->ids) || (has_lp && n && !ev->logprobs) || (row && n && !ev->top) ||
+        (o->stop_string && !ev->stop_string) || (kept && !ev->prompt_lps)) {
         gen__event_free(ev);
         return NULL;
     }
@@ -352,7 +410,7 @@ static void gen__on_output(void *user, const encore_output *o)
         c->t_last = now;
     }
     if (o->finished) metrics_observe_finish(m, o->finish_reason, now - j->t_arrival);
-    gen_event *ev = o->finished && gen__fault(j->srv) ? NULL : gen__event_new(o);
+    gen_event *ev = o->finished && gen__fault(j->srv) ? NULL : gen__event_new(j, o);
     pthread_mutex_lock(&j->mu);
     if (!ev) {
         j->oom = 1; /* the reply ends with a server error */
@@ -525,6 +583,10 @@ static int gen__apply_taken(gen_job *j)
         gen_choice *c = &j->choices[i];
         for (gen_event *ev = c->taken, *next; ev; ev = next) {
             next = ev->next;
+            if (ev->prompt_lps && !c->prompt_lps) { /* the choice keeps them */
+                c->prompt_lps = ev->prompt_lps;
+                ev->prompt_lps = NULL;
+            }
             ok &= gen__apply(c, ev);
             if (j->req.stream) gen__sse_event(j, c, ev);
             gen__event_free(ev);
@@ -683,8 +745,9 @@ static char *gen__body(gen_job *j)
     oai_choice *choices = calloc(n, sizeof *choices);
     oai_logprobs *lps = calloc(n, sizeof *lps);
     oai_tool_call **calls = calloc(n, sizeof *calls);
+    oai_prompt_logprobs *plps = calloc(n, sizeof *plps);
     int *shown = calloc(n, sizeof *shown);
-    int ok = choices && lps && calls && shown, chat = j->req.kind == OAI_CHAT;
+    int ok = choices && lps && calls && plps && shown, chat = j->req.kind == OAI_CHAT;
     if (ok) gen__shown(j, shown);
     for (size_t i = 0; ok && i < n; i++) {
         gen_choice *c = &j->choices[shown[i]];
@@ -706,7 +769,14 @@ static char *gen__body(gen_job *j)
             .stop_reason = c->stop_reason,
             .stop_token_id = c->stop_token_id >= 0 ? &c->stop_token_id : NULL,
             .lp = j->req.logprobs ? &lps[i] : NULL,
+            .has_prompt_lp = j->req.prompt_logprobs >= 0,
         };
+        const gen_prompt_lps *p = c->prompt_lps;
+        if (p) {
+            plps[i] = (oai_prompt_logprobs){p->ids, p->logprobs, p->ranks,        p->top,
+                                            p->n,   p->n_top,    gen__token_text, j->srv};
+            choices[i].prompt_lp = &plps[i];
+        }
         ok = gen__tool_calls_whole(c, &choices[i], &calls[i]);
     }
     oai_usage u = gen__usage(j);
@@ -716,6 +786,7 @@ static char *gen__body(gen_job *j)
     free(choices);
     free(lps);
     free(calls);
+    free(plps);
     free(shown);
     return body;
 }

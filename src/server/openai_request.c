@@ -575,11 +575,36 @@ static int oai__template_kwargs(const cJSON *obj, oai_request *r, oai_error *err
 
 /* --- the request --------------------------------------------------------------- */
 
-/* echo with logprobs asks for the prompt's tokens' log-probabilities too
- * (the first null), as OpenAI's and vLLM's completions give them. */
-static int oai__echo_logprobs(oai_request *r)
+/* vLLM's prompt_logprobs: null, or 0..20 (its max_logprobs; -1, every
+ * token of the vocabulary, is refused as vLLM refuses it by default). A
+ * stream has nowhere to put them: a 400, unless 0 (vLLM drops that). */
+static int oai__prompt_logprobs(const cJSON *obj, oai_request *r, oai_error *err)
 {
-    r->sampling.prompt_logprobs = r->echo && r->logprobs;
+    const cJSON *v;
+    if (!oai__present(obj, "prompt_logprobs", &v)) return 1;
+    int64_t k = 0;
+    if (!oai__int_value(v, "prompt_logprobs", -1, INT64_MAX, &k, err)) return 0;
+    if (k < 0 || k > OAI_MAX_TOP_LOGPROBS)
+        return oai_error_set(err, 400, "prompt_logprobs",
+                             "'prompt_logprobs' must be in [0, %d] (the alternatives per prompt "
+                             "token), got %lld",
+                             OAI_MAX_TOP_LOGPROBS, (long long)k);
+    if (r->stream && k > 0)
+        return oai_error_set(err, 400, "prompt_logprobs",
+                             "'prompt_logprobs' are not available when 'stream' is true");
+    if (!r->stream) r->prompt_logprobs = (int)k;
+    return 1;
+}
+
+/* The prompt's log-probabilities the engine records: echo with logprobs
+ * asks for them too (the first null), as OpenAI's and vLLM's completions
+ * give them, with the same alternatives as the generated tokens. */
+static int oai__prompt_scores(oai_request *r)
+{
+    int echoed = r->echo && r->logprobs ? r->top_logprobs : -1;
+    int k = echoed > r->prompt_logprobs ? echoed : r->prompt_logprobs;
+    r->sampling.prompt_logprobs = k >= 0;
+    r->sampling.prompt_top_logprobs = k > 0 ? k : 0;
     return 1;
 }
 
@@ -628,12 +653,9 @@ static int oai__unsupported(const cJSON *obj, oai_request *r, oai_error *err)
             return oai_error_set(err, 400, "bad_words", "'bad_words' must be an array of strings");
         if (v->child) return oai_error_set(err, 400, "bad_words", "'bad_words' is not supported");
     }
-    if (oai__present(obj, "prompt_logprobs", &v))
-        return oai_error_set(err, 400, "prompt_logprobs", "'prompt_logprobs' is not supported%s",
-                             r->kind == OAI_COMPLETION
-                                 ? "; 'echo': true with 'logprobs' returns the prompt's tokens "
-                                   "with their log-probabilities first"
-                                 : "");
+    if (r->kind == OAI_TOKENIZE && oai__present(obj, "prompt_logprobs", &v))
+        return oai_error_set(err, 400, "prompt_logprobs",
+                             "'prompt_logprobs' is not supported by /tokenize");
     /* a template in the request: refused, as vLLM refuses an untrusted one,
      * rather than answered with the server's own */
     if (r->kind != OAI_COMPLETION && oai__present(obj, "chat_template", &v))
@@ -663,12 +685,14 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
         return oai__prompt(obj, r, OAI_MAX_PROMPTS, err) && oai__suffix(obj, err) &&
                oai__unsupported(obj, r, err) && oai__bool(obj, "echo", &r->echo, err) &&
                oai__stream(obj, r, err) && oai__sampling(obj, r, err) &&
-               oai__best_of(obj, r, err) && oai__echo_logprobs(r) && oai__truncate(obj, r, err) &&
+               oai__best_of(obj, r, err) && oai__prompt_logprobs(obj, r, err) &&
+               oai__prompt_scores(r) && oai__truncate(obj, r, err) &&
                oai_structured_parse(obj, &r->structured, err);
     case OAI_CHAT:
         return oai__messages(obj, r, err) && oai__unsupported(obj, r, err) &&
                oai__template_kwargs(obj, r, err) && tool_request_parse(obj, r, err) &&
                oai__stream(obj, r, err) && oai__sampling(obj, r, err) &&
+               oai__prompt_logprobs(obj, r, err) && oai__prompt_scores(r) &&
                oai__truncate(obj, r, err) && oai_structured_parse(obj, &r->structured, err);
     case OAI_TOKENIZE: {
         const cJSON *v;
@@ -820,6 +844,7 @@ static void oai__request_init(oai_kind kind, const oai_defaults *defaults, oai_r
     out->include_reasoning = 1;
     out->add_generation_prompt = 1;
     out->parallel_tool_calls = 1;
+    out->prompt_logprobs = -1;
     /* encore_sampling_default() but for OpenAI's temperature; set here
      * field by field so that the parser links without the engine */
     out->sampling.max_tokens = 16;

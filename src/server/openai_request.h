@@ -110,6 +110,8 @@ typedef struct oai_request {
     int echo;                      /* completions: the prompt before the text */
     int logprobs;                  /* completions: logprobs given; chat: logprobs true */
     int top_logprobs;              /* alternatives per token, 0..20 */
+    int prompt_logprobs;           /* vLLM's prompt_logprobs: each prompt token's logprob,
+                                    * rank and this many alternatives (0..20); -1: not asked */
     int tokens_as_ids;             /* return_tokens_as_token_ids (vLLM's): logprobs name each
                                     * token "token_id:<id>" */
     int64_t max_tokens;            /* 0: not given (the rest of max_model_len), or prompt_only */

@@ -223,6 +223,57 @@ static void oai__logprobs_completion(json_out *w, const oai_logprobs *lp, oai_to
     json_out_end_object(w);
 }
 
+/* The entry of one id at a prompt position: {"logprob", "rank", "decoded_token"}
+ * (vLLM's Logprob; -inf written as -9999.0, as vLLM clamps it). */
+static void oai__prompt_entry(json_out *w, const oai_prompt_logprobs *p, int32_t id, float logprob,
+                              int rank, oai_token *t)
+{
+    char key[16];
+    snprintf(key, sizeof key, "%d", (int)id);
+    oai_logprobs lp = {.token_text = p->token_text, .user = p->user};
+    oai__token(&lp, id, t);
+    json_out_key(w, key);
+    json_out_begin_object(w);
+    json_out_member_number(w, "logprob", isinf(logprob) ? -9999.0 : logprob);
+    json_out_member_number(w, "rank", rank);
+    json_out_member_string(w, "decoded_token", t->text);
+    json_out_end_object(w);
+}
+
+/* "prompt_logprobs": [null, {id: entry, ...}, ...]: at each position the
+ * prompt's token first (its rank its place among the alternatives when it
+ * is one of them), then the alternatives not yet written, ranks 1, 2, ...
+ * (vLLM's order). */
+static void oai__prompt_logprobs(json_out *w, const oai_prompt_logprobs *p)
+{
+    json_out_key(w, "prompt_logprobs");
+    oai_token *t = p ? malloc(sizeof *t) : NULL;
+    if (!p || !t) {
+        if (p) w->oom = 1;
+        json_out_null(w);
+        return;
+    }
+    json_out_begin_array(w);
+    for (size_t i = 0; i < p->n && !w->oom; i++) {
+        if (i == 0) {
+            json_out_null(w);
+            continue;
+        }
+        const encore_logprob *alt = p->top + i * (size_t)p->n_top;
+        int rank = p->ranks[i];
+        for (int k = 0; k < p->n_top; k++)
+            if (alt[k].id == p->ids[i]) rank = k + 1;
+        json_out_begin_object(w);
+        oai__prompt_entry(w, p, p->ids[i], p->logprobs[i], rank, t);
+        for (int k = 0; k < p->n_top; k++)
+            if (alt[k].id >= 0 && alt[k].id != p->ids[i])
+                oai__prompt_entry(w, p, alt[k].id, alt[k].logprob, k + 1, t);
+        json_out_end_object(w);
+    }
+    json_out_end_array(w);
+    free(t);
+}
+
 /* "logprobs": null, or the object of the choice's kind. */
 static void oai__logprobs(json_out *w, oai_kind kind, const oai_logprobs *lp)
 {
@@ -326,6 +377,7 @@ static void oai__choice(json_out *w, oai_kind kind, int index, const oai_choice 
         json_out_key(w, "stop_reason");
         json_out_string_or_null(w, c->stop_reason);
     }
+    if (kind != OAI_CHAT && c->has_prompt_lp) oai__prompt_logprobs(w, c->prompt_lp);
     json_out_end_object(w);
 }
 
@@ -346,6 +398,8 @@ char *oai_response_body(const oai_head *h, const oai_choice *choices, int n, con
         oai__choice(&w, h->kind, i, &choices[i], 0);
     json_out_end_array(&w);
     oai__usage(&w, u);
+    if (h->kind == OAI_CHAT && n > 0 && choices[0].has_prompt_lp)
+        oai__prompt_logprobs(&w, choices[0].prompt_lp);
     json_out_end_object(&w);
     return json_out_finish(&w);
 }

@@ -48,6 +48,20 @@ typedef struct oai_logprobs {
     void *user;
 } oai_logprobs;
 
+/* vLLM's prompt_logprobs of one prompt: each token's log-probability given
+ * those before it, its rank and n_top alternatives (the first token's
+ * entry is null). */
+typedef struct oai_prompt_logprobs {
+    const int32_t *ids;        /* [n] */
+    const float *logprobs;     /* [n] */
+    const int32_t *ranks;      /* [n] */
+    const encore_logprob *top; /* [n * n_top], most likely first */
+    size_t n;
+    int n_top;
+    oai_token_text_fn token_text;
+    void *user;
+} oai_prompt_logprobs;
+
 /* A function call of a chat reply (tool_calls.h parsed it). */
 typedef struct oai_tool_call {
     int index;             /* chunks: its place among the choice's calls */
@@ -70,6 +84,9 @@ typedef struct oai_choice {
     size_t n_tool_calls;
     const oai_usage *usage; /* chunks: the choice's usage so far, in place of "usage": null
                              * (stream_options.continuous_usage_stats); NULL: none */
+    int has_prompt_lp;      /* a whole reply: "prompt_logprobs" (completions: the choice's;
+                             * chat: the response's, from its first choice) */
+    const oai_prompt_logprobs *prompt_lp; /* its value; NULL: null */
 } oai_choice;
 
 /* The characters (code points) of lp's tokens as "tokens" shows them (bytes
