@@ -145,6 +145,13 @@ typedef struct encore_sampling {
                                           * among them never ends the request; logprobs stay
                                           * the raw model's (copied) */
     size_t n_allowed_token_ids;
+    const char *const *bad_words; /* [n_bad_words] vLLM's bad_words: words never generated
+                                   * (each as written and, where that is another token of as
+                                   * many tokens, with a leading space; a word of several
+                                   * tokens is masked at its last token only after the
+                                   * others); applied as a token mask, so logprobs stay the
+                                   * raw model's (copied; needs the tokenizer) */
+    size_t n_bad_words;
 } encore_sampling;
 
 ENCORE_API encore_sampling encore_sampling_default(void);

@@ -15,9 +15,10 @@
 #                      per check on a port of its own): sse, batch, endpoints, errors,
 #                      early, hosts, failures, oom, special, keepalive, limits,
 #                      fairness, queue, disconnect, concurrency, args, bench, tools,
-#                      fields (`encore bench serve` against it: its counts equal the
-#                      server's counters; fields: the OpenAI and vLLM request fields
-#                      that change a result, each done or refused by name)
+#                      fields, prompt_logprobs, bad_words (`encore bench serve` against
+#                      it: its counts equal the server's counters; fields: the OpenAI
+#                      and vLLM request fields that change a result, each done or
+#                      refused by name; prompt_logprobs against `encore logits`' rows)
 #   server_responses_<check>  POST /v1/responses (tests/server_responses.py): equal
 #                      (each request answers as the chat request it stands for),
 #                      stream (the events' framing and order, the final response
@@ -58,7 +59,8 @@ endforeach()
 set(ENCORE_SERVER_E2E ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_e2e.py --encore $<TARGET_FILE:encore>
                       --models ${ENCORE_MODELS_DIR})
 foreach(check sse batch endpoints errors early hosts failures oom special templates_2507 templates_coder keepalive limits
-              fairness queue disconnect concurrency args bench tools fields generation)
+              fairness queue disconnect concurrency args bench tools fields prompt_logprobs bad_words
+              generation)
   add_test(NAME server_${check} COMMAND ${ENCORE_SERVER_E2E} ${check})
   set_tests_properties(server_${check} PROPERTIES FIXTURES_REQUIRED tiny_models TIMEOUT 300
                        LABELS server)

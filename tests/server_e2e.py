@@ -101,11 +101,18 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
                candidates of n = best_of with the highest cumulative logprobs, usage
                counting all, a batch, the 400s); allowed_token_ids (every token among them,
                greedy the best-scored of them, with guided_choice both masks); bad_words
-               (refused by name); prompt_logprobs (vLLM's: each prompt token's logprob, rank
-               and alternatives against `encore logits`' whole rows, completions per choice,
-               chat at the top; an echo's logprobs the same values); parallel_tool_calls false (the
+               and prompt_logprobs null or [] (answered), prompt_logprobs in a stream or
+               above 20 (400s); parallel_tool_calls false (the
                first of several calls "required" made, whole and streamed); an unknown field (answered as
                without it; one warning per such request on the server's stderr, naming it)
+  prompt_logprobs  vLLM's prompt_logprobs: each prompt token's logprob, rank and
+               alternatives against `encore logits`' whole rows, completions per choice
+               (a batch of two prompts, n 2), chat at the top, the same again (no
+               prefix cache) and in an echo's logprobs
+  bad_words    vLLM's bad_words: a one-token word never generated, nor its spelling
+               with a leading space, the greedy reply unchanged before; a two-token
+               word's first token still comes, its second never after it; chat; the
+               400s
   openai       the official `openai` npm package (tests/openai_client.mjs):
                completions, chat, streaming, n > 1, a batch of prompts, stop
                strings, errors
@@ -122,6 +129,7 @@ and stops it with SIGTERM (it must exit 0). Nothing waits without a deadline.
 """
 import argparse
 import http.client
+import heapq
 import json
 import math
 import os
@@ -2006,14 +2014,12 @@ def check_fields(a):
         check_allowed_ids(srv)
         chat, msgs = "/v1/chat/completions", [{"role": "user", "content": "Hi"}]
         for path, body in ((comp, base), (chat, {"messages": msgs, "max_tokens": 2})):
-            expect_param(srv, path, dict(body, bad_words=["Paris"]), "bad_words", "not supported")
             expect_param(srv, path, dict(body, prompt_logprobs=1, stream=True), "prompt_logprobs", "stream")
             expect_param(srv, path, dict(body, prompt_logprobs=21), "prompt_logprobs", "[0, 20]")
             status, r, _ = srv.post(path, dict(body, bad_words=[], prompt_logprobs=None))
             if status != 200 or "prompt_logprobs" in r or "prompt_logprobs" in r["choices"][0]:
                 fail(f"{path} with bad_words [] and prompt_logprobs null: {status} {r}")
-        print("ok bad_words: 400 naming it; prompt_logprobs in a stream or above 20: 400; [] and null answered")
-        check_prompt_logprobs(a, srv)
+        print("ok prompt_logprobs in a stream or above 20: 400; bad_words [] and null answered")
         check_parallel_tool_calls(srv)
         status, r, _ = srv.post(comp, dict(base, frobnicate=1, user="u"))
         if status != 200 or r["choices"][0]["text"] != plain["choices"][0]["text"]:
@@ -2280,6 +2286,72 @@ def tokenizer_ids(a):
     return 1 + max(max(t["model"]["vocab"].values()), max(x["id"] for x in t.get("added_tokens", [])))
 
 
+def generated_ids(srv, path, body):
+    """The ids a greedy request generates (return_tokens_as_token_ids)."""
+    body = dict(body, temperature=0, logprobs=True if path.endswith("chat/completions") else 0,
+                return_tokens_as_token_ids=True)
+    status, r, _ = srv.post(path, body)
+    if status != 200:
+        fail(f"{path} {body}: {status} {r}")
+    lp = r["choices"][0]["logprobs"]
+    return [token_id(t["token"]) for t in lp["content"]] if "content" in lp else [token_id(t) for t in lp["tokens"]]
+
+
+def has_run(ids, run):
+    return any(ids[i:i + len(run)] == run for i in range(len(ids) - len(run) + 1))
+
+
+def check_bad_words(a):
+    """vLLM's bad_words: a one-token word never generated (nor its spelling with a leading
+    space, where that is another single token), the greedy reply unchanged before the place it
+    took; a two-token word: its first token still comes, the second never after it; chat too;
+    an empty, blank or non-string word and too many words are 400s naming the field."""
+    with Server(a) as srv:
+        check_bad_words_on(srv)
+
+
+def check_bad_words_on(srv):
+    comp, chat = "/v1/completions", "/v1/chat/completions"
+    base = {"prompt": "The capital of France is", "max_tokens": 24, "ignore_eos": True}
+    plain = generated_ids(srv, comp, base)
+    one = [t for t in plain if tokenize(srv, prompt=detokenize(srv, [t])) == [t]]
+    if not one:
+        fail(f"no generated token of {plain} encodes as itself")
+    word = detokenize(srv, [one[0]])
+    got = generated_ids(srv, comp, dict(base, bad_words=[word]))
+    cut = plain.index(one[0])
+    if one[0] in got or got[:cut] != plain[:cut]:
+        fail(f"bad_words [{word!r}] (id {one[0]}): {got} against {plain}")
+    spaced = [t for t in plain if detokenize(srv, [t]).startswith(" ") and len(tokenize(
+        srv, prompt=detokenize(srv, [t]).lstrip())) == 1 and tokenize(srv, prompt=detokenize(srv, [t])) == [t]]
+    if not spaced:
+        fail(f"no generated token of {plain} is a space and a word of one token")
+    bare = detokenize(srv, [spaced[0]]).lstrip()
+    got = generated_ids(srv, comp, dict(base, bad_words=[bare]))
+    if spaced[0] in got or tokenize(srv, prompt=bare)[0] in got:
+        fail(f"bad_words [{bare!r}]: its spelling with a space ({spaced[0]}) came: {got}")
+    pairs = [plain[i:i + 2] for i in range(len(plain) - 1)
+             if tokenize(srv, prompt=detokenize(srv, plain[i:i + 2])) == plain[i:i + 2]]
+    if not pairs:
+        fail(f"no two generated tokens of {plain} encode as themselves")
+    pair = pairs[0]
+    got = generated_ids(srv, comp, dict(base, bad_words=[detokenize(srv, pair)]))
+    at = next(i for i in range(len(plain) - 1) if plain[i:i + 2] == pair)
+    if has_run(got, pair) or got[:at + 1] != plain[:at + 1]:
+        fail(f"bad_words of {pair}: {got} against {plain}")
+    msgs = [{"role": "user", "content": "Hi"}]
+    cplain = generated_ids(srv, chat, {"messages": msgs, "max_tokens": 8})
+    cword = detokenize(srv, [cplain[0]])
+    got = generated_ids(srv, chat, {"messages": msgs, "max_tokens": 8, "bad_words": [cword]})
+    if cplain[0] in got:
+        fail(f"chat bad_words [{cword!r}]: {got}")
+    for bad, needle in (([""], "empty"), ([" \n"], "whitespace"), ("x", "array"), ([1], "array"),
+                        (["x"] * 257, "at most 256")):
+        expect_param(srv, comp, dict(base, bad_words=bad), "bad_words", needle)
+    print(f"ok bad_words: one token {one[0]} never, its spaced spelling {spaced[0]} never, "
+          f"the pair {pair} broken after its first token, chat; 400s")
+
+
 def logits_rows(a, ids):
     """Every logit of the tokenizer's ids at every position of the prompt ids, from `encore
     logits` (the same weights, its own path out of the engine): {pos: {id: logit}}."""
@@ -2315,18 +2387,23 @@ def check_prompt_position(got, row, token, n_top, what):
     ranks = sorted(got[str(k)]["rank"] for k in alts)
     if ranks != list(range(1, n_top + 1)) or len(keys) != n_top + (token not in alts):
         fail(f"{what}: {n_top} alternatives ranked 1..{n_top} besides the token: {got}")
-    kth = sorted(lp.values(), reverse=True)[n_top - 1] if n_top else 0
+    kth = heapq.nlargest(n_top, lp.values())[-1] if n_top else 0
     for k in alts:
         x = got[str(k)]
         if abs(x["logprob"] - lp[k]) > eps or lp[k] < kth - 1e-5:
             fail(f"{what}: alternative {k} {x} against {lp[k]} (the {n_top}th most likely {kth})")
 
 
-def check_prompt_logprobs(a, srv):
+def check_prompt_logprobs(a):
     """vLLM's prompt_logprobs: each prompt token's logprob, rank and alternatives against the
     whole logits rows of `encore logits`; completions per choice (a batch of two prompts, n 2),
     chat once at the top; the same values a second time (the prefix cache skipped) and in an
     echo's logprobs; 0 the token alone."""
+    with Server(a) as srv:
+        check_prompt_logprobs_on(a, srv)
+
+
+def check_prompt_logprobs_on(a, srv):
     comp, chat = "/v1/completions", "/v1/chat/completions"
     prompts = [tokenize(srv, prompt=t) for t in ("The capital of France is", "One two three")]
     status, r, _ = srv.post(comp, {"prompt": prompts, "max_tokens": 2, "temperature": 0, "n": 2,

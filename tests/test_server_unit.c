@@ -408,15 +408,25 @@ static void test_request_fields(void)
     oai_request_free(&r);
     refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"parallel_tool_calls\":0}",
             OAI_CHAT, "parallel_tool_calls", "boolean");
-    /* bad_words: refused by name (completions and chat); null, and bad_words [], ask for
-     * nothing; prompt_logprobs null neither */
-    refused("{\"prompt\":\"x\",\"bad_words\":[\"no\"]}", OAI_COMPLETION, "bad_words",
-            "not supported");
-    refused("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"bad_words\":[\"no\"]}",
-            OAI_CHAT, "bad_words", "not supported");
+    /* bad_words: an array of words, each kept as written (the engine encodes them); null
+     * and [] ask for nothing, an empty or blank word or another type is refused; stop
+     * strings of whitespace stay valid */
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                "\"bad_words\":[\" Paris\",\"a b\"]}",
+                OAI_CHAT, &r, &err));
+    CHECK(r.sampling.n_bad_words == 2 && !strcmp(r.sampling.bad_words[0], " Paris") &&
+          !strcmp(r.sampling.bad_words[1], "a b"));
+    oai_request_free(&r);
     refused("{\"prompt\":\"x\",\"bad_words\":\"no\"}", OAI_COMPLETION, "bad_words", "array");
+    refused("{\"prompt\":\"x\",\"bad_words\":[\" \\n\"]}", OAI_COMPLETION, "bad_words",
+            "whitespace");
+    refused("{\"prompt\":\"x\",\"bad_words\":[\"\"]}", OAI_COMPLETION, "bad_words", "empty");
+    CHECK(parse("{\"prompt\":\"x\",\"stop\":[\"\\n\"]}", OAI_COMPLETION, &r, &err));
+    CHECK(r.sampling.n_stop == 1 && !strcmp(r.sampling.stop[0], "\n"));
+    oai_request_free(&r);
     CHECK(parse("{\"prompt\":\"x\",\"bad_words\":[],\"prompt_logprobs\":null}", OAI_COMPLETION, &r,
                 &err));
+    CHECK(r.sampling.n_bad_words == 0 && r.prompt_logprobs == -1);
     oai_request_free(&r);
     /* allowed_token_ids: a non-empty array of ids (completions and chat); null is none */
     CHECK(parse("{\"prompt\":\"x\",\"allowed_token_ids\":[7,3,151935]}", OAI_COMPLETION, &r, &err));

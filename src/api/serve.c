@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "api/api_impl.h"
+#include "api/bad_words.h"
 #include "api/text_out.h"
 #include "api/token_mask.h"
 #include "base/log.h"
@@ -183,6 +184,25 @@ static enc_status serve__request_create(encore_engine *e, const encore_request *
     } else if (s == ENC_OK && sp->n_allowed_token_ids) {
         s = api_token_mask_wrap(sp->allowed_token_ids, sp->n_allowed_token_ids,
                                 (int32_t)engine_model_config(e->eng)->vocab_size, &q->constraint);
+        if (s == ENC_OK) {
+            q->owns_constraint = true;
+            q->params.constraint = &q->constraint;
+        }
+    }
+    if (s == ENC_OK && sp->n_bad_words) {
+        if (!sp->bad_words)
+            s = enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                         "request: sampling.bad_words is NULL with n_bad_words %zu",
+                         sp->n_bad_words);
+        else if (!e->tok)
+            s = enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                         "request: bad_words need a tokenizer, and the model %s has no "
+                         "tokenizer.json",
+                         e->name);
+        else
+            s = api_bad_words_wrap(e->tok, &e->tok_mu, sp->bad_words, sp->n_bad_words,
+                                   (int32_t)engine_model_config(e->eng)->vocab_size,
+                                   &q->constraint);
         if (s == ENC_OK) {
             q->owns_constraint = true;
             q->params.constraint = &q->constraint;

@@ -302,30 +302,53 @@ static int oai__messages(const cJSON *obj, oai_request *r, oai_error *err)
 
 /* --- sampling ------------------------------------------------------------------ */
 
-static int oai__stop(const cJSON *obj, oai_request *r, oai_error *err)
+/* Field `name`: an array of at most max_n non-empty strings of at most
+ * OAI_MAX_STOP_BYTES bytes, copied into *out (n of them; the caller frees
+ * them, even after an error). stop's rules (one_string): a string alone is
+ * one item, and whitespace is text; else a string of whitespace only is
+ * empty too. */
+static int oai__strings(const cJSON *obj, const char *name, int one_string, int max_n, char ***out,
+                        size_t *n, oai_error *err)
 {
     const cJSON *v;
-    if (!oai__present(obj, "stop", &v)) return 1;
-    if (!cJSON_IsString(v) && !cJSON_IsArray(v))
-        return oai_error_set(err, 400, "stop", "'stop' must be a string or an array of strings");
+    if (!oai__present(obj, name, &v)) return 1;
+    const char *what = one_string ? "a string or an array of strings" : "an array of strings";
+    if (!(one_string && cJSON_IsString(v)) && !cJSON_IsArray(v))
+        return oai_error_set(err, 400, name, "'%s' must be %s", name, what);
     int count = cJSON_IsString(v) ? 1 : cJSON_GetArraySize(v);
-    if (count > OAI_MAX_STOP)
-        return oai_error_set(err, 400, "stop", "'stop' has %d items, at most %d allowed", count,
-                             OAI_MAX_STOP);
-    r->stop = calloc((size_t)count + 1, sizeof *r->stop);
-    if (!r->stop) return oai__oom(err);
+    if (count > max_n)
+        return oai_error_set(err, 400, name, "'%s' has %d items, at most %d allowed", name, count,
+                             max_n);
+    *out = calloc((size_t)count + 1, sizeof **out);
+    if (!*out) return oai__oom(err);
     const cJSON *x = cJSON_IsString(v) ? v : v->child;
     for (int i = 0; i < count; i++, x = x->next) {
-        if (!cJSON_IsString(x))
-            return oai_error_set(err, 400, "stop", "'stop' must be a string or an array of strings");
-        if (!x->valuestring[0])
-            return oai_error_set(err, 400, "stop", "'stop' strings must not be empty");
+        if (!cJSON_IsString(x)) return oai_error_set(err, 400, name, "'%s' must be %s", name, what);
+        if (!x->valuestring[one_string ? 0 : strspn(x->valuestring, " \t\n\r\f\v")])
+            return oai_error_set(err, 400, name, "'%s' strings must not be empty%s", name,
+                                 one_string ? "" : " or only whitespace");
         if (strlen(x->valuestring) > OAI_MAX_STOP_BYTES)
-            return oai_error_set(err, 400, "stop", "'stop' strings are at most %d bytes, got %zu",
+            return oai_error_set(err, 400, name, "'%s' strings are at most %d bytes, got %zu", name,
                                  OAI_MAX_STOP_BYTES, strlen(x->valuestring));
-        if (!(r->stop[r->sampling.n_stop++] = oai__strdup(x->valuestring))) return oai__oom(err);
+        if (!((*out)[(*n)++] = oai__strdup(x->valuestring))) return oai__oom(err);
     }
+    return 1;
+}
+
+static int oai__stop(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    if (!oai__strings(obj, "stop", 1, OAI_MAX_STOP, &r->stop, &r->sampling.n_stop, err)) return 0;
     r->sampling.stop = (const char *const *)r->stop;
+    return 1;
+}
+
+/* vLLM's bad_words: word sequences never generated (the engine encodes them). */
+static int oai__bad_words(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    if (!oai__strings(obj, "bad_words", 0, OAI_MAX_BAD_WORDS, &r->bad_words,
+                      &r->sampling.n_bad_words, err))
+        return 0;
+    r->sampling.bad_words = (const char *const *)r->bad_words;
     return 1;
 }
 
@@ -433,7 +456,8 @@ static int oai__sampling(const cJSON *obj, oai_request *r, oai_error *err)
         !oai__bool(obj, "ignore_eos", &s->ignore_eos, err) ||
         !oai__bool(obj, "skip_special_tokens", &s->skip_special_tokens, err) ||
         !oai__bool(obj, "include_stop_str_in_output", &s->include_stop_str_in_output, err) ||
-        !oai__int32(obj, "n", 1, OAI_MAX_N, &r->n, err) || !oai__stop(obj, r, err))
+        !oai__int32(obj, "n", 1, OAI_MAX_N, &r->n, err) || !oai__stop(obj, r, err) ||
+        !oai__bad_words(obj, r, err))
         return 0;
     r->best_of = r->n;
     if (!oai__logit_bias(obj, r, err) || !oai__allowed_ids(obj, r, err)) return 0;
@@ -641,18 +665,11 @@ static int oai__best_of(const cJSON *obj, oai_request *r, oai_error *err)
     return 1;
 }
 
-/* vLLM's bad_words (word sequences never generated), prompt_logprobs
- * (its own format of the prompt's log-probabilities, with each token's
- * rank, which the engine does not compute) and chat_template: refused by
- * name rather than ignored; null, and bad_words [], ask for nothing. */
+/* vLLM's chat_template (and prompt_logprobs in /tokenize): refused by name
+ * rather than ignored. */
 static int oai__unsupported(const cJSON *obj, oai_request *r, oai_error *err)
 {
     const cJSON *v;
-    if (oai__present(obj, "bad_words", &v)) {
-        if (!cJSON_IsArray(v))
-            return oai_error_set(err, 400, "bad_words", "'bad_words' must be an array of strings");
-        if (v->child) return oai_error_set(err, 400, "bad_words", "'bad_words' is not supported");
-    }
     if (r->kind == OAI_TOKENIZE && oai__present(obj, "prompt_logprobs", &v))
         return oai_error_set(err, 400, "prompt_logprobs",
                              "'prompt_logprobs' is not supported by /tokenize");
@@ -920,6 +937,9 @@ void oai_request_free(oai_request *r)
     free(r->messages);
     for (size_t i = 0; i < r->sampling.n_stop; i++) free(r->stop[i]);
     free(r->stop);
+    for (size_t i = 0; i < r->sampling.n_bad_words; i++)
+        free(r->bad_words[i]);
+    free(r->bad_words);
     free(r->stop_ids);
     free(r->logit_bias);
     free(r->allowed_ids);

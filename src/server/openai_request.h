@@ -23,7 +23,8 @@ enum {
     OAI_MAX_PROMPTS = 256,          /* prompts in one completions request (a batch); each gets n
                                      * choices, all of which count in --max-queue */
     OAI_MAX_STOP = 16,              /* stop strings */
-    OAI_MAX_STOP_BYTES = 1024,      /* bytes of one stop string */
+    OAI_MAX_STOP_BYTES = 1024,      /* bytes of one stop string (and of one bad word) */
+    OAI_MAX_BAD_WORDS = 256,        /* bad_words entries */
     OAI_MAX_STOP_IDS = 16,          /* stop_token_ids (the engine's limit) */
     OAI_MAX_TOP_LOGPROBS = 20,
     OAI_MAX_LOGIT_BIAS = ENCORE_MAX_LOGIT_BIAS, /* logit_bias entries */
@@ -127,6 +128,7 @@ typedef struct oai_request {
      * in by the server. */
     encore_sampling sampling;
     char **stop;                   /* [n_stop] */
+    char **bad_words;              /* [sampling.n_bad_words] */
     int32_t *stop_ids;
     encore_logit_bias *logit_bias; /* [sampling.n_logit_bias]: sampling.logit_bias */
     int32_t *allowed_ids;          /* [sampling.n_allowed_token_ids]: vLLM's allowed_token_ids */
