@@ -4,8 +4,10 @@ into a file of results.
 
     run_batch.py --encore BIN --models DIR CHECK
 
-  answers  fourteen requests (chat, completions with logprobs and a batch of
-           prompts, Responses; greedy and seeded) run four at a time with
+  answers  seventeen requests (chat, completions with logprobs and a batch of
+           prompts, Responses; greedy and seeded, a seed of 2^53 + 1 that must
+           arrive as written; two of 16 prompts x n 16, the server's whole default
+           queue each) run four at a time with
            max_num_seqs 3: one result line per request in the input's order,
            each with its custom_id and ids of its own, and each body the reply
            `encore serve` gives the same body (ids and timestamps aside); the
@@ -47,6 +49,13 @@ def requests():
                                             "temperature": 0, "echo": True}))
     out.append(("resp-0", RESPONSES, {"model": MODEL, "input": "Hi there", "max_output_tokens": 5,
                                       "temperature": 0}))
+    # a seed no double holds (2^53 + 1): the body must reach the server byte for byte
+    out.append(("seed-2^53+1", COMPLETIONS, {"model": MODEL, "prompt": "x y", "max_tokens": 6,
+                                             "temperature": 1.0, "seed": 9007199254740993}))
+    # 16 prompts x n 16: each as many sequences as the server's default queue holds
+    for i in range(2):
+        out.append((f"wide-{i}", COMPLETIONS, {"model": MODEL, "prompt": [f"w{i} {k}" for k in range(16)],
+                                               "n": 16, "max_tokens": 2, "temperature": 0}))
     refused = [
         ("bad-temperature", COMPLETIONS, {"model": MODEL, "prompt": "x", "temperature": -1}),
         ("stream", CHAT, {"model": MODEL, "messages": [{"role": "user", "content": "x"}], "stream": True}),
@@ -98,7 +107,7 @@ def check_answers(a):
     if f"{len(allreq)} requests in" not in err or f"{len(answered)} answered 200, {len(refused)} not" not in err:
         fail(f"no summary of {len(allreq)} requests on stderr: {err}")
     got = {o["custom_id"]: o for o in lines}
-    with Server(a) as srv:
+    with Server(a, "--max-queue-per-client", "256") as srv:  # a wide request alone fits
         for c, url, body in answered:
             o = got[c]
             if o["response"]["status_code"] != 200 or o["error"] is not None:

@@ -2432,6 +2432,25 @@ def check_prompt_logprobs_on(a, srv):
         e = again["prompt_logprobs"][i]
         if echo["token_logprobs"][i] != e[str(prompts[0][i])]["logprob"]:
             fail(f"position {i}: echo's logprob {echo['token_logprobs'][i]} against {e}")
+    # an echo's alternatives (3) beside prompt_logprobs 0: the token alone
+    r = srv.post(comp, {"prompt": prompts[0], "max_tokens": 1, "temperature": 0, "echo": True,
+                        "logprobs": 3, "prompt_logprobs": 0})[1]["choices"][0]
+    if any(len(e) != 1 for e in r["prompt_logprobs"][1:]) or len(r["logprobs"]["top_logprobs"][1]) < 3:
+        fail(f"echo with logprobs 3 and prompt_logprobs 0: {r['prompt_logprobs']} {r['logprobs']}")
+    # echo with max_tokens 0: the prompt scored, nothing generated
+    r = srv.post(comp, {"prompt": prompts[0], "max_tokens": 0, "echo": True,
+                        "prompt_logprobs": 1})[1]["choices"][0]
+    pl = r.get("prompt_logprobs") or []
+    if len(pl) != len(prompts[0]) or pl[0] is not None or r["logprobs"] is not None:
+        fail(f"echo, max_tokens 0, prompt_logprobs 1: {r}")
+    for i in range(1, len(prompts[0])):
+        e, ref, tok = pl[i], again["prompt_logprobs"][i], str(prompts[0][i])
+        if list(e)[0] != tok or e[tok] != ref[tok] or len(e) > 2:
+            fail(f"echo, max_tokens 0, position {i}: {e} against {ref}")
+    # the entries one request may ask for: prompt tokens x (K + 1) x n counted
+    long_prompt = (prompts[0] * 400)[:2000]
+    expect_param(srv, comp, {"prompt": [long_prompt, long_prompt], "n": 16, "max_tokens": 1,
+                             "prompt_logprobs": 20}, "prompt_logprobs", "log-probability entries")
     msgs = [{"role": "user", "content": "Hi"}]
     status, r, _ = srv.post(chat, {"messages": msgs, "max_tokens": 2, "temperature": 0,
                                    "prompt_logprobs": 0})

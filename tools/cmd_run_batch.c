@@ -153,6 +153,38 @@ static const char *run_batch_refusal(const char *method, const char *url, const 
     return NULL;
 }
 
+/* The bytes of the first member `name` of the JSON object `text` (which
+ * parsed whole), as written, into [*begin, *end): a body goes to the
+ * server as the client wrote it (cJSON would print a seed of 2^63 - 1 as
+ * 9.2233720368547758e+18). cJSON finds where each value ends. */
+static bool run_batch_member_span(const char *text, const char *name, const char **begin,
+                                  const char **end)
+{
+    static const char ws[] = " \t\r\n";
+    const char *p = text + strspn(text, ws);
+    if (*p++ != '{') return false;
+    for (;;) {
+        const char *after_key = NULL, *after_value = NULL;
+        cJSON *key = cJSON_ParseWithOpts(p, &after_key, 0);
+        bool match = cJSON_IsString(key) && !strcmp(key->valuestring, name);
+        cJSON_Delete(key);
+        if (!key || !after_key) return false;
+        p = after_key + strspn(after_key, ws);
+        if (*p++ != ':') return false;
+        p += strspn(p, ws);
+        cJSON *value = cJSON_ParseWithOpts(p, &after_value, 0);
+        cJSON_Delete(value);
+        if (!value || !after_value) return false;
+        if (match) {
+            *begin = p, *end = after_value;
+            return true;
+        }
+        p = after_value + strspn(after_value, ws);
+        if (*p++ != ',') return false;
+        p += strspn(p, ws);
+    }
+}
+
 /* One non-empty line (NUL-terminated in place) into *out; false after a
  * message naming it. */
 static bool run_batch_parse_line(const char *path, size_t line_no, const char *text,
@@ -173,12 +205,15 @@ static bool run_batch_parse_line(const char *path, size_t line_no, const char *t
                   body ? "" : " (it is missing)");
     bool ok = url && cJSON_IsObject(body);
     if (ok) {
+        const char *b0 = NULL, *b1 = NULL;
         out->custom_id = strdup(id);
         out->url = strdup(url);
-        out->body = cJSON_PrintUnformatted(body);
+        out->body =
+            run_batch_member_span(text, "body", &b0, &b1) ? strndup(b0, (size_t)(b1 - b0)) : NULL;
         out->refusal = run_batch_refusal(method, url, body);
         if (!out->custom_id || !out->url || !out->body) {
-            cli_error("run-batch", "%s:%zu: out of memory", path, line_no);
+            cli_error("run-batch", "%s:%zu: %s", path, line_no,
+                      b0 ? "out of memory" : "cannot find the bytes of 'body'");
             ok = false;
         }
     }
@@ -191,7 +226,7 @@ static void run_batch_lines_free(batch_line *lines, size_t n)
     for (size_t i = 0; i < n; i++) {
         free(lines[i].custom_id);
         free(lines[i].url);
-        cJSON_free(lines[i].body);
+        free(lines[i].body);
     }
     free(lines);
 }
@@ -274,43 +309,41 @@ static void run_batch_id(const char *prefix, char *out, size_t cap)
              (unsigned long long)(b & 0xffffffffffffULL));
 }
 
-/* The result line of one request (malloc'd, with its newline): the
- * server's reply as `body` (200) or `error` (else), or `message` as the
- * error of a request not answered. NULL when out of memory. */
+/* The result line of one request (malloc'd, with its newline), or NULL
+ * when out of memory: the server's reply to status as `body` (200) or as
+ * `error` (else), or `message` as the error of a request not answered
+ * (status then the one given). *answered: 200 with a JSON reply. */
 static char *run_batch_result(const batch_line *l, int status, const char *reply,
-                              const char *message)
+                              const char *message, bool *answered)
 {
     cJSON *parsed = reply ? cJSON_Parse(reply) : NULL;
     if (reply && !parsed) {
-        status = 500;
         message = "the server's reply is not JSON";
+        status = status == 200 ? 500 : status;
     }
     if (parsed && !strpbrk(reply, "\r\n")) { /* one line: its bytes as sent, numbers too */
         cJSON_Delete(parsed);
         if (!(parsed = cJSON_CreateRaw(reply))) return NULL;
     }
+    *answered = status == 200 && parsed;
     char id[64], request_id[64];
     run_batch_id("batch_req_", id, sizeof id);
     run_batch_id("req_", request_id, sizeof request_id);
     cJSON *o = cJSON_CreateObject(), *resp = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "id", id);
-    cJSON_AddStringToObject(o, "custom_id", l->custom_id);
-    cJSON_AddNumberToObject(resp, "status_code", status);
-    cJSON_AddStringToObject(resp, "request_id", request_id);
-    if (status == 200 && parsed) {
-        cJSON_AddItemToObject(resp, "body", parsed);
-        parsed = NULL;
-    } else {
-        cJSON_AddNullToObject(resp, "body");
-    }
-    cJSON_AddItemToObject(o, "response", resp);
-    if (parsed)
-        cJSON_AddItemToObject(o, "error", parsed);
-    else if (status != 200)
-        cJSON_AddStringToObject(o, "error", message);
-    else
-        cJSON_AddNullToObject(o, "error");
-    char *text = cJSON_PrintUnformatted(o);
+    cJSON *body = *answered ? parsed : cJSON_CreateNull();
+    cJSON *error = *answered ? cJSON_CreateNull() : parsed ? parsed : cJSON_CreateString(message);
+    bool ok = o && resp && body && error && cJSON_AddStringToObject(o, "id", id) &&
+              cJSON_AddStringToObject(o, "custom_id", l->custom_id) &&
+              cJSON_AddNumberToObject(resp, "status_code", status) &&
+              cJSON_AddStringToObject(resp, "request_id", request_id);
+    /* each item added is its parent's to free from here on */
+    ok = ok && cJSON_AddItemToObject(resp, "body", body);
+    if (!ok) cJSON_Delete(body);
+    ok = ok && cJSON_AddItemToObject(o, "response", resp);
+    if (!ok) cJSON_Delete(resp);
+    ok = ok && cJSON_AddItemToObject(o, "error", error);
+    if (!ok) cJSON_Delete(error);
+    char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     char *line = text ? malloc(strlen(text) + 2) : NULL;
     if (line) sprintf(line, "%s\n", text);
@@ -318,24 +351,27 @@ static char *run_batch_result(const batch_line *l, int status, const char *reply
     return line;
 }
 
-/* Send line i (or refuse it) and return its result line; *answered: the
- * server answered 200. */
+/* Send line i (or refuse it) and return its result line (NULL: out of
+ * memory); *answered: the server answered 200. */
 static char *run_batch_one(batch_run *r, size_t i, bool *answered)
 {
     const batch_line *l = &r->lines[i];
-    *answered = false;
-    if (l->refusal) return run_batch_result(l, 400, NULL, l->refusal);
+    if (l->refusal) return run_batch_result(l, 400, NULL, l->refusal, answered);
     batch_buf reply = {0};
     int status = 0;
     char err[512];
     bool sent = http_request_stream(&r->url, "POST", l->url, NULL, l->body, &status,
                                     run_batch_collect, &reply, err, sizeof err);
-    char *line = sent && reply.p ? run_batch_result(l, status, reply.p, NULL)
-                                 : run_batch_result(l, 500, NULL, sent ? "an empty reply" : err);
-    *answered = sent && reply.p && status == 200;
+    char *line = sent && reply.p ? run_batch_result(l, status, reply.p, NULL, answered)
+                 : sent          ? run_batch_result(l, status == 200 ? 500 : status, NULL,
+                                                    "the server's reply is empty", answered)
+                                 : run_batch_result(l, 500, NULL, err, answered);
     free(reply.p);
     return line;
 }
+
+/* A result that could not be made (out of memory): the writer stops there. */
+static char run_batch_no_result[] = "";
 
 static void *run_batch_sender(void *user)
 {
@@ -345,10 +381,10 @@ static void *run_batch_sender(void *user)
         size_t i = r->next < r->n ? r->next++ : r->n;
         pthread_mutex_unlock(&r->mu);
         if (i == r->n) return NULL;
-        bool answered;
+        bool answered = false;
         char *line = run_batch_one(r, i, &answered);
         pthread_mutex_lock(&r->mu);
-        r->results[i] = line ? line : strdup("");
+        r->results[i] = line ? line : run_batch_no_result;
         r->n_done++;
         r->n_ok += line && answered;
         pthread_cond_signal(&r->done_cv);
@@ -359,13 +395,14 @@ static void *run_batch_sender(void *user)
 /* --- the run ---------------------------------------------------------------- */
 
 /* Write each result in order as it is done, a progress line on stderr every
- * 5 s; false (after a message) when the output cannot be written. */
+ * 5 s; false (after a message) when a result cannot be made or written:
+ * then no request is sent any more (those in flight finish). */
 static bool run_batch_write(batch_run *r, FILE *out, const char *path, double t0)
 {
     bool ok = true;
     double last = t0;
     pthread_mutex_lock(&r->mu);
-    for (size_t i = 0; i < r->n; i++) {
+    for (size_t i = 0; ok && i < r->n; i++) {
         while (!r->results[i]) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
@@ -381,16 +418,17 @@ static bool run_batch_write(batch_run *r, FILE *out, const char *path, double t0
         char *line = r->results[i];
         r->results[i] = NULL;
         pthread_mutex_unlock(&r->mu);
-        if (!*line) {
-            cli_error("run-batch", "out of memory writing the result of line %zu", i + 1);
+        if (line == run_batch_no_result) {
+            cli_error("run-batch", "out of memory making the result of request %zu", i + 1);
             ok = false;
-        } else if (ok && (fputs(line, out) < 0 || fflush(out) != 0)) {
+        } else if (fputs(line, out) < 0 || fflush(out) != 0) {
             cli_error("run-batch", "--output-file %s: %s", path, strerror(errno));
             ok = false;
         }
-        free(line);
+        if (line != run_batch_no_result) free(line);
         pthread_mutex_lock(&r->mu);
     }
+    if (!ok) r->next = r->n; /* send nothing more */
     pthread_mutex_unlock(&r->mu);
     return ok;
 }
@@ -404,7 +442,8 @@ static http_server_config run_batch_server_config(const run_batch_args *a, int64
     c.host = "127.0.0.1";
     c.port = 0;
     c.api_key = NULL;
-    c.max_queue = concurrency > c.max_queue ? concurrency : c.max_queue;
+    /* a request is up to 256 prompts x 16 choices: room for any */
+    c.max_queue = (int64_t)1 << 40;
     c.max_queue_per_client = c.max_queue;
     c.max_connections = (int)concurrency + 8;
     c.max_connections_per_ip = 0;
@@ -446,13 +485,10 @@ static int run_batch_run(run_batch_args *a, batch_line *lines, size_t n, FILE *o
     fprintf(stderr, "encore run-batch: %zu requests, %lld at a time\n", n, (long long)started);
     bool ok = started > 0 && run_batch_write(&r, out, a->output, t0);
     if (!started) cli_error("run-batch", "cannot start the requests' threads");
-    pthread_mutex_lock(&r.mu);
-    r.next = n; /* after a failed write: send nothing more */
-    pthread_mutex_unlock(&r.mu);
     for (int64_t t = 0; t < started; t++)
         pthread_join(senders[t], NULL);
     for (size_t i = 0; r.results && i < n; i++)
-        free(r.results[i]);
+        if (r.results[i] != run_batch_no_result) free(r.results[i]);
     if (ok)
         fprintf(stderr, "encore run-batch: %zu requests in %.1f s: %zu answered 200, %zu not\n", n,
                 cli_now_seconds() - t0, r.n_ok, n - r.n_ok);

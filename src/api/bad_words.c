@@ -24,6 +24,7 @@ typedef struct api_bad_words {
 static bool bad_words__armed(const api_bad_words *b, size_t s)
 {
     size_t prefix = b->start[s + 1] - b->start[s] - 1;
+    if (!prefix) return true; /* (history may be NULL then) */
     return prefix <= b->n_hist &&
            !memcmp(b->ids + b->start[s], b->history + b->n_hist - prefix, prefix * sizeof *b->ids);
 }

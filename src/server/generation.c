@@ -321,19 +321,21 @@ static void gen__top_rows(encore_logprob *dst, const encore_logprob *src, size_t
         memcpy(dst + i * row, src + i * src_row, row * sizeof *dst);
 }
 
-/* A copy of o's prompt records (vLLM's prompt_logprobs); NULL when out of
+/* A copy of o's prompt records (vLLM's prompt_logprobs), k alternatives
+ * each (the engine may have recorded more, for an echo); NULL when out of
  * memory. */
-static gen_prompt_lps *gen__prompt_lps_new(const encore_output *o)
+static gen_prompt_lps *gen__prompt_lps_new(const encore_output *o, int k)
 {
     gen_prompt_lps *p = calloc(1, sizeof *p);
     if (!p) return NULL;
-    size_t n = o->n_prompt_logprobs, row = (size_t)o->n_prompt_top;
+    size_t n = o->n_prompt_logprobs, row = (size_t)(k < o->n_prompt_top ? k : o->n_prompt_top);
     p->n = n;
-    p->n_top = o->n_prompt_top;
+    p->n_top = (int)row;
     p->ids = gen__dup(o->prompt_ids, n * sizeof *p->ids);
     p->logprobs = gen__dup(o->prompt_logprobs, n * sizeof *p->logprobs);
     p->ranks = gen__dup(o->prompt_ranks, n * sizeof *p->ranks);
-    p->top = row ? gen__dup(o->prompt_top, n * row * sizeof *p->top) : NULL;
+    p->top = row ? malloc(n * row * sizeof *p->top) : NULL;
+    if (p->top) gen__top_rows(p->top, o->prompt_top, n, (size_t)o->n_prompt_top, row);
     if (!p->ids || !p->logprobs || !p->ranks || (row && !p->top)) {
         gen__prompt_lps_free(p);
         return NULL;
@@ -375,7 +377,7 @@ static gen_event *gen__event_new(const gen_job *j, const encore_output *o)
     ev->n_cached = o->n_cached_prompt_tokens;
     ev->n_output = o->n_output_tokens;
     int kept = j->req.prompt_logprobs >= 0 && o->prompt_logprobs;
-    if (kept) ev->prompt_lps = gen__prompt_lps_new(o);
+    if (kept) ev->prompt_lps = gen__prompt_lps_new(o, j->req.prompt_logprobs);
     if (!ev->text || (n && !ev->ids) || (has_lp && n && !ev->logprobs) || (row && n && !ev->top) ||
         (o->stop_string && !ev->stop_string) || (kept && !ev->prompt_lps)) {
         gen__event_free(ev);
@@ -588,6 +590,10 @@ static int gen__apply_taken(gen_job *j)
                 ev->prompt_lps = NULL;
             }
             ok &= gen__apply(c, ev);
+            /* the records came with its first ids: without them, memory ran out */
+            if (ev->finished && j->req.prompt_logprobs >= 0 && !c->prompt_lps &&
+                (!strcmp(ev->finish_reason, "stop") || !strcmp(ev->finish_reason, "length")))
+                ok = 0;
             if (j->req.stream) gen__sse_event(j, c, ev);
             gen__event_free(ev);
         }
@@ -1202,16 +1208,31 @@ static int gen__prompts(http_server *s, const oai_request *req, gen_prompt **out
     return 1;
 }
 
-/* best_of (n unless above it) x (max_tokens + an echoed prompt's tokens) x
- * top_logprobs, summed over the prompts, within OAI_MAX_LOGPROB_ALTERNATIVES. */
+/* The log-probability entries a reply may hold: best_of (n unless above
+ * it) x, summed over the prompts, (max_tokens + an echoed prompt's tokens)
+ * x top_logprobs and, with prompt_logprobs K, the prompt's tokens x (K + 1);
+ * within OAI_MAX_LOGPROB_ALTERNATIVES. */
 static int gen__check_logprobs(const oai_request *req, const gen_prompt *p, size_t n_prompts,
                                oai_error *err)
 {
-    int64_t tokens = 0;
-    for (size_t i = 0; i < n_prompts; i++)
-        tokens += p[i].max_tokens + (req->sampling.prompt_logprobs ? (int64_t)p[i].n_ids : 0);
-    int64_t alternatives = (int64_t)req->best_of * tokens * req->top_logprobs;
+    int64_t tokens = 0, prompt_entries = 0;
+    int echoed = req->echo && req->logprobs;
+    for (size_t i = 0; i < n_prompts; i++) {
+        tokens += p[i].max_tokens + (echoed ? (int64_t)p[i].n_ids : 0);
+        if (req->prompt_logprobs >= 0)
+            prompt_entries += (int64_t)p[i].n_ids * (req->prompt_logprobs + 1);
+    }
+    int64_t alternatives = (int64_t)req->best_of * (tokens * req->top_logprobs + prompt_entries);
     if (alternatives <= OAI_MAX_LOGPROB_ALTERNATIVES) return 1;
+    if ((int64_t)req->best_of * prompt_entries > OAI_MAX_LOGPROB_ALTERNATIVES / 2)
+        return oai_error_set(
+            err, 400, "prompt_logprobs",
+            "%s (%d) x the prompt's tokens%s x (prompt_logprobs (%d) + 1), with "
+            "the generated tokens' logprobs, is %lld log-probability entries, more "
+            "than the %d one request may ask for; lower one of them",
+            req->best_of > req->n ? "best_of" : "n", req->best_of,
+            n_prompts > 1 ? " of every prompt" : "", req->prompt_logprobs, (long long)alternatives,
+            OAI_MAX_LOGPROB_ALTERNATIVES);
     const char *param = req->kind == OAI_CHAT ? "top_logprobs" : "logprobs";
     return oai_error_set(err, 400, param,
                          "%s (%d) x max_tokens (%lld, with an echoed prompt's tokens%s) x %s (%d) "
@@ -1460,7 +1481,7 @@ enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_requ
         j->n_prompt += prompts[i].n_ids;
     for (int i = 0; i < n_choices; i++)
         j->choices[i].n_prompt = prompts[i / j->per_prompt].n_ids;
-    int engine_free = j->req.prompt_only && !j->req.logprobs; /* echo alone */
+    int engine_free = j->req.prompt_only && !j->req.sampling.prompt_logprobs; /* echo alone */
     if (!gen__echo(j, prompts, &err) ||
         !(engine_free ? gen__prompt_only(j, &err) : gen__submit(j, prompts, &err))) {
         gen__prompts_free(prompts, n_prompts);
