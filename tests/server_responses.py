@@ -16,7 +16,8 @@ reply finished with "length".
             "required" tool_choice (enforced: function_call items); text.format
             json_schema (the text parses and validates) and json_object;
             max_output_tokens (incomplete); include's logprobs (one entry per
-            output token, top_logprobs alternatives); reasoning (a
+            output token, top_logprobs alternatives; streamed, the deltas' in
+            order the whole reply's); reasoning (a
             Thinking-2507 template: the reply is reasoning, reasoning_tokens
             all of output_tokens) and include_reasoning false
   stream    the same requests streamed: "event: T" then "data: {"type": T}"
@@ -312,6 +313,23 @@ def strip(r):
     return r
 
 
+def check_stream_logprobs(srv):
+    """include's logprobs streamed: each output_text.delta carries its tokens' (all of them
+    in order over the deltas), the done events and the final response the whole reply's."""
+    body = {"input": "Hi", "max_output_tokens": 6, "ignore_eos": True, "top_logprobs": 2,
+            "include": ["message.output_text.logprobs"]}
+    whole = post(srv, RESP, dict(GREEDY, **body))
+    events = sse(srv, body)
+    output, final = replay(events)
+    want = items(whole, "message")[0]["content"][0]["logprobs"]
+    deltas = [t for e in events if e["type"] == "response.output_text.delta" for t in e["logprobs"]]
+    done = [e["logprobs"] for e in events if e["type"] == "response.output_text.done"]
+    added = [e["part"]["logprobs"] for e in events if e["type"] == "response.content_part.added"]
+    if strip(final) != strip(whole) or len(want) != 6 or deltas != want or done != [want] or added != [[]]:
+        fail(f"streamed logprobs: deltas {deltas}\n done {done}\n added {added}\n whole {want}")
+    print("ok include's logprobs streamed: the deltas' add up to the whole reply's, as do the done events'")
+
+
 def check_stream(a):
     with Server(a) as srv:
         for what, rbody, _ in cases():
@@ -324,6 +342,7 @@ def check_stream(a):
             if strip(final) != strip(whole):
                 fail(f"{what}: streamed {json.dumps(strip(final)['output'])}\n  != whole {json.dumps(strip(whole)['output'])}")
             print(f"ok {what}: {len(events)} events, the final response the whole reply's")
+        check_stream_logprobs(srv)
     with tempfile.TemporaryDirectory() as d, Server(template_model(a, d, "qwen3-thinking-2507.jinja")) as srv:
         body = {"input": "Hi", "max_output_tokens": 4}
         whole = post(srv, RESP, dict(GREEDY, **body))
@@ -367,7 +386,6 @@ def check_errors(a):
             ({"text": {"format": {"type": "xml"}}}, 400, "text.format.type"),
             ({"max_output_tokens": -1}, 400, "max_output_tokens"),
             ({"include": ["everything"]}, 400, "include"),
-            ({"include": ["message.output_text.logprobs"], "stream": True}, 400, "include"),
             ({"top_logprobs": 21, "include": ["message.output_text.logprobs"]}, 400, "top_logprobs"),
             ({"background": True}, 400, "background"),
             ({"previous_response_id": "resp_123"}, 404, "previous_response_id"),

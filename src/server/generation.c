@@ -554,7 +554,7 @@ static int gen__apply(gen_choice *c, const gen_event *ev)
         ok = gen__apply_chat(c, ev);
     else
         ok = gen__append(&c->text, &c->n_text, ev->text, ev->text_len);
-    if (ok && !j->req.stream) ok = gen__keep_logprobs(c, ev);
+    if (ok && (!j->req.stream || j->req.responses)) ok = gen__keep_logprobs(c, ev);
     for (size_t k = ev->n_prompt_lps; ev->logprobs && k < ev->n_ids; k++)
         c->cum_logprob += ev->logprobs[k];
     if (ev->finished) {
@@ -743,6 +743,21 @@ static void gen__shown(const gen_job *j, int *shown)
     }
 }
 
+/* n tokens' logprobs (top: the request's top_logprobs alternatives each)
+ * as the reply writes them. */
+static oai_logprobs gen__logprobs_view(const gen_job *j, const int32_t *ids, const float *logprobs,
+                                       const encore_logprob *top, size_t n)
+{
+    return (oai_logprobs){.ids = ids,
+                          .logprobs = logprobs,
+                          .top = top,
+                          .n = n,
+                          .n_top = j->req.top_logprobs,
+                          .as_ids = j->req.tokens_as_ids,
+                          .token_text = gen__token_text,
+                          .user = j->srv};
+}
+
 /* The whole reply's JSON: the choices shown (gen__shown) in index order
  * and the usage; NULL when out of memory. */
 static char *gen__body(gen_job *j)
@@ -757,15 +772,7 @@ static char *gen__body(gen_job *j)
     if (ok) gen__shown(j, shown);
     for (size_t i = 0; ok && i < n; i++) {
         gen_choice *c = &j->choices[shown[i]];
-        lps[i] = (oai_logprobs){.ids = c->ids,
-                                .logprobs = c->logprobs,
-                                .top = c->top,
-                                .n = c->n_ids,
-                                .n_top = j->req.top_logprobs,
-                                .text_offset = 0,
-                                .as_ids = j->req.tokens_as_ids,
-                                .token_text = gen__token_text,
-                                .user = j->srv};
+        lps[i] = gen__logprobs_view(j, c->ids, c->logprobs, c->top, c->n_ids);
         choices[i] = (oai_choice){
             .text = chat ? (c->content ? c->content : "") : (c->text ? c->text : ""),
             .reasoning =
@@ -798,34 +805,38 @@ static char *gen__body(gen_job *j)
 }
 
 /* A Responses request's reply so far (its one choice): the reasoning
- * unless include_reasoning is false, the content, the calls shown. */
-static resp_progress gen__progress(const gen_choice *c)
+ * unless include_reasoning is false, the content, the calls shown; with
+ * include's logprobs, *whole over every token kept so far (and the event's
+ * over its own, for its delta, when ev is given). */
+static resp_progress gen__progress(const gen_choice *c, const gen_event *ev, oai_logprobs *whole,
+                                   oai_logprobs *event)
 {
-    int thinking = c->job->req.include_reasoning;
-    return (resp_progress){.reasoning = thinking ? c->reasoning : NULL,
-                           .n_reasoning = thinking ? c->n_reasoning : 0,
-                           .content = c->content,
-                           .n_content = c->n_content,
-                           .calls = c->tools.calls,
-                           .n_calls = gen__calls_shown(c)};
+    const gen_job *j = c->job;
+    int thinking = j->req.include_reasoning;
+    resp_progress p = {.reasoning = thinking ? c->reasoning : NULL,
+                       .n_reasoning = thinking ? c->n_reasoning : 0,
+                       .content = c->content,
+                       .n_content = c->n_content,
+                       .calls = c->tools.calls,
+                       .n_calls = gen__calls_shown(c)};
+    if (!j->req.logprobs) return p;
+    *whole = gen__logprobs_view(j, c->ids, c->logprobs, c->top, c->n_ids);
+    p.lp = whole;
+    if (ev && ev->logprobs) {
+        *event = gen__logprobs_view(j, ev->ids, ev->logprobs, ev->top, ev->n_ids);
+        p.delta_lp = event;
+    }
+    return p;
 }
 
 /* The whole Response; NULL when out of memory. */
 static char *gen__response_body(gen_job *j)
 {
     const gen_choice *c = &j->choices[0];
-    oai_logprobs lp = {.ids = c->ids,
-                       .logprobs = c->logprobs,
-                       .top = c->top,
-                       .n = c->n_ids,
-                       .n_top = j->req.top_logprobs,
-                       .as_ids = j->req.tokens_as_ids,
-                       .token_text = gen__token_text,
-                       .user = j->srv};
-    resp_progress p = gen__progress(c);
+    oai_logprobs whole;
+    resp_progress p = gen__progress(c, NULL, &whole, NULL);
     oai_usage u = gen__usage(j);
-    return resp_whole(&j->resp.head, &p, c->call_marks, c->finish_reason,
-                      j->req.logprobs ? &lp : NULL, &u);
+    return resp_whole(&j->resp.head, &p, c->call_marks, c->finish_reason, &u);
 }
 
 static enum MHD_Result gen__reply_whole(gen_job *j, struct MHD_Connection *conn)
@@ -950,7 +961,8 @@ static void gen__sse_tool_calls(gen_job *j, gen_choice *c, const oai_usage *u)
 /* The Responses events for what one event added to the reply. */
 static void gen__resp_event(gen_job *j, gen_choice *c, const gen_event *ev)
 {
-    resp_progress p = gen__progress(c);
+    oai_logprobs whole, event;
+    resp_progress p = gen__progress(c, ev, &whole, &event);
     if (ev->finished) {
         oai_usage u = gen__usage(j);
         resp_stream_end(&j->resp, &p, c->finish_reason, &u, gen__sse_named, j);

@@ -492,13 +492,8 @@ static int resp__include(const cJSON *root, int *logprobs, oai_error *err)
 static int resp__limits(const cJSON *root, cJSON *chat, oai_error *err)
 {
     const cJSON *v = resp__get(root, "max_output_tokens"), *k = resp__get(root, "top_logprobs");
-    const cJSON *stream = resp__get(root, "stream");
     int logprobs;
     if (!resp__include(root, &logprobs, err)) return 0;
-    if (logprobs && cJSON_IsTrue(stream))
-        return oai_error_set(err, 400, "include",
-                             "'include': \"message.output_text.logprobs\" is supported with "
-                             "'stream': false only");
     if (v && !resp__add(chat, "max_tokens", cJSON_Duplicate(v, 0), err)) return 0;
     if (logprobs && !cJSON_AddTrueToObject(chat, "logprobs")) return resp__oom(err);
     return !logprobs || !k || resp__add(chat, "top_logprobs", cJSON_Duplicate(k, 0), err);

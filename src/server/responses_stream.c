@@ -19,7 +19,7 @@ void resp_stream_init(resp_stream *s, const resp_head *head)
 {
     memset(s, 0, sizeof *s);
     s->head = *head;
-    s->reasoning_open = s->message_open = -1;
+    s->reasoning_open = s->message_open = s->first_message = -1;
 }
 
 void resp_stream_free(resp_stream *s)
@@ -73,6 +73,7 @@ static void resp__item_event(resp_stream *s, size_t i, const resp_progress *p, c
     int item_event = !strncmp(type, "response.output_item.", 21);
     if (!strcmp(type, "response.output_item.added")) /* before any text: content [], arguments "" */
         it.text = slot->kind == RESP_CALL ? "" : NULL;
+    if ((int)i == s->first_message && strstr(type, ".done")) it.lp = p->lp; /* the whole reply's */
     resp_event e = {
         .type = type,
         .output_index = (int)i,
@@ -82,6 +83,7 @@ static void resp__item_event(resp_stream *s, size_t i, const resp_progress *p, c
         .delta = delta,
         .text = whole_text && slot->kind != RESP_CALL ? it.text : NULL,
         .arguments = whole_text && slot->kind == RESP_CALL,
+        .lp = !strcmp(type, "response.output_text.delta") ? p->delta_lp : it.lp,
     };
     resp__emit(s, &e, emit, user);
     free(text);
@@ -106,6 +108,7 @@ static int resp__open(resp_stream *s, resp_item_kind kind, size_t begin, size_t 
     }
     resp_slot *slot = &s->slots[s->n_slots];
     *slot = (resp_slot){kind, begin, begin, call, "in_progress", ""};
+    if (kind == RESP_MESSAGE && s->first_message < 0) s->first_message = (int)s->n_slots;
     resp__slot_id(slot, s->head.id, s->n_slots);
     return (int)s->n_slots++;
 }
@@ -185,11 +188,13 @@ static void resp__call(resp_stream *s, size_t k, const resp_progress *p, resp_em
     resp__close(s, i, p, "completed", emit, user);
 }
 
-/* The whole Response over the slots (statuses as they stand). */
+/* The whole Response over the slots (statuses as they stand), p->lp on the
+ * first message. */
 static char *resp__response(const resp_head *h, const resp_slot *slots, size_t n,
                             const resp_progress *p, const char *status, const char *reason,
-                            const oai_logprobs *lp, const oai_usage *u)
+                            const oai_usage *u)
 {
+    const oai_logprobs *lp = p->lp;
     resp_item *items = calloc(n ? n : 1, sizeof *items);
     char **texts = calloc(n ? n : 1, sizeof *texts);
     int ok = items && texts;
@@ -214,7 +219,7 @@ static void resp__lifecycle(resp_stream *s, const char *type, const resp_progres
 {
     static const resp_progress none = {0};
     char *response =
-        resp__response(&s->head, s->slots, s->n_slots, p ? p : &none, status, reason, NULL, u);
+        resp__response(&s->head, s->slots, s->n_slots, p ? p : &none, status, reason, u);
     if (!response) {
         emit(user, type, NULL);
         return;
@@ -288,7 +293,7 @@ static void resp__discard(void *user, const char *type, char *json)
 }
 
 char *resp_whole(const resp_head *head, const resp_progress *p, const size_t *call_marks,
-                 const char *finish_reason, const oai_logprobs *lp, const oai_usage *u)
+                 const char *finish_reason, const oai_usage *u)
 {
     /* the stream of the same reply replayed, so the items are the ones a
      * stream ends with: the content each call came after, then the call */
@@ -306,7 +311,7 @@ char *resp_whole(const resp_head *head, const resp_progress *p, const size_t *ca
     char *json = NULL;
     if (!oom && !s.oom)
         json = resp__response(head, s.slots, s.n_slots, p, status,
-                              !strcmp(status, "incomplete") ? "max_output_tokens" : NULL, lp, u);
+                              !strcmp(status, "incomplete") ? "max_output_tokens" : NULL, u);
     resp_stream_free(&s);
     return json;
 }

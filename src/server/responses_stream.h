@@ -23,6 +23,10 @@ typedef struct resp_progress {
     size_t n_content;
     const tool_call *calls; /* [n_calls], parsed whole */
     size_t n_calls;
+    const oai_logprobs *lp;       /* include's logprobs: every token's so far, shown on the
+                                   * first message once it is done (NULL: not asked) */
+    const oai_logprobs *delta_lp; /* and those of the tokens this update brings: the
+                                   * output_text.delta's */
 } resp_progress;
 
 /* One SSE frame's JSON goes out (taken: the callee frees it; NULL: out of
@@ -45,6 +49,8 @@ typedef struct resp_stream {
     size_t n_slots, cap;
     int reasoning_open;                     /* the open reasoning item's index, -1 none */
     int message_open;                       /* the open message's index, -1 none */
+    int first_message;                      /* the first message's index (its text part
+                                             * shows the logprobs), -1 none */
     size_t n_reasoning, n_content, n_calls; /* of the progress, taken into items */
     int oom;
 } resp_stream;
@@ -63,9 +69,9 @@ void resp_stream_end(resp_stream *s, const resp_progress *p, const char *finish_
 
 /* The whole Response of a finished reply (stream: false): the items a
  * stream of it ends with (call_marks[k]: the content's length when call k
- * was parsed; a stream takes an event's text before its calls); lp: the
- * (first) message's logprobs, or NULL. */
+ * was parsed; a stream takes an event's text before its calls), p->lp on
+ * the first message. */
 char *resp_whole(const resp_head *head, const resp_progress *p, const size_t *call_marks,
-                 const char *finish_reason, const oai_logprobs *lp, const oai_usage *u);
+                 const char *finish_reason, const oai_usage *u);
 
 #endif
