@@ -313,21 +313,50 @@ def strip(r):
     return r
 
 
+def delta_logprobs(events):
+    """(text, the joined tokens of its logprobs) of each output_text.delta."""
+    return [(e["delta"], "".join(t["token"] for t in e["logprobs"]))
+            for e in events if e["type"] == "response.output_text.delta"]
+
+
 def check_stream_logprobs(srv):
     """include's logprobs streamed: each output_text.delta carries its tokens' (all of them
-    in order over the deltas), the done events and the final response the whole reply's."""
+    in order over the deltas), the done events none (as vLLM's), response.completed the whole
+    reply's."""
     body = {"input": "Hi", "max_output_tokens": 6, "ignore_eos": True, "top_logprobs": 2,
             "include": ["message.output_text.logprobs"]}
     whole = post(srv, RESP, dict(GREEDY, **body))
     events = sse(srv, body)
-    output, final = replay(events)
+    _, final = replay(events)
     want = items(whole, "message")[0]["content"][0]["logprobs"]
     deltas = [t for e in events if e["type"] == "response.output_text.delta" for t in e["logprobs"]]
     done = [e["logprobs"] for e in events if e["type"] == "response.output_text.done"]
-    added = [e["part"]["logprobs"] for e in events if e["type"] == "response.content_part.added"]
-    if strip(final) != strip(whole) or len(want) != 6 or deltas != want or done != [want] or added != [[]]:
-        fail(f"streamed logprobs: deltas {deltas}\n done {done}\n added {added}\n whole {want}")
-    print("ok include's logprobs streamed: the deltas' add up to the whole reply's, as do the done events'")
+    parts = [e["part"]["logprobs"] for e in events if e["type"].startswith("response.content_part.")]
+    if strip(final) != strip(whole) or len(want) != 6 or deltas != want or done != [[]] or parts != [[], []]:
+        fail(f"streamed logprobs: deltas {deltas}\n done {done}\n parts {parts}\n whole {want}")
+    if any(text != tokens for text, tokens in delta_logprobs(events)):
+        fail(f"a delta's logprobs are not its text's tokens: {delta_logprobs(events)}")
+    print("ok include's logprobs streamed: each delta its tokens', all of them the whole reply's")
+
+
+def check_stream_logprobs_thinking(srv):
+    """A reply whose think block closes inside one engine event (K tokens a replay, </think>
+    pushed by logit_bias): its deltas carry the content's tokens only, each delta's joining
+    to its text; the final response the whole reply's."""
+    for seed in range(20):
+        body = {"input": "Hi", "max_output_tokens": 16, "temperature": 1.0, "seed": seed,
+                "logit_bias": {"151668": 12}, "include": ["message.output_text.logprobs"]}
+        events = sse(srv, body)
+        _, final = replay(events)
+        pairs = delta_logprobs(events)
+        if not pairs:
+            continue
+        whole = post(srv, RESP, body)
+        if any(text != tokens for text, tokens in pairs) or strip(final) != strip(whole):
+            fail(f"seed {seed}: deltas and their tokens {pairs}, or the final response not the whole")
+        print(f"ok a thinking reply's streamed logprobs (seed {seed}): each delta its own tokens'")
+        return
+    fail("no seed gave a reply that thinks and then answers")
 
 
 def check_stream(a):
@@ -350,6 +379,7 @@ def check_stream(a):
         if strip(final) != strip(whole) or [o["type"] for o in output] != ["reasoning", "message"]:
             fail(f"a reply that thinks, streamed: {output} / {final} != {whole}")
         print("ok a reply that thinks, streamed: a reasoning item, then the (empty) message")
+        check_stream_logprobs_thinking(srv)
 
 
 def check_errors(a):

@@ -109,6 +109,8 @@ typedef struct gen_choice {
     double cum_logprob; /* of its generated tokens (best_of picks by it) */
     size_t n_reasoning_tokens; /* generated tokens up to the think block's end */
     gen_prompt_lps *prompt_lps; /* prompt_logprobs asked: its prompt's, once they came */
+    size_t n_ids_delivered;     /* a streamed Response: tokens an output_text.delta carried
+                                 * (or a call took) */
 } gen_choice;
 
 typedef struct gen_job {
@@ -806,10 +808,10 @@ static char *gen__body(gen_job *j)
 
 /* A Responses request's reply so far (its one choice): the reasoning
  * unless include_reasoning is false, the content, the calls shown; with
- * include's logprobs, *whole over every token kept so far (and the event's
- * over its own, for its delta, when ev is given). */
-static resp_progress gen__progress(const gen_choice *c, const gen_event *ev, oai_logprobs *whole,
-                                   oai_logprobs *event)
+ * include's logprobs, *whole over every token kept so far and, for a
+ * stream's next text delta, *delta over the content tokens no delta
+ * carried yet (those of text held back included; the think block's not). */
+static resp_progress gen__progress(const gen_choice *c, oai_logprobs *whole, oai_logprobs *delta)
 {
     const gen_job *j = c->job;
     int thinking = j->req.include_reasoning;
@@ -822,9 +824,15 @@ static resp_progress gen__progress(const gen_choice *c, const gen_event *ev, oai
     if (!j->req.logprobs) return p;
     *whole = gen__logprobs_view(j, c->ids, c->logprobs, c->top, c->n_ids);
     p.lp = whole;
-    if (ev && ev->logprobs) {
-        *event = gen__logprobs_view(j, ev->ids, ev->logprobs, ev->top, ev->n_ids);
-        p.delta_lp = event;
+    if (delta) {
+        size_t from =
+            c->n_ids_delivered > c->n_reasoning_tokens ? c->n_ids_delivered : c->n_reasoning_tokens;
+        from = from < c->n_ids ? from : c->n_ids;
+        size_t row = (size_t)j->req.top_logprobs;
+        *delta = c->n_ids > from ? gen__logprobs_view(j, c->ids + from, c->logprobs + from,
+                                                      c->top + from * row, c->n_ids - from)
+                                 : gen__logprobs_view(j, NULL, NULL, NULL, 0);
+        p.delta_lp = delta;
     }
     return p;
 }
@@ -834,7 +842,7 @@ static char *gen__response_body(gen_job *j)
 {
     const gen_choice *c = &j->choices[0];
     oai_logprobs whole;
-    resp_progress p = gen__progress(c, NULL, &whole, NULL);
+    resp_progress p = gen__progress(c, &whole, NULL);
     oai_usage u = gen__usage(j);
     return resp_whole(&j->resp.head, &p, c->call_marks, c->finish_reason, &u);
 }
@@ -961,14 +969,17 @@ static void gen__sse_tool_calls(gen_job *j, gen_choice *c, const oai_usage *u)
 /* The Responses events for what one event added to the reply. */
 static void gen__resp_event(gen_job *j, gen_choice *c, const gen_event *ev)
 {
-    oai_logprobs whole, event;
-    resp_progress p = gen__progress(c, ev, &whole, &event);
+    oai_logprobs whole, delta;
+    resp_progress p = gen__progress(c, &whole, &delta);
+    size_t content = j->resp.n_content, calls = j->resp.n_calls;
     if (ev->finished) {
         oai_usage u = gen__usage(j);
         resp_stream_end(&j->resp, &p, c->finish_reason, &u, gen__sse_named, j);
     } else {
         resp_stream_update(&j->resp, &p, gen__sse_named, j);
     }
+    if (j->resp.n_content != content || j->resp.n_calls != calls) /* a text delta or a call */
+        c->n_ids_delivered = c->n_ids;
     if (j->resp.oom) j->oom = 1;
 }
 

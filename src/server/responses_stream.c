@@ -19,7 +19,7 @@ void resp_stream_init(resp_stream *s, const resp_head *head)
 {
     memset(s, 0, sizeof *s);
     s->head = *head;
-    s->reasoning_open = s->message_open = s->first_message = -1;
+    s->reasoning_open = s->message_open = -1;
 }
 
 void resp_stream_free(resp_stream *s)
@@ -73,7 +73,6 @@ static void resp__item_event(resp_stream *s, size_t i, const resp_progress *p, c
     int item_event = !strncmp(type, "response.output_item.", 21);
     if (!strcmp(type, "response.output_item.added")) /* before any text: content [], arguments "" */
         it.text = slot->kind == RESP_CALL ? "" : NULL;
-    if ((int)i == s->first_message && strstr(type, ".done")) it.lp = p->lp; /* the whole reply's */
     resp_event e = {
         .type = type,
         .output_index = (int)i,
@@ -83,7 +82,7 @@ static void resp__item_event(resp_stream *s, size_t i, const resp_progress *p, c
         .delta = delta,
         .text = whole_text && slot->kind != RESP_CALL ? it.text : NULL,
         .arguments = whole_text && slot->kind == RESP_CALL,
-        .lp = !strcmp(type, "response.output_text.delta") ? p->delta_lp : it.lp,
+        .lp = !strcmp(type, "response.output_text.delta") ? p->delta_lp : NULL,
     };
     resp__emit(s, &e, emit, user);
     free(text);
@@ -108,7 +107,6 @@ static int resp__open(resp_stream *s, resp_item_kind kind, size_t begin, size_t 
     }
     resp_slot *slot = &s->slots[s->n_slots];
     *slot = (resp_slot){kind, begin, begin, call, "in_progress", ""};
-    if (kind == RESP_MESSAGE && s->first_message < 0) s->first_message = (int)s->n_slots;
     resp__slot_id(slot, s->head.id, s->n_slots);
     return (int)s->n_slots++;
 }

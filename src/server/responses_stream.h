@@ -23,10 +23,12 @@ typedef struct resp_progress {
     size_t n_content;
     const tool_call *calls; /* [n_calls], parsed whole */
     size_t n_calls;
-    const oai_logprobs *lp;       /* include's logprobs: every token's so far, shown on the
-                                   * first message once it is done (NULL: not asked) */
-    const oai_logprobs *delta_lp; /* and those of the tokens this update brings: the
-                                   * output_text.delta's */
+    const oai_logprobs *lp;       /* include's logprobs: every token's, the first message's
+                                   * in the whole Response (a stream's response.completed);
+                                   * NULL: not asked */
+    const oai_logprobs *delta_lp; /* an output_text.delta's: those of the content tokens
+                                   * no delta carried yet (the done events carry none, as
+                                   * vLLM's) */
 } resp_progress;
 
 /* One SSE frame's JSON goes out (taken: the callee frees it; NULL: out of
@@ -49,8 +51,6 @@ typedef struct resp_stream {
     size_t n_slots, cap;
     int reasoning_open;                     /* the open reasoning item's index, -1 none */
     int message_open;                       /* the open message's index, -1 none */
-    int first_message;                      /* the first message's index (its text part
-                                             * shows the logprobs), -1 none */
     size_t n_reasoning, n_content, n_calls; /* of the progress, taken into items */
     int oom;
 } resp_stream;
