@@ -330,26 +330,13 @@ static int bench_serve__option(bench_serve_args *a, int argc, char **argv, int *
     return 0;
 }
 
-/* Collect the body of a plain (non-streamed) response. */
-static bool bench_serve__collect(void *user, const char *data, size_t len)
-{
-    char **buf = user;
-    size_t have = *buf ? strlen(*buf) : 0;
-    char *p = realloc(*buf, have + len + 1);
-    if (!p) return false;
-    memcpy(p + have, data, len);
-    p[have + len] = '\0';
-    *buf = p;
-    return true;
-}
-
 /* The first model the server lists, when --model was not given. */
 static bool bench_serve__default_model(bench_serve_args *a)
 {
     char *body = NULL, err[256];
     int status = 0;
-    bool ok = http_request_stream(&a->url, "GET", "/v1/models", a->api_key, NULL, &status, bench_serve__collect,
-                                  &body, err, sizeof err);
+    bool ok = http_request(&a->url, "GET", "/v1/models", a->api_key, NULL, &status, &body, err,
+                           sizeof err);
     if (!ok) cli_error("bench serve", "%s", err);
     else if (status != 200) cli_error("bench serve", "GET /v1/models: HTTP %d: %s", status, body ? body : "");
     cJSON *o = ok && status == 200 ? cJSON_Parse(body) : NULL;

@@ -97,36 +97,6 @@ static int run_batch_option(void *args, const char *cmd, int argc, char **argv, 
 
 /* --- the input ------------------------------------------------------------- */
 
-/* The whole of path ('-': stdin), NUL-terminated, into *out; false after a
- * message. */
-static bool run_batch_read_all(const char *path, char **out, size_t *len)
-{
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f) {
-        cli_error("run-batch", "--input-file %s: %s", path, strerror(errno));
-        return false;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1) break;
-        char *grown = realloc(buf, cap * 2);
-        if (!grown) free(buf);
-        buf = grown, cap *= 2;
-    }
-    int failed = ferror(f);
-    if (f != stdin) fclose(f);
-    if (!buf || failed) {
-        cli_error("run-batch", "--input-file %s: %s", path, buf ? "read error" : "out of memory");
-        free(buf);
-        return false;
-    }
-    buf[n] = '\0';
-    *out = buf, *len = n;
-    return true;
-}
-
 /* The string member `name` of o, or NULL after a message naming the line. */
 static const char *run_batch_member(const char *path, size_t line_no, const cJSON *o,
                                     const char *name)
@@ -185,8 +155,7 @@ static bool run_batch_member_span(const char *text, const char *name, const char
     }
 }
 
-/* One non-empty line (NUL-terminated in place) into *out; false after a
- * message naming it. */
+/* One non-empty line into *out; false after a message naming it. */
 static bool run_batch_parse_line(const char *path, size_t line_no, const char *text,
                                  batch_line *out)
 {
@@ -231,42 +200,46 @@ static void run_batch_lines_free(batch_line *lines, size_t n)
     free(lines);
 }
 
-/* Every non-empty line of path, checked; false after a message. */
+/* Every non-empty line of path ('-': stdin), checked; false after a
+ * message. */
 static bool run_batch_read_lines(const char *path, batch_line **out, size_t *n_out,
                                  size_t *longest_body)
 {
-    char *text;
-    size_t len;
-    if (!run_batch_read_all(path, &text, &len)) return false;
-    size_t cap = 0, n = 0, line_no = 0;
+    FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+    if (!f) {
+        cli_error("run-batch", "--input-file %s: %s", path, strerror(errno));
+        return false;
+    }
+    char *text = NULL;
+    size_t text_cap = 0, cap = 0, n = 0, line_no = 0;
     batch_line *lines = NULL;
     bool ok = true;
     *longest_body = 0;
-    for (char *p = text; ok && p < text + len;) {
-        char *end = memchr(p, '\n', (size_t)(text + len - p));
-        if (!end) end = text + len;
-        *end = '\0';
+    while (ok && getline(&text, &text_cap, f) >= 0) {
         line_no++;
-        if (p[strspn(p, " \t\r")] != '\0') {
-            if (n == cap) {
-                cap = cap ? cap * 2 : 64;
-                batch_line *grown = realloc(lines, cap * sizeof *lines);
-                if (!grown) {
-                    cli_error("run-batch", "%s: out of memory", path);
-                    ok = false;
-                    break;
-                }
-                lines = grown;
+        if (!text[strspn(text, " \t\r\n")]) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            batch_line *grown = realloc(lines, cap * sizeof *lines);
+            if (!grown) {
+                cli_error("run-batch", "%s: out of memory", path);
+                ok = false;
+                break;
             }
-            memset(&lines[n], 0, sizeof lines[n]);
-            ok = run_batch_parse_line(path, line_no, p, &lines[n]);
-            if (lines[n].body && strlen(lines[n].body) > *longest_body)
-                *longest_body = strlen(lines[n].body);
-            n++;
+            lines = grown;
         }
-        p = end + 1;
+        memset(&lines[n], 0, sizeof lines[n]);
+        ok = run_batch_parse_line(path, line_no, text, &lines[n]);
+        if (lines[n].body && strlen(lines[n].body) > *longest_body)
+            *longest_body = strlen(lines[n].body);
+        n++;
+    }
+    if (ok && ferror(f)) {
+        cli_error("run-batch", "--input-file %s: read error", path);
+        ok = false;
     }
     free(text);
+    if (f != stdin) fclose(f);
     if (ok && n == 0) {
         cli_error("run-batch", "%s: no requests in it", path);
         ok = false;
@@ -280,26 +253,6 @@ static bool run_batch_read_lines(const char *path, batch_line **out, size_t *n_o
 }
 
 /* --- one request ---------------------------------------------------------- */
-
-typedef struct batch_buf {
-    char *p;
-    size_t len, cap;
-} batch_buf;
-
-static bool run_batch_collect(void *user, const char *data, size_t len)
-{
-    batch_buf *b = user;
-    if (b->len + len + 1 > b->cap) {
-        size_t cap = (b->len + len + 1) * 2;
-        char *grown = realloc(b->p, cap);
-        if (!grown) return false;
-        b->p = grown, b->cap = cap;
-    }
-    memcpy(b->p + b->len, data, len);
-    b->len += len;
-    b->p[b->len] = '\0';
-    return true;
-}
 
 /* "PREFIX" and 24 random hex digits. */
 static void run_batch_id(const char *prefix, char *out, size_t cap)
@@ -357,16 +310,15 @@ static char *run_batch_one(batch_run *r, size_t i, bool *answered)
 {
     const batch_line *l = &r->lines[i];
     if (l->refusal) return run_batch_result(l, 400, NULL, l->refusal, answered);
-    batch_buf reply = {0};
+    char *reply = NULL, err[512];
     int status = 0;
-    char err[512];
-    bool sent = http_request_stream(&r->url, "POST", l->url, NULL, l->body, &status,
-                                    run_batch_collect, &reply, err, sizeof err);
-    char *line = sent && reply.p ? run_batch_result(l, status, reply.p, NULL, answered)
-                 : sent          ? run_batch_result(l, status == 200 ? 500 : status, NULL,
-                                                    "the server's reply is empty", answered)
-                                 : run_batch_result(l, 500, NULL, err, answered);
-    free(reply.p);
+    bool sent =
+        http_request(&r->url, "POST", l->url, NULL, l->body, &status, &reply, err, sizeof err);
+    char *line = sent && reply ? run_batch_result(l, status, reply, NULL, answered)
+                 : sent        ? run_batch_result(l, status == 200 ? 500 : status, NULL,
+                                                  "the server's reply is empty", answered)
+                               : run_batch_result(l, 500, NULL, err, answered);
+    free(reply);
     return line;
 }
 

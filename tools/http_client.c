@@ -261,3 +261,33 @@ void sse_reader_free(sse_reader *r)
     r->buf = NULL;
     r->len = r->cap = 0;
 }
+
+static bool http__collect(void *user, const char *data, size_t len)
+{
+    http_buf *b = user;
+    if (b->len + len + 1 > b->cap) {
+        size_t cap = (b->len + len + 1) * 2;
+        char *p = realloc(b->p, cap);
+        if (!p) return false;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, data, len);
+    b->len += len;
+    b->p[b->len] = '\0';
+    return true;
+}
+
+bool http_request(const http_url *url, const char *method, const char *path, const char *api_key,
+                  const char *body, int *status, char **reply, char *err, size_t err_cap)
+{
+    http_buf b = {0};
+    bool ok = http_request_stream(url, method, path, api_key, body, status, http__collect, &b, err,
+                                  err_cap);
+    if (!ok) {
+        free(b.p);
+        b.p = NULL;
+    }
+    *reply = b.p;
+    return ok;
+}

@@ -30,6 +30,11 @@ bool http_request_stream(const http_url *url, const char *method, const char *pa
                          const char *api_key, const char *body, int *status, http_body_fn fn,
                          void *user, char *err, size_t err_cap);
 
+/* The same, the whole body collected into *reply (malloc'd, NUL-terminated;
+ * NULL when the response had none, or after a failure). */
+bool http_request(const http_url *url, const char *method, const char *path, const char *api_key,
+                  const char *body, int *status, char **reply, char *err, size_t err_cap);
+
 /* Splits an event stream into the `data:` payloads of its events. */
 typedef struct sse_reader {
     char *buf;

@@ -494,9 +494,8 @@ static int gen__keep_logprobs(gen_choice *c, const gen_event *ev)
 static void gen__count_reasoning(gen_choice *c, const gen_event *ev)
 {
     reasoning_state was = c->split.state;
-    if (!c->job->req.responses || was == REASONING_CONTENT || !ev->n_ids)
-        return; /* only a
-     Response reports it */
+    /* only a Response reports them */
+    if (!c->job->req.responses || was == REASONING_CONTENT || !ev->n_ids) return;
     /* a reply thinks when it begins with the tag (reasoning_put's rule) */
     if (was == REASONING_START && strncmp(ev->text, "<think>", 7)) return;
     size_t first = ev->n_prompt_lps, at = first;
@@ -788,8 +787,14 @@ static char *gen__body(gen_job *j)
         };
         const gen_prompt_lps *p = c->prompt_lps;
         if (p) {
-            plps[i] = (oai_prompt_logprobs){p->ids, p->logprobs, p->ranks,        p->top,
-                                            p->n,   p->n_top,    gen__token_text, j->srv};
+            plps[i] = (oai_prompt_logprobs){.ids = p->ids,
+                                            .logprobs = p->logprobs,
+                                            .ranks = p->ranks,
+                                            .top = p->top,
+                                            .n = p->n,
+                                            .n_top = p->n_top,
+                                            .token_text = gen__token_text,
+                                            .user = j->srv};
             choices[i].prompt_lp = &plps[i];
         }
         ok = gen__tool_calls_whole(c, &choices[i], &calls[i]);

@@ -225,13 +225,12 @@ static void oai__logprobs_completion(json_out *w, const oai_logprobs *lp, oai_to
 
 /* The entry of one id at a prompt position: {"logprob", "rank", "decoded_token"}
  * (vLLM's Logprob; -inf written as -9999.0, as vLLM clamps it). */
-static void oai__prompt_entry(json_out *w, const oai_prompt_logprobs *p, int32_t id, float logprob,
+static void oai__prompt_entry(json_out *w, const oai_logprobs *names, int32_t id, float logprob,
                               int rank, oai_token *t)
 {
     char key[16];
     snprintf(key, sizeof key, "%d", (int)id);
-    oai_logprobs lp = {.token_text = p->token_text, .user = p->user};
-    oai__token(&lp, id, t);
+    oai__token(names, id, t);
     json_out_key(w, key);
     json_out_begin_object(w);
     json_out_member_number(w, "logprob", isinf(logprob) ? -9999.0 : logprob);
@@ -253,6 +252,7 @@ static void oai__prompt_logprobs(json_out *w, const oai_prompt_logprobs *p)
         json_out_null(w);
         return;
     }
+    oai_logprobs names = {.token_text = p->token_text, .user = p->user}; /* ids as text */
     json_out_begin_array(w);
     for (size_t i = 0; i < p->n && !w->oom; i++) {
         if (i == 0) {
@@ -264,10 +264,10 @@ static void oai__prompt_logprobs(json_out *w, const oai_prompt_logprobs *p)
         for (int k = 0; k < p->n_top; k++)
             if (alt[k].id == p->ids[i]) rank = k + 1;
         json_out_begin_object(w);
-        oai__prompt_entry(w, p, p->ids[i], p->logprobs[i], rank, t);
+        oai__prompt_entry(w, &names, p->ids[i], p->logprobs[i], rank, t);
         for (int k = 0; k < p->n_top; k++)
             if (alt[k].id >= 0 && alt[k].id != p->ids[i])
-                oai__prompt_entry(w, p, alt[k].id, alt[k].logprob, k + 1, t);
+                oai__prompt_entry(w, &names, alt[k].id, alt[k].logprob, k + 1, t);
         json_out_end_object(w);
     }
     json_out_end_array(w);
