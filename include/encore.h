@@ -76,6 +76,13 @@ typedef struct encore_options {
                                      * renders without one: "qwen3", "qwen3-instruct",
                                      * "qwen3-thinking"; a file encore does not render or
                                      * an unknown name is an error */
+    const char *runner;             /* "auto" (NULL), "generate" or "pooling" (vLLM's
+                                     * --runner): pooling runs an embedding model, each
+                                     * request giving the hidden state of its prompt's last
+                                     * token (encore_output.embedding), nothing generated;
+                                     * auto is pooling for a sentence-transformers
+                                     * checkpoint (modules.json with a Pooling module, as
+                                     * Qwen3-Embedding ships), else generate */
     /* (optional) called while the weights load, on the calling thread, with
      * the fraction loaded so far (non-decreasing, the last call 1) */
     void (*load_progress)(void *user, double fraction);
@@ -243,6 +250,11 @@ typedef struct encore_output {
     size_t n_prompt_tokens;
     size_t n_cached_prompt_tokens; /* served from the prefix cache */
     size_t n_output_tokens;        /* generated so far */
+    /* A pooling engine's request, in its last call when it finished "length"
+     * (else NULL, 0): the final norm's hidden state of the prompt's last
+     * token, [hidden_size] floats, not normalised (encore_embedding_normalize) */
+    const float *embedding;
+    size_t n_embedding;
 } encore_output;
 
 /* Pointers in `out` are valid during the call only. */
@@ -328,9 +340,15 @@ typedef struct encore_model_info {
     int64_t vocab_size;
     int has_tokenizer;      /* tokenizer.json found: text prompts work */
     int has_chat_template;  /* a chat template encore renders */
+    int pooling;            /* runs as an embedding model (encore_options.runner) */
+    int64_t hidden_size;    /* the width of its embeddings */
 } encore_model_info;
 
 ENCORE_API encore_status encore_get_model_info(encore_engine *e, encore_model_info *out);
+
+/* Scale v[0..n) to unit Euclidean length (an embedding as vLLM and
+ * sentence-transformers return it); a zero vector stays zero. */
+ENCORE_API void encore_embedding_normalize(float *v, size_t n);
 
 /* The engine as created, every default of encore_options resolved (what
  * `encore serve` prints at start). */
@@ -443,6 +461,14 @@ ENCORE_API encore_tool_format encore_chat_tool_format(encore_engine *e);
 /* *ids (never NULL on success) and *text are the caller's to free with encore_free. */
 ENCORE_API encore_status encore_tokenize(encore_engine *e, const char *text, size_t len,
                                          int32_t **ids, size_t *n_ids);
+/* encore_tokenize, and with add_special_tokens nonzero the special tokens
+ * the tokenizer's post-processor puts around a sequence (Hugging Face's
+ * add_special_tokens, which vLLM applies to completions and embeddings
+ * prompts): none for Qwen3's tokenizer, an <|endoftext|> after the text for
+ * Qwen3-Embedding's. */
+ENCORE_API encore_status encore_tokenize_special(encore_engine *e, const char *text, size_t len,
+                                                 int add_special_tokens, int32_t **ids,
+                                                 size_t *n_ids);
 /* detokenize: ids in [0, the model's vocabulary); the padding rows past the
  * tokenizer's vocabulary decode to nothing, as in Hugging Face's decode. */
 ENCORE_API encore_status encore_detokenize(encore_engine *e, const int32_t *ids, size_t n_ids,

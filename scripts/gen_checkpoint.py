@@ -102,6 +102,14 @@ MOE_PRESETS = {
                                     moe=dict(E=8, k=2, Fe=256, norm=True, step=1, mlp_only=[])),
 }
 PRESETS.update(MOE_PRESETS)
+# An embedding model laid out as Qwen3-Embedding ships: the bare Qwen3Model's
+# tensors (no "model." prefix, no lm_head; untied, as the 4B and 8B say),
+# sentence-transformers' modules.json and 1_Pooling/config.json (last-token
+# pooling, then Normalize), and a tokenizer whose post-processor appends
+# <|endoftext|>.
+PRESETS["tiny-embedding-qwen3vocab"] = dict(
+    V=REAL_VOCAB, D=64, L=2, H=2, KVH=1, hd=64, F=128, tied=False, dtype="BF16",
+    theta=1000000.0, seed=112, tokenizer="required", embedding=True)
 # Qwen3-30B-A3B's structure scaled to one machine (`make bench-moe-model`, ~2 GB bf16):
 # 64 experts of 256, 8 per token, hidden 1024, 16 layers, 16 query / 4 KV heads of 128.
 PRESETS["qwen3-moe-bench-geometry"] = dict(
@@ -113,7 +121,8 @@ ROUTER_STD = 3.0
 
 TINY_ALL = ["tiny-gqa1-hd64-f32", "tiny-gqa2-hd64-bf16", "tiny-gqa4-hd128-bf16",
             "tiny-gqa2-hd128-f16-sharded", "tiny-qwen3vocab", "tiny-gqa2-hd64-d256-bf16",
-            "tiny-l9-d256-untied-bf16", "tiny-yarn-bf16", "tiny-linear-rope-f32"] + list(MOE_PRESETS)
+            "tiny-l9-d256-untied-bf16", "tiny-yarn-bf16", "tiny-linear-rope-f32",
+            "tiny-embedding-qwen3vocab"] + list(MOE_PRESETS)
 
 # Init scales (see the top comment). Part of the stamp: changing them regenerates.
 INIT = dict(EMBED_STD=1.0, GAIN=2.0, QK_NORM_MEAN=1.6, NORM_NOISE=0.1, LOGIT_STD=3.0)
@@ -190,6 +199,8 @@ def tensor_specs(p):
             (a + "mlp.down_proj.weight", [D, F], "out_mlp"),
         ]
     specs.append(("model.norm.weight", [D], "norm"))
+    if p.get("embedding"):  # a Qwen3Model alone: bare names, no output head
+        return [(n[len("model."):] if n.startswith("model.") else n, s, k) for n, s, k in specs]
     if not p["tied"]:
         specs.append(("lm_head.weight", [V, D], "head"))
     return specs
@@ -383,6 +394,49 @@ def tokenizer_files(tok_dir):
     return files
 
 
+# Qwen3-Embedding's tokenizer.json post-processor: <|endoftext|> after each sequence.
+EMBEDDING_POST_PROCESSOR = {
+    "type": "Sequence",
+    "processors": [
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
+        {"type": "TemplateProcessing",
+         "single": [{"Sequence": {"id": "A", "type_id": 0}},
+                    {"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}],
+         "pair": [{"Sequence": {"id": "A", "type_id": 0}},
+                  {"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}},
+                  {"Sequence": {"id": "B", "type_id": 1}},
+                  {"SpecialToken": {"id": "<|endoftext|>", "type_id": 1}}],
+         "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [151643],
+                                               "tokens": ["<|endoftext|>"]}}},
+    ],
+}
+
+
+def write_embedding_files(out):
+    """sentence-transformers' files of an embedding model, and the copied tokenizer.json
+    with Qwen3-Embedding's post-processor."""
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+               {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]
+    pooling = {"word_embedding_dimension": None, "pooling_mode_cls_token": False,
+               "pooling_mode_mean_tokens": False, "pooling_mode_max_tokens": False,
+               "pooling_mode_mean_sqrt_len_tokens": False, "pooling_mode_weightedmean_tokens": False,
+               "pooling_mode_lasttoken": True, "include_prompt": True}
+    with open(os.path.join(out, "config.json"), encoding="utf-8") as f:
+        pooling["word_embedding_dimension"] = json.load(f)["hidden_size"]
+    os.makedirs(os.path.join(out, "1_Pooling"), exist_ok=True)
+    with open(os.path.join(out, "modules.json"), "w", encoding="utf-8") as f:
+        json.dump(modules, f, indent=2)
+    with open(os.path.join(out, "1_Pooling", "config.json"), "w", encoding="utf-8") as f:
+        json.dump(pooling, f, indent=2)
+    tok = os.path.join(out, "tokenizer.json")
+    with open(tok, encoding="utf-8") as f:
+        t = json.load(f)
+    t["post_processor"] = EMBEDDING_POST_PROCESSOR
+    with open(tok, "w", encoding="utf-8") as f:
+        json.dump(t, f, ensure_ascii=False)
+
+
 def make_preset(name, out, tok_dir=None, force=False):
     p = PRESETS[name]
     want_tok = p.get("tokenizer")
@@ -406,6 +460,8 @@ def make_preset(name, out, tok_dir=None, force=False):
     write_model(out, p, verbose=big)
     for f in tok_src:
         shutil.copyfile(f, os.path.join(out, os.path.basename(f)))
+    if p.get("embedding"):
+        write_embedding_files(out)
     with open(stamp_path, "w", encoding="utf-8") as f:
         f.write(stamp)
     return True

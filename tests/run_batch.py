@@ -59,8 +59,10 @@ def requests():
     refused = [
         ("bad-temperature", COMPLETIONS, {"model": MODEL, "prompt": "x", "temperature": -1}),
         ("stream", CHAT, {"model": MODEL, "messages": [{"role": "user", "content": "x"}], "stream": True}),
-        ("embeddings", "/v1/embeddings", {"model": MODEL, "input": "x"}),
+        ("other-url", "/v1/audio/speech", {"model": MODEL, "input": "x"}),
         ("other-model", COMPLETIONS, {"model": "no-such-model", "prompt": "x"}),
+        # sent: the server answers a generative model's embeddings with its 400
+        ("embeddings", "/v1/embeddings", {"model": MODEL, "input": "x"}),
     ]
     return out, refused
 
@@ -122,7 +124,8 @@ def check_answers(a):
             o = got[c]
             if o["response"]["status_code"] != status or o["response"]["body"] is not None or o["error"] != want:
                 fail(f"{c}: {o} against the server's {status} {want}")
-    for c, needle in (("stream", "stream mode"), ("embeddings", "not supported")):
+    for c, needle in (("stream", "stream mode"), ("other-url", "not supported"),
+                      ("embeddings", "does not support Embeddings API")):
         o = got[c]
         if o["response"]["status_code"] != 400 or needle not in str(o["error"]):
             fail(f"{c}: {o}")

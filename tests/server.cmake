@@ -23,6 +23,11 @@
 #                      (each request answers as the chat request it stands for),
 #                      stream (the events' framing and order, the final response
 #                      the whole reply's), errors (the 4xx naming the field)
+#   server_embeddings_<check>  POST /v1/embeddings on a Qwen3-Embedding-shaped model
+#                      (tests/server_embeddings.py): values (against the NumPy
+#                      reference's last hidden state), batch (each vector the same
+#                      alone, in a batch, from the prefix cache, in base64, at
+#                      once from 8 threads), errors (the 4xx naming the field)
 #   run_batch_<check>  `encore run-batch` (tests/run_batch.py): answers (the results
 #                      in input order, each body the server's reply to the same
 #                      body, refusals with the server's status and error), input
@@ -72,6 +77,15 @@ set(ENCORE_SERVER_RESPONSES ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/server_response
 foreach(check equal stream errors)
   add_test(NAME server_responses_${check} COMMAND ${ENCORE_SERVER_RESPONSES} ${check})
   set_tests_properties(server_responses_${check} PROPERTIES FIXTURES_REQUIRED tiny_models
+                       TIMEOUT 300 LABELS server)
+endforeach()
+
+# POST /v1/embeddings on an embedding model against the reference (tests/server_embeddings.py)
+foreach(check values batch errors)
+  add_test(NAME server_embeddings_${check} COMMAND ${ENCORE_PYTHON}
+           ${ENCORE_TESTS_DIR}/server_embeddings.py --encore $<TARGET_FILE:encore>
+           --models ${ENCORE_MODELS_DIR} ${check})
+  set_tests_properties(server_embeddings_${check} PROPERTIES FIXTURES_REQUIRED tiny_models
                        TIMEOUT 300 LABELS server)
 endforeach()
 

@@ -1140,7 +1140,15 @@ static void test_qwen3_bad(void)
 {
     tiny_names t;
     tiny_tensors(&t, TINY_LAYERS, 0);
-    expect_tiny_fail("q_no_head", TINY_CONFIG(false, 2), &t, "'lm_head.weight'", "missing");
+    { /* untied without lm_head.weight: an embedding model's checkpoint, found with no
+       * output matrix (a generative load refuses it: qwen3_model_load) */
+        st_archive *a;
+        qwen3_tensors qt;
+        CHECK(tiny_load("q_no_head", TINY_CONFIG(false, 2), &t, &a, &qt) == ENC_OK);
+        CHECK(qt.layers != NULL && qt.embed != NULL && qt.lm_head == NULL);
+        qwen3_tensors_free(&qt);
+        st_close(a);
+    }
 
     tiny_tensors(&t, TINY_LAYERS, 1);
     tiny_drop(&t, "model.layers.1.mlp.up_proj.weight");

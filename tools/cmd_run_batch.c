@@ -29,8 +29,8 @@ static const char run_batch_help[] =
     "answers them (vLLM's run-batch, the OpenAI Batch API's format):\n"
     "  {\"custom_id\": \"r1\", \"method\": \"POST\", \"url\": \"/v1/chat/completions\",\n"
     "   \"body\": {\"model\": NAME, \"messages\": [...], ...}}\n"
-    "URLs: /v1/chat/completions, /v1/completions, /v1/responses. Each result line, in\n"
-    "the input's order:\n"
+    "URLs: /v1/chat/completions, /v1/completions, /v1/responses, and /v1/embeddings\n"
+    "for an embedding model (--runner). Each result line, in the input's order:\n"
     "  {\"id\": \"batch_req_...\", \"custom_id\": \"r1\", \"response\": {\"status_code\": 200,\n"
     "   \"request_id\": \"req_...\", \"body\": {...}}, \"error\": null}\n"
     "A request the server refuses has its status_code, \"body\": null and the error\n"
@@ -43,13 +43,13 @@ static const char run_batch_help[] =
     "                           output)\n"
     "  --concurrency N          requests in flight at once (default: 2 x max_num_seqs)\n"
     "  --served-model-name NAME, --chat-template FILE|NAME, --generation-config\n"
-    "  auto|none, --no-special-tokens-in-content, --max-tokens-default N: as for\n"
-    "  `encore serve`\n"
+    "  auto|none, --no-special-tokens-in-content, --max-tokens-default N,\n"
+    "  --runner auto|generate|pooling: as for `encore serve`\n"
     "  -h, --help               show this help\n\n";
 
 /* The URLs a line may name. */
 static const char *const run_batch_urls[] = {"/v1/chat/completions", "/v1/completions",
-                                             "/v1/responses"};
+                                             "/v1/responses", "/v1/embeddings"};
 
 /* One input line, checked. */
 typedef struct batch_line {
@@ -116,8 +116,8 @@ static const char *run_batch_refusal(const char *method, const char *url, const 
     for (size_t k = 0; k < sizeof run_batch_urls / sizeof run_batch_urls[0]; k++)
         known |= !strcmp(url, run_batch_urls[k]);
     if (!known)
-        return "this URL is not supported: /v1/chat/completions, /v1/completions and "
-               "/v1/responses are";
+        return "this URL is not supported: /v1/chat/completions, /v1/completions, "
+               "/v1/responses and /v1/embeddings are";
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "stream")))
         return "Request must not be sent in stream mode";
     return NULL;

@@ -14,6 +14,15 @@ int serve_option(void *args, const char *cmd, int argc, char **argv, int *i)
     int64_t v;
     if (!strcmp(o, "--chat-template"))
         return (a->chat_template = cli_value(cmd, argc, argv, i)) ? 1 : -1;
+    if (!strcmp(o, "--runner")) {
+        if (!(a->runner = cli_value(cmd, argc, argv, i))) return -1;
+        if (strcmp(a->runner, "auto") && strcmp(a->runner, "generate") &&
+            strcmp(a->runner, "pooling")) {
+            cli_error(cmd, "--runner is 'auto', 'generate' or 'pooling', got '%s'", a->runner);
+            return -1;
+        }
+        return 1;
+    }
     if (!strcmp(o, "--host")) return (a->http.host = cli_value(cmd, argc, argv, i)) ? 1 : -1;
     if (!strcmp(o, "--api-key")) {
         a->key_flag = 1;
@@ -128,6 +137,7 @@ int serve_engine_create(const char *cmd, const serve_args *a, encore_engine **ou
     opt.device = a->cfg.device;
     opt.quantize = a->cfg.quantize;
     opt.chat_template = a->chat_template;
+    opt.runner = a->runner;
     int last_pct = -1;
     if (isatty(STDERR_FILENO)) {
         opt.load_progress = cli_load_progress;
@@ -139,9 +149,14 @@ int serve_engine_create(const char *cmd, const serve_args *a, encore_engine **ou
         cli_error(cmd, "cannot load model from %s: %s", a->cfg.model_dir, encore_last_error());
         return st == ENCORE_ERR_INVALID_ARGUMENT ? CLI_BAD_ARGS : CLI_FAILED;
     }
-    encore_model_info info;
-    if (encore_get_model_info(e, &info) == ENCORE_OK && info.has_tokenizer &&
-        !info.has_chat_template)
+    encore_model_info info = {0};
+    (void)encore_get_model_info(e, &info);
+    if (info.pooling)
+        fprintf(stderr,
+                "encore %s: an embedding model (runner pooling): /v1/embeddings answers with "
+                "%lld-dimensional vectors; completions, chat and responses answer 400\n",
+                cmd, (long long)info.hidden_size);
+    else if (info.has_tokenizer && !info.has_chat_template)
         fprintf(stderr, "encore: the model's chat template is not one encore renders: "
                         "/v1/chat/completions will answer 400 (give one with "
                         "--chat-template FILE|NAME)\n");

@@ -13,6 +13,7 @@ typedef struct serve_args {
     int key_flag;              /* --api-key given */
     const char *key_file;      /* --api-key-file, else NULL */
     const char *chat_template; /* --chat-template, else NULL */
+    const char *runner;        /* --runner, else NULL (auto) */
 } serve_args;
 
 /* serve's own options (a cli_option_fn over a serve_args). */

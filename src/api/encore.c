@@ -3,7 +3,9 @@
  * (submit, cancel, stats, generate) is in serve.c. */
 #include "encore.h"
 
+#include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include "api/api_impl.h"
 #include "api/model_tokenizer.h"
 #include "base/log.h"
+#include "model/pooling_config.h"
 #include "tokenizer/chat_template.h"
 
 const char *encore_status_to_string(encore_status s)
@@ -74,10 +77,32 @@ static void encore__from_tokenizer(engine_config *cfg, const tokenizer *tok)
     engine_config_tokenizer_eos(cfg, tokenizer_eos_id(tok));
 }
 
+/* vLLM's --runner: generate, pooling, or auto (pooling for a
+ * sentence-transformers checkpoint). Pooling checks the checkpoint's
+ * pooling mode where it names one. */
+static enc_status encore__runner(const encore_options *opt, bool *pooling)
+{
+    const char *runner = opt->runner ? opt->runner : "auto";
+    int embedding = 0;
+    *pooling = false;
+    if (!strcmp(runner, "generate")) return ENC_OK;
+    if (strcmp(runner, "auto") && strcmp(runner, "pooling"))
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "runner '%s' is not auto, generate or pooling",
+                        runner);
+    ENC_TRY(pooling_config_detect(opt->model_dir, &embedding));
+    *pooling = embedding || !strcmp(runner, "pooling");
+    if (embedding && !strcmp(runner, "auto"))
+        enc_log_info("%s: a sentence-transformers embedding model (modules.json): runner pooling",
+                     opt->model_dir);
+    return ENC_OK;
+}
+
 static enc_status encore__config(const encore_options *opt, engine_config *cfg)
 {
     if (!opt || !opt->model_dir)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_engine_create: no model_dir");
+    bool pooling = false;
+    ENC_TRY(encore__runner(opt, &pooling));
     *cfg = (engine_config){
         .model_dir = opt->model_dir,
         .n_threads = opt->n_threads,
@@ -94,6 +119,7 @@ static enc_status encore__config(const encore_options *opt, engine_config *cfg)
         .quantize = opt->quantize,
         .load_progress = opt->load_progress,
         .load_progress_user = opt->load_progress_user,
+        .pooling = pooling,
     };
     return ENC_OK;
 }
@@ -155,8 +181,21 @@ encore_status encore_get_model_info(encore_engine *e, encore_model_info *out)
         .vocab_size = engine_model_config(e->eng)->vocab_size,
         .has_tokenizer = e->tok != NULL,
         .has_chat_template = e->tok && chat_template_family_known(chat_template_get_family(e->tok)),
+        .pooling = engine_get_config(e->eng)->pooling,
+        .hidden_size = engine_model_config(e->eng)->hidden_size,
     };
     return ENCORE_OK;
+}
+
+void encore_embedding_normalize(float *v, size_t n)
+{
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++)
+        sum += (double)v[i] * v[i];
+    if (!(sum > 0.0)) return;
+    double scale = 1.0 / sqrt(sum);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)(v[i] * scale);
 }
 
 unsigned encore_sampling_model_defaults(encore_engine *e, encore_sampling *s, unsigned given)
@@ -393,12 +432,42 @@ encore_status encore_chat_tokenize(encore_engine *e, const encore_chat_message *
 encore_status encore_tokenize(encore_engine *e, const char *text, size_t len, int32_t **ids,
                               size_t *n_ids)
 {
+    return encore_tokenize_special(e, text, len, 0, ids, n_ids);
+}
+
+/* ids[0..n) between the tokenizer's special-token template (its
+ * post-processor's prefix and suffix); *ids reallocated. */
+static enc_status encore__add_special(const tokenizer *tok, int32_t **ids, size_t *n)
+{
+    const int32_t *pre, *suf;
+    size_t n_pre, n_suf;
+    tokenizer_special_template(tok, &pre, &n_pre, &suf, &n_suf);
+    if (!n_pre && !n_suf) return ENC_OK;
+    int32_t *out = malloc((n_pre + *n + n_suf) * sizeof *out);
+    if (!out) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "encore_tokenize: %zu ids", *n);
+    if (n_pre) memcpy(out, pre, n_pre * sizeof *out);
+    if (*n) memcpy(out + n_pre, *ids, *n * sizeof *out);
+    if (n_suf) memcpy(out + n_pre + *n, suf, n_suf * sizeof *out);
+    free(*ids);
+    *ids = out;
+    *n += n_pre + n_suf;
+    return ENC_OK;
+}
+
+encore_status encore_tokenize_special(encore_engine *e, const char *text, size_t len,
+                                      int add_special_tokens, int32_t **ids, size_t *n_ids)
+{
     enc_status s = encore__need_tokenizer(e, "encore_tokenize");
     if (s != ENC_OK) return (encore_status)s;
     if ((!text && len) || !ids || !n_ids) return (encore_status)enc_fail(ENC_ERR_INVALID_ARGUMENT, "encore_tokenize: NULL argument");
     pthread_mutex_lock(&e->tok_mu);
     s = tokenizer_encode(e->tok, text ? text : "", len, ids, n_ids);
     pthread_mutex_unlock(&e->tok_mu);
+    if (s == ENC_OK && add_special_tokens &&
+        (s = encore__add_special(e->tok, ids, n_ids)) != ENC_OK) {
+        free(*ids);
+        *ids = NULL;
+    }
     return (encore_status)s;
 }
 

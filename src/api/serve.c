@@ -125,11 +125,33 @@ static enc_status serve__prompt(encore_engine *e, const encore_request *r, int32
     return ENC_OK;
 }
 
+/* A pooling engine's request: its prompt, nothing to generate (the
+ * sampling and constraints are not read). */
+static enc_status serve__pooling_request_create(encore_engine *e, const encore_request *r,
+                                                api_request **out)
+{
+    api_request *q = calloc(1, sizeof *q);
+    if (!q) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "request");
+    q->text.matched = -1;
+    size_t n_prompt = 0;
+    enc_status s = serve__prompt(e, r, &q->prompt, &n_prompt);
+    q->params = (engine_request_params){.prompt_ids = q->prompt, .n_prompt = (int64_t)n_prompt};
+    if (s == ENC_OK) s = engine_check_request(e->eng, &q->params);
+    if (s == ENC_OK) s = text_out_init(&q->text, e->tok, 1, NULL, 0);
+    if (s != ENC_OK) {
+        serve__request_free(q);
+        return s;
+    }
+    *out = q;
+    return ENC_OK;
+}
+
 /* A checked request, ready for the inbox; on failure nothing is allocated. */
 static enc_status serve__request_create(encore_engine *e, const encore_request *r, api_request **out)
 {
     const encore_sampling *sp = &r->sampling;
     *out = NULL;
+    if (engine_get_config(e->eng)->pooling) return serve__pooling_request_create(e, r, out);
     ENC_TRY(serve__check_sampling(sp, engine_model_config(e->eng)->vocab_size));
     api_request *q = calloc(1, sizeof *q);
     if (!q) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "request");
@@ -386,6 +408,10 @@ static void serve__call(encore_engine *e, api_request *r, const int32_t *ids, si
         .n_output_tokens = (size_t)r->n_seen,
     };
     serve__logprobs(e, r, r->n_seen - (int64_t)n, n, finish_reason, &o);
+    int64_t n_embedding = 0;
+    if (finish_reason && !strcmp(finish_reason, "length") &&
+        engine_request_embedding(e->eng, r->engine_id, &o.embedding, &n_embedding) == ENC_OK)
+        o.n_embedding = (size_t)n_embedding;
     o.text = text_out_take(&r->text, &o.text_len);
     e->n_output_tokens += (int64_t)n;
     e->n_finished += finish_reason != NULL;

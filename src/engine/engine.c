@@ -93,6 +93,10 @@ static enc_status engine__resolve_config(engine *e, const qwen3_config *mc)
     if (c->block_size == 0) c->block_size = 16;
     if (c->max_num_seqs == 0) c->max_num_seqs = 64;
     if (c->decode_steps == 0) c->decode_steps = 4;
+    if (c->pooling) { /* prefill steps only: nothing is decoded, captured or sampled */
+        c->eager = true;
+        c->decode_steps = 1;
+    }
     if (c->decode_steps < 1 || c->decode_steps > ENGINE_MAX_DECODE_STEPS)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "decode_steps %lld out of range [1, %d]", (long long)c->decode_steps,
                         ENGINE_MAX_DECODE_STEPS);
@@ -149,7 +153,8 @@ static enc_status engine__alloc_inputs(engine *e)
     }
     ENC_TRY(step_inputs_alloc(e, &e->eager_in, e->cfg.max_num_batched_tokens, S, L));
     int64_t V = e->model->cfg.vocab_size;
-    e->logits = malloc((size_t)(L * V) * sizeof *e->logits);
+    e->out_width = qwen3_output_width(e->model);
+    e->logits = malloc((size_t)(L * e->out_width) * sizeof *e->logits);
     ENC_TRY(sampler_init(&e->sampler, V));
     e->batch.entries = calloc((size_t)S, sizeof *e->batch.entries);
     e->multi_ids = malloc((size_t)(e->decode_steps_max * S) * sizeof *e->multi_ids);
@@ -159,7 +164,8 @@ static enc_status engine__alloc_inputs(engine *e)
         return enc_fail(ENC_ERR_OUT_OF_MEMORY, "multi-step ids");
     if (e->cfg.verify_capture) e->verify_logits = malloc((size_t)(S * V) * sizeof *e->verify_logits);
     if (!e->logits || !e->batch.entries || (e->cfg.verify_capture && !e->verify_logits))
-        return enc_fail(ENC_ERR_OUT_OF_MEMORY, "logits buffer of %lld x %lld", (long long)L, (long long)V);
+        return enc_fail(ENC_ERR_OUT_OF_MEMORY, "logits buffer of %lld x %lld", (long long)L,
+                        (long long)e->out_width);
     return ENC_OK;
 }
 
@@ -174,11 +180,12 @@ enc_status engine_create(const engine_config *cfg, engine **out)
         e->cfg.n_threads = backend_host_threads(e->be);
         backend_describe(e->be, e->device, sizeof e->device);
     }
-    if (s == ENC_OK) e->device_sampler = backend_supports_op(e->be, GRAPH_OP_SAMPLE);
+    if (s == ENC_OK)
+        e->device_sampler = !cfg->pooling && backend_supports_op(e->be, GRAPH_OP_SAMPLE);
     gguf_file_type quantize = {ENC_F32, false};
     if (s == ENC_OK) s = model_quantize_type(cfg->quantize, &quantize);
     if (s == ENC_OK)
-        s = qwen3_model_load(cfg->model_dir, e->be, quantize, cfg->load_progress,
+        s = qwen3_model_load(cfg->model_dir, e->be, quantize, cfg->pooling, cfg->load_progress,
                              cfg->load_progress_user, &e->model);
     e->cfg.load_progress = NULL; /* used while loading only: its user data may not outlive the call */
     e->cfg.quantize = NULL;      /* likewise (the model keeps the type it chose) */
@@ -232,6 +239,7 @@ static void engine__seq_free(engine_seq *s)
     free(s->logprobs);
     free(s->prompt_lps);
     free(s->logit_bias);
+    free(s->embedding);
     free(s);
 }
 
@@ -326,7 +334,11 @@ enc_status engine_check_request(const engine *e, const engine_request_params *p)
     if (!p->prompt_ids || p->n_prompt < 1)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: the prompt is empty");
     bool scores_prompt = p->prompt_logits || p->prompt_logprobs;
-    if (p->max_tokens < (scores_prompt ? 0 : 1))
+    if (e->cfg.pooling && (p->max_tokens || scores_prompt || p->constraint))
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT,
+                        "request: the model runs as an embedding model (pooling): it generates "
+                        "nothing and scores no prompt (max_tokens must be 0)");
+    if (p->max_tokens < (scores_prompt || e->cfg.pooling ? 0 : 1))
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "request: max_tokens must be >= %d (got %lld)",
                         scores_prompt ? 0 : 1, (long long)p->max_tokens);
     for (int64_t i = 0; i < p->n_prompt; i++)
@@ -437,6 +449,15 @@ const char *engine_request_error(const engine *e, int64_t id)
 {
     const engine_seq *s = engine__find(e, id);
     return s && s->finish == ENGINE_FINISH_ERROR ? s->error : NULL;
+}
+
+enc_status engine_request_embedding(const engine *e, int64_t id, const float **v, int64_t *n)
+{
+    const engine_seq *s = engine__find(e, id);
+    if (!s) return enc_fail(ENC_ERR_INVALID_ARGUMENT, "no request with id %lld", (long long)id);
+    *v = s->embedding;
+    *n = s->embedding ? e->out_width : 0;
+    return ENC_OK;
 }
 
 int32_t engine_request_stop_token(const engine *e, int64_t id)
@@ -632,10 +653,25 @@ static int32_t engine__pick(engine *e, engine_seq *s, const float *row)
     return sampler_pick(&e->sampler, &in, s->logprobs ? &s->logprobs[n_out] : NULL);
 }
 
+/* Keep a pooling request's output row, its last prompt token's hidden
+ * state; false (the reason in s->error) when memory for it runs out. */
+static bool engine__pool(const engine *e, engine_seq *s, const float *row)
+{
+    s->embedding = malloc((size_t)e->out_width * sizeof *s->embedding);
+    if (!s->embedding) {
+        snprintf(s->error, sizeof s->error, "request %lld: out of memory for its embedding",
+                 (long long)s->id);
+        enc_log_warn("%s", s->error);
+        return false;
+    }
+    memcpy(s->embedding, row, (size_t)e->out_width * sizeof *s->embedding);
+    return true;
+}
+
 /* Deliver prompt logits, sample, and retire finished sequences. */
 static int64_t engine__consume(engine *e, const sched_batch *b)
 {
-    int64_t V = e->model->cfg.vocab_size, n_finished = 0;
+    int64_t W = e->out_width, n_finished = 0;
     for (int i = 0; i < b->n_entries; i++) {
         const sched_entry *en = &b->entries[i];
         engine_seq *s = en->seq;
@@ -644,8 +680,8 @@ static int64_t engine__consume(engine *e, const sched_batch *b)
         for (int64_t r = 0; s->prompt_logits && r < en->n_logits; r++) {
             int64_t pos = first_pos + r;
             if (pos < s->n_logits_sent || pos >= s->n_prompt) continue;
-            const float *row = &e->logits[(en->logits_row + r) * V];
-            if (e->logits_fn) e->logits_fn(e->logits_user, s->id, pos, row, V);
+            const float *row = &e->logits[(en->logits_row + r) * W];
+            if (e->logits_fn) e->logits_fn(e->logits_user, s->id, pos, row, W);
             if (s->prompt_lps && pos + 1 < s->n_prompt)
                 sampler_prompt_logprobs(&e->sampler, row, e->cfg.sample_vocab,
                                         s->prompt_top_logprobs, s->tokens[pos + 1],
@@ -653,12 +689,14 @@ static int64_t engine__consume(engine *e, const sched_batch *b)
             s->n_logits_sent = pos + 1;
         }
         if (!en->sample) continue;
-        if (s->max_tokens == 0) { /* the prompt scored, nothing to generate */
-            engine__finish(e, s, ENGINE_FINISH_LENGTH);
+        if (s->max_tokens == 0) { /* the prompt scored or pooled, nothing to generate */
+            bool pooled = !e->cfg.pooling || engine__pool(e, s, &e->logits[en->logits_row * W]);
+            engine__finish(e, s, pooled ? ENGINE_FINISH_LENGTH : ENGINE_FINISH_ERROR);
             n_finished++;
             continue;
         }
-        if (engine__take(e, s, engine__pick(e, s, &e->logits[(en->logits_row + en->n_logits - 1) * V])))
+        if (engine__take(e, s,
+                         engine__pick(e, s, &e->logits[(en->logits_row + en->n_logits - 1) * W])))
             n_finished++;
     }
     return n_finished;
@@ -807,6 +845,8 @@ enc_status engine_set_decode_mode(engine *e, bool eager, int64_t decode_steps)
 {
     if (engine_has_unfinished(e))
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "decode mode: cannot change while requests are unfinished");
+    if (e->cfg.pooling)
+        return enc_fail(ENC_ERR_INVALID_ARGUMENT, "decode mode: a pooling engine decodes nothing");
     if (decode_steps < 1 || decode_steps > e->decode_steps_max)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "decode_steps %lld out of range [1, %lld] (the engine's at creation)",
                         (long long)decode_steps, (long long)e->decode_steps_max);

@@ -73,6 +73,9 @@ typedef struct engine_config {
                                      * quantized at load (model/quantize.h); not copied */
     void (*load_progress)(void *user, double fraction); /* (optional) weights loaded so far */
     void *load_progress_user;
+    bool pooling; /* an embedding model (vLLM's --runner pooling): no lm_head; every request
+                   * has max_tokens 0 and gives the final norm's hidden state of its last
+                   * prompt token (engine_request_embedding), nothing is generated */
 } engine_config;
 
 /* Give c the tokenizer's eos_token id (-1: the tokenizer names none). */
@@ -257,6 +260,11 @@ enc_status engine_request_logprobs(const engine *e, int64_t request_id, const en
  * until its release. */
 enc_status engine_request_prompt_logprobs(const engine *e, int64_t request_id,
                                           const engine_token_logprob **lp, int64_t *n);
+/* A pooling engine's request, once finished: the final norm's hidden state
+ * of its last prompt token, [hidden_size] floats, not normalised (valid
+ * until its release); NULL and 0 before, or in a generating engine. */
+enc_status engine_request_embedding(const engine *e, int64_t request_id, const float **v,
+                                    int64_t *n);
 /* Prompt tokens of a request that the prefix cache served when it was last
  * admitted (0 for an unknown id). */
 int64_t engine_request_cached_tokens(const engine *e, int64_t request_id);

@@ -51,6 +51,7 @@ typedef struct engine_seq {
     uint32_t *allowed; /* [GRAPH_SAMPLE_MASK_WORDS(vocab)] the constraint's mask of the next
                         * token (engine__fill_masks), when constrained */
     char error[160];   /* why it finished with ENGINE_FINISH_ERROR */
+    float *embedding;  /* a pooling engine's: [hidden_size] once finished, else NULL */
     kv_block_table table;
     engine_finish finish;
 } engine_seq;
@@ -178,7 +179,8 @@ struct engine {
     backend_buffer *arena_buf; /* the planned intermediates of any step */
     size_t arena_size;
     enc_arena graph_arena; /* host bookkeeping of the step graph */
-    float *logits;         /* [logits_rows_max, vocab] */
+    int64_t out_width;     /* floats per output row: vocab_size, or hidden_size (pooling) */
+    float *logits;         /* [logits_rows_max, out_width] */
     float *verify_logits;  /* [max_num_seqs, vocab], verify mode only */
     sampler sampler;       /* sampling scratch, sized by the vocabulary */
 

@@ -260,6 +260,7 @@ static enc_status step__plan_arena(engine *e, size_t *size)
         {S, S, S, e->decode_steps_max}, /* its multi-step graph */
     };
     int n_shapes = e->decode_steps_max > 1 || e->device_sampler ? 3 : 2;
+    if (e->cfg.pooling) n_shapes = 1; /* a pooling engine runs prefill steps only */
     *size = 0;
     for (int i = 0; i < n_shapes; i++) {
         ENC_TRY(step__build(e, &g, NULL, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3],
@@ -310,7 +311,7 @@ enc_status step_run_eager(engine *e, const sched_batch *b)
     qwen3_step_io io;
     ENC_TRY(step_write_inputs(e, &e->eager_in, b->n_tokens, b->n_entries, b->n_logits));
     ENC_TRY(step_build(e, &g, &e->eager_in, b->n_tokens, b->n_entries, b->n_logits, &io));
-    size_t bytes = (size_t)(b->n_logits * e->model->cfg.vocab_size) * sizeof(float);
+    size_t bytes = (size_t)(b->n_logits * e->out_width) * sizeof(float);
     if (bytes) ENC_TRY(backend_expect_read(e->be, io.logits->buffer, io.logits->offset, bytes));
     ENC_TRY(backend_graph_compute(e->be, &g));
     e->stats.n_eager_steps++;

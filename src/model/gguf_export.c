@@ -384,6 +384,10 @@ static enc_status gguf__check_all_sparse(const qwen3_config *c, const char *mode
 static enc_status gguf__tensors(const gguf__export *x, const qwen3_tensors *t)
 {
     const qwen3_config *c = x->c;
+    if (!t->lm_head)
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "the checkpoint has no lm_head.weight and its embeddings are not tied "
+                        "(an embedding model's): a GGUF file without output.weight reads as tied");
     int tied = t->lm_head == t->embed; /* the embedding is the output matrix too */
     gguf_role embed_role = tied ? GGUF_ROLE_OUTPUT : GGUF_ROLE_TOKEN_EMBD;
     ENC_TRY(gguf__add(x, "token_embd.weight", t->embed,

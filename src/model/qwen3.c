@@ -189,12 +189,14 @@ static int64_t qwen3__decode_bytes(const qwen3_model *m)
 static enc_status qwen3__put_weights(qwen3_model *m, const qwen3_tensors *t,
                                      qwen3_progress_fn progress, void *user)
 {
-    int tied = t->lm_head == t->embed; /* the embedding is the output matrix too */
+    int tied = t->lm_head == t->embed && !m->pooling; /* the embedding is the output matrix too */
     ENC_TRY(qwen3__put_embedding(
         m->be, t->embed, tied,
         qwen3__quantize_to(m, tied ? GGUF_ROLE_OUTPUT : GGUF_ROLE_TOKEN_EMBD, 0), &m->embed));
     ENC_TRY(qwen3__put_norm(m->be, t->final_norm, &m->final_norm));
-    if (tied)
+    if (m->pooling)
+        memset(&m->lm_head, 0, sizeof m->lm_head); /* no output matrix */
+    else if (tied)
         m->lm_head = m->embed, m->lm_head.buf = NULL; /* shares embed's buffer */
     else
         ENC_TRY(qwen3__put_matrix(m->be, t->lm_head, qwen3__quantize_to(m, GGUF_ROLE_OUTPUT, 0),
@@ -221,18 +223,33 @@ static enc_status qwen3__open(const char *path, qwen3_model *m)
     return st_open_dir(path, &m->archive);
 }
 
+/* A generative model needs its output matrix. */
+static enc_status qwen3__check_lm_head(const qwen3_model *m, const qwen3_tensors *t,
+                                       const char *model_dir)
+{
+    if (t->lm_head || m->pooling) return ENC_OK;
+    return enc_fail(ENC_ERR_FORMAT,
+                    "%s: no lm_head.weight and tie_word_embeddings is false: an embedding model "
+                    "(such as Qwen3-Embedding) has no output matrix; run it as one (--runner "
+                    "pooling)",
+                    model_dir);
+}
+
 enc_status qwen3_model_load(const char *model_dir, backend *be, gguf_file_type quantize,
-                            qwen3_progress_fn progress, void *progress_user, qwen3_model **out)
+                            int pooling, qwen3_progress_fn progress, void *progress_user,
+                            qwen3_model **out)
 {
     *out = NULL;
     qwen3_model *m = calloc(1, sizeof *m);
     if (!m) return enc_fail(ENC_ERR_OUT_OF_MEMORY, "model");
     m->be = be;
     m->quantize = quantize;
+    m->pooling = pooling != 0;
     qwen3_tensors tensors = {0};
     enc_status s = qwen3__open(model_dir, m);
     tensor_source src = qwen3__source(m);
     if (s == ENC_OK) s = qwen3_tensors_find_in(&m->cfg, &src, &tensors);
+    if (s == ENC_OK) s = qwen3__check_lm_head(m, &tensors, model_dir);
     if (s == ENC_OK) model_log_widened(be, &src, quantize.base);
     if (s == ENC_OK) {
         m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
@@ -287,7 +304,8 @@ void qwen3_model_free(qwen3_model *m)
  *     scratch): 4 nodes and 8 tensors more.
  *   around the layers: 4 nodes (the embedding's get_rows, the logits rows'
  *     get_rows, the final rms_norm, the lm_head matmul), 7 tensors (their
- *     3 weights and 4 outputs). */
+ *     3 weights and 4 outputs); a pooling model has no lm_head: 1 node and
+ *     2 tensors fewer. */
 enum {
     QWEN3__INPUT_TENSORS = 7,
     QWEN3__LAYER_NODES = 18,
@@ -310,7 +328,7 @@ static int qwen3__n_moe_layers(const qwen3_model *m)
 static int qwen3__pass_nodes(const qwen3_model *m)
 {
     return QWEN3__LAYER_NODES * (int)m->cfg.n_layers +
-           QWEN3__MOE_EXTRA_NODES * qwen3__n_moe_layers(m) + QWEN3__OUTER_NODES;
+           QWEN3__MOE_EXTRA_NODES * qwen3__n_moe_layers(m) + QWEN3__OUTER_NODES - m->pooling;
 }
 
 /* A matmul or matmul_id over block-quantized weights has one more tensor:
@@ -319,7 +337,7 @@ static int qwen3__pass_nodes(const qwen3_model *m)
  * are never both set (zeroed ones are F32). */
 static int qwen3__quantized_matmuls(const qwen3_model *m)
 {
-    int n = enc_dtype_is_quantized(m->lm_head.dtype);
+    int n = !m->pooling && enc_dtype_is_quantized(m->lm_head.dtype);
     for (int64_t l = 0; l < m->cfg.n_layers; l++) {
         const qwen3_layer *y = &m->layers[l];
         const qwen3_weight *w[] = {&y->q,    &y->k,  &y->v,    &y->o,        &y->gate,
@@ -332,8 +350,8 @@ static int qwen3__quantized_matmuls(const qwen3_model *m)
 static int qwen3__pass_tensors(const qwen3_model *m)
 {
     return QWEN3__LAYER_TENSORS * (int)m->cfg.n_layers +
-           QWEN3__MOE_EXTRA_TENSORS * qwen3__n_moe_layers(m) + QWEN3__OUTER_TENSORS +
-           qwen3__quantized_matmuls(m);
+           QWEN3__MOE_EXTRA_TENSORS * qwen3__n_moe_layers(m) + QWEN3__OUTER_TENSORS -
+           2 * m->pooling + qwen3__quantized_matmuls(m);
 }
 
 int qwen3_graph_n_nodes(const qwen3_model *m, int n_passes) { return n_passes * qwen3__pass_nodes(m); }
@@ -428,8 +446,13 @@ enc_status qwen3_build_forward(const qwen3_model *m, const kv_cache *kv, graph *
     last = graph_rms_norm(g, last, qwen3__weight(g, &m->final_norm), m->cfg.rms_norm_eps);
     qwen3_weight head = m->lm_head;
     if (!head.buf) head.buf = m->embed.buf; /* tied */
-    io->logits = graph_matmul(g, last, qwen3__weight(g, &head));
+    io->logits = m->pooling ? last : graph_matmul(g, last, qwen3__weight(g, &head));
     ENC_ASSERT(g->status != ENC_OK || (g->n_nodes - n_nodes == qwen3__pass_nodes(m) &&
                                        g->n_tensors - n_tensors == qwen3__pass_tensors(m)));
     return g->status;
+}
+
+int64_t qwen3_output_width(const qwen3_model *m)
+{
+    return m->pooling ? m->cfg.hidden_size : m->cfg.vocab_size;
 }

@@ -13,7 +13,9 @@
  *   x = x + (silu(h' Wgate^T) * h' Wup^T) Wdown^T,  h' = rms_norm(x, post_norm)
  *     (in a Qwen3-MoE layer, x + moe_block(h'): qwen3_moe.h)
  *
- * then logits = rms_norm(x[logits_indices], final_norm) lm_head^T. */
+ * then logits = rms_norm(x[logits_indices], final_norm) lm_head^T; a
+ * pooling model (an embedding model: vLLM's --runner pooling) stops before
+ * the lm_head, its output rows the final norm's hidden states. */
 #ifndef ENC_MODEL_QWEN3_H
 #define ENC_MODEL_QWEN3_H
 
@@ -51,7 +53,8 @@ typedef struct qwen3_model {
     backend *be;          /* not owned */
     st_archive *archive;  /* keeps the mapped weights alive (safetensors) */
     gguf_file *gguf;      /* or this (a GGUF file); the other is NULL */
-    qwen3_weight embed, final_norm, lm_head;
+    qwen3_weight embed, final_norm, lm_head; /* lm_head unset (no buffer, no dims) when pooling */
+    int pooling;          /* an embedding model: the output rows are hidden states [D] */
     qwen3_layer *layers;  /* [n_layers] */
     int64_t decode_weight_bytes; /* weight bytes a decode step reads: all but an
                                   * untied embedding, of which it gathers rows */
@@ -72,9 +75,14 @@ typedef void (*qwen3_progress_fn)(void *user, double fraction);
  * A block type `quantize` (model/quantize.h) turns every float matrix into
  * its blocks on the way, the embedding and lm_head included, each matrix of
  * the type gguf_mix_type gives it (one type, or a llama-quantize mix); base
- * ENC_F32 keeps them as stored. */
+ * ENC_F32 keeps them as stored. `pooling`: load it as an embedding model,
+ * without its lm_head (which it need not have: qwen3_tensors.h); a
+ * generative model without one is an error saying so. */
 enc_status qwen3_model_load(const char *model_dir, backend *be, gguf_file_type quantize,
-                            qwen3_progress_fn progress, void *progress_user, qwen3_model **out);
+                            int pooling, qwen3_progress_fn progress, void *progress_user,
+                            qwen3_model **out);
+/* The width of the step's output rows: vocab_size, or hidden_size when pooling. */
+int64_t qwen3_output_width(const qwen3_model *m);
 void qwen3_model_free(qwen3_model *m); /* NULL is a no-op */
 
 /* The shape of one step. */
@@ -95,7 +103,8 @@ typedef struct qwen3_step_io {
     graph_tensor *seq_lens;        /* [S] i32, tokens in cache after the step */
     graph_tensor *query_start_loc; /* [S + 1] i32 */
     graph_tensor *logits_indices;  /* [L] i32, rows of the step's tokens */
-    graph_tensor *logits;          /* [L, vocab] f32 (output) */
+    graph_tensor *logits;          /* [L, vocab] f32 (output); a pooling model's:
+                                    * [L, hidden_size], the final norm's rows */
 } qwen3_step_io;
 
 /* A step graph, in two parts: add the (unbound) input tensors of a shape to

@@ -7,9 +7,11 @@
  * instead of a silently ignored weight. rotary_emb.inv_freq buffers, which
  * old exports carry, are ignored. With tied embeddings lm_head is the
  * embedding, and an lm_head.weight shipped anyway is ignored (as
- * transformers does). Tensors may mix F32, BF16 and F16; matrices may also
- * be of a block type (Q8_0 ... Q6_K, from GGUF files), and so may a GGUF
- * file's stacked experts, each projection its own. A MoE layer's experts
+ * transformers does); an untied checkpoint without one is an embedding
+ * model's (Qwen3-Embedding: a Qwen3Model saved alone, its names without
+ * "model.", TENSOR_NAMES_HF_BARE), which runs as a pooling model only.
+ * Tensors may mix F32, BF16 and F16; matrices may also be of a block type
+ * (Q8_0 ... Q6_K, from GGUF files), and so may a GGUF file's stacked experts, each projection its own. A MoE layer's experts
  * share one dtype per projection (they are stacked into one buffer); a
  * shared expert (Qwen2-MoE's mlp.shared_expert*) is refused by name.
  *
@@ -97,6 +99,7 @@ typedef struct qwen3__names {
 static const qwen3__names qwen3__names_of[] = {
     [TENSOR_NAMES_HF] = {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight",
                          "model.layers."},
+    [TENSOR_NAMES_HF_BARE] = {"embed_tokens.weight", "norm.weight", "lm_head.weight", "layers."},
     [TENSOR_NAMES_GGUF] = {"token_embd.weight", "output_norm.weight", "output.weight", "blk."},
 };
 
@@ -327,7 +330,7 @@ static int qwen3__is_layer_tensor(const qwen3_config *c, const char *name, tenso
         if (!strcmp(p + 1, qwen3__suffix(&qwen3__layer_table[i], naming)))
             return qwen3__entry_in_layer(&qwen3__layer_table[i], moe);
     if (!moe) return 0;
-    if (naming == TENSOR_NAMES_HF) return qwen3__is_expert_tensor(c, p + 1);
+    if (naming != TENSOR_NAMES_GGUF) return qwen3__is_expert_tensor(c, p + 1);
     for (int i = 0; i < 3; i++)
         if (!strcmp(p + 1, qwen3__expert_table[i].gguf)) return 1;
     return 0;
@@ -341,7 +344,8 @@ static enc_status qwen3__check_unused(const qwen3_config *c, const tensor_source
         int64_t l = -1;
         if (!strcmp(t->name, nm->embed) || !strcmp(t->name, nm->final_norm) ||
             !strcmp(t->name, nm->lm_head) ||
-            (src->naming == TENSOR_NAMES_HF && qwen3__ends_with(t->name, "rotary_emb.inv_freq")) ||
+            (src->naming != TENSOR_NAMES_GGUF &&
+             qwen3__ends_with(t->name, "rotary_emb.inv_freq")) ||
             qwen3__is_layer_tensor(c, t->name, src->naming, &l))
             continue;
         if (l >= c->n_layers)
@@ -392,12 +396,18 @@ enc_status qwen3_tensors_find_in(const qwen3_config *cfg, const tensor_source *s
     if (cfg->n_layers <= 0)
         return enc_fail(ENC_ERR_INVALID_ARGUMENT, "qwen3 config has %lld layers",
                         (long long)cfg->n_layers);
+    if (src->naming == TENSOR_NAMES_HF_BARE && cfg->n_experts)
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "a Qwen3-MoE checkpoint without the 'model.' prefix on its tensor names "
+                        "(%s has 'embed_tokens.weight'): encore reads such checkpoints of dense "
+                        "Qwen3 only",
+                        src->config_name);
     int64_t V = cfg->vocab_size, D = cfg->hidden_size;
     ENC_TRY(qwen3__expect(src, nm->embed, V, D, &t.embed));
     ENC_TRY(qwen3__expect(src, nm->final_norm, D, 0, &t.final_norm));
     if (cfg->tie_word_embeddings)
         t.lm_head = t.embed;
-    else
+    else if (src->find(src->ctx, nm->lm_head)) /* else none: an embedding model's checkpoint */
         ENC_TRY(qwen3__expect(src, nm->lm_head, V, D, &t.lm_head));
 
     if ((uint64_t)cfg->n_layers > src->count(src->ctx) / QWEN3__MIN_LAYER_TENSORS) {

@@ -51,7 +51,8 @@ typedef struct qwen3_layer_tensors {
 typedef struct qwen3_tensors {
     const st_tensor *embed;
     const st_tensor *final_norm;
-    const st_tensor *lm_head; /* == embed when tie_word_embeddings */
+    const st_tensor *lm_head;    /* == embed when tie_word_embeddings; NULL when the
+                                  * checkpoint has none (an embedding model's) */
     qwen3_layer_tensors *layers; /* [n_layers], malloc'd; free with qwen3_tensors_free */
 } qwen3_tensors;
 

@@ -30,13 +30,22 @@ static const st_tensor *ts__gguf_find(const void *c, const char *n)
     return gguf_find_tensor(c, n);
 }
 
+/* Hugging Face's names, with the "model." prefix of a ...ForCausalLM or,
+ * when only the bare embedding is there, without it (a Qwen3Model). */
+static tensor_naming ts__st_naming(const st_archive *a)
+{
+    if (!st_find(a, "model.embed_tokens.weight") && st_find(a, "embed_tokens.weight"))
+        return TENSOR_NAMES_HF_BARE;
+    return TENSOR_NAMES_HF;
+}
+
 tensor_source tensor_source_safetensors(const st_archive *a)
 {
     return (tensor_source){a,
                            ts__st_count,
                            ts__st_get,
                            ts__st_find,
-                           TENSOR_NAMES_HF,
+                           ts__st_naming(a),
                            "config.json",
                            "num_hidden_layers"};
 }

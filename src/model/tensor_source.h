@@ -13,8 +13,10 @@
 #include "model/safetensors.h"
 
 typedef enum tensor_naming {
-    TENSOR_NAMES_HF,   /* model.layers.L.self_attn.q_proj.weight, ... */
-    TENSOR_NAMES_GGUF, /* llama.cpp's: blk.L.attn_q.weight, ... */
+    TENSOR_NAMES_HF,      /* model.layers.L.self_attn.q_proj.weight, ... */
+    TENSOR_NAMES_HF_BARE, /* the same without "model.": layers.L...., embed_tokens.weight
+                           * (a Qwen3Model saved alone, as Qwen3-Embedding ships) */
+    TENSOR_NAMES_GGUF,    /* llama.cpp's: blk.L.attn_q.weight, ... */
 } tensor_naming;
 
 typedef struct tensor_source {

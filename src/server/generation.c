@@ -610,21 +610,6 @@ static int gen__all_done(const gen_job *j)
     return 1;
 }
 
-/* 1 when the client's socket shows that it hung up. */
-static int gen__client_gone(int fd)
-{
-    if (fd < 0) return 0;
-    struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
-    if (poll(&p, 1, 0) <= 0) return 0;
-    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return 1;
-    if (p.revents & POLLIN) {
-        char b;
-        ssize_t r = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-        return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-    }
-    return 0;
-}
-
 /* Detach every choice's pending events into its `taken` (j->mu held; the
  * HTTP side applies and frees them before it takes again). */
 static int gen__take(gen_job *j)
@@ -646,7 +631,7 @@ static int gen__alive(gen_job *j)
     double now = http_now();
     if (now - j->t_polled < GEN_POLL_MS * 1e-3) return 1;
     j->t_polled = now;
-    return !atomic_load(&j->srv->stopping) && !gen__client_gone(j->fd);
+    return !atomic_load(&j->srv->stopping) && !http_client_gone(j->fd);
 }
 
 /* Wait for events, at most GEN_POLL_MS (j->mu held); then gen__alive. */

@@ -2,7 +2,7 @@
  * request bodies (with a size limit), the API key, routing (HEAD answered
  * as GET), and the small endpoints (/health, /metrics, /v1/models,
  * /v1/models/{id}, /tokenize, /detokenize).
- * Completions and chat go to generation.c.
+ * Completions and chat go to generation.c, embeddings to embeddings.c.
  *
  * Connections: one thread each (a handler blocks while the engine works, so
  * a thread pool would stall), every thread waiting in poll(), not select(),
@@ -21,7 +21,9 @@
  * grows past max_body_bytes + 1) and the last call answers. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +247,21 @@ void http_client_id(const http_server *s, struct MHD_Connection *conn,
                   HTTP_CLIENT_ID_MAX);
 }
 
+/* 1 when the client's socket shows that it hung up. */
+int http_client_gone(int fd)
+{
+    if (fd < 0) return 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0) return 0;
+    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return 1;
+    if (p.revents & POLLIN) {
+        char b;
+        ssize_t r = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    }
+    return 0;
+}
+
 /* --- /tokenize and /detokenize ------------------------------------------------- */
 
 /* Text longer than this many bytes per token of max_model_len is refused
@@ -259,8 +276,7 @@ static int http__check_ids(const http_server *s, const char *param, size_t n, oa
                          param, n, (long long)s->max_model_len);
 }
 
-/* 0 with err filled when `len` bytes of text are too long to tokenize. */
-static int http__check_text(const http_server *s, const char *param, size_t len, oai_error *err)
+int http_check_text(const http_server *s, const char *param, size_t len, oai_error *err)
 {
     int64_t max = s->max_model_len * HTTP_TOKENIZE_BYTES_PER_TOKEN;
     if ((int64_t)len <= max) return 1;
@@ -317,7 +333,7 @@ static int http__tokenize_ids(http_server *s, const oai_request *req, int32_t **
     const char *text = chat ? chat : prompt ? prompt->text : NULL;
     int ok = st == ENCORE_OK;
     if (!ok) http_error_from_encore(err, st, "cannot tokenize");
-    if (ok && text) ok = http__check_text(s, param, strlen(text), err);
+    if (ok && text) ok = http_check_text(s, param, strlen(text), err);
     if (ok && text) {
         encore_chat_options o = tool_request_chat_options(req, s->cfg.plain_content);
         st = chat ? encore_chat_tokenize_opts(s->engine, req->messages, req->n_messages, &o, ids, n)
@@ -398,6 +414,7 @@ typedef enum http_route {
     HTTP_ROUTE_MODELS,
     HTTP_ROUTE_MODEL, /* /v1/models/{id} */
     HTTP_ROUTE_COMPLETIONS,
+    HTTP_ROUTE_EMBEDDINGS,
     HTTP_ROUTE_CHAT,
     HTTP_ROUTE_RESPONSES,
     HTTP_ROUTE_RESPONSE, /* /v1/responses/{id} */
@@ -421,6 +438,7 @@ static const struct {
     {"/v1/models/", "GET", HTTP_ROUTE_MODEL},
     {"/v1/completions", "POST", HTTP_ROUTE_COMPLETIONS},
     {"/v1/chat/completions", "POST", HTTP_ROUTE_CHAT},
+    {"/v1/embeddings", "POST", HTTP_ROUTE_EMBEDDINGS},
     {"/v1/responses", "POST", HTTP_ROUTE_RESPONSES},
     {"/v1/responses/", "GET", HTTP_ROUTE_RESPONSE},
     {"/tokenize", "POST", HTTP_ROUTE_TOKENIZE},
@@ -620,6 +638,24 @@ static int http__parse(http_server *s, const http_conn *hc, http_route route, oa
     return ok;
 }
 
+/* 1 with err filled (vLLM's 400) when the model does not serve route's
+ * API: an embedding model generates nothing, a generative one embeds
+ * nothing. */
+static int http__unsupported_api(const http_server *s, http_route route, oai_error *err)
+{
+    const char *api = NULL;
+    if (s->pooling && route == HTTP_ROUTE_COMPLETIONS) api = "Completions";
+    if (s->pooling && route == HTTP_ROUTE_CHAT) api = "Chat Completions";
+    if (s->pooling && route == HTTP_ROUTE_RESPONSES) api = "Responses";
+    if (!s->pooling && route == HTTP_ROUTE_EMBEDDINGS) api = "Embeddings";
+    if (!api) return 0;
+    oai_error_set(err, 400, NULL,
+                  "The model does not support %s API (it runs as %s; see `encore serve "
+                  "--runner`)",
+                  api, s->pooling ? "an embedding model" : "a generative model");
+    return 1;
+}
+
 /* On the last call, with the whole body in hc. */
 static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *conn, http_conn *hc,
                                       const char *url)
@@ -652,8 +688,10 @@ static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *con
     }
     oai_kind kind = route == HTTP_ROUTE_COMPLETIONS                             ? OAI_COMPLETION
                     : route == HTTP_ROUTE_CHAT || route == HTTP_ROUTE_RESPONSES ? OAI_CHAT
+                    : route == HTTP_ROUTE_EMBEDDINGS                            ? OAI_EMBEDDING
                     : route == HTTP_ROUTE_TOKENIZE                              ? OAI_TOKENIZE
                                                                                 : OAI_DETOKENIZE;
+    if (http__unsupported_api(s, route, &err)) return http_reply_error(s, conn, &err);
     oai_request req;
     if (!http__parse(s, hc, route, kind, &req, &err)) return http_reply_error(s, conn, &err);
     char client[HTTP_CLIENT_ID_MAX];
@@ -664,7 +702,9 @@ static enum MHD_Result http__dispatch(http_server *s, struct MHD_Connection *con
         return r;
     }
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    return gen_handle(s, conn, &req, ci ? ci->connect_fd : -1, hc->t_arrival, client);
+    int fd = ci ? ci->connect_fd : -1;
+    if (kind == OAI_EMBEDDING) return emb_handle(s, conn, &req, fd, client);
+    return gen_handle(s, conn, &req, fd, hc->t_arrival, client);
 }
 
 /* Keep one piece of the body: 1, or 0 when out of memory. Past
@@ -845,6 +885,8 @@ int http_server_start(encore_engine *e, const http_server_config *cfg, http_serv
     s->max_model_len = info.max_model_len;
     s->vocab_size = info.vocab_size;
     s->has_chat_template = info.has_chat_template;
+    s->pooling = info.pooling;
+    s->hidden_size = info.hidden_size;
     if (!cfg->no_generation_config)
         s->defaults.set = encore_sampling_model_defaults(e, &s->defaults.sampling, 0);
     s->created = (int64_t)time(NULL);

@@ -150,27 +150,34 @@ static int oai__ids(const cJSON *arr, const char *name, const char *label, size_
 
 /* --- prompt and messages ------------------------------------------------------ */
 
+/* The field that holds r's prompts: embeddings' "input", else "prompt". */
+static const char *oai__prompt_field(const oai_request *r)
+{
+    return r->kind == OAI_EMBEDDING ? "input" : "prompt";
+}
+
 const char *oai_prompt_label(const oai_request *r, size_t i, char *buf, size_t cap)
 {
     if (r->n_prompts > 1)
-        snprintf(buf, cap, "'prompt' item %zu", i);
+        snprintf(buf, cap, "'%s' item %zu", oai__prompt_field(r), i);
     else
-        snprintf(buf, cap, "'prompt'");
+        snprintf(buf, cap, "'%s'", oai__prompt_field(r));
     return buf;
 }
 
-/* One prompt: a string, or a non-empty array of token ids. */
-static int oai__prompt_item(const cJSON *v, const char *label, oai_prompt *p, oai_error *err)
+/* One prompt of `field`: a string, or a non-empty array of token ids. */
+static int oai__prompt_item(const cJSON *v, const char *field, const char *label, oai_prompt *p,
+                            oai_error *err)
 {
     if (cJSON_IsString(v)) {
         p->text = oai__strdup(v->valuestring);
         return p->text ? 1 : oai__oom(err);
     }
     if (!cJSON_IsArray(v) || (v->child && !cJSON_IsNumber(v->child)))
-        return oai_error_set(err, 400, "prompt", "%s must be a string or an array of token ids",
+        return oai_error_set(err, 400, field, "%s must be a string or an array of token ids",
                              label);
-    if (!v->child) return oai_error_set(err, 400, "prompt", "%s is empty", label);
-    return oai__ids(v, "prompt", label, (size_t)1 << 24, &p->ids, &p->n_ids, err);
+    if (!v->child) return oai_error_set(err, 400, field, "%s is empty", label);
+    return oai__ids(v, field, label, (size_t)1 << 24, &p->ids, &p->n_ids, err);
 }
 
 /* Room for n prompts in r (calloc'd, so that a request refused half-way
@@ -183,29 +190,32 @@ static int oai__prompts_new(oai_request *r, size_t n, oai_error *err)
     return 1;
 }
 
-/* "prompt": a string or token ids, or a batch of at most max_n of them (an
- * array of strings and token-id arrays, as OpenAI's and vLLM's
- * /v1/completions take it; a one-item batch is one prompt). */
+/* "prompt" (embeddings: "input"): a string or token ids, or a batch of at
+ * most max_n of them (an array of strings and token-id arrays, as OpenAI's
+ * and vLLM's /v1/completions and /v1/embeddings take it; a one-item batch
+ * is one prompt). */
 static int oai__prompt(const cJSON *obj, oai_request *r, int max_n, oai_error *err)
 {
     const cJSON *v;
-    if (!oai__present(obj, "prompt", &v))
-        return oai_error_set(err, 400, "prompt", "'prompt' is required");
+    const char *field = oai__prompt_field(r);
+    if (!oai__present(obj, field, &v))
+        return oai_error_set(err, 400, field, "'%s' is required", field);
     int batch = cJSON_IsArray(v) && v->child && !cJSON_IsNumber(v->child);
     int count = batch ? cJSON_GetArraySize(v) : 1;
     if (count > max_n && max_n == 1)
-        return oai_error_set(err, 400, "prompt",
-                             "'prompt' must be one string or one array of token ids here, got a "
+        return oai_error_set(err, 400, field,
+                             "'%s' must be one string or one array of token ids here, got a "
                              "batch of %d",
-                             count);
+                             field, count);
     if (count > max_n)
-        return oai_error_set(err, 400, "prompt", "'prompt' is a batch of %d, at most %d allowed",
+        return oai_error_set(err, 400, field, "'%s' is a batch of %d, at most %d allowed", field,
                              count, max_n);
     if (!oai__prompts_new(r, (size_t)count, err)) return 0;
     const cJSON *x = batch ? v->child : v;
     for (size_t i = 0; i < r->n_prompts; i++, x = x->next) {
         char label[OAI_PROMPT_LABEL_MAX];
-        if (!oai__prompt_item(x, oai_prompt_label(r, i, label, sizeof label), &r->prompts[i], err))
+        if (!oai__prompt_item(x, field, oai_prompt_label(r, i, label, sizeof label), &r->prompts[i],
+                              err))
             return 0;
     }
     return 1;
@@ -694,6 +704,27 @@ static int oai__suffix(const cJSON *obj, oai_error *err)
     return 1;
 }
 
+/* embeddings' encoding_format, dimensions and vLLM's normalize and
+ * add_special_tokens; "user" has no effect. */
+static int oai__embedding(const cJSON *obj, oai_request *r, oai_error *err)
+{
+    const cJSON *v;
+    if (oai__present(obj, "encoding_format", &v)) {
+        if (!cJSON_IsString(v) ||
+            (strcmp(v->valuestring, "float") && strcmp(v->valuestring, "base64")))
+            return oai_error_set(err, 400, "encoding_format",
+                                 "'encoding_format' must be \"float\" or \"base64\"");
+        r->base64 = !strcmp(v->valuestring, "base64");
+    }
+    if (oai__present(obj, "dimensions", &v) &&
+        !oai__int_value(v, "dimensions", 1, INT32_MAX, &r->dimensions, err))
+        return 0;
+    if (oai__present(obj, "user", &v) && !cJSON_IsString(v))
+        return oai_error_set(err, 400, "user", "'user' must be a string");
+    return oai__bool(obj, "normalize", &r->normalize, err) &&
+           oai__bool(obj, "add_special_tokens", &r->add_special_tokens, err);
+}
+
 static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
 {
     if (!oai__string(obj, "model", &r->model, err)) return 0;
@@ -719,6 +750,9 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
                    oai__unsupported(obj, r, err) && tool_request_parse(obj, r, err);
         return oai__prompt(obj, r, 1, err);
     }
+    case OAI_EMBEDDING:
+        return oai__prompt(obj, r, OAI_MAX_INPUTS, err) && oai__embedding(obj, r, err) &&
+               oai__truncate(obj, r, err);
     case OAI_DETOKENIZE: {
         const cJSON *v;
         if (!oai__present(obj, "tokens", &v))
@@ -746,6 +780,9 @@ static const char oai__known_common[] =
     " guided_grammar guided_choice guided_whitespace_pattern guided_decoding_backend"
     " structural_tag user ";
 static const char oai__known_completion[] = " prompt suffix echo best_of ";
+static const char oai__known_embedding[] =
+    " model input encoding_format dimensions user normalize add_special_tokens"
+    " truncate_prompt_tokens ";
 static const char oai__known_chat[] =
     " messages max_completion_tokens top_logprobs chat_template_kwargs add_generation_prompt"
     " continue_final_message tools tool_choice parallel_tool_calls include_reasoning"
@@ -785,9 +822,14 @@ static void oai__ignored_names(const cJSON *obj, const char *known, const char *
     if (more) snprintf(r->ignored + at, cap - at, " and %d more", more);
 }
 
-/* The top-level fields of a completion or chat request that nothing reads. */
+/* The top-level fields of a completion, chat or embeddings request that
+ * nothing reads. */
 static void oai__ignored(const cJSON *obj, oai_request *r)
 {
+    if (r->kind == OAI_EMBEDDING) {
+        oai__ignored_names(obj, oai__known_embedding, "", r);
+        return;
+    }
     const char *own = r->kind == OAI_CHAT ? oai__known_chat : oai__known_completion;
     oai__ignored_names(obj, oai__known_common, own, r);
 }
@@ -862,6 +904,8 @@ static void oai__request_init(oai_kind kind, const oai_defaults *defaults, oai_r
     out->add_generation_prompt = 1;
     out->parallel_tool_calls = 1;
     out->prompt_logprobs = -1;
+    out->normalize = 1;
+    out->add_special_tokens = 1;
     /* encore_sampling_default() but for OpenAI's temperature; set here
      * field by field so that the parser links without the engine */
     out->sampling.max_tokens = 16;
@@ -905,7 +949,8 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, const oai_def
     cJSON *root = oai_request_json(body, len, err);
     if (!root) return 0;
     int ok = oai__parse_root(root, body, len, out, err);
-    if (ok && (kind == OAI_COMPLETION || kind == OAI_CHAT)) oai__ignored(root, out);
+    if (ok && (kind == OAI_COMPLETION || kind == OAI_CHAT || kind == OAI_EMBEDDING))
+        oai__ignored(root, out);
     cJSON_Delete(root);
     if (!ok) oai_request_free(out);
     return ok;

@@ -22,6 +22,8 @@ enum {
     OAI_COMPLETION_MAX_TOKENS = 16, /* completions' max_tokens when absent (OpenAI's, vLLM's) */
     OAI_MAX_PROMPTS = 256,          /* prompts in one completions request (a batch); each gets n
                                      * choices, all of which count in --max-queue */
+    OAI_MAX_INPUTS = 2048,          /* inputs in one embeddings request (OpenAI's limit); each
+                                     * counts in --max-queue */
     OAI_MAX_STOP = 16,              /* stop strings */
     OAI_MAX_STOP_BYTES = 1024,      /* bytes of one stop string (and of one bad word) */
     OAI_MAX_BAD_WORDS = 256,        /* bad_words entries */
@@ -39,10 +41,11 @@ enum {
 };
 
 typedef enum oai_kind {
-    OAI_COMPLETION,    /* POST /v1/completions */
-    OAI_CHAT,          /* POST /v1/chat/completions */
-    OAI_TOKENIZE,      /* POST /tokenize: prompt or messages */
-    OAI_DETOKENIZE,    /* POST /detokenize: tokens */
+    OAI_COMPLETION, /* POST /v1/completions */
+    OAI_CHAT,       /* POST /v1/chat/completions */
+    OAI_TOKENIZE,   /* POST /tokenize: prompt or messages */
+    OAI_DETOKENIZE, /* POST /detokenize: tokens */
+    OAI_EMBEDDING,  /* POST /v1/embeddings: input */
 } oai_kind;
 
 /* What goes back when a request is refused: the HTTP status and OpenAI's
@@ -80,7 +83,8 @@ typedef struct oai_request {
     char *model;                   /* NULL when absent */
     /* the prompts: completions' "prompt", one or a batch (choice j of prompt
      * p is choice p * n + j of the reply); tokenize's one; detokenize's
-     * "tokens", one prompt of ids. None for chat. */
+     * "tokens", one prompt of ids; embeddings' "input", one or a batch. None
+     * for chat. */
     oai_prompt *prompts; /* [n_prompts] */
     size_t n_prompts;
     /* chat (and tokenize with messages): strings owned by the request */
@@ -90,6 +94,13 @@ typedef struct oai_request {
     int include_reasoning;         /* chat: vLLM's include_reasoning, default 1; 0 leaves
                                     * reasoning_content out of the reply */
     int return_token_strs;         /* /tokenize: also each token's vocabulary string (vLLM's) */
+    /* embeddings */
+    int base64;                    /* encoding_format "base64": each vector's little-endian
+                                    * float32 bytes in base64 (default "float": numbers) */
+    int64_t dimensions;            /* keep this many leading dimensions (Matryoshka), 0: all */
+    int normalize;                 /* vLLM's normalize, default 1: unit length (after the cut) */
+    int add_special_tokens;        /* vLLM's, default 1: the tokenizer's special tokens
+                                    * around a text input (Qwen3-Embedding's <|endoftext|>) */
     int add_generation_prompt;     /* vLLM's: end with the assistant header, default 1 */
     int continue_final_message;    /* vLLM's: continue the last message, default 0 */
     /* tools (tool_request.c): what the template shows and the reply may call */

@@ -24,6 +24,8 @@ struct http_server {
     int64_t max_model_len;
     int64_t vocab_size;         /* token ids in stop_token_ids and logit_bias are below it */
     int has_chat_template;
+    int pooling;                /* an embedding model: /v1/embeddings, no generation */
+    int64_t hidden_size;        /* the width of its embeddings */
     oai_defaults defaults;      /* the model's recommended sampling (unless
                                    no_generation_config), for requests that omit it */
     int64_t created;            /* Unix seconds at start, for /v1/models */
@@ -75,6 +77,17 @@ uint64_t http_random(http_server *s);
  * came, the start of its time to first token; `client` its http_client_id. */
 enum MHD_Result gen_handle(http_server *s, struct MHD_Connection *conn, oai_request *req, int fd,
                            double t_arrival, const char *client);
+
+/* POST /v1/embeddings with a parsed request (taken: freed here); fd and
+ * client as for gen_handle. */
+enum MHD_Result emb_handle(http_server *s, struct MHD_Connection *conn, oai_request *req, int fd,
+                           const char *client);
+
+/* 1 when the client's socket `fd` (-1: none) shows that it hung up. */
+int http_client_gone(int fd);
+/* 0 with err filled (a 400 naming param) when `len` bytes of text are too
+ * long to tokenize: more than 32 per token of max_model_len. */
+int http_check_text(const http_server *s, const char *param, size_t len, oai_error *err);
 
 double http_now(void); /* monotonic seconds */
 

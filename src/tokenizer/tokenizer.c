@@ -581,6 +581,129 @@ static enc_status tok__check_type(const cJSON *root, const char *field,
                     "supports %s)", field, type ? type : "", allowed);
 }
 
+/* --- the post-processor --------------------------------------------------------------- */
+
+/* One piece of a TemplateProcessing template: {"Sequence": {"id": "A"}}
+ * (*is_seq set), or {"SpecialToken": {"id": name}} (*name set). */
+static enc_status tok__template_piece(const cJSON *p, const char *where, int *is_seq,
+                                      const char **name)
+{
+    const cJSON *seq = tok__get(p, "Sequence"), *special = tok__get(p, "SpecialToken");
+    if (!cJSON_IsObject(p) || cJSON_GetArraySize(p) != 1 || !cJSON_IsObject(seq ? seq : special))
+        return enc_fail(ENC_ERR_FORMAT,
+                        "%s: expected {\"Sequence\": {...}} or {\"SpecialToken\": {...}}", where);
+    char sub[192]; /* where (a piece[160]) and the key */
+    snprintf(sub, sizeof sub, "%s.%s", where, seq ? "Sequence" : "SpecialToken");
+    ENC_TRY(tok__get_str(seq ? seq : special, "id", sub, name));
+    if (!*name) return enc_fail(ENC_ERR_FORMAT, "%s.id: missing", sub);
+    *is_seq = seq != NULL;
+    if (seq && strcmp(*name, "A") != 0)
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "%s.id \"%s\" is not supported (encore encodes one sequence, A)", sub,
+                        *name);
+    return ENC_OK;
+}
+
+/* Append to ids the ids of special token `name`, a key of the template's
+ * special_tokens (`specials`, may be NULL): its "ids", each in the vocabulary.
+ * `where` is the template, `piece` the piece naming it. */
+static enc_status tok__template_special(const tokenizer *t, const cJSON *specials, const char *name,
+                                        const char *where, const char *piece, tok__ids *ids)
+{
+    const cJSON *st = specials ? tok__get(specials, name) : NULL, *e;
+    if (!st)
+        return enc_fail(ENC_ERR_FORMAT, "%s.SpecialToken.id \"%s\" is not in %s.special_tokens",
+                        piece, name, where);
+    char what[192];
+    snprintf(what, sizeof what, "%s.special_tokens[\"%.40s\"].ids", where, name);
+    const cJSON *list = tok__get(st, "ids");
+    if (!cJSON_IsArray(list)) return enc_fail(ENC_ERR_FORMAT, "%s: expected an array", what);
+    size_t i = 0;
+    cJSON_ArrayForEach(e, list)
+    {
+        char item[224];
+        int32_t id = 0;
+        snprintf(item, sizeof item, "%s[%zu]", what, i++);
+        ENC_TRY(tok__get_id(e, item, &id));
+        if (!tokenizer_token_text(t, id))
+            return enc_fail(ENC_ERR_FORMAT, "%s: id %d is not in the vocabulary", item, id);
+        ENC_TRY(tok__ids_push(ids, id));
+    }
+    return ENC_OK;
+}
+
+/* The pieces of `single` (where.single): the special tokens' ids in order
+ * into ids, *n_prefix of them before the one Sequence A. */
+static enc_status tok__template_single(const tokenizer *t, const cJSON *single,
+                                       const cJSON *specials, const char *where, tok__ids *ids,
+                                       size_t *n_prefix)
+{
+    size_t i = 0, n_seq = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, single)
+    {
+        char piece[160];
+        int is_seq = 0;
+        const char *name = NULL;
+        snprintf(piece, sizeof piece, "%s.single[%zu]", where, i++);
+        ENC_TRY(tok__template_piece(e, piece, &is_seq, &name));
+        if (is_seq)
+            n_seq++, *n_prefix = ids->len;
+        else
+            ENC_TRY(tok__template_special(t, specials, name, where, piece, ids));
+    }
+    if (n_seq != 1)
+        return enc_fail(n_seq ? ENC_ERR_UNSUPPORTED : ENC_ERR_FORMAT,
+                        "%s.single: %zu {\"Sequence\": {\"id\": \"A\"}} pieces (encore needs "
+                        "exactly one)",
+                        where, n_seq);
+    return ENC_OK;
+}
+
+/* TemplateProcessing: the special tokens of its "single" template into
+ * t->post_ids. "pair" is not read: encore never encodes a pair. */
+static enc_status tok__load_template(tokenizer *t, const cJSON *p, const char *where)
+{
+    if (t->post_template)
+        return enc_fail(ENC_ERR_UNSUPPORTED, "%s: a second TemplateProcessing is not supported",
+                        where);
+    t->post_template = 1;
+    const cJSON *single = tok__get(p, "single"), *specials = tok__get(p, "special_tokens");
+    if (!cJSON_IsArray(single))
+        return enc_fail(ENC_ERR_FORMAT, "%s.single: missing or not an array", where);
+    if (!tok__absent(specials) && !cJSON_IsObject(specials))
+        return enc_fail(ENC_ERR_FORMAT, "%s.special_tokens: expected an object", where);
+    tok__ids ids = {0};
+    size_t n_prefix = 0;
+    enc_status s = tok__template_single(t, single, cJSON_IsObject(specials) ? specials : NULL,
+                                        where, &ids, &n_prefix);
+    if (s != ENC_OK) {
+        free(ids.data);
+        return s;
+    }
+    t->post_ids = ids.data; /* NULL when there are none; freed by tokenizer_free */
+    t->n_post_prefix = n_prefix;
+    t->n_post_suffix = ids.len - n_prefix;
+    return ENC_OK;
+}
+
+/* A post-processor node: ByteLevel (it only trims offsets, which encore does
+ * not report: nothing to do), TemplateProcessing, or a Sequence of them. */
+static enc_status tok__load_post(tokenizer *t, const cJSON *p, const char *where)
+{
+    const char *type;
+    if (!cJSON_IsObject(p)) return enc_fail(ENC_ERR_FORMAT, "%s: expected an object", where);
+    ENC_TRY(tok__get_str(p, "type", where, &type));
+    if (type && strcmp(type, "Sequence") == 0)
+        return tok__load_sequence(t, p, "processors", where, tok__load_post);
+    if (type && strcmp(type, "TemplateProcessing") == 0) return tok__load_template(t, p, where);
+    if (type && strcmp(type, "ByteLevel") == 0) return ENC_OK;
+    return enc_fail(ENC_ERR_UNSUPPORTED,
+                    "%s.type \"%s\" is not supported (encore supports "
+                    "ByteLevel, TemplateProcessing and a Sequence of them)",
+                    where, type ? type : "");
+}
+
 static enc_status tok__load_root(tokenizer *t, const cJSON *root)
 {
     if (!cJSON_IsObject(root)) return enc_fail(ENC_ERR_FORMAT, "expected a JSON object");
@@ -593,7 +716,8 @@ static enc_status tok__load_root(tokenizer *t, const cJSON *root)
     ENC_TRY(tok__load_bpe(t, model));
     ENC_TRY(tok__load_pretokenizer(t, tok__get(root, "pre_tokenizer")));
     ENC_TRY(tok__check_type(root, "decoder", 1, "ByteLevel"));
-    ENC_TRY(tok__check_type(root, "post_processor", 0, "ByteLevel"));
+    const cJSON *post = tok__get(root, "post_processor");
+    if (!tok__absent(post)) ENC_TRY(tok__load_post(t, post, "post_processor"));
     const char *unused[] = {"truncation", "padding"};
     for (size_t i = 0; i < 2; i++)
         if (!tok__absent(tok__get(root, unused[i])))
@@ -777,6 +901,7 @@ void tokenizer_free(tokenizer *t)
     free(t->vocab_index);
     free(t->merges);
     free(t->added);
+    free(t->post_ids);
     free(t->chat_template);
     tok__cache_free(&t->cache);
     tok__scratch_free(&t->scratch);
@@ -853,6 +978,15 @@ const char *tokenizer_chat_template(const tokenizer *t) { return t->chat_templat
 int32_t tokenizer_eos_id(const tokenizer *t) { return t->eos_id; }
 int32_t tokenizer_pad_id(const tokenizer *t) { return t->pad_id; }
 int32_t tokenizer_bos_id(const tokenizer *t) { return t->bos_id; }
+
+void tokenizer_special_template(const tokenizer *t, const int32_t **prefix, size_t *n_prefix,
+                                const int32_t **suffix, size_t *n_suffix)
+{
+    *n_prefix = t->n_post_prefix;
+    *n_suffix = t->n_post_suffix;
+    *prefix = *n_prefix ? t->post_ids : NULL;
+    *suffix = *n_suffix ? t->post_ids + *n_prefix : NULL;
+}
 
 size_t tokenizer_stop_ids(const tokenizer *t, int32_t *out, size_t cap)
 {

@@ -176,6 +176,15 @@ int32_t tokenizer_bos_id(const tokenizer *t);
  * out and returns how many there are in all (so a short out still counts). */
 size_t tokenizer_stop_ids(const tokenizer *t, int32_t *out, size_t cap);
 
+/* The ids the tokenizer's post-processor puts around one sequence when
+ * special tokens are added (Hugging Face's add_special_tokens=True; its
+ * TemplateProcessing "single" template): prefix[n_prefix] before the text's
+ * ids, suffix[n_suffix] after them. Both empty (NULL, 0) when the
+ * tokenizer.json has none (ByteLevel or no post-processor). The arrays are
+ * owned by t; tokenizer_encode() never adds them: the caller does. */
+void tokenizer_special_template(const tokenizer *t, const int32_t **prefix, size_t *n_prefix,
+                                const int32_t **suffix, size_t *n_suffix);
+
 /* --- JSON strings ---------------------------------------------------------------- */
 
 /* Decode the one JSON string literal in json[0..len) (surrounding whitespace

@@ -9,6 +9,7 @@
  *   byte_id[b]    id of the one-character token of byte b     (BPE start)
  *   added[]       added tokens, matched before anything else
  *   steps[]       the pre-tokenizer: Split/ByteLevel steps applied in order
+ *   post_ids      the post-processor's special tokens around a sequence
  *   cache         piece bytes -> ids, plus the scratch buffers of one encode
  *                 (the only state that changes after loading)
  */
@@ -173,6 +174,12 @@ struct tokenizer {
     size_t n_steps;
 
     int32_t eos_id, pad_id, bos_id;
+    /* The post-processor's TemplateProcessing "single" template: the ids put
+     * before sequence A, then those after it: [n_post_prefix + n_post_suffix],
+     * malloc'd, NULL when both are empty. Applied by the caller, never by encode. */
+    int32_t *post_ids;
+    size_t n_post_prefix, n_post_suffix;
+    int post_template;   /* a TemplateProcessing was read (at most one is allowed) */
     char *chat_template; /* NULL when the config has none */
     chat_template_family family;
 

@@ -29,7 +29,10 @@ decoder_sparse_step == 0; its MLP line becomes, with k = num_experts_per_tok,
     x = x + sum_s w_s * (silu(h Wg_e^T) * (h Wu_e^T)) Wd_e^T,  e = e_s
 
 As a module: load_model(dir), forward_logits(model, ids) -> [T, V] float64,
-greedy(model, ids, n) -> list of n ids. As a program:
+greedy(model, ids, n) -> list of n ids, last_hidden(model, ids) -> [D] (the
+final norm's hidden state of the last token: what an embedding model such as
+Qwen3-Embedding pools; its checkpoint's names lack "model." and it may have no
+lm_head). As a program:
 
     qwen3_ref.py logits -m DIR --prompt-ids "1 2 3" [--top K]
         one JSON line per position: {"pos":P,"top":[[ID,LOGIT],...]} (best first)
@@ -216,10 +219,12 @@ def load_model(model_dir, dt=np.float64):
 
     m = Model()
     m.cfg, m.dtype = cfg, dt
-    m.embed = take("model.embed_tokens.weight", [V, D])
+    # a Qwen3Model saved alone (Qwen3-Embedding): its names lack "model."
+    pre = "" if "model.embed_tokens.weight" not in t and "embed_tokens.weight" in t else "model."
+    m.embed = take(pre + "embed_tokens.weight", [V, D])
     m.layers = []
     for i in range(cfg["num_hidden_layers"]):
-        p = f"model.layers.{i}."
+        p = f"{pre}layers.{i}."
         L = {
             "in_norm": take(p + "input_layernorm.weight", [D]),
             "wq": np.ascontiguousarray(take(p + "self_attn.q_proj.weight", [H * hd, D]).T),
@@ -242,9 +247,10 @@ def load_model(model_dir, dt=np.float64):
             L["wu"] = np.ascontiguousarray(take(p + "mlp.up_proj.weight", [F, D]).T)
             L["wd"] = np.ascontiguousarray(take(p + "mlp.down_proj.weight", [D, F]).T)
         m.layers.append(L)
-    m.final_norm = take("model.norm.weight", [D])
-    head = m.embed if cfg["tie_word_embeddings"] else take("lm_head.weight", [V, D])
-    m.head_t = np.ascontiguousarray(head.T)  # [D, V]
+    m.final_norm = take(pre + "norm.weight", [D])
+    # an embedding model may have no output head at all (no lm_head.weight, untied)
+    head = m.embed if cfg["tie_word_embeddings"] else (take("lm_head.weight", [V, D]) if "lm_head.weight" in t else None)
+    m.head_t = None if head is None else np.ascontiguousarray(head.T)  # [D, V]
     if t:
         raise CheckpointError(f"{model_dir}: unused tensor {sorted(t)[0]}")
     m.inv_freq, m.rope_attention = rope_parameters(cfg, hd)
@@ -388,9 +394,10 @@ def _moe_block(model, h, L, c, br):
     return out
 
 
-def forward_step(model, cache, ids, last_only=False):
+def forward_step(model, cache, ids, last_only=False, hidden=False):
     """Run tokens `ids` at positions cache.n .. cache.n+T-1, appending their K/V.
-    Returns logits [T, V] (or [1, V] for the last token when last_only)."""
+    Returns logits [T, V] (or [1, V] for the last token when last_only); with hidden,
+    the final norm's hidden states [T, D] instead (what an embedding model pools)."""
     c, br = model.cfg, model.breaks
     eps = float(c["rms_norm_eps"])
     H, KVH, hd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
@@ -457,7 +464,16 @@ def forward_step(model, cache, ids, last_only=False):
     if last_only:
         x = x[-1:]
     fw = np.ones_like(model.final_norm) if "no-final-norm-weight" in br else model.final_norm
+    if hidden:
+        return _rmsnorm(x, fw, eps)
     return _mm(model, _rmsnorm(x, fw, eps), model.head_t)
+
+
+def last_hidden(model, ids):
+    """The final norm's hidden state of the last of `ids` [D] (one prefill): an
+    embedding model's vector before normalisation (last-token pooling)."""
+    cache = KVCache(model, len(ids))
+    return forward_step(model, cache, ids, last_only=True, hidden=True)[0]
 
 
 def forward_logits(model, ids):

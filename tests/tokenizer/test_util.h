@@ -70,6 +70,17 @@ static inline void test_print_ids(FILE *f, const int32_t *ids, size_t n)
     fputc(']', f);
 }
 
+/* "want [...] got [...]" and a newline on stderr: what a failed check of ids saw. */
+static inline void test_print_want_got(const int32_t *want, size_t n_want, const int32_t *got,
+                                       size_t n_got)
+{
+    fprintf(stderr, "want ");
+    test_print_ids(stderr, want, n_want);
+    fprintf(stderr, " got ");
+    test_print_ids(stderr, got, n_got);
+    fprintf(stderr, "\n");
+}
+
 static inline int test_ids_equal(const int32_t *a, size_t na, const int32_t *b, size_t nb)
 {
     return na == nb && (na == 0 || memcmp(a, b, na * sizeof *a) == 0);

@@ -59,13 +59,7 @@ static int encode_eq(tokenizer *t, const char *s, size_t n, const int32_t *want,
         return 0;
     }
     int ok = test_ids_equal(ids, n_ids, want, n_want);
-    if (!ok) {
-        fprintf(stderr, "want ");
-        test_print_ids(stderr, want, n_want);
-        fprintf(stderr, " got ");
-        test_print_ids(stderr, ids, n_ids);
-        fprintf(stderr, "\n");
-    }
+    if (!ok) test_print_want_got(want, n_want, ids, n_ids);
     free(ids);
     return ok;
 }
@@ -530,8 +524,13 @@ static void test_mini_errors(void)
         {"pre_tokenizer", "null", ENC_ERR_UNSUPPORTED, "pre_tokenizer: missing"},
         {"decoder", "{\"type\":\"WordPiece\"}", ENC_ERR_UNSUPPORTED, "decoder.type \"WordPiece\""},
         {"decoder", "null", ENC_ERR_UNSUPPORTED, "decoder: missing"},
-        {"post_processor", "{\"type\":\"TemplateProcessing\"}", ENC_ERR_UNSUPPORTED,
-         "post_processor.type"},
+        {"post_processor", "{\"type\":\"RobertaProcessing\"}", ENC_ERR_UNSUPPORTED,
+         "post_processor.type \"RobertaProcessing\""},
+        {"post_processor",
+         "{\"type\":\"TemplateProcessing\",\"single\":[{\"Sequence\":{\"id\":"
+         "\"A\"}},{\"SpecialToken\":{\"id\":\"<s>\"}}],\"special_tokens\":{\"<s>\":{\"ids\":[256]}}"
+         "}",
+         ENC_ERR_FORMAT, "post_processor.special_tokens[\"<s>\"].ids[0]: id 256 is not in"},
         {"truncation", "{\"max_length\":5}", ENC_ERR_UNSUPPORTED, "truncation"},
         {"added_tokens", "[{\"id\":300,\"content\":\"<y>\",\"single_word\":true}]",
          ENC_ERR_UNSUPPORTED, "added_tokens[0].single_word"},
