@@ -262,7 +262,8 @@ typedef void (*encore_output_fn)(void *user, const encore_output *out);
 
 typedef struct encore_request {
     const char *prompt;          /* text, tokenized with the model's tokenizer (special tokens
-                                 * in it are recognised); or NULL */
+                                  * in it are recognised; none added: an embedding model's
+                                  * input takes the ids of encore_tokenize_special); or NULL */
     const int32_t *prompt_ids;   /* token ids when prompt is NULL (copied) */
     size_t n_prompt_ids;
     encore_sampling sampling;

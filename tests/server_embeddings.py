@@ -21,10 +21,11 @@ module, and a tokenizer whose post-processor appends <|endoftext|> (151643).
            to the same input sent alone, bit for bit; the same again with a shared
            prefix (the prefix cache serves it); base64 is the float list's exact
            little-endian float32 bytes; 24 requests from 8 threads at once, each
-           equal to its answer alone; `encore run-batch` of /v1/embeddings lines
+           equal to its answer alone; a batch of 300 (past one client's share of
+           --max-queue: the request counts one); `encore run-batch` of /v1/embeddings lines
   errors   the 400s naming the field (no input, an empty list of ids, an id
            outside the vocabulary, an input past max_model_len and the same cut by
-           truncate_prompt_tokens, dimensions 0 or past the width, an
+           truncate_prompt_tokens, truncate_prompt_tokens past max_model_len, dimensions 0 or past the width, an
            encoding_format of neither kind, a batch past 2048), another model's
            name (404), completions and chat on the embedding model and
            /v1/embeddings on a generative one ("does not support ... API"),
@@ -123,6 +124,11 @@ def check_batch(a):
             if not np.array_equal(got, want.astype(np.float32)):
                 fail(f"base64 {item['embedding'][:40]}... is not the float list's bytes")
         print(f"ok: {len(inputs)} inputs in one request, again, and in base64: each its vector alone")
+        wide = [f"item {k}" for k in range(300)]  # more than one client's share of --max-queue
+        out = vectors(embed(srv, {"input": wide}))
+        if len(out) != 300 or not np.array_equal(out[7], vectors(embed(srv, {"input": wide[7]}))[0]):
+            fail("a batch of 300 inputs: not 300 vectors, or item 7's not its own")
+        print("ok: a batch of 300 inputs in one request")
         results, errors = {}, []
 
         def worker(t):
@@ -161,7 +167,8 @@ def check_errors(a):
         cases = [
             ({}, 400, "input", "'input' is required"),
             ({"input": [[]]}, 400, "input", "is empty"),
-            ({"input": [1, 151936]}, 400, None, "outside the vocabulary"),
+            ({"input": ["x", [1, 151936]]}, 400, "input", "'input' item 1: token 151936 is outside"),
+            ({"input": "x", "truncate_prompt_tokens": 65}, 400, "truncate_prompt_tokens", "max_model_len"),
             ({"input": long_text}, 400, "input", "maximum context length is 64"),
             ({"input": "x", "dimensions": 0}, 400, "dimensions", "dimensions"),
             ({"input": "x", "dimensions": 65}, 400, "dimensions", "embedding width (64)"),

@@ -9,13 +9,15 @@
  * truncate_prompt_tokens keeps an input's last tokens (the special ones
  * included); an input longer than max_model_len is a 400 naming it. Every
  * input is an engine request of its own, submitted together, so continuous
- * batching packs them with everyone else's; each counts in --max-queue. The
+ * batching packs them with everyone else's; the whole request counts as one
+ * in --max-queue (as /tokenize does), whatever its inputs. The
  * vector is the last token's final hidden state, cut to `dimensions` when
  * given (Matryoshka), then scaled to unit length unless normalize is false
  * (vLLM's defaults); encoding_format "base64" sends its little-endian
  * float32 bytes, as OpenAI's clients ask by default. A client that hangs up
  * cancels its inputs. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -86,6 +88,11 @@ static int emb__tokens(http_server *s, const oai_request *req, size_t i, emb_ite
             return 0;
         }
     } else {
+        for (size_t k = 0; k < p->n_ids; k++)
+            if (p->ids[k] < 0 || p->ids[k] >= s->vocab_size)
+                return oai_error_set(err, 400, "input",
+                                     "%s: token %d is outside the vocabulary [0, %lld)", label,
+                                     p->ids[k], (long long)s->vocab_size);
         it->ids = malloc(p->n_ids * sizeof *it->ids);
         if (!it->ids) return oai_error_set(err, 503, NULL, "out of memory");
         memcpy(it->ids, p->ids, p->n_ids * sizeof *it->ids);
@@ -232,6 +239,10 @@ static void emb__floats(json_out *w, const float *v, size_t n)
     json_out_begin_array(w);
     for (size_t i = 0; i < n; i++) {
         char buf[32];
+        if (!isfinite(v[i])) { /* an overflowed state: JSON has no such number */
+            json_out_null(w);
+            continue;
+        }
         snprintf(buf, sizeof buf, "%.9g", (double)v[i]);
         json_out_raw(w, buf);
     }
@@ -296,6 +307,10 @@ static int emb__check(const http_server *s, const oai_request *req, oai_error *e
         http_error_no_model(s, req->model, err);
         return 0;
     }
+    if (req->truncate_prompt_tokens > s->max_model_len)
+        return oai_error_set(err, 400, "truncate_prompt_tokens",
+                             "'truncate_prompt_tokens' (%lld) is more than max_model_len (%lld)",
+                             (long long)req->truncate_prompt_tokens, (long long)s->max_model_len);
     if (req->dimensions > s->hidden_size)
         return oai_error_set(err, 400, "dimensions",
                              "'dimensions' (%lld) is more than the model's embedding width "
@@ -312,11 +327,10 @@ static enum MHD_Result emb__run(http_server *s, struct MHD_Connection *conn, con
     if (!emb__check(s, req, &err)) return http_reply_error(s, conn, &err);
     for (size_t i = 0; i < j->n; i++)
         if (!emb__tokens(s, req, i, &j->items[i], &err)) return http_reply_error(s, conn, &err);
-    if (!http_admit(s, client, (int64_t)j->n, 1, "input", &err))
-        return http_reply_error(s, conn, &err);
+    if (!http_admit(s, client, 1, 0, NULL, &err)) return http_reply_error(s, conn, &err);
     int submitted = emb__submit(s, j, ids, &err);
     int alive = emb__wait(s, j, ids, fd);
-    http_admit_release(s, client, (int64_t)j->n, 1);
+    http_admit_release(s, client, 1, 0);
     if (!alive) return MHD_NO; /* nobody to answer */
     if (!submitted || emb__failed(j, &err)) return http_reply_error(s, conn, &err);
     char *body = emb__body(s, j, req->base64);
