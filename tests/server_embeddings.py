@@ -10,12 +10,12 @@ module, and a tokenizer whose post-processor appends <|endoftext|> (151643).
 
   values   each vector against the NumPy float64 reference (tests/reference/
            qwen3_ref.py: the final norm's hidden state of the last token, scaled to
-           unit length), to 1e-5 per component (with the KV cache rounded to bf16 as the
+           unit length), to 1e-3 per component (with the KV cache rounded to bf16 as the
            server keeps it) and a cosine above 0.99999: a text
            (its ids from /tokenize, then 151643, which the server must append),
            the same with add_special_tokens false (no 151643), token ids as
            given; dimensions 16 (the first 16 of the raw state, then unit length);
-           normalize false (the raw state, to 1e-5 relative); usage counts the
+           normalize false (the raw state, to 1e-3 relative); usage counts the
            tokens with the appended one
   batch    a batch of six inputs (texts and ids) in one request, each vector equal
            to the same input sent alone, bit for bit; the same again with a shared
@@ -48,7 +48,7 @@ import qwen3_ref  # noqa: E402
 
 EMB_MODEL = "tiny-embedding-qwen3vocab"
 ENDOFTEXT = 151643
-TOL = 1e-5
+TOL = 1e-3
 
 
 def emb_server(a, *extra):
