@@ -57,10 +57,13 @@ void mapfile_close(enc_mapfile *m)
     m->size = 0;
 }
 
-enc_status file_read_all(const char *path, char **out, size_t *size)
+/* file_read_all; with `optional`, a file that does not exist is no error
+ * (*out NULL). */
+static enc_status file__read(const char *path, int optional, char **out, size_t *size)
 {
     *out = NULL;
     FILE *f = fopen(path, "rb");
+    if (!f && optional && errno == ENOENT) return ENC_OK;
     if (!f) return enc_fail(ENC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap + 1);
@@ -93,6 +96,16 @@ enc_status file_read_all(const char *path, char **out, size_t *size)
     *out = buf;
     if (size) *size = n;
     return ENC_OK;
+}
+
+enc_status file_read_all(const char *path, char **out, size_t *size)
+{
+    return file__read(path, 0, out, size);
+}
+
+enc_status file_read_if_present(const char *path, char **out, size_t *size)
+{
+    return file__read(path, 1, out, size);
 }
 
 enc_status file_path_in(const char *dir, const char *name, char **out)

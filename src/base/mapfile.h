@@ -26,6 +26,9 @@ void mapfile_drop_pages(const void *p, size_t n);
  * error. */
 #define FILE_READ_ALL_MAX ((size_t)256 << 20)
 enc_status file_read_all(const char *path, char **out, size_t *size);
+/* The same, but a file that does not exist is no error: *out NULL (one that
+ * exists and cannot be read still is). */
+enc_status file_read_if_present(const char *path, char **out, size_t *size);
 
 /* "dir/name" in *out (malloc'd; the caller frees it). */
 enc_status file_path_in(const char *dir, const char *name, char **out);

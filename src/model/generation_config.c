@@ -14,7 +14,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "model/generation_config.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,14 +108,9 @@ enc_status generation_config_load(const char *model_dir, qwen3_config *cfg)
     char *path = NULL, *text = NULL;
     ENC_TRY(file_path_in(model_dir, "generation_config.json", &path));
     size_t size = 0;
-    FILE *probe = fopen(path, "rb");
-    enc_status s = ENC_OK;
-    if (probe || errno != ENOENT) { /* absent: nothing to read; unreadable: say so */
-        if (probe) fclose(probe);
-        s = file_read_all(path, &text, &size);
-        if (s == ENC_OK) s = generation_config_parse(text, size, path, cfg);
-        free(text);
-    }
+    enc_status s = file_read_if_present(path, &text, &size); /* absent: nothing to read */
+    if (s == ENC_OK && text) s = generation_config_parse(text, size, path, cfg);
+    free(text);
     free(path);
     return s;
 }

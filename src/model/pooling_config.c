@@ -9,7 +9,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "model/pooling_config.h"
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,16 +30,11 @@ static enc_status pooling__read(const char *dir, const char *name, cJSON **out)
     size_t size = 0, at = 0;
     *out = NULL;
     ENC_TRY(file_path_in(dir, name, &path));
-    FILE *probe = fopen(path, "rb");
-    enc_status s = ENC_OK;
-    if (probe || errno != ENOENT) {
-        if (probe) fclose(probe);
-        s = file_read_all(path, &text, &size);
-        if (s == ENC_OK && !(*out = json_parse_whole(text, size, &at)))
-            s = enc_fail(ENC_ERR_FORMAT,
-                         "%s: not valid JSON, or more than one value (near byte %zu)", path, at);
-        free(text);
-    }
+    enc_status s = file_read_if_present(path, &text, &size);
+    if (s == ENC_OK && text && !(*out = json_parse_whole(text, size, &at)))
+        s = enc_fail(ENC_ERR_FORMAT, "%s: not valid JSON, or more than one value (near byte %zu)",
+                     path, at);
+    free(text);
     free(path);
     return s;
 }

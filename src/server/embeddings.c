@@ -123,11 +123,7 @@ static emb_job *emb__job_new(size_t n, size_t dims, int normalize)
         return NULL;
     }
     pthread_mutex_init(&j->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&j->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    http_cond_init(&j->cond);
     j->n = n;
     j->dims = dims;
     j->normalize = normalize;
@@ -181,11 +177,7 @@ static int emb__wait(http_server *s, emb_job *j, const int64_t *ids, int fd)
     int alive = 1;
     pthread_mutex_lock(&j->mu);
     while (j->n_done < j->n) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += EMB_POLL_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-        pthread_cond_timedwait(&j->cond, &j->mu, &ts);
+        http_cond_wait_ms(&j->cond, &j->mu, EMB_POLL_MS);
         if (!alive || j->n_done == j->n) continue;
         if (!atomic_load(&s->stopping) && !http_client_gone(fd)) continue;
         alive = 0;
@@ -198,30 +190,28 @@ static int emb__wait(http_server *s, emb_job *j, const int64_t *ids, int fd)
     return alive;
 }
 
+/* Byte k of v's little-endian float32 bytes. */
+static unsigned emb__byte(const float *v, size_t k)
+{
+    uint32_t u;
+    memcpy(&u, &v[k / 4], 4);
+    return u >> (8 * (k % 4)) & 0xff;
+}
+
 /* v[0..n) as base64 of its little-endian float32 bytes into w. */
 static void emb__base64(json_out *w, const float *v, size_t n)
 {
     static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t n_bytes = n * 4;
+    size_t n_bytes = n * 4, o = 0;
     char *out = malloc((n_bytes + 2) / 3 * 4 + 1);
-    unsigned char *b = malloc(n_bytes ? n_bytes : 1);
-    if (!out || !b) {
-        free(out);
-        free(b);
-        json_out_null(w); /* out of memory: json_out_finish fails the reply too */
+    if (!out) {
+        w->oom = 1; /* the reply is lost, as when the writer itself runs out */
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &v[i], 4);
-        for (int k = 0; k < 4; k++)
-            b[4 * i + (size_t)k] = (unsigned char)(u >> (8 * k));
-    }
-    size_t o = 0;
     for (size_t i = 0; i < n_bytes; i += 3) {
-        uint32_t x = (uint32_t)b[i] << 16;
-        if (i + 1 < n_bytes) x |= (uint32_t)b[i + 1] << 8;
-        if (i + 2 < n_bytes) x |= b[i + 2];
+        uint32_t x = emb__byte(v, i) << 16;
+        if (i + 1 < n_bytes) x |= emb__byte(v, i + 1) << 8;
+        if (i + 2 < n_bytes) x |= emb__byte(v, i + 2);
         out[o++] = digits[x >> 18 & 63];
         out[o++] = digits[x >> 12 & 63];
         out[o++] = i + 1 < n_bytes ? digits[x >> 6 & 63] : '=';
@@ -230,7 +220,6 @@ static void emb__base64(json_out *w, const float *v, size_t n)
     out[o] = '\0';
     json_out_string(w, out);
     free(out);
-    free(b);
 }
 
 /* One vector as numbers: each float32 with the 9 digits that give it back. */

@@ -178,11 +178,7 @@ static gen_job *gen__job_new(http_server *s, oai_request *req, int n_choices, in
 {
     gen_job *j = calloc(1, sizeof *j + (size_t)n_choices * sizeof(gen_choice));
     if (!j) return NULL;
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&j->cond, &attr);
-    pthread_condattr_destroy(&attr);
+    http_cond_init(&j->cond);
     pthread_mutex_init(&j->mu, NULL);
     j->srv = s;
     j->refs = 1;
@@ -637,11 +633,7 @@ static int gen__alive(gen_job *j)
 /* Wait for events, at most GEN_POLL_MS (j->mu held); then gen__alive. */
 static int gen__wait(gen_job *j)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += GEN_POLL_MS * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-    pthread_cond_timedwait(&j->cond, &j->mu, &ts);
+    http_cond_wait_ms(&j->cond, &j->mu, GEN_POLL_MS);
     return gen__alive(j);
 }
 

@@ -262,6 +262,24 @@ int http_client_gone(int fd)
     return 0;
 }
 
+void http_cond_init(pthread_cond_t *c)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+void http_cond_wait_ms(pthread_cond_t *c, pthread_mutex_t *mu, int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += ms * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(c, mu, &ts);
+}
+
 /* --- /tokenize and /detokenize ------------------------------------------------- */
 
 /* Text longer than this many bytes per token of max_model_len is refused

@@ -90,5 +90,9 @@ int http_client_gone(int fd);
 int http_check_text(const http_server *s, const char *param, size_t len, oai_error *err);
 
 double http_now(void); /* monotonic seconds */
+/* A condition variable whose timed waits run on the monotonic clock, and
+ * one such wait of at most ms milliseconds (mu held). */
+void http_cond_init(pthread_cond_t *c);
+void http_cond_wait_ms(pthread_cond_t *c, pthread_mutex_t *mu, int ms);
 
 #endif
