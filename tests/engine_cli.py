@@ -15,7 +15,8 @@ significant digits, which round-trips an f32 exactly):
                      --stats), computed + served == what --no-prefix-caching computes,
                      the tokens are the same, and ENCORE_NO_PREFIX_CACHING=1 turns it off
   bad_args           bad arguments exit 2 with a one-line reason (a bad
-                     ENCORE_CPU_SPIN_US exits 1, naming it)
+                     ENCORE_CPU_SPIN_US exits 1, naming it; an embedding model
+                     given to generate, logits or bench)
   bad_checkpoints    broken checkpoints exit 1 naming the file and the tensor/field
   bad_requests       impossible requests are refused with exit 2 and a reason
   chat               `encore chat` answers each typed line through the chat template,
@@ -158,6 +159,9 @@ def check_bad_args(a):
     expect_fail([e, "batch", "-m", m], 2, "--requests")
     expect_fail([e, "bench", "-m", m, "--runs", "0"], 2, "--runs")
     expect_fail([e, "bench", "-m", m, "--batches", "0,3"], 2, "--batches")
+    emb = os.path.join(a.models, "tiny-embedding-qwen3vocab")  # generates nothing: serve embeds
+    for cmd in (["generate", "--prompt-ids", "1 2"], ["logits", "--prompt-ids", "1 2"], ["bench"]):
+        expect_fail([e, cmd[0], "-m", emb] + cmd[1:], 2, "is an embedding model", "/v1/embeddings")
     expect_fail([e, "bench", "-m", m, "--modes", ","], 2, "--modes: no mode")
     expect_fail([e, "bench", "-m", m, "--modes", "k4,k4"], 2, "--modes: 'k4' given twice")
     expect_fail([e, "bench", "-m", m, "--modes", "k4", "--eager"], 2, "--eager", "--modes")

@@ -483,14 +483,23 @@ void cli_load_progress(void *user, double fraction)
 
 int cli_engine_create(const char *cmd, const engine_config *cfg, const tokenizer *tok, engine **out)
 {
-    int last = -1;
+    int last = -1, embedding = 0;
+    *out = NULL;
+    /* (a malformed modules.json is the server's to report: these commands do not read it) */
+    if (pooling_config_detect(cfg->model_dir, &embedding) == ENC_OK && embedding) {
+        cli_error(cmd,
+                  "%s is an embedding model (its modules.json names a sentence-transformers "
+                  "Pooling module): it generates no text and gives no logits; `encore serve` "
+                  "answers /v1/embeddings with it",
+                  cfg->model_dir);
+        return CLI_BAD_ARGS;
+    }
     engine_config c = *cfg;
     engine_config_tokenizer_eos(&c, tok ? tokenizer_eos_id(tok) : -1); /* an EOS too, as vLLM's */
     if (isatty(STDERR_FILENO)) {
         c.load_progress = cli_load_progress;
         c.load_progress_user = &last;
     }
-    *out = NULL;
     enc_status s = engine_create(&c, out);
     if (s != ENC_OK) {
         cli_error(cmd, "cannot load model from %s: %s (%s)", cfg->model_dir, enc_last_error(),

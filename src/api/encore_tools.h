@@ -26,6 +26,7 @@
 #include "base/status.h"
 #include "base/threadpool.h"
 #include "engine/engine.h"
+#include "model/pooling_config.h"
 #include "model/quantize.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
