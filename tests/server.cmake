@@ -81,7 +81,7 @@ foreach(check equal stream errors)
 endforeach()
 
 # POST /v1/embeddings on an embedding model against the reference (tests/server_embeddings.py)
-foreach(check values batch errors)
+foreach(check values batch errors special)
   add_test(NAME server_embeddings_${check} COMMAND ${ENCORE_PYTHON}
            ${ENCORE_TESTS_DIR}/server_embeddings.py --encore $<TARGET_FILE:encore>
            --models ${ENCORE_MODELS_DIR} ${check})

@@ -12,7 +12,8 @@ module, and a tokenizer whose post-processor appends <|endoftext|> (151643).
            qwen3_ref.py: the final norm's hidden state of the last token, scaled to
            unit length), to 1e-3 per component (with the KV cache rounded to bf16 as the
            server keeps it) and a cosine above 0.99999: a text
-           (its ids from /tokenize, then 151643, which the server must append),
+           (its ids from /tokenize with add_special_tokens false, then 151643,
+           which the server must append, as /tokenize does by default),
            the same with add_special_tokens false (no 151643), token ids as
            given; dimensions 16 (the first 16 of the raw state, then unit length);
            normalize false (the raw state, to 1e-3 relative); usage counts the
@@ -30,12 +31,18 @@ module, and a tokenizer whose post-processor appends <|endoftext|> (151643).
            name (404), completions and chat on the embedding model and
            /v1/embeddings on a generative one ("does not support ... API"),
            --runner generate on the embedding model (no lm_head: refused at start)
+  special  a generative model whose tokenizer's post-processor appends
+           <|endoftext|> (tiny-qwen3vocab with the embedding model's tokenizer.json):
+           /tokenize and /v1/completions add it to a text prompt unless
+           add_special_tokens is false (vLLM's defaults), chat never
 Uses server_e2e.py's Server."""
+import argparse
 import base64
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 
 import numpy as np
@@ -89,13 +96,15 @@ def check_values(a):
     model.kv_cache_dtype = "bf16"  # the server's KV cache for a bf16 model
     with emb_server(a) as srv:
         text = "The quick brown fox jumps over the lazy dog."
-        ids = tokenize(srv, prompt=text) + [ENDOFTEXT]
+        plain = tokenize(srv, prompt=text, add_special_tokens=False)
+        ids = plain + [ENDOFTEXT]
+        if tokenize(srv, prompt=text) != ids:
+            fail("/tokenize (add_special_tokens by default) does not append <|endoftext|>")
         raw = qwen3_ref.last_hidden(model, ids)
         out = embed(srv, {"model": EMB_MODEL, "input": text})
         close(vectors(out)[0], unit(raw), "a text, <|endoftext|> appended")
         if out["usage"] != {"prompt_tokens": len(ids), "total_tokens": len(ids)}:
             fail(f"usage {out['usage']}, wanted {len(ids)} tokens")
-        plain = tokenize(srv, prompt=text)
         close(vectors(embed(srv, {"input": text, "add_special_tokens": False}))[0],
               unit(qwen3_ref.last_hidden(model, plain)), "add_special_tokens false")
         given = [785, 6722, 315, 9625, 374]
@@ -200,6 +209,34 @@ def check_errors(a):
     if p.returncode == 0 or "no lm_head.weight" not in p.stderr or "--runner pooling" not in p.stderr:
         fail(f"--runner generate on an embedding model: exit {p.returncode}, {p.stderr[-400:]}")
     print("ok: embeddings refused on a generative model; --runner generate refused without lm_head")
+
+
+def check_special(a):
+    with tempfile.TemporaryDirectory() as d:
+        src, dst = os.path.join(a.models, "tiny-qwen3vocab"), os.path.join(d, "tiny-qwen3vocab")
+        os.makedirs(dst)
+        for name in os.listdir(src):
+            tok = name == "tokenizer.json"
+            os.symlink(os.path.abspath(os.path.join(a.models, EMB_MODEL) if tok else src) + "/" + name,
+                       os.path.join(dst, name))
+        server_e2e.MODEL = "tiny-qwen3vocab"
+        with Server(argparse.Namespace(**dict(vars(a), models=d))) as srv:
+            text = "The capital of France is"
+            plain = tokenize(srv, prompt=text, add_special_tokens=False)
+            if tokenize(srv, prompt=text) != plain + [ENDOFTEXT]:
+                fail(f"/tokenize of {text!r}: no <|endoftext|> after {plain}")
+            for add, want in ((None, len(plain) + 1), (True, len(plain) + 1), (False, len(plain))):
+                body = {"prompt": text, "max_tokens": 1, "temperature": 0}
+                if add is not None:
+                    body["add_special_tokens"] = add
+                status, out, _ = srv.post("/v1/completions", body)
+                if status != 200 or out["usage"]["prompt_tokens"] != want:
+                    fail(f"completions, add_special_tokens {add}: {status} {out}, wanted {want} prompt tokens")
+            msgs = [{"role": "user", "content": text}]
+            status, out, _ = srv.post("/v1/chat/completions", {"messages": msgs, "max_tokens": 1})
+            if status != 200 or out["usage"]["prompt_tokens"] != len(tokenize(srv, messages=msgs)):
+                fail(f"chat: {status} {out}: a chat prompt takes no special tokens")
+    print("ok: the post-processor's <|endoftext|> in /tokenize and completions by default, not in chat")
 
 
 if __name__ == "__main__":

@@ -1143,7 +1143,8 @@ static int gen__prompt_ids(http_server *s, const oai_request *req, const oai_pro
     size_t n = 0;
     encore_status st;
     if (p) {
-        st = encore_tokenize(s->engine, p->text, strlen(p->text), &tok, &n);
+        st = encore_tokenize_special(s->engine, p->text, strlen(p->text), req->add_special_tokens,
+                                     &tok, &n);
     } else if (!s->has_chat_template) {
         return oai_error_set(err, 400, "messages",
                              "this model has no chat template encore can render (start "

@@ -355,7 +355,8 @@ static int http__tokenize_ids(http_server *s, const oai_request *req, int32_t **
     if (ok && text) {
         encore_chat_options o = tool_request_chat_options(req, s->cfg.plain_content);
         st = chat ? encore_chat_tokenize_opts(s->engine, req->messages, req->n_messages, &o, ids, n)
-                  : encore_tokenize(s->engine, text, strlen(text), ids, n);
+                  : encore_tokenize_special(s->engine, text, strlen(text), req->add_special_tokens,
+                                            ids, n);
         if (st != ENCORE_OK) http_error_from_encore(err, st, "cannot tokenize");
         ok = st == ENCORE_OK;
     }

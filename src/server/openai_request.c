@@ -731,6 +731,7 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
     switch (r->kind) {
     case OAI_COMPLETION:
         return oai__prompt(obj, r, OAI_MAX_PROMPTS, err) && oai__suffix(obj, err) &&
+               oai__bool(obj, "add_special_tokens", &r->add_special_tokens, err) &&
                oai__unsupported(obj, r, err) && oai__bool(obj, "echo", &r->echo, err) &&
                oai__stream(obj, r, err) && oai__sampling(obj, r, err) &&
                oai__best_of(obj, r, err) && oai__prompt_logprobs(obj, r, err) &&
@@ -744,7 +745,9 @@ static int oai__parse_fields(const cJSON *obj, oai_request *r, oai_error *err)
                oai__truncate(obj, r, err) && oai_structured_parse(obj, &r->structured, err);
     case OAI_TOKENIZE: {
         const cJSON *v;
-        if (!oai__bool(obj, "return_token_strs", &r->return_token_strs, err)) return 0;
+        if (!oai__bool(obj, "return_token_strs", &r->return_token_strs, err) ||
+            !oai__bool(obj, "add_special_tokens", &r->add_special_tokens, err))
+            return 0;
         if (oai__present(obj, "messages", &v))
             return oai__messages(obj, r, err) && oai__template_kwargs(obj, r, err) &&
                    oai__unsupported(obj, r, err) && tool_request_parse(obj, r, err);
@@ -779,7 +782,7 @@ static const char oai__known_common[] =
     " return_tokens_as_token_ids response_format structured_outputs guided_json guided_regex"
     " guided_grammar guided_choice guided_whitespace_pattern guided_decoding_backend"
     " structural_tag user ";
-static const char oai__known_completion[] = " prompt suffix echo best_of ";
+static const char oai__known_completion[] = " prompt suffix echo best_of add_special_tokens ";
 static const char oai__known_embedding[] =
     " model input encoding_format dimensions user normalize add_special_tokens"
     " truncate_prompt_tokens ";

@@ -99,8 +99,10 @@ typedef struct oai_request {
                                     * float32 bytes in base64 (default "float": numbers) */
     int64_t dimensions;            /* keep this many leading dimensions (Matryoshka), 0: all */
     int normalize;                 /* vLLM's normalize, default 1: unit length (after the cut) */
-    int add_special_tokens;        /* vLLM's, default 1: the tokenizer's special tokens
-                                    * around a text input (Qwen3-Embedding's <|endoftext|>) */
+    int add_special_tokens;        /* vLLM's, default 1 (completions, /tokenize's prompt,
+                                    * embeddings): the tokenizer's special tokens around a
+                                    * text prompt (none for Qwen3's tokenizer,
+                                    * Qwen3-Embedding's <|endoftext|>); chat's never */
     int add_generation_prompt;     /* vLLM's: end with the assistant header, default 1 */
     int continue_final_message;    /* vLLM's: continue the last message, default 0 */
     /* tools (tool_request.c): what the template shows and the reply may call */
