@@ -1,7 +1,7 @@
 /* fuzz_openai_request.c - libFuzzer target for the server's request parser.
  *
- * Each input is parsed as all four kinds of request (completion, chat,
- * tokenize, detokenize) and as a Responses body. A request that parses
+ * Each input is parsed as all five kinds of request (completion, chat,
+ * tokenize, detokenize, embedding) and as a Responses body. A request that parses
  * must satisfy what the server relies on; one that does not must come with a
  * 4xx status and a message. */
 #include <stddef.h>
@@ -33,8 +33,14 @@ static void fuzz_check(const oai_request *r)
     if (r->max_tokens && s->min_tokens > r->max_tokens) abort();
     /* prompts: each text or (non-empty, detokenize's may be empty) ids; a
      * batch only for completions */
-    if (r->n_prompts > (r->kind == OAI_COMPLETION ? (size_t)OAI_MAX_PROMPTS : 1)) abort();
-    if ((r->kind == OAI_COMPLETION || r->kind == OAI_DETOKENIZE) && !r->n_prompts) abort();
+    size_t max_prompts = r->kind == OAI_COMPLETION ? (size_t)OAI_MAX_PROMPTS
+                         : r->kind == OAI_EMBEDDING ? (size_t)OAI_MAX_INPUTS
+                                                    : 1;
+    if (r->n_prompts > max_prompts) abort();
+    if ((r->kind == OAI_COMPLETION || r->kind == OAI_DETOKENIZE || r->kind == OAI_EMBEDDING) &&
+        !r->n_prompts)
+        abort();
+    if (r->dimensions < 0 || r->truncate_prompt_tokens < -1) abort();
     for (size_t p = 0; p < r->n_prompts; p++) {
         const oai_prompt *q = &r->prompts[p];
         if (r->kind != OAI_DETOKENIZE && (!q->text == !q->ids || (q->ids && !q->n_ids))) abort();
@@ -66,15 +72,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *body = malloc(size ? size : 1);
     if (!body) return 0;
     memcpy(body, data, size);
-    for (int kind = OAI_COMPLETION; kind <= OAI_DETOKENIZE + 1; kind++) {
+    for (int kind = OAI_COMPLETION; kind <= OAI_EMBEDDING + 1; kind++) {
         oai_request r;
         oai_error err;
         memset(&err, 0, sizeof err);
-        int ok = kind > OAI_DETOKENIZE /* the last round: a Responses body */
+        int ok = kind > OAI_EMBEDDING /* the last round: a Responses body */
                      ? oai_responses_parse(body, size, NULL, &r, &err)
                      : oai_request_parse(body, size, (oai_kind)kind, NULL, &r, &err);
         if (ok) {
-            if (kind > OAI_DETOKENIZE && (!r.responses || !r.responses_echo)) abort();
+            if (kind > OAI_EMBEDDING && (!r.responses || !r.responses_echo)) abort();
             fuzz_check(&r);
             oai_request_free(&r);
         } else if (err.http_status < 400 || !err.message[0]) {
