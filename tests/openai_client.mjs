@@ -1,6 +1,6 @@
 // openai_client.mjs - `encore serve` through the official `openai` npm package.
 //
-//   node openai_client.mjs NODE_PREFIX BASE_URL MODEL [logprobs|keepalive|tools|responses]
+//   node openai_client.mjs NODE_PREFIX BASE_URL MODEL [logprobs|keepalive|tools|responses|embeddings]
 //
 // NODE_PREFIX is where `npm install --prefix` put the package (the test
 // fixture server_npm_install). Runs completions, chat, streaming chat (with
@@ -11,8 +11,10 @@
 // SSE ": keep-alive" comments in between must be skipped), or with `tools` tool
 // calling (tools, tool_choice auto and none, "required" and a named function enforced, a turn
 // after tool results, the refusals), or with `responses` the Responses API
-// (create, stream, a named tool and the turn after it); prints one "ok" line per
-// check and exits 1 at the first failure.
+// (create, stream, a named tool and the turn after it), or with `embeddings`
+// client.embeddings.create against an embedding model (the client asks for
+// base64 and decodes it; the same vectors as "float"; dimensions; a refusal);
+// prints one "ok" line per check and exits 1 at the first failure.
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -30,6 +32,31 @@ function check(cond, what, detail) {
 
 const greedy = { model, temperature: 0 };
 const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Name a color.' }];
+
+if (mode === 'embeddings') {
+  const input = ['The quick brown fox', 'Hi'];
+  const b64 = await client.embeddings.create({ model, input }); // the client's default: base64
+  const norm = (v) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+  check(b64.object === 'list' && b64.data.length === 2 && b64.data.every((d, i) => d.index === i &&
+        d.object === 'embedding' && Array.isArray(d.embedding) && d.embedding.length === 64 &&
+        Math.abs(norm(d.embedding) - 1) < 1e-5) && b64.usage.prompt_tokens > 0, 'embeddings (base64)', b64);
+  const flt = await client.embeddings.create({ model, input, encoding_format: 'float' });
+  check(flt.data.every((d, i) => d.embedding.every((x, k) => Math.fround(x) === b64.data[i].embedding[k])),
+        'the float vectors are the base64 ones', flt.data[0].embedding.slice(0, 4));
+  console.log('ok embeddings: 2 unit vectors of 64, base64 (the client\'s default) and float the same');
+  const cut = await client.embeddings.create({ model, input: 'Hi', dimensions: 16 });
+  check(cut.data[0].embedding.length === 16 && Math.abs(norm(cut.data[0].embedding) - 1) < 1e-5,
+        'dimensions 16', cut.data[0]);
+  console.log('ok embeddings with dimensions 16');
+  try {
+    await client.embeddings.create({ model, input: [] });
+    check(false, 'an empty input is refused', null);
+  } catch (e) {
+    check(e instanceof OpenAI.BadRequestError && e.status === 400, 'an empty input: 400', String(e));
+  }
+  console.log('ok embeddings: an empty input is a 400');
+  process.exit(0);
+}
 
 if (mode === 'logprobs') {
   // logprobs: completions (count) and chat (bool + top_logprobs)

@@ -41,7 +41,8 @@
 # which ctest reports as failures):
 #   server_npm_install, server_openai, server_openai_logprobs, server_openai_keepalive,
 #   server_openai_tools, server_openai_responses (client.responses: create, a stream
-#   through its strict ResponseStream, tools), server_openai_tool_stream (crafted replies through the
+#   through its strict ResponseStream, tools), server_openai_embeddings (client.embeddings.create on
+#   an embedding model: base64 decoded as the float list), server_openai_tool_stream (crafted replies through the
 #   tool-call parser and chunk objects, tests/tool_sse.c, read by the client)
 # server_openai_logprobs needs an engine that reports log-probabilities in
 # encore_output (include/encore.h); with one that does not, it fails, saying
@@ -120,7 +121,7 @@ else()
 endif()
 set_tests_properties(server_npm_install PROPERTIES FIXTURES_SETUP server_node
                      LABELS "server;network" TIMEOUT 300)
-foreach(check openai openai_logprobs openai_keepalive openai_tools openai_responses)
+foreach(check openai openai_logprobs openai_keepalive openai_tools openai_responses openai_embeddings)
   add_test(NAME server_${check}
     COMMAND ${ENCORE_SERVER_E2E} --node ${ENCORE_NODE} --node-dir ${ENCORE_SERVER_NODE} ${check})
   set_tests_properties(server_${check} PROPERTIES FIXTURES_REQUIRED "tiny_models;server_node"

@@ -2615,6 +2615,12 @@ def check_openai_responses(a):
     run_openai_client(a, "responses")
 
 
+def check_openai_embeddings(a):
+    global MODEL
+    MODEL = "tiny-embedding-qwen3vocab"  # an embedding model: serve picks the pooling runner
+    run_openai_client(a, "embeddings")
+
+
 def check_openai_keepalive(a):
     run_openai_client(a, "keepalive", server=slow_server(a))
 
