@@ -106,7 +106,11 @@ static void serve__print_engine(const char *cmd, encore_engine *e)
     encore_engine_info i;
     if (encore_get_engine_info(e, &i) != ENCORE_OK) return;
     char decode[64];
-    if (i.eager)
+    encore_model_info m = {0};
+    (void)encore_get_model_info(e, &m);
+    if (m.pooling)
+        snprintf(decode, sizeof decode, "none (pooling: prefill steps only)");
+    else if (i.eager)
         snprintf(decode, sizeof decode, "eager (no capture)");
     else
         snprintf(decode, sizeof decode, "captured, %lld steps a replay", (long long)i.decode_steps);
