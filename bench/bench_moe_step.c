@@ -155,13 +155,13 @@ static void bench_tokens(enc_threadpool *tp, const moe_weights *w, int T, int ru
         double t0 = bench_wall_s();
         for (int l = 0; l < LAYERS; l++) {
             size_t off = (size_t)l * EXPERTS * FF * D;
-            cpu_matmul_id_args g = {x, 0,  ids,    w->m[W_GATE] + off, ENC_BF16, y, T, TOP_K,
-                                    D, FF, EXPERTS, 0};
+            cpu_matmul_id_args g = {
+                x, 0, ids, w->m[W_GATE] + off, ENC_BF16, y, T, TOP_K, D, FF, EXPERTS, 0, 0};
             cpu_matmul_id_args u = g;
             u.w = w->m[W_UP] + off;
             u.y = y2;
-            cpu_matmul_id_args d = {y,  1, ids,    w->m[W_DOWN] + off, ENC_BF16, y2, T, TOP_K,
-                                    FF, D, EXPERTS, 0};
+            cpu_matmul_id_args d = {
+                y, 1, ids, w->m[W_DOWN] + off, ENC_BF16, y2, T, TOP_K, FF, D, EXPERTS, 0, 0};
             threadpool_run(tp, id_task, &g);
             threadpool_run(tp, id_task, &u);
             threadpool_run(tp, id_task, &d);

@@ -87,6 +87,11 @@ typedef struct encore_options {
      * the fraction loaded so far (non-decreasing, the last call 1) */
     void (*load_progress)(void *user, double fraction);
     void *load_progress_user;
+    int bf16_activations; /* nonzero: matmuls over bf16 weights round their
+                           * activations to bf16 and multiply in bf16
+                           * (vdpbf16ps), as llama.cpp does; the CPU backend on a
+                           * CPU with AVX512-BF16 only, else an error. 0: f32
+                           * activations */
 } encore_options;
 
 ENCORE_API encore_options encore_options_default(void);
@@ -367,6 +372,7 @@ typedef struct encore_engine_info {
     int eager;            /* nonzero: no decode capture */
     int64_t decode_steps; /* decode steps per replay */
     int prefix_caching;   /* nonzero: automatic prefix caching on */
+    int bf16_activations; /* nonzero: bf16 weights multiplied by bf16 activations */
 } encore_engine_info;
 
 ENCORE_API encore_status encore_get_engine_info(encore_engine *e, encore_engine_info *out);

@@ -40,6 +40,25 @@ foreach(scenario long join_after_capture grow_shrink same_and_different)
   endforeach()
 endforeach()
 
+# --bf16-activations (bf16 x bf16 matmuls by vdpbf16ps): replayed
+# bit-identical to eager on a dense and an MoE checkpoint; skipped (77) where
+# the CPU has no AVX512-BF16.
+foreach(scenario long join_after_capture)
+  foreach(preset tiny-gqa2-hd64-bf16 tiny-moe-e8k2-bf16)
+    string(REPLACE "-" "_" p "${preset}")
+    add_test(NAME capture_bf16act_${scenario}_${p}
+      COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py --bf16-activations
+              --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} --model ${preset} ${scenario})
+    set_tests_properties(capture_bf16act_${scenario}_${p} PROPERTIES FIXTURES_REQUIRED tiny_models
+      TIMEOUT 600 SKIP_RETURN_CODE 77)
+  endforeach()
+endforeach()
+add_test(NAME capture_bf16act_prefix_hits
+  COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py --bf16-activations
+          --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} prefix_hits)
+set_tests_properties(capture_bf16act_prefix_hits PROPERTIES FIXTURES_REQUIRED tiny_models
+  TIMEOUT 600 SKIP_RETURN_CODE 77)
+
 # A growing step arena makes the decode slots record again (white-box).
 add_executable(test_arena_growth ${ENCORE_TESTS_DIR}/test_arena_growth.c)
 target_link_libraries(test_arena_growth PRIVATE encore_internals)

@@ -26,9 +26,12 @@ IN_POSITIONS only when slot->state was SLOT_WARM); the scenarios go red with
 "verify-capture: step ..., logit ... is ... replayed but ... eager".
 
 With --quantize TYPE every run quantizes the weights at load (the same
-matrix over the integer kernels of block-quantized weights).
+matrix over the integer kernels of block-quantized weights); with
+--bf16-activations every run multiplies bf16 weights by bf16 activations
+(exit 77, skipped, where the CPU cannot: tests/cpu_features.py).
 
-usage: capture_matrix.py --encore BIN --models DIR [--model NAME] [--quantize TYPE] SCENARIO
+usage: capture_matrix.py --encore BIN --models DIR [--model NAME] [--quantize TYPE]
+                         [--bf16-activations] SCENARIO
 """
 import argparse
 import json
@@ -36,6 +39,9 @@ import os
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cpu_features  # noqa: E402
 
 MODEL = "tiny-gqa4-hd128-bf16"
 
@@ -124,11 +130,18 @@ def main():
     ap.add_argument("--models", required=True)
     ap.add_argument("--quantize", help="run every engine with --quantize TYPE")
     ap.add_argument("--model", default=MODEL, help=f"checkpoint under --models (default {MODEL})")
+    ap.add_argument("--bf16-activations", action="store_true",
+                    help="run every engine with --bf16-activations")
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     a = ap.parse_args()
     requests, extra = SCENARIOS[a.scenario]
     if a.quantize:
         extra = extra + ["--quantize", a.quantize]
+    if a.bf16_activations:
+        if not cpu_features.cpu_has_bf16_dot():
+            print("SKIP: --bf16-activations needs AVX512-BF16 and the avx512 kernels")
+            sys.exit(77)
+        extra = extra + ["--bf16-activations"]
     eager, st_eager = run_batch(a, requests, extra + ["--eager"])
     captured, st_cap = run_batch(a, requests, extra + ["--decode-steps", "1"])
     verified, st_ver = run_batch(a, requests, extra + ["--verify-capture"])

@@ -194,6 +194,11 @@ def check_bad_args(a):
         if "config.json" in p.stderr or "tokenizer.json" in p.stderr:
             sys.exit(f"FAIL: a missing model path reported as a file inside it: {p.stderr}")
     expect_fail([e, "generate", "-m", m, "--prompt-ids", "1", "--block-size", "24"], 2, "16 or 32")
+    # bf16 activations where the kernels cannot: refused by name, before the weights load
+    expect_fail([e, "generate", "-m", m, "--prompt-ids", "1", "--bf16-activations"], 1,
+                "bf16 activations need", "AVX512-BF16", env={"ENCORE_CPU_ISA": "scalar"})
+    expect_fail([e, "generate", "-m", m, "--prompt-ids", "1"], 2, "ENCORE_BF16_ACTIVATIONS",
+                env={"ENCORE_BF16_ACTIVATIONS": "bf16"})
     for bad in ["", "fast", "-1", "100001", "20us"]:
         expect_fail([e, "generate", "-m", m, "--prompt-ids", "1 2"], 2, "ENCORE_CPU_SPIN_US",
                     "[0, 100000]", env={"ENCORE_CPU_SPIN_US": bad})

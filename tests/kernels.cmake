@@ -29,6 +29,13 @@ encore_add_c_test(test_threadpool ${ENCORE_TESTS_DIR}/test_threadpool.c)
 # matmul against cpu_matmul bit for bit, the weighted sum (tests/test_moe_ops.c).
 encore_add_c_test(test_moe_ops ${ENCORE_TESTS_DIR}/test_moe_ops.c)
 
+# The bf16 x bf16 matmul of --bf16-activations: the activations' rounding,
+# each dot against a double-precision one, batch invariance, the expert
+# matmul over it (tests/test_bf16_activations.c); skipped (77) on a CPU
+# without AVX512-BF16 or with ENCORE_CPU_ISA narrower than avx512.
+encore_add_c_test(test_bf16_activations ${ENCORE_TESTS_DIR}/test_bf16_activations.c)
+set_tests_properties(test_bf16_activations PROPERTIES SKIP_RETURN_CODE 77)
+
 # The quantized matmul's micro-benchmark (bench/bench_quant.c), run by hand.
 add_executable(bench_quant ${PROJECT_SOURCE_DIR}/bench/bench_quant.c)
 target_link_libraries(bench_quant PRIVATE encore_internals)

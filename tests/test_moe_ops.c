@@ -167,7 +167,7 @@ static void check_matmul_id(enc_dtype dt, int64_t T, int64_t k, int64_t K, int64
         y[nth - 1] = xcalloc((size_t)(T * k * N), sizeof **y);
         for (int64_t i = 0; i < T * k * N; i++)
             y[nth - 1][i] = NAN; /* every row must be written */
-        cpu_matmul_id_args a = {x, per_slot, ids, w, dt, y[nth - 1], T, k, K, N, E, 0};
+        cpu_matmul_id_args a = {x, per_slot, ids, w, dt, y[nth - 1], T, k, K, N, E, 0, 0};
         for (int ith = 0; ith < nth; ith++)
             cpu_matmul_id(&a, ith, nth);
         if (nth > 1) CHECK(!memcmp(y[0], y[nth - 1], (size_t)(T * k * N) * sizeof **y));

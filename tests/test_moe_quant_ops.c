@@ -98,8 +98,8 @@ static float *mq_run_over(const mq_case *c, const void *w, int packed, int nth)
     float *y = xcalloc((size_t)(c->T * c->k * c->N), sizeof *y);
     for (int64_t i = 0; i < c->T * c->k * c->N; i++)
         y[i] = NAN; /* every row must be written */
-    cpu_matmul_id_args a = {c->x8, c->per_slot, c->ids, w,    c->dt, y,
-                            c->T,  c->k,        c->K,   c->N, c->E,  packed};
+    cpu_matmul_id_args a = {c->x8, c->per_slot, c->ids, w,    c->dt,  y, c->T,
+                            c->k,  c->K,        c->N,   c->E, packed, 0};
     for (int ith = nth - 1; ith >= 0; ith--)
         cpu_matmul_id(&a, ith, nth);
     return y;

@@ -99,6 +99,7 @@ import gguf_quants  # noqa: E402
 import qwen3_ref as ref  # noqa: E402
 
 sys.path.insert(0, HERE)
+import cpu_features  # noqa: E402
 import gguf_weights  # noqa: E402
 
 REF_PROGRAM = os.path.join(HERE, "reference", "qwen3_ref.py")
@@ -209,10 +210,12 @@ def gguf_file(args, model, tmp_dirs):
 class EngineCLI:
     """The `encore` program: logits, generate, batch."""
 
-    def __init__(self, binary, model_dir, threads=None, kv_cache_dtype="f32", quantize=None):
+    def __init__(self, binary, model_dir, threads=None, kv_cache_dtype="f32", quantize=None,
+                 bf16_activations=False):
         self.binary, self.model_dir, self.threads = binary, model_dir, threads
         self.opts = ["--kv-cache-dtype", kv_cache_dtype]
         self.opts += ["--quantize", quantize] if quantize else []
+        self.opts += ["--bf16-activations"] if bf16_activations else []
         self.name = "engine"
 
     def logits(self, ids, top):
@@ -595,7 +598,12 @@ def main(argv=None):
     ap.add_argument("--f32-activations", action="store_true",
                     help="with --quantize or --gguf: the reference multiplies float activations by the "
                          "dequantized weights (as the Vulkan shaders do) instead of rounding them "
-                         "through 8-bit blocks")
+                         "through 8-bit blocks; with --bf16-activations, instead of rounding them "
+                         "to bf16 (a check that the rounding is seen)")
+    ap.add_argument("--bf16-activations", action="store_true",
+                    help="engine: --bf16-activations (a checkpoint of bf16 matrices); reference: the "
+                         "input of every matmul but the router's rounded to bf16. Exit 77 (skipped) "
+                         "where the CPU has no AVX512-BF16 or ENCORE_CPU_ISA narrows the kernels")
     ap.add_argument("--tol-rel", type=float, default=TOL_REL, help=f"logit tolerance relative to max |logit| (default {TOL_REL})")
     args = ap.parse_args(argv)
     needs_engine = args.check not in ("breakage", "selfcheck")
@@ -606,12 +614,16 @@ def main(argv=None):
         return 1
     if args.gguf and args.quantize:
         ap.error("--gguf and --quantize exclude each other")
+    if args.bf16_activations and not cpu_features.cpu_has_bf16_dot():
+        print(f"SKIP {args.check}: --bf16-activations needs AVX512-BF16 and the avx512 kernels "
+              f"(ENCORE_CPU_ISA={os.environ.get('ENCORE_CPU_ISA', '')!r})")
+        return 77
     tmp_dirs = []
     try:
         if args.check in ("invariance-batch", "invariance-threads"):
             cfg = ref.load_config(args.model)
             sut = EngineCLI(args.engine, args.model, args.threads, args.kv_cache_dtype,
-                            args.quantize.lower() if args.quantize else None)
+                            args.quantize.lower() if args.quantize else None, args.bf16_activations)
             fn = check_invariance_batch if args.check == "invariance-batch" else check_invariance_threads
             fails, summary = fn(cfg, sut)
         elif args.check == "selfcheck":
@@ -631,13 +643,16 @@ def main(argv=None):
             engine_model = args.model
             if args.gguf and args.check != "breakage":
                 engine_model = gguf_file(args, model, tmp_dirs)
+            if args.bf16_activations:
+                model.act_quant = lambda x, w: ref.round_to_bf16(x)
             if args.f32_activations:
                 model.act_quant = None
             if args.check == "breakage":
                 fails, summary = check_breakage(model, args.model)
             else:
                 sut = EngineCLI(args.engine, engine_model, args.threads, args.kv_cache_dtype,
-                                args.quantize.lower() if args.quantize else None)
+                                args.quantize.lower() if args.quantize else None,
+                                args.bf16_activations)
                 if args.check == "logits":
                     prompt = draw_prompt(rng_for("logits"), model.cfg, 70)
                     fails, summary = check_logits(model, sut, prompt, TOP_K, args.tol_rel)

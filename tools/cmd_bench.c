@@ -363,11 +363,15 @@ static void bench__print_json(const bench_args *a, const engine *e, const bench_
     }
     printf("}");
     bench__print_json_sampled(a, r);
-    printf(",\"memory_read_gb_per_s\":%.2f,\"memory_triad_gb_per_s\":%.2f,\"decode_bytes_per_token\":%.0f,"
-           "\"decode_roofline_tokens_per_s\":%.2f,\"decode_fraction_of_roofline\":%.3f,\"peak_rss_bytes\":%.0f,"
-           "\"kv_cache_dtype\":\"%s\",\"kv_bytes_per_token\":%lld}\n",
-           r->bw.read_gbps, r->bw.triad_gbps, r->bytes_per_token, roofline, r->dec[0].tps[0][0] / roofline,
-           r->peak_rss_bytes, engine_kv_cache_dtype(e), (long long)engine_kv_bytes_per_token(e));
+    printf(",\"memory_read_gb_per_s\":%.2f,\"memory_triad_gb_per_s\":%.2f,\"decode_bytes_per_"
+           "token\":%.0f,"
+           "\"decode_roofline_tokens_per_s\":%.2f,\"decode_fraction_of_roofline\":%.3f,\"peak_rss_"
+           "bytes\":%.0f,"
+           "\"kv_cache_dtype\":\"%s\",\"kv_bytes_per_token\":%lld,\"bf16_activations\":%s}\n",
+           r->bw.read_gbps, r->bw.triad_gbps, r->bytes_per_token, roofline,
+           r->dec[0].tps[0][0] / roofline, r->peak_rss_bytes, engine_kv_cache_dtype(e),
+           (long long)engine_kv_bytes_per_token(e),
+           engine_get_config(e)->bf16_activations ? "true" : "false");
 }
 
 static void bench__print(const bench_args *a, const engine *e, const bench_result *r)
@@ -380,9 +384,9 @@ static void bench__print(const bench_args *a, const engine *e, const bench_resul
     }
     const char *device = c->device ? c->device : "cpu";
     int on_cpu = strcmp(device, "cpu") == 0;
-    printf("model: %s (device %s%s%s, %d threads, median of %lld runs)\n", c->model_dir, device,
-           on_cpu ? ", kernels " : "", on_cpu ? cpu_isa_name(cpu_kernels_init()) : "", c->n_threads,
-           (long long)a->runs);
+    printf("model: %s (device %s%s%s%s, %d threads, median of %lld runs)\n", c->model_dir, device,
+           on_cpu ? ", kernels " : "", on_cpu ? cpu_isa_name(cpu_kernels_init()) : "",
+           c->bf16_activations ? ", bf16 activations" : "", c->n_threads, (long long)a->runs);
     printf("prefill (%lld-token prompt): %.1f tokens/s\n", (long long)a->prompt_len, r->prefill_tps);
     printf("decode tokens/s (%lld tokens per sequence):\n  %-10s", (long long)a->gen_len, "mode");
     for (int b = 0; b < a->n_batches; b++) printf(" %9lld seq", (long long)a->batches[b]);

@@ -117,11 +117,11 @@ static void serve__print_engine(const char *cmd, encore_engine *e)
     fprintf(stderr,
             "encore %s: %s; KV cache %lld blocks of %d tokens, %s (%.1f MiB); "
             "max_model_len %lld, max_num_seqs %d, max_num_batched_tokens %lld; decode %s; "
-            "prefix caching %s\n",
+            "prefix caching %s%s\n",
             cmd, i.device_description, (long long)i.n_kv_blocks, i.block_size, i.kv_cache_dtype,
             (double)i.n_kv_blocks * i.block_size * i.kv_bytes_per_token / (1024.0 * 1024.0),
             (long long)i.max_model_len, i.max_num_seqs, (long long)i.max_num_batched_tokens, decode,
-            i.prefix_caching ? "on" : "off");
+            i.prefix_caching ? "on" : "off", i.bf16_activations ? "; bf16 activations" : "");
 }
 
 int serve_engine_create(const char *cmd, const serve_args *a, encore_engine **out)
@@ -138,6 +138,7 @@ int serve_engine_create(const char *cmd, const serve_args *a, encore_engine **ou
     opt.decode_steps = a->cfg.decode_steps;
     opt.no_prefix_caching = a->cfg.no_prefix_caching;
     opt.kv_cache_dtype = a->cfg.kv_cache_dtype;
+    opt.bf16_activations = a->cfg.bf16_activations;
     opt.device = a->cfg.device;
     opt.quantize = a->cfg.quantize;
     opt.chat_template = a->chat_template;

@@ -120,6 +120,7 @@ static enc_status encore__config(const encore_options *opt, engine_config *cfg)
         .load_progress = opt->load_progress,
         .load_progress_user = opt->load_progress_user,
         .pooling = pooling,
+        .bf16_activations = opt->bf16_activations != 0,
     };
     return ENC_OK;
 }
@@ -242,6 +243,7 @@ encore_status encore_get_engine_info(encore_engine *e, encore_engine_info *out)
         .eager = c->eager,
         .decode_steps = c->decode_steps,
         .prefix_caching = !c->no_prefix_caching,
+        .bf16_activations = c->bf16_activations,
     };
     return ENCORE_OK;
 }

@@ -88,6 +88,11 @@ bool backend_supports_op(const backend *be, graph_op op)
     return be->iface->supports_op ? be->iface->supports_op(be, op) : (unsigned)op < GRAPH_OP_COUNT;
 }
 
+bool backend_supports_bf16_activations(const backend *be)
+{
+    return be->iface->supports_bf16_activations && be->iface->supports_bf16_activations(be);
+}
+
 enc_status backend_refuse_in_capture(const backend *be, bool capturing, const char *call, const char *what)
 {
     if (!capturing) return ENC_OK;

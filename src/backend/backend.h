@@ -79,6 +79,10 @@ struct backend_i {
      * weight of the block type t (enc_dtype_is_quantized). NULL: no block
      * type at all (F32, BF16 and F16 weights only). */
     bool (*supports_weight_dtype)(const backend *be, graph_op op, enc_dtype t);
+    /* (optional) Whether a matmul over BF16 weights may take a BF16
+     * activation scratch (graph->bf16_activations): the activations rounded
+     * to bf16 and bf16 products. NULL: no. */
+    bool (*supports_bf16_activations)(const backend *be);
     /* (optional) Whether graph_compute runs nodes of this op. NULL: every
      * op of the graph. (The engine asks before it builds GRAPH_OP_SAMPLE.) */
     bool (*supports_op)(const backend *be, graph_op op);
@@ -141,6 +145,8 @@ bool backend_supports_capture(const backend *be);
 bool backend_supports_kv_cache_dtype(const backend *be, enc_dtype dtype);
 /* See backend_i.supports_op. */
 bool backend_supports_op(const backend *be, graph_op op);
+/* Whether be runs matmuls over bf16 weights with bf16 activations. */
+bool backend_supports_bf16_activations(const backend *be);
 /* For implementations: ENC_OK when not capturing, else the capture
  * contract's refusal of `call` ("write", "read", ...) on buffer `what`. */
 enc_status backend_refuse_in_capture(const backend *be, bool capturing, const char *call, const char *what);

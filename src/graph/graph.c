@@ -187,11 +187,14 @@ static int graph__quant_rows_whole(enc_dtype dt, int64_t k)
 }
 
 /* The scratch a matmul over quantized weights of dtype needs: the rows x
- * [rows, k] quantized once to the dot's activation type; NULL for float
+ * [rows, k] quantized once to the dot's activation type; over bf16 weights
+ * with g->bf16_activations, the rows rounded to bf16; NULL for other float
  * weights. */
 static graph_tensor *graph__act_scratch(graph *g, enc_dtype w_dtype, int64_t rows, int64_t k,
                                         const char *name)
 {
+    if (w_dtype == ENC_BF16 && g->bf16_activations)
+        return graph_tensor_2d(g, GRAPH_INTERMEDIATE, ENC_BF16, rows, k, name);
     if (!enc_dtype_is_quantized(w_dtype)) return NULL;
     return graph_tensor_2d(g, GRAPH_INTERMEDIATE, quant_dot_dtype(w_dtype), rows, k, name);
 }

@@ -21,6 +21,7 @@
 #ifndef ENC_GRAPH_GRAPH_H
 #define ENC_GRAPH_GRAPH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -127,6 +128,9 @@ typedef struct graph {
     int n_tensors, n_tensors_max;
     size_t arena_size; /* bytes the planned intermediates need (graph_plan) */
     enc_status status; /* first failure while building (out of arena, shape mismatch) */
+    bool bf16_activations; /* matmuls over BF16 weights built from here on take their
+                            * activations rounded to bf16 (a BF16 scratch, as a block
+                            * type's 8-bit one; backend_supports_bf16_activations) */
 } graph;
 
 /* Start an empty graph whose bookkeeping lives in `arena` (reset by the

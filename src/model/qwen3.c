@@ -331,27 +331,44 @@ static int qwen3__pass_nodes(const qwen3_model *m)
            QWEN3__MOE_EXTRA_NODES * qwen3__n_moe_layers(m) + QWEN3__OUTER_NODES - m->pooling;
 }
 
+/* Whether a matmul over weights of dtype dt has an activation scratch. */
+static int qwen3__has_act_scratch(const qwen3_model *m, enc_dtype dt)
+{
+    return enc_dtype_is_quantized(dt) || (m->bf16_activations && dt == ENC_BF16);
+}
+
 /* A matmul or matmul_id over block-quantized weights has one more tensor:
  * its scratch for the activations in 8-bit blocks (graph_matmul,
- * graph_matmul_id). A dense layer's MLP weights and a MoE layer's experts
- * are never both set (zeroed ones are F32). */
-static int qwen3__quantized_matmuls(const qwen3_model *m)
+ * graph_matmul_id); so has one over bf16 weights with bf16 activations
+ * (not the router's: qwen3_moe_block). A dense layer's MLP weights and a
+ * MoE layer's experts are never both set (zeroed ones are F32). */
+static int qwen3__scratch_matmuls(const qwen3_model *m)
 {
-    int n = !m->pooling && enc_dtype_is_quantized(m->lm_head.dtype);
+    int n = !m->pooling && qwen3__has_act_scratch(m, m->lm_head.dtype);
     for (int64_t l = 0; l < m->cfg.n_layers; l++) {
         const qwen3_layer *y = &m->layers[l];
         const qwen3_weight *w[] = {&y->q,    &y->k,  &y->v,    &y->o,        &y->gate,
                                    &y->up,   &y->down, &y->exp_gate, &y->exp_up, &y->exp_down};
-        for (size_t i = 0; i < sizeof w / sizeof *w; i++) n += enc_dtype_is_quantized(w[i]->dtype);
+        for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+            n += qwen3__has_act_scratch(m, w[i]->dtype);
     }
     return n;
+}
+
+enc_status qwen3_model_set_bf16_activations(qwen3_model *m, int on)
+{
+    if (on && !backend_supports_bf16_activations(m->be))
+        return enc_fail(ENC_ERR_UNSUPPORTED, "bf16 activations: the %s backend has none here",
+                        m->be->iface->name);
+    m->bf16_activations = on != 0;
+    return ENC_OK;
 }
 
 static int qwen3__pass_tensors(const qwen3_model *m)
 {
     return QWEN3__LAYER_TENSORS * (int)m->cfg.n_layers +
            QWEN3__MOE_EXTRA_TENSORS * qwen3__n_moe_layers(m) + QWEN3__OUTER_TENSORS -
-           2 * m->pooling + qwen3__quantized_matmuls(m);
+           2 * m->pooling + qwen3__scratch_matmuls(m);
 }
 
 int qwen3_graph_n_nodes(const qwen3_model *m, int n_passes) { return n_passes * qwen3__pass_nodes(m); }
@@ -440,6 +457,7 @@ void qwen3_step_inputs(graph *g, const qwen3_step_shape *shape, qwen3_step_io *i
 enc_status qwen3_build_forward(const qwen3_model *m, const kv_cache *kv, graph *g, qwen3_step_io *io)
 {
     int n_nodes = g->n_nodes, n_tensors = g->n_tensors;
+    g->bf16_activations = m->bf16_activations;
     graph_tensor *x = graph_get_rows(g, qwen3__weight(g, &m->embed), io->input_ids);
     for (int64_t l = 0; l < m->cfg.n_layers; l++) x = qwen3__layer(m, kv, g, l, x, io);
     graph_tensor *last = graph_get_rows(g, x, io->logits_indices);

@@ -55,6 +55,8 @@ typedef struct qwen3_model {
     gguf_file *gguf;      /* or this (a GGUF file); the other is NULL */
     qwen3_weight embed, final_norm, lm_head; /* lm_head unset (no buffer, no dims) when pooling */
     int pooling;          /* an embedding model: the output rows are hidden states [D] */
+    int bf16_activations; /* matmuls over bf16 weights round their activations to bf16
+                           * (qwen3_model_set_bf16_activations) */
     qwen3_layer *layers;  /* [n_layers] */
     int64_t decode_weight_bytes; /* weight bytes a decode step reads: all but an
                                   * untied embedding, of which it gathers rows */
@@ -81,6 +83,10 @@ typedef void (*qwen3_progress_fn)(void *user, double fraction);
 enc_status qwen3_model_load(const char *model_dir, backend *be, gguf_file_type quantize,
                             int pooling, qwen3_progress_fn progress, void *progress_user,
                             qwen3_model **out);
+/* Multiply the bf16 weights by activations rounded to bf16 (on: 1) in the
+ * graphs built from now on, or by the f32 activations (0, the default). An
+ * error when the backend cannot (backend_supports_bf16_activations). */
+enc_status qwen3_model_set_bf16_activations(qwen3_model *m, int on);
 /* The width of the step's output rows: vocab_size, or hidden_size when pooling. */
 int64_t qwen3_output_width(const qwen3_model *m);
 void qwen3_model_free(qwen3_model *m); /* NULL is a no-op */

@@ -92,8 +92,14 @@ graph_tensor *qwen3_moe_block(graph *g, const qwen3_config *c, graph_tensor *h,
                               graph_tensor *down)
 {
     graph_tensor *weights = NULL;
-    graph_tensor *ids = graph_moe_route(g, graph_matmul(g, h, router), c->n_experts_per_tok,
-                                        GRAPH_ROUTER_SOFTMAX, c->norm_topk_prob, &weights);
+    /* the router's matmul always on f32 activations: a choice of experts
+     * is no place to round (and it is a few rows) */
+    bool bf16_activations = g->bf16_activations;
+    g->bf16_activations = false;
+    graph_tensor *logits = graph_matmul(g, h, router);
+    g->bf16_activations = bf16_activations;
+    graph_tensor *ids = graph_moe_route(g, logits, c->n_experts_per_tok, GRAPH_ROUTER_SOFTMAX,
+                                        c->norm_topk_prob, &weights);
     graph_tensor *g_out = graph_matmul_id(g, h, gate, ids);
     graph_tensor *u_out = graph_matmul_id(g, h, up, ids);
     graph_tensor *act = graph_swiglu(g, g_out, u_out); /* [T, k, Fe] */

@@ -200,9 +200,15 @@ typedef struct cpu__call {
             bool packed; /* the table interleaved (repack.h) */
         } get_rows;
         struct { int64_t rows, dim; float eps; } rms_norm;
-        struct { enc_dtype w_dtype; int64_t n_tokens, k, n_out; bool packed; } matmul; /* src0:
-                                               * x, or its 8-bit blocks for a quantized w;
-                                               * packed: w interleaved (repack.h) */
+        struct {
+            enc_dtype w_dtype;
+            int64_t n_tokens, k, n_out;
+            bool packed, x_bf16;
+        } matmul;
+        /* src0: x, or its 8-bit blocks for a
+         * quantized w, or its bf16 rounding (x_bf16)
+         * for a bf16 w; packed: w interleaved
+         * (repack.h) */
         struct { enc_dtype dtype; int64_t rows, k; } quantize; /* dst: rows in dtype blocks */
         struct { int64_t n_tokens, n_heads, head_dim; enc_rope rope; } rope_neox;
         struct { int64_t n; } elementwise; /* swiglu, add: elements */
@@ -267,6 +273,23 @@ static void cpu__run_rms_norm(const cpu__call *c, int ith, int nth)
                  ith, nth);
 }
 
+/* The source slot of a matmul's activation scratch: src2 of a matmul,
+ * src3 of a matmul_id (whose src2 is the expert ids). */
+static int cpu__scratch_src(const graph_node *n)
+{
+    return n->op == GRAPH_OP_MATMUL_ID ? 3 : 2;
+}
+
+/* Whether matmul (or matmul_id) n multiplies bf16 weights by its
+ * activations rounded to bf16: the graph gave it a BF16 scratch
+ * (graph->bf16_activations; the engine asks cpu__supports_bf16_activations
+ * first). */
+static bool cpu__bf16_activations(const graph_node *n)
+{
+    const graph_tensor *scratch = n->src[cpu__scratch_src(n)];
+    return n->src[1]->dtype == ENC_BF16 && scratch && scratch->dtype == ENC_BF16;
+}
+
 /* matmul: x[n_tokens, k] @ w[n_out, k]^T */
 static void cpu__prepare_matmul(const graph_node *n, cpu__call *c)
 {
@@ -276,6 +299,7 @@ static void cpu__prepare_matmul(const graph_node *n, cpu__call *c)
     c->matmul.k = x->shape[1];
     c->matmul.n_out = w->shape[0];
     c->matmul.packed = w->buffer->packed;
+    c->matmul.x_bf16 = cpu__bf16_activations(n);
 }
 static int64_t cpu__cost_matmul(const cpu__call *c)
 {
@@ -283,15 +307,16 @@ static int64_t cpu__cost_matmul(const cpu__call *c)
 }
 static void cpu__run_matmul(const cpu__call *c, int ith, int nth)
 {
+    if (c->matmul.x_bf16) {
+        cpu_matmul_bf16x(c->src[0], c->matmul.n_tokens, c->matmul.k, c->src[1], c->matmul.n_out,
+                         c->dst, ith, nth);
+        return;
+    }
     void (*matmul)(const void *, int64_t, int64_t, const void *, enc_dtype, int64_t, float *, int,
                    int) = c->matmul.packed ? cpu_matmul_packed : cpu_matmul;
     matmul(c->src[0], c->matmul.n_tokens, c->matmul.k, c->src[1], c->matmul.w_dtype,
            c->matmul.n_out, c->dst, ith, nth);
 }
-
-/* The source slot of a quantized matmul's activation scratch: src2 of a
- * matmul, src3 of a matmul_id (whose src2 is the expert ids). */
-static int cpu__scratch_src(const graph_node *n) { return n->op == GRAPH_OP_MATMUL_ID ? 3 : 2; }
 
 /* quantize (no graph op: the first of a quantized matmul's or matmul_id's
  * two calls): every row of x ([T, K] or [T, k, K]) into the node's scratch,
@@ -492,6 +517,7 @@ static void cpu__prepare_matmul_id(const graph_node *n, cpu__call *c)
         .n_out = w->shape[1],
         .n_experts = w->shape[0],
         .packed = w->buffer && w->buffer->packed,
+        .x_bf16 = cpu__bf16_activations(n),
     };
 }
 static int64_t cpu__cost_matmul_id(const cpu__call *c)
@@ -613,7 +639,9 @@ static enc_status cpu__prepare_as(const graph_node *n, int op_id, cpu__call *c)
 /* The calls of node n, in order, into c[0 .. *n_calls): one per node, but a
  * matmul or matmul_id over block-quantized weights is two: its activations
  * quantized into the node's scratch (src2 / src3, planned with the graph, so
- * a replay allocates nothing), then the integer dots reading that scratch;
+ * a replay allocates nothing), then the integer dots reading that scratch
+ * (and so over bf16 weights with a BF16 scratch: the activations rounded to
+ * bf16, then vdpbf16ps dots);
  * a sample is its CPU_SAMPLE_PHASES phases. */
 enum { CPU__MAX_CALLS_PER_NODE = CPU_SAMPLE_PHASES };
 static enc_status cpu__prepare(const graph_node *n, cpu__call *c, int *n_calls)
@@ -628,9 +656,15 @@ static enc_status cpu__prepare(const graph_node *n, cpu__call *c, int *n_calls)
         return ENC_OK;
     }
     int matmul = n->op == GRAPH_OP_MATMUL || n->op == GRAPH_OP_MATMUL_ID;
-    if (matmul && enc_dtype_is_quantized(n->src[1]->dtype)) {
+    if (matmul && cpu__bf16_activations(n) && !cpu_bf16_activations_supported())
+        return enc_fail(ENC_ERR_UNSUPPORTED,
+                        "cpu: %s over '%s' asks for bf16 activations, which "
+                        "need AVX512-BF16 and the avx512 kernels",
+                        graph_op_name(n->op), n->src[1]->name ? n->src[1]->name : "?");
+    if (matmul && (enc_dtype_is_quantized(n->src[1]->dtype) || cpu__bf16_activations(n))) {
         const graph_tensor *scratch = n->src[cpu__scratch_src(n)];
-        if (!scratch || scratch->dtype != quant_dot_dtype(n->src[1]->dtype))
+        if (!cpu__bf16_activations(n) &&
+            (!scratch || scratch->dtype != quant_dot_dtype(n->src[1]->dtype)))
             return enc_fail(ENC_ERR_INTERNAL, "cpu: %s over %s tensor '%s' has no %s scratch",
                             graph_op_name(n->op), enc_dtype_name(n->src[1]->dtype),
                             n->src[1]->name ? n->src[1]->name : "?",
@@ -939,6 +973,12 @@ static bool cpu__supports_weight_dtype(const backend *be, graph_op op, enc_dtype
            cpu_reads_block_dtype(t);
 }
 
+static bool cpu__supports_bf16_activations(const backend *be)
+{
+    (void)be;
+    return cpu_bf16_activations_supported();
+}
+
 static void cpu__describe(const backend *be, char *out, size_t size)
 {
     int n = cpu_backend_n_threads(be);
@@ -962,6 +1002,7 @@ static const struct backend_i cpu__iface = {
     .replay = cpu__replay,
     .recording_free = cpu__recording_free,
     .supports_weight_dtype = cpu__supports_weight_dtype,
+    .supports_bf16_activations = cpu__supports_bf16_activations,
     .describe = cpu__describe,
     .destroy = cpu__destroy,
 };

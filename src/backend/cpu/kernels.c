@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/kernels_bf16dot.h"
 #include "backend/cpu/kernels_quant_impl.h"
 #include "backend/cpu/repack.h"
 #include "base/log.h"
@@ -111,6 +112,17 @@ static int cpu__has_avx_vnni(void)
     unsigned eax, ebx, ecx, edx;
     if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return 0;
     return (eax & (1u << 4)) != 0;
+#else
+    return 0;
+#endif
+}
+
+static int cpu__has_avx512_bf16(void)
+{
+#ifdef ENCORE_HAVE_AVX512BF16
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return 0;
+    return (eax & (1u << 5)) != 0;
 #else
     return 0;
 #endif
@@ -252,6 +264,27 @@ void cpu_matmul_packed(const void *x, int64_t n_tokens, int64_t k, const void *w
                        enc_dtype w_dtype, int64_t n_out, float *y, int ith, int nth)
 {
     cpu__matmul(x, n_tokens, k, w, w_dtype, n_out, y, ith, nth, 1);
+}
+
+bool cpu_bf16_activations_supported(void)
+{
+#ifdef CPU__HAVE_X86
+    return cpu_kernels_init() == CPU_ISA_AVX512 && cpu__has_avx512_bf16();
+#else
+    return false;
+#endif
+}
+
+void cpu_matmul_bf16x(const uint16_t *x, int64_t n_tokens, int64_t k, const uint16_t *w,
+                      int64_t n_out, float *y, int ith, int nth)
+{
+#if defined(CPU__HAVE_X86) && defined(ENCORE_HAVE_AVX512BF16)
+    int64_t n0, n1;
+    cpu__split(n_out, 2 * cpu_bf16dot_tile_rows(), ith, nth, &n0, &n1);
+    if (n0 < n1 && n_tokens > 0) cpu_bf16dot_rows(x, n_tokens, k, w, n_out, n0, n1, y);
+#else
+    (void)x, (void)n_tokens, (void)k, (void)w, (void)n_out, (void)y, (void)ith, (void)nth;
+#endif
 }
 
 /* --- get_rows ------------------------------------------------------------ */

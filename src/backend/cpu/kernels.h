@@ -50,12 +50,25 @@ void cpu_matmul(const void *x, int64_t n_tokens, int64_t k, const void *w,
 void cpu_matmul_packed(const void *x, int64_t n_tokens, int64_t k, const void *w,
                        enc_dtype w_dtype, int64_t n_out, float *y, int ith, int nth);
 
+/* Whether cpu_matmul_bf16x runs here: a CPU with AVX512-BF16 whose kernels
+ * are the avx512 ones (ENCORE_CPU_ISA may narrow them). */
+bool cpu_bf16_activations_supported(void);
+
+/* cpu_matmul over bf16 weights w [n_out, k] with the activations x [n_tokens,
+ * k] already rounded to bf16 (cpu_quantize_rows to ENC_BF16): the products
+ * by vdpbf16ps, each dot in one fixed order (kernels_bf16dot_avx512bf16.c),
+ * so batch invariance holds as for cpu_matmul. Only where
+ * cpu_bf16_activations_supported(). */
+void cpu_matmul_bf16x(const uint16_t *x, int64_t n_tokens, int64_t k, const uint16_t *w,
+                      int64_t n_out, float *y, int ith, int nth);
+
 /* Whether cpu_matmul, cpu_matmul_packed and cpu_get_rows read weights of
  * the block type dt (every ISA has a dot for each type the portable one has). */
 bool cpu_reads_block_dtype(enc_dtype dt);
 
 /* out = x [rows, k] f32 quantized row by row to dtype (Q8_0 or Q8_K), as
- * quant_quantize_row does; threads split the rows. */
+ * quant_quantize_row does, or rounded to ENC_BF16 (to nearest even, as
+ * enc_f32_to_bf16); threads split the rows. */
 void cpu_quantize_rows(const float *x, int64_t rows, int64_t k, enc_dtype dtype,
                        void *out, int ith, int nth);
 

@@ -4,7 +4,8 @@
  * the shared bodies as cpu__kernels_avx512. kernels.c calls it only after a
  * run-time check of the CPU. Tails use masked loads (AVX-512 BW for 16-bit
  * lanes). bf16 -> f32 is a zero-extend and a shift; f16 -> f32 is vcvtph2ps.
- * No vdpbf16ps: it would round the activations to bf16.
+ * No vdpbf16ps here: it rounds the activations to bf16, which only
+ * --bf16-activations asks for (kernels_bf16dot_avx512bf16.c).
  *
  * Register tile for prefill: 4 tokens x 6 weight rows = 24 accumulators of
  * the 32 zmm registers (the best of 6x4, 3x8, 4x4, 4x5, 8x3 measured); for
@@ -17,6 +18,7 @@
 
 #include <immintrin.h>
 
+#include "backend/cpu/kernels_avx512_hsum.h"
 #include "backend/cpu/kernels_impl.h"
 #include "base/sample_math.h"
 
@@ -28,19 +30,6 @@ static inline __mmask16 cpu__avx512_mask(int n)
 static inline __m512 cpu__avx512_bf16(__m256i h)
 {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
-/* Halves first (lane i + lane i+8), then the 8-lane tree of kernels_avx2.c:
- * a fixed order for every dot. */
-static inline float cpu__avx512_hsum(__m512 v)
-{
-    __m256 lo = _mm512_castps512_ps256(v);
-    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-    __m256 h = _mm256_add_ps(lo, hi);
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-    return _mm_cvtss_f32(s);
 }
 
 #define V __m512

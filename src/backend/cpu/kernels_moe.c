@@ -15,7 +15,8 @@
  * (quantized once per row before the call, as for a dense matmul), and
  * cpu_matmul's integer dots run over them; over experts in the interleaved
  * layout (each expert's matrix on its own, repack.h) cpu_matmul_packed's,
- * the same bits. A share's rows start at a multiple of 16, a whole group. */
+ * the same bits; with bf16 activations (x_bf16) cpu_matmul_bf16x's. A share's rows start at a
+ * multiple of 16, a whole group. */
 #include "backend/cpu/kernels_moe.h"
 
 #include <math.h>
@@ -121,10 +122,12 @@ enum { MOE__STAGE_FLOATS = 8192, MOE__CHUNK = 16, MOE__ROW_ALIGN = 16 };
 _Static_assert(MOE__ROW_ALIGN % CPU_REPACK_ROWS == 0,
                "a share starts at a whole interleaved group");
 
-/* Bytes of one x row: K floats, or K values in the blocks of the weights'
- * dot type (quant_dot_dtype) for block-quantized experts. */
+/* Bytes of one x row: K floats, K bf16 values (x_bf16), or K values in the
+ * blocks of the weights' dot type (quant_dot_dtype) for block-quantized
+ * experts. */
 static size_t moe__x_row_bytes(const cpu_matmul_id_args *a)
 {
+    if (a->x_bf16) return (size_t)a->n_in * sizeof(uint16_t);
     return enc_dtype_row_bytes(quant_dot_dtype(a->w_dtype), a->n_in);
 }
 
@@ -138,7 +141,9 @@ static const void *moe__x_row(const cpu_matmul_id_args *a, int64_t p)
 static void moe__matmul(const cpu_matmul_id_args *a, const void *x, int m, const void *w0,
                         int64_t nr, float *ys)
 {
-    if (a->packed)
+    if (a->x_bf16)
+        cpu_matmul_bf16x(x, m, a->n_in, w0, nr, ys, 0, 1);
+    else if (a->packed)
         cpu_matmul_packed(x, m, a->n_in, w0, a->w_dtype, nr, ys, 0, 1);
     else
         cpu_matmul(x, m, a->n_in, w0, a->w_dtype, nr, ys, 0, 1);

@@ -39,7 +39,7 @@ void cpu_moe_weights(const float *logits, const int32_t *ids, int64_t n_tokens, 
  * is cpu_matmul's dot product, whatever the grouping. An id outside [0, n_experts) gives a zero
  * row. The share's staging (2 x 32 KiB) is on the caller's stack. */
 typedef struct cpu_matmul_id_args {
-    const void *x; /* f32 rows, or their 8-bit blocks for block-quantized w */
+    const void *x; /* f32 rows, their 8-bit blocks for block-quantized w, or bf16 (x_bf16) */
     int x_per_slot;
     const int32_t *ids; /* [n_tokens, k] */
     const void *w;      /* [n_experts, n_out, n_in] of w_dtype */
@@ -47,6 +47,7 @@ typedef struct cpu_matmul_id_args {
     float *y; /* [n_tokens, k, n_out] */
     int64_t n_tokens, k, n_in, n_out, n_experts;
     int packed; /* each expert's matrix interleaved (repack.h; cpu_matmul_packed) */
+    int x_bf16; /* bf16 w, x rows rounded to bf16 (cpu_matmul_bf16x) */
 } cpu_matmul_id_args;
 
 void cpu_matmul_id(const cpu_matmul_id_args *a, int ith, int nth);

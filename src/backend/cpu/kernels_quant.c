@@ -626,6 +626,11 @@ void cpu_quantize_rows(const float *x, int64_t rows, int64_t k, enc_dtype dtype,
 {
     int64_t per = (rows + nth - 1) / nth, r0 = per * ith, r1 = r0 + per;
     r1 = r1 < rows ? r1 : rows;
+    if (dtype == ENC_BF16) {
+        for (int64_t i = r0 * k; i < r1 * k; i++)
+            ((uint16_t *)out)[i] = enc_f32_to_bf16(x[i]);
+        return;
+    }
     size_t rb = enc_dtype_row_bytes(dtype, k);
     const cpu__quant_table *qt = cpu__quant_table_for(cpu_kernels_init());
     int (*row)(enc_dtype, const float *, void *, int64_t) =
