@@ -17,11 +17,14 @@
  * GFLOP/s (2 flop a multiply-add), next to a plain read of the lm_head's
  * bytes by the same threads in the same run. At one token the reads set
  * the pace; at sixteen the lm_head's and projections' multiply-adds do.
+ * With ENCORE_BF16_ACTIVATIONS=1 every matmul takes bf16 activations
+ * (cpu_matmul_bf16x, --bf16-activations; a CPU with AVX512-BF16).
  * Usage: bench_moe_step [runs] [threads] [tokens...]   (default 5 2 1 16) */
 #define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "backend/cpu/kernels.h"
@@ -60,8 +63,10 @@ static uint16_t *bench__weights(size_t n, uint32_t seed)
     return w;
 }
 
+static int bench__bf16x; /* ENCORE_BF16_ACTIVATIONS=1: x in bf16, cpu_matmul_bf16x */
+
 typedef struct mm_job {
-    const float *x;
+    const void *x; /* f32, or bf16 (bench__bf16x) */
     int64_t n_tokens, k, n_out;
     const uint16_t *w;
     float *y;
@@ -70,7 +75,10 @@ typedef struct mm_job {
 static void mm_task(void *p, int ith, int nth)
 {
     const mm_job *j = p;
-    cpu_matmul(j->x, j->n_tokens, j->k, j->w, ENC_BF16, j->n_out, j->y, ith, nth);
+    if (bench__bf16x)
+        cpu_matmul_bf16x(j->x, j->n_tokens, j->k, j->w, j->n_out, j->y, ith, nth);
+    else
+        cpu_matmul(j->x, j->n_tokens, j->k, j->w, ENC_BF16, j->n_out, j->y, ith, nth);
 }
 
 static void id_task(void *p, int ith, int nth)
@@ -120,7 +128,7 @@ static void bench__line(const char *what, int T, double *ms, int runs, double by
     printf("%-10s %3d  %9.2f  %9.1f  %9.1f\n", what, T, m, bytes / m / 1e6, flops / m / 1e6);
 }
 
-static void bench_tokens(enc_threadpool *tp, const moe_weights *w, int T, int runs, float *x,
+static void bench_tokens(enc_threadpool *tp, const moe_weights *w, int T, int runs, const void *x,
                          float *y, float *y2)
 {
     double ms[MAX_RUNS];
@@ -155,13 +163,25 @@ static void bench_tokens(enc_threadpool *tp, const moe_weights *w, int T, int ru
         double t0 = bench_wall_s();
         for (int l = 0; l < LAYERS; l++) {
             size_t off = (size_t)l * EXPERTS * FF * D;
-            cpu_matmul_id_args g = {
-                x, 0, ids, w->m[W_GATE] + off, ENC_BF16, y, T, TOP_K, D, FF, EXPERTS, 0, 0};
+            cpu_matmul_id_args g = {x,  0,       ids, w->m[W_GATE] + off, ENC_BF16, y, T, TOP_K, D,
+                                    FF, EXPERTS, 0,   bench__bf16x};
             cpu_matmul_id_args u = g;
             u.w = w->m[W_UP] + off;
             u.y = y2;
-            cpu_matmul_id_args d = {
-                y, 1, ids, w->m[W_DOWN] + off, ENC_BF16, y2, T, TOP_K, FF, D, EXPERTS, 0, 0};
+            /* down reads the gate's rows: f32, or (bf16) any rows of the x buffer */
+            cpu_matmul_id_args d = {bench__bf16x ? x : (const void *)y,
+                                    1,
+                                    ids,
+                                    w->m[W_DOWN] + off,
+                                    ENC_BF16,
+                                    y2,
+                                    T,
+                                    TOP_K,
+                                    FF,
+                                    D,
+                                    EXPERTS,
+                                    0,
+                                    bench__bf16x};
             threadpool_run(tp, id_task, &g);
             threadpool_run(tp, id_task, &u);
             threadpool_run(tp, id_task, &d);
@@ -195,8 +215,16 @@ int main(int argc, char **argv)
             tokens[n_tok++] = t;
         }
     }
-    printf("MoE bench geometry, bf16, %d threads, median of %d runs; kernels_init: %s\n", nth, runs,
-           cpu_isa_name(cpu_kernels_init()));
+    const char *bx = getenv("ENCORE_BF16_ACTIVATIONS");
+    bench__bf16x = bx && !strcmp(bx, "1");
+    if (bench__bf16x && !cpu_bf16_activations_supported()) {
+        fprintf(stderr,
+                "bench_moe_step: ENCORE_BF16_ACTIVATIONS=1 needs AVX512-BF16 (%s kernels)\n",
+                cpu_isa_name(cpu_kernels_init()));
+        return 2;
+    }
+    printf("MoE bench geometry, bf16, %d threads, median of %d runs; kernels_init: %s%s\n", nth,
+           runs, cpu_isa_name(cpu_kernels_init()), bench__bf16x ? ", bf16 activations" : "");
     moe_weights w;
     for (int i = 0; i < W_KINDS; i++)
         w.m[i] = bench__weights(bench__elems[i], (uint32_t)i + 1);
@@ -210,6 +238,12 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < (size_t)MAX_T * TOP_K * Q; i++)
         x[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+    uint16_t *xb = malloc((size_t)MAX_T * TOP_K * Q * sizeof *xb); /* x rounded to bf16 */
+    if (!xb) {
+        fprintf(stderr, "bench_moe_step: out of memory\n");
+        return 1;
+    }
+    cpu_quantize_rows(x, 1, (int64_t)MAX_T * TOP_K * Q, ENC_BF16, xb, 0, 1);
 
     double rd[MAX_RUNS];
     bench_read_job rj = {(const uint64_t *)w.m[W_LM_HEAD], bench__elems[W_LM_HEAD] / 4, {0}};
@@ -222,9 +256,9 @@ int main(int argc, char **argv)
     printf("%-10s %3s  %9s  %9s  %9s\n", "", "T", "ms", "GB/s", "GFLOP/s");
     bench__line("read", 0, rd, runs, 2.0 * VOCAB * D, 0);
     for (int i = 0; i < n_tok; i++)
-        bench_tokens(tp, &w, tokens[i], runs, x, y, y2);
+        bench_tokens(tp, &w, tokens[i], runs, bench__bf16x ? (const void *)xb : x, y, y2);
     threadpool_destroy(tp);
-    free(x), free(y), free(y2);
+    free(x), free(xb), free(y), free(y2);
     for (int i = 0; i < W_KINDS; i++)
         munmap(w.m[i], bench__elems[i] * 2);
     return 0;
