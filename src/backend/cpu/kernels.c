@@ -117,12 +117,19 @@ static int cpu__has_avx_vnni(void)
 #endif
 }
 
+/* CPUID once (in a VM each CPUID traps to the hypervisor; the backend asks
+ * per matmul it prepares). */
 static int cpu__has_avx512_bf16(void)
 {
 #ifdef ENCORE_HAVE_AVX512BF16
-    unsigned eax, ebx, ecx, edx;
-    if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return 0;
-    return (eax & (1u << 5)) != 0;
+    static _Atomic int known = -1;
+    int has = known;
+    if (has < 0) {
+        unsigned eax, ebx, ecx, edx;
+        has = __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0;
+        known = has;
+    }
+    return has;
 #else
     return 0;
 #endif
