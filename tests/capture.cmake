@@ -50,14 +50,14 @@ foreach(scenario long join_after_capture)
       COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py --bf16-activations
               --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} --model ${preset} ${scenario})
     set_tests_properties(capture_bf16act_${scenario}_${p} PROPERTIES FIXTURES_REQUIRED tiny_models
-      TIMEOUT 600 SKIP_RETURN_CODE 77)
+      TIMEOUT 600 SKIP_RETURN_CODE 77 ENVIRONMENT "ENCORE_BUILD_AVX512BF16=${ENCORE_CC_AVX512BF16}")
   endforeach()
 endforeach()
 add_test(NAME capture_bf16act_prefix_hits
   COMMAND ${ENCORE_PYTHON} ${ENCORE_TESTS_DIR}/capture_matrix.py --bf16-activations
           --encore $<TARGET_FILE:encore> --models ${ENCORE_MODELS_DIR} prefix_hits)
 set_tests_properties(capture_bf16act_prefix_hits PROPERTIES FIXTURES_REQUIRED tiny_models
-  TIMEOUT 600 SKIP_RETURN_CODE 77)
+  TIMEOUT 600 SKIP_RETURN_CODE 77 ENVIRONMENT "ENCORE_BUILD_AVX512BF16=${ENCORE_CC_AVX512BF16}")
 
 # A growing step arena makes the decode slots record again (white-box).
 add_executable(test_arena_growth ${ENCORE_TESTS_DIR}/test_arena_growth.c)

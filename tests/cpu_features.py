@@ -5,8 +5,13 @@ import os
 
 
 def cpu_has_bf16_dot():
-    """Whether --bf16-activations runs here: the CPU has AVX512-BF16 (and
+    """Whether --bf16-activations runs here: the build has the AVX512-BF16
+    kernels (ENCORE_BUILD_AVX512BF16, which the ctest definitions set from
+    CMake's compiler check; unset: assumed), the CPU has AVX512-BF16 (and
     AVX-512 BW/VL) and ENCORE_CPU_ISA keeps the avx512 kernels."""
+    build = os.environ.get("ENCORE_BUILD_AVX512BF16")
+    if build is not None and build.strip().upper() not in ("1", "ON", "TRUE", "YES"):
+        return False
     if os.environ.get("ENCORE_CPU_ISA", "") not in ("", "avx512"):
         return False
     try:

@@ -97,14 +97,20 @@ endforeach()
 # its activations rounded to bf16, and so does the reference's. Engine (f32
 # activations, rounded) and reference (f64, rounded) now and then round an
 # activation to neighbouring bf16 values, and such flips add up over the
-# layers: measured worst 7.3e-3 of the largest |logit| (tiny-gqa4-hd128-bf16;
-# 2.8e-3 to 4e-3 on the others; an AVX-512 Zen 5). The logits checks allow
-# 1.2e-2; against the reference without the rounding the engine is off by
-# 1.06e-2 to 1.26e-2 on the dense checkpoints and 0.37 on tiny-moe-e8k2-bf16
-# (its routing flips). No greedy check: no 40-token path is decisive at that
-# tolerance. The invariance checks (on a bf16 cache, as above) hold bit for
-# bit. Skipped (77) without AVX512-BF16.
-set(ENCORE_REF_TOL_BF16ACT 1.2e-2)
+# layers: measured worst (of the largest |logit|, an AVX-512 Zen 5) 2.8e-3
+# on tiny-gqa2-hd64-bf16, 7.3e-3 on tiny-gqa4-hd128-bf16, 3.9e-3 and 3.8e-3
+# on the MoE ones. Each check allows about twice its figure; against the
+# reference without the rounding the engine is off by 1.06e-2, 1.12e-2, 0.37
+# (routing flips) and 1.26e-2, all outside. The logits check also wants the
+# flag to move the engine's logits by more than 1e-3 (test_reference.py,
+# check_bf16_rounding_seen; seen 1.1e-2 to 0.17). No greedy check: no
+# 40-token path is decisive at these tolerances. The invariance checks (on a
+# bf16 cache, as above) hold bit for bit. Skipped (77) without AVX512-BF16 in
+# the CPU or the build.
+set(ENCORE_REF_TOL_BF16ACT_tiny-gqa2-hd64-bf16 6e-3)
+set(ENCORE_REF_TOL_BF16ACT_tiny-gqa4-hd128-bf16 1.05e-2)
+set(ENCORE_REF_TOL_BF16ACT_tiny-moe-e8k2-bf16 8e-3)
+set(ENCORE_REF_TOL_BF16ACT_tiny-moe-e4k4-bf16 8e-3)
 foreach(preset tiny-gqa2-hd64-bf16 tiny-gqa4-hd128-bf16 tiny-moe-e8k2-bf16 tiny-moe-e4k4-bf16)
   foreach(check logits invariance-batch invariance-threads)
     string(REPLACE "-" "_" cname "${check}")
@@ -116,10 +122,11 @@ foreach(preset tiny-gqa2-hd64-bf16 tiny-gqa4-hd128-bf16 tiny-moe-e8k2-bf16 tiny-
     endif()
     add_test(NAME ${name}
       COMMAND ${ENCORE_PYTHON} ${ENCORE_REF_SCRIPT} ${check} --bf16-activations
-              --tol-rel ${ENCORE_REF_TOL_BF16ACT} --kv-cache-dtype ${kv}
+              --tol-rel ${ENCORE_REF_TOL_BF16ACT_${preset}} --kv-cache-dtype ${kv}
               --engine $<TARGET_FILE:encore> -m ${ENCORE_MODELS_DIR}/${preset})
     set_tests_properties(${name} PROPERTIES
-      FIXTURES_REQUIRED tiny_models LABELS reference TIMEOUT 300 SKIP_RETURN_CODE 77)
+      FIXTURES_REQUIRED tiny_models LABELS reference TIMEOUT 300 SKIP_RETURN_CODE 77
+      ENVIRONMENT "ENCORE_BUILD_AVX512BF16=${ENCORE_CC_AVX512BF16}")
   endforeach()
 endforeach()
 

@@ -155,6 +155,26 @@ def _ids_line(text, what):
         raise CheckFailed(f"{what}: expected ids on the last stdout line, got: {lines[-1][:200]}") from None
 
 
+# With --bf16-activations the engine's logits must move from its f32-activation
+# ones by more than this (relative to the largest |logit|): seen 1.1e-2 to
+# 1.7e-1 on the tiny bf16 checkpoints, where f32 kernels of different orders
+# agree within 1e-6. A flag that changed nothing fails here.
+BF16_ACT_MIN_MOVE = 1e-3
+
+
+def check_bf16_rounding_seen(sut_bf16, sut_f32, prompt, top=TOP_K):
+    a, b = sut_bf16.logits(prompt, top), sut_f32.logits(prompt, top)
+    move = 0.0
+    for row_a, row_b in zip(a, b):
+        scale = max(abs(v) for _, v in row_b)
+        vb = dict(row_b)
+        move = max([move] + [abs(v - vb[i]) / scale for i, v in row_a if i in vb])
+    if move <= BF16_ACT_MIN_MOVE:
+        return [f"--bf16-activations moved the logits by at most {move:.2e} of max |logit| "
+                f"(<= {BF16_ACT_MIN_MOVE}): the flag seems to change nothing"], ""
+    return [], f"the flag moved the logits by up to {move:.2e} of max |logit|"
+
+
 def _parse_logits(rows, what):
     """[{"pos":P,"top":[[id,logit],...]}] -> list (by position) of [(id, logit)]."""
     out = []
@@ -656,6 +676,11 @@ def main(argv=None):
                 if args.check == "logits":
                     prompt = draw_prompt(rng_for("logits"), model.cfg, 70)
                     fails, summary = check_logits(model, sut, prompt, TOP_K, args.tol_rel)
+                    if args.bf16_activations and not fails:
+                        plain = EngineCLI(args.engine, engine_model, args.threads,
+                                          args.kv_cache_dtype)
+                        fails, seen = check_bf16_rounding_seen(sut, plain, prompt)
+                        summary += "; " + seen
                 elif args.check == "greedy":
                     fails, summary = check_greedy(model, sut, args.tol_rel)
                 else:

@@ -44,8 +44,8 @@ const char cli_engine_options_help[] =
     "                               q4_k_m, q5_k_m: quantize every matrix of a bf16/f16/f32\n"
     "                               checkpoint (embedding and lm_head too) at load\n"
     "  --bf16-activations           round the activations to bf16 before each matmul over bf16\n"
-    "                               weights and multiply in bf16, as llama.cpp does: about twice\n"
-    "                               the speed where compute sets it (prefill, batched decode);\n"
+    "                               weights and multiply in bf16 (vdpbf16ps), as llama.cpp does:\n"
+    "                               faster where compute sets the pace (prefill, batched decode);\n"
     "                               CPU with AVX512-BF16 only (ENCORE_BF16_ACTIVATIONS=1)\n";
 
 /* The engine options a command refuses (saying why, where it parses them):

@@ -183,16 +183,20 @@ enc_status engine_create(const engine_config *cfg, engine **out)
     if (s == ENC_OK)
         e->device_sampler = !cfg->pooling && backend_supports_op(e->be, GRAPH_OP_SAMPLE);
     if (s == ENC_OK && cfg->bf16_activations && !backend_supports_bf16_activations(e->be))
-        s = enc_fail(ENC_ERR_UNSUPPORTED,
-                     "bf16 activations need the CPU backend on a CPU with AVX512-BF16, with its "
-                     "avx512 kernels (this is %s)",
-                     e->device);
+        s = enc_fail(
+            ENC_ERR_UNSUPPORTED,
+            "bf16 activations need the CPU backend, built by a compiler that knows "
+            "-mavx512bf16, on a CPU with AVX512-BF16, with its avx512 kernels (this is %s)",
+            e->device);
     gguf_file_type quantize = {ENC_F32, false};
     if (s == ENC_OK) s = model_quantize_type(cfg->quantize, &quantize);
     if (s == ENC_OK)
         s = qwen3_model_load(cfg->model_dir, e->be, quantize, cfg->pooling, cfg->load_progress,
                              cfg->load_progress_user, &e->model);
     if (s == ENC_OK) s = qwen3_model_set_bf16_activations(e->model, cfg->bf16_activations);
+    if (s == ENC_OK && cfg->bf16_activations && !qwen3_model_bf16_matmuls(e->model))
+        enc_log_warn("bf16 activations: this model has no bf16 matrix (its matmuls are over f32, "
+                     "f16 or block-quantized weights), so they change nothing");
     e->cfg.load_progress = NULL; /* used while loading only: its user data may not outlive the call */
     e->cfg.quantize = NULL;      /* likewise (the model keeps the type it chose) */
     e->cfg.load_progress_user = NULL;

@@ -74,9 +74,10 @@ typedef struct engine_config {
     void (*load_progress)(void *user, double fraction); /* (optional) weights loaded so far */
     void *load_progress_user;
     bool bf16_activations; /* matmuls over bf16 weights round their activations to bf16 and
-                            * multiply in bf16 (vdpbf16ps), as llama.cpp does: about twice
-                            * the compute-bound speed (prefill, batched decode); CPU backend
-                            * with AVX512-BF16 only (else an error); off: f32 activations */
+                            * multiply in bf16 (vdpbf16ps: twice an FMA's multiply-adds an
+                            * instruction), as llama.cpp does; faster where compute sets the
+                            * pace (prefill, batched decode); CPU backend with AVX512-BF16
+                            * only (else an error); off: f32 activations */
     bool pooling; /* an embedding model (vLLM's --runner pooling): no lm_head; every request
                    * has max_tokens 0 and gives the final norm's hidden state of its last
                    * prompt token (engine_request_embedding), nothing is generated */

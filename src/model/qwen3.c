@@ -337,22 +337,40 @@ static int qwen3__has_act_scratch(const qwen3_model *m, enc_dtype dt)
     return enc_dtype_is_quantized(dt) || (m->bf16_activations && dt == ENC_BF16);
 }
 
-/* A matmul or matmul_id over block-quantized weights has one more tensor:
- * its scratch for the activations in 8-bit blocks (graph_matmul,
- * graph_matmul_id); so has one over bf16 weights with bf16 activations
- * (not the router's: qwen3_moe_block). A dense layer's MLP weights and a
- * MoE layer's experts are never both set (zeroed ones are F32). */
-static int qwen3__scratch_matmuls(const qwen3_model *m)
+static int qwen3__is_bf16(const qwen3_model *m, enc_dtype dt)
 {
-    int n = !m->pooling && qwen3__has_act_scratch(m, m->lm_head.dtype);
+    (void)m;
+    return dt == ENC_BF16;
+}
+
+/* The matmuls and matmul_ids of a forward pass over weights whose dtype
+ * `which` picks, the router's left out (its weights are F32 or BF16, and it
+ * never has a scratch: qwen3_moe_block). A dense layer's MLP weights and a
+ * MoE layer's experts are never both set (zeroed ones are F32). */
+static int qwen3__count_matmuls(const qwen3_model *m, int (*which)(const qwen3_model *, enc_dtype))
+{
+    int n = !m->pooling && which(m, m->lm_head.dtype);
     for (int64_t l = 0; l < m->cfg.n_layers; l++) {
         const qwen3_layer *y = &m->layers[l];
         const qwen3_weight *w[] = {&y->q,    &y->k,  &y->v,    &y->o,        &y->gate,
                                    &y->up,   &y->down, &y->exp_gate, &y->exp_up, &y->exp_down};
         for (size_t i = 0; i < sizeof w / sizeof *w; i++)
-            n += qwen3__has_act_scratch(m, w[i]->dtype);
+            n += which(m, w[i]->dtype);
     }
     return n;
+}
+
+/* A matmul or matmul_id over block-quantized weights has one more tensor:
+ * its scratch for the activations in 8-bit blocks (graph_matmul,
+ * graph_matmul_id); so has one over bf16 weights with bf16 activations. */
+static int qwen3__scratch_matmuls(const qwen3_model *m)
+{
+    return qwen3__count_matmuls(m, qwen3__has_act_scratch);
+}
+
+int qwen3_model_bf16_matmuls(const qwen3_model *m)
+{
+    return qwen3__count_matmuls(m, qwen3__is_bf16);
 }
 
 enc_status qwen3_model_set_bf16_activations(qwen3_model *m, int on)

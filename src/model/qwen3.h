@@ -87,6 +87,9 @@ enc_status qwen3_model_load(const char *model_dir, backend *be, gguf_file_type q
  * graphs built from now on, or by the f32 activations (0, the default). An
  * error when the backend cannot (backend_supports_bf16_activations). */
 enc_status qwen3_model_set_bf16_activations(qwen3_model *m, int on);
+/* The matmuls of a forward pass over bf16 weights (those bf16 activations
+ * change; a MoE router's not counted). */
+int qwen3_model_bf16_matmuls(const qwen3_model *m);
 /* The width of the step's output rows: vocab_size, or hidden_size when pooling. */
 int64_t qwen3_output_width(const qwen3_model *m);
 void qwen3_model_free(qwen3_model *m); /* NULL is a no-op */

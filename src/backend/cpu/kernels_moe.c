@@ -188,11 +188,11 @@ static void moe__expert_rows(const cpu_matmul_id_args *a, int64_t e, int64_t n0,
     int m = 0;
     for (int64_t p = 0; p < a->n_tokens * a->k; p++) {
         if (a->ids[p] != e) continue;
-        if (chunk < 2) { /* rows too long to stage: one pair at a time, in place */
+        if (chunk < 2) { /* rows too long to stage: one pair at a time, in place (its x
+                          * row read where it is, its outputs written where they go) */
             const void *w0 =
                 (const char *)we + (size_t)n0 * enc_dtype_row_bytes(a->w_dtype, a->n_in);
-            moe__matmul(a, moe__x_row(a, p), 1, w0, n1 - n0, ys);
-            memcpy(a->y + p * a->n_out + n0, ys, (size_t)(n1 - n0) * sizeof(float));
+            moe__matmul(a, moe__x_row(a, p), 1, w0, n1 - n0, a->y + p * a->n_out + n0);
             continue;
         }
         pairs[m++] = p;
