@@ -16,7 +16,9 @@
  * thread the calling thread does all the work, so it is timed in its own
  * CPU time, which other people's load on a shared machine disturbs far less
  * than the wall clock; with two, in wall time.
- * Usage: bench_kernels [runs] [bf16|f16|f32]   (default 5 runs, at least 3; bf16) */
+ * bf16x: bf16 weights times activations rounded to bf16 (cpu_matmul_bf16x,
+ * --bf16-activations), on the avx512 kernels of a CPU with AVX512-BF16 only.
+ * Usage: bench_kernels [runs] [bf16|bf16x|f16|f32]   (default 5 runs, at least 3; bf16) */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +43,7 @@ enum {
 static const size_t POOL_BYTES = (size_t)1 << 30;
 static enc_dtype weight_dtype = ENC_BF16; /* bf16, f16 or f32 (argv[2]) */
 static size_t weight_size = 2;            /* its bytes per element */
+static int x_bf16;                        /* bf16x: the matmuls' x rounded to bf16 */
 
 /* base[i] = v in the weight type. */
 static void put_weight(void *base, size_t i, float v)
@@ -54,7 +57,7 @@ static void put_weight(void *base, size_t i, float v)
 /* --- the timed tasks ------------------------------------------------------ */
 
 typedef struct mm_job {
-    const float *x;
+    const void *x; /* f32, or bf16 (x_bf16) */
     int64_t n_tokens;
     const char *pool;     /* n_w matrices [N_OUT, K] of the weight type, back to back */
     int64_t n_w, w_next;  /* call i uses matrix (w_next + i) % n_w */
@@ -66,7 +69,10 @@ static void mm_task(void *p, int ith, int nth)
 {
     mm_job *j = p;
     const char *w = j->pool + (size_t)(j->w_next % j->n_w) * N_OUT * K * weight_size;
-    cpu_matmul(j->x, j->n_tokens, K, w, weight_dtype, N_OUT, j->y, ith, nth);
+    if (x_bf16)
+        cpu_matmul_bf16x(j->x, j->n_tokens, K, (const uint16_t *)w, N_OUT, j->y, ith, nth);
+    else
+        cpu_matmul(j->x, j->n_tokens, K, w, weight_dtype, N_OUT, j->y, ith, nth);
 }
 
 /* The clock of a pool: one thread runs every share inline, in the caller. */
@@ -129,7 +135,7 @@ static double time_attention(enc_threadpool *tp, att_bench *b, int n_q, int seq_
 
 /* --- one ISA, one thread count -------------------------------------------- */
 
-static void bench_isa(cpu_isa isa, int nth, int runs, const char *pool, int64_t n_w, const float *x,
+static void bench_isa(cpu_isa isa, int nth, int runs, const char *pool, int64_t n_w, const void *x,
                       float *y, att_bench *ab)
 {
     enc_threadpool *tp;
@@ -187,8 +193,11 @@ int main(int argc, char **argv)
     } else if (argc > 2 && !strcmp(argv[2], "f32")) {
         weight_dtype = ENC_F32;
         weight_size = 4;
+    } else if (argc > 2 && !strcmp(argv[2], "bf16x")) {
+        x_bf16 = 1;
     } else if (argc > 2 && strcmp(argv[2], "bf16")) {
-        fprintf(stderr, "bench_kernels: weight type '%s' is not bf16, f16 or f32\n", argv[2]);
+        fprintf(stderr, "bench_kernels: weight type '%s' is not bf16, bf16x, f16 or f32\n",
+                argv[2]);
         return 2;
     }
     size_t w_elems = (size_t)N_OUT * K;
@@ -207,9 +216,16 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < (size_t)N_PREFILL * K; i++)
         x[i] = (float)((i * 7919) % 1000) / 1000.0f;
+    uint16_t *xb = malloc((size_t)N_PREFILL * K * sizeof *xb); /* x rounded (bf16x) */
+    if (!xb) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
+    cpu_quantize_rows(x, N_PREFILL, K, ENC_BF16, xb, 0, 1);
 
-    printf("matmul %s [%d x %d] x [%d x %d]^T; median of %d runs; kernels_init: %s\n",
-           enc_dtype_name(weight_dtype), 1, K, N_OUT, K, runs, cpu_isa_name(cpu_kernels_init()));
+    printf("matmul %s%s [%d x %d] x [%d x %d]^T; median of %d runs; kernels_init: %s\n",
+           enc_dtype_name(weight_dtype), x_bf16 ? " x bf16 activations" : "", 1, K, N_OUT, K, runs,
+           cpu_isa_name(cpu_kernels_init()));
     att_bench ab;
     size_t kv_elems = (size_t)ATT_CTX * ATT_KV_HEADS * ATT_HD, q_elems = 512u * ATT_HEADS * ATT_HD;
     ab.k_cache = malloc(kv_elems * weight_size);
@@ -236,11 +252,13 @@ int main(int argc, char **argv)
     static const cpu_isa isas[] = {CPU_ISA_AVX512, CPU_ISA_AVX2, CPU_ISA_SCALAR};
     for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
         if (!cpu_kernels_force_isa(isas[i])) continue;
+        if (x_bf16 && !cpu_bf16_activations_supported()) continue; /* avx512 with BF16 only */
         for (int nth = 1; nth <= 2; nth++)
-            bench_isa(isas[i], nth, runs, pool, n_w, x, y, &ab);
+            bench_isa(isas[i], nth, runs, pool, n_w, x_bf16 ? (const void *)xb : x, y, &ab);
     }
     free(pool);
     free(x);
+    free(xb);
     free(y);
     free(ab.k_cache);
     free(ab.v_cache);

@@ -363,14 +363,14 @@ static void bench__print_json(const bench_args *a, const engine *e, const bench_
     }
     printf("}");
     bench__print_json_sampled(a, r);
-    printf(",\"memory_read_gb_per_s\":%.2f,\"memory_triad_gb_per_s\":%.2f,\"decode_bytes_per_"
-           "token\":%.0f,"
-           "\"decode_roofline_tokens_per_s\":%.2f,\"decode_fraction_of_roofline\":%.3f,\"peak_rss_"
-           "bytes\":%.0f,"
-           "\"kv_cache_dtype\":\"%s\",\"kv_bytes_per_token\":%lld,\"bf16_activations\":%s}\n",
-           r->bw.read_gbps, r->bw.triad_gbps, r->bytes_per_token, roofline,
-           r->dec[0].tps[0][0] / roofline, r->peak_rss_bytes, engine_kv_cache_dtype(e),
-           (long long)engine_kv_bytes_per_token(e),
+    printf(",\"memory_read_gb_per_s\":%.2f,\"memory_triad_gb_per_s\":%.2f", r->bw.read_gbps,
+           r->bw.triad_gbps);
+    printf(",\"decode_bytes_per_token\":%.0f,\"decode_roofline_tokens_per_s\":%.2f",
+           r->bytes_per_token, roofline);
+    printf(",\"decode_fraction_of_roofline\":%.3f,\"peak_rss_bytes\":%.0f",
+           r->dec[0].tps[0][0] / roofline, r->peak_rss_bytes);
+    printf(",\"kv_cache_dtype\":\"%s\",\"kv_bytes_per_token\":%lld,\"bf16_activations\":%s}\n",
+           engine_kv_cache_dtype(e), (long long)engine_kv_bytes_per_token(e),
            engine_get_config(e)->bf16_activations ? "true" : "false");
 }
 

@@ -200,15 +200,13 @@ typedef struct cpu__call {
             bool packed; /* the table interleaved (repack.h) */
         } get_rows;
         struct { int64_t rows, dim; float eps; } rms_norm;
+        /* matmul: src0 is x, or its 8-bit blocks for a quantized w, or its bf16
+         * rounding for a bf16 w (x_bf16); packed: w interleaved (repack.h) */
         struct {
             enc_dtype w_dtype;
             int64_t n_tokens, k, n_out;
             bool packed, x_bf16;
         } matmul;
-        /* src0: x, or its 8-bit blocks for a
-         * quantized w, or its bf16 rounding (x_bf16)
-         * for a bf16 w; packed: w interleaved
-         * (repack.h) */
         struct { enc_dtype dtype; int64_t rows, k; } quantize; /* dst: rows in dtype blocks */
         struct { int64_t n_tokens, n_heads, head_dim; enc_rope rope; } rope_neox;
         struct { int64_t n; } elementwise; /* swiglu, add: elements */
@@ -280,14 +278,21 @@ static int cpu__scratch_src(const graph_node *n)
     return n->op == GRAPH_OP_MATMUL_ID ? 3 : 2;
 }
 
-/* Whether matmul (or matmul_id) n multiplies bf16 weights by its
- * activations rounded to bf16: the graph gave it a BF16 scratch
- * (graph->bf16_activations; the engine asks cpu__supports_bf16_activations
- * first). */
+/* The type of the activations the dots of matmul (or matmul_id) n read
+ * from its scratch: a block type's 8-bit form (quant_dot_dtype), BF16 when
+ * the graph gave a bf16 w a BF16 scratch (graph->bf16_activations), else
+ * F32: x itself, no scratch. */
+static enc_dtype cpu__dot_act_dtype(const graph_node *n)
+{
+    enc_dtype w = n->src[1]->dtype;
+    if (enc_dtype_is_quantized(w)) return quant_dot_dtype(w);
+    const graph_tensor *scratch = n->src[cpu__scratch_src(n)];
+    return w == ENC_BF16 && scratch && scratch->dtype == ENC_BF16 ? ENC_BF16 : ENC_F32;
+}
+
 static bool cpu__bf16_activations(const graph_node *n)
 {
-    const graph_tensor *scratch = n->src[cpu__scratch_src(n)];
-    return n->src[1]->dtype == ENC_BF16 && scratch && scratch->dtype == ENC_BF16;
+    return cpu__dot_act_dtype(n) == ENC_BF16;
 }
 
 /* matmul: x[n_tokens, k] @ w[n_out, k]^T */
@@ -656,19 +661,18 @@ static enc_status cpu__prepare(const graph_node *n, cpu__call *c, int *n_calls)
         return ENC_OK;
     }
     int matmul = n->op == GRAPH_OP_MATMUL || n->op == GRAPH_OP_MATMUL_ID;
-    if (matmul && cpu__bf16_activations(n) && !cpu_bf16_activations_supported())
+    enc_dtype act = matmul ? cpu__dot_act_dtype(n) : ENC_F32;
+    if (act == ENC_BF16 && !cpu_bf16_activations_supported())
         return enc_fail(ENC_ERR_UNSUPPORTED,
                         "cpu: %s over '%s' asks for bf16 activations, which "
                         "need AVX512-BF16 and the avx512 kernels",
                         graph_op_name(n->op), n->src[1]->name ? n->src[1]->name : "?");
-    if (matmul && (enc_dtype_is_quantized(n->src[1]->dtype) || cpu__bf16_activations(n))) {
+    if (act != ENC_F32) {
         const graph_tensor *scratch = n->src[cpu__scratch_src(n)];
-        if (!cpu__bf16_activations(n) &&
-            (!scratch || scratch->dtype != quant_dot_dtype(n->src[1]->dtype)))
+        if (!scratch || scratch->dtype != act)
             return enc_fail(ENC_ERR_INTERNAL, "cpu: %s over %s tensor '%s' has no %s scratch",
                             graph_op_name(n->op), enc_dtype_name(n->src[1]->dtype),
-                            n->src[1]->name ? n->src[1]->name : "?",
-                            enc_dtype_name(quant_dot_dtype(n->src[1]->dtype)));
+                            n->src[1]->name ? n->src[1]->name : "?", enc_dtype_name(act));
         ENC_TRY(cpu__prepare_as(n, CPU__OP_QUANTIZE, &c[0]));
         ENC_TRY(cpu__prepare_as(n, (int)n->op, &c[1]));
         c[1].src[0] = c[1].src[cpu__scratch_src(n)]; /* the dots read the quantized activations */

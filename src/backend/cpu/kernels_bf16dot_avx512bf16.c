@@ -40,42 +40,65 @@ BD_INLINE __m512bh cpu__bd_load(const uint16_t *p)
     return (__m512bh)_mm512_loadu_si512(p);
 }
 
+/* n (1..31) bf16 values at p, the rest of the vector zero. */
 BD_INLINE __m512bh cpu__bd_load_part(const uint16_t *p, int64_t n)
 {
     return (__m512bh)_mm512_maskz_loadu_epi16((__mmask32)((1ull << n) - 1ull), p);
 }
 
 /* y[t * ldy + r] = dot(x[t * ldx ..], w[r][..]) over k for t < T, r < R
- * (T and R constants at each call site: the accumulators stay in registers). */
+ * (T and R constants at each call site: the accumulators stay in registers).
+ * Whole chunks first, then the tail by masked loads: one loop with a masked
+ * load chosen per chunk ran at two thirds of the speed. */
 BD_INLINE void cpu__bd_tile(int T, int R, const uint16_t *x, int64_t ldx, const uint16_t *const *w,
                             int64_t k, float *y, int64_t ldy)
 {
     __m512 acc[BD_TM][BD_RM];
-    BD_UNROLL for (int t = 0; t < T; t++) BD_UNROLL for (int r = 0; r < R; r++) acc[t][r] =
-        _mm512_setzero_ps();
+    BD_UNROLL for (int t = 0; t < T; t++)
+    {
+        BD_UNROLL for (int r = 0; r < R; r++)
+        {
+            acc[t][r] = _mm512_setzero_ps();
+        }
+    }
     int64_t i = 0;
     for (; i + BD_CHUNK <= k; i += BD_CHUNK) {
         __m512bh wv[BD_RM];
-        BD_UNROLL for (int r = 0; r < R; r++) wv[r] = cpu__bd_load(w[r] + i);
+        BD_UNROLL for (int r = 0; r < R; r++)
+        {
+            wv[r] = cpu__bd_load(w[r] + i);
+        }
         BD_UNROLL for (int t = 0; t < T; t++)
         {
             __m512bh xv = cpu__bd_load(x + t * ldx + i);
-            BD_UNROLL for (int r = 0; r < R; r++) acc[t][r] =
-                _mm512_dpbf16_ps(acc[t][r], xv, wv[r]);
+            BD_UNROLL for (int r = 0; r < R; r++)
+            {
+                acc[t][r] = _mm512_dpbf16_ps(acc[t][r], xv, wv[r]);
+            }
         }
     }
     if (i < k) {
         __m512bh wv[BD_RM];
-        BD_UNROLL for (int r = 0; r < R; r++) wv[r] = cpu__bd_load_part(w[r] + i, k - i);
+        BD_UNROLL for (int r = 0; r < R; r++)
+        {
+            wv[r] = cpu__bd_load_part(w[r] + i, k - i);
+        }
         BD_UNROLL for (int t = 0; t < T; t++)
         {
             __m512bh xv = cpu__bd_load_part(x + t * ldx + i, k - i);
-            BD_UNROLL for (int r = 0; r < R; r++) acc[t][r] =
-                _mm512_dpbf16_ps(acc[t][r], xv, wv[r]);
+            BD_UNROLL for (int r = 0; r < R; r++)
+            {
+                acc[t][r] = _mm512_dpbf16_ps(acc[t][r], xv, wv[r]);
+            }
         }
     }
-    BD_UNROLL for (int t = 0; t < T; t++) BD_UNROLL for (int r = 0; r < R; r++) y[t * ldy + r] =
-        cpu__avx512_hsum(acc[t][r]);
+    BD_UNROLL for (int t = 0; t < T; t++)
+    {
+        BD_UNROLL for (int r = 0; r < R; r++)
+        {
+            y[t * ldy + r] = cpu__avx512_hsum(acc[t][r]);
+        }
+    }
 }
 
 #define BD_CASE(T_, R_)                                                                            \

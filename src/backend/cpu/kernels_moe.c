@@ -15,8 +15,8 @@
  * (quantized once per row before the call, as for a dense matmul), and
  * cpu_matmul's integer dots run over them; over experts in the interleaved
  * layout (each expert's matrix on its own, repack.h) cpu_matmul_packed's,
- * the same bits; with bf16 activations (x_bf16) cpu_matmul_bf16x's. A share's rows start at a
- * multiple of 16, a whole group. */
+ * the same bits; with bf16 activations (x_bf16) cpu_matmul_bf16x's. A
+ * share's rows start at a multiple of 16, a whole group. */
 #include "backend/cpu/kernels_moe.h"
 
 #include <math.h>
